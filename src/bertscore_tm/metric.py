@@ -1,0 +1,390 @@
+"""The Metric: BERTScore as a `torchmetrics.Metric` that streams, syncs across ranks and equals the reference.
+
+`update()` only tokenises, keeping token ids ragged (no padding) plus IDF document counts as a summed state.
+`compute()` embeds the pairs that no earlier `compute()`/`forward()` has scored (each rank its own share),
+keeps per-token best similarities, all-reduces the IDF counts, weighs, takes the best reference per
+candidate, rescales, and gathers only the per-pair P/R/F across ranks. States never travel between ranks.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+from torchmetrics.utilities.data import dim_zero_cat
+
+from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
+from bertscore_tm.embedding import Embedder
+from bertscore_tm.hashcode import hash_code
+from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
+from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
+from bertscore_tm.registry import default_model, default_num_layers, load_encoder, resolve_model_path
+from bertscore_tm.tokenizing import TextEncoder, normalize_inputs
+
+_OUTPUTS = ("precision", "recall", "f1")
+_ROBERTA_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text"}
+
+
+def _position_limit(config: Any) -> int | None:
+    limit = getattr(config, "max_position_embeddings", None)
+    if not isinstance(limit, int):
+        return None
+    if getattr(config, "model_type", "") in _ROBERTA_POSITIONS:
+        limit -= (getattr(config, "pad_token_id", 1) or 1) + 1
+    return limit
+
+
+def _cat(items: list[Tensor] | Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
+    if isinstance(items, Tensor):
+        return items.to(device)
+    if not items:
+        return torch.zeros(0, dtype=dtype, device=device)
+    return dim_zero_cat([x.to(device) for x in items])
+
+
+def _interleave(old: Tensor, new: Tensor, is_new: Tensor, counts: Tensor) -> Tensor:
+    """The per-pair concatenation in pair order, from the old pairs' part and the new pairs' part."""
+    if bool(is_new.all()):
+        return new
+    starts = torch.cumsum(counts, 0) - counts
+    out = torch.empty((int(counts.sum()), *new.shape[1:]), dtype=new.dtype, device=new.device)
+    out[ragged_arange(starts[~is_new], counts[~is_new]).to(new.device)] = old.to(new.device)
+    out[ragged_arange(starts[is_new], counts[is_new]).to(new.device)] = new
+    return out
+
+
+class BERTScore(Metric):
+    """BERTScore (Zhang et al., 2019): precision, recall and F1 of greedy cosine matching of contextual
+    token embeddings, equal to bert-score 0.3.13 to floating-point noise.
+
+    Args:
+        model_name_or_path: a local model directory, a name in the local Hugging Face cache, or
+            ``"sentence-transformers/all-MiniLM-L6-v2"`` (the packaged MiniLM). Default: ``lang``'s model.
+        num_layers: use the output of this layer (0 = embeddings). Default: the model's tuned layer.
+        all_layers: score with every layer; outputs gain a leading ``L + 1`` dimension.
+        lang: language code, for the default model and the packaged rescale baseline.
+        idf: weigh tokens by inverse document frequency over all references (of every rank).
+        rescale_with_baseline: rescale with the baseline of (``lang``, model) or ``baseline_path``.
+        baseline_path: a ``LAYER,P,R,F`` baseline file of your own.
+        batch_size: at most this many texts per forward pass.
+        max_length: truncate texts to this many tokens (default: the model's own window).
+        device: where the model runs and states live; ``None`` follows the metric (``.to(...)``).
+        model_dtype: compute dtype of the embedding model. ``torch.float32`` is exact; ``torch.bfloat16``
+            and ``torch.float16`` run under autocast (faster on supporting hardware, about 1e-3 error).
+        reduction: ``"none"`` for per-pair scores, ``"mean"`` for their means.
+        output: one of ``"precision"``, ``"recall"``, ``"f1"`` to return that tensor alone (so the metric
+            object can be logged by Lightning); ``None`` returns the dict.
+        return_hash: add the setting's hash code to the dict under ``"hash"``.
+        verbose: show a progress bar while embedding.
+        kwargs: torchmetrics' own Metric arguments (``compute_on_cpu``, ``process_group``, ...).
+    """
+
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+
+    cand_ids: list[Tensor]
+    cand_lens: list[Tensor]
+    ref_ids: list[Tensor]
+    ref_lens: list[Tensor]
+    ref_counts: list[Tensor]
+    scored: list[Tensor]
+    cand_best: list[Tensor]
+    ref_best: list[Tensor]
+    indexes: list[Tensor]
+    doc_freq: Tensor
+    num_refs: Tensor
+
+    def __init__(
+        self,
+        model_name_or_path: str | os.PathLike[str] | None = None,
+        num_layers: int | None = None,
+        all_layers: bool = False,
+        lang: str | None = "en",
+        idf: bool = False,
+        rescale_with_baseline: bool = False,
+        baseline_path: str | os.PathLike[str] | None = None,
+        batch_size: int = 64,
+        max_length: int | None = None,
+        device: torch.device | str | None = None,
+        model_dtype: torch.dtype = torch.float32,
+        reduction: str = "none",
+        output: str | None = None,
+        return_hash: bool = False,
+        verbose: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if reduction not in ("none", "mean"):
+            raise ValueError(f"reduction must be 'none' or 'mean', got {reduction!r}")
+        if output is not None and output not in _OUTPUTS:
+            raise ValueError(f"output must be None or one of {_OUTPUTS}, got {output!r}")
+        if output is not None and return_hash:
+            raise ValueError("return_hash needs the dict output (output=None); the code is also at metric.hash_code")
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if not isinstance(idf, bool):
+            raise TypeError(f"idf must be True or False, got {type(idf).__name__}")
+        if model_name_or_path is None:
+            if lang is None:
+                raise ValueError("Pass model_name_or_path or lang (which picks the language's default model)")
+            model_name_or_path = default_model(lang)
+        self.model_name = str(model_name_or_path)
+        self.num_layers = default_num_layers(self.model_name) if num_layers is None else int(num_layers)
+        self.all_layers = all_layers
+        self.lang = lang
+        self.idf = idf
+        self.reduction = reduction
+        self.output = output
+        self.return_hash = return_hash
+        self.verbose = verbose
+
+        path = resolve_model_path(self.model_name)
+        model, self.model_depth = load_encoder(path, self.num_layers, all_layers)
+        self._encoder = TextEncoder(path, max_length, model_window=_position_limit(model.config))
+        self._embedder = Embedder(model, self._encoder.pad_id, all_layers, model_dtype, batch_size)
+        self._vocab_size = max(self._encoder.vocab_size, int(getattr(model.config, "vocab_size", 0) or 0))
+
+        self._baseline: Tensor | None = None
+        if rescale_with_baseline:
+            file = find_baseline(lang, self.model_name, baseline_path)
+            self._baseline = baseline_rows(read_baseline(file), self.num_layers, all_layers, file)
+            if all_layers and self._baseline.shape[0] != self.model_depth + 1:
+                raise ValueError(
+                    f"Baseline {file} has {self._baseline.shape[0]} rows; all_layers needs one per layer "
+                    f"({self.model_depth + 1})"
+                )
+        self.hash_code = hash_code(
+            self.model_name, self.num_layers, idf, rescale_with_baseline, custom_baseline=baseline_path is not None
+        )
+
+        for name in ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes"):
+            self.add_state(name, default=[], dist_reduce_fx="cat")
+        self.add_state("doc_freq", torch.zeros(self._vocab_size if idf else 0, dtype=torch.long), dist_reduce_fx="sum")
+        self.add_state("num_refs", torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")
+        self._collective = False
+        if device is not None:
+            self.to(device)
+
+    # -- device handling: the model follows the metric but is never part of its module tree or state_dict
+    def _apply(self, fn: Callable, exclude_state: Sequence[str] = "") -> torch.nn.Module:
+        this = super()._apply(fn, exclude_state)
+        embedder = this.__dict__.get("_embedder")
+        if embedder is not None and embedder.device != this.device:
+            embedder.to(this.device)
+        return this
+
+    @property
+    def embedder(self) -> Embedder:
+        """The frozen embedding model and its batching (outside the module tree)."""
+        return self._embedder
+
+    @property
+    def tokenizer(self) -> Any:
+        """The Hugging Face tokenizer, set up as the reference uses it."""
+        return self._encoder.tokenizer
+
+    def update(
+        self,
+        preds: str | Sequence[str],
+        target: str | Sequence[str | Sequence[str]],
+        indexes: Tensor | Sequence[int] | None = None,
+    ) -> None:
+        """Tokenise a batch of candidates and their references (one string, or a sequence per candidate).
+
+        `indexes` (optional) are dataset indexes of the candidates: `compute()` then orders the pairs by
+        index and keeps one pair per index, so the duplicates a distributed sampler pads in do not count.
+        """
+        cands, groups = normalize_inputs(preds, target)
+        index_tensor = None
+        if indexes is not None:
+            index_tensor = torch.as_tensor(indexes).reshape(-1)
+            if index_tensor.is_floating_point() or index_tensor.dtype == torch.bool:
+                raise TypeError(f"indexes must be integers, got {index_tensor.dtype}")
+            if len(index_tensor) != len(cands):
+                raise ValueError(f"indexes has {len(index_tensor)} entries for {len(cands)} predictions")
+        if not cands:
+            return
+        refs = [r for group in groups for r in group]
+        c_ids, c_lens = self._encoder.encode(cands)
+        r_ids, r_lens = self._encoder.encode(refs)
+        device = self.device
+        self.cand_ids.append(c_ids.to(device))
+        self.cand_lens.append(c_lens.to(device))
+        self.ref_ids.append(r_ids.to(device))
+        self.ref_lens.append(r_lens.to(device))
+        self.ref_counts.append(torch.tensor([len(g) for g in groups], dtype=torch.int32, device=device))
+        self.scored.append(torch.zeros(len(cands), dtype=torch.bool, device=device))
+        if index_tensor is not None:
+            self.indexes.append(index_tensor.to(device=device, dtype=torch.long))
+        if self.idf:
+            self.doc_freq += document_frequency(r_ids, r_lens, self._vocab_size).to(self.doc_freq.device)
+        self.num_refs += len(refs)
+
+    # torchmetrics would gather every state onto every rank before compute(); we keep states local and
+    # exchange only IDF counts and per-pair scores inside compute(), so sync() only notes whether to.
+    def sync(
+        self,
+        dist_sync_fn: Callable | None = None,
+        process_group: Any | None = None,
+        should_sync: bool = True,
+        distributed_available: Callable | None = None,
+    ) -> None:
+        """Record whether the next `compute()` runs across processes; no state is gathered."""
+        available = distributed_available if distributed_available is not None else self.distributed_available_fn
+        self._collective = bool(should_sync and callable(available) and available())
+        self._collective_group = process_group if process_group is not None else self.process_group
+
+    def compute(self) -> dict[str, Tensor | str] | Tensor:
+        """Scores of every pair seen (by every rank), in input order (rank-major across ranks)."""
+        collective, self._collective = self._collective, False
+        self._score_pending()
+        scores, indexes, has_indexes = self._local_scores(collective), _cat(self.indexes, torch.long, self.device), True
+        num_local = scores.shape[0]
+        if collective:
+            group = self._collective_group
+            scores = torch.cat(_gather(scores, group))
+            counts = torch.stack(_gather(torch.tensor([num_local, len(indexes)], device=self.device), group))
+            indexes = torch.cat(_gather(indexes, group))
+            has_indexes = bool((counts[:, 1] == counts[:, 0]).all())
+            mixed = bool((counts[:, 1] > 0).any()) and not has_indexes
+        else:
+            has_indexes = len(indexes) == num_local
+            mixed = len(indexes) > 0 and not has_indexes
+        if mixed:
+            raise ValueError("indexes must be passed to every update() or to none of them")
+        if scores.shape[0] == 0:
+            raise RuntimeError(
+                "BERTScore.compute() has no pairs to score: call update(preds, target) with at least one pair first"
+            )
+        if has_indexes:
+            order = torch.argsort(indexes, stable=True)
+            ordered = indexes[order]
+            keep = torch.ones_like(ordered, dtype=torch.bool)
+            keep[1:] = ordered[1:] != ordered[:-1]
+            scores = scores[order[keep]]
+        return self._format(scores)
+
+    def _format(self, scores: Tensor) -> dict[str, Tensor | str] | Tensor:
+        # scores: [pairs, rows, 3] -> per output [pairs] or [rows, pairs]
+        per = scores.permute(2, 1, 0)  # [3, rows, pairs]
+        if not self.all_layers:
+            per = per[:, 0]
+        if self.reduction == "mean":
+            per = per.mean(dim=-1)
+        result: dict[str, Tensor | str] = dict(zip(_OUTPUTS, per.unbind(0)))
+        if self.output is not None:
+            return result[self.output]  # type: ignore[return-value]
+        if self.return_hash:
+            result["hash"] = self.hash_code
+        return result
+
+    def _score_pending(self) -> None:
+        """Embed and match the pairs no earlier compute() scored; keep their per-token best similarities."""
+        device = self.device
+        self._embedder.to(device)
+        scored = _cat(self.scored, torch.bool, device)
+        if scored.numel() == 0 or bool(scored.all()):
+            return
+        cpu = torch.device("cpu")
+        c_ids, c_lens = _cat(self.cand_ids, torch.int32, cpu), _cat(self.cand_lens, torch.int32, cpu).long()
+        r_ids, r_lens = _cat(self.ref_ids, torch.int32, cpu), _cat(self.ref_lens, torch.int32, cpu).long()
+        ref_counts = _cat(self.ref_counts, torch.int32, cpu).long()
+        is_new = ~scored.cpu()
+        c_start = torch.cumsum(c_lens, 0) - c_lens
+        r_start = torch.cumsum(r_lens, 0) - r_lens
+        first_ref = torch.cumsum(ref_counts, 0) - ref_counts
+
+        texts: list[Tensor] = []
+        known: dict[bytes, int] = {}
+        c_np, r_np = c_ids.numpy(), r_ids.numpy()
+
+        def text_id(flat: Any, start: int, length: int, source: Tensor) -> int:
+            key = flat[start : start + length].tobytes()
+            if key not in known:
+                known[key] = len(texts)
+                texts.append(source[start : start + length].long())
+            return known[key]
+
+        match_cand: list[int] = []
+        match_ref: list[int] = []
+        cs, cl, rs, rl = c_start.tolist(), c_lens.tolist(), r_start.tolist(), r_lens.tolist()
+        fr, rc = first_ref.tolist(), ref_counts.tolist()
+        for i in torch.nonzero(is_new).flatten().tolist():
+            cand = text_id(c_np, cs[i], cl[i], c_ids)
+            for j in range(fr[i], fr[i] + rc[i]):
+                match_cand.append(cand)
+                match_ref.append(text_id(r_np, rs[j], rl[j], r_ids))
+
+        progress = None
+        if self.verbose:
+            from tqdm.auto import tqdm
+
+            progress = tqdm(total=len(texts), desc="BERTScore: embedding", unit="text")
+        try:
+            new_c, new_r = greedy_match(self._embedder, texts, match_cand, match_ref, progress=progress)
+        finally:
+            if progress is not None:
+                progress.close()
+
+        cand_counts = c_lens * ref_counts
+        ref_counts_tok = segment_sum(r_lens, ref_counts)
+        old_c = _cat(self.cand_best, torch.float32, device)
+        old_r = _cat(self.ref_best, torch.float32, device)
+        self.cand_best = [_interleave(old_c, new_c, is_new, cand_counts)]
+        self.ref_best = [_interleave(old_r, new_r, is_new, ref_counts_tok)]
+        self.scored = [torch.ones_like(scored)]
+        self.cand_ids, self.cand_lens = [c_ids.to(device)], [c_lens.to(device, torch.int32)]
+        self.ref_ids, self.ref_lens = [r_ids.to(device)], [r_lens.to(device, torch.int32)]
+        self.ref_counts = [ref_counts.to(device, torch.int32)]
+
+    def _local_scores(self, collective: bool) -> Tensor:
+        """This rank's per-candidate P, R, F: [pairs, rows, 3] after the multi-reference max and rescale."""
+        device = self.device
+        rows = self._embedder.num_rows
+        c_ids, c_lens = _cat(self.cand_ids, torch.int32, device).long(), _cat(self.cand_lens, torch.int32, device).long()
+        r_ids, r_lens = _cat(self.ref_ids, torch.int32, device).long(), _cat(self.ref_lens, torch.int32, device).long()
+        ref_counts = _cat(self.ref_counts, torch.int32, device).long()
+        if self.idf:
+            doc_freq, num_refs = self.doc_freq.clone(), self.num_refs.clone()
+            if collective:
+                torch.distributed.all_reduce(doc_freq, group=self._collective_group)
+                torch.distributed.all_reduce(num_refs, group=self._collective_group)
+            weights = idf_weights(doc_freq, int(num_refs))
+        else:
+            weights = plain_weights(self._vocab_size, self._encoder.zero_weight_ids, device)
+        if c_lens.numel() == 0:
+            return torch.zeros((0, rows, 3), dtype=torch.float32, device=device)
+        owner = torch.repeat_interleave(torch.arange(len(c_lens), device=device), ref_counts)
+        c_start = torch.cumsum(c_lens, 0) - c_lens
+        match_c_lens = c_lens[owner]
+        cand_tokens = c_ids[ragged_arange(c_start[owner], match_c_lens)]
+        blank = self._encoder.is_blank(match_c_lens) | self._encoder.is_blank(r_lens)
+        scores = weighted_scores(
+            _cat(self.cand_best, torch.float32, device), weights[cand_tokens], match_c_lens,
+            _cat(self.ref_best, torch.float32, device), weights[r_ids], r_lens,
+            blank,
+        )
+        undefined = torch.isnan(scores[..., :2]).any(dim=(1, 2)) & ~blank
+        if bool(undefined.any()):
+            warnings.warn(
+                f"{int(undefined.sum())} pair(s) have tokens whose weights sum to 0 (with IDF: tokens found in "
+                "every reference); their precision or recall is NaN, as in the reference.",
+                UserWarning,
+                stacklevel=3,
+            )
+        scores = best_of_references(scores, ref_counts)
+        if self._baseline is not None:
+            scores = rescale(scores, self._baseline)
+        return scores
+
+
+def _gather(tensor: Tensor, group: Any) -> list[Tensor]:
+    from torchmetrics.utilities.distributed import gather_all_tensors
+
+    return gather_all_tensors(tensor.contiguous(), group=group)

