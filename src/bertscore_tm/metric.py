@@ -8,6 +8,7 @@ candidate, rescales, and gathers only the per-pair P/R/F across ranks. States ne
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -16,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-from torchmetrics.utilities.data import dim_zero_cat
+from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
 from bertscore_tm.embedding import Embedder
@@ -179,6 +180,20 @@ class BERTScore(Metric):
             embedder.to(this.device)
         return this
 
+    def _wrap_compute(self, compute: Callable) -> Callable:
+        # torchmetrics squeezes one-element results to 0-d; per-pair outputs keep their [N] / [L + 1, N] shape
+        wrapped = super()._wrap_compute(compute)
+
+        @functools.wraps(compute)
+        def keep_pair_axis(*args: Any, **kwargs: Any) -> Any:
+            value = wrapped(*args, **kwargs)
+            if self.reduction != "none":
+                return value
+            shape = (1, 1) if self.all_layers else (1,)
+            return apply_to_collection(value, Tensor, lambda x: x.reshape(shape) if x.dim() == 0 else x)
+
+        return keep_pair_axis
+
     @property
     def embedder(self) -> Embedder:
         """The frozen embedding model and its batching (outside the module tree)."""
@@ -244,30 +259,45 @@ class BERTScore(Metric):
         """Scores of every pair seen (by every rank), in input order (rank-major across ranks)."""
         collective, self._collective = self._collective, False
         self._score_pending()
-        scores, indexes, has_indexes = self._local_scores(collective), _cat(self.indexes, torch.long, self.device), True
-        num_local = scores.shape[0]
+        device = self.device
+        num_local = sum(len(x) for x in self.scored)
+        indexes = _cat(self.indexes, torch.long, device)
+        offset = 0
         if collective:
             group = self._collective_group
-            scores = torch.cat(_gather(scores, group))
-            counts = torch.stack(_gather(torch.tensor([num_local, len(indexes)], device=self.device), group))
+            counts = torch.stack(_gather(torch.tensor([num_local, len(indexes)], device=device), group))
             indexes = torch.cat(_gather(indexes, group))
+            offset = int(counts[: torch.distributed.get_rank(group), 0].sum())
+            total = int(counts[:, 0].sum())
             has_indexes = bool((counts[:, 1] == counts[:, 0]).all())
             mixed = bool((counts[:, 1] > 0).any()) and not has_indexes
         else:
+            total = num_local
             has_indexes = len(indexes) == num_local
             mixed = len(indexes) > 0 and not has_indexes
         if mixed:
             raise ValueError("indexes must be passed to every update() or to none of them")
-        if scores.shape[0] == 0:
+        if total == 0:
             raise RuntimeError(
                 "BERTScore.compute() has no pairs to score: call update(preds, target) with at least one pair first"
             )
+        keep = dropped = None
         if has_indexes:
+            # one pair per dataset index (the first in rank-major order), ordered by index; the repeats a
+            # distributed sampler pads in are left out of the scores and of the IDF counts alike
             order = torch.argsort(indexes, stable=True)
             ordered = indexes[order]
-            keep = torch.ones_like(ordered, dtype=torch.bool)
-            keep[1:] = ordered[1:] != ordered[:-1]
-            scores = scores[order[keep]]
+            first = torch.ones_like(ordered, dtype=torch.bool)
+            first[1:] = ordered[1:] != ordered[:-1]
+            keep = order[first]
+            repeated = torch.ones_like(indexes, dtype=torch.bool)
+            repeated[keep] = False
+            dropped = repeated[offset : offset + num_local]
+        scores = self._local_scores(collective, dropped)
+        if collective:
+            scores = torch.cat(_gather(scores, self._collective_group))
+        if keep is not None:
+            scores = scores[keep]
         return self._format(scores)
 
     def _format(self, scores: Tensor) -> dict[str, Tensor | str] | Tensor:
@@ -343,8 +373,11 @@ class BERTScore(Metric):
         self.ref_ids, self.ref_lens = [r_ids.to(device)], [r_lens.to(device, torch.int32)]
         self.ref_counts = [ref_counts.to(device, torch.int32)]
 
-    def _local_scores(self, collective: bool) -> Tensor:
-        """This rank's per-candidate P, R, F: [pairs, rows, 3] after the multi-reference max and rescale."""
+    def _local_scores(self, collective: bool, dropped: Tensor | None = None) -> Tensor:
+        """This rank's per-candidate P, R, F: [pairs, rows, 3] after the multi-reference max and rescale.
+
+        `dropped` marks local pairs whose index repeats an earlier pair's: their references leave the IDF counts.
+        """
         device = self.device
         rows = self._embedder.num_rows
         c_ids, c_lens = _cat(self.cand_ids, torch.int32, device).long(), _cat(self.cand_lens, torch.int32, device).long()
@@ -352,6 +385,11 @@ class BERTScore(Metric):
         ref_counts = _cat(self.ref_counts, torch.int32, device).long()
         if self.idf:
             doc_freq, num_refs = self.doc_freq.clone(), self.num_refs.clone()
+            if dropped is not None and bool(dropped.any()):
+                ref_dropped = torch.repeat_interleave(dropped.to(device), ref_counts)
+                tok_dropped = torch.repeat_interleave(ref_dropped, r_lens)
+                doc_freq -= document_frequency(r_ids[tok_dropped], r_lens[ref_dropped], self._vocab_size)
+                num_refs -= int(ref_dropped.sum())
             if collective:
                 torch.distributed.all_reduce(doc_freq, group=self._collective_group)
                 torch.distributed.all_reduce(num_refs, group=self._collective_group)

@@ -1,0 +1,153 @@
+"""Bad input gets a clear error naming the problem, or (where the reference defines a score) that score
+and one warning; never a crash, a hang or a silently wrong number."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import pytest
+import torch
+
+from bertscore_tm import BaselineNotFoundError, BERTScore, ModelNotFoundError, score
+
+from tests.conftest import MINILM
+
+
+@pytest.fixture(scope="module")
+def metric():
+    return BERTScore(MINILM)
+
+
+@pytest.fixture()
+def fresh(metric):
+    metric.reset()
+    return metric
+
+
+def caught(fn):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = fn()
+    return result, [w for w in seen if issubclass(w.category, UserWarning)]
+
+
+def test_mismatched_lengths_name_both_lengths(fresh):
+    with pytest.raises(ValueError, match=r"3 predictions and 2 targets"):
+        fresh.update(["a", "b", "c"], ["a", "b"])
+
+
+def test_a_non_string_names_its_position(fresh):
+    with pytest.raises(TypeError, match=r"preds\[1\]"):
+        fresh.update(["a", 7], ["a", "b"])
+    with pytest.raises(TypeError, match=r"target\[1\]\[0\]"):
+        fresh.update(["a", "b"], [["a"], [None, "b"]])
+    with pytest.raises(TypeError, match=r"preds must be"):
+        fresh.update(5, ["a"])
+
+
+def test_a_candidate_without_references_is_an_error(fresh):
+    with pytest.raises(ValueError, match=r"target\[0\] is an empty list"):
+        fresh.update(["a"], [[]])
+
+
+def test_blank_text_scores_zero_with_one_warning(fresh):
+    def go():
+        fresh.update(["", "   ", "A real sentence.", "A real sentence."], ["Something.", "Another.", " \t\n", "A real sentence."])
+        return fresh.compute()
+
+    result, warned = caught(go)
+    for key in ("precision", "recall", "f1"):
+        assert result[key][:3].tolist() == [0.0, 0.0, 0.0]
+    assert result["f1"][3] == pytest.approx(1.0, abs=1e-5)
+    blank_warnings = [w for w in warned if "blank" in str(w.message)]
+    assert len(blank_warnings) == 2  # one for the candidates, one for the references of this update
+    assert "2 blank" in str(blank_warnings[0].message) and "1 blank" in str(blank_warnings[1].message)
+
+
+def test_text_the_tokenizer_drops_entirely_counts_as_blank(fresh):
+    result, warned = caught(lambda: (fresh.update(["\u200b\u200b"], ["Hello there."]), fresh.compute())[1])
+    assert result["f1"].tolist() == [0.0]
+    assert any("blank" in str(w.message) for w in warned)
+
+
+def test_text_past_the_window_is_truncated_with_one_warning_counting_texts(fresh):
+    long_text = " ".join(["word"] * 700)
+    result, warned = caught(lambda: (fresh.update([long_text, long_text, "short"], [long_text, "ok", "short"]), fresh.compute())[1])
+    truncation = [w for w in warned if "truncated" in str(w.message)]
+    assert len(truncation) == 2
+    assert str(truncation[0].message).startswith("2 text(s)") and str(truncation[1].message).startswith("1 text(s)")
+    assert "512" in str(truncation[0].message)
+    assert result["f1"][0] == pytest.approx(1.0, abs=1e-5)
+    ids = torch.cat(fresh.cand_ids)
+    assert int(torch.cat(fresh.cand_lens).max()) == 512 and len(ids) == int(torch.cat(fresh.cand_lens).sum())
+
+
+def test_an_empty_update_is_a_no_op(fresh):
+    fresh.update([], [])
+    fresh.update(["Hello."], ["Hello."])
+    fresh.update([], [])
+    assert fresh.compute()["f1"].shape == (1,)
+
+
+def test_compute_before_any_update_says_so(fresh):
+    with pytest.raises(RuntimeError, match="no pairs to score"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fresh.compute()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Emoji 🤖🎉 and CJK 漢字かな and Arabic مرحبا and combining é",
+        "tabs\tand\nnewlines   and    runs of spaces",
+        "\x00\x07 control characters \u202e reversed",
+        "a" * 3000,
+        "   leading and trailing   ",
+        "[CLS] [SEP] [PAD] [MASK] literal special tokens",
+    ],
+)
+def test_any_unicode_and_any_spacing_score_without_crashing(fresh, text):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fresh.update([text, "plain"], [text, text])
+        result = fresh.compute()
+    assert torch.isfinite(result["f1"]).all()
+
+
+def test_a_model_not_on_disk_fails_at_once_naming_it():
+    start = time.monotonic()
+    with pytest.raises(ModelNotFoundError, match=r"'no-such-org/no-such-model' is not on this machine.*hub was not contacted.*model_name_or_path"):
+        BERTScore("no-such-org/no-such-model", num_layers=3)
+    assert time.monotonic() - start < 5
+
+
+def test_a_default_model_not_on_disk_fails_with_a_clear_error():
+    with pytest.raises((ModelNotFoundError, ValueError)) as err:
+        score(["a"], ["b"], lang="de", num_layers=9)
+    assert "bert-base-multilingual-cased" in str(err.value)
+
+
+def test_an_unknown_model_without_num_layers_asks_for_it(minilm_path):
+    with pytest.raises(ValueError, match="pass num_layers"):
+        BERTScore(minilm_path)
+
+
+def test_a_missing_baseline_names_the_file_and_how_to_make_one():
+    with pytest.raises(BaselineNotFoundError, match=r"baselines/fr/sentence-transformers/all-MiniLM-L6-v2\.tsv.*bertscore-tm baseline"):
+        BERTScore(MINILM, lang="fr", rescale_with_baseline=True)
+
+
+def test_bad_settings_are_rejected_with_their_names():
+    with pytest.raises(ValueError, match="reduction"):
+        BERTScore(MINILM, reduction="sum")
+    with pytest.raises(ValueError, match="output"):
+        BERTScore(MINILM, output="accuracy")
+    with pytest.raises(ValueError, match="num_layers must be between 0 and 6"):
+        BERTScore(MINILM, num_layers=9)
+    with pytest.raises(ValueError, match="batch_size"):
+        BERTScore(MINILM, batch_size=0)
+    with pytest.raises(ValueError, match="max_length"):
+        BERTScore(MINILM, max_length=4096)
+    with pytest.raises(ValueError, match="model_dtype"):
+        BERTScore(MINILM, model_dtype=torch.int8)
