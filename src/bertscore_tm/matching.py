@@ -52,8 +52,8 @@ def greedy_match(
     texts: Sequence[Tensor],
     match_cand: Sequence[int],
     match_ref: Sequence[int],
-    block_tokens: int = 65536,
-    sim_budget: int = 1 << 24,
+    block_bytes: int = 16 << 20,
+    gather_budget: int = 1 << 22,
     progress: object | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Best similarity of every token of every match, float32 on the embedder's device.
@@ -62,6 +62,10 @@ def greedy_match(
     text `match_ref[m]`. Returns (cand_best, ref_best): cand_best holds, match after match, one row per
     candidate token (its best similarity over the reference's tokens), ref_best one row per reference token;
     each row has one column per layer. A token with nothing to match against gets 0.
+
+    Matches are taken in order of length, in blocks whose new embeddings fit in `block_bytes`; a text
+    needed by a later block is kept (and only such texts), so each distinct text is embedded once. Matching
+    batches hold at most `gather_budget` gathered vector elements.
     """
     device = embedder.device
     rows = embedder.num_rows
@@ -75,14 +79,20 @@ def greedy_match(
     cand_best = torch.zeros((int(lc.sum()), rows), dtype=torch.float32, device=device)
     ref_best = torch.zeros((int(lr.sum()), rows), dtype=torch.float32, device=device)
 
+    # similar lengths in a block keep padding small; results land at each match's own offsets
+    by_length = torch.argsort(lc * 4096 + lr, stable=True).tolist()
+    sorted_cand = [match_cand[m] for m in by_length]
+    sorted_ref = [match_ref[m] for m in by_length]
+    block_tokens = max(512, block_bytes // (4 * rows * embedder.hidden_size))
     last_use: dict[int, int] = {}
-    blocks = _blocks(match_cand, match_ref, lengths, block_tokens)
+    blocks = _blocks(sorted_cand, sorted_ref, lengths, block_tokens)
     for b, (lo, hi) in enumerate(blocks):
-        for t in (*match_cand[lo:hi], *match_ref[lo:hi]):
+        for t in (*sorted_cand[lo:hi], *sorted_ref[lo:hi]):
             last_use[t] = b
     cache: dict[int, Tensor] = {}
+    order_t = torch.tensor(by_length, dtype=torch.long)
     for b, (lo, hi) in enumerate(blocks):
-        block_texts = list(dict.fromkeys((*match_cand[lo:hi], *match_ref[lo:hi])))
+        block_texts = list(dict.fromkeys((*sorted_cand[lo:hi], *sorted_ref[lo:hi])))
         fresh = [t for t in block_texts if t not in cache]
         packed, starts = embedder.embed([texts[t] for t in fresh], progress=progress)
         kept = [t for t in block_texts if t in cache]
@@ -104,9 +114,10 @@ def greedy_match(
         text_start = torch.full((len(texts),), pad_row, dtype=torch.long)
         for t, s in start_of.items():
             text_start[t] = s
+        sel = order_t[lo:hi]
         _match_block(
-            table, pad_row, text_start, mc[lo:hi], mr[lo:hi], lc[lo:hi], lr[lo:hi],
-            out_c_start[lo:hi], out_r_start[lo:hi], cand_best, ref_best, rows, sim_budget,
+            table, pad_row, text_start, mc[sel], mr[sel], lc[sel], lr[sel],
+            out_c_start[sel], out_r_start[sel], cand_best, ref_best, rows, gather_budget,
         )
         del table, packed
     return cand_best, ref_best
@@ -114,17 +125,18 @@ def greedy_match(
 
 def _match_block(
     table: Tensor, pad_row: int, text_start: Tensor, mc: Tensor, mr: Tensor, lc: Tensor, lr: Tensor,
-    out_c: Tensor, out_r: Tensor, cand_best: Tensor, ref_best: Tensor, rows: int, sim_budget: int,
+    out_c: Tensor, out_r: Tensor, cand_best: Tensor, ref_best: Tensor, rows: int, gather_budget: int,
 ) -> None:
     device = table.device
-    order = torch.argsort(lc * lr, descending=True, stable=True)
+    width = table.shape[-1]
+    order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
     pos = 0
     n = len(order)
     while pos < n:
         first = order[pos]
         max_c, max_r = int(lc[first]), int(lr[first])
-        per = max(1, max_c * max_r * rows)
-        count = max(1, min(n - pos, sim_budget // per))
+        per = max(1, (max_c + max_r) * width * rows, max_c * max_r * rows)
+        count = max(1, min(n - pos, gather_budget // per))
         idx = order[pos : pos + count]
         pos += count
         bc, br = int(lc[idx].max()), int(lr[idx].max())

@@ -1,0 +1,278 @@
+"""Speed and memory of BERTScore implementations, measured in one run on one machine.
+
+Every configuration scores the same pairs with the same model (the packaged MiniLM cut to 5 layers) and
+is timed against "the limit": the bare forward pass of the cut model over the unique sentences,
+length-sorted and batched, with no scoring at all. Each configuration runs in its own subprocess so that
+its peak memory (VmHWM, reset after the model is loaded) is its own. Results go to benchmarks/RESULTS.md.
+
+    make bench                       # 1000 WMT pairs, 2 threads
+    make bench BENCH_ARGS="--pairs 200 --repeats 1"
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "wmt"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+LAYERS = 5
+BATCH = 64
+
+
+# --------------------------------------------------------------------------- helpers run in subprocesses
+def _rss_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _reset_peak() -> int:
+    """Reset the peak-RSS counter and return the current RSS (KiB)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    return _rss_kib("VmRSS")
+
+
+def _pairs(data: Path, n: int, offset: int = 0) -> tuple[list[str], list[str]]:
+    hyps = (data / "hyps_long.txt").read_text(encoding="utf-8").splitlines()
+    refs = (data / "refs_long.txt").read_text(encoding="utf-8").splitlines()
+    if offset + n > len(hyps):
+        raise SystemExit(f"only {len(hyps)} pairs in {data}; asked for {n} from {offset}")
+    return hyps[offset : offset + n], refs[offset : offset + n]
+
+
+def _state_bytes(metric) -> int:  # noqa: ANN001
+    import torch
+
+    total = 0
+    for name in metric._defaults:  # torchmetrics' registry of states
+        value = getattr(metric, name)
+        for t in value if isinstance(value, list) else [value]:
+            if isinstance(t, torch.Tensor):
+                total += t.numel() * t.element_size()
+    return total
+
+
+def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: int) -> dict:
+    import torch
+
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(threads)
+    cands, refs = _pairs(data, n, offset)
+    from bertscore_tm.registry import resolve_model_path
+
+    path = str(resolve_model_path(MINILM))
+    out: dict = {"kind": kind, "pairs": n}
+    times: list[float] = []
+
+    if kind == "limit":
+        from bertscore_tm.embedding import length_batches
+        from bertscore_tm.registry import load_encoder
+        from transformers import AutoTokenizer
+
+        model, _ = load_encoder(Path(path), LAYERS, all_layers=False)
+        tok = AutoTokenizer.from_pretrained(path)
+        unique = list(dict.fromkeys(s.strip() for s in cands + refs))
+        ids = tok(unique, truncation=True, max_length=512)["input_ids"]
+        out["unique_sentences"] = len(unique)
+        base = _reset_peak()
+        for _ in range(repeats):
+            start = time.perf_counter()
+            with torch.inference_mode():
+                for batch in length_batches([len(x) for x in ids], BATCH, 1 << 30):
+                    longest = max(len(ids[i]) for i in batch)
+                    inp = torch.zeros((len(batch), longest), dtype=torch.long)
+                    mask = torch.zeros((len(batch), longest), dtype=torch.long)
+                    for row, i in enumerate(batch):
+                        inp[row, : len(ids[i])] = torch.tensor(ids[i])
+                        mask[row, : len(ids[i])] = 1
+                    model(input_ids=inp, attention_mask=mask)
+            times.append(time.perf_counter() - start)
+    elif kind in ("ours-fp32", "ours-bf16"):
+        from bertscore_tm import BERTScore
+
+        dtype = torch.float32 if kind == "ours-fp32" else torch.bfloat16
+        metric = BERTScore(MINILM, num_layers=LAYERS, batch_size=BATCH, model_dtype=dtype)
+        base = _reset_peak()
+        for _ in range(repeats):
+            metric.reset()
+            start = time.perf_counter()
+            for i in range(0, n, BATCH):  # as a validation loop feeds it
+                metric.update(cands[i : i + BATCH], refs[i : i + BATCH])
+            out["state_bytes_per_pair"] = _state_bytes(metric) / n
+            result = metric.compute()
+            times.append(time.perf_counter() - start)
+        out["f1"] = result["f1"].tolist()
+    elif kind == "bert-score":
+        from bert_score import BERTScorer
+
+        scorer = BERTScorer(model_type=path, num_layers=LAYERS, batch_size=BATCH, device="cpu", nthreads=0)
+        base = _reset_peak()
+        for _ in range(repeats):
+            start = time.perf_counter()
+            _, _, f1 = scorer.score(cands, refs)
+            times.append(time.perf_counter() - start)
+        out["f1"] = f1.tolist()
+    elif kind == "torchmetrics":
+        from torchmetrics.text.bert import BERTScore as TMBERTScore
+
+        metric = TMBERTScore(model_name_or_path=path, num_layers=LAYERS, batch_size=BATCH, device="cpu", max_length=512)
+        base = _reset_peak()
+        for _ in range(repeats):
+            metric.reset()
+            start = time.perf_counter()
+            for i in range(0, n, BATCH):
+                metric.update(cands[i : i + BATCH], refs[i : i + BATCH])
+            out["state_bytes_per_pair"] = _state_bytes(metric) / n
+            result = metric.compute()
+            times.append(time.perf_counter() - start)
+        out["f1"] = result["f1"].tolist()
+    else:
+        raise SystemExit(f"unknown kind {kind}")
+    out["seconds"] = min(times)
+    out["all_seconds"] = times
+    out["peak_mib"] = max(0, _rss_kib("VmHWM") - base) / 1024
+    return out
+
+
+# --------------------------------------------------------------------------- driver
+def _run(kind: str, args: argparse.Namespace, n: int | None = None, offset: int = 0) -> dict:
+    cmd = [
+        sys.executable, __file__, "--worker", kind, "--pairs", str(n or args.pairs), "--offset", str(offset),
+        "--threads", str(args.threads), "--repeats", str(args.repeats), "--data", str(args.data),
+    ]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    print(f"  running {kind} on {n or args.pairs} pairs ...", file=sys.stderr, flush=True)
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _max_err(a: list[float], b: list[float]) -> float:
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=1000)
+    parser.add_argument("--tm-pairs", type=int, default=200, help="pairs for torchmetrics (it pads to 512 tokens)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=2, help="timed repeats per configuration (best is kept)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--offset", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(_worker(args.worker, args.data, args.pairs, args.offset, args.threads, args.repeats)))
+        return
+
+    import torch
+    import torchmetrics
+    import transformers
+
+    runs = {kind: _run(kind, args) for kind in ("limit", "ours-fp32", "ours-bf16", "bert-score")}
+    runs["torchmetrics"] = _run("torchmetrics", args, n=args.tm_pairs)
+    small = _run("ours-fp32", args, n=args.pairs // 4, offset=args.pairs)
+    large = _run("ours-fp32", args, n=args.pairs, offset=args.pairs)
+    ref_f1 = runs["bert-score"]["f1"]
+    limit_per_pair = runs["limit"]["seconds"] / args.pairs
+
+    rows = []
+    for name, kind in (
+        ("limit: bare forward pass of the unique sentences", "limit"),
+        ("bertscore-tm, float32 (updates + compute)", "ours-fp32"),
+        ("bertscore-tm, bfloat16 (`model_dtype=torch.bfloat16`)", "ours-bf16"),
+        ("bert-score 0.3.13 `BERTScorer` (model loaded once)", "bert-score"),
+        ("torchmetrics 1.9 `BERTScore`", "torchmetrics"),
+    ):
+        r = runs[kind]
+        per_pair = r["seconds"] / r["pairs"]
+        if kind == "limit":
+            right = "-"
+        elif kind == "torchmetrics":
+            err = _max_err(r["f1"], ref_f1[: r["pairs"]])
+            mean_ours, mean_ref = sum(r["f1"]) / len(r["f1"]), sum(ref_f1[: r["pairs"]]) / r["pairs"]
+            right = f"no: max F1 error {err:.3f}, mean F1 {mean_ours:.3f} vs {mean_ref:.3f}" if err > 1e-5 else "yes"
+        elif kind == "ours-bf16":
+            right = f"max F1 error vs float32 {_max_err(r['f1'], runs['ours-fp32']['f1']):.1e}"
+        else:
+            err = _max_err(r["f1"], ref_f1)
+            right = f"yes (max F1 error {err:.1e})" if err <= 1e-5 else f"NO (max F1 error {err:.1e})"
+        state = r.get("state_bytes_per_pair")
+        rows.append(
+            f"| {name} | {r['pairs']} | {r['pairs'] / r['seconds']:.1f} | {per_pair / limit_per_pair:.2f}x | "
+            f"{r['peak_mib']:.0f} | {'-' if state is None else f'{state:.0f}'} | {right} |"
+        )
+
+    fp32 = runs["ours-fp32"]["seconds"]
+    targets = [
+        ("fp32 within 1.10x the limit", fp32 / runs["limit"]["seconds"], 1.10),
+        ("fp32 at most 0.80x bert-score's time", fp32 / runs["bert-score"]["seconds"], 0.80),
+        ("bf16 within 0.70x the limit", runs["ours-bf16"]["seconds"] / runs["limit"]["seconds"], 0.70),
+        ("bf16 F1 within 0.01 of fp32", _max_err(runs["ours-bf16"]["f1"], runs["ours-fp32"]["f1"]), 0.01),
+        ("state bytes per pair at most 500", runs["ours-fp32"]["state_bytes_per_pair"], 500),
+    ]
+    extra_state_mib = (large["state_bytes_per_pair"] * large["pairs"] - small["state_bytes_per_pair"] * small["pairs"]) / 2**20
+    growth = large["peak_mib"] - small["peak_mib"]
+    target_lines = [f"| {name} | {value:.3g} | {'met' if value <= bound else 'NOT met'} |" for name, value, bound in targets]
+    target_lines.append(
+        f"| 4x the pairs ({small['pairs']} -> {large['pairs']}) raises peak memory by at most the extra state "
+        f"({extra_state_mib:.2f} MiB) | {growth:+.1f} MiB | {'met' if growth <= extra_state_mib + 1 else 'NOT met'} |"
+    )
+
+    cpu = "unknown"
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    import bert_score
+
+    text = "\n".join(
+        [
+            "# Benchmark results",
+            "",
+            f"Measured {dt.date.today().isoformat()} by `make bench` (`python benchmarks/bench.py "
+            f"--pairs {args.pairs} --threads {args.threads} --repeats {args.repeats}`), all in one run.",
+            "",
+            f"- machine: {platform.machine()}, {cpu}, {os.cpu_count()} cores, torch threads {args.threads}, no GPU",
+            f"- versions: python {platform.python_version()}, torch {torch.__version__}, transformers "
+            f"{transformers.__version__}, torchmetrics {torchmetrics.__version__}, bert-score {bert_score.__version__} (0.3.13 wheel)",
+            f"- model: {MINILM} cut to {LAYERS} layers, batch size {BATCH}; pairs: the first WMT pairs of "
+            "`shared/data/wmt/*_long.txt`",
+            "- time ratio = seconds per pair / the limit's seconds per pair (lower is better); best of "
+            f"{args.repeats} repeats; peak memory = growth of peak RSS over the loaded model; state = metric "
+            "state bytes per pair after the updates",
+            f"- torchmetrics pads every text to 512 tokens and runs every layer, so it is timed on {args.tm_pairs} pairs",
+            "",
+            "| configuration | pairs | pairs/s | time ratio to the limit | peak memory MiB | state B/pair | scores right? |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+            *rows,
+            "",
+            "## Targets",
+            "",
+            "| target | measured | |",
+            "| --- | ---: | --- |",
+            *target_lines,
+            "",
+        ]
+    )
+    args.out.write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
