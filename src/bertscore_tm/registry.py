@@ -158,6 +158,21 @@ def cut_to_layers(model: nn.Module, num_layers: int) -> nn.Module:
         if found is None:
             raise ValueError(f"Unsupported model architecture {type(model).__name__}: cannot cut its blocks")
         owner, attr = found
-        setattr(owner, attr, nn.ModuleList(list(getattr(owner, attr))[:num_layers]))
+        kept = list(getattr(owner, attr))[:num_layers]
+        if not kept and _needs_a_block(owner):
+            kept = [_PassThroughBlock()]
+            owner.conv = None  # DeBERTa-v2 applies its convolution after the first block only
+        setattr(owner, attr, nn.ModuleList(kept))
     return model
 
+
+def _needs_a_block(encoder: nn.Module) -> bool:
+    """DeBERTa-v2/v3's encoder sets its output only inside its block loop, so it fails with no block at all."""
+    return type(encoder).__name__ == "DebertaV2Encoder"
+
+
+class _PassThroughBlock(nn.Module):
+    """A block that returns its input: DeBERTa-v2 cut to 0 blocks then outputs its embedding layer (layer 0)."""
+
+    def forward(self, hidden_states: torch.Tensor, *args: object, **kwargs: object) -> tuple[torch.Tensor, None]:
+        return hidden_states, None

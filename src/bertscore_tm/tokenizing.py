@@ -1,13 +1,15 @@
 """Tokenising: checks what the user passed and turns texts into compact token-id sequences.
 
-Texts are stripped, tokenised with the model's fast tokenizer and its special tokens, and truncated to the
-model's window, as the reference does. Byte-level BPE tokenizers (RoBERTa, GPT-2, BART) get a prefix space.
+Texts are stripped, tokenised with the model's tokenizer (the fast one where the model has one) and its
+special tokens, and truncated to the model's window, as the reference does. Byte-level BPE tokenizers (RoBERTa,
+GPT-2, BART) get a prefix space.
 The ids are returned ragged (one flat int32 tensor and the lengths) so that no padding is ever stored.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -78,8 +80,8 @@ class TextEncoder:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
-        if not getattr(tokenizer, "is_fast", False):
-            raise ValueError(f"The tokenizer at {model_path} has no fast (Rust) version; bertscore-tm needs one")
+        # XLM has only a Python tokenizer, which the reference also uses (its `use_fast_tokenizer` falls back).
+        self.is_fast = bool(getattr(tokenizer, "is_fast", False))
         if uses_prefix_space(tokenizer):
             tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True, add_prefix_space=True)
         self.tokenizer = tokenizer
@@ -113,13 +115,22 @@ class TextEncoder:
         kwargs: dict[str, object] = {"add_special_tokens": True}
         if self.max_length is not None:
             kwargs.update(truncation=True, max_length=self.max_length, return_overflowing_tokens=True, stride=0)
-        enc = self.tokenizer(stripped, **kwargs)
-        ids = enc["input_ids"]
-        if self.max_length is not None and len(ids) != len(stripped):
-            mapping = enc["overflow_to_sample_mapping"]
-            first = [i for i, sample in enumerate(mapping) if i == 0 or mapping[i - 1] != sample]
-            ids = [ids[i] for i in first]
-            self._warn_truncated(mapping)
+        if not self.is_fast:  # Python tokenizers report overflow per text, not as extra rows
+            ids, truncated = [], 0
+            for text in stripped:
+                one = self.tokenizer(text, **kwargs)
+                ids.append(one["input_ids"])
+                truncated += bool(one.get("num_truncated_tokens", 0) > 0)
+            if truncated:
+                self._warn_truncated(truncated)
+        else:
+            enc = self.tokenizer(stripped, **kwargs)
+            ids = enc["input_ids"]
+            if self.max_length is not None and len(ids) != len(stripped):
+                mapping = enc["overflow_to_sample_mapping"]
+                first = [i for i, sample in enumerate(mapping) if i == 0 or mapping[i - 1] != sample]
+                ids = [ids[i] for i in first]
+                self._warn_truncated(sum(1 for count in Counter(mapping).values() if count > 1))
         lens = torch.tensor([len(x) for x in ids], dtype=torch.int32)
         blank = int(self.is_blank(lens).sum())
         if blank:
@@ -132,11 +143,7 @@ class TextEncoder:
         flat = torch.tensor([t for seq in ids for t in seq], dtype=torch.int32)
         return flat, lens
 
-    def _warn_truncated(self, mapping: Sequence[int]) -> None:
-        counts: dict[int, int] = {}
-        for sample in mapping:
-            counts[sample] = counts.get(sample, 0) + 1
-        truncated = sum(1 for c in counts.values() if c > 1)
+    def _warn_truncated(self, truncated: int) -> None:
         warnings.warn(
             f"{truncated} text(s) are longer than the model's window of {self.max_length} tokens and were "
             "truncated to it (as the reference does).",
