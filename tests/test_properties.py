@@ -16,8 +16,16 @@ def pairs(wmt):
     return wmt["hyps_long"][200:240], wmt["refs_long"][200:240]
 
 
+_metrics: dict[tuple, BERTScore] = {}
+
+
 def run(cands, refs, **kwargs):
-    metric = BERTScore(MINILM, **kwargs)
+    """Score in a fresh state (the model is loaded once per setting)."""
+    key = tuple(sorted(kwargs.items()))
+    if key not in _metrics:
+        _metrics[key] = BERTScore(MINILM, **kwargs)
+    metric = _metrics[key]
+    metric.reset()
     metric.update(cands, refs)
     return metric.compute()
 
