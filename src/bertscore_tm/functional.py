@@ -20,7 +20,11 @@ def bert_score(
     model_name_or_path: str | os.PathLike[str] | None = None,
     **kwargs: Any,
 ) -> dict[str, Tensor | str] | Tensor:
-    """Score `preds` against `target` in one call: the same arguments and result as :class:`BERTScore`."""
+    """Score `preds` against `target` in one call: the same arguments and result as :class:`BERTScore`.
+
+    Scores only this process's pairs, also inside a distributed job (it never waits on other ranks).
+    """
+    kwargs.setdefault("sync_on_compute", False)
     metric = BERTScore(model_name_or_path=model_name_or_path, **kwargs)
     metric.update(preds, target)
     return metric.compute()
@@ -63,6 +67,7 @@ def score(
         device=device,
         model_dtype=model_dtype,
         verbose=verbose,
+        sync_on_compute=False,  # a function call scores its own pairs, even inside a distributed job
     )
     metric.update(list(cands), list(refs))
     result = metric.compute()

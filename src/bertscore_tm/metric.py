@@ -161,7 +161,8 @@ class BERTScore(Metric):
                     f"({self.model_depth + 1})"
                 )
         self.hash_code = hash_code(
-            self.model_name, self.num_layers, idf, rescale_with_baseline, custom_baseline=baseline_path is not None
+            self.model_name, self.num_layers, idf, rescale_with_baseline, custom_baseline=baseline_path is not None,
+            fast_tokenizer=self._encoder.is_fast,
         )
 
         for name in ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes"):
@@ -384,7 +385,7 @@ class BERTScore(Metric):
         r_ids, r_lens = _cat(self.ref_ids, torch.int32, device).long(), _cat(self.ref_lens, torch.int32, device).long()
         ref_counts = _cat(self.ref_counts, torch.int32, device).long()
         if self.idf:
-            doc_freq, num_refs = self.doc_freq.clone(), self.num_refs.clone()
+            doc_freq, num_refs = self.doc_freq.to(device, copy=True), self.num_refs.to(device, copy=True)
             if dropped is not None and bool(dropped.any()):
                 ref_dropped = torch.repeat_interleave(dropped.to(device), ref_counts)
                 tok_dropped = torch.repeat_interleave(ref_dropped, r_lens)

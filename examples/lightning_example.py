@@ -1,0 +1,128 @@
+"""BERTScore as a validation metric in PyTorch Lightning, logged once per epoch to TensorBoard.
+
+A tiny trainable model trains on random numbers; its validation set is a handful of text pairs that stand
+in for what a real model would generate (a caption, a translation, a summary) and the references to score
+them against. Two ways of logging are shown:
+
+- the Metric object itself, ``self.log(name, metric, on_epoch=True)``: Lightning calls ``compute()`` at the
+  end of the epoch, logs the value and resets the metric (needs a single tensor: ``reduction="mean"`` and
+  ``output="f1"``);
+- the dict of precision, recall and F1 (``reduction="mean"``, no ``output``): computed in
+  ``on_validation_epoch_end``, logged with ``self.log_dict`` and reset.
+
+Each batch passes the dataset ``indexes`` of its pairs: on one process they change nothing, and with DDP they
+let the metric drop the repeats that the DistributedSampler pads in, so the epoch value stays exact.
+
+Run:  python examples/lightning_example.py [--log-dir DIR] [--devices N]
+Then: tensorboard --logdir DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+
+import lightning as L
+import torch
+from lightning.pytorch.loggers import TensorBoardLogger
+from torch import nn
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+from bertscore_tm import PACKAGED_MINILM, BERTScore
+
+# (candidate, reference): what the model said, and what it should have said
+PAIRS = [
+    ("A dog runs across the wet grass.", "A brown dog is running through the wet grass."),
+    ("The train left the station ten minutes late.", "The train departed ten minutes behind schedule."),
+    ("She poured coffee into two blue cups.", "She filled two blue mugs with coffee."),
+    ("Heavy rain closed the mountain road overnight.", "The mountain road was shut overnight because of heavy rain."),
+    ("The children built a castle of sand.", "Kids were building a sandcastle on the beach."),
+    ("He fixed the bicycle chain with a wrench.", "He repaired his bike chain using a spanner."),
+    ("The museum opens at nine on weekdays.", "On weekdays the museum opens at 9 a.m."),
+    ("A red kite flew above the empty field.", "A red kite was flying over the deserted field."),
+    ("The soup needs more salt.", "This soup is not salty enough."),
+    ("Two cats sleep on the warm windowsill.", "A pair of cats is asleep on the sunny windowsill."),
+    ("The old bridge was painted green last spring.", "Last spring they repainted the old bridge green."),
+]
+
+
+class PairDataset(Dataset):
+    def __len__(self) -> int:
+        return len(PAIRS)
+
+    def __getitem__(self, i: int) -> dict:
+        pred, target = PAIRS[i]
+        return {"pred": pred, "target": target, "index": i}
+
+
+class TinyModel(L.LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.Linear(8, 1)
+        # The embedding model lives outside the module tree: it is not in state_dict(), not in
+        # parameters() (so never trained) and follows the module to its device.
+        self.val_f1 = BERTScore(model_name_or_path=PACKAGED_MINILM, num_layers=5, reduction="mean", output="f1")
+        self.val_bertscore = BERTScore(model_name_or_path=PACKAGED_MINILM, num_layers=5, reduction="mean")
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = nn.functional.mse_loss(self.layer(x), y)
+        self.log("train/loss", loss)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        preds, target, indexes = batch["pred"], batch["target"], batch["index"]
+        # 1. log the Metric object: one exact corpus value per epoch
+        self.val_f1.update(preds, target, indexes=indexes)
+        self.log("val/bertscore_f1", self.val_f1, on_step=False, on_epoch=True, batch_size=len(preds))
+        # 2. the dict form: accumulate here, log in on_validation_epoch_end
+        self.val_bertscore.update(preds, target, indexes=indexes)
+
+    def on_validation_epoch_end(self):
+        scores = self.val_bertscore.compute()  # {"precision": tensor, "recall": tensor, "f1": tensor}
+        # compute() already covers every rank's pairs, so every rank logs the same values: no sync_dist needed
+        self.log_dict({f"val/bertscore_{name}": value for name, value in scores.items()})
+        self.val_bertscore.reset()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.05)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--log-dir", default=None, help="TensorBoard folder (default: a temporary one)")
+    parser.add_argument("--devices", type=int, default=1, help="CPU processes (2 or more runs DDP with gloo)")
+    args = parser.parse_args()
+    log_dir = args.log_dir or tempfile.mkdtemp(prefix="bertscore_tm_lightning_")
+
+    L.seed_everything(0, verbose=False)
+    train = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
+    trainer = L.Trainer(
+        max_epochs=2,
+        accelerator="cpu",
+        devices=args.devices,
+        strategy="ddp" if args.devices > 1 else "auto",
+        logger=TensorBoardLogger(log_dir, name="bertscore"),
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        log_every_n_steps=4,
+    )
+    trainer.fit(TinyModel(), DataLoader(train, batch_size=16), DataLoader(PairDataset(), batch_size=4))
+
+    if trainer.is_global_zero:
+        logged = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
+        # a metric used on one rank only must not try to sync with the others: sync_on_compute=False
+        check = BERTScore(PACKAGED_MINILM, num_layers=5, reduction="mean", output="f1", sync_on_compute=False)
+        check.update([p for p, _ in PAIRS], [t for _, t in PAIRS])
+        whole = float(check.compute())
+        print("\nlast epoch, as logged:")
+        for name, value in sorted(logged.items()):
+            print(f"  {name:24s} {value:.6f}")
+        print(f"one metric over all {len(PAIRS)} pairs: F1 {whole:.6f}")
+        print(f"TensorBoard logs: {trainer.logger.log_dir}  (tensorboard --logdir {log_dir})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+"""Distributed compute on torch.distributed: two gloo processes on the loopback interface.
+
+One pair of spawned processes runs every distributed check in turn (starting processes and loading the model
+is the expensive part); each rank saves what it saw and the tests below compare it, in this process, with
+one process scoring the same pairs and with the reference bert-score.
+
+What is checked: each rank embeds only its own pairs; IDF document counts and reference counts are
+all-reduced before any weight is applied; only per-pair results (and a few counts) cross ranks; every rank
+gets the same full result in rank-major order; shards may be uneven or empty; `indexes` reorder by dataset
+index and drop the repeats a DistributedSampler pads in (from the IDF counts too).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import time
+import warnings
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import torch
+
+from bertscore_tm import PACKAGED_MINILM, BERTScore
+
+WORLD = 2
+TIMEOUT_S = 240  # the whole two-process run; a collective gives up after COLLECTIVE_TIMEOUT
+COLLECTIVE_TIMEOUT = timedelta(seconds=90)
+TOL = 1e-5
+
+
+# -- the plan: which pairs each rank holds, fixed here so both sides of the test agree ---------------------
+
+
+def _plan(wmt: dict[str, list[str]]) -> dict:
+    hyps, refs, refs2 = wmt["hyps"], wmt["refs"], wmt["refs2"]
+    long_c, long_r = wmt["hyps_long"], wmt["refs_long"]
+    # 10 candidates with two references each, then 24 with one
+    cands = hyps + long_c[:24]
+    targets = [[a, b] for a, b in zip(refs, refs2)] + [[r] for r in long_r[:24]]
+    # uneven shards that interleave the input, so that rank-major order differs from input order
+    shards = [[i for i in range(len(cands)) if i % 3 != 2], [i for i in range(len(cands)) if i % 3 == 2]]
+    chunks = [[7, 9], [5]]  # update() call sizes (the rest in one more call)
+    # a rank without any pair: rank 0 holds nothing, rank 1 seven pairs
+    empty = {"cands": long_c[40:47], "targets": long_r[40:47]}
+    # DistributedSampler padding: 23 items over 2 ranks -> 24 draws, one repeated
+    idx_cands = long_c[50:70] + hyps[:3]
+    idx_targets = [[r] for r in long_r[50:70]] + [[a, b] for a, b in zip(refs[:3], refs2[:3])]
+    return {
+        "main": {"cands": cands, "targets": targets, "shards": shards, "chunks": chunks},
+        "empty": empty,
+        "indexed": {"cands": idx_cands, "targets": idx_targets, "batch": 5, "seed": 7},
+    }
+
+
+def _rank_major(plan: dict) -> tuple[list[str], list[list[str]]]:
+    order = [i for shard in plan["main"]["shards"] for i in shard]
+    return [plan["main"]["cands"][i] for i in order], [plan["main"]["targets"][i] for i in order]
+
+
+# -- the worker (runs in each spawned process) -------------------------------------------------------------
+
+_DATA_OPS = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "broadcast", "broadcast_object_list",
+    "reduce", "gather", "gather_object", "scatter", "scatter_object_list", "all_to_all", "all_to_all_single",
+    "reduce_scatter", "reduce_scatter_tensor", "send", "recv", "isend", "irecv",
+)
+
+
+@contextmanager
+def _record_traffic(log: list[tuple[str, str, tuple[int, ...]]]):
+    """Record every data-moving collective called through torch.distributed: (op, dtype, shape)."""
+    import torch.distributed as dist
+
+    saved = {name: getattr(dist, name) for name in _DATA_OPS if hasattr(dist, name)}
+
+    def wrap(name, fn):
+        def recorded(*args, **kwargs):
+            payload = args[1] if name == "all_gather" else (args[0] if args else None)
+            if isinstance(payload, torch.Tensor):
+                log.append((name, str(payload.dtype), tuple(payload.shape)))
+            else:
+                log.append((name, type(payload).__name__, ()))
+            return fn(*args, **kwargs)
+
+        return recorded
+
+    for name, fn in saved.items():
+        setattr(dist, name, wrap(name, fn))
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(dist, name, fn)
+
+
+def _tensors(result: dict) -> dict:
+    return {k: v.detach().cpu().clone() for k, v in result.items() if isinstance(v, torch.Tensor)}
+
+
+def _run_checks(rank: int, plan: dict) -> dict:
+    import torch.distributed as dist
+    from torch.utils.data import DistributedSampler
+
+    metric = BERTScore(PACKAGED_MINILM, idf=True)
+    emb = metric.embedder
+    out: dict = {}
+
+    # 1. uneven shards, several references, IDF
+    main = plan["main"]
+    mine = main["shards"][rank]
+    cuts = [0]
+    for size in main["chunks"][rank]:
+        cuts.append(cuts[-1] + size)
+    cuts.append(len(mine))
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        metric.update([main["cands"][i] for i in mine[lo:hi]], [main["targets"][i] for i in mine[lo:hi]])
+    before = emb.rows_embedded
+    traffic: list = []
+    with _record_traffic(traffic):
+        out["main"] = _tensors(metric.compute())
+    out["main_rows"] = emb.rows_embedded - before
+    out["main_traffic"] = traffic
+    out["main_local_pairs"] = len(mine)
+    metric.reset()
+
+    # 2. a rank with no pairs at all (rank 0 here): it still joins the IDF all-reduce and the gathers
+    if rank == 1:
+        metric.update(plan["empty"]["cands"], plan["empty"]["targets"])
+    before = emb.rows_embedded
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*was called before the ``update`` method")  # rank 0 by design
+        out["empty"] = _tensors(metric.compute())
+    out["empty_rows"] = emb.rows_embedded - before
+    metric.reset()
+
+    # 3. DistributedSampler pads with repeats; indexes make the result the dataset's, in dataset order
+    idx = plan["indexed"]
+    sampler = DistributedSampler(range(len(idx["cands"])), num_replicas=WORLD, rank=rank, shuffle=True, seed=idx["seed"])
+    drawn = list(sampler)
+    for lo in range(0, len(drawn), idx["batch"]):
+        batch = drawn[lo : lo + idx["batch"]]
+        metric.update([idx["cands"][i] for i in batch], [idx["targets"][i] for i in batch], indexes=torch.tensor(batch))
+    out["indexed"] = _tensors(metric.compute())
+    out["indexed_drawn"] = drawn
+    dist.barrier()
+    return out
+
+
+def _worker(rank: int, port: int, plan: dict, out_dir: str) -> None:
+    import torch.distributed as dist
+
+    os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # keep all traffic on the loopback interface
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD, timeout=COLLECTIVE_TIMEOUT
+    )
+    try:
+        out = _run_checks(rank, plan)
+        torch.save(out, Path(out_dir) / f"rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _spawn(plan: dict, out_dir: str) -> None:
+    import torch.multiprocessing as mp
+
+    context = mp.start_processes(
+        _worker, args=(_free_port(), plan, out_dir), nprocs=WORLD, join=False, start_method="spawn"
+    )
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while not context.join(timeout=2):
+            if time.monotonic() > deadline:
+                pytest.fail(f"distributed workers did not finish within {TIMEOUT_S} s")
+    finally:
+        for process in context.processes:
+            if process.is_alive():
+                process.terminate()
+                process.join(5)
+
+
+# -- fixtures: run the workers once; reference and single-process values once -----------------------------
+
+
+@pytest.fixture(scope="module")
+def plan(wmt) -> dict:
+    return _plan(wmt)
+
+
+@pytest.fixture(scope="module")
+def ranks(plan) -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        _spawn(plan, tmp)
+        return [torch.load(Path(tmp) / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
+
+
+@pytest.fixture(scope="module")
+def single():
+    """One process, one metric (no process group): the same pairs scored locally."""
+    return BERTScore(PACKAGED_MINILM, idf=True)
+
+
+def _close(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    assert actual.shape == expected.shape
+    torch.testing.assert_close(actual.double(), expected.double(), atol=TOL, rtol=0)
+
+
+def _check_all(result: dict, p, r, f) -> None:
+    _close(result["precision"], p)
+    _close(result["recall"], r)
+    _close(result["f1"], f)
+
+
+# -- the tests ---------------------------------------------------------------------------------------------
+
+
+def test_every_rank_gets_the_same_full_result(ranks):
+    for name in ("main", "empty", "indexed"):
+        for key in ("precision", "recall", "f1"):
+            assert torch.equal(ranks[0][name][key], ranks[1][name][key]), (name, key)
+
+
+def test_uneven_shards_equal_reference_in_rank_major_order(ranks, plan, reference_score):
+    cands, targets = _rank_major(plan)
+    assert ranks[0]["main"]["f1"].shape == (len(cands),)
+    _check_all(ranks[0]["main"], *reference_score(cands, targets, idf=True))
+
+
+def test_uneven_shards_equal_one_process(ranks, plan, single):
+    cands, targets = _rank_major(plan)
+    single.reset()
+    single.update(cands, targets)
+    result = single.compute()
+    for key in ("precision", "recall", "f1"):
+        _close(ranks[1]["main"][key], result[key])
+
+
+def test_each_rank_embeds_only_its_share(ranks, plan, single):
+    def distinct(cands: list[str], targets: list) -> int:
+        """How many distinct token sequences the pairs hold: what one process embeds for them."""
+        texts = set(cands) | {r for group in targets for r in ([group] if isinstance(group, str) else group)}
+        return len({tuple(single.tokenizer(t.strip())["input_ids"]) for t in texts})
+
+    main = plan["main"]
+    everything = distinct(main["cands"], main["targets"])
+    for rank in range(WORLD):
+        mine = main["shards"][rank]
+        # each distinct text of its own pairs once, never another rank's
+        assert ranks[rank]["main_rows"] == distinct([main["cands"][i] for i in mine], [main["targets"][i] for i in mine])
+        assert ranks[rank]["main_rows"] < everything
+    assert ranks[0]["empty_rows"] == 0  # the rank without pairs runs nothing through the model
+    assert ranks[1]["empty_rows"] == distinct(plan["empty"]["cands"], plan["empty"]["targets"])
+
+
+def test_only_counts_and_per_pair_results_cross_ranks(ranks, single):
+    vocab = single.doc_freq.numel()
+    n_max = max(r["main_local_pairs"] for r in ranks)
+    for rank in ranks:
+        traffic = rank["main_traffic"]
+        ops = {op for op, _, _ in traffic}
+        assert ops <= {"all_gather", "all_reduce"}, ops
+        reduces = [(dtype, shape) for op, dtype, shape in traffic if op == "all_reduce"]
+        # the IDF document counts and the reference count, once each
+        assert sorted(reduces, key=lambda x: len(x[1])) == [("torch.int64", ()), ("torch.int64", (vocab,))]
+        for op, dtype, shape in traffic:
+            if op != "all_gather":
+                continue
+            if dtype == "torch.float32":  # per-pair P, R, F (padded to the longest shard)
+                assert len(shape) == 3 and shape[0] <= n_max and shape[1:] == (1, 3), shape
+            else:  # shapes, pair counts, dataset indexes (none here): never token ids or embeddings
+                assert dtype == "torch.int64" and len(shape) <= 1 and (not shape or shape[0] <= 3), (dtype, shape)
+
+
+def test_rank_without_pairs(ranks, plan, single):
+    # the IDF of the seven pairs of rank 1 alone; one process's scores equal the reference (tested above)
+    single.reset()
+    single.update(plan["empty"]["cands"], plan["empty"]["targets"])
+    expected = single.compute()
+    for key in ("precision", "recall", "f1"):
+        _close(ranks[0]["empty"][key], expected[key])
+
+
+def test_indexes_drop_sampler_repeats_and_order_by_index(ranks, plan, reference_score):
+    idx = plan["indexed"]
+    drawn = ranks[0]["indexed_drawn"] + ranks[1]["indexed_drawn"]
+    assert len(drawn) > len(idx["cands"]) and sorted(set(drawn)) == list(range(len(idx["cands"])))
+    assert drawn != sorted(drawn)  # shuffled: the order comes from the indexes
+    # exact with IDF: the repeated pair's references are not counted twice
+    _check_all(ranks[0]["indexed"], *reference_score(idx["cands"], idx["targets"], idf=True))

@@ -1,0 +1,380 @@
+"""The Metric inside training code: forward(), checkpointing, the frozen model, and Lightning.
+
+- `forward()` returns the batch's scores; a later `compute()` does not embed those pairs again.
+- With `persistent(True)` the state round-trips through `state_dict()`; a metric restored mid-epoch and fed
+  the rest of the epoch gives the same result.
+- The embedding model is never in a state_dict, never trained, and follows `.to(...)`.
+- A Lightning `Trainer` (CPU, one process, and two DDP processes) logs the exact corpus BERTScore once per
+  epoch to TensorBoard, both as a logged Metric object and as a dict through `log_dict`.
+
+This file is also the script that the DDP test runs (`python tests/test_lightning.py DIR PORT`): Lightning's
+"ddp" strategy starts the second rank by running the same command again.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+import bertscore_tm
+from bertscore_tm import PACKAGED_MINILM, BERTScore
+
+TOL = 1e-5
+LAYER = 5
+DDP_TIMEOUT_S = 300
+HERE = Path(__file__).resolve()
+WMT = Path(os.environ.get("BERTSCORE_TM_SHARED", HERE.parents[2] / "shared")) / "data" / "wmt"
+pytest.importorskip("lightning")
+pytest.importorskip("tensorboard")
+
+STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best",
+          "indexes", "doc_freq", "num_refs")
+
+
+# -- the Lightning side: a tiny trainable model that logs BERTScore of text pairs ---------------------------
+
+
+class PairDataset(Dataset):
+    """Candidate/reference text pairs with their dataset index."""
+
+    def __init__(self, cands: list[str], refs: list[str]) -> None:
+        self.cands, self.refs = cands, refs
+
+    def __len__(self) -> int:
+        return len(self.cands)
+
+    def __getitem__(self, i: int) -> dict:
+        return {"pred": self.cands[i], "target": self.refs[i], "index": i}
+
+
+def _lightning_module(use_indexes: bool):
+    import lightning as L
+
+    class TinyModule(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = nn.Linear(4, 1)
+            # logged as a Metric object: Lightning computes it at epoch end, logs it and resets it
+            self.val_metric = BERTScore(model_name_or_path=PACKAGED_MINILM, num_layers=LAYER, reduction="mean", output="f1")
+            # the dict form: computed, logged with log_dict and reset in on_validation_epoch_end
+            self.val_scores = BERTScore(model_name_or_path=PACKAGED_MINILM, num_layers=LAYER, reduction="mean")
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            loss = nn.functional.mse_loss(self.layer(x), y)
+            self.log("train/loss", loss)
+            return loss
+
+        def validation_step(self, batch, batch_idx):
+            preds, target = batch["pred"], batch["target"]
+            # with DDP the DistributedSampler repeats pairs to even out the ranks: indexes drop the repeats
+            extra = {"indexes": batch["index"]} if use_indexes else {}
+            self.val_metric.update(preds, target, **extra)
+            self.log("val/bertscore_f1", self.val_metric, on_step=False, on_epoch=True, batch_size=len(preds))
+            self.val_scores.update(preds, target, **extra)
+
+        def on_validation_epoch_end(self):
+            scores = self.val_scores.compute()
+            self.log_dict({f"val/bertscore_{name}": value for name, value in scores.items()})
+            self.val_scores.reset()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    return TinyModule()
+
+
+def _loaders(cands: list[str], refs: list[str]) -> tuple[DataLoader, DataLoader]:
+    gen = torch.Generator().manual_seed(0)
+    train = TensorDataset(torch.randn(16, 4, generator=gen), torch.randn(16, 1, generator=gen))
+    return DataLoader(train, batch_size=4), DataLoader(PairDataset(cands, refs), batch_size=4)
+
+
+def _trainer(log_dir: str, **kwargs):
+    import lightning as L
+    from lightning.pytorch.loggers import TensorBoardLogger
+
+    return L.Trainer(
+        max_epochs=2,
+        accelerator="cpu",
+        logger=TensorBoardLogger(log_dir, name="", version="run"),
+        num_sanity_val_steps=0,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        log_every_n_steps=1,
+        **kwargs,
+    )
+
+
+def _val_pairs() -> tuple[list[str], list[str]]:
+    """21 validation pairs: an odd number, so that two DDP ranks need a padded repeat."""
+    read = lambda name: (WMT / f"{name}.txt").read_text(encoding="utf-8").splitlines()  # noqa: E731
+    return read("hyps") + read("hyps_long")[100:111], read("refs") + read("refs_long")[100:111]
+
+
+def _read_scalars(log_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    files = sorted(Path(log_dir).rglob("events.out.tfevents.*"))
+    assert len(files) == 1, files
+    acc = EventAccumulator(str(files[0].parent))
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+def _ddp_main(log_dir: str) -> None:
+    """One rank of the DDP run (Lightning starts the other with the same command line)."""
+    from lightning.pytorch.strategies import DDPStrategy
+
+    torch.set_num_threads(1)
+    module = _lightning_module(use_indexes=True)
+    train, val = _loaders(*_val_pairs())
+    strategy = DDPStrategy(process_group_backend="gloo", timeout=timedelta(seconds=120))
+    trainer = _trainer(log_dir, devices=2, strategy=strategy)
+    trainer.fit(module, train, val)
+    rank = trainer.global_rank
+    seen = {"rank": rank, "world": trainer.world_size, "rows": module.val_metric.embedder.rows_embedded}
+    (Path(log_dir) / f"rank{rank}.json").write_text(json.dumps(seen))
+
+
+# -- fixtures ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pairs(wmt) -> tuple[list[str], list[str]]:
+    return _val_pairs()
+
+
+@pytest.fixture(scope="module")
+def reference_pairs(pairs, reference_score) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The reference's per-pair P, R, F of the validation pairs (the first 10 are WMT hyps/refs)."""
+    return reference_score(*pairs)
+
+
+@pytest.fixture(scope="module")
+def reference_val(reference_pairs) -> dict[str, float]:
+    p, r, f = reference_pairs
+    return {"precision": float(p.mean()), "recall": float(r.mean()), "f1": float(f.mean())}
+
+
+@pytest.fixture(scope="module")
+def reference_idf(wmt, reference_score):
+    cands = wmt["hyps"] + wmt["hyps_long"][:8]
+    targets = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"])] + [[r] for r in wmt["refs_long"][:8]]
+    return cands, targets, reference_score(cands, targets, idf=True)
+
+
+@pytest.fixture(scope="module")
+def scorer() -> BERTScore:
+    """A metric used for expected values: reset before each use."""
+    return BERTScore(PACKAGED_MINILM, idf=True)
+
+
+def _close(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    assert actual.shape == expected.shape
+    torch.testing.assert_close(actual.double(), expected.double(), atol=TOL, rtol=0)
+
+
+def _scores(metric: BERTScore, cands, targets) -> dict:
+    metric.reset()
+    metric.update(cands, targets)
+    result = metric.compute()
+    metric.reset()
+    return result
+
+
+# -- forward() -------------------------------------------------------------------------------------------------
+
+
+def test_forward_returns_batch_scores_and_is_not_embedded_again(pairs, reference_pairs):
+    cands, refs = pairs[0][:10], pairs[1][:10]
+    expected = [x[:10] for x in reference_pairs]
+    metric = BERTScore(PACKAGED_MINILM)
+    first = metric(cands[:4], refs[:4])
+    second = metric(cands[4:], refs[4:])
+    for key, want in zip(("precision", "recall", "f1"), expected):
+        _close(first[key], want[:4])
+        _close(second[key], want[4:])
+    rows = metric.embedder.rows_embedded
+    assert rows > 0
+    epoch = metric.compute()
+    assert metric.embedder.rows_embedded == rows  # the forward()ed pairs are not embedded again
+    for key, want in zip(("precision", "recall", "f1"), expected):
+        _close(epoch[key], want)
+
+
+def test_forward_with_idf_epoch_value_is_exact(reference_idf, scorer):
+    cands, targets, expected = reference_idf
+    metric = BERTScore(PACKAGED_MINILM, idf=True)
+    batch = metric(cands[:6], targets[:6])
+    # the batch value weighs by the batch's own IDF
+    alone = _scores(scorer, cands[:6], targets[:6])
+    for key in ("precision", "recall", "f1"):
+        _close(batch[key], alone[key])
+    rows = metric.embedder.rows_embedded
+    metric.update(cands[6:12], targets[6:12])  # update() only: embedded by compute()
+    metric(cands[12:], targets[12:])
+    rows_forward = metric.embedder.rows_embedded - rows
+    epoch = metric.compute()
+    # compute() embeds only the update()d pairs, each text once
+    scorer.reset()
+    before = scorer.embedder.rows_embedded
+    scorer.update(cands[6:12], targets[6:12])
+    scorer.compute()
+    assert metric.embedder.rows_embedded - rows - rows_forward == scorer.embedder.rows_embedded - before
+    scorer.reset()
+    # the epoch value weighs by the IDF of every reference of the epoch
+    for key, want in zip(("precision", "recall", "f1"), expected):
+        _close(epoch[key], want)
+
+
+# -- checkpointing and the frozen model ------------------------------------------------------------------------
+
+
+def test_state_dict_round_trip_mid_epoch(reference_idf, scorer):
+    cands, targets, expected = reference_idf
+    metric = BERTScore(PACKAGED_MINILM, idf=True)
+    metric.persistent(True)
+    metric.update(cands[:5], targets[:5])
+    metric(cands[5:11], targets[5:11])  # these pairs are scored already when the checkpoint is taken
+    buffer = io.BytesIO()
+    torch.save(metric.state_dict(), buffer)
+    buffer.seek(0)
+    saved = torch.load(buffer, weights_only=True)
+    assert set(saved) == set(STATES)  # the metric's states and nothing else: no model weights
+
+    restored = BERTScore(PACKAGED_MINILM, idf=True)
+    restored.persistent(True)
+    restored.load_state_dict(saved)
+    restored.update(cands[11:], targets[11:])
+    rows = restored.embedder.rows_embedded
+    result = restored.compute()
+    for key, want in zip(("precision", "recall", "f1"), expected):
+        _close(result[key], want)
+    # the pairs scored before the checkpoint are not embedded again after it
+    scorer.reset()
+    before = scorer.embedder.rows_embedded
+    scorer.update(cands[:5] + cands[11:], targets[:5] + targets[11:])
+    scorer.compute()
+    assert restored.embedder.rows_embedded - rows == scorer.embedder.rows_embedded - before
+    scorer.reset()
+    # and the original, carried on the same way, agrees
+    metric.update(cands[11:], targets[11:])
+    for key in ("precision", "recall", "f1"):
+        _close(metric.compute()[key], result[key])
+
+
+def test_model_never_in_state_dict_nor_trained():
+    module = _lightning_module(use_indexes=False)
+    metric = module.val_metric
+    weights = dict(metric.embedder.model.named_parameters())
+    assert weights and not any(p.requires_grad for p in weights.values())
+    own = {"layer.weight", "layer.bias"}
+    assert set(module.state_dict()) == own  # metric states are not persistent by default
+    assert {name for name, _ in module.named_parameters()} == own
+    assert len(list(module.parameters())) == 2
+    assert not list(metric.parameters()) and not list(metric.buffers())
+    module.val_metric.persistent(True)
+    keys = set(module.state_dict())
+    assert keys == own | {f"val_metric.{s}" for s in STATES}
+    model_ids = {id(p) for p in weights.values()}
+    assert not any(id(v) in model_ids for v in module.state_dict(keep_vars=True).values() if isinstance(v, torch.Tensor))
+
+
+def test_model_follows_the_module_to_its_device():
+    module = _lightning_module(use_indexes=False)
+    targets = [torch.device("meta")] + ([torch.device("cuda", 0)] if torch.cuda.is_available() else [])
+    for device in targets:
+        if device.type == "cuda":
+            module = _lightning_module(use_indexes=False)
+        module.to(device)
+        for metric in (module.val_metric, module.val_scores):
+            assert metric.device == device
+            assert metric.embedder.device == device
+            assert all(p.device == device for p in metric.embedder.model.parameters())
+    if torch.cuda.is_available():  # and it scores there
+        module.val_metric.update(["a cat sat on the mat"], ["the cat sat on a mat"])
+        assert module.val_metric.compute().device.type == "cuda"
+
+
+# -- Lightning -------------------------------------------------------------------------------------------------
+
+
+def _check_logged(scalars: dict, reference_val: dict) -> None:
+    for name in ("f1", "precision", "recall"):
+        logged = scalars[f"val/bertscore_{name}"]
+        assert len(logged) == 2, logged  # once per epoch
+        for _, value in logged:
+            assert abs(value - reference_val[name]) < TOL, (name, value, reference_val[name])
+    object_logged = scalars["val/bertscore_f1"]
+    assert object_logged[0][0] < object_logged[1][0]  # two epochs, two steps
+    assert "train/loss" in scalars
+
+
+def test_lightning_single_process_logs_exact_epoch_f1(pairs, reference_val, tmp_path):
+    module = _lightning_module(use_indexes=False)
+    frozen = {k: v.clone() for k, v in module.val_metric.embedder.model.state_dict().items()}
+    trained = module.layer.weight.detach().clone()
+    train, val = _loaders(*pairs)
+    _trainer(str(tmp_path), devices=1).fit(module, train, val)
+    scalars = _read_scalars(tmp_path)
+    _check_logged(scalars, reference_val)
+    # the trainable layer learned, the embedding model did not move
+    assert not torch.equal(module.layer.weight.detach(), trained)
+    after = module.val_metric.embedder.model.state_dict()
+    assert all(torch.equal(after[k], v) for k, v in frozen.items())
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_lightning_ddp_two_processes_logs_exact_epoch_f1(pairs, reference_val, tmp_path):
+    src = str(Path(bertscore_tm.__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env.update(
+        PYTHONPATH=os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(_free_port()),
+        GLOO_SOCKET_IFNAME="lo",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+    )
+    env.pop("LOCAL_RANK", None)
+    env.pop("WORLD_SIZE", None)
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE), str(tmp_path)],
+        env=env, cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        output, _ = proc.communicate(timeout=DDP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # rank 0 and the rank it started share this new session
+        output, _ = proc.communicate()
+        pytest.fail(f"DDP run did not finish in {DDP_TIMEOUT_S} s:\n{output.decode(errors='replace')[-4000:]}")
+    text = output.decode(errors="replace")
+    assert proc.returncode == 0, text[-4000:]
+    seen = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert [s["world"] for s in seen] == [2, 2]
+    # each rank embedded only its own share (at most 11 pairs, 22 texts) in each of the two epochs
+    assert all(0 < s["rows"] <= 2 * 2 * 11 < 2 * 2 * len(pairs[0]) for s in seen)
+    _check_logged(_read_scalars(tmp_path), reference_val)
+
+
+if __name__ == "__main__":
+    _ddp_main(sys.argv[1])
