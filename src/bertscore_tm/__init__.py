@@ -1,10 +1,37 @@
-"""bertscore-tm: an exact, fast BERTScore for torchmetrics and PyTorch Lightning."""
+"""bertscore-tm: an exact, fast BERTScore for torchmetrics and PyTorch Lightning.
 
-from bertscore_tm.baselines import BaselineNotFoundError
-from bertscore_tm.functional import bert_score, score
-from bertscore_tm.metric import BERTScore
-from bertscore_tm.registry import PACKAGED_MINILM, ModelNotFoundError
+Names are imported on first use, so that the command line answers `--help` and user errors without first
+loading torch and transformers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["BERTScore", "BaselineNotFoundError", "ModelNotFoundError", "PACKAGED_MINILM", "bert_score", "score", "__version__"]
+_EXPORTS = {
+    "BERTScore": "bertscore_tm.metric",
+    "bert_score": "bertscore_tm.functional",
+    "score": "bertscore_tm.functional",
+    "BaselineNotFoundError": "bertscore_tm.baselines",
+    "ModelNotFoundError": "bertscore_tm.registry",
+    "PACKAGED_MINILM": "bertscore_tm.registry",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+if TYPE_CHECKING:
+    from bertscore_tm.baselines import BaselineNotFoundError
+    from bertscore_tm.functional import bert_score, score
+    from bertscore_tm.metric import BERTScore
+    from bertscore_tm.registry import PACKAGED_MINILM, ModelNotFoundError
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'bertscore_tm' has no attribute {name!r}")

@@ -2,19 +2,27 @@
 
 x' = (x - b) / (1 - b), per P, R and F, after the maximum over several references. The published baselines
 ship inside the package under `baselines/<lang>/<model>.tsv` (CSV text despite the name, one row per layer
-from 0). A missing baseline is an error that says how to make one, never a silent no-rescale.
+from 0). A missing baseline is an error that says how to make one, never a silent no-rescale. New baselines
+are made by `compute_baseline` (the `bertscore-tm baseline` command): the mean scores of random pairs of
+distinct lines of a monolingual corpus, per layer.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+import random
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from bertscore_tm.resources import data_dir
+
+if TYPE_CHECKING:
+    from bertscore_tm.metric import BERTScore
 
 HEADER = ["LAYER", "P", "R", "F"]
 
@@ -94,3 +102,82 @@ def write_baseline(path: str | os.PathLike[str], table: Tensor) -> None:
         writer.writerow(HEADER)
         for layer, (p, r, f) in enumerate(table.tolist()):
             writer.writerow([layer, repr(float(p)), repr(float(r)), repr(float(f))])
+
+
+# -- making a baseline: random pairs of distinct corpus lines, scored at every layer --------------------------
+
+
+def distinct_lines(lines: Sequence[str]) -> list[str]:
+    """The corpus as it is sampled: each line stripped, blank lines dropped, duplicates kept once (first seen)."""
+    return list(dict.fromkeys(s for s in (line.strip() for line in lines) if s))
+
+
+def sample_pairs(lines: Sequence[str], pairs: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """`pairs` candidate/reference pairs of distinct lines, no line used twice: (candidates, references).
+
+    The lines are first made distinct (:func:`distinct_lines`); 2 x `pairs` of them are drawn without
+    replacement by a partial Fisher-Yates shuffle driven by ``random.Random(seed).random()``, whose sequence
+    Python keeps stable across versions, so the same corpus and seed give the same pairs everywhere. The
+    first `pairs` drawn are the candidates and the next `pairs` their references.
+    """
+    if not isinstance(pairs, int) or pairs < 1:
+        raise ValueError(f"pairs must be a positive integer, got {pairs!r}")
+    pool = distinct_lines(lines)
+    need = 2 * pairs
+    if len(pool) < need:
+        raise ValueError(
+            f"the corpus has {len(pool)} distinct non-blank lines, but {pairs} pairs need {need} "
+            "(every line is used at most once): use a larger corpus or fewer pairs"
+        )
+    rng = random.Random(seed)
+    order = list(range(len(pool)))
+    for i in range(need):
+        j = i + int(rng.random() * (len(pool) - i))
+        order[i], order[j] = order[j], order[i]
+    return [pool[k] for k in order[:pairs]], [pool[k] for k in order[pairs:need]]
+
+
+def compute_baseline(
+    lines: Sequence[str],
+    pairs: int,
+    seed: int = 0,
+    model_name_or_path: str | os.PathLike[str] | None = None,
+    lang: str | None = "en",
+    batch_size: int = 64,
+    device: torch.device | str | None = None,
+    model_dtype: torch.dtype = torch.float32,
+    verbose: bool = False,
+) -> Tensor:
+    """A rescale baseline: the mean P, R, F of `pairs` random pairs of distinct `lines`, at every layer.
+
+    Scores use every hidden state (``all_layers=True``), no IDF and no rescaling; returns float64
+    [layers + 1, 3], row = layer, ready for :func:`write_baseline`. The pairs are :func:`sample_pairs`'s.
+    """
+    from bertscore_tm.metric import BERTScore  # the metric imports this module
+
+    cands, refs = sample_pairs(lines, pairs, seed)
+    metric = BERTScore(
+        model_name_or_path=model_name_or_path,
+        all_layers=True,
+        lang=lang,
+        idf=False,
+        batch_size=batch_size,
+        device=device,
+        model_dtype=model_dtype,
+        verbose=verbose,
+    )
+    return layer_means(metric, cands, refs)
+
+
+def layer_means(metric: "BERTScore", cands: Sequence[str], refs: Sequence[str]) -> Tensor:
+    """Mean P, R, F per layer of `cands` against `refs` with an ``all_layers=True``, no-IDF, unrescaled
+    metric: float64 [layers + 1, 3] on the CPU. The metric is reset first."""
+    if not metric.all_layers or metric.idf or metric._baseline is not None:
+        raise ValueError("a baseline needs a metric with all_layers=True, idf=False and no rescaling")
+    metric.reset()
+    metric.update(list(cands), list(refs))
+    result = metric.compute()
+    if not isinstance(result, dict) or metric.reduction != "none":
+        raise ValueError("a baseline needs a metric with reduction='none' and output=None")
+    columns = [result[name].to(torch.float64).mean(dim=-1) for name in ("precision", "recall", "f1")]
+    return torch.stack(columns, dim=-1).cpu()

@@ -201,6 +201,16 @@ class BERTScore(Metric):
         return self._embedder
 
     @property
+    def baseline(self) -> Tensor | None:
+        """The rescale baseline rows in use ([1, 3] for the layer, [L + 1, 3] with all_layers), or None."""
+        return self._baseline
+
+    def token_ids(self, text: str) -> Tensor:
+        """The token ids this metric scores for `text`: stripped, with special tokens, truncated (int32)."""
+        ids, _ = self._encoder.encode([text])
+        return ids
+
+    @property
     def tokenizer(self) -> Any:
         """The Hugging Face tokenizer, set up as the reference uses it."""
         return self._encoder.tokenizer

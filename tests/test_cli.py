@@ -1,0 +1,401 @@
+"""The `bertscore-tm` command line, run as a user runs it, checked against the Python API.
+
+Each subcommand runs at least once in a subprocess (`python -m bertscore_tm ...`, offline); the variants and
+error cases run in-process through `cli.main(argv)`, which is the same code minus the interpreter start-up,
+to keep the suite quick on two cores. Printed scores have six decimals, so they must equal the API's to 1e-6.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import bertscore_tm
+from bertscore_tm import BERTScore, score
+from bertscore_tm.baselines import sample_pairs
+from bertscore_tm.cli import main
+
+from conftest import MINILM, WMT
+
+SUMMARY = re.compile(r"^(?P<hash>\S+) P: (?P<p>-?\d+\.\d{6}) R: (?P<r>-?\d+\.\d{6}) F1: (?P<f>-?\d+\.\d{6})$")
+TOL = 1e-6
+
+#: A small corpus written for these tests (plus a duplicate and a blank line, which the sampler drops).
+CORPUS = [
+    "The morning train was late again, so we walked to the office.",
+    "She planted tomatoes along the south wall of the garden.",
+    "Our neighbour repairs old bicycles in his garage on weekends.",
+    "The library will close early on Friday for staff training.",
+    "He forgot his umbrella and arrived soaked to the skin.",
+    "A small boat drifted slowly past the lighthouse.",
+    "The committee approved the budget after a long debate.",
+    "Children were building a snowman in the park.",
+    "The soup needs more salt and a little pepper.",
+    "Heavy rain flooded several roads near the river.",
+    "My sister is learning to play the cello.",
+    "The museum opened a new exhibition of ancient coins.",
+    "Please send me the report before the meeting tomorrow.",
+    "The old bridge was closed for repairs last summer.",
+    "A fox crossed the road just before dawn.",
+    "They painted the kitchen a pale shade of yellow.",
+    "The price of coffee has risen sharply this year.",
+    "We watched the stars from the roof of the cabin.",
+    "The new software update fixed the printing problem.",
+    "Her grandfather told stories about the war.",
+    "The bakery on the corner sells the best bread in town.",
+    "Traffic was light because of the public holiday.",
+    "The students presented their project to the whole school.",
+    "A strong wind knocked over the fence during the night.",
+    "He finally finished reading the long novel.",
+    "The hotel room had a view of the harbour.",
+    "Farmers are worried about the dry weather.",
+    "The orchestra played a piece by a young composer.",
+    "I left my keys on the table by the door.",
+    "The team celebrated their victory with a dinner.",
+    "Children were building a snowman in the park.",
+    "",
+]
+BASELINE_PAIRS, BASELINE_SEED = 12, 3
+
+
+def _env() -> dict[str, str]:
+    """The environment a user's shell would have, offline, with this checkout's package importable."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    package_root = str(Path(bertscore_tm.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bertscore_tm", *args], capture_output=True, text=True, env=_env(), timeout=300
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def parse_text(out: str) -> tuple[str, list[float], list[list[float]]]:
+    """(hash, [P, R, F1] means, per-pair rows) from the text format."""
+    lines = out.strip("\n").split("\n")
+    m = SUMMARY.match(lines[0])
+    assert m, lines[0]
+    rows = [[float(x) for x in line.split("\t")] for line in lines[1:]]
+    assert all(len(row) == 3 for row in rows), lines[1:]
+    return m["hash"], [float(m["p"]), float(m["r"]), float(m["f"])], rows
+
+
+def assert_close(printed: list[float] | list[list[float]], expected: torch.Tensor) -> None:
+    got = torch.tensor(printed, dtype=torch.float64)
+    assert got.shape == expected.shape
+    assert torch.allclose(got, expected.to(torch.float64), atol=TOL, rtol=0), (got, expected)
+
+
+def api(cands: list[str], refs: list, **kwargs) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """The API's per-pair [N, 3] scores, their means [3] and the hash code."""
+    (p, r, f), code = score(cands, refs, model_type=MINILM, lang="en", return_hash=True, **kwargs)
+    per = torch.stack((p, r, f), dim=1).to(torch.float64)
+    return per, per.mean(dim=0), code
+
+
+@pytest.fixture(scope="module")
+def files(wmt: dict[str, list[str]]) -> dict[str, str]:
+    return {name: str(WMT / f"{name}.txt") for name in ("hyps", "refs", "refs2")}
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def baseline_file(corpus_file: Path) -> Path:
+    """A baseline the `baseline` command computes on the small corpus (with the progress bar forced on)."""
+    out = corpus_file.parent / "baseline.tsv"
+    proc = run_cli(
+        "baseline", "--corpus", str(corpus_file), "-m", MINILM, "--lang", "en",
+        "--pairs", str(BASELINE_PAIRS), "--seed", str(BASELINE_SEED), "-o", str(out), "--progress",
+    )
+    assert "BERTScore: embedding" in proc.stderr  # the tqdm bar
+    assert f"{BASELINE_PAIRS} pairs of 30 distinct lines, seed {BASELINE_SEED}" in proc.stdout
+    return out
+
+
+# -- score ---------------------------------------------------------------------------------------------------
+
+
+def test_score_one_reference_with_segments(files: dict[str, str], wmt: dict[str, list[str]]) -> None:
+    proc = run_cli("score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "-s")
+    code, means, rows = parse_text(proc.stdout)
+    per, mean, expected_code = api(wmt["hyps"], wmt["refs"])
+    assert code == expected_code
+    assert_close(means, mean)
+    assert_close(rows, per)
+
+
+def test_score_two_references_json(files: dict[str, str], wmt: dict[str, list[str]]) -> None:
+    proc = run_cli("score", "-c", files["hyps"], "-r", files["refs"], files["refs2"], "-m", MINILM, "--format", "json", "-s")
+    doc = json.loads(proc.stdout)
+    per, mean, expected_code = api(wmt["hyps"], [list(g) for g in zip(wmt["refs"], wmt["refs2"])])
+    assert doc["hash"] == expected_code
+    assert doc["pairs"] == 10 and doc["references_per_candidate"] == 2
+    assert_close([doc["precision"], doc["recall"], doc["f1"]], mean)
+    assert_close([[s["precision"], s["recall"], s["f1"]] for s in doc["segments"]], per)
+    # several references: each of P, R, F is the best over the references, so none is below one reference's
+    one_ref, _, _ = api(wmt["hyps"], wmt["refs"])
+    assert bool((per >= one_ref - 1e-7).all())
+
+
+def test_score_two_references_text(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> None:
+    rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], files["refs2"], "-m", MINILM)
+    assert rc == 0
+    _, means, rows = parse_text(out)
+    assert rows == []  # no -s: the summary only
+    _, mean, _ = api(wmt["hyps"], [list(g) for g in zip(wmt["refs"], wmt["refs2"])])
+    assert_close(means, mean)
+
+
+def test_score_idf(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> None:
+    rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--idf", "-s")
+    assert rc == 0
+    code, means, rows = parse_text(out)
+    per, mean, expected_code = api(wmt["hyps"], wmt["refs"], idf=True)
+    assert "_idf_" in code and code == expected_code
+    assert_close(means, mean)
+    assert_close(rows, per)
+
+
+def test_score_tsv(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> None:
+    per, mean, expected_code = api(wmt["hyps"], wmt["refs"])
+    rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--format", "tsv")
+    assert rc == 0
+    header, row = out.strip("\n").split("\n")
+    assert header == "hash\tP\tR\tF1"
+    code, *values = row.split("\t")
+    assert code == expected_code
+    assert_close([float(v) for v in values], mean)
+
+    rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--format", "tsv", "-s")
+    assert rc == 0
+    table = list(csv.reader(out.strip("\n").split("\n"), delimiter="\t"))
+    assert table[0] == ["line", "P", "R", "F1"]
+    assert [int(r[0]) for r in table[1:]] == list(range(1, 11))
+    assert_close([[float(x) for x in r[1:]] for r in table[1:]], per)
+
+
+def test_score_rescaled_with_computed_baseline(capsys, files: dict[str, str], wmt: dict[str, list[str]], baseline_file: Path) -> None:
+    rc, out, _ = run_main(
+        capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM,
+        "--rescale-with-baseline", "--baseline-path", str(baseline_file), "-s",
+    )
+    assert rc == 0
+    code, means, rows = parse_text(out)
+    per, mean, expected_code = api(wmt["hyps"], wmt["refs"], rescale_with_baseline=True, baseline_path=baseline_file)
+    assert code == expected_code and code.endswith("-custom-rescaled_fast-tokenizer")
+    assert_close(means, mean)
+    assert_close(rows, per)
+    plain, _, _ = api(wmt["hyps"], wmt["refs"])
+    assert not torch.allclose(per, plain, atol=1e-3)  # the rescaling did something
+
+
+def test_baseline_placed_under_lang_folder(capsys, monkeypatch, tmp_path: Path, files: dict[str, str], wmt: dict[str, list[str]], baseline_file: Path) -> None:
+    """The file `baseline` writes works with --lang once it sits at baselines/LANG/<model>.tsv."""
+    target = tmp_path / "xx" / f"{MINILM}.tsv"
+    target.parent.mkdir(parents=True)
+    shutil.copy(baseline_file, target)
+    monkeypatch.setattr(bertscore_tm.baselines, "data_dir", lambda name: tmp_path)
+    rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--lang", "xx", "--rescale-with-baseline")
+    assert rc == 0
+    code, means, _ = parse_text(out)
+    _, mean, _ = api(wmt["hyps"], wmt["refs"], rescale_with_baseline=True, baseline_path=baseline_file)
+    assert code.endswith("-rescaled_fast-tokenizer") and "custom" not in code
+    assert_close(means, mean)
+
+
+def test_score_rescaled_with_shipped_baseline(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> None:
+    """The packaged MiniLM baseline (baselines/en/...) is found through --lang en."""
+    rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--rescale-with-baseline")
+    assert rc == 0
+    code, means, _ = parse_text(out)
+    (p, r, f), expected_code = score(wmt["hyps"], wmt["refs"], model_type=MINILM, lang="en", rescale_with_baseline=True, return_hash=True)
+    assert code == expected_code
+    assert_close(means, torch.stack((p, r, f), dim=1).double().mean(dim=0))
+
+
+# -- show ----------------------------------------------------------------------------------------------------
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG file"
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_show_writes_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    cand, ref = CORPUS[8], "The soup could use a bit more salt."
+    out = tmp_path / "sim.png"
+    proc = run_cli("show", "-c", cand, "-r", ref, "-f", str(out), "-m", MINILM)
+    width, height = _png_size(out)
+    assert 300 <= width <= 4000 and 250 <= height <= 4000, (width, height)
+    assert out.stat().st_size > 10_000
+    code, means, _ = parse_text(proc.stdout.split("\n")[0])
+    _, mean, expected_code = api([cand], [ref])
+    assert code == expected_code
+    assert_close(means, mean)
+    assert f"Saved the similarity matrix to {out}" in proc.stdout
+
+
+def test_show_matrix_and_rescaling(tmp_path: Path, baseline_file: Path) -> None:
+    """The plotted matrix is the cosine similarity of the ordinary tokens; rescaled with the F baseline."""
+    pytest.importorskip("matplotlib")
+    from bertscore_tm.baselines import read_baseline
+    from bertscore_tm.plotting import plot_similarity
+
+    cand, ref = "The cat sat on the mat.", "A cat was sitting on the mat."
+    plain = plot_similarity(BERTScore(MINILM), cand, ref, tmp_path / "a.png")
+    assert plain.cand_tokens == ["the", "cat", "sat", "on", "the", "mat", "."]
+    assert plain.similarity.shape == (7, 8)
+    assert float(plain.similarity.max()) <= 1 + 1e-5 and float(plain.similarity[1, 1]) > 0.9  # cat ~ cat
+    rescaled = plot_similarity(BERTScore(MINILM, rescale_with_baseline=True, baseline_path=baseline_file), cand, ref, tmp_path / "b.png")
+    b = float(read_baseline(baseline_file)[5, 2])
+    assert torch.allclose(rescaled.similarity, (plain.similarity - b) / (1 - b), atol=1e-6)
+    (p, r, f) = score([cand], [ref], model_type=MINILM, rescale_with_baseline=True, baseline_path=baseline_file)
+    assert abs(rescaled.f1 - float(f[0])) < TOL and abs(rescaled.precision - float(p[0])) < TOL
+
+
+# -- baseline ------------------------------------------------------------------------------------------------
+
+
+def _read_table(path: Path) -> torch.Tensor:
+    with path.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["LAYER", "P", "R", "F"]
+    assert [int(r[0]) for r in rows[1:]] == list(range(len(rows) - 1))
+    return torch.tensor([[float(x) for x in r[1:]] for r in rows[1:]], dtype=torch.float64)
+
+
+def test_baseline_reproducible_and_equal_to_layer_means(baseline_file: Path, corpus_file: Path) -> None:
+    again = baseline_file.parent / "again.tsv"
+    run_cli(
+        "baseline", "--corpus", str(corpus_file), "-m", MINILM, "--pairs", str(BASELINE_PAIRS),
+        "--seed", str(BASELINE_SEED), "-o", str(again),
+    )
+    assert again.read_bytes() == baseline_file.read_bytes()  # same seed, same file
+
+    table = _read_table(baseline_file)
+    assert table.shape == (7, 3)  # MiniLM-L6: embeddings + 6 layers
+    cands, refs = sample_pairs(CORPUS, BASELINE_PAIRS, BASELINE_SEED)
+    metric = BERTScore(MINILM, all_layers=True)
+    metric.update(cands, refs)
+    out = metric.compute()
+    expected = torch.stack([out[k].double().mean(dim=1) for k in ("precision", "recall", "f1")], dim=1)
+    assert torch.allclose(table, expected, atol=TOL, rtol=0)
+
+
+def test_sample_pairs_contract() -> None:
+    lines = [f"line {i}" for i in range(10)]
+    # pinned: changing the sampler silently changes every baseline made with it
+    assert sample_pairs(lines, 3, seed=7) == (["line 3", "line 2", "line 7"], ["line 0", "line 1", "line 6"])
+    cands, refs = sample_pairs(CORPUS, BASELINE_PAIRS, BASELINE_SEED)
+    assert len(cands) == len(refs) == BASELINE_PAIRS
+    assert len(set(cands + refs)) == 2 * BASELINE_PAIRS and "" not in cands + refs  # distinct, no line twice
+    assert sample_pairs(CORPUS, BASELINE_PAIRS, BASELINE_SEED) == (cands, refs)
+    assert sample_pairs(CORPUS, BASELINE_PAIRS, BASELINE_SEED + 1) != (cands, refs)
+    with pytest.raises(ValueError, match="30 distinct non-blank lines"):
+        sample_pairs(CORPUS, 16)
+
+
+def test_packaged_minilm_baseline_is_sane() -> None:
+    table = _read_table(Path(bertscore_tm.baselines.packaged_baseline_path("en", MINILM)))
+    assert table.shape == (7, 3)
+    assert bool(((table > 0.1) & (table < 0.9)).all())
+
+
+# -- errors --------------------------------------------------------------------------------------------------
+
+
+def test_error_exits_2_without_traceback_in_a_real_process(tmp_path: Path) -> None:
+    proc = run_cli("score", "-c", str(tmp_path / "missing.txt"), "-r", str(tmp_path / "missing.txt"), check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"bertscore-tm: error: candidate file {tmp_path / 'missing.txt'} does not exist"
+    assert proc.stdout == ""
+
+
+@pytest.fixture()
+def small(tmp_path: Path) -> dict[str, str]:
+    paths = {
+        "cands": ["The cat sat on the mat.", "It is raining today.", "We left early."],
+        "refs": ["A cat sat on a mat.", "Today it rains.", "We went home early."],
+        "short": ["Only one line."],
+        "empty": [],
+    }
+    out = {}
+    for name, lines in paths.items():
+        path = tmp_path / f"{name}.txt"
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        out[name] = str(path)
+    out["missing"] = str(tmp_path / "missing.txt")
+    out["corpus"] = out["cands"]
+    out["out"] = str(tmp_path / "out.tsv")
+    return out
+
+
+ERRORS = [
+    # (arguments, words the one-line message must contain)
+    (["score", "-c", "{missing}", "-r", "{refs}"], ["candidate file", "missing.txt", "does not exist"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "{missing}"], ["reference file", "missing.txt", "does not exist"]),
+    (["score", "-c", "{cands}", "-r", "{short}", "-m", MINILM], ["short.txt has 1 line but", "has 3 lines"]),
+    (["score", "-c", "{empty}", "-r", "{refs}", "-m", MINILM], ["candidate file", "empty.txt", "is empty"]),
+    (["score", "-c", "{cands}", "-r", "{empty}", "-m", MINILM], ["reference file", "empty.txt", "is empty"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", "no-such-org/no-such-model", "-l", "3"], ["no-such-org/no-such-model", "not on this machine"]),
+    (["score", "-c", "{cands}", "-r", "{refs}"], ["roberta-large", "not on this machine"]),  # en's default model
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"], ["No rescale baseline", "'xx'"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{missing}"], ["Baseline file", "missing.txt", "does not exist"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{refs}"], ["header", "LAYER,P,R,F"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "9"], ["num_layers", "between 0 and 6"]),
+    (["show", "-c", "a cat", "-r", "a dog", "-f", "{out}", "-m", "no-such-org/no-such-model", "-l", "3"], ["not on this machine"]),
+    (["show", "-c", "a cat", "-r", "a dog", "-f", "{out}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"], ["No rescale baseline"]),
+    (["baseline", "--corpus", "{missing}", "-m", MINILM, "-o", "{out}"], ["corpus file", "missing.txt", "does not exist"]),
+    (["baseline", "--corpus", "{corpus}", "-m", MINILM, "--pairs", "2", "-o", "{out}"], ["3 distinct non-blank lines", "--pairs 2 needs 4"]),
+    (["baseline", "--corpus", "{corpus}", "-m", "no-such-org/no-such-model", "--pairs", "1", "-o", "{out}"], ["not on this machine"]),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), ERRORS, ids=[" ".join(a[:1] + a[-4:]) for a, _ in ERRORS])
+def test_user_errors_exit_2_with_one_line(capsys, small: dict[str, str], args: list[str], words: list[str]) -> None:
+    rc, out, err = run_main(capsys, *(a.format(**small) for a in args))
+    assert rc == 2
+    assert out == ""
+    lines = err.strip().split("\n")
+    assert len(lines) == 1 and lines[0].startswith("bertscore-tm: error: "), err
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    assert not Path(small["out"]).exists()
+
+
+def test_usage_errors_are_argparse_exit_2(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["score", "-r", "refs.txt"])
+    assert exc.value.code == 2
+    assert "-c/--cand" in capsys.readouterr().err
