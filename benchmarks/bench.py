@@ -117,6 +117,31 @@ def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: i
             result = metric.compute()
             times.append(time.perf_counter() - start)
         out["f1"] = result["f1"].tolist()
+    elif kind == "ours-memory":
+        # torch's own record of every tensor allocation and free: the peak of live tensor bytes during
+        # compute(), free of the C allocator's caching that blurs resident-size readings
+        from torch.profiler import ProfilerActivity, profile
+
+        from bertscore_tm import BERTScore
+
+        metric = BERTScore(MINILM, num_layers=LAYERS, batch_size=BATCH)
+        base = _reset_peak()
+        for i in range(0, n, BATCH):
+            metric.update(cands[i : i + BATCH], refs[i : i + BATCH])
+        out["state_bytes_per_pair"] = _state_bytes(metric) / n
+        start = time.perf_counter()
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            metric.compute()
+        times.append(time.perf_counter() - start)
+        out["state_bytes_per_pair_after_compute"] = _state_bytes(metric) / n
+        events = sorted(
+            (e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"
+        )
+        live = peak = 0
+        for _, nbytes in events:
+            live += nbytes
+            peak = max(peak, live)
+        out["tensor_peak_mib"] = peak / 2**20
     elif kind == "bert-score":
         from bert_score import BERTScorer
 
@@ -169,6 +194,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--tm-pairs", type=int, default=200, help="pairs for torchmetrics (it pads to 512 tokens)")
+    parser.add_argument("--scale-pairs", type=int, default=3000, help="the larger size of the 4x memory check")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2, help="timed repeats per configuration (best is kept)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -186,8 +212,8 @@ def main() -> None:
 
     runs = {kind: _run(kind, args) for kind in ("limit", "ours-fp32", "ours-bf16", "bert-score")}
     runs["torchmetrics"] = _run("torchmetrics", args, n=args.tm_pairs)
-    small = _run("ours-fp32", args, n=args.pairs // 4, offset=args.pairs)
-    large = _run("ours-fp32", args, n=args.pairs, offset=args.pairs)
+    small = _run("ours-memory", args, n=args.scale_pairs // 4)
+    large = _run("ours-memory", args, n=args.scale_pairs)
     ref_f1 = runs["bert-score"]["f1"]
     limit_per_pair = runs["limit"]["seconds"] / args.pairs
 
@@ -207,6 +233,8 @@ def main() -> None:
             err = _max_err(r["f1"], ref_f1[: r["pairs"]])
             mean_ours, mean_ref = sum(r["f1"]) / len(r["f1"]), sum(ref_f1[: r["pairs"]]) / r["pairs"]
             right = f"no: max F1 error {err:.3f}, mean F1 {mean_ours:.3f} vs {mean_ref:.3f}" if err > 1e-5 else "yes"
+        elif kind == "bert-score":
+            right = "the reference"
         elif kind == "ours-bf16":
             right = f"max F1 error vs float32 {_max_err(r['f1'], runs['ours-fp32']['f1']):.1e}"
         else:
@@ -226,12 +254,21 @@ def main() -> None:
         ("bf16 F1 within 0.01 of fp32", _max_err(runs["ours-bf16"]["f1"], runs["ours-fp32"]["f1"]), 0.01),
         ("state bytes per pair at most 500", runs["ours-fp32"]["state_bytes_per_pair"], 500),
     ]
-    extra_state_mib = (large["state_bytes_per_pair"] * large["pairs"] - small["state_bytes_per_pair"] * small["pairs"]) / 2**20
-    growth = large["peak_mib"] - small["peak_mib"]
+    def extra(key: str) -> float:
+        return (large[key] * large["pairs"] - small[key] * small["pairs"]) / 2**20
+
+    growth = large["tensor_peak_mib"] - small["tensor_peak_mib"]
     target_lines = [f"| {name} | {value:.3g} | {'met' if value <= bound else 'NOT met'} |" for name, value, bound in targets]
     target_lines.append(
-        f"| 4x the pairs ({small['pairs']} -> {large['pairs']}) raises peak memory by at most the extra state "
-        f"({extra_state_mib:.2f} MiB) | {growth:+.1f} MiB | {'met' if growth <= extra_state_mib + 1 else 'NOT met'} |"
+        f"| 4x the pairs ({small['pairs']} -> {large['pairs']}): growth of the peak of live tensor memory in compute() "
+        f"({small['tensor_peak_mib']:.1f} -> {large['tensor_peak_mib']:.1f} MiB) vs the extra state after the updates "
+        f"({extra('state_bytes_per_pair'):.2f} MiB) and after compute, which keeps per-token best similarities "
+        f"({extra('state_bytes_per_pair_after_compute'):.2f} MiB) | {growth:+.2f} MiB | "
+        f"{'met' if growth <= extra('state_bytes_per_pair_after_compute') else 'NOT met'} |"
+    )
+    target_lines.append(
+        f"| the same, as peak resident memory (includes the C allocator's caching) | "
+        f"{large['peak_mib'] - small['peak_mib']:+.1f} MiB | (for information) |"
     )
 
     cpu = "unknown"

@@ -3,8 +3,8 @@
 x' = (x - b) / (1 - b), per P, R and F, after the maximum over several references. The published baselines
 ship inside the package under `baselines/<lang>/<model>.tsv` (CSV text despite the name, one row per layer
 from 0). A missing baseline is an error that says how to make one, never a silent no-rescale. New baselines
-are made by `compute_baseline` (the `bertscore-tm baseline` command): the mean scores of random pairs of
-distinct lines of a monolingual corpus, per layer.
+are made by the `bertscore-tm baseline` command (`sample_pairs`, then `layer_means`): the mean scores of
+random pairs of distinct lines of a monolingual corpus, per layer.
 """
 
 from __future__ import annotations
@@ -137,42 +137,10 @@ def sample_pairs(lines: Sequence[str], pairs: int, seed: int = 0) -> tuple[list[
     return [pool[k] for k in order[:pairs]], [pool[k] for k in order[pairs:need]]
 
 
-def compute_baseline(
-    lines: Sequence[str],
-    pairs: int,
-    seed: int = 0,
-    model_name_or_path: str | os.PathLike[str] | None = None,
-    lang: str | None = "en",
-    batch_size: int = 64,
-    device: torch.device | str | None = None,
-    model_dtype: torch.dtype = torch.float32,
-    verbose: bool = False,
-) -> Tensor:
-    """A rescale baseline: the mean P, R, F of `pairs` random pairs of distinct `lines`, at every layer.
-
-    Scores use every hidden state (``all_layers=True``), no IDF and no rescaling; returns float64
-    [layers + 1, 3], row = layer, ready for :func:`write_baseline`. The pairs are :func:`sample_pairs`'s.
-    """
-    from bertscore_tm.metric import BERTScore  # the metric imports this module
-
-    cands, refs = sample_pairs(lines, pairs, seed)
-    metric = BERTScore(
-        model_name_or_path=model_name_or_path,
-        all_layers=True,
-        lang=lang,
-        idf=False,
-        batch_size=batch_size,
-        device=device,
-        model_dtype=model_dtype,
-        verbose=verbose,
-    )
-    return layer_means(metric, cands, refs)
-
-
 def layer_means(metric: "BERTScore", cands: Sequence[str], refs: Sequence[str]) -> Tensor:
     """Mean P, R, F per layer of `cands` against `refs` with an ``all_layers=True``, no-IDF, unrescaled
     metric: float64 [layers + 1, 3] on the CPU. The metric is reset first."""
-    if not metric.all_layers or metric.idf or metric._baseline is not None:
+    if not metric.all_layers or metric.idf or metric.baseline is not None:
         raise ValueError("a baseline needs a metric with all_layers=True, idf=False and no rescaling")
     metric.reset()
     metric.update(list(cands), list(refs))

@@ -257,17 +257,11 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
     model_name = _model_name(args)
 
     from bertscore_tm.baselines import layer_means, sample_pairs, write_baseline
-    from bertscore_tm.registry import default_num_layers
 
-    try:
-        layer = default_num_layers(model_name)
-    except ValueError:
-        layer = 0  # every layer is scored; num_layers only names the setting, so any model will do
     cands, refs = sample_pairs(lines, args.pairs, args.seed)
     metric = _make_metric(
         model_name_or_path=model_name,
-        num_layers=layer,
-        all_layers=True,
+        all_layers=True,  # every layer is scored, so a model without a tabled default layer is fine
         lang=args.lang,
         batch_size=args.batch_size,
         device=_device(args.device),

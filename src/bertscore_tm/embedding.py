@@ -16,12 +16,16 @@ from torch import Tensor, nn
 
 def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> Iterator[list[int]]:
     """Indices of `lengths` sorted longest first, cut into batches of at most `batch_size` sequences and
-    (where a batch holds more than one) at most `max_tokens` padded tokens."""
+    (where a batch holds more than one) at most `max_tokens` padded tokens, and whose attention matrices
+    hold no more than those of `max_tokens` tokens at length 32: so a batch's memory is bounded however
+    long its texts are."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     batch: list[int] = []
     for i in order:
         longest = lengths[batch[0]] if batch else lengths[i]
-        if batch and (len(batch) >= batch_size or (len(batch) + 1) * longest > max_tokens):
+        n = len(batch) + 1
+        too_big = n * longest > max_tokens or n * longest * longest > max_tokens * 32
+        if batch and (len(batch) >= batch_size or too_big):
             yield batch
             batch = []
         batch.append(i)
@@ -39,7 +43,7 @@ class Embedder:
         all_layers: bool,
         model_dtype: torch.dtype = torch.float32,
         batch_size: int = 64,
-        max_tokens: int = 16384,
+        max_tokens: int = 4096,
     ) -> None:
         if model_dtype not in (torch.float32, torch.float16, torch.bfloat16):
             raise ValueError(f"model_dtype must be torch.float32, torch.float16 or torch.bfloat16, got {model_dtype}")
@@ -91,13 +95,15 @@ class Embedder:
         self.rows_embedded += len(seqs)
         return hidden
 
-    def embed(self, seqs: Sequence[Tensor], progress: object | None = None) -> tuple[Tensor, Tensor]:
+    def embed(self, seqs: Sequence[Tensor], progress: object | None = None, spare_rows: int = 0) -> tuple[Tensor, Tensor]:
         """All sequences' vectors packed end to end: ([sum of lengths, D] or [.., layers, D], float32,
-        normalised) and the start offset of each sequence. Empty sequences are never run."""
+        normalised) and the start offset of each sequence. Empty sequences are never run. `spare_rows`
+        uninitialised rows follow, for the caller to fill (so it never has to copy the table to extend it)."""
         lengths = [len(s) for s in seqs]
         offsets = torch.zeros(len(seqs) + 1, dtype=torch.long)
         offsets[1:] = torch.tensor(lengths, dtype=torch.long).cumsum(0)
-        shape = (int(offsets[-1]), self.num_rows, self.hidden_size) if self.all_layers else (int(offsets[-1]), self.hidden_size)
+        total = int(offsets[-1]) + spare_rows
+        shape = (total, self.num_rows, self.hidden_size) if self.all_layers else (total, self.hidden_size)
         packed = torch.empty(shape, dtype=torch.float32, device=self.device)
         nonempty = [i for i, n in enumerate(lengths) if n > 0]
         for batch in length_batches([lengths[i] for i in nonempty], self.batch_size, self.max_tokens):

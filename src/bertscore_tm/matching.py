@@ -94,16 +94,17 @@ def greedy_match(
     for b, (lo, hi) in enumerate(blocks):
         block_texts = list(dict.fromkeys((*sorted_cand[lo:hi], *sorted_ref[lo:hi])))
         fresh = [t for t in block_texts if t not in cache]
-        packed, starts = embedder.embed([texts[t] for t in fresh], progress=progress)
         kept = [t for t in block_texts if t in cache]
-        pieces = [packed, *(cache[t] for t in kept), torch.zeros((1, *packed.shape[1:]), device=device)]
-        table = torch.cat(pieces)
-        start_of = {t: int(s) for t, s in zip(fresh, starts)}
-        offset = packed.shape[0]
+        spare = sum(lengths[t] for t in kept) + 1  # texts embedded by an earlier block, and a padding row
+        table, starts = embedder.embed([texts[t] for t in fresh], progress=progress, spare_rows=spare)
+        start_of = dict(zip(fresh, starts.tolist()))
+        offset = table.shape[0] - spare
         for t in kept:
+            table[offset : offset + lengths[t]] = cache[t]
             start_of[t] = offset
-            offset += cache[t].shape[0]
+            offset += lengths[t]
         pad_row = table.shape[0] - 1
+        table[pad_row] = 0
         # keep what later blocks need, drop the rest
         for t in fresh:
             if last_use[t] > b:
@@ -119,8 +120,28 @@ def greedy_match(
             table, pad_row, text_start, mc[sel], mr[sel], lc[sel], lr[sel],
             out_c_start[sel], out_r_start[sel], cand_best, ref_best, rows, gather_budget,
         )
-        del table, packed
+        del table
+        release_freed_memory()
     return cand_best, ref_best
+
+
+def _load_malloc_trim():  # noqa: ANN202
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        return None
+
+
+_MALLOC_TRIM = _load_malloc_trim()
+
+
+def release_freed_memory() -> None:
+    """Hand the heap memory freed by a block back to the OS (glibc keeps it otherwise, so the resident
+    size would creep up block after block even though nothing is held)."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 def _match_block(

@@ -24,7 +24,7 @@ from bertscore_tm.embedding import Embedder
 from bertscore_tm.hashcode import hash_code
 from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
-from bertscore_tm.registry import default_model, default_num_layers, load_encoder, resolve_model_path
+from bertscore_tm.registry import default_model, default_num_layers, is_known_model, load_encoder, resolve_model_path
 from bertscore_tm.tokenizing import TextEncoder, normalize_inputs
 
 _OUTPUTS = ("precision", "recall", "f1")
@@ -136,7 +136,8 @@ class BERTScore(Metric):
                 raise ValueError("Pass model_name_or_path or lang (which picks the language's default model)")
             model_name_or_path = default_model(lang)
         self.model_name = str(model_name_or_path)
-        self.num_layers = default_num_layers(self.model_name) if num_layers is None else int(num_layers)
+        if num_layers is None and (not all_layers or is_known_model(self.model_name)):
+            num_layers = default_num_layers(self.model_name)
         self.all_layers = all_layers
         self.lang = lang
         self.idf = idf
@@ -146,7 +147,9 @@ class BERTScore(Metric):
         self.verbose = verbose
 
         path = resolve_model_path(self.model_name)
-        model, self.model_depth = load_encoder(path, self.num_layers, all_layers)
+        # with all_layers an untabled model needs no layer: its hash code then names the full depth
+        model, self.model_depth = load_encoder(path, 0 if num_layers is None else int(num_layers), all_layers)
+        self.num_layers = self.model_depth if num_layers is None else int(num_layers)
         self._encoder = TextEncoder(path, max_length, model_window=_position_limit(model.config))
         self._embedder = Embedder(model, self._encoder.pad_id, all_layers, model_dtype, batch_size)
         self._vocab_size = max(self._encoder.vocab_size, int(getattr(model.config, "vocab_size", 0) or 0))
@@ -349,7 +352,7 @@ class BERTScore(Metric):
             key = flat[start : start + length].tobytes()
             if key not in known:
                 known[key] = len(texts)
-                texts.append(source[start : start + length].long())
+                texts.append(source[start : start + length])  # a view: no copy per text
             return known[key]
 
         match_cand: list[int] = []

@@ -29,6 +29,11 @@ def default_model(lang: str) -> str:
     return table["languages"].get(lang.lower(), table["default"])
 
 
+def is_known_model(model_name: str) -> bool:
+    """Whether `configs/models.json` has a default layer for `model_name`."""
+    return model_name in load_config("models.json")["models"]
+
+
 def default_num_layers(model_name: str) -> int:
     """The tuned layer for a known model name (`configs/models.json`); a clear error otherwise."""
     models = load_config("models.json")["models"]
