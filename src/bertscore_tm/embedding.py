@@ -43,7 +43,7 @@ class Embedder:
         all_layers: bool,
         model_dtype: torch.dtype = torch.float32,
         batch_size: int = 64,
-        max_tokens: int = 4096,
+        max_tokens: int | None = None,
     ) -> None:
         if model_dtype not in (torch.float32, torch.float16, torch.bfloat16):
             raise ValueError(f"model_dtype must be torch.float32, torch.float16 or torch.bfloat16, got {model_dtype}")
@@ -52,9 +52,21 @@ class Embedder:
         self.all_layers = all_layers
         self.model_dtype = model_dtype
         self.batch_size = batch_size
-        self.max_tokens = max_tokens
+        self._max_tokens = max_tokens
         #: How many sequences (rows) this embedder has run through the model: lets tests count the work.
         self.rows_embedded = 0
+
+    @property
+    def max_tokens(self) -> int:
+        """Padded tokens per forward pass: small on a CPU, whose throughput is flat past ~2k tokens (so
+        memory stays low and does not depend on how long the longest texts are), larger on accelerators."""
+        if self._max_tokens is not None:
+            return self._max_tokens
+        return 2048 if self.device.type == "cpu" else 16384
+
+    @max_tokens.setter
+    def max_tokens(self, value: int | None) -> None:
+        self._max_tokens = value
 
     @property
     def device(self) -> torch.device:

@@ -335,10 +335,16 @@ class BERTScore(Metric):
         scored = _cat(self.scored, torch.bool, device)
         if scored.numel() == 0 or bool(scored.all()):
             return
+        # one tensor per state from now on (so the chunks are freed, not held twice); states stay where
+        # they live (the CPU under compute_on_cpu), the bookkeeping below runs on the CPU
+        home = self.cand_ids[0].device
+        self.cand_ids, self.cand_lens = [_cat(self.cand_ids, torch.int32, home)], [_cat(self.cand_lens, torch.int32, home)]
+        self.ref_ids, self.ref_lens = [_cat(self.ref_ids, torch.int32, home)], [_cat(self.ref_lens, torch.int32, home)]
+        self.ref_counts = [_cat(self.ref_counts, torch.int32, home)]
         cpu = torch.device("cpu")
-        c_ids, c_lens = _cat(self.cand_ids, torch.int32, cpu), _cat(self.cand_lens, torch.int32, cpu).long()
-        r_ids, r_lens = _cat(self.ref_ids, torch.int32, cpu), _cat(self.ref_lens, torch.int32, cpu).long()
-        ref_counts = _cat(self.ref_counts, torch.int32, cpu).long()
+        c_ids, c_lens = self.cand_ids[0].to(cpu), self.cand_lens[0].to(cpu).long()
+        r_ids, r_lens = self.ref_ids[0].to(cpu), self.ref_lens[0].to(cpu).long()
+        ref_counts = self.ref_counts[0].to(cpu).long()
         is_new = ~scored.cpu()
         c_start = torch.cumsum(c_lens, 0) - c_lens
         r_start = torch.cumsum(r_lens, 0) - r_lens
@@ -376,16 +382,14 @@ class BERTScore(Metric):
             if progress is not None:
                 progress.close()
 
+        del texts, known, c_ids, r_ids, c_np, r_np
         cand_counts = c_lens * ref_counts
         ref_counts_tok = segment_sum(r_lens, ref_counts)
         old_c = _cat(self.cand_best, torch.float32, device)
         old_r = _cat(self.ref_best, torch.float32, device)
-        self.cand_best = [_interleave(old_c, new_c, is_new, cand_counts)]
-        self.ref_best = [_interleave(old_r, new_r, is_new, ref_counts_tok)]
-        self.scored = [torch.ones_like(scored)]
-        self.cand_ids, self.cand_lens = [c_ids.to(device)], [c_lens.to(device, torch.int32)]
-        self.ref_ids, self.ref_lens = [r_ids.to(device)], [r_lens.to(device, torch.int32)]
-        self.ref_counts = [ref_counts.to(device, torch.int32)]
+        self.cand_best = [_interleave(old_c, new_c, is_new, cand_counts).to(home)]
+        self.ref_best = [_interleave(old_r, new_r, is_new, ref_counts_tok).to(home)]
+        self.scored = [torch.ones_like(scored).to(home)]
 
     def _local_scores(self, collective: bool, dropped: Tensor | None = None) -> Tensor:
         """This rank's per-candidate P, R, F: [pairs, rows, 3] after the multi-reference max and rescale.
