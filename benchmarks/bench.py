@@ -197,7 +197,7 @@ def main() -> None:
     parser.add_argument("--tm-pairs", type=int, default=200, help="pairs for torchmetrics (it pads to 512 tokens)")
     parser.add_argument("--scale-pairs", type=int, default=3000, help="the larger size of the 4x memory check")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=2, help="timed repeats per configuration (best is kept)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per configuration (best is kept)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--worker", help=argparse.SUPPRESS)

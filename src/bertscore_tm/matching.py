@@ -52,7 +52,7 @@ def greedy_match(
     texts: Sequence[Tensor],
     match_cand: Sequence[int],
     match_ref: Sequence[int],
-    block_bytes: int = 16 << 20,
+    block_bytes: int = 32 << 20,
     gather_budget: int = 1 << 22,
     progress: object | None = None,
 ) -> tuple[Tensor, Tensor]:
