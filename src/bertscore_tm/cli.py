@@ -115,6 +115,21 @@ def _check_baseline(args: argparse.Namespace, model_name: str) -> None:
         find_baseline(args.lang, model_name, args.baseline_path)
 
 
+def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
+    """The metric `score` and `show` use: model, layer, language, rescaling and device from the command line."""
+    model_name = _model_name(args)
+    _check_baseline(args, model_name)
+    return _make_metric(
+        model_name_or_path=model_name,
+        num_layers=args.num_layers,
+        lang=args.lang,
+        rescale_with_baseline=args.rescale_with_baseline,
+        baseline_path=args.baseline_path,
+        device=_device(args.device),
+        **extra,
+    )
+
+
 def _progress(args: argparse.Namespace) -> bool:
     """Show progress bars: as asked, else when stderr is a terminal."""
     if args.progress is not None:
@@ -138,18 +153,10 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
         groups.append(refs)
     targets: list[str] | list[list[str]] = groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups)]
 
-    model_name = _model_name(args)
-    _check_baseline(args, model_name)
-
-    metric = _make_metric(
-        model_name_or_path=model_name,
-        num_layers=args.num_layers,
-        lang=args.lang,
+    metric = _rescalable_metric(
+        args,
         idf=args.idf,
-        rescale_with_baseline=args.rescale_with_baseline,
-        baseline_path=args.baseline_path,
         batch_size=args.batch_size,
-        device=_device(args.device),
         model_dtype=_dtype(args.dtype),
         verbose=_progress(args),
     )
@@ -214,17 +221,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
     target = Path(args.file).expanduser()
     if target.parent and not target.parent.is_dir():
         raise UsageError(f"cannot write {args.file}: the folder {target.parent} does not exist")
-    model_name = _model_name(args)
-    _check_baseline(args, model_name)
-
-    metric = _make_metric(
-        model_name_or_path=model_name,
-        num_layers=args.num_layers,
-        lang=args.lang,
-        rescale_with_baseline=args.rescale_with_baseline,
-        baseline_path=args.baseline_path,
-        device=_device(args.device),
-    )
+    metric = _rescalable_metric(args)
     from bertscore_tm.plotting import plot_similarity
 
     try:
