@@ -142,10 +142,11 @@ def layer_means(metric: "BERTScore", cands: Sequence[str], refs: Sequence[str]) 
     metric: float64 [layers + 1, 3] on the CPU. The metric is reset first."""
     if not metric.all_layers or metric.idf or metric.baseline is not None:
         raise ValueError("a baseline needs a metric with all_layers=True, idf=False and no rescaling")
+    if metric.output is not None or metric.reduction != "none":
+        raise ValueError("a baseline needs a metric with reduction='none' and output=None")
     metric.reset()
     metric.update(list(cands), list(refs))
     result = metric.compute()
-    if not isinstance(result, dict) or metric.reduction != "none":
-        raise ValueError("a baseline needs a metric with reduction='none' and output=None")
+    assert isinstance(result, dict)
     columns = [result[name].to(torch.float64).mean(dim=-1) for name in ("precision", "recall", "f1")]
     return torch.stack(columns, dim=-1).cpu()

@@ -154,9 +154,9 @@ def _match_block(
     pos = 0
     n = len(order)
     while pos < n:
-        first = order[pos]
-        max_c, max_r = int(lc[first]), int(lr[first])
-        per = max(1, (max_c + max_r) * width * rows, max_c * max_r * rows)
+        # sorted by the longer side, so no later match has a side longer than this one's longer side
+        longest = int(torch.maximum(lc[order[pos]], lr[order[pos]]))
+        per = max(1, 2 * longest * width * rows, longest * longest * rows)
         count = max(1, min(n - pos, gather_budget // per))
         idx = order[pos : pos + count]
         pos += count
