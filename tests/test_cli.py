@@ -374,6 +374,7 @@ ERRORS = [
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{missing}"], ["Baseline file", "missing.txt", "does not exist"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{refs}"], ["header", "LAYER,P,R,F"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "9"], ["num_layers", "between 0 and 6"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-b", "0"], ["--batch-size", "at least 1", "got 0"]),
     (["show", "-c", "a cat", "-r", "a dog", "-f", "{out}", "-m", "no-such-org/no-such-model", "-l", "3"], ["not on this machine"]),
     (["show", "-c", "a cat", "-r", "a dog", "-f", "{out}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"], ["No rescale baseline"]),
     (["baseline", "--corpus", "{missing}", "-m", MINILM, "-o", "{out}"], ["corpus file", "missing.txt", "does not exist"]),

@@ -147,6 +147,8 @@ def test_bad_settings_are_rejected_with_their_names():
         BERTScore(MINILM, num_layers=9)
     with pytest.raises(ValueError, match="batch_size"):
         BERTScore(MINILM, batch_size=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        BERTScore(MINILM, batch_size=2.5)
     with pytest.raises(ValueError, match="max_length"):
         BERTScore(MINILM, max_length=4096)
     with pytest.raises(ValueError, match="model_dtype"):

@@ -85,7 +85,7 @@ def _make_metric(**kwargs: Any) -> Any:
     from bertscore_tm.metric import BERTScore
     from bertscore_tm.registry import ModelNotFoundError
 
-    if kwargs.get("batch_size", 1) < 1:
+    if kwargs.get("batch_size") is not None and kwargs["batch_size"] < 1:
         raise UsageError(f"--batch-size must be at least 1, got {kwargs['batch_size']}")
     try:
         return BERTScore(**kwargs)
@@ -301,7 +301,8 @@ def _add_rescale_options(p: argparse.ArgumentParser) -> None:
 
 def _add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
     if batch:
-        p.add_argument("-b", "--batch-size", type=int, default=64, metavar="N", help="texts per forward pass (default: 64)")
+        p.add_argument("-b", "--batch-size", type=int, default=None, metavar="N",
+                       help="at most N texts per forward pass (default: as many as the token budget allows)")
     p.add_argument("--device", default=None, help="torch device, e.g. cpu, cuda, cuda:1 (default: cuda if available, else cpu)")
     if batch:
         p.add_argument("--dtype", choices=_DTYPES, default="float32",

@@ -1,31 +1,53 @@
-"""Embedding: runs the cut model over token-id sequences and returns L2-normalised token vectors.
+"""Embedding: runs the cut model over token-id sequences and writes L2-normalised token vectors.
 
-Sequences are sorted by length and cut into batches by count and by a token budget, so padding stays small
-and memory bounded; the forward pass runs under `inference_mode`, optionally under autocast (the opt-in
-lower-precision mode). Vectors come back in float32 whatever the compute dtype.
+Sequences are sorted by length and cut into batches by a token budget (and optionally a count), so padding
+stays small and memory bounded; the forward pass runs under `inference_mode`, optionally under autocast (the
+opt-in lower-precision mode). Vectors come back in float32 whatever the compute dtype, written straight into
+a table the caller owns, so a batch's output is dropped before the next batch runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
 
-def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> Iterator[list[int]]:
-    """Indices of `lengths` sorted longest first, cut into batches of at most `batch_size` sequences and
-    (where a batch holds more than one) at most `max_tokens` padded tokens, and whose attention matrices
-    hold no more than those of `max_tokens` tokens at length 32: so a batch's memory is bounded however
-    long its texts are."""
+@dataclass
+class TokenTexts:
+    """Token-id sequences held by reference into a few flat id tensors (`sources`): text i is
+    ``sources[which[i]][start[i] : start[i] + length[i]]``. A dozen bytes a text and no Python object per
+    text, so the list of texts a compute() embeds costs next to nothing beside the ids themselves."""
+
+    sources: tuple[Tensor, ...]
+    which: Tensor  # uint8
+    start: Tensor  # int64
+    length: Tensor  # int32
+
+    def __len__(self) -> int:
+        return len(self.length)
+
+    def __getitem__(self, i: int) -> Tensor:
+        start = int(self.start[i])
+        return self.sources[int(self.which[i])][start : start + int(self.length[i])]
+
+
+def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: int) -> Iterator[list[int]]:
+    """Indices of `lengths` sorted longest first, cut into batches of at most `max_tokens` padded tokens
+    (where a batch holds more than one) whose attention matrices hold no more than those of `max_tokens`
+    tokens at length 32, and of at most `batch_size` sequences where one is given: so a batch's memory is
+    bounded however long its texts are, and about the same for every full batch, whatever their lengths."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     batch: list[int] = []
     for i in order:
         longest = lengths[batch[0]] if batch else lengths[i]
         n = len(batch) + 1
         too_big = n * longest > max_tokens or n * longest * longest > max_tokens * 32
-        if batch and (len(batch) >= batch_size or too_big):
+        too_many = batch_size is not None and len(batch) >= batch_size
+        if batch and (too_many or too_big):
             yield batch
             batch = []
         batch.append(i)
@@ -42,7 +64,7 @@ class Embedder:
         pad_id: int,
         all_layers: bool,
         model_dtype: torch.dtype = torch.float32,
-        batch_size: int = 64,
+        batch_size: int | None = None,
         max_tokens: int | None = None,
     ) -> None:
         if model_dtype not in (torch.float32, torch.float16, torch.bfloat16):
@@ -107,25 +129,41 @@ class Embedder:
         self.rows_embedded += len(seqs)
         return hidden
 
-    def embed(self, seqs: Sequence[Tensor], progress: object | None = None, spare_rows: int = 0) -> tuple[Tensor, Tensor]:
-        """All sequences' vectors packed end to end: ([sum of lengths, D] or [.., layers, D], float32,
-        normalised) and the start offset of each sequence. Empty sequences are never run. `spare_rows`
-        uninitialised rows follow, for the caller to fill (so it never has to copy the table to extend it)."""
+    def embed_into(
+        self, table: Tensor, seqs: Sequence[Tensor], first_row: int = 0, progress: object | None = None
+    ) -> list[int]:
+        """Write the sequences' vectors end to end into `table` from row `first_row` on and return each
+        sequence's first row. Empty sequences take no rows and are never run. Each batch's output is copied
+        and dropped before the next batch runs, so only one batch of activations is alive at a time."""
         lengths = [len(s) for s in seqs]
-        offsets = torch.zeros(len(seqs) + 1, dtype=torch.long)
-        offsets[1:] = torch.tensor(lengths, dtype=torch.long).cumsum(0)
-        total = int(offsets[-1]) + spare_rows
-        shape = (total, self.num_rows, self.hidden_size) if self.all_layers else (total, self.hidden_size)
-        packed = torch.empty(shape, dtype=torch.float32, device=self.device)
+        starts, row = [], first_row
+        for n in lengths:
+            starts.append(row)
+            row += n
+        if row > table.shape[0]:
+            raise ValueError(f"table has {table.shape[0]} rows; these sequences need {row}")
         nonempty = [i for i, n in enumerate(lengths) if n > 0]
         for batch in length_batches([lengths[i] for i in nonempty], self.batch_size, self.max_tokens):
             rows = [nonempty[i] for i in batch]
             hidden = self.embed_batch([seqs[i] for i in rows])
-            for row, i in enumerate(rows):
-                packed[offsets[i] : offsets[i + 1]] = hidden[row, : lengths[i]]
+            for r, i in enumerate(rows):
+                table[starts[i] : starts[i] + lengths[i]] = hidden[r, : lengths[i]]
+            del hidden
             if progress is not None:
                 progress.update(len(rows))  # type: ignore[attr-defined]
-        return packed, offsets[:-1]
+        return starts
+
+    def new_table(self, rows: int) -> Tensor:
+        """An uninitialised float32 table for `rows` token vectors on the model's device."""
+        shape = (rows, self.num_rows, self.hidden_size) if self.all_layers else (rows, self.hidden_size)
+        return torch.empty(shape, dtype=torch.float32, device=self.device)
+
+    def embed(self, seqs: Sequence[Tensor], progress: object | None = None) -> tuple[Tensor, Tensor]:
+        """All sequences' vectors packed end to end: ([sum of lengths, D] or [.., layers, D], float32,
+        normalised) and the start row of each sequence."""
+        table = self.new_table(sum(len(s) for s in seqs))
+        starts = self.embed_into(table, seqs, progress=progress)
+        return table, torch.tensor(starts, dtype=torch.long)
 
     @property
     def num_rows(self) -> int:

@@ -40,7 +40,7 @@ def score(
     rescale_with_baseline: bool = False,
     baseline_path: str | os.PathLike[str] | None = None,
     all_layers: bool = False,
-    batch_size: int = 64,
+    batch_size: int | None = 64,
     return_hash: bool = False,
     device: torch.device | str | None = None,
     verbose: bool = False,

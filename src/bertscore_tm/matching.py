@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding import Embedder
+from bertscore_tm.embedding import Embedder, TokenTexts
 
 
 def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:
@@ -28,15 +28,20 @@ def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:
     return torch.arange(total, device=starts.device) + shift
 
 
-def _blocks(match_cand: Sequence[int], match_ref: Sequence[int], lengths: Sequence[int], block_tokens: int) -> list[tuple[int, int]]:
-    """Consecutive ranges of matches whose distinct texts hold at most about `block_tokens` tokens."""
+def _blocks(
+    match_cand: Sequence[int], match_ref: Sequence[int], lengths: Sequence[int], block_tokens: int
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """Consecutive ranges of matches whose distinct texts hold at most `block_tokens` tokens (or a single
+    match, where that alone holds more), and each range's token count."""
     blocks: list[tuple[int, int]] = []
+    sizes: list[int] = []
     start, seen, tokens = 0, set(), 0
     for m, (c, r) in enumerate(zip(match_cand, match_ref)):
         new = {t for t in (c, r) if t not in seen}
         extra = sum(lengths[t] for t in new)
         if m > start and tokens + extra > block_tokens:
             blocks.append((start, m))
+            sizes.append(tokens)
             start, seen, tokens = m, set(), 0
             new = {c, r}
             extra = sum(lengths[t] for t in new)
@@ -44,14 +49,15 @@ def _blocks(match_cand: Sequence[int], match_ref: Sequence[int], lengths: Sequen
         tokens += extra
     if start < len(match_cand):
         blocks.append((start, len(match_cand)))
-    return blocks
+        sizes.append(tokens)
+    return blocks, sizes
 
 
 def greedy_match(
     embedder: Embedder,
-    texts: Sequence[Tensor],
-    match_cand: Sequence[int],
-    match_ref: Sequence[int],
+    texts: TokenTexts,
+    match_cand: Tensor,
+    match_ref: Tensor,
     block_bytes: int = 32 << 20,
     gather_budget: int = 1 << 22,
     progress: object | None = None,
@@ -63,65 +69,71 @@ def greedy_match(
     candidate token (its best similarity over the reference's tokens), ref_best one row per reference token;
     each row has one column per layer. A token with nothing to match against gets 0.
 
-    Matches are taken in order of length, in blocks whose new embeddings fit in `block_bytes`; a text
-    needed by a later block is kept (and only such texts), so each distinct text is embedded once. Matching
-    batches hold at most `gather_budget` gathered vector elements.
+    Matches are taken in order of length, in blocks whose texts fit in one table of token vectors,
+    allocated once. The results, and on the CPU the plan itself (a few integers per text and per match),
+    share `block_bytes` with that table: so the working memory of a compute is the same whatever the number
+    of pairs (until the results alone take three quarters of it), and more pairs cost only their state. A
+    text a later block needs again is kept aside (and only such texts), so each distinct text is embedded
+    once. Matching batches hold at most `gather_budget` gathered vector elements.
     """
     device = embedder.device
     rows = embedder.num_rows
-    lengths = [len(t) for t in texts]
-    len_t = torch.tensor(lengths, dtype=torch.long)
-    mc = torch.tensor(list(match_cand), dtype=torch.long)
-    mr = torch.tensor(list(match_ref), dtype=torch.long)
-    lc, lr = len_t[mc], len_t[mr]
-    out_c_start = torch.cumsum(lc, 0) - lc
-    out_r_start = torch.cumsum(lr, 0) - lr
+    mc, mr = match_cand.int(), match_ref.int()
+    lc, lr = texts.length[mc].long(), texts.length[mr].long()
+    out_c, out_r = torch.cumsum(lc, 0) - lc, torch.cumsum(lr, 0) - lr  # where each match's rows go
     cand_best = torch.zeros((int(lc.sum()), rows), dtype=torch.float32, device=device)
     ref_best = torch.zeros((int(lr.sum()), rows), dtype=torch.float32, device=device)
-
-    # similar lengths in a block keep padding small; results land at each match's own offsets
-    by_length = torch.argsort(lc * 4096 + lr, stable=True).tolist()
-    sorted_cand = [match_cand[m] for m in by_length]
-    sorted_ref = [match_ref[m] for m in by_length]
-    block_tokens = max(512, block_bytes // (4 * rows * embedder.hidden_size))
-    last_use: dict[int, int] = {}
-    blocks = _blocks(sorted_cand, sorted_ref, lengths, block_tokens)
-    for b, (lo, hi) in enumerate(blocks):
-        for t in (*sorted_cand[lo:hi], *sorted_ref[lo:hi]):
-            last_use[t] = b
+    if len(mc) == 0:
+        return cand_best, ref_best
+    # similar lengths in a block keep padding small
+    order = torch.argsort(lc * 4096 + lr, stable=True)
+    held = [cand_best, ref_best]
+    if device.type == "cpu":  # the plan shares the table's memory too
+        held += [texts.which, texts.start, texts.length, match_cand, match_ref, mc, mr, lc, lr, out_c, out_r, order]
+    held_bytes = sum(t.numel() * t.element_size() for t in {t.data_ptr(): t for t in held}.values())
+    held_bytes += 4 * len(texts)  # last_use, below
+    row_bytes = 4 * rows * embedder.hidden_size
+    block_tokens = max(512, max(block_bytes - held_bytes, block_bytes // 4) // row_bytes)
+    blocks, block_sizes = _blocks(mc[order].tolist(), mr[order].tolist(), texts.length.tolist(), block_tokens)
+    block_of = torch.repeat_interleave(
+        torch.arange(len(blocks), dtype=torch.int32), torch.tensor([hi - lo for lo, hi in blocks], dtype=torch.long)
+    )
+    last_use = torch.full((len(texts),), -1, dtype=torch.int32)
+    last_use.scatter_reduce_(0, mc[order].long(), block_of, reduce="amax")
+    last_use.scatter_reduce_(0, mr[order].long(), block_of, reduce="amax")
+    del block_of
+    # one table for every block, and a zero padding row
+    capacity = max(block_sizes) if len(blocks) == 1 else max(block_tokens, *block_sizes)
+    table = embedder.new_table(capacity + 1)
+    pad_row = capacity
+    table[pad_row] = 0
     cache: dict[int, Tensor] = {}
-    order_t = torch.tensor(by_length, dtype=torch.long)
     for b, (lo, hi) in enumerate(blocks):
-        block_texts = list(dict.fromkeys((*sorted_cand[lo:hi], *sorted_ref[lo:hi])))
+        sel = order[lo:hi]
+        block_cand, block_ref = mc[sel].tolist(), mr[sel].tolist()
+        block_texts = list(dict.fromkeys(block_cand + block_ref))
         fresh = [t for t in block_texts if t not in cache]
-        kept = [t for t in block_texts if t in cache]
-        spare = sum(lengths[t] for t in kept) + 1  # texts embedded by an earlier block, and a padding row
-        table, starts = embedder.embed([texts[t] for t in fresh], progress=progress, spare_rows=spare)
-        start_of = dict(zip(fresh, starts.tolist()))
-        offset = table.shape[0] - spare
-        for t in kept:
-            table[offset : offset + lengths[t]] = cache[t]
-            start_of[t] = offset
-            offset += lengths[t]
-        pad_row = table.shape[0] - 1
-        table[pad_row] = 0
-        # keep what later blocks need, drop the rest
-        for t in fresh:
-            if last_use[t] > b:
-                cache[t] = table[start_of[t] : start_of[t] + lengths[t]].clone()
-        for t in kept:
-            if last_use[t] <= b:
-                del cache[t]
-        text_start = torch.full((len(texts),), pad_row, dtype=torch.long)
-        for t, s in start_of.items():
-            text_start[t] = s
-        sel = order_t[lo:hi]
+        starts = embedder.embed_into(table, [texts[t] for t in fresh], progress=progress)
+        start_of = dict(zip(fresh, starts))
+        row = starts[-1] + len(texts[fresh[-1]]) if fresh else 0
+        for t in block_texts:
+            if t in cache:  # embedded by an earlier block
+                kept = cache.pop(t) if int(last_use[t]) <= b else cache[t]
+                table[row : row + len(kept)] = kept
+                start_of[t] = row
+                row += len(kept)
+        c_rows = torch.tensor([start_of[t] for t in block_cand], dtype=torch.long)
+        r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
         _match_block(
-            table, pad_row, text_start, mc[sel], mr[sel], lc[sel], lr[sel],
-            out_c_start[sel], out_r_start[sel], cand_best, ref_best, rows, gather_budget,
+            table, pad_row, c_rows, r_rows, lc[sel], lr[sel], out_c[sel], out_r[sel],
+            cand_best, ref_best, rows, gather_budget,
         )
-        del table
-        release_freed_memory()
+        # keep aside what later blocks need from this one's fresh texts
+        for t in fresh:
+            if int(last_use[t]) > b:
+                cache[t] = table[start_of[t] : start_of[t] + int(texts.length[t])].clone()
+    del table, cache
+    release_freed_memory()
     return cand_best, ref_best
 
 
@@ -145,9 +157,11 @@ def release_freed_memory() -> None:
 
 
 def _match_block(
-    table: Tensor, pad_row: int, text_start: Tensor, mc: Tensor, mr: Tensor, lc: Tensor, lr: Tensor,
+    table: Tensor, pad_row: int, c_rows: Tensor, r_rows: Tensor, lc: Tensor, lr: Tensor,
     out_c: Tensor, out_r: Tensor, cand_best: Tensor, ref_best: Tensor, rows: int, gather_budget: int,
 ) -> None:
+    """Match i pairs the candidate at table rows c_rows[i] .. + lc[i] with the reference at r_rows[i] ..
+    + lr[i]; the candidate's best similarities go to cand_best rows out_c[i] .., the reference's likewise."""
     device = table.device
     width = table.shape[-1]
     order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
@@ -164,8 +178,8 @@ def _match_block(
         ar_c, ar_r = torch.arange(bc), torch.arange(br)
         cmask = ar_c[None, :] < lc[idx][:, None]
         rmask = ar_r[None, :] < lr[idx][:, None]
-        cgather = torch.where(cmask, text_start[mc[idx]][:, None] + ar_c[None, :], pad_row)
-        rgather = torch.where(rmask, text_start[mr[idx]][:, None] + ar_r[None, :], pad_row)
+        cgather = torch.where(cmask, c_rows[idx][:, None] + ar_c[None, :], pad_row)
+        rgather = torch.where(rmask, r_rows[idx][:, None] + ar_r[None, :], pad_row)
         cmask_d, rmask_d = cmask.to(device), rmask.to(device)
         c = table[cgather.to(device)]  # [B, Lc, (rows,) D]
         r = table[rgather.to(device)]

@@ -20,7 +20,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
-from bertscore_tm.embedding import Embedder
+from bertscore_tm.embedding import Embedder, TokenTexts
 from bertscore_tm.hashcode import hash_code
 from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
@@ -72,7 +72,8 @@ class BERTScore(Metric):
         idf: weigh tokens by inverse document frequency over all references (of every rank).
         rescale_with_baseline: rescale with the baseline of (``lang``, model) or ``baseline_path``.
         baseline_path: a ``LAYER,P,R,F`` baseline file of your own.
-        batch_size: at most this many texts per forward pass.
+        batch_size: at most this many texts per forward pass; ``None`` (default) lets the token budget alone
+            size the batches (2048 padded tokens on a CPU, 16384 on an accelerator).
         max_length: truncate texts to this many tokens (default: the model's own window).
         device: where the model runs and states live; ``None`` follows the metric (``.to(...)``).
         model_dtype: compute dtype of the embedding model. ``torch.float32`` is exact; ``torch.bfloat16``
@@ -110,7 +111,7 @@ class BERTScore(Metric):
         idf: bool = False,
         rescale_with_baseline: bool = False,
         baseline_path: str | os.PathLike[str] | None = None,
-        batch_size: int = 64,
+        batch_size: int | None = None,
         max_length: int | None = None,
         device: torch.device | str | None = None,
         model_dtype: torch.dtype = torch.float32,
@@ -127,8 +128,8 @@ class BERTScore(Metric):
             raise ValueError(f"output must be None or one of {_OUTPUTS}, got {output!r}")
         if output is not None and return_hash:
             raise ValueError("return_hash needs the dict output (output=None); the code is also at metric.hash_code")
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1):
+            raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
         if not isinstance(idf, bool):
             raise TypeError(f"idf must be True or False, got {type(idf).__name__}")
         if model_name_or_path is None:
@@ -342,35 +343,11 @@ class BERTScore(Metric):
         self.ref_ids, self.ref_lens = [_cat(self.ref_ids, torch.int32, home)], [_cat(self.ref_lens, torch.int32, home)]
         self.ref_counts = [_cat(self.ref_counts, torch.int32, home)]
         cpu = torch.device("cpu")
-        c_ids, c_lens = self.cand_ids[0].to(cpu), self.cand_lens[0].to(cpu).long()
-        r_ids, r_lens = self.ref_ids[0].to(cpu), self.ref_lens[0].to(cpu).long()
-        ref_counts = self.ref_counts[0].to(cpu).long()
+        c_ids, r_ids = self.cand_ids[0].to(cpu), self.ref_ids[0].to(cpu)
         is_new = ~scored.cpu()
-        c_start = torch.cumsum(c_lens, 0) - c_lens
-        r_start = torch.cumsum(r_lens, 0) - r_lens
-        first_ref = torch.cumsum(ref_counts, 0) - ref_counts
-
-        texts: list[Tensor] = []
-        known: dict[bytes, int] = {}
-        c_np, r_np = c_ids.numpy(), r_ids.numpy()
-
-        def text_id(flat: Any, start: int, length: int, source: Tensor) -> int:
-            key = flat[start : start + length].tobytes()
-            if key not in known:
-                known[key] = len(texts)
-                texts.append(source[start : start + length])  # a view: no copy per text
-            return known[key]
-
-        match_cand: list[int] = []
-        match_ref: list[int] = []
-        cs, cl, rs, rl = c_start.tolist(), c_lens.tolist(), r_start.tolist(), r_lens.tolist()
-        fr, rc = first_ref.tolist(), ref_counts.tolist()
-        for i in torch.nonzero(is_new).flatten().tolist():
-            cand = text_id(c_np, cs[i], cl[i], c_ids)
-            for j in range(fr[i], fr[i] + rc[i]):
-                match_cand.append(cand)
-                match_ref.append(text_id(r_np, rs[j], rl[j], r_ids))
-
+        texts, match_cand, match_ref = _distinct_texts(
+            c_ids, self.cand_lens[0].cpu(), r_ids, self.ref_lens[0].cpu(), self.ref_counts[0].cpu(), is_new
+        )
         progress = None
         if self.verbose:
             from tqdm.auto import tqdm
@@ -381,8 +358,9 @@ class BERTScore(Metric):
         finally:
             if progress is not None:
                 progress.close()
-
-        del texts, known, c_ids, r_ids, c_np, r_np
+        del texts, match_cand, match_ref, c_ids, r_ids
+        c_lens, r_lens = self.cand_lens[0].cpu().long(), self.ref_lens[0].cpu().long()
+        ref_counts = self.ref_counts[0].cpu().long()
         cand_counts = c_lens * ref_counts
         ref_counts_tok = segment_sum(r_lens, ref_counts)
         old_c = _cat(self.cand_best, torch.float32, device)
@@ -438,6 +416,48 @@ class BERTScore(Metric):
         if self._baseline is not None:
             scores = rescale(scores, self._baseline)
         return scores
+
+
+def _distinct_texts(
+    c_ids: Tensor, c_lens: Tensor, r_ids: Tensor, r_lens: Tensor, ref_counts: Tensor, is_new: Tensor
+) -> tuple[TokenTexts, Tensor, Tensor]:
+    """The distinct token sequences of the new pairs (held by reference into the id states) and, for each
+    (candidate, reference) match of those pairs in order, the index of its candidate and reference text."""
+    c_lens, r_lens, ref_counts = c_lens.long(), r_lens.long(), ref_counts.long()
+    c_start = torch.cumsum(c_lens, 0) - c_lens
+    r_start = torch.cumsum(r_lens, 0) - r_lens
+    first_ref = torch.cumsum(ref_counts, 0) - ref_counts
+    known: dict[bytes, int] = {}
+    which: list[int] = []
+    starts: list[int] = []
+    lengths: list[int] = []
+    flat = (c_ids.numpy(), r_ids.numpy())
+
+    def text_id(source: int, start: int, length: int) -> int:
+        key = flat[source][start : start + length].tobytes()
+        if key not in known:
+            known[key] = len(lengths)
+            which.append(source)
+            starts.append(start)
+            lengths.append(length)
+        return known[key]
+
+    match_cand: list[int] = []
+    match_ref: list[int] = []
+    cs, cl, rs, rl = c_start.tolist(), c_lens.tolist(), r_start.tolist(), r_lens.tolist()
+    fr, rc = first_ref.tolist(), ref_counts.tolist()
+    for i in torch.nonzero(is_new).flatten().tolist():
+        cand = text_id(0, cs[i], cl[i])
+        for j in range(fr[i], fr[i] + rc[i]):
+            match_cand.append(cand)
+            match_ref.append(text_id(1, rs[j], rl[j]))
+    texts = TokenTexts(
+        sources=(c_ids, r_ids),
+        which=torch.tensor(which, dtype=torch.uint8),
+        start=torch.tensor(starts, dtype=torch.long),
+        length=torch.tensor(lengths, dtype=torch.int32),
+    )
+    return texts, torch.tensor(match_cand, dtype=torch.int32), torch.tensor(match_ref, dtype=torch.int32)
 
 
 def _gather(tensor: Tensor, group: Any) -> list[Tensor]:
