@@ -7,6 +7,12 @@ its peak memory (VmHWM, reset after the model is loaded) is its own. Results go 
 
     make bench                       # 1000 WMT pairs, 2 threads
     make bench BENCH_ARGS="--pairs 200 --repeats 1"
+    make bench BENCH_ARGS="--shape roberta-large --device cuda"   # on a GPU: RESULTS-roberta-large-cuda.md
+
+`--shape roberta-large` scores with a randomly initialised model of roberta-large's shape (24 blocks of
+1024, cut to its tuned layer 17), built once from its config with the packaged MiniLM's tokenizer: its
+scores mean nothing, its cost is roberta-large's. On CUDA the float16 mode is timed too and memory is
+CUDA's own peak of allocated bytes.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -26,8 +33,33 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "wmt"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-LAYERS = 5
 BATCH = 64
+#: roberta-large's shape (transformers' RobertaConfig fields) and its tuned layer
+ROBERTA_LARGE = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
+                     max_position_embeddings=514, type_vocab_size=1, vocab_size=50265)
+
+
+def _model(shape: str) -> tuple[str, int, str]:
+    """(model directory, layer, description) of a benchmark shape."""
+    from bertscore_tm.registry import default_num_layers, resolve_model_path
+
+    minilm = str(resolve_model_path(MINILM))
+    if shape == "minilm":
+        return minilm, default_num_layers(MINILM), f"{MINILM} cut to {default_num_layers(MINILM)} layers"
+    layers = default_num_layers("roberta-large")
+    folder = Path(tempfile.gettempdir()) / "bertscore-tm-bench" / "roberta-large-shape"
+    if not (folder / "done").exists():
+        import torch
+        from transformers import AutoTokenizer, RobertaConfig, RobertaModel
+
+        tokenizer = AutoTokenizer.from_pretrained(minilm)
+        config = RobertaConfig(**ROBERTA_LARGE, pad_token_id=tokenizer.pad_token_id,
+                               bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id)
+        torch.manual_seed(0)
+        RobertaModel(config, add_pooling_layer=False).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        (folder / "done").write_text("ok")
+    return str(folder), layers, f"random roberta-large-shaped model (no download; MiniLM's tokenizer) cut to {layers} layers"
 
 
 # --------------------------------------------------------------------------- helpers run in subprocesses
@@ -47,10 +79,19 @@ def _reset_peak() -> int:
     return _rss_kib("VmRSS")
 
 
-def _tensor_peak(fn):  # noqa: ANN001, ANN202
-    """Run fn() under torch's profiler and return (its result, the peak of live tensor MiB during it):
-    every tensor allocation and free is recorded, so unlike resident sizes this is free of the C
-    allocator's caching; tensors alive before the call (the model's weights) are not counted."""
+def _tensor_peak(fn, device: str = "cpu"):  # noqa: ANN001, ANN202
+    """Run fn() and return (its result, the peak of live tensor MiB during it, tensors alive before the
+    call such as the model's weights not counted). On the CPU, torch's profiler records every allocation
+    and free, so unlike resident sizes this is free of the C allocator's caching; on CUDA, CUDA's own peak."""
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        result = fn()
+        torch.cuda.synchronize()
+        return result, (torch.cuda.max_memory_allocated() - before) / 2**20
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
@@ -83,14 +124,12 @@ def _state_bytes(metric) -> int:  # noqa: ANN001
     return total
 
 
-def _runner(kind: str, cands: list[str], refs: list[str]):  # noqa: ANN202
+def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: str):  # noqa: ANN202
     """Set up one configuration (model loaded once) and return a function that scores the pairs once and
     returns what it measured besides time (F1 per pair, state bytes per pair)."""
     import torch
 
-    from bertscore_tm.registry import resolve_model_path
-
-    path = str(resolve_model_path(MINILM))
+    path, layers, _ = _model(shape)
     n = len(cands)
     if kind == "limit":
         from transformers import AutoTokenizer
@@ -98,7 +137,8 @@ def _runner(kind: str, cands: list[str], refs: list[str]):  # noqa: ANN202
         from bertscore_tm.embedding import Embedder, length_batches
         from bertscore_tm.registry import load_encoder
 
-        model, _ = load_encoder(Path(path), LAYERS, all_layers=False)
+        model, _ = load_encoder(Path(path), layers, all_layers=False)
+        model.to(device)
         batching = Embedder(model, 0, all_layers=False)  # the same batching as the metric's (token budget)
         unique = list(dict.fromkeys(s.strip() for s in cands + refs))
         ids = AutoTokenizer.from_pretrained(path)(unique, truncation=True, max_length=512)["input_ids"]
@@ -112,15 +152,17 @@ def _runner(kind: str, cands: list[str], refs: list[str]):  # noqa: ANN202
                     for row, i in enumerate(batch):
                         inp[row, : len(ids[i])] = torch.tensor(ids[i])
                         mask[row, : len(ids[i])] = 1
-                    model(input_ids=inp, attention_mask=mask)
+                    model(input_ids=inp.to(device), attention_mask=mask.to(device))
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
             return {"unique_sentences": len(unique)}
 
         return run
-    if kind in ("ours-fp32", "ours-bf16"):
+    if kind in ("ours-fp32", "ours-bf16", "ours-fp16"):
         from bertscore_tm import BERTScore
 
-        dtype = torch.float32 if kind == "ours-fp32" else torch.bfloat16
-        metric = BERTScore(MINILM, num_layers=LAYERS, model_dtype=dtype)
+        dtype = {"ours-fp32": torch.float32, "ours-bf16": torch.bfloat16, "ours-fp16": torch.float16}[kind]
+        metric = BERTScore(path, num_layers=layers, model_dtype=dtype, device=device)
 
         def run() -> dict:
             metric.reset()
@@ -133,7 +175,7 @@ def _runner(kind: str, cands: list[str], refs: list[str]):  # noqa: ANN202
     if kind == "bert-score":
         from bert_score import BERTScorer
 
-        scorer = BERTScorer(model_type=path, num_layers=LAYERS, batch_size=BATCH, device="cpu", nthreads=0)
+        scorer = BERTScorer(model_type=path, num_layers=layers, batch_size=BATCH, device=device, nthreads=0)
 
         def run() -> dict:
             return {"f1": scorer.score(cands, refs)[2].tolist()}
@@ -142,7 +184,7 @@ def _runner(kind: str, cands: list[str], refs: list[str]):  # noqa: ANN202
     if kind == "torchmetrics":
         from torchmetrics.text.bert import BERTScore as TMBERTScore
 
-        tm = TMBERTScore(model_name_or_path=path, num_layers=LAYERS, batch_size=BATCH, device="cpu", max_length=512)
+        tm = TMBERTScore(model_name_or_path=path, num_layers=layers, batch_size=BATCH, device=device, max_length=512)
 
         def run() -> dict:
             tm.reset()
@@ -155,10 +197,13 @@ def _runner(kind: str, cands: list[str], refs: list[str]):  # noqa: ANN202
     raise SystemExit(f"unknown kind {kind}")
 
 
-TIMED = ("limit", "ours-fp32", "ours-bf16", "bert-score", "torchmetrics")
+def _timed(device: str) -> tuple[str, ...]:
+    """The configurations of a run: float16 only where autocast has fast float16 kernels (CUDA)."""
+    fp16 = ("ours-fp16",) if device.startswith("cuda") else ()
+    return ("limit", "ours-fp32", "ours-bf16", *fp16, "bert-score", "torchmetrics")
 
 
-def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: int, tm_pairs: int) -> dict:
+def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: int, tm_pairs: int, shape: str, device: str) -> dict:
     import torch
 
     warnings.filterwarnings("ignore")
@@ -169,7 +214,10 @@ def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: i
     if kind == "timing":
         # every configuration in one process, taking turns round after round: each round's times are
         # divided by that round's limit, so the machine's drift (often 10-20% here) cancels out
-        runners = {k: _runner(k, cands[:tm_pairs], refs[:tm_pairs]) if k == "torchmetrics" else _runner(k, cands, refs) for k in TIMED}
+        runners = {
+            k: _runner(k, cands[:tm_pairs] if k == "torchmetrics" else cands, refs[:tm_pairs] if k == "torchmetrics" else refs, shape, device)
+            for k in _timed(device)
+        }
         rounds: list[dict[str, float]] = []
         for _ in range(repeats):
             seconds = {}
@@ -183,7 +231,8 @@ def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: i
     if kind == "ours-memory":
         from bertscore_tm import BERTScore
 
-        metric = BERTScore(MINILM, num_layers=LAYERS)
+        path, layers, _ = _model(shape)
+        metric = BERTScore(path, num_layers=layers, device=device)
 
         def score() -> None:
             for i in range(0, n, BATCH):
@@ -191,15 +240,15 @@ def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: i
             out["state_bytes_per_pair"] = _state_bytes(metric) / n
             metric.compute()
 
-        _, out["tensor_peak_mib"] = _tensor_peak(score)
+        _, out["tensor_peak_mib"] = _tensor_peak(score, device)
         out["state_bytes_per_pair_after_compute"] = _state_bytes(metric) / n
         return out
     # one configuration alone in its process, scored once: its scores, state size and peak memory
-    run = _runner(kind, cands, refs)
+    run = _runner(kind, cands, refs, shape, device)
     base = _reset_peak()
     out.update(run())
     out["peak_mib"] = max(0, _rss_kib("VmHWM") - base) / 1024
-    _, out["tensor_peak_mib"] = _tensor_peak(run)  # a second run, under torch's allocation record
+    _, out["tensor_peak_mib"] = _tensor_peak(run, device)  # a second run, under torch's allocation record
     return out
 
 
@@ -208,7 +257,7 @@ def _run(kind: str, args: argparse.Namespace, n: int | None = None, offset: int 
     cmd = [
         sys.executable, __file__, "--worker", kind, "--pairs", str(n or args.pairs), "--offset", str(offset),
         "--threads", str(args.threads), "--repeats", str(args.repeats), "--data", str(args.data),
-        "--tm-pairs", str(args.tm_pairs),
+        "--tm-pairs", str(args.tm_pairs), "--shape", args.shape, "--device", args.device,
     ]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     print(f"  running {kind} on {n or args.pairs} pairs ...", file=sys.stderr, flush=True)
@@ -234,12 +283,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5, help="timing rounds (each runs every configuration once)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--shape", choices=("minilm", "roberta-large"), default="minilm",
+                        help="the packaged MiniLM (default) or a random model of roberta-large's shape")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="default: benchmarks/RESULTS.md for MiniLM on the CPU, else RESULTS-<shape>-<device>.md")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--offset", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        result = _worker(args.worker, args.data, args.pairs, args.offset, args.threads, args.repeats, args.tm_pairs)
+        result = _worker(
+            args.worker, args.data, args.pairs, args.offset, args.threads, args.repeats, args.tm_pairs, args.shape, args.device
+        )
         print(json.dumps(result))
         return
 
@@ -247,14 +302,17 @@ def main() -> None:
     import torchmetrics
     import transformers
 
+    timed = _timed(args.device)
+    out_path = args.out or HERE / ("RESULTS.md" if (args.shape, args.device) == ("minilm", "cpu") else f"RESULTS-{args.shape}-{args.device}.md")
+    _, _, model_text = _model(args.shape)  # built once here, before the workers need it
     timing = _run("timing", args)["rounds"]
     # per-pair time over the limit's per-pair time, round by round; the median round is reported
     ratio = {
         k: _median([r[k] / (args.tm_pairs if k == "torchmetrics" else args.pairs) / (r["limit"] / args.pairs) for r in timing])
-        for k in TIMED
+        for k in timed
     }
     limit_pps = _median([args.pairs / r["limit"] for r in timing])
-    runs = {kind: _run(kind, args) for kind in ("limit", "ours-fp32", "ours-bf16", "bert-score")}
+    runs = {kind: _run(kind, args) for kind in timed if kind != "torchmetrics"}
     runs["torchmetrics"] = _run("torchmetrics", args, n=args.tm_pairs)
     small = _run("ours-memory", args, n=args.scale_pairs // 4)
     large = _run("ours-memory", args, n=args.scale_pairs)
@@ -265,9 +323,12 @@ def main() -> None:
         ("limit: bare forward pass of the unique sentences", "limit"),
         ("bertscore-tm, float32 (updates + compute)", "ours-fp32"),
         ("bertscore-tm, bfloat16 (`model_dtype=torch.bfloat16`)", "ours-bf16"),
+        ("bertscore-tm, float16 (`model_dtype=torch.float16`)", "ours-fp16"),
         ("bert-score 0.3.13 `BERTScorer` (model loaded once)", "bert-score"),
         ("torchmetrics 1.9 `BERTScore`", "torchmetrics"),
     ):
+        if kind not in runs:
+            continue
         r = runs[kind]
         if kind == "limit":
             right = "-"
@@ -277,7 +338,7 @@ def main() -> None:
             right = f"no: max F1 error {err:.3f}, mean F1 {mean_ours:.3f} vs {mean_ref:.3f}" if err > 1e-5 else "yes"
         elif kind == "bert-score":
             right = "the reference"
-        elif kind == "ours-bf16":
+        elif kind in ("ours-bf16", "ours-fp16"):
             right = f"max F1 error vs float32 {_max_err(r['f1'], runs['ours-fp32']['f1']):.1e}"
         else:
             err = _max_err(r["f1"], ref_f1)
@@ -317,45 +378,68 @@ def main() -> None:
         pass
     import bert_score
 
+    on_cuda = args.device.startswith("cuda")
+    gpu = torch.cuda.get_device_name(torch.device(args.device)) if on_cuda else "no GPU used"
+    peak_text = (
+        "- peak tensors = CUDA's peak of allocated bytes while scoring (the model's weights excluded)"
+        if on_cuda
+        else "- peak tensors = the peak of live tensor memory while scoring, recorded by torch's profiler (the "
+        "model's weights excluded)"
+    ) + (
+        ", each configuration alone in its own process; peak RSS = growth of peak resident memory over the "
+        "loaded model in the same process's first run (noisy: the C allocator's caching and the model's pages "
+        "first touched, +-60 MiB from run to run here with MiniLM); state = metric state bytes per pair after "
+        "the updates"
+    )
+    other = HERE / "RESULTS-roberta-large-cuda.md"
+    gpu_text = (
+        f"- a roberta-large-shaped model on a GPU: see `{other.name}`"
+        if other.exists()
+        else "- a roberta-large-shaped model on a GPU: not measured yet; on a CUDA machine "
+        "`make bench BENCH_ARGS=\"--shape roberta-large --device cuda\"` writes `RESULTS-roberta-large-cuda.md`"
+    )
+    budget = "16384 padded tokens on an accelerator" if on_cuda else "2048 padded tokens on a CPU"
+    if (args.shape, args.device) == ("minilm", "cpu"):
+        target_head = ["## Targets", "", "| target | measured | |", "| --- | ---: | --- |"]
+    else:  # the issue's targets are set for MiniLM on the CPU; elsewhere they are figures to read, not pass
+        target_head = ["## The CPU targets' figures here (informational)", "", "| figure | measured | vs the CPU target |",
+                       "| --- | ---: | --- |"]
+
     text = "\n".join(
         [
             "# Benchmark results",
             "",
             f"Measured {dt.date.today().isoformat()} by `make bench` (`python benchmarks/bench.py "
-            f"--pairs {args.pairs} --threads {args.threads} --repeats {args.repeats}`), all in one run.",
+            f"--pairs {args.pairs} --threads {args.threads} --repeats {args.repeats} --shape {args.shape} "
+            f"--device {args.device}`), all in one run.",
             "",
-            f"- machine: {platform.machine()}, {cpu}, {os.cpu_count()} cores, torch threads {args.threads}, no GPU",
+            f"- machine: {platform.machine()}, {cpu}, {os.cpu_count()} cores, torch threads {args.threads}, {gpu}",
             f"- versions: python {platform.python_version()}, torch {torch.__version__}, transformers "
             f"{transformers.__version__}, torchmetrics {torchmetrics.__version__}, bert-score {bert_score.__version__} (0.3.13 wheel)",
-            f"- model: {MINILM} cut to {LAYERS} layers; pairs: the first WMT pairs of `shared/data/wmt/*_long.txt`, "
+            f"- model: {model_text}; pairs: the first WMT pairs of `shared/data/wmt/*_long.txt`, "
             f"fed in updates of {BATCH}; forward batches: ours and the limit by the metric's default token budget "
-            f"(2048 padded tokens on a CPU), bert-score and torchmetrics {BATCH} texts (their default)",
+            f"({budget}), bert-score and torchmetrics {BATCH} texts (their default)",
             "- time ratio = seconds per pair / the limit's seconds per pair (lower is better), measured in one "
             f"process where every configuration takes its turn, {args.repeats} rounds, median round reported "
             f"(fp32 rounds ranged {spread['ours-fp32'][0]:.2f}x-{spread['ours-fp32'][1]:.2f}x, bf16 "
             f"{spread['ours-bf16'][0]:.2f}x-{spread['ours-bf16'][1]:.2f}x); pairs/s = the limit's median pairs/s "
             "over the ratio",
-            "- peak tensors = the peak of live tensor memory while scoring, recorded by torch's profiler (the "
-            "model's weights excluded), each configuration alone in its own process; peak RSS = growth of peak "
-            "resident memory over the loaded model in the same process's first run (noisy: the C allocator's "
-            "caching, +-60 MiB from run to run here); state = metric state bytes per pair after the updates",
+            peak_text,
             f"- torchmetrics pads every text to 512 tokens and runs every layer, so it is timed on {args.tm_pairs} pairs",
             "- 4x check: peak tensors over the updates and compute() for the first N/4 and the first N pairs, "
             "each in its own process",
+            *([gpu_text] if not on_cuda else []),
             "",
             "| configuration | pairs | pairs/s | time ratio to the limit | peak tensors MiB | peak RSS MiB | state B/pair | scores right? |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
             *rows,
             "",
-            "## Targets",
-            "",
-            "| target | measured | |",
-            "| --- | ---: | --- |",
+            *target_head,
             *target_lines,
             "",
         ]
     )
-    args.out.write_text(text, encoding="utf-8")
+    out_path.write_text(text, encoding="utf-8")
     print(text)
 
 
