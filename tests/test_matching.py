@@ -19,6 +19,13 @@ def metric() -> BERTScore:
     return BERTScore(MINILM)
 
 
+@pytest.fixture
+def small_batches(metric, monkeypatch):
+    """Forward batches of 128 tokens, so that blocks may be as small as 512 tokens (two batches at least
+    otherwise): many blocks from a few dozen sentences."""
+    monkeypatch.setattr(metric.embedder, "_max_tokens", 128)
+
+
 def token_texts(metric: BERTScore, sentences: list[str]) -> TokenTexts:
     ids = [metric.token_ids(s) for s in sentences]
     lengths = torch.tensor([len(x) for x in ids], dtype=torch.int32)
@@ -61,12 +68,12 @@ def test_length_batches_honour_a_count_cap():
     assert max(len(b) for b in length_batches([16] * 300, batch_size=None, max_tokens=2048)) == 128
 
 
-def test_small_blocks_give_the_same_best_similarities_as_one_block(metric, shared_texts):
+def test_small_blocks_give_the_same_best_similarities_as_one_block(metric, shared_texts, small_batches):
     texts, cands, refs = shared_texts
     embedder = metric.embedder
     one_c, one_r = greedy_match(embedder, texts, cands, refs, block_bytes=1 << 30)
     before = embedder.rows_embedded
-    # a quarter of the default minimum block: dozens of blocks, the shared reference kept across them
+    # blocks of 512 tokens: dozens of them, the shared reference kept across them
     many_c, many_r = greedy_match(embedder, texts, cands, refs, block_bytes=1 << 17)
     assert embedder.rows_embedded - before == len(texts)  # each distinct text once, however many blocks
     # equal up to the float noise of different batch shapes
@@ -74,7 +81,7 @@ def test_small_blocks_give_the_same_best_similarities_as_one_block(metric, share
     assert torch.allclose(many_r, one_r, atol=1e-6)
 
 
-def test_a_text_shared_across_blocks_is_matched_with_its_own_vectors(metric, shared_texts):
+def test_a_text_shared_across_blocks_is_matched_with_its_own_vectors(metric, shared_texts, small_batches):
     texts, cands, refs = shared_texts
     best_c, _ = greedy_match(metric.embedder, texts, cands, refs, block_bytes=1 << 17)
     vectors, starts = metric.embedder.embed([texts[0], texts[6]])
@@ -86,7 +93,7 @@ def test_a_text_shared_across_blocks_is_matched_with_its_own_vectors(metric, sha
     assert torch.allclose(best_c[row : row + len(texts[6]), 0], sim.max(dim=1).values, atol=1e-6)
 
 
-def test_working_memory_stays_within_its_budget_whatever_the_number_of_pairs(metric, wmt, monkeypatch):
+def test_working_memory_stays_within_its_budget_whatever_the_number_of_pairs(metric, wmt, monkeypatch, small_batches):
     embedder = metric.embedder
     budget = 4 << 20
     tables = []
@@ -119,3 +126,16 @@ def test_embed_into_refuses_a_table_too_small(metric):
     table = metric.embedder.new_table(3)
     with pytest.raises(ValueError, match="table has 3 rows"):
         metric.embedder.embed_into(table, [metric.token_ids("a sentence longer than three tokens")])
+
+
+def test_a_block_always_holds_two_full_forward_batches(metric, wmt, monkeypatch):
+    """However little of the budget the results leave, the table keeps room for two batches of the token
+    budget: squeezing it further would shrink the forward batches, and the speed, with it."""
+    embedder = metric.embedder
+    tables = []
+    new_table = embedder.new_table
+    monkeypatch.setattr(embedder, "new_table", lambda rows: tables.append(rows) or new_table(rows))
+    texts = token_texts(metric, wmt["hyps_long"][:300] + wmt["refs_long"][:300])
+    cands, refs = torch.arange(300, dtype=torch.int32), torch.arange(300, 600, dtype=torch.int32)
+    greedy_match(embedder, texts, cands, refs, block_bytes=1 << 20)  # less than the results alone
+    assert tables[-1] == 2 * embedder.max_tokens + 1  # and the padding row

@@ -58,7 +58,7 @@ def greedy_match(
     texts: TokenTexts,
     match_cand: Tensor,
     match_ref: Tensor,
-    block_bytes: int = 32 << 20,
+    block_bytes: int | None = None,
     gather_budget: int = 1 << 22,
     progress: object | None = None,
 ) -> tuple[Tensor, Tensor]:
@@ -71,10 +71,11 @@ def greedy_match(
 
     Matches are taken in order of length, in blocks whose texts fit in one table of token vectors,
     allocated once. The results, and on the CPU the plan itself (a few integers per text and per match),
-    share `block_bytes` with that table: so the working memory of a compute is the same whatever the number
-    of pairs (until the results alone take three quarters of it), and more pairs cost only their state. A
-    text a later block needs again is kept aside (and only such texts), so each distinct text is embedded
-    once. Matching batches hold at most `gather_budget` gathered vector elements.
+    share `block_bytes` (default: the embedder's) with that table: so the working memory of a compute is
+    the same whatever the number of pairs, and more pairs cost only their state, until the table would hold
+    less than two full forward batches; it never gets smaller than that. A text a later block needs again
+    is kept aside (and only such texts), so each distinct text is embedded once. Matching batches hold at
+    most `gather_budget` gathered vector elements.
     """
     device = embedder.device
     rows = embedder.num_rows
@@ -93,7 +94,8 @@ def greedy_match(
     held_bytes = sum(t.numel() * t.element_size() for t in {t.data_ptr(): t for t in held}.values())
     held_bytes += 4 * len(texts)  # last_use, below
     row_bytes = 4 * rows * embedder.hidden_size
-    block_tokens = max(512, max(block_bytes - held_bytes, block_bytes // 4) // row_bytes)
+    budget = embedder.block_bytes if block_bytes is None else block_bytes
+    block_tokens = max(512, 2 * embedder.max_tokens, (budget - held_bytes) // row_bytes)
     blocks, block_sizes = _blocks(mc[order].tolist(), mr[order].tolist(), texts.length.tolist(), block_tokens)
     block_of = torch.repeat_interleave(
         torch.arange(len(blocks), dtype=torch.int32), torch.tensor([hi - lo for lo, hi in blocks], dtype=torch.long)
