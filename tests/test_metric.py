@@ -75,6 +75,29 @@ def test_the_model_is_frozen_and_never_in_the_state_dict(metric):
     metric.persistent(False)
 
 
+def test_clones_share_the_frozen_model_but_not_the_state(metric):
+    metric.reset()
+    copy = metric.clone()
+    assert copy.embedder.model is metric.embedder.model  # not a second copy of the weights
+    metric.update(CANDS[:1], REFS[:1])
+    copy.update(CANDS[1:], REFS[1:])
+    assert metric.compute()["f1"].shape == (1,)
+    assert copy.compute()["f1"].shape == (2,)
+
+
+def test_metric_tracker_keeps_one_model_across_epochs():
+    from torchmetrics.wrappers import MetricTracker
+
+    tracker = MetricTracker(BERTScore(MINILM, output="f1", reduction="mean"))
+    for epoch in range(3):
+        tracker.increment()
+        tracker.update(CANDS[epoch], REFS[epoch])
+    models = {id(m.embedder.model) for m in tracker}
+    assert len(models) == 1
+    expected = torch.stack([bert_score(CANDS[i], REFS[i], MINILM)["f1"][0] for i in range(3)])
+    assert torch.allclose(tracker.compute_all(), expected, atol=1e-6)
+
+
 def test_the_model_is_cut_to_num_layers(metric):
     assert len(metric.embedder.model.encoder.layer) == 5
 

@@ -78,6 +78,12 @@ class Embedder:
         #: How many sequences (rows) this embedder has run through the model: lets tests count the work.
         self.rows_embedded = 0
 
+    def __deepcopy__(self, memo: dict) -> "Embedder":
+        """Deep copies of a metric share its embedder: the model is frozen and nothing writes to it, so a
+        copy per clone (torchmetrics' `MetricTracker` clones once an epoch, `BootStrapper` once a
+        bootstrap) would only cost its size again. Each compute() moves it to its own metric's device."""
+        return self
+
     @property
     def max_tokens(self) -> int:
         """Padded tokens per forward pass: small on a CPU, whose throughput is flat past ~2k tokens (so
