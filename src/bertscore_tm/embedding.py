@@ -141,14 +141,12 @@ class Embedder:
         self.rows_embedded += len(seqs)
         return hidden
 
-    def embed_into(
-        self, table: Tensor, seqs: Sequence[Tensor], first_row: int = 0, progress: object | None = None
-    ) -> list[int]:
-        """Write the sequences' vectors end to end into `table` from row `first_row` on and return each
+    def embed_into(self, table: Tensor, seqs: Sequence[Tensor], progress: object | None = None) -> list[int]:
+        """Write the sequences' vectors end to end into `table` from its first row on and return each
         sequence's first row. Empty sequences take no rows and are never run. Each batch's output is copied
         and dropped before the next batch runs, so only one batch of activations is alive at a time."""
         lengths = [len(s) for s in seqs]
-        starts, row = [], first_row
+        starts, row = [], 0
         for n in lengths:
             starts.append(row)
             row += n

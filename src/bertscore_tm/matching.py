@@ -96,14 +96,15 @@ def greedy_match(
     row_bytes = 4 * rows * embedder.hidden_size
     budget = embedder.block_bytes if block_bytes is None else block_bytes
     block_tokens = max(512, 2 * embedder.max_tokens, (budget - held_bytes) // row_bytes)
-    blocks, block_sizes = _blocks(mc[order].tolist(), mr[order].tolist(), texts.length.tolist(), block_tokens)
+    sorted_c, sorted_r = mc[order].long(), mr[order].long()
+    blocks, block_sizes = _blocks(sorted_c.tolist(), sorted_r.tolist(), texts.length.tolist(), block_tokens)
     block_of = torch.repeat_interleave(
         torch.arange(len(blocks), dtype=torch.int32), torch.tensor([hi - lo for lo, hi in blocks], dtype=torch.long)
     )
     last_use = torch.full((len(texts),), -1, dtype=torch.int32)
-    last_use.scatter_reduce_(0, mc[order].long(), block_of, reduce="amax")
-    last_use.scatter_reduce_(0, mr[order].long(), block_of, reduce="amax")
-    del block_of
+    last_use.scatter_reduce_(0, sorted_c, block_of, reduce="amax")
+    last_use.scatter_reduce_(0, sorted_r, block_of, reduce="amax")
+    del block_of, sorted_c, sorted_r
     # one table for every block, and a zero padding row
     capacity = max(block_sizes) if len(blocks) == 1 else max(block_tokens, *block_sizes)
     table = embedder.new_table(capacity + 1)
@@ -117,7 +118,7 @@ def greedy_match(
         fresh = [t for t in block_texts if t not in cache]
         starts = embedder.embed_into(table, [texts[t] for t in fresh], progress=progress)
         start_of = dict(zip(fresh, starts))
-        row = starts[-1] + len(texts[fresh[-1]]) if fresh else 0
+        row = starts[-1] + int(texts.length[fresh[-1]]) if fresh else 0
         for t in block_texts:
             if t in cache:  # embedded by an earlier block
                 kept = cache.pop(t) if int(last_use[t]) <= b else cache[t]

@@ -344,10 +344,9 @@ class BERTScore(Metric):
         self.ref_counts = [_cat(self.ref_counts, torch.int32, home)]
         cpu = torch.device("cpu")
         c_ids, r_ids = self.cand_ids[0].to(cpu), self.ref_ids[0].to(cpu)
+        c_lens, r_lens, ref_counts = self.cand_lens[0].to(cpu), self.ref_lens[0].to(cpu), self.ref_counts[0].to(cpu)
         is_new = ~scored.cpu()
-        texts, match_cand, match_ref = _distinct_texts(
-            c_ids, self.cand_lens[0].cpu(), r_ids, self.ref_lens[0].cpu(), self.ref_counts[0].cpu(), is_new
-        )
+        texts, match_cand, match_ref = _distinct_texts(c_ids, c_lens, r_ids, r_lens, ref_counts, is_new)
         progress = None
         if self.verbose:
             from tqdm.auto import tqdm
@@ -359,8 +358,7 @@ class BERTScore(Metric):
             if progress is not None:
                 progress.close()
         del texts, match_cand, match_ref, c_ids, r_ids
-        c_lens, r_lens = self.cand_lens[0].cpu().long(), self.ref_lens[0].cpu().long()
-        ref_counts = self.ref_counts[0].cpu().long()
+        c_lens, r_lens, ref_counts = c_lens.long(), r_lens.long(), ref_counts.long()
         cand_counts = c_lens * ref_counts
         ref_counts_tok = segment_sum(r_lens, ref_counts)
         old_c = _cat(self.cand_best, torch.float32, device)
