@@ -31,7 +31,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "wmt"
+DEFAULT_DATA = REPO / "tests" / "data" / "wmt"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH = 64
 #: roberta-large's shape (transformers' RobertaConfig fields) and its tuned layer
@@ -416,7 +416,7 @@ def main() -> None:
             f"- machine: {platform.machine()}, {cpu}, {os.cpu_count()} cores, torch threads {args.threads}, {gpu}",
             f"- versions: python {platform.python_version()}, torch {torch.__version__}, transformers "
             f"{transformers.__version__}, torchmetrics {torchmetrics.__version__}, bert-score {bert_score.__version__} (0.3.13 wheel)",
-            f"- model: {model_text}; pairs: the first WMT pairs of `shared/data/wmt/*_long.txt`, "
+            f"- model: {model_text}; pairs: the first WMT pairs of `tests/data/wmt/*_long.txt`, "
             f"fed in updates of {BATCH}; forward batches: ours and the limit by the metric's default token budget "
             f"({budget}), bert-score and torchmetrics {BATCH} texts (their default)",
             "- time ratio = seconds per pair / the limit's seconds per pair (lower is better), measured in one "

@@ -1,4 +1,4 @@
-"""Shared fixtures: the packaged MiniLM, the shared WMT data, and the reference implementation."""
+"""Shared fixtures: the packaged MiniLM, the vendored WMT sample pairs, and the reference implementation."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("BERTSCORE_TM_SHARED", REPO.parent / "shared"))
-WMT = SHARED / "data" / "wmt"
+WMT = REPO / "tests" / "data" / "wmt"  # vendored: see tests/data/wmt/README.md
 
 
 def read_lines(path: Path) -> list[str]:
@@ -32,8 +31,6 @@ def minilm_path() -> str:
 
 @pytest.fixture(scope="session")
 def wmt() -> dict[str, list[str]]:
-    if not WMT.is_dir():
-        pytest.skip(f"shared WMT data not found at {WMT} (set BERTSCORE_TM_SHARED)")
     return {name: read_lines(WMT / f"{name}.txt") for name in ("hyps", "refs", "refs2", "hyps_long", "refs_long")}
 
 

@@ -35,7 +35,7 @@ TOL = 1e-5
 LAYER = 5
 DDP_TIMEOUT_S = 300
 HERE = Path(__file__).resolve()
-WMT = Path(os.environ.get("BERTSCORE_TM_SHARED", HERE.parents[2] / "shared")) / "data" / "wmt"
+WMT = HERE.parent / "data" / "wmt"
 pytest.importorskip("lightning")
 pytest.importorskip("tensorboard")
 

@@ -1,0 +1,79 @@
+"""The package's errors: plain exception classes with structured fields, importing nothing heavy.
+
+Each error says in its message what went wrong and what to do, in Python terms. It also carries the fields
+a caller needs to act on it without reading the message: `argument` names the Python argument at fault
+(``"num_layers"``, ``"baseline_path"``...), so the command line can name its own flag instead (``-l N``,
+``--baseline-path FILE``); the subclasses add what they are about (a model name, a file, a row).
+The command line imports this module without importing torch or transformers.
+
+>>> err = ModelNotFoundError("Model 'x' is not on this machine", model="x")
+>>> (err.model, err.argument, isinstance(err, FileNotFoundError))
+('x', 'model_name_or_path', True)
+"""
+
+from __future__ import annotations
+
+
+class BERTScoreError(Exception):
+    """Base class: a problem with what the user asked for, reported with an actionable message.
+
+    Attributes:
+        argument: the Python argument at fault (for the command line's own spelling of the hint), or None.
+    """
+
+    def __init__(self, message: str, *, argument: str | None = None) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+
+class ModelNotFoundError(BERTScoreError, FileNotFoundError):
+    """The model asked for is not on this machine (nothing is ever downloaded)."""
+
+    def __init__(self, message: str, *, model: str, argument: str = "model_name_or_path") -> None:
+        super().__init__(message, argument=argument)
+        self.model = model
+
+
+class ModelSetupError(BERTScoreError, ValueError):
+    """A model or tokenizer that is on disk (or passed in) but cannot be used as asked: missing tokenizer
+    files, a vocabulary that does not fit the model, a layer the model does not have, blocks that cannot be
+    found. `path` is the model's directory where there is one."""
+
+    def __init__(self, message: str, *, path: str | None = None, argument: str | None = None) -> None:
+        super().__init__(message, argument=argument)
+        self.path = path
+
+
+class BaselineNotFoundError(BERTScoreError, FileNotFoundError):
+    """No rescale baseline for this model and language, or the baseline file given does not exist."""
+
+    def __init__(
+        self, message: str, *, path: str, model: str | None = None, lang: str | None = None,
+        argument: str | None = "baseline_path",
+    ) -> None:
+        super().__init__(message, argument=argument)
+        self.path = path
+        self.model = model
+        self.lang = lang
+
+
+class BaselineFileError(BERTScoreError, ValueError):
+    """A baseline file that exists but cannot be used: bad header, a row out of order, a value that is not
+    a finite number below 1. `row` counts data rows from 1 (None for the header), `column` is the header
+    name of the bad cell where there is one."""
+
+    def __init__(self, message: str, *, path: str, row: int | None = None, column: str | None = None) -> None:
+        super().__init__(message, argument="baseline_path")
+        self.path = path
+        self.row = row
+        self.column = column
+
+
+class SettingsMismatchError(BERTScoreError, RuntimeError):
+    """Processes of one distributed job were set up differently (model, layer, idf...): their scores could
+    not be combined. Raised on every rank, naming the setting and each rank's value."""
+
+    def __init__(self, message: str, *, setting: str, values: list[object]) -> None:
+        super().__init__(message, argument=setting)
+        self.setting = setting
+        self.values = values
