@@ -19,16 +19,13 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
+from bertscore_tm.errors import BaselineNotFoundError
 from bertscore_tm.resources import data_dir
 
 if TYPE_CHECKING:
     from bertscore_tm.metric import BERTScore
 
 HEADER = ["LAYER", "P", "R", "F"]
-
-
-class BaselineNotFoundError(FileNotFoundError):
-    """No baseline file for this model and language."""
 
 
 def packaged_baseline_path(lang: str, model_name: str) -> Path:
@@ -41,7 +38,7 @@ def find_baseline(lang: str | None, model_name: str, baseline_path: str | os.Pat
     if baseline_path is not None:
         path = Path(baseline_path).expanduser()
         if not path.is_file():
-            raise BaselineNotFoundError(f"Baseline file {path} does not exist")
+            raise BaselineNotFoundError(f"Baseline file {path} does not exist", path=str(path))
         return path
     if lang is None:
         raise ValueError("rescale_with_baseline needs lang=... (or baseline_path=...) to find the baseline")
@@ -50,7 +47,11 @@ def find_baseline(lang: str | None, model_name: str, baseline_path: str | os.Pat
         raise BaselineNotFoundError(
             f"No rescale baseline for model '{model_name}' and lang '{lang}': looked for {path}. Make one with "
             f"`bertscore-tm baseline --corpus FILE -m {model_name} --lang {lang} -o baseline.tsv` (random pairs "
-            "of a large monolingual corpus) and pass baseline_path='baseline.tsv', or turn rescaling off."
+            "of a large monolingual corpus) and pass baseline_path='baseline.tsv', or turn rescaling off.",
+            path=str(path),
+            model=model_name,
+            lang=lang,
+            argument="rescale_with_baseline",
         )
     return path
 

@@ -81,9 +81,8 @@ def _device(name: str | None) -> str:
 
 def _make_metric(**kwargs: Any) -> Any:
     """A BERTScore metric; a bad setting (layer out of range, unreadable model or baseline) is a user error."""
-    from bertscore_tm.baselines import BaselineNotFoundError
+    from bertscore_tm.errors import BaselineNotFoundError, ModelNotFoundError
     from bertscore_tm.metric import BERTScore
-    from bertscore_tm.registry import ModelNotFoundError
 
     if kwargs.get("batch_size") is not None and kwargs["batch_size"] < 1:
         raise UsageError(f"--batch-size must be at least 1, got {kwargs['batch_size']}")
@@ -379,14 +378,10 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    """UsageError, and the package's not-found errors once their modules are loaded (never import torch here)."""
-    errors: list[type[BaseException]] = [UsageError]
-    registry, baselines = sys.modules.get("bertscore_tm.registry"), sys.modules.get("bertscore_tm.baselines")
-    if registry is not None:
-        errors.append(registry.ModelNotFoundError)
-    if baselines is not None:
-        errors.append(baselines.BaselineNotFoundError)
-    return tuple(errors)
+    """UsageError, and the package's not-found errors (bertscore_tm.errors imports nothing heavy)."""
+    from bertscore_tm.errors import BaselineNotFoundError, ModelNotFoundError
+
+    return (UsageError, ModelNotFoundError, BaselineNotFoundError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

