@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore, score
-from bertscore_tm.registry import load_encoder, model_depth
+from bertscore_tm.loading import load_encoder, model_depth
 from tiny_models import FAMILIES, build_tiny_model, with_prefix_space_tokenizer
 
 ALL = list(FAMILIES)

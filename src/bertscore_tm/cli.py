@@ -97,7 +97,8 @@ def _make_metric(**kwargs: Any) -> Any:
 
 def _model_name(args: argparse.Namespace) -> str:
     """The model asked for (or the language's default), checked to be on this machine before anything loads."""
-    from bertscore_tm.registry import default_model, resolve_model_path
+    from bertscore_tm.loading import resolve_model_path
+    from bertscore_tm.registry import default_model
 
     name = args.model if args.model is not None else default_model(args.lang)
     resolve_model_path(name)  # ModelNotFoundError first, before any other complaint about the model

@@ -24,7 +24,8 @@ from bertscore_tm.embedding import Embedder, TokenTexts
 from bertscore_tm.hashcode import hash_code
 from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
-from bertscore_tm.registry import default_model, default_num_layers, is_known_model, load_encoder, resolve_model_path
+from bertscore_tm.loading import load_encoder, resolve_model_path
+from bertscore_tm.registry import default_model, default_num_layers, is_known_model
 from bertscore_tm.tokenizing import TextEncoder, normalize_inputs
 
 _OUTPUTS = ("precision", "recall", "f1")
