@@ -240,7 +240,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
     lines = read_lines(args.corpus, "corpus")
     if args.pairs < 1:
         raise UsageError(f"--pairs must be at least 1, got {args.pairs}")
-    from bertscore_tm.baselines import distinct_lines
+    from bertscore_tm.baseline_building import distinct_lines
 
     distinct = len(distinct_lines(lines))
     if distinct < 2 * args.pairs:
@@ -253,7 +253,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"cannot write {args.output}: it is a folder; give a file name such as {target / 'baseline.tsv'}")
     model_name = _model_name(args)
 
-    from bertscore_tm.baselines import layer_means, sample_pairs, write_baseline
+    from bertscore_tm.baseline_building import layer_means, sample_pairs, write_baseline
 
     cands, refs = sample_pairs(lines, args.pairs, args.seed)
     metric = _make_metric(
