@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from bertscore_tm.errors import ModelNotFoundError
+from bertscore_tm.errors import ArgumentValueError, ModelNotFoundError
 from bertscore_tm.registry import PACKAGED_MINILM
 
 
@@ -85,7 +85,10 @@ def load_encoder(path: Path, num_layers: int, all_layers: bool) -> tuple[nn.Modu
         model = model.get_encoder() if hasattr(model, "get_encoder") else model.encoder
     depth = model_depth(model)
     if not 0 <= num_layers <= depth:
-        raise ValueError(f"num_layers must be between 0 and {depth} for the model at {path}, got {num_layers}")
+        raise ArgumentValueError(
+            f"num_layers must be between 0 and {depth} for the model at {path}, got {num_layers}",
+            argument="num_layers", allowed=f"0 to {depth}", value=num_layers,
+        )
     if not all_layers:
         cut_to_layers(model, num_layers)
     model.eval()

@@ -19,6 +19,7 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 
+from bertscore_tm.arguments import OUTPUTS, OutputName, Reduction, validate_arguments
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
 from bertscore_tm.embedding import Embedder, TokenTexts
 from bertscore_tm.hashcode import hash_code
@@ -28,7 +29,6 @@ from bertscore_tm.loading import load_encoder, resolve_model_path
 from bertscore_tm.registry import default_model, default_num_layers, is_known_model
 from bertscore_tm.tokenizing import TextEncoder, normalize_inputs
 
-_OUTPUTS = ("precision", "recall", "f1")
 _ROBERTA_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text"}
 
 
@@ -116,27 +116,24 @@ class BERTScore(Metric):
         max_length: int | None = None,
         device: torch.device | str | None = None,
         model_dtype: torch.dtype = torch.float32,
-        reduction: str = "none",
-        output: str | None = None,
+        reduction: Reduction = "none",
+        output: OutputName | None = None,
         return_hash: bool = False,
         verbose: bool = False,
         **kwargs: Any,
     ) -> None:
+        validate_arguments(
+            {
+                "model_name_or_path": model_name_or_path, "num_layers": num_layers, "all_layers": all_layers,
+                "lang": lang, "idf": idf, "rescale_with_baseline": rescale_with_baseline,
+                "baseline_path": baseline_path, "batch_size": batch_size, "max_length": max_length,
+                "device": device, "model_dtype": model_dtype, "reduction": reduction, "output": output,
+                "return_hash": return_hash, "verbose": verbose,
+            }
+        )
         super().__init__(**kwargs)
-        if reduction not in ("none", "mean"):
-            raise ValueError(f"reduction must be 'none' or 'mean', got {reduction!r}")
-        if output is not None and output not in _OUTPUTS:
-            raise ValueError(f"output must be None or one of {_OUTPUTS}, got {output!r}")
-        if output is not None and return_hash:
-            raise ValueError("return_hash needs the dict output (output=None); the code is also at metric.hash_code")
-        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1):
-            raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
-        if not isinstance(idf, bool):
-            raise TypeError(f"idf must be True or False, got {type(idf).__name__}")
         if model_name_or_path is None:
-            if lang is None:
-                raise ValueError("Pass model_name_or_path or lang (which picks the language's default model)")
-            model_name_or_path = default_model(lang)
+            model_name_or_path = default_model(str(lang))
         self.model_name = str(model_name_or_path)
         if num_layers is None and (not all_layers or is_known_model(self.model_name)):
             num_layers = default_num_layers(self.model_name)
@@ -323,7 +320,7 @@ class BERTScore(Metric):
             per = per[:, 0]
         if self.reduction == "mean":
             per = per.mean(dim=-1)
-        result: dict[str, Tensor | str] = dict(zip(_OUTPUTS, per.unbind(0)))
+        result: dict[str, Tensor | str] = dict(zip(OUTPUTS, per.unbind(0)))
         if self.output is not None:
             return result[self.output]  # type: ignore[return-value]
         if self.return_hash:

@@ -16,6 +16,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from bertscore_tm.errors import ArgumentValueError
+
 #: Tokenizers report this (or more) when they know no maximum length.
 _NO_LIMIT = 10**8
 
@@ -86,11 +88,12 @@ class TextEncoder:
             tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True, add_prefix_space=True)
         self.tokenizer = tokenizer
         window = self.model_window(tokenizer, model_window)
-        if max_length is not None:
-            if max_length < 2:
-                raise ValueError(f"max_length must be at least 2 (room for the special tokens), got {max_length}")
+        if max_length is not None:  # at least 2: checked with the other arguments (arguments.py)
             if window is not None and max_length > window:
-                raise ValueError(f"max_length={max_length} is past the model's window of {window} tokens")
+                raise ArgumentValueError(
+                    f"max_length={max_length} is past the model's window of {window} tokens",
+                    argument="max_length", allowed=f"2 to {window}, or None", value=max_length,
+                )
             window = max_length
         self.max_length = window
         self.num_special = tokenizer.num_special_tokens_to_add(pair=False)
