@@ -54,16 +54,14 @@ def sample_pairs(lines: Sequence[str], pairs: int, seed: int = 0) -> tuple[list[
 
 def layer_means(metric: BERTScore, cands: Sequence[str], refs: Sequence[str]) -> Tensor:
     """Mean P, R, F per layer of `cands` against `refs` with an ``all_layers=True``, no-IDF, unrescaled
-    metric: float64 [layers + 1, 3] on the CPU. The metric is reset first."""
+    metric: float64 [layers + 1, 3] on the CPU (its `reduction` and `output` do not matter). The metric is
+    reset first."""
     if not metric.all_layers or metric.idf or metric.baseline is not None:
         raise ValueError("a baseline needs a metric with all_layers=True, idf=False and no rescaling")
-    if metric.output is not None or metric.reduction != "none":
-        raise ValueError("a baseline needs a metric with reduction='none' and output=None")
     metric.reset()
     metric.update(list(cands), list(refs))
-    result = metric.compute()
-    assert isinstance(result, dict)
-    columns = [result[name].to(torch.float64).mean(dim=-1) for name in ("precision", "recall", "f1")]
+    scores = metric.compute_scores()
+    columns = [x.to(torch.float64).mean(dim=-1) for x in scores.as_tuple()]
     return torch.stack(columns, dim=-1).cpu()
 
 

@@ -161,9 +161,8 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
         verbose=_progress(args),
     )
     metric.update(cands, targets)
-    result = metric.compute()
-    assert isinstance(result, dict)
-    p, r, f = (result[k].double().cpu().tolist() for k in ("precision", "recall", "f1"))
+    scores = metric.compute_scores()
+    p, r, f = (x.double().cpu().tolist() for x in scores.as_tuple())
     means = [math.fsum(x) / len(x) for x in (p, r, f)]
     code = metric.hash_code
 

@@ -77,9 +77,8 @@ def score(
     # a function call scores its own pairs, even inside a distributed job
     metric = BERTScore(**arguments, sync_on_compute=False)  # type: ignore[arg-type]
     metric.update(cands_list, groups)
-    result = metric.compute()
-    assert isinstance(result, dict)
-    out = (result["precision"].cpu(), result["recall"].cpu(), result["f1"].cpu())
+    scores = metric.compute_scores()
+    out = (scores.precision.cpu(), scores.recall.cpu(), scores.f1.cpu())
     if return_hash:
-        return out, metric.hash_code
+        return out, scores.hash_code
     return out

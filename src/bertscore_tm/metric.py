@@ -27,6 +27,7 @@ from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
 from bertscore_tm.loading import load_encoder, resolve_model_path
 from bertscore_tm.registry import default_model, default_num_layers, is_known_model
+from bertscore_tm.results import Scores
 from bertscore_tm.tokenizing import TextEncoder, normalize_inputs
 
 _ROBERTA_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text"}
@@ -269,7 +270,27 @@ class BERTScore(Metric):
         self._collective_group = process_group if process_group is not None else self.process_group
 
     def compute(self) -> dict[str, Tensor | str] | Tensor:
-        """Scores of every pair seen (by every rank), in input order (rank-major across ranks)."""
+        """Scores of every pair seen (by every rank), in input order (rank-major across ranks): a dict of
+        ``precision``, ``recall``, ``f1`` (and ``hash`` with `return_hash`), or one of them with `output`;
+        per pair, or their means with ``reduction="mean"``."""
+        return self._format(self._compute_scores())
+
+    def compute_scores(self) -> Scores:
+        """The per-pair scores of every pair seen, as a typed :class:`Scores`, whatever `reduction` and
+        `output` are: what `compute()` reduces and formats. Collective like `compute()` under DDP.
+
+        >>> metric = BERTScore("sentence-transformers/all-MiniLM-L6-v2")
+        >>> metric.update(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+        >>> scores = metric.compute_scores()
+        >>> scores.f1.shape, scores.hash_code == metric.hash_code
+        (torch.Size([1]), True)
+        """
+        with self.sync_context(
+            dist_sync_fn=self.dist_sync_fn, should_sync=self._to_sync, should_unsync=self._should_unsync
+        ):
+            return self._compute_scores()
+
+    def _compute_scores(self) -> Scores:
         collective, self._collective = self._collective, False
         self._score_pending()
         device = self.device
@@ -311,13 +332,15 @@ class BERTScore(Metric):
             scores = torch.cat(_gather(scores, self._collective_group))
         if keep is not None:
             scores = scores[keep]
-        return self._format(scores)
-
-    def _format(self, scores: Tensor) -> dict[str, Tensor | str] | Tensor:
-        # scores: [pairs, rows, 3] -> per output [pairs] or [rows, pairs]
+        # [pairs, rows, 3] -> per score [pairs] or [rows, pairs]
         per = scores.permute(2, 1, 0)  # [3, rows, pairs]
         if not self.all_layers:
             per = per[:, 0]
+        precision, recall, f1 = per.unbind(0)
+        return Scores(precision, recall, f1, self.hash_code)
+
+    def _format(self, scores: Scores) -> dict[str, Tensor | str] | Tensor:
+        per = torch.stack(scores.as_tuple())
         if self.reduction == "mean":
             per = per.mean(dim=-1)
         result: dict[str, Tensor | str] = dict(zip(OUTPUTS, per.unbind(0)))
