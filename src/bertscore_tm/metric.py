@@ -22,7 +22,7 @@ from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 from bertscore_tm.arguments import OUTPUTS, OutputName, Reduction, validate_arguments
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
 from bertscore_tm.embedding import Embedder, TokenTexts
-from bertscore_tm.hashcode import hash_code
+from bertscore_tm.hashcode import HashSignature
 from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
 from bertscore_tm.loading import load_encoder, resolve_model_path
@@ -163,9 +163,12 @@ class BERTScore(Metric):
                     f"Baseline {file} has {self._baseline.shape[0]} rows; all_layers needs one per layer "
                     f"({self.model_depth + 1})"
                 )
-        self.hash_code = hash_code(
-            self.model_name, self.num_layers, idf, rescale_with_baseline, custom_baseline=baseline_path is not None,
-            fast_tokenizer=self._encoder.is_fast,
+        #: Every setting that changes scores; its format() is the hash code (hashcode.py).
+        self.signature = HashSignature(
+            self.model_name, self.num_layers, idf, rescaled=rescale_with_baseline,
+            custom_baseline=baseline_path is not None, fast_tokenizer=self._encoder.is_fast, all_layers=all_layers,
+            max_length=self._encoder.max_length if self._encoder.truncates_below_window else None,
+            model_dtype=None if model_dtype == torch.float32 else str(model_dtype).removeprefix("torch."),
         )
 
         for name in ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes"):
@@ -197,6 +200,11 @@ class BERTScore(Metric):
             return apply_to_collection(value, Tensor, lambda x: x.reshape(shape) if x.dim() == 0 else x)
 
         return keep_pair_axis
+
+    @property
+    def hash_code(self) -> str:
+        """The setting's hash code, in the reference's format where our scores equal the reference's."""
+        return self.signature.format()
 
     @property
     def embedder(self) -> Embedder:

@@ -88,6 +88,8 @@ class TextEncoder:
             tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True, add_prefix_space=True)
         self.tokenizer = tokenizer
         window = self.model_window(tokenizer, model_window)
+        #: Whether max_length cuts texts shorter than the model's own window would (which changes scores).
+        self.truncates_below_window = max_length is not None and (window is None or max_length < window)
         if max_length is not None:  # at least 2: checked with the other arguments (arguments.py)
             if window is not None and max_length > window:
                 raise ArgumentValueError(
