@@ -23,7 +23,8 @@ from bertscore_tm.arguments import OUTPUTS, OutputName, Reduction, validate_argu
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
 from bertscore_tm.embedding import Embedder, TokenTexts
 from bertscore_tm.hashcode import HashSignature
-from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
+from bertscore_tm.indexes import deduplicate
+from bertscore_tm.idf import document_frequency, idf_weights, plain_weights, without_documents
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
 from bertscore_tm.loading import load_encoder, resolve_model_path
 from bertscore_tm.registry import default_model, default_num_layers, is_known_model
@@ -323,23 +324,13 @@ class BERTScore(Metric):
             raise RuntimeError(
                 "BERTScore.compute() has no pairs to score: call update(preds, target) with at least one pair first"
             )
-        keep = dropped = None
-        if has_indexes:
-            # one pair per dataset index (the first in rank-major order), ordered by index; the repeats a
-            # distributed sampler pads in are left out of the scores and of the IDF counts alike
-            order = torch.argsort(indexes, stable=True)
-            ordered = indexes[order]
-            first = torch.ones_like(ordered, dtype=torch.bool)
-            first[1:] = ordered[1:] != ordered[:-1]
-            keep = order[first]
-            repeated = torch.ones_like(indexes, dtype=torch.bool)
-            repeated[keep] = False
-            dropped = repeated[offset : offset + num_local]
-        scores = self._local_scores(collective, dropped)
+        # one pair per dataset index: the repeats a distributed sampler pads in leave the scores and the IDF counts
+        dedup = deduplicate(indexes, offset, num_local) if has_indexes else None
+        scores = self._local_scores(collective, None if dedup is None else dedup.dropped)
         if collective:
             scores = torch.cat(_gather(scores, self._collective_group))
-        if keep is not None:
-            scores = scores[keep]
+        if dedup is not None:
+            scores = scores[dedup.keep]
         # [pairs, rows, 3] -> per score [pairs] or [rows, pairs]
         per = scores.permute(2, 1, 0)  # [3, rows, pairs]
         if not self.all_layers:
@@ -396,6 +387,25 @@ class BERTScore(Metric):
         self.ref_best = [_interleave(old_r, new_r, is_new, ref_counts_tok).to(home)]
         self.scored = [torch.ones_like(scored).to(home)]
 
+    def _corpus_counts(
+        self, collective: bool, dropped: Tensor | None, r_ids: Tensor, r_lens: Tensor, ref_counts: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """The IDF document counts and reference count of the whole corpus: this rank's, less the references of
+        its `dropped` pairs (index repeats), summed over the ranks when `collective`. Counts are summed before
+        any weight is applied, so the weights equal one process's over all pairs."""
+        device = self.device
+        doc_freq, num_refs = self.doc_freq.to(device, copy=True), self.num_refs.to(device, copy=True)
+        if dropped is not None and bool(dropped.any()):
+            ref_dropped = torch.repeat_interleave(dropped.to(device), ref_counts)
+            tok_dropped = torch.repeat_interleave(ref_dropped, r_lens)
+            doc_freq, num_refs = without_documents(
+                doc_freq, num_refs, r_ids[tok_dropped], r_lens[ref_dropped], self._vocab_size
+            )
+        if collective:
+            torch.distributed.all_reduce(doc_freq, group=self._collective_group)
+            torch.distributed.all_reduce(num_refs, group=self._collective_group)
+        return doc_freq, num_refs
+
     def _local_scores(self, collective: bool, dropped: Tensor | None = None) -> Tensor:
         """This rank's per-candidate P, R, F: [pairs, rows, 3] after the multi-reference max and rescale.
 
@@ -407,15 +417,7 @@ class BERTScore(Metric):
         r_ids, r_lens = _cat(self.ref_ids, torch.int32, device).long(), _cat(self.ref_lens, torch.int32, device).long()
         ref_counts = _cat(self.ref_counts, torch.int32, device).long()
         if self.idf:
-            doc_freq, num_refs = self.doc_freq.to(device, copy=True), self.num_refs.to(device, copy=True)
-            if dropped is not None and bool(dropped.any()):
-                ref_dropped = torch.repeat_interleave(dropped.to(device), ref_counts)
-                tok_dropped = torch.repeat_interleave(ref_dropped, r_lens)
-                doc_freq -= document_frequency(r_ids[tok_dropped], r_lens[ref_dropped], self._vocab_size)
-                num_refs -= int(ref_dropped.sum())
-            if collective:
-                torch.distributed.all_reduce(doc_freq, group=self._collective_group)
-                torch.distributed.all_reduce(num_refs, group=self._collective_group)
+            doc_freq, num_refs = self._corpus_counts(collective, dropped, r_ids, r_lens, ref_counts)
             weights = idf_weights(doc_freq, int(num_refs))
         else:
             weights = plain_weights(self._vocab_size, self._encoder.zero_weight_ids, device)
