@@ -96,6 +96,17 @@ def load_encoder(path: Path, num_layers: int, all_layers: bool) -> tuple[nn.Modu
     return model, depth
 
 
+def embedding_rows(model: nn.Module) -> int:
+    """How many token ids the model has a vector for: the rows of its input embedding table."""
+    try:
+        table = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):
+        table = None
+    if isinstance(table, nn.Embedding):
+        return int(table.num_embeddings)
+    return int(getattr(model.config, "vocab_size", 0) or 0)
+
+
 def _block_list(model: nn.Module) -> tuple[nn.Module, str] | None:
     """The owner and attribute name of the ModuleList of transformer blocks, for the common layouts."""
     for owner_path, attr in (

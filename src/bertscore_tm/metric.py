@@ -26,10 +26,10 @@ from bertscore_tm.hashcode import HashSignature
 from bertscore_tm.indexes import deduplicate
 from bertscore_tm.idf import document_frequency, idf_weights, plain_weights, without_documents
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
-from bertscore_tm.loading import load_encoder, resolve_model_path
+from bertscore_tm.loading import embedding_rows, load_encoder, resolve_model_path
 from bertscore_tm.registry import default_model, default_num_layers, is_known_model
 from bertscore_tm.results import Scores
-from bertscore_tm.tokenizing import TextEncoder, normalize_inputs
+from bertscore_tm.tokenizing import TextEncoder, check_vocabulary, normalize_inputs
 
 _ROBERTA_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text"}
 
@@ -152,6 +152,7 @@ class BERTScore(Metric):
         model, self.model_depth = load_encoder(path, 0 if num_layers is None else int(num_layers), all_layers)
         self.num_layers = self.model_depth if num_layers is None else int(num_layers)
         self._encoder = TextEncoder(path, max_length, model_window=_position_limit(model.config))
+        check_vocabulary(self._encoder.tokenizer, embedding_rows(model), path)
         self._embedder = Embedder(model, self._encoder.pad_id, all_layers, model_dtype, batch_size)
         self._vocab_size = max(self._encoder.vocab_size, int(getattr(model.config, "vocab_size", 0) or 0))
 

@@ -12,11 +12,12 @@ import warnings
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
 
-from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.errors import ArgumentValueError, ModelSetupError
 
 #: Tokenizers report this (or more) when they know no maximum length.
 _NO_LIMIT = 10**8
@@ -75,6 +76,49 @@ def uses_prefix_space(tokenizer: object) -> bool:
     return isinstance(tokenizer, tuple(classes))
 
 
+def check_tokenizer_files(tokenizer: object, model_path: Path) -> None:
+    """Fail unless `model_path` holds at least one of the vocabulary files the tokenizer's class reads.
+
+    Without them transformers still builds a tokenizer, of the special tokens alone: every word becomes
+    [UNK] and unrelated texts score alike, so a missing file must stop the metric here.
+    """
+    names = sorted(set(getattr(type(tokenizer), "vocab_files_names", {}).values()))
+    if not names or not model_path.is_dir() or any((model_path / name).is_file() for name in names):
+        return
+    raise ModelSetupError(
+        f"The model directory {model_path} has no tokenizer files: none of {', '.join(names)} is there "
+        f"({type(tokenizer).__name__} reads them). Copy the tokenizer files the model was trained with into "
+        "that directory (e.g. from the model's page or the directory it was saved from).",
+        path=str(model_path), argument="model_name_or_path",
+    )
+
+
+def check_vocabulary(tokenizer: Any, embedding_rows: int, model_path: Path) -> None:
+    """Fail unless the tokenizer's vocabulary fits the model's embedding table: no id past the table (it would
+    have no vector) and not almost empty (fewer tokens than half the table: tokenizer files of another
+    model, or only the special tokens, so that every text is mostly [UNK])."""
+    size = len(tokenizer)
+    where = f"The tokenizer in {model_path}"
+    if embedding_rows <= 0:  # a model that does not say: nothing to check against
+        return
+    if size > embedding_rows:
+        raise ModelSetupError(
+            f"{where} has {size} tokens but the model's embedding table has {embedding_rows} rows: the tokenizer "
+            f"files do not belong to this model (ids from {embedding_rows} on have no vector). Use the tokenizer "
+            "files the model was trained with.",
+            path=str(model_path), argument="model_name_or_path",
+        )
+    if size < embedding_rows // 2:
+        special = len(set(getattr(tokenizer, "all_special_ids", [])))
+        raise ModelSetupError(
+            f"{where} knows only {size} tokens ({special} of them special) for a model with {embedding_rows} "
+            "token vectors: its vocabulary files are missing or do not belong to this model, so texts would be "
+            "mostly unknown tokens and unrelated texts would score alike. Use the tokenizer files the model was "
+            "trained with.",
+            path=str(model_path), argument="model_name_or_path",
+        )
+
+
 class TextEncoder:
     """A model's tokenizer, set up as the reference uses it, producing ragged int32 ids."""
 
@@ -82,6 +126,7 @@ class TextEncoder:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
+        check_tokenizer_files(tokenizer, model_path)
         # XLM has only a Python tokenizer, which the reference also uses (its `use_fast_tokenizer` falls back).
         self.is_fast = bool(getattr(tokenizer, "is_fast", False))
         if uses_prefix_space(tokenizer):
