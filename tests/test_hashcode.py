@@ -31,7 +31,6 @@ OUR_SETTINGS = {
     "max_length below the window": ({"max_length": 8}, "_max-len=8"),
     "bfloat16": ({"model_dtype": torch.bfloat16}, "_dtype=bfloat16"),
     "float16": ({"model_dtype": torch.float16}, "_dtype=float16"),
-    "all layers": ({"all_layers": True}, "_all-layers"),
 }
 
 
@@ -45,6 +44,16 @@ def test_a_setting_of_our_own_changes_the_code(name):
     default.update([" ".join([CAND] * 3)], [REF])
     other.update([" ".join([CAND] * 3)], [REF])
     assert not torch.equal(other.compute_scores().f1.reshape(-1)[:1], default.compute_scores().f1[:1])
+
+
+def test_all_layers_keeps_the_code_since_the_named_layer_scores_the_same():
+    """The reference's code leaves all_layers out; the row of the named layer equals that layer alone."""
+    one = BERTScore(MINILM, num_layers=5)
+    every = BERTScore(MINILM, num_layers=5, all_layers=True)
+    assert every.hash_code == one.hash_code == _default_code() and every.signature.all_layers
+    for metric in (one, every):
+        metric.update([CAND, CAND], [[REF, CAND + " Indeed."], REF])
+    torch.testing.assert_close(every.compute_scores().f1[5], one.compute_scores().f1, rtol=0, atol=1e-6)
 
 
 def test_max_length_at_the_window_changes_neither_scores_nor_code():

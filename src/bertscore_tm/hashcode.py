@@ -50,9 +50,10 @@ class HashSignature:
     custom_baseline: bool = False
     fast_tokenizer: bool = True
     transformers_version: str = field(default_factory=_transformers_version)
+    #: every layer is scored. Not rendered: the row of layer `num_layers` is the score the code names (equal to
+    #: scoring that layer alone), and the reference's code leaves it out too. Kept so that ranks compare it.
+    all_layers: bool = False
     # -- ours: where the reference has no such setting, or our scores differ from its scores on purpose
-    #: every layer is scored (the reference's code omits it; with several references our per-layer best differs)
-    all_layers: bool = extra("all-layers", False)
     #: texts truncated below the model's own window (None: the model's window, as the reference)
     max_length: int | None = extra("max-len")
     #: the lower-precision compute dtype, "bfloat16" or "float16" (None: float32, exact)
