@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from bertscore_tm.errors import BaselineNotFoundError
+from bertscore_tm.errors import BaselineFileError, BaselineNotFoundError
 from bertscore_tm.resources import data_dir
 
 HEADER = ["LAYER", "P", "R", "F"]
@@ -50,35 +50,69 @@ def find_baseline(lang: str | None, model_name: str, baseline_path: str | os.Pat
 
 
 def read_baseline(path: str | os.PathLike[str]) -> Tensor:
-    """The rows of a baseline file as float32 [layers, 3] (P, R, F), checked for shape and order."""
+    """The rows of a baseline file as float32 [layers, 3] (P, R, F), checked for shape and order (the values
+    themselves are checked by `baseline_rows`, for the rows a setting uses). Raises BaselineFileError."""
     path = Path(path)
     with path.open(newline="", encoding="utf-8") as fh:
         rows = [row for row in csv.reader(fh) if row and any(cell.strip() for cell in row)]
     if not rows or [c.strip() for c in rows[0]] != HEADER:
-        raise ValueError(f"Baseline file {path} must start with the header 'LAYER,P,R,F'")
+        raise BaselineFileError(f"Baseline file {path} must start with the header 'LAYER,P,R,F'", path=str(path))
     values = []
-    for n, row in enumerate(rows[1:]):
+    for n, row in enumerate(rows[1:], start=1):
         if len(row) != 4:
-            raise ValueError(f"Baseline file {path}, data row {n + 1}: expected 4 columns, got {len(row)}")
-        try:
-            layer = int(float(row[0]))
-            values.append([float(x) for x in row[1:]])
-        except ValueError as err:
-            raise ValueError(f"Baseline file {path}, data row {n + 1}: not a number ({err})") from None
-        if layer != n:
-            raise ValueError(f"Baseline file {path}: rows must be layers 0, 1, 2, ... in order; row {n + 1} is layer {layer}")
+            raise BaselineFileError(
+                f"Baseline file {path}, data row {n}: expected 4 columns, got {len(row)}", path=str(path), row=n
+            )
+        cells = []
+        for column, cell in zip(HEADER, row):
+            try:
+                cells.append(float(cell))
+            except ValueError:
+                raise BaselineFileError(
+                    f"Baseline file {path}, data row {n}, column {column}: {cell.strip()!r} is not a number",
+                    path=str(path), row=n, column=column,
+                ) from None
+        if cells[0] != n - 1:
+            raise BaselineFileError(
+                f"Baseline file {path}: rows must be layers 0, 1, 2, ... in order; data row {n} is layer {row[0].strip()}",
+                path=str(path), row=n, column="LAYER",
+            )
+        values.append(cells[1:])
     if not values:
-        raise ValueError(f"Baseline file {path} has no data rows")
+        raise BaselineFileError(f"Baseline file {path} has no data rows", path=str(path))
     return torch.tensor(values, dtype=torch.float32)
 
 
-def baseline_rows(table: Tensor, num_layers: int, all_layers: bool, path: str | os.PathLike[str] = "") -> Tensor:
-    """The rows of `table` a setting uses: [1, 3] for layer num_layers, or all [layers, 3]."""
+def baseline_rows(
+    table: Tensor, num_layers: int, all_layers: bool, path: str | os.PathLike[str] = "", depth: int | None = None
+) -> Tensor:
+    """The rows of `table` a setting uses: [1, 3] for layer num_layers, or all [layers, 3] (one per layer of a
+    model of `depth` blocks, where given). Every value used must be finite and below 1, as (x - b) / (1 - b)
+    needs: a BaselineFileError names the file, data row and column of the first that is not."""
     if all_layers:
-        return table
-    if num_layers >= table.shape[0]:
-        raise ValueError(f"Baseline {path} has rows for layers 0..{table.shape[0] - 1}, not layer {num_layers}")
-    return table[num_layers : num_layers + 1]
+        if depth is not None and table.shape[0] != depth + 1:
+            raise BaselineFileError(
+                f"Baseline {path} has {table.shape[0]} rows; all_layers needs one per layer ({depth + 1})",
+                path=str(path),
+            )
+        first = 0
+    else:
+        if num_layers >= table.shape[0]:
+            raise BaselineFileError(
+                f"Baseline {path} has rows for layers 0..{table.shape[0] - 1}, not layer {num_layers}", path=str(path)
+            )
+        first, table = num_layers, table[num_layers : num_layers + 1]
+    bad = ~(torch.isfinite(table) & (table < 1))
+    if bool(bad.any()):
+        row, col = (int(x) for x in torch.nonzero(bad)[0])
+        layer = first + row
+        raise BaselineFileError(
+            f"Baseline file {path}, data row {layer + 1} (layer {layer}), column {HEADER[col + 1]}: "
+            f"{float(table[row, col])!r} is not a finite number below 1, which rescaling needs ((x - b) / (1 - b)). "
+            "Fix the file, or make a new one with `bertscore-tm baseline`.",
+            path=str(path), row=layer + 1, column=HEADER[col + 1],
+        )
+    return table
 
 
 def rescale(scores: Tensor, baseline: Tensor) -> Tensor:

@@ -159,12 +159,7 @@ class BERTScore(Metric):
         self._baseline: Tensor | None = None
         if rescale_with_baseline:
             file = find_baseline(lang, self.model_name, baseline_path)
-            self._baseline = baseline_rows(read_baseline(file), self.num_layers, all_layers, file)
-            if all_layers and self._baseline.shape[0] != self.model_depth + 1:
-                raise ValueError(
-                    f"Baseline {file} has {self._baseline.shape[0]} rows; all_layers needs one per layer "
-                    f"({self.model_depth + 1})"
-                )
+            self._baseline = baseline_rows(read_baseline(file), self.num_layers, all_layers, file, self.model_depth)
         #: Every setting that changes scores; its format() is the hash code (hashcode.py).
         self.signature = HashSignature(
             self.model_name, self.num_layers, idf, rescaled=rescale_with_baseline,
