@@ -8,6 +8,7 @@ candidate, rescales, and gathers only the per-pair P/R/F across ranks. States ne
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import warnings
@@ -21,12 +22,13 @@ from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 
 from bertscore_tm.arguments import OUTPUTS, OutputName, Reduction, validate_arguments
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
+from bertscore_tm.distributed import check_same_settings, gather
 from bertscore_tm.embedding import Embedder, TokenTexts
 from bertscore_tm.hashcode import HashSignature
-from bertscore_tm.indexes import deduplicate
 from bertscore_tm.idf import document_frequency, idf_weights, plain_weights, without_documents
-from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
+from bertscore_tm.indexes import deduplicate
 from bertscore_tm.loading import embedding_rows, load_encoder, resolve_model_path
+from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
 from bertscore_tm.registry import default_model, default_num_layers, is_known_model
 from bertscore_tm.results import Scores
 from bertscore_tm.tokenizing import TextEncoder, check_vocabulary, normalize_inputs
@@ -190,13 +192,26 @@ class BERTScore(Metric):
 
         @functools.wraps(compute)
         def keep_pair_axis(*args: Any, **kwargs: Any) -> Any:
-            value = wrapped(*args, **kwargs)
+            with warnings.catch_warnings():
+                # a rank without pairs is fine under DDP; with no pairs anywhere compute() raises, saying so
+                warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+                value = wrapped(*args, **kwargs)
             if self.reduction != "none":
                 return value
             shape = (1, 1) if self.all_layers else (1,)
             return apply_to_collection(value, Tensor, lambda x: x.reshape(shape) if x.dim() == 0 else x)
 
         return keep_pair_axis
+
+    def settings(self) -> dict[str, object]:
+        """Everything ranks must share to combine their scores: the hash signature's fields, the rescale
+        baseline's values (a file's contents, a language's table) and the vocabulary the IDF counts span."""
+        return {
+            **dataclasses.asdict(self.signature),
+            "baseline": None if self._baseline is None else self._baseline.tolist(),
+            "vocab_size": self._vocab_size,
+            "model_depth": self.model_depth,
+        }
 
     @property
     def hash_code(self) -> str:
@@ -297,6 +312,8 @@ class BERTScore(Metric):
 
     def _compute_scores(self) -> Scores:
         collective, self._collective = self._collective, False
+        if collective:  # the first exchange, of one fixed size whatever the setting: mismatched ranks never hang
+            check_same_settings(self.settings(), self._collective_group, self.device)
         self._score_pending()
         device = self.device
         num_local = sum(len(x) for x in self.scored)
@@ -304,8 +321,8 @@ class BERTScore(Metric):
         offset = 0
         if collective:
             group = self._collective_group
-            counts = torch.stack(_gather(torch.tensor([num_local, len(indexes)], device=device), group))
-            indexes = torch.cat(_gather(indexes, group))
+            counts = torch.stack(gather(torch.tensor([num_local, len(indexes)], device=device), group))
+            indexes = torch.cat(gather(indexes, group))
             offset = int(counts[: torch.distributed.get_rank(group), 0].sum())
             total = int(counts[:, 0].sum())
             has_indexes = bool((counts[:, 1] == counts[:, 0]).all())
@@ -324,7 +341,7 @@ class BERTScore(Metric):
         dedup = deduplicate(indexes, offset, num_local) if has_indexes else None
         scores = self._local_scores(collective, None if dedup is None else dedup.dropped)
         if collective:
-            scores = torch.cat(_gather(scores, self._collective_group))
+            scores = torch.cat(gather(scores, self._collective_group))
         if dedup is not None:
             scores = scores[dedup.keep]
         # [pairs, rows, 3] -> per score [pairs] or [rows, pairs]
@@ -483,9 +500,3 @@ def _distinct_texts(
         length=torch.tensor(lengths, dtype=torch.int32),
     )
     return texts, torch.tensor(match_cand, dtype=torch.int32), torch.tensor(match_ref, dtype=torch.int32)
-
-
-def _gather(tensor: Tensor, group: Any) -> list[Tensor]:
-    from torchmetrics.utilities.distributed import gather_all_tensors
-
-    return gather_all_tensors(tensor.contiguous(), group=group)
