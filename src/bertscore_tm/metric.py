@@ -178,9 +178,15 @@ class BERTScore(Metric):
         if device is not None:
             self.to(device)
 
-    # -- device handling: the model follows the metric but is never part of its module tree or state_dict
+    # -- device handling: the model follows the metric but is never part of its module tree or state_dict.
+    # States follow the device but never a dtype (`.half()`, `.to(torch.float16)`, `set_dtype()`...): they are
+    # token ids, lengths, counts and exact float32 similarities, and casting them would corrupt or round them.
     def _apply(self, fn: Callable, exclude_state: Sequence[str] = "") -> torch.nn.Module:
-        this = super()._apply(fn, exclude_state)
+        def device_only(t: Tensor) -> Tensor:
+            moved = fn(t)
+            return moved if moved.dtype == t.dtype else t.to(moved.device)
+
+        this = super()._apply(device_only, exclude_state)
         embedder = this.__dict__.get("_embedder")
         if embedder is not None and embedder.device != this.device:
             embedder.to(this.device)
