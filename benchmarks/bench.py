@@ -41,7 +41,8 @@ ROBERTA_LARGE = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads
 
 def _model(shape: str) -> tuple[str, int, str]:
     """(model directory, layer, description) of a benchmark shape."""
-    from bertscore_tm.registry import default_num_layers, resolve_model_path
+    from bertscore_tm.loading import resolve_model_path
+    from bertscore_tm.registry import default_num_layers
 
     minilm = str(resolve_model_path(MINILM))
     if shape == "minilm":
@@ -135,7 +136,7 @@ def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: st
         from transformers import AutoTokenizer
 
         from bertscore_tm.embedding import Embedder, length_batches
-        from bertscore_tm.registry import load_encoder
+        from bertscore_tm.loading import load_encoder
 
         model, _ = load_encoder(Path(path), layers, all_layers=False)
         model.to(device)

@@ -22,7 +22,7 @@ import torch
 
 import bertscore_tm
 from bertscore_tm import BERTScore, score
-from bertscore_tm.baselines import sample_pairs
+from bertscore_tm.baseline_building import sample_pairs
 from bertscore_tm.cli import main
 
 from conftest import MINILM, WMT

@@ -278,7 +278,7 @@ def test_only_counts_and_per_pair_results_cross_ranks(ranks, single):
                 continue
             if dtype == "torch.float32":  # per-pair P, R, F (padded to the longest shard)
                 assert len(shape) == 3 and shape[0] <= n_max and shape[1:] == (1, 3), shape
-            else:  # shapes, pair counts, dataset indexes (none here): never token ids or embeddings
+            else:  # settings digest, shapes, pair counts, dataset indexes (none here): never token ids or embeddings
                 assert dtype == "torch.int64" and len(shape) <= 1 and (not shape or shape[0] <= 3), (dtype, shape)
 
 

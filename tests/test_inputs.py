@@ -9,7 +9,7 @@ import warnings
 import pytest
 import torch
 
-from bertscore_tm import BaselineNotFoundError, BERTScore, ModelNotFoundError, score
+from bertscore_tm import BaselineNotFoundError, BERTScore, ModelNotFoundError, bert_score, score
 
 from tests.conftest import MINILM
 
@@ -147,9 +147,77 @@ def test_bad_settings_are_rejected_with_their_names():
         BERTScore(MINILM, num_layers=9)
     with pytest.raises(ValueError, match="batch_size"):
         BERTScore(MINILM, batch_size=0)
-    with pytest.raises(ValueError, match="batch_size"):
+    with pytest.raises(TypeError, match="batch_size"):  # an integer must be an integer (arguments.py)
         BERTScore(MINILM, batch_size=2.5)
     with pytest.raises(ValueError, match="max_length"):
         BERTScore(MINILM, max_length=4096)
     with pytest.raises(ValueError, match="model_dtype"):
         BERTScore(MINILM, model_dtype=torch.int8)
+
+
+# -- what counts as texts: the same for score(), bert_score() and the Metric ---------------------------------
+
+INPUT_KINDS = {
+    "list": (lambda: ["A cat.", "A dog."], lambda: ["A cat sat.", "A dog ran."]),
+    "tuple": (lambda: ("A cat.", "A dog."), lambda: (("A cat sat.", "A kitten."), "A dog ran.")),
+    "one string": (lambda: "A cat.", lambda: "A cat sat."),
+    "dict preds": (lambda: {"A cat.": 0, "A dog.": 1}, lambda: ["A cat sat.", "A dog ran."]),
+    "dict target": (lambda: ["A cat.", "A dog."], lambda: {"A cat sat.": 0, "A dog ran.": 1}),
+    "dict reference group": (lambda: ["A cat."], lambda: [{"A cat sat.": 1}]),
+    "generator": (lambda: (t for t in ["A cat.", "A dog."]), lambda: ["A cat sat.", "A dog ran."]),
+    "set": (lambda: {"A cat."}, lambda: ["A cat sat."]),
+    "bytes": (lambda: [b"A cat."], lambda: ["A cat sat."]),
+}
+
+
+def _outcome(call):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = call()
+    except (TypeError, ValueError) as err:
+        return type(err), str(err)
+    return "scored", [round(float(x), 5) for x in result]
+
+
+@pytest.mark.parametrize("kind", list(INPUT_KINDS))
+def test_score_and_the_metric_accept_and_refuse_the_same_inputs(fresh, kind):
+    preds, target = INPUT_KINDS[kind]
+
+    def by_metric():
+        fresh.reset()
+        fresh.update(preds(), target())
+        return fresh.compute()["f1"]
+
+    by_score = _outcome(lambda: score(preds(), target(), model_type=MINILM)[2])
+    by_function = _outcome(lambda: bert_score(preds(), target(), MINILM)["f1"])
+    assert by_score == _outcome(by_metric) == by_function
+    if kind in ("list", "tuple", "one string"):
+        assert by_score[0] == "scored"
+    else:
+        assert by_score[0] is TypeError
+
+
+def test_a_mapping_is_not_a_sequence_of_texts(fresh):
+    """score() used to score a dict's keys."""
+    with pytest.raises(TypeError, match=r"preds must be .* got dict.*mapping"):
+        score({"A cat.": 0}, ["A cat sat."], model_type=MINILM)
+    with pytest.raises(TypeError, match=r"target must be .* got dict.*mapping"):
+        fresh.update(["A cat."], {"A cat sat.": 0})
+    with pytest.raises(TypeError, match=r"target\[0\] must be .* got dict.*mapping"):
+        fresh.update(["A cat."], [{"A cat sat.": 0}])
+
+
+@pytest.mark.parametrize(
+    ("preds", "target", "position"),
+    [
+        (["fine", "lone \ud800 surrogate"], ["a", "b"], r"preds\[1\]"),
+        (["fine", "fine"], ["a", ["b", "\udcff"]], r"target\[1\]\[1\]"),
+        (["fine", "fine", "fine"], ["a", "b", "x\udfffy"], r"target\[2\]"),
+    ],
+)
+def test_text_that_cannot_be_encoded_names_its_position(fresh, preds, target, position):
+    with pytest.raises(ValueError, match=rf"^{position} .*cannot be encoded as UTF-8.*surrogate.*character"):
+        fresh.update(preds, target)
+    with pytest.raises(ValueError, match=rf"^{position} "):
+        score(preds, target, model_type=MINILM)

@@ -139,3 +139,29 @@ def test_a_block_always_holds_two_full_forward_batches(metric, wmt, monkeypatch)
     cands, refs = torch.arange(300, dtype=torch.int32), torch.arange(300, 600, dtype=torch.int32)
     greedy_match(embedder, texts, cands, refs, block_bytes=1 << 20)  # less than the results alone
     assert tables[-1] == 2 * embedder.max_tokens + 1  # and the padding row
+
+
+def test_the_plan_is_pure_and_covers_every_match_once(metric, wmt):
+    """Planning needs no model: blocks are contiguous runs of the length order, each holds at most the table's
+    rows of distinct text (or one match alone), and a text's last use is the last block that needs it."""
+    from bertscore_tm.matching import plan_matches
+
+    texts = token_texts(metric, wmt["hyps_long"][:80] + wmt["refs_long"][:80])
+    cands = torch.tensor(list(range(80)) + [0] * 20, dtype=torch.int32)
+    refs = torch.tensor(list(range(80, 160)) + list(range(100, 120)), dtype=torch.int32)
+    plan = plan_matches(
+        texts, cands, refs, rows=1, row_bytes=4 * 384, budget_bytes=1 << 19, min_block_tokens=256, plan_in_budget=True
+    )
+    assert sorted(plan.order.tolist()) == list(range(100))
+    assert plan.blocks[0][0] == 0 and plan.blocks[-1][1] == 100 and len(plan.blocks) > 3
+    assert all(a[1] == b[0] for a, b in zip(plan.blocks, plan.blocks[1:]))
+    lengths = texts.length.tolist()
+    last = {}
+    for b, (lo, hi) in enumerate(plan.blocks):
+        sel = plan.order[lo:hi]
+        distinct = set(cands[sel].tolist()) | set(refs[sel].tolist())
+        assert sum(lengths[t] for t in distinct) <= plan.capacity or hi - lo == 1
+        for t in distinct:
+            last[t] = b
+    assert all(int(plan.last_use[t]) == b for t, b in last.items())
+    assert plan.cand_tokens == int(texts.length[cands].sum()) and plan.ref_tokens == int(texts.length[refs].sum())

@@ -150,3 +150,20 @@ def test_the_packaged_baselines_are_the_published_figures():
     assert sorted(p.name for p in ours.iterdir() if p.is_dir()) == sorted(
         ["cs", "de", "en", "en-sci", "es", "et", "fi", "fr", "it", "lv", "pt", "zh"]
     )
+
+
+def test_compute_scores_is_the_typed_per_pair_result_whatever_the_output():
+    """`score()`, `layer_means` and the command line read this instead of narrowing compute()'s union."""
+    from bertscore_tm.results import Scores
+
+    per_pair = BERTScore(MINILM)
+    single = BERTScore(MINILM, reduction="mean", output="f1")
+    for metric in (per_pair, single):
+        metric.update(CANDS, REFS)
+    expected = per_pair.compute()
+    for metric in (per_pair, single):
+        scores = metric.compute_scores()
+        assert isinstance(scores, Scores) and scores.hash_code == metric.hash_code
+        for name, value in zip(("precision", "recall", "f1"), scores.as_tuple()):
+            assert torch.equal(value, expected[name])
+    assert single.compute() == pytest.approx(float(expected["f1"].mean()), abs=1e-7)

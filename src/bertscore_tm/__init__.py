@@ -15,18 +15,18 @@ _EXPORTS = {
     "BERTScore": "bertscore_tm.metric",
     "bert_score": "bertscore_tm.functional",
     "score": "bertscore_tm.functional",
-    "BaselineNotFoundError": "bertscore_tm.baselines",
-    "ModelNotFoundError": "bertscore_tm.registry",
+    "BaselineNotFoundError": "bertscore_tm.errors",
+    "ModelNotFoundError": "bertscore_tm.errors",
     "PACKAGED_MINILM": "bertscore_tm.registry",
 }
 
 __all__ = [*_EXPORTS, "__version__"]
 
 if TYPE_CHECKING:
-    from bertscore_tm.baselines import BaselineNotFoundError
+    from bertscore_tm.errors import BaselineNotFoundError, ModelNotFoundError
     from bertscore_tm.functional import bert_score, score
     from bertscore_tm.metric import BERTScore
-    from bertscore_tm.registry import PACKAGED_MINILM, ModelNotFoundError
+    from bertscore_tm.registry import PACKAGED_MINILM
 
 
 def __getattr__(name: str) -> Any:

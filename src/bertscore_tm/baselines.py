@@ -3,32 +3,22 @@
 x' = (x - b) / (1 - b), per P, R and F, after the maximum over several references. The published baselines
 ship inside the package under `baselines/<lang>/<model>.tsv` (CSV text despite the name, one row per layer
 from 0). A missing baseline is an error that says how to make one, never a silent no-rescale. New baselines
-are made by the `bertscore-tm baseline` command (`sample_pairs`, then `layer_means`): the mean scores of
-random pairs of distinct lines of a monolingual corpus, per layer.
+are made by the `bertscore-tm baseline` command (`baseline_building.py`).
 """
 
 from __future__ import annotations
 
 import csv
 import os
-import random
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
+from bertscore_tm.errors import BaselineFileError, BaselineNotFoundError
 from bertscore_tm.resources import data_dir
 
-if TYPE_CHECKING:
-    from bertscore_tm.metric import BERTScore
-
 HEADER = ["LAYER", "P", "R", "F"]
-
-
-class BaselineNotFoundError(FileNotFoundError):
-    """No baseline file for this model and language."""
 
 
 def packaged_baseline_path(lang: str, model_name: str) -> Path:
@@ -41,7 +31,7 @@ def find_baseline(lang: str | None, model_name: str, baseline_path: str | os.Pat
     if baseline_path is not None:
         path = Path(baseline_path).expanduser()
         if not path.is_file():
-            raise BaselineNotFoundError(f"Baseline file {path} does not exist")
+            raise BaselineNotFoundError(f"Baseline file {path} does not exist", path=str(path))
         return path
     if lang is None:
         raise ValueError("rescale_with_baseline needs lang=... (or baseline_path=...) to find the baseline")
@@ -50,103 +40,82 @@ def find_baseline(lang: str | None, model_name: str, baseline_path: str | os.Pat
         raise BaselineNotFoundError(
             f"No rescale baseline for model '{model_name}' and lang '{lang}': looked for {path}. Make one with "
             f"`bertscore-tm baseline --corpus FILE -m {model_name} --lang {lang} -o baseline.tsv` (random pairs "
-            "of a large monolingual corpus) and pass baseline_path='baseline.tsv', or turn rescaling off."
+            "of a large monolingual corpus) and pass baseline_path='baseline.tsv', or turn rescaling off.",
+            path=str(path),
+            model=model_name,
+            lang=lang,
+            argument="rescale_with_baseline",
         )
     return path
 
 
 def read_baseline(path: str | os.PathLike[str]) -> Tensor:
-    """The rows of a baseline file as float32 [layers, 3] (P, R, F), checked for shape and order."""
+    """The rows of a baseline file as float32 [layers, 3] (P, R, F), checked for shape and order (the values
+    themselves are checked by `baseline_rows`, for the rows a setting uses). Raises BaselineFileError."""
     path = Path(path)
     with path.open(newline="", encoding="utf-8") as fh:
         rows = [row for row in csv.reader(fh) if row and any(cell.strip() for cell in row)]
     if not rows or [c.strip() for c in rows[0]] != HEADER:
-        raise ValueError(f"Baseline file {path} must start with the header 'LAYER,P,R,F'")
+        raise BaselineFileError(f"Baseline file {path} must start with the header 'LAYER,P,R,F'", path=str(path))
     values = []
-    for n, row in enumerate(rows[1:]):
+    for n, row in enumerate(rows[1:], start=1):
         if len(row) != 4:
-            raise ValueError(f"Baseline file {path}, data row {n + 1}: expected 4 columns, got {len(row)}")
-        try:
-            layer = int(float(row[0]))
-            values.append([float(x) for x in row[1:]])
-        except ValueError as err:
-            raise ValueError(f"Baseline file {path}, data row {n + 1}: not a number ({err})") from None
-        if layer != n:
-            raise ValueError(f"Baseline file {path}: rows must be layers 0, 1, 2, ... in order; row {n + 1} is layer {layer}")
+            raise BaselineFileError(
+                f"Baseline file {path}, data row {n}: expected 4 columns, got {len(row)}", path=str(path), row=n
+            )
+        cells = []
+        for column, cell in zip(HEADER, row):
+            try:
+                cells.append(float(cell))
+            except ValueError:
+                raise BaselineFileError(
+                    f"Baseline file {path}, data row {n}, column {column}: {cell.strip()!r} is not a number",
+                    path=str(path), row=n, column=column,
+                ) from None
+        if cells[0] != n - 1:
+            raise BaselineFileError(
+                f"Baseline file {path}: rows must be layers 0, 1, 2, ... in order; data row {n} is layer {row[0].strip()}",
+                path=str(path), row=n, column="LAYER",
+            )
+        values.append(cells[1:])
     if not values:
-        raise ValueError(f"Baseline file {path} has no data rows")
+        raise BaselineFileError(f"Baseline file {path} has no data rows", path=str(path))
     return torch.tensor(values, dtype=torch.float32)
 
 
-def baseline_rows(table: Tensor, num_layers: int, all_layers: bool, path: str | os.PathLike[str] = "") -> Tensor:
-    """The rows of `table` a setting uses: [1, 3] for layer num_layers, or all [layers, 3]."""
+def baseline_rows(
+    table: Tensor, num_layers: int, all_layers: bool, path: str | os.PathLike[str] = "", depth: int | None = None
+) -> Tensor:
+    """The rows of `table` a setting uses: [1, 3] for layer num_layers, or all [layers, 3] (one per layer of a
+    model of `depth` blocks, where given). Every value used must be finite and below 1, as (x - b) / (1 - b)
+    needs: a BaselineFileError names the file, data row and column of the first that is not."""
     if all_layers:
-        return table
-    if num_layers >= table.shape[0]:
-        raise ValueError(f"Baseline {path} has rows for layers 0..{table.shape[0] - 1}, not layer {num_layers}")
-    return table[num_layers : num_layers + 1]
+        if depth is not None and table.shape[0] != depth + 1:
+            raise BaselineFileError(
+                f"Baseline {path} has {table.shape[0]} rows; all_layers needs one per layer ({depth + 1})",
+                path=str(path),
+            )
+        first = 0
+    else:
+        if num_layers >= table.shape[0]:
+            raise BaselineFileError(
+                f"Baseline {path} has rows for layers 0..{table.shape[0] - 1}, not layer {num_layers}", path=str(path)
+            )
+        first, table = num_layers, table[num_layers : num_layers + 1]
+    bad = ~(torch.isfinite(table) & (table < 1))
+    if bool(bad.any()):
+        row, col = (int(x) for x in torch.nonzero(bad)[0])
+        layer = first + row
+        raise BaselineFileError(
+            f"Baseline file {path}, data row {layer + 1} (layer {layer}), column {HEADER[col + 1]}: "
+            f"{float(table[row, col])!r} is not a finite number below 1, which rescaling needs ((x - b) / (1 - b)). "
+            "Fix the file, or make a new one with `bertscore-tm baseline`.",
+            path=str(path), row=layer + 1, column=HEADER[col + 1],
+        )
+    return table
 
 
 def rescale(scores: Tensor, baseline: Tensor) -> Tensor:
     """(x - b) / (1 - b) with `scores` [..., rows, 3] and `baseline` [rows, 3] (broadcast)."""
     b = baseline.to(scores.device, scores.dtype)
     return (scores - b) / (1 - b)
-
-
-def write_baseline(path: str | os.PathLike[str], table: Tensor) -> None:
-    """Write [layers, 3] means as a `LAYER,P,R,F` file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(HEADER)
-        for layer, (p, r, f) in enumerate(table.tolist()):
-            writer.writerow([layer, repr(float(p)), repr(float(r)), repr(float(f))])
-
-
-# -- making a baseline: random pairs of distinct corpus lines, scored at every layer --------------------------
-
-
-def distinct_lines(lines: Sequence[str]) -> list[str]:
-    """The corpus as it is sampled: each line stripped, blank lines dropped, duplicates kept once (first seen)."""
-    return list(dict.fromkeys(s for s in (line.strip() for line in lines) if s))
-
-
-def sample_pairs(lines: Sequence[str], pairs: int, seed: int = 0) -> tuple[list[str], list[str]]:
-    """`pairs` candidate/reference pairs of distinct lines, no line used twice: (candidates, references).
-
-    The lines are first made distinct (:func:`distinct_lines`); 2 x `pairs` of them are drawn without
-    replacement by a partial Fisher-Yates shuffle driven by ``random.Random(seed).random()``, whose sequence
-    Python keeps stable across versions, so the same corpus and seed give the same pairs everywhere. The
-    first `pairs` drawn are the candidates and the next `pairs` their references.
-    """
-    if not isinstance(pairs, int) or pairs < 1:
-        raise ValueError(f"pairs must be a positive integer, got {pairs!r}")
-    pool = distinct_lines(lines)
-    need = 2 * pairs
-    if len(pool) < need:
-        raise ValueError(
-            f"the corpus has {len(pool)} distinct non-blank lines, but {pairs} pairs need {need} "
-            "(every line is used at most once): use a larger corpus or fewer pairs"
-        )
-    rng = random.Random(seed)
-    order = list(range(len(pool)))
-    for i in range(need):
-        j = i + int(rng.random() * (len(pool) - i))
-        order[i], order[j] = order[j], order[i]
-    return [pool[k] for k in order[:pairs]], [pool[k] for k in order[pairs:need]]
-
-
-def layer_means(metric: "BERTScore", cands: Sequence[str], refs: Sequence[str]) -> Tensor:
-    """Mean P, R, F per layer of `cands` against `refs` with an ``all_layers=True``, no-IDF, unrescaled
-    metric: float64 [layers + 1, 3] on the CPU. The metric is reset first."""
-    if not metric.all_layers or metric.idf or metric.baseline is not None:
-        raise ValueError("a baseline needs a metric with all_layers=True, idf=False and no rescaling")
-    if metric.output is not None or metric.reduction != "none":
-        raise ValueError("a baseline needs a metric with reduction='none' and output=None")
-    metric.reset()
-    metric.update(list(cands), list(refs))
-    result = metric.compute()
-    assert isinstance(result, dict)
-    columns = [result[name].to(torch.float64).mean(dim=-1) for name in ("precision", "recall", "f1")]
-    return torch.stack(columns, dim=-1).cpu()

@@ -81,9 +81,8 @@ def _device(name: str | None) -> str:
 
 def _make_metric(**kwargs: Any) -> Any:
     """A BERTScore metric; a bad setting (layer out of range, unreadable model or baseline) is a user error."""
-    from bertscore_tm.baselines import BaselineNotFoundError
+    from bertscore_tm.errors import BaselineNotFoundError, ModelNotFoundError
     from bertscore_tm.metric import BERTScore
-    from bertscore_tm.registry import ModelNotFoundError
 
     if kwargs.get("batch_size") is not None and kwargs["batch_size"] < 1:
         raise UsageError(f"--batch-size must be at least 1, got {kwargs['batch_size']}")
@@ -98,7 +97,8 @@ def _make_metric(**kwargs: Any) -> Any:
 
 def _model_name(args: argparse.Namespace) -> str:
     """The model asked for (or the language's default), checked to be on this machine before anything loads."""
-    from bertscore_tm.registry import default_model, resolve_model_path
+    from bertscore_tm.loading import resolve_model_path
+    from bertscore_tm.registry import default_model
 
     name = args.model if args.model is not None else default_model(args.lang)
     resolve_model_path(name)  # ModelNotFoundError first, before any other complaint about the model
@@ -161,9 +161,8 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
         verbose=_progress(args),
     )
     metric.update(cands, targets)
-    result = metric.compute()
-    assert isinstance(result, dict)
-    p, r, f = (result[k].double().cpu().tolist() for k in ("precision", "recall", "f1"))
+    scores = metric.compute_scores()
+    p, r, f = (x.double().cpu().tolist() for x in scores.as_tuple())
     means = [math.fsum(x) / len(x) for x in (p, r, f)]
     code = metric.hash_code
 
@@ -240,7 +239,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
     lines = read_lines(args.corpus, "corpus")
     if args.pairs < 1:
         raise UsageError(f"--pairs must be at least 1, got {args.pairs}")
-    from bertscore_tm.baselines import distinct_lines
+    from bertscore_tm.baseline_building import distinct_lines
 
     distinct = len(distinct_lines(lines))
     if distinct < 2 * args.pairs:
@@ -253,7 +252,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"cannot write {args.output}: it is a folder; give a file name such as {target / 'baseline.tsv'}")
     model_name = _model_name(args)
 
-    from bertscore_tm.baselines import layer_means, sample_pairs, write_baseline
+    from bertscore_tm.baseline_building import layer_means, sample_pairs, write_baseline
 
     cands, refs = sample_pairs(lines, args.pairs, args.seed)
     metric = _make_metric(
@@ -379,14 +378,10 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    """UsageError, and the package's not-found errors once their modules are loaded (never import torch here)."""
-    errors: list[type[BaseException]] = [UsageError]
-    registry, baselines = sys.modules.get("bertscore_tm.registry"), sys.modules.get("bertscore_tm.baselines")
-    if registry is not None:
-        errors.append(registry.ModelNotFoundError)
-    if baselines is not None:
-        errors.append(baselines.BaselineNotFoundError)
-    return tuple(errors)
+    """UsageError, and the package's not-found errors (bertscore_tm.errors imports nothing heavy)."""
+    from bertscore_tm.errors import BaselineNotFoundError, ModelNotFoundError
+
+    return (UsageError, ModelNotFoundError, BaselineNotFoundError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -180,6 +180,6 @@ class Embedder:
         """How many layers of scores each token gives: 1, or depth + 1 with all_layers."""
         if not self.all_layers:
             return 1
-        from bertscore_tm.registry import model_depth
+        from bertscore_tm.loading import model_depth
 
         return model_depth(self.model) + 1

@@ -26,6 +26,30 @@ class BERTScoreError(Exception):
         self.argument = argument
 
 
+class ArgumentTypeError(BERTScoreError, TypeError):
+    """An argument of the wrong type (``num_layers=5.5``, ``idf="no"``...). `expected` says what it must be,
+    `value` is what was passed."""
+
+    def __init__(self, message: str, *, argument: str, expected: str, value: object) -> None:
+        super().__init__(message, argument=argument)
+        self.expected = expected
+        self.value = value
+
+
+class ArgumentValueError(BERTScoreError, ValueError):
+    """An argument of the right type but out of range or not one of the allowed choices (``batch_size=0``,
+    ``reduction="sum"``), or arguments that do not go together. `allowed` says what is allowed; `value` is what
+    was passed; `others` names the other arguments involved where the problem is a combination."""
+
+    def __init__(
+        self, message: str, *, argument: str, allowed: str, value: object, others: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message, argument=argument)
+        self.allowed = allowed
+        self.value = value
+        self.others = others
+
+
 class ModelNotFoundError(BERTScoreError, FileNotFoundError):
     """The model asked for is not on this machine (nothing is ever downloaded)."""
 

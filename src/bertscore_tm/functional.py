@@ -11,7 +11,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from bertscore_tm.arguments import validate_arguments
+from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.metric import BERTScore
+from bertscore_tm.tokenizing import normalize_inputs
 
 
 def bert_score(
@@ -23,10 +26,13 @@ def bert_score(
     """Score `preds` against `target` in one call: the same arguments and result as :class:`BERTScore`.
 
     Scores only this process's pairs, also inside a distributed job (it never waits on other ranks).
+    Arguments and inputs are checked before the model is loaded.
     """
+    validate_arguments({"model_name_or_path": model_name_or_path, **kwargs})
+    cands, groups = normalize_inputs(preds, target)
     kwargs.setdefault("sync_on_compute", False)
     metric = BERTScore(model_name_or_path=model_name_or_path, **kwargs)
-    metric.update(preds, target)
+    metric.update(cands, groups)
     return metric.compute()
 
 
@@ -50,29 +56,29 @@ def score(
     ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`.
 
     `refs` may hold one string per candidate or a list of references per candidate (the best is taken).
+    Arguments and inputs are checked as :class:`BERTScore` checks them, before the model is loaded.
     """
     if model_type is None and lang is None:
-        raise ValueError("Either lang or model_type must be given")
+        raise ArgumentValueError(
+            "Either lang or model_type must be given", argument="model_type", allowed="a model, or lang",
+            value=None, others=("lang",),
+        )
+    arguments = {
+        "model_name_or_path": model_type, "num_layers": num_layers, "idf": idf, "lang": lang,
+        "rescale_with_baseline": rescale_with_baseline, "baseline_path": baseline_path, "all_layers": all_layers,
+        "batch_size": batch_size, "return_hash": return_hash, "device": device, "verbose": verbose,
+        "model_dtype": model_dtype,
+    }
+    validate_arguments(arguments)
+    cands_list, groups = normalize_inputs(cands, refs)
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    metric = BERTScore(
-        model_name_or_path=model_type,
-        num_layers=num_layers,
-        all_layers=all_layers,
-        lang=lang,
-        idf=idf,
-        rescale_with_baseline=rescale_with_baseline,
-        baseline_path=baseline_path,
-        batch_size=batch_size,
-        device=device,
-        model_dtype=model_dtype,
-        verbose=verbose,
-        sync_on_compute=False,  # a function call scores its own pairs, even inside a distributed job
-    )
-    metric.update(list(cands), list(refs))
-    result = metric.compute()
-    assert isinstance(result, dict)
-    out = (result["precision"].cpu(), result["recall"].cpu(), result["f1"].cpu())
+    arguments.update(device=device, return_hash=False)  # score() returns the hash itself, beside the tuple
+    # a function call scores its own pairs, even inside a distributed job
+    metric = BERTScore(**arguments, sync_on_compute=False)  # type: ignore[arg-type]
+    metric.update(cands_list, groups)
+    scores = metric.compute_scores()
+    out = (scores.precision.cpu(), scores.recall.cpu(), scores.f1.cpu())
     if return_hash:
-        return out, metric.hash_code
+        return out, scores.hash_code
     return out

@@ -25,6 +25,18 @@ def document_frequency(ids: Tensor, lengths: Tensor, vocab_size: int) -> Tensor:
     return torch.bincount(pairs % vocab_size, minlength=vocab_size)
 
 
+def without_documents(
+    doc_freq: Tensor, num_docs: Tensor, ids: Tensor, lengths: Tensor, vocab_size: int
+) -> tuple[Tensor, Tensor]:
+    """The counts `doc_freq` and `num_docs` with the texts (flat `ids`, split by `lengths`) taken out again.
+
+    >>> df, n = document_frequency(torch.tensor([1, 2, 2, 3]), torch.tensor([2, 2]), 4), torch.tensor(2)
+    >>> df.tolist(), [t.tolist() for t in without_documents(df, n, torch.tensor([2, 3]), torch.tensor([2]), 4)]
+    ([0, 1, 2, 1], [[0, 1, 1, 0], 1])
+    """
+    return doc_freq - document_frequency(ids, lengths, vocab_size), num_docs - len(lengths)
+
+
 def idf_weights(doc_freq: Tensor, num_docs: int | Tensor) -> Tensor:
     """ln((M + 1) / (df + 1)) for every token id, float64."""
     m = float(num_docs)

@@ -1,6 +1,6 @@
 """Matching: greedy cosine matching of token vectors, and the weighted P, R, F it leads to.
 
-Stage one (`greedy_match`) embeds the texts of a block of (candidate, reference) matches, each unique text
+Stage one (`greedy_match`: `plan_matches`, a pure plan of blocks, then `run_plan`) embeds the texts of a block of (candidate, reference) matches, each unique text
 once, and keeps for every token only its best similarity on the other side: the embeddings are dropped
 after each block, so memory is bounded by the block and not by the number of pairs. Those best
 similarities do not depend on the weights, so IDF (which needs every reference of every rank) is applied
@@ -10,6 +10,7 @@ afterwards, in stage two (`weighted_scores`). Padding is masked out and never co
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -53,6 +54,85 @@ def _blocks(
     return blocks, sizes
 
 
+@dataclass(frozen=True)
+class MatchPlan:
+    """How `greedy_match` runs: the matches in length order, cut into blocks whose texts fit one table.
+
+    `order` lists the matches in the order they run; block b runs ``order[blocks[b][0] : blocks[b][1]]``.
+    `capacity` is the table's row count (a zero padding row comes on top). `last_use[t]` is the last block
+    that needs text t (-1: none), so a text a later block needs again is kept aside, and only such texts.
+    Match m's best similarities go to rows ``cand_rows[m] ..`` (``+ cand_lengths[m]``) of the candidate
+    results and ``ref_rows[m] ..`` of the reference results.
+    """
+
+    order: Tensor
+    blocks: list[tuple[int, int]]
+    capacity: int
+    last_use: Tensor
+    cand_lengths: Tensor
+    ref_lengths: Tensor
+    cand_rows: Tensor
+    ref_rows: Tensor
+
+    @property
+    def cand_tokens(self) -> int:
+        """Rows of the candidate results: one per candidate token per match."""
+        return int(self.cand_lengths.sum())
+
+    @property
+    def ref_tokens(self) -> int:
+        return int(self.ref_lengths.sum())
+
+
+def plan_matches(
+    texts: TokenTexts,
+    match_cand: Tensor,
+    match_ref: Tensor,
+    *,
+    rows: int,
+    row_bytes: int,
+    budget_bytes: int,
+    min_block_tokens: int,
+    plan_in_budget: bool,
+) -> MatchPlan:
+    """Plan the blocks of a greedy matching (pure: no model, nothing embedded).
+
+    Matches are sorted by length (similar lengths in a block keep padding small). The results (`rows` float32
+    per token of every match) and, where `plan_in_budget` (on the CPU, where they share memory), the plan's own
+    tensors are taken from `budget_bytes` first; the table gets the rest, `row_bytes` a token, but never less
+    than `min_block_tokens` rows.
+
+    >>> texts = TokenTexts((torch.arange(10, dtype=torch.int32),), torch.zeros(3, dtype=torch.uint8),
+    ...                    torch.tensor([0, 4, 7]), torch.tensor([4, 3, 3], dtype=torch.int32))
+    >>> plan = plan_matches(texts, torch.tensor([0, 1], dtype=torch.int32), torch.tensor([1, 2], dtype=torch.int32),
+    ...                     rows=1, row_bytes=16, budget_bytes=1 << 20, min_block_tokens=512, plan_in_budget=True)
+    >>> plan.order.tolist(), plan.blocks, plan.capacity, plan.last_use.tolist()
+    ([1, 0], [(0, 2)], 10, [0, 0, 0])
+    """
+    mc, mr = match_cand.int(), match_ref.int()
+    lc, lr = texts.length[mc].long(), texts.length[mr].long()
+    out_c, out_r = torch.cumsum(lc, 0) - lc, torch.cumsum(lr, 0) - lr  # where each match's rows go
+    order = torch.argsort(lc * 4096 + lr, stable=True)
+    if len(mc) == 0:
+        return MatchPlan(order, [], 0, torch.full((len(texts),), -1, dtype=torch.int32), lc, lr, out_c, out_r)
+    held_bytes = 4 * rows * int(lc.sum() + lr.sum())  # the results
+    if plan_in_budget:
+        plan = [texts.which, texts.start, texts.length, match_cand, match_ref, mc, mr, lc, lr, out_c, out_r, order]
+        held_bytes += sum(t.numel() * t.element_size() for t in {t.data_ptr(): t for t in plan}.values())
+    held_bytes += 4 * len(texts)  # last_use, below
+    block_tokens = max(min_block_tokens, (budget_bytes - held_bytes) // row_bytes)
+    sorted_c, sorted_r = mc[order].long(), mr[order].long()
+    blocks, block_sizes = _blocks(sorted_c.tolist(), sorted_r.tolist(), texts.length.tolist(), block_tokens)
+    block_of = torch.repeat_interleave(
+        torch.arange(len(blocks), dtype=torch.int32), torch.tensor([hi - lo for lo, hi in blocks], dtype=torch.long)
+    )
+    last_use = torch.full((len(texts),), -1, dtype=torch.int32)
+    last_use.scatter_reduce_(0, sorted_c, block_of, reduce="amax")
+    last_use.scatter_reduce_(0, sorted_r, block_of, reduce="amax")
+    capacity = max(block_sizes) if len(blocks) == 1 else max(block_tokens, *block_sizes)
+    return MatchPlan(order, blocks, capacity, last_use, lc, lr, out_c, out_r)
+
+
 def greedy_match(
     embedder: Embedder,
     texts: TokenTexts,
@@ -70,49 +150,51 @@ def greedy_match(
     each row has one column per layer. A token with nothing to match against gets 0.
 
     Matches are taken in order of length, in blocks whose texts fit in one table of token vectors,
-    allocated once. The results, and on the CPU the plan itself (a few integers per text and per match),
-    share `block_bytes` (default: the embedder's) with that table: so the working memory of a compute is
-    the same whatever the number of pairs, and more pairs cost only their state, until the table would hold
-    less than two full forward batches; it never gets smaller than that. A text a later block needs again
-    is kept aside (and only such texts), so each distinct text is embedded once. Matching batches hold at
-    most `gather_budget` gathered vector elements.
+    allocated once (`plan_matches`, then `run_plan`). The results, and on the CPU the plan itself (a few
+    integers per text and per match), share `block_bytes` (default: the embedder's) with that table: so the
+    working memory of a compute is the same whatever the number of pairs, and more pairs cost only their
+    state, until the table would hold less than two full forward batches; it never gets smaller than that.
+    A text a later block needs again is kept aside (and only such texts), so each distinct text is embedded
+    once. Matching batches hold at most `gather_budget` gathered vector elements.
     """
+    plan = plan_matches(
+        texts, match_cand, match_ref,
+        rows=embedder.num_rows,
+        row_bytes=4 * embedder.num_rows * embedder.hidden_size,
+        budget_bytes=embedder.block_bytes if block_bytes is None else block_bytes,
+        min_block_tokens=max(512, 2 * embedder.max_tokens),
+        plan_in_budget=embedder.device.type == "cpu",
+    )
+    return run_plan(embedder, texts, match_cand, match_ref, plan, gather_budget=gather_budget, progress=progress)
+
+
+def run_plan(
+    embedder: Embedder,
+    texts: TokenTexts,
+    match_cand: Tensor,
+    match_ref: Tensor,
+    plan: MatchPlan,
+    gather_budget: int = 1 << 22,
+    progress: object | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Run a plan of `plan_matches`: embed each block's new texts into the one table, match, keep the best
+    similarities; returns (cand_best, ref_best) as `greedy_match` describes them."""
     device = embedder.device
     rows = embedder.num_rows
-    mc, mr = match_cand.int(), match_ref.int()
-    lc, lr = texts.length[mc].long(), texts.length[mr].long()
-    out_c, out_r = torch.cumsum(lc, 0) - lc, torch.cumsum(lr, 0) - lr  # where each match's rows go
-    cand_best = torch.zeros((int(lc.sum()), rows), dtype=torch.float32, device=device)
-    ref_best = torch.zeros((int(lr.sum()), rows), dtype=torch.float32, device=device)
-    if len(mc) == 0:
+    cand_best = torch.zeros((plan.cand_tokens, rows), dtype=torch.float32, device=device)
+    ref_best = torch.zeros((plan.ref_tokens, rows), dtype=torch.float32, device=device)
+    if not plan.blocks:
         return cand_best, ref_best
-    # similar lengths in a block keep padding small
-    order = torch.argsort(lc * 4096 + lr, stable=True)
-    held = [cand_best, ref_best]
-    if device.type == "cpu":  # the plan shares the table's memory too
-        held += [texts.which, texts.start, texts.length, match_cand, match_ref, mc, mr, lc, lr, out_c, out_r, order]
-    held_bytes = sum(t.numel() * t.element_size() for t in {t.data_ptr(): t for t in held}.values())
-    held_bytes += 4 * len(texts)  # last_use, below
-    row_bytes = 4 * rows * embedder.hidden_size
-    budget = embedder.block_bytes if block_bytes is None else block_bytes
-    block_tokens = max(512, 2 * embedder.max_tokens, (budget - held_bytes) // row_bytes)
-    sorted_c, sorted_r = mc[order].long(), mr[order].long()
-    blocks, block_sizes = _blocks(sorted_c.tolist(), sorted_r.tolist(), texts.length.tolist(), block_tokens)
-    block_of = torch.repeat_interleave(
-        torch.arange(len(blocks), dtype=torch.int32), torch.tensor([hi - lo for lo, hi in blocks], dtype=torch.long)
-    )
-    last_use = torch.full((len(texts),), -1, dtype=torch.int32)
-    last_use.scatter_reduce_(0, sorted_c, block_of, reduce="amax")
-    last_use.scatter_reduce_(0, sorted_r, block_of, reduce="amax")
-    del block_of, sorted_c, sorted_r
+    mc, mr = match_cand.int(), match_ref.int()
+    lc, lr, out_c, out_r = plan.cand_lengths, plan.ref_lengths, plan.cand_rows, plan.ref_rows
+    last_use = plan.last_use
     # one table for every block, and a zero padding row
-    capacity = max(block_sizes) if len(blocks) == 1 else max(block_tokens, *block_sizes)
-    table = embedder.new_table(capacity + 1)
-    pad_row = capacity
+    table = embedder.new_table(plan.capacity + 1)
+    pad_row = plan.capacity
     table[pad_row] = 0
     cache: dict[int, Tensor] = {}
-    for b, (lo, hi) in enumerate(blocks):
-        sel = order[lo:hi]
+    for b, (lo, hi) in enumerate(plan.blocks):
+        sel = plan.order[lo:hi]
         block_cand, block_ref = mc[sel].tolist(), mr[sel].tolist()
         block_texts = list(dict.fromkeys(block_cand + block_ref))
         fresh = [t for t in block_texts if t not in cache]

@@ -8,6 +8,7 @@ candidate, rescales, and gathers only the per-pair P/R/F across ranks. States ne
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import warnings
@@ -19,15 +20,19 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 
+from bertscore_tm.arguments import OUTPUTS, OutputName, Reduction, validate_arguments
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
+from bertscore_tm.distributed import check_same_settings, gather
 from bertscore_tm.embedding import Embedder, TokenTexts
-from bertscore_tm.hashcode import hash_code
-from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
+from bertscore_tm.hashcode import HashSignature
+from bertscore_tm.idf import document_frequency, idf_weights, plain_weights, without_documents
+from bertscore_tm.indexes import deduplicate
+from bertscore_tm.loading import embedding_rows, load_encoder, resolve_model_path
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
-from bertscore_tm.registry import default_model, default_num_layers, is_known_model, load_encoder, resolve_model_path
-from bertscore_tm.tokenizing import TextEncoder, normalize_inputs
+from bertscore_tm.registry import default_model, default_num_layers, is_known_model
+from bertscore_tm.results import Scores
+from bertscore_tm.tokenizing import TextEncoder, check_vocabulary, normalize_inputs
 
-_OUTPUTS = ("precision", "recall", "f1")
 _ROBERTA_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text"}
 
 
@@ -115,27 +120,24 @@ class BERTScore(Metric):
         max_length: int | None = None,
         device: torch.device | str | None = None,
         model_dtype: torch.dtype = torch.float32,
-        reduction: str = "none",
-        output: str | None = None,
+        reduction: Reduction = "none",
+        output: OutputName | None = None,
         return_hash: bool = False,
         verbose: bool = False,
         **kwargs: Any,
     ) -> None:
+        validate_arguments(
+            {
+                "model_name_or_path": model_name_or_path, "num_layers": num_layers, "all_layers": all_layers,
+                "lang": lang, "idf": idf, "rescale_with_baseline": rescale_with_baseline,
+                "baseline_path": baseline_path, "batch_size": batch_size, "max_length": max_length,
+                "device": device, "model_dtype": model_dtype, "reduction": reduction, "output": output,
+                "return_hash": return_hash, "verbose": verbose,
+            }
+        )
         super().__init__(**kwargs)
-        if reduction not in ("none", "mean"):
-            raise ValueError(f"reduction must be 'none' or 'mean', got {reduction!r}")
-        if output is not None and output not in _OUTPUTS:
-            raise ValueError(f"output must be None or one of {_OUTPUTS}, got {output!r}")
-        if output is not None and return_hash:
-            raise ValueError("return_hash needs the dict output (output=None); the code is also at metric.hash_code")
-        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1):
-            raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
-        if not isinstance(idf, bool):
-            raise TypeError(f"idf must be True or False, got {type(idf).__name__}")
         if model_name_or_path is None:
-            if lang is None:
-                raise ValueError("Pass model_name_or_path or lang (which picks the language's default model)")
-            model_name_or_path = default_model(lang)
+            model_name_or_path = default_model(str(lang))
         self.model_name = str(model_name_or_path)
         if num_layers is None and (not all_layers or is_known_model(self.model_name)):
             num_layers = default_num_layers(self.model_name)
@@ -152,21 +154,20 @@ class BERTScore(Metric):
         model, self.model_depth = load_encoder(path, 0 if num_layers is None else int(num_layers), all_layers)
         self.num_layers = self.model_depth if num_layers is None else int(num_layers)
         self._encoder = TextEncoder(path, max_length, model_window=_position_limit(model.config))
+        check_vocabulary(self._encoder.tokenizer, embedding_rows(model), path)
         self._embedder = Embedder(model, self._encoder.pad_id, all_layers, model_dtype, batch_size)
         self._vocab_size = max(self._encoder.vocab_size, int(getattr(model.config, "vocab_size", 0) or 0))
 
         self._baseline: Tensor | None = None
         if rescale_with_baseline:
             file = find_baseline(lang, self.model_name, baseline_path)
-            self._baseline = baseline_rows(read_baseline(file), self.num_layers, all_layers, file)
-            if all_layers and self._baseline.shape[0] != self.model_depth + 1:
-                raise ValueError(
-                    f"Baseline {file} has {self._baseline.shape[0]} rows; all_layers needs one per layer "
-                    f"({self.model_depth + 1})"
-                )
-        self.hash_code = hash_code(
-            self.model_name, self.num_layers, idf, rescale_with_baseline, custom_baseline=baseline_path is not None,
-            fast_tokenizer=self._encoder.is_fast,
+            self._baseline = baseline_rows(read_baseline(file), self.num_layers, all_layers, file, self.model_depth)
+        #: Every setting that changes scores; its format() is the hash code (hashcode.py).
+        self.signature = HashSignature(
+            self.model_name, self.num_layers, idf, rescaled=rescale_with_baseline,
+            custom_baseline=baseline_path is not None, fast_tokenizer=self._encoder.is_fast, all_layers=all_layers,
+            max_length=self._encoder.max_length if self._encoder.truncates_below_window else None,
+            model_dtype=None if model_dtype == torch.float32 else str(model_dtype).removeprefix("torch."),
         )
 
         for name in ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes"):
@@ -177,9 +178,15 @@ class BERTScore(Metric):
         if device is not None:
             self.to(device)
 
-    # -- device handling: the model follows the metric but is never part of its module tree or state_dict
+    # -- device handling: the model follows the metric but is never part of its module tree or state_dict.
+    # States follow the device but never a dtype (`.half()`, `.to(torch.float16)`, `set_dtype()`...): they are
+    # token ids, lengths, counts and exact float32 similarities, and casting them would corrupt or round them.
     def _apply(self, fn: Callable, exclude_state: Sequence[str] = "") -> torch.nn.Module:
-        this = super()._apply(fn, exclude_state)
+        def device_only(t: Tensor) -> Tensor:
+            moved = fn(t)
+            return moved if moved.dtype == t.dtype else t.to(moved.device)
+
+        this = super()._apply(device_only, exclude_state)
         embedder = this.__dict__.get("_embedder")
         if embedder is not None and embedder.device != this.device:
             embedder.to(this.device)
@@ -191,13 +198,31 @@ class BERTScore(Metric):
 
         @functools.wraps(compute)
         def keep_pair_axis(*args: Any, **kwargs: Any) -> Any:
-            value = wrapped(*args, **kwargs)
+            with warnings.catch_warnings():
+                # a rank without pairs is fine under DDP; with no pairs anywhere compute() raises, saying so
+                warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+                value = wrapped(*args, **kwargs)
             if self.reduction != "none":
                 return value
             shape = (1, 1) if self.all_layers else (1,)
             return apply_to_collection(value, Tensor, lambda x: x.reshape(shape) if x.dim() == 0 else x)
 
         return keep_pair_axis
+
+    def settings(self) -> dict[str, object]:
+        """Everything ranks must share to combine their scores: the hash signature's fields, the rescale
+        baseline's values (a file's contents, a language's table) and the vocabulary the IDF counts span."""
+        return {
+            **dataclasses.asdict(self.signature),
+            "baseline": None if self._baseline is None else self._baseline.tolist(),
+            "vocab_size": self._vocab_size,
+            "model_depth": self.model_depth,
+        }
+
+    @property
+    def hash_code(self) -> str:
+        """The setting's hash code, in the reference's format where our scores equal the reference's."""
+        return self.signature.format()
 
     @property
     def embedder(self) -> Embedder:
@@ -271,8 +296,30 @@ class BERTScore(Metric):
         self._collective_group = process_group if process_group is not None else self.process_group
 
     def compute(self) -> dict[str, Tensor | str] | Tensor:
-        """Scores of every pair seen (by every rank), in input order (rank-major across ranks)."""
+        """Scores of every pair seen (by every rank), in input order (rank-major across ranks): a dict of
+        ``precision``, ``recall``, ``f1`` (and ``hash`` with `return_hash`), or one of them with `output`;
+        per pair, or their means with ``reduction="mean"``."""
+        return self._format(self._compute_scores())
+
+    def compute_scores(self) -> Scores:
+        """The per-pair scores of every pair seen, as a typed :class:`Scores`, whatever `reduction` and
+        `output` are: what `compute()` reduces and formats. Collective like `compute()` under DDP.
+
+        >>> metric = BERTScore("sentence-transformers/all-MiniLM-L6-v2")
+        >>> metric.update(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+        >>> scores = metric.compute_scores()
+        >>> scores.f1.shape, scores.hash_code == metric.hash_code
+        (torch.Size([1]), True)
+        """
+        with self.sync_context(
+            dist_sync_fn=self.dist_sync_fn, should_sync=self._to_sync, should_unsync=self._should_unsync
+        ):
+            return self._compute_scores()
+
+    def _compute_scores(self) -> Scores:
         collective, self._collective = self._collective, False
+        if collective:  # the first exchange, of one fixed size whatever the setting: mismatched ranks never hang
+            check_same_settings(self.settings(), self._collective_group, self.device)
         self._score_pending()
         device = self.device
         num_local = sum(len(x) for x in self.scored)
@@ -280,8 +327,8 @@ class BERTScore(Metric):
         offset = 0
         if collective:
             group = self._collective_group
-            counts = torch.stack(_gather(torch.tensor([num_local, len(indexes)], device=device), group))
-            indexes = torch.cat(_gather(indexes, group))
+            counts = torch.stack(gather(torch.tensor([num_local, len(indexes)], device=device), group))
+            indexes = torch.cat(gather(indexes, group))
             offset = int(counts[: torch.distributed.get_rank(group), 0].sum())
             total = int(counts[:, 0].sum())
             has_indexes = bool((counts[:, 1] == counts[:, 0]).all())
@@ -296,33 +343,25 @@ class BERTScore(Metric):
             raise RuntimeError(
                 "BERTScore.compute() has no pairs to score: call update(preds, target) with at least one pair first"
             )
-        keep = dropped = None
-        if has_indexes:
-            # one pair per dataset index (the first in rank-major order), ordered by index; the repeats a
-            # distributed sampler pads in are left out of the scores and of the IDF counts alike
-            order = torch.argsort(indexes, stable=True)
-            ordered = indexes[order]
-            first = torch.ones_like(ordered, dtype=torch.bool)
-            first[1:] = ordered[1:] != ordered[:-1]
-            keep = order[first]
-            repeated = torch.ones_like(indexes, dtype=torch.bool)
-            repeated[keep] = False
-            dropped = repeated[offset : offset + num_local]
-        scores = self._local_scores(collective, dropped)
+        # one pair per dataset index: the repeats a distributed sampler pads in leave the scores and the IDF counts
+        dedup = deduplicate(indexes, offset, num_local) if has_indexes else None
+        scores = self._local_scores(collective, None if dedup is None else dedup.dropped)
         if collective:
-            scores = torch.cat(_gather(scores, self._collective_group))
-        if keep is not None:
-            scores = scores[keep]
-        return self._format(scores)
-
-    def _format(self, scores: Tensor) -> dict[str, Tensor | str] | Tensor:
-        # scores: [pairs, rows, 3] -> per output [pairs] or [rows, pairs]
+            scores = torch.cat(gather(scores, self._collective_group))
+        if dedup is not None:
+            scores = scores[dedup.keep]
+        # [pairs, rows, 3] -> per score [pairs] or [rows, pairs]
         per = scores.permute(2, 1, 0)  # [3, rows, pairs]
         if not self.all_layers:
             per = per[:, 0]
+        precision, recall, f1 = per.unbind(0)
+        return Scores(precision, recall, f1, self.hash_code)
+
+    def _format(self, scores: Scores) -> dict[str, Tensor | str] | Tensor:
+        per = torch.stack(scores.as_tuple())
         if self.reduction == "mean":
             per = per.mean(dim=-1)
-        result: dict[str, Tensor | str] = dict(zip(_OUTPUTS, per.unbind(0)))
+        result: dict[str, Tensor | str] = dict(zip(OUTPUTS, per.unbind(0)))
         if self.output is not None:
             return result[self.output]  # type: ignore[return-value]
         if self.return_hash:
@@ -367,6 +406,25 @@ class BERTScore(Metric):
         self.ref_best = [_interleave(old_r, new_r, is_new, ref_counts_tok).to(home)]
         self.scored = [torch.ones_like(scored).to(home)]
 
+    def _corpus_counts(
+        self, collective: bool, dropped: Tensor | None, r_ids: Tensor, r_lens: Tensor, ref_counts: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """The IDF document counts and reference count of the whole corpus: this rank's, less the references of
+        its `dropped` pairs (index repeats), summed over the ranks when `collective`. Counts are summed before
+        any weight is applied, so the weights equal one process's over all pairs."""
+        device = self.device
+        doc_freq, num_refs = self.doc_freq.to(device, copy=True), self.num_refs.to(device, copy=True)
+        if dropped is not None and bool(dropped.any()):
+            ref_dropped = torch.repeat_interleave(dropped.to(device), ref_counts)
+            tok_dropped = torch.repeat_interleave(ref_dropped, r_lens)
+            doc_freq, num_refs = without_documents(
+                doc_freq, num_refs, r_ids[tok_dropped], r_lens[ref_dropped], self._vocab_size
+            )
+        if collective:
+            torch.distributed.all_reduce(doc_freq, group=self._collective_group)
+            torch.distributed.all_reduce(num_refs, group=self._collective_group)
+        return doc_freq, num_refs
+
     def _local_scores(self, collective: bool, dropped: Tensor | None = None) -> Tensor:
         """This rank's per-candidate P, R, F: [pairs, rows, 3] after the multi-reference max and rescale.
 
@@ -378,15 +436,7 @@ class BERTScore(Metric):
         r_ids, r_lens = _cat(self.ref_ids, torch.int32, device).long(), _cat(self.ref_lens, torch.int32, device).long()
         ref_counts = _cat(self.ref_counts, torch.int32, device).long()
         if self.idf:
-            doc_freq, num_refs = self.doc_freq.to(device, copy=True), self.num_refs.to(device, copy=True)
-            if dropped is not None and bool(dropped.any()):
-                ref_dropped = torch.repeat_interleave(dropped.to(device), ref_counts)
-                tok_dropped = torch.repeat_interleave(ref_dropped, r_lens)
-                doc_freq -= document_frequency(r_ids[tok_dropped], r_lens[ref_dropped], self._vocab_size)
-                num_refs -= int(ref_dropped.sum())
-            if collective:
-                torch.distributed.all_reduce(doc_freq, group=self._collective_group)
-                torch.distributed.all_reduce(num_refs, group=self._collective_group)
+            doc_freq, num_refs = self._corpus_counts(collective, dropped, r_ids, r_lens, ref_counts)
             weights = idf_weights(doc_freq, int(num_refs))
         else:
             weights = plain_weights(self._vocab_size, self._encoder.zero_weight_ids, device)
@@ -456,9 +506,3 @@ def _distinct_texts(
         length=torch.tensor(lengths, dtype=torch.int32),
     )
     return texts, torch.tensor(match_cand, dtype=torch.int32), torch.tensor(match_ref, dtype=torch.int32)
-
-
-def _gather(tensor: Tensor, group: Any) -> list[Tensor]:
-    from torchmetrics.utilities.distributed import gather_all_tensors
-
-    return gather_all_tensors(tensor.contiguous(), group=group)

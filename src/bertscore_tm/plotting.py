@@ -74,9 +74,7 @@ def plot_similarity(metric: BERTScore, candidate: str, reference: str, path: str
 
     metric.reset()
     metric.update([candidate], [reference])
-    result = metric.compute()
-    assert isinstance(result, dict)
-    p, r, f = (float(result[k].reshape(-1)[0]) for k in ("precision", "recall", "f1"))
+    p, r, f = (float(x.reshape(-1)[0]) for x in metric.compute_scores().as_tuple())
 
     sim, c_labels, r_labels = similarity_matrix(metric, candidate, reference)
     baseline = metric.baseline  # [1, 3]: the layer's row when the metric rescales

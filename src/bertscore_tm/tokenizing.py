@@ -10,53 +10,87 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
+
+from bertscore_tm.errors import ArgumentValueError, ModelSetupError
 
 #: Tokenizers report this (or more) when they know no maximum length.
 _NO_LIMIT = 10**8
 
 
-def normalize_inputs(preds: str | Sequence[str], target: str | Sequence[str | Sequence[str]]) -> tuple[list[str], list[list[str]]]:
-    """Candidates as a list of strings and references as one list of strings per candidate.
+def normalize_inputs(
+    preds: str | Sequence[str], target: str | Sequence[str | Sequence[str]]
+) -> tuple[list[str], list[list[str]]]:
+    """Candidates as a list of strings and references as one list of strings per candidate: the one check of
+    what counts as texts, shared by `BERTScore.update`, `bert_score` and `score`.
 
-    Raises ValueError for mismatched lengths or a candidate without references, TypeError naming the
-    position of anything that is not a string.
+    A string, or a sequence (list, tuple) of strings; each target entry a string or a non-empty sequence of
+    strings. A mapping is not a sequence of texts (its keys are not texts), nor are sets, generators, arrays or
+    bytes. Raises TypeError naming the argument or position of anything else, ValueError for mismatched lengths,
+    a candidate without references, or text that cannot be encoded as UTF-8 (a lone surrogate), by position.
+
+    >>> normalize_inputs("A cat.", ["A cat sat.", "A kitten."])
+    Traceback (most recent call last):
+    ...
+    ValueError: preds and target must have the same length: got 1 predictions and 2 targets
+    >>> normalize_inputs(["A cat."], [["A cat sat.", "A kitten."]])
+    (['A cat.'], [['A cat sat.', 'A kitten.']])
     """
-    cands = [preds] if isinstance(preds, str) else preds
-    refs = [target] if isinstance(target, str) else target
-    if not isinstance(cands, Sequence):
-        raise TypeError(f"preds must be a string or a sequence of strings, got {type(preds).__name__}")
-    if not isinstance(refs, Sequence):
-        raise TypeError(
-            f"target must be a string, a sequence of strings or a sequence of sequences of strings, got {type(target).__name__}"
-        )
+    cands = _texts([preds] if isinstance(preds, str) else preds, "preds", "a string or a sequence of strings")
+    refs = _texts(
+        [target] if isinstance(target, str) else target,
+        "target",
+        "a string, a sequence of strings or a sequence of sequences of strings",
+    )
     if len(cands) != len(refs):
         raise ValueError(
             f"preds and target must have the same length: got {len(cands)} predictions and {len(refs)} targets"
         )
-    out_cands: list[str] = []
-    for i, cand in enumerate(cands):
-        if not isinstance(cand, str):
-            raise TypeError(f"preds[{i}] must be a string, got {type(cand).__name__}: {cand!r:.60}")
-        out_cands.append(cand)
+    out_cands = [_text(cand, f"preds[{i}]") for i, cand in enumerate(cands)]
     groups: list[list[str]] = []
     for i, ref in enumerate(refs):
         if isinstance(ref, str):
-            groups.append([ref])
+            groups.append([_text(ref, f"target[{i}]")])
             continue
-        if not isinstance(ref, Sequence):
-            raise TypeError(f"target[{i}] must be a string or a sequence of strings, got {type(ref).__name__}")
+        ref = _texts(ref, f"target[{i}]", "a string or a sequence of strings")
         if len(ref) == 0:
             raise ValueError(f"target[{i}] is an empty list: every candidate needs at least one reference")
-        for j, r in enumerate(ref):
-            if not isinstance(r, str):
-                raise TypeError(f"target[{i}][{j}] must be a string, got {type(r).__name__}: {r!r:.60}")
-        groups.append(list(ref))
+        groups.append([_text(r, f"target[{i}][{j}]") for j, r in enumerate(ref)])
     return out_cands, groups
+
+
+def _texts(value: object, name: str, expected: str) -> Sequence[object]:
+    """`value` if it is a sequence (list, tuple...) of would-be texts; a TypeError saying what to pass otherwise."""
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
+        return value
+    kind = type(value).__name__
+    if isinstance(value, Mapping):
+        hint = ": a mapping is not a sequence of texts (pass list(d.values()) or list(d) explicitly)"
+    elif isinstance(value, (bytes, bytearray)):
+        hint = ": decode bytes to str first (e.g. value.decode('utf-8'))"
+    else:
+        hint = " (pass a list, e.g. list(...) or array.tolist())"
+    raise TypeError(f"{name} must be {expected}, got {kind}{hint}")
+
+
+def _text(value: object, position: str) -> str:
+    """`value` if it is a string that can be encoded as UTF-8 (what tokenizers need)."""
+    if not isinstance(value, str):
+        hint = ": decode bytes to str first" if isinstance(value, (bytes, bytearray)) else ""
+        raise TypeError(f"{position} must be a string, got {type(value).__name__}{hint}: {value!r:.60}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(
+            f"{position} cannot be encoded as UTF-8: {err.reason} ({value[err.start]!a}, a lone surrogate) at "
+            f"character {err.start}: {value!a:.60}. Decode the text with errors='replace' or fix its source."
+        ) from None
+    return value
 
 
 def uses_prefix_space(tokenizer: object) -> bool:
@@ -73,6 +107,49 @@ def uses_prefix_space(tokenizer: object) -> bool:
     return isinstance(tokenizer, tuple(classes))
 
 
+def check_tokenizer_files(tokenizer: object, model_path: Path) -> None:
+    """Fail unless `model_path` holds at least one of the vocabulary files the tokenizer's class reads.
+
+    Without them transformers still builds a tokenizer, of the special tokens alone: every word becomes
+    [UNK] and unrelated texts score alike, so a missing file must stop the metric here.
+    """
+    names = sorted(set(getattr(type(tokenizer), "vocab_files_names", {}).values()))
+    if not names or not model_path.is_dir() or any((model_path / name).is_file() for name in names):
+        return
+    raise ModelSetupError(
+        f"The model directory {model_path} has no tokenizer files: none of {', '.join(names)} is there "
+        f"({type(tokenizer).__name__} reads them). Copy the tokenizer files the model was trained with into "
+        "that directory (e.g. from the model's page or the directory it was saved from).",
+        path=str(model_path), argument="model_name_or_path",
+    )
+
+
+def check_vocabulary(tokenizer: Any, embedding_rows: int, model_path: Path) -> None:
+    """Fail unless the tokenizer's vocabulary fits the model's embedding table: no id past the table (it would
+    have no vector) and not almost empty (fewer tokens than half the table: tokenizer files of another
+    model, or only the special tokens, so that every text is mostly [UNK])."""
+    size = len(tokenizer)
+    where = f"The tokenizer in {model_path}"
+    if embedding_rows <= 0:  # a model that does not say: nothing to check against
+        return
+    if size > embedding_rows:
+        raise ModelSetupError(
+            f"{where} has {size} tokens but the model's embedding table has {embedding_rows} rows: the tokenizer "
+            f"files do not belong to this model (ids from {embedding_rows} on have no vector). Use the tokenizer "
+            "files the model was trained with.",
+            path=str(model_path), argument="model_name_or_path",
+        )
+    if size < embedding_rows // 2:
+        special = len(set(getattr(tokenizer, "all_special_ids", [])))
+        raise ModelSetupError(
+            f"{where} knows only {size} tokens ({special} of them special) for a model with {embedding_rows} "
+            "token vectors: its vocabulary files are missing or do not belong to this model, so texts would be "
+            "mostly unknown tokens and unrelated texts would score alike. Use the tokenizer files the model was "
+            "trained with.",
+            path=str(model_path), argument="model_name_or_path",
+        )
+
+
 class TextEncoder:
     """A model's tokenizer, set up as the reference uses it, producing ragged int32 ids."""
 
@@ -80,17 +157,21 @@ class TextEncoder:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
+        check_tokenizer_files(tokenizer, model_path)
         # XLM has only a Python tokenizer, which the reference also uses (its `use_fast_tokenizer` falls back).
         self.is_fast = bool(getattr(tokenizer, "is_fast", False))
         if uses_prefix_space(tokenizer):
             tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True, add_prefix_space=True)
         self.tokenizer = tokenizer
         window = self.model_window(tokenizer, model_window)
-        if max_length is not None:
-            if max_length < 2:
-                raise ValueError(f"max_length must be at least 2 (room for the special tokens), got {max_length}")
+        #: Whether max_length cuts texts shorter than the model's own window would (which changes scores).
+        self.truncates_below_window = max_length is not None and (window is None or max_length < window)
+        if max_length is not None:  # at least 2: checked with the other arguments (arguments.py)
             if window is not None and max_length > window:
-                raise ValueError(f"max_length={max_length} is past the model's window of {window} tokens")
+                raise ArgumentValueError(
+                    f"max_length={max_length} is past the model's window of {window} tokens",
+                    argument="max_length", allowed=f"2 to {window}, or None", value=max_length,
+                )
             window = max_length
         self.max_length = window
         self.num_special = tokenizer.num_special_tokens_to_add(pair=False)

@@ -1,0 +1,87 @@
+"""Distributed compute: the exchanges between ranks, and the check that all ranks score the same setting.
+
+Ranks set up differently (one with IDF, one without; different layers, models, baselines...) cannot combine
+their scores, and worse, their later exchanges differ in shape (IDF counts are a vocabulary-sized tensor on
+one rank, an empty one on the other), so the job would hang until the process group's timeout. So the first
+exchange of every collective compute() is of a fixed size on every rank whatever its setting: one 64-bit
+digest of the rank's settings. Where the digests differ, every rank knows it, all gather the settings
+themselves to name the difference, and all raise the same `SettingsMismatchError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.errors import SettingsMismatchError
+
+
+def settings_digest(settings: Mapping[str, object]) -> int:
+    """A signed 64-bit digest of the settings (names and values, order-independent).
+
+    >>> settings_digest({"idf": True, "num_layers": 5}) == settings_digest({"num_layers": 5, "idf": True})
+    True
+    >>> settings_digest({"idf": True}) == settings_digest({"idf": False})
+    False
+    """
+    text = repr(sorted((name, repr(value)) for name, value in settings.items()))
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
+
+
+def first_difference(per_rank: list[Mapping[str, object]]) -> tuple[str, list[object]] | None:
+    """The first setting (in the first rank's order) whose value is not the same on every rank, with each
+    rank's value; None where all agree.
+
+    >>> first_difference([{"model": "m", "idf": False}, {"model": "m", "idf": True}])
+    ('idf', [False, True])
+    """
+    names = list(dict.fromkeys(name for settings in per_rank for name in settings))
+    for name in names:
+        values = [settings.get(name) for settings in per_rank]
+        if any(repr(v) != repr(values[0]) for v in values[1:]):
+            return name, values
+    return None
+
+
+def check_same_settings(settings: Mapping[str, object], group: Any, device: torch.device) -> None:
+    """Raise SettingsMismatchError on every rank unless every rank of `group` has the same `settings`.
+
+    Collective: call it on every rank, before any other exchange. Its first exchange is one int64 per rank,
+    so ranks of any setting meet in it; only where digests differ do the ranks (all of them) gather the
+    settings themselves, to name the first difference.
+    """
+    import torch.distributed as dist
+
+    world = dist.get_world_size(group)
+    mine = torch.tensor([settings_digest(settings)], dtype=torch.int64, device=device)
+    digests = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(digests, mine, group=group)
+    if all(bool((d == mine).all()) for d in digests):
+        return
+    per_rank: list[Any] = [None] * world
+    dist.all_gather_object(per_rank, dict(settings), group=group)
+    found = first_difference(per_rank)
+    name, values = found if found is not None else ("settings", [settings_digest(s) for s in per_rank])
+    listed = ", ".join(f"{_short(v)} on rank {rank}" for rank, v in enumerate(values))
+    raise SettingsMismatchError(
+        f"The {world} processes of this distributed job set up BERTScore differently, so their scores cannot be "
+        f"combined: {name} is {listed}. Create the metric with the same arguments on every rank.",
+        setting=name,
+        values=values,
+    )
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def gather(tensor: Tensor, group: Any) -> list[Tensor]:
+    """Every rank's `tensor` (shapes may differ in their first dimension), in rank order."""
+    from torchmetrics.utilities.distributed import gather_all_tensors
+
+    return gather_all_tensors(tensor.contiguous(), group=group)

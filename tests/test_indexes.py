@@ -1,0 +1,46 @@
+"""Index de-duplication is a pure function of the gathered indexes: tested here without any process group,
+on the indexes a real `DistributedSampler` draws for each rank."""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.data import DistributedSampler
+
+from bertscore_tm.indexes import deduplicate
+
+
+def _drawn(size: int, world: int, seed: int) -> list[list[int]]:
+    return [
+        list(DistributedSampler(range(size), num_replicas=world, rank=r, shuffle=True, seed=seed)) for r in range(world)
+    ]
+
+
+def test_every_index_is_kept_once_in_index_order_and_the_repeats_are_dropped_where_they_are():
+    for size, world in ((23, 2), (10, 3), (7, 4), (8, 2)):
+        per_rank = _drawn(size, world, seed=size)
+        gathered = torch.tensor([i for shard in per_rank for i in shard])
+        offset = 0
+        dropped = []
+        for shard in per_rank:
+            result = deduplicate(gathered, offset, len(shard))
+            assert gathered[result.keep].tolist() == list(range(size))  # each index once, ordered
+            dropped += result.dropped.tolist()
+            offset += len(shard)
+        # a pair is dropped exactly when an earlier pair (rank-major) has its index
+        seen: set[int] = set()
+        for index, was_dropped in zip(gathered.tolist(), dropped):
+            assert was_dropped == (index in seen)
+            seen.add(index)
+        assert sum(dropped) == len(gathered) - size
+
+
+def test_the_first_pair_of_an_index_wins_in_rank_major_order():
+    result = deduplicate(torch.tensor([5, 5, 1, 5]), offset=0, num_local=4)
+    assert result.keep.tolist() == [2, 0]
+    assert result.dropped.tolist() == [False, True, False, True]
+
+
+def test_no_repeats_only_reorders():
+    result = deduplicate(torch.tensor([3, 1, 2, 0]), offset=2, num_local=2)
+    assert result.keep.tolist() == [3, 1, 2, 0]
+    assert result.dropped.tolist() == [False, False]
