@@ -284,6 +284,47 @@ def test_show_matrix_and_rescaling(tmp_path: Path, baseline_file: Path) -> None:
     assert abs(rescaled.f1 - float(f[0])) < TOL and abs(rescaled.precision - float(p[0])) < TOL
 
 
+def _heatmap(n_c: int, n_r: int):
+    from bertscore_tm.plotting import draw_heatmap
+
+    sim = torch.rand(n_c, n_r, generator=torch.Generator().manual_seed(0))
+    return draw_heatmap(sim, [f"c{i}" for i in range(n_c)], [f"r{j}" for j in range(n_r)], "P = 1", "cosine similarity")
+
+
+def test_show_short_pairs_label_every_cell() -> None:
+    pytest.importorskip("matplotlib")
+    fig = _heatmap(7, 8)
+    ax = fig.axes[0]
+    assert len(ax.texts) == 7 * 8
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"c{i}" for i in range(7)]
+
+
+def test_show_long_pairs_stay_small() -> None:
+    """Past 40 tokens a side: no per-cell labels, a bounded figure, a raster heatmap, thinned tick labels
+    (a 512-token pair used to take 10 minutes and 7.7 GB drawing 262,144 labels)."""
+    pytest.importorskip("matplotlib")
+    fig = _heatmap(507, 41)
+    ax = fig.axes[0]
+    assert len(ax.texts) == 0
+    assert max(fig.get_size_inches()) <= 24
+    assert all(image.get_rasterized() for image in ax.images)
+    ys, xs = ax.get_yticks(), ax.get_xticks()
+    assert 20 <= len(ys) <= 200 and 1 < len(xs) < 41  # every k-th token, the same k on both axes (square cells)
+    assert ys[1] - ys[0] == xs[1] - xs[0] > 1
+    assert len(ax.get_yticks(minor=True)) == 0  # no grid lines past the size
+
+
+def test_show_long_pair_end_to_end(capsys, tmp_path: Path, wmt: dict[str, list[str]]) -> None:
+    """A pair at the model's 512-token window draws in seconds, to a bounded picture."""
+    pytest.importorskip("matplotlib")
+    cand, ref = " ".join(wmt["hyps_long"][:40]), " ".join(wmt["refs_long"][:40])  # past the window: cut to 512
+    out = tmp_path / "long.png"
+    rc, _, _ = run_main(capsys, "show", "-c", cand, "-r", ref, "-m", MINILM, "-f", str(out))
+    assert rc == 0
+    width, height = _png_size(out)
+    assert max(width, height) <= 2600, (width, height)
+
+
 # -- baseline ------------------------------------------------------------------------------------------------
 
 
