@@ -21,7 +21,7 @@ import pytest
 import torch
 
 import bertscore_tm
-from bertscore_tm import BERTScore, score
+from bertscore_tm import BERTScore, errors, score
 from bertscore_tm.baselines import sample_pairs
 from bertscore_tm.cli import main
 
@@ -90,6 +90,26 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """The one `bertscore-tm: error: ...` line a user mistake gives (exit code 2, nothing on stdout)."""
+    rc, out, err = run_main(capsys, *args)
+    assert rc == 2, (rc, out, err)
+    assert out == ""
+    lines = err.strip().split("\n")
+    assert len(lines) == 1 and lines[0].startswith("bertscore-tm: error: "), err
+    return lines[0]
+
+
+@pytest.fixture()
+def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if the command builds a metric (so loads a model): its checks must come first."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        pytest.fail("a metric was built (a model loaded) before the mistake was reported")
+
+    monkeypatch.setattr(bertscore_tm.metric, "BERTScore", refuse)
 
 
 def parse_text(out: str) -> tuple[str, list[float], list[list[float]]]:
@@ -397,6 +417,11 @@ def small(tmp_path: Path) -> dict[str, str]:
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         out[name] = str(path)
     out["missing"] = str(tmp_path / "missing.txt")
+    (tmp_path / "latin1.txt").write_bytes("Caf\u00e9\n".encode("latin-1"))
+    out["latin1"] = str(tmp_path / "latin1.txt")
+    (tmp_path / "folder").mkdir()
+    out["folder"] = str(tmp_path / "folder")
+    out["png"] = str(tmp_path / "sim.png")
     out["corpus"] = out["cands"]
     out["out"] = str(tmp_path / "out.tsv")
     return out
@@ -433,7 +458,7 @@ def test_user_errors_exit_2_with_one_line(capsys, small: dict[str, str], args: l
     assert len(lines) == 1 and lines[0].startswith("bertscore-tm: error: "), err
     for word in words:
         assert word in lines[0], (word, lines[0])
-    assert not Path(small["out"]).exists()
+    assert not Path(small["out"]).exists() and not Path(small["png"]).exists()
 
 
 def test_usage_errors_are_argparse_exit_2(capsys) -> None:
@@ -441,3 +466,118 @@ def test_usage_errors_are_argparse_exit_2(capsys) -> None:
         main(["score", "-r", "refs.txt"])
     assert exc.value.code == 2
     assert "-c/--cand" in capsys.readouterr().err
+
+
+# -- errors: what the library raises -------------------------------------------------------------------------
+
+LIBRARY_ERRORS = [
+    # (the error, words the line must hold: the message, then the command line's name for the argument at fault)
+    (errors.ModelSetupError("num_layers must be between 0 and 6, got 9", path="/m", argument="num_layers"),
+     ["got 9", "num_layers is -l/--num-layers"]),
+    (errors.BaselineFileError("Baseline file b.tsv, data row 3, column F: nan is not finite", path="b.tsv", row=3, column="F"),
+     ["data row 3, column F", "baseline_path is --baseline-path"]),
+    (errors.BaselineNotFoundError("No rescale baseline for model 'm' and lang 'xx'", path="x", model="m", lang="xx",
+                                  argument="rescale_with_baseline"),
+     ["No rescale baseline", "--baseline-path baseline.tsv, or leave out --rescale-with-baseline"]),
+    (errors.ModelNotFoundError("Model 'm' is not on this machine", model="m"), ["-m /path/to/local/model"]),
+    (errors.SettingsMismatchError("processes differ in idf: [True, False]", setting="idf", values=[True, False]),
+     ["idf is --idf"]),
+]
+
+
+@pytest.mark.parametrize(("error", "words"), LIBRARY_ERRORS, ids=[type(e).__name__ for e, _ in LIBRARY_ERRORS])
+def test_library_errors_are_one_line_with_the_flag(capsys, monkeypatch, small: dict[str, str], error: errors.BERTScoreError, words: list[str]) -> None:
+    """Any BERTScoreError is a user error; the hint comes from its `argument` field, spelled as a flag."""
+
+    def raise_it(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(bertscore_tm.metric, "BERTScore", raise_it)
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
+    assert line.startswith(f"bertscore-tm: error: {error}")
+    for word in words:
+        assert word in line, (word, line)
+
+
+def test_hints_come_from_fields_not_from_messages(capsys, monkeypatch, small: dict[str, str]) -> None:
+    """A message that mentions a Python argument gets no hint unless the error names it in `argument`."""
+
+    def raise_it(*args: object, **kwargs: object) -> None:
+        raise errors.BERTScoreError("pass baseline_path='x' or num_layers=<int> (model_name_or_path)")
+
+    monkeypatch.setattr(bertscore_tm.metric, "BERTScore", raise_it)
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
+    assert line == "bertscore-tm: error: pass baseline_path='x' or num_layers=<int> (model_name_or_path)"
+
+
+def test_library_errors_while_scoring_are_one_line(capsys, monkeypatch, small: dict[str, str]) -> None:
+    def fail(self: BERTScore) -> None:
+        raise errors.SettingsMismatchError("processes differ in num_layers: [5, 4]", setting="num_layers", values=[5, 4])
+
+    monkeypatch.setattr(BERTScore, "compute", fail)
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
+    assert "processes differ in num_layers" in line and "-l/--num-layers" in line
+
+
+# -- errors: devices, models ------------------------------------------------------------------------------
+
+
+def _usable(device: str) -> bool:
+    kind = device.split(":")[0]
+    if kind == "cuda":
+        return torch.cuda.is_available() and torch.cuda.device_count() > int(device.partition(":")[2] or 0)
+    return kind == "mps" and torch.backends.mps.is_available()
+
+
+@pytest.mark.parametrize("device", ["mps", "meta", "xla", "foo", "cuda", "cuda:7", "hpu", "privateuseone", "mkldnn"])
+def test_unusable_devices_are_one_line_before_any_model(capsys, no_model, small: dict[str, str], device: str) -> None:
+    if _usable(device):
+        pytest.skip(f"{device} is usable here")
+    for command in (["score", "-c", small["cands"], "-r", small["refs"]], ["show", "-c", "a cat", "-r", "a dog", "-f", small["png"]],
+                    ["baseline", "--corpus", small["cands"], "--pairs", "1", "-o", small["out"]]):
+        line = one_line_error(capsys, *command, "-m", MINILM, "--device", device)
+        assert f"--device {device}" in line, line
+    assert not Path(small["png"]).exists() and not Path(small["out"]).exists()
+
+
+def _model_copy(minilm_path: str, folder: Path) -> Path:
+    """The packaged MiniLM's files, linked (not copied) into `folder`, except its weights."""
+    folder.mkdir()
+    for item in Path(minilm_path).iterdir():
+        if item.name != "model.safetensors":
+            (folder / item.name).symlink_to(item)
+    return folder
+
+
+def test_a_model_without_a_tuned_layer_needs_l(capsys, no_model, tmp_path: Path, small: dict[str, str], minilm_path: str) -> None:
+    model = _model_copy(minilm_path, tmp_path / "model")
+    (model / "model.safetensors").symlink_to(Path(minilm_path) / "model.safetensors")
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", str(model))
+    assert f"no default layer is known for {model}: pass -l N" in line, line
+
+
+# -- errors: the rest of the sweep ---------------------------------------------------------------------------
+
+
+SWEEP = [
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-b", "-3"], ["--batch-size", "at least 1", "got -3"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "-1"], ["-l/--num-layers", "0 or more", "got -1"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "99"], ["between 0 and 6", "got 99"]),
+    (["score", "-c", "{latin1}", "-r", "{refs}", "-m", MINILM], ["latin1.txt is not UTF-8 text", "byte 3"]),
+    (["score", "-c", "{folder}", "-r", "{refs}", "-m", MINILM], ["candidate file", "is not a file"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", "{folder}", "-l", "2"], ["cannot set up", "config.json"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"],
+     ["No rescale baseline", "'xx'", "--baseline-path baseline.tsv"]),
+    (["show", "-c", "caf\udce9", "-r", "a cafe", "-f", "{png}", "-m", MINILM], ["candidate text (-c)", "not UTF-8", "0xe9"]),
+    (["show", "-c", " ", "-r", "a cafe", "-f", "{png}", "-m", MINILM], ["non-blank"]),
+    (["baseline", "--corpus", "{cands}", "-m", MINILM, "--pairs", "0", "-o", "{out}"], ["--pairs", "at least 1"]),
+    (["baseline", "--corpus", "{cands}", "-m", MINILM, "--pairs", "1", "-b", "0", "-o", "{out}"], ["--batch-size", "at least 1"]),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), SWEEP, ids=[" ".join(a[:3] + a[-2:]) for a, _ in SWEEP])
+def test_sweep_of_mistakes(capsys, small: dict[str, str], args: list[str], words: list[str]) -> None:
+    line = one_line_error(capsys, *(a.format(**small) for a in args))
+    for word in words:
+        assert word in line, (word, line)
+    assert not Path(small["out"]).exists() and not Path(small["png"]).exists()

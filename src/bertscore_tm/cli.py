@@ -7,8 +7,9 @@ Subcommands:
 * ``baseline``: a rescale baseline (``LAYER,P,R,F``) from random pairs of a monolingual corpus.
 
 User errors (a missing or empty file, files of different lengths, a model or baseline that is not on this
-machine, a bad setting) print one line, ``bertscore-tm: error: ...``, on stderr and exit with code 2.
-Input files, the model's presence and the baseline are checked before any model is loaded.
+machine, a bad setting, an unusable device, any of the library's `bertscore_tm.errors.BERTScoreError`) print
+one line, ``bertscore-tm: error: ...``, on stderr and exit with code 2. Input files, the device, the model's
+presence and the baseline are checked before any model is loaded.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from bertscore_tm.errors import BaselineNotFoundError, BERTScoreError, ModelNotFoundError
+
 PROG = "bertscore-tm"
 _DTYPES = ("float32", "bfloat16", "float16")
 
 
 class UsageError(Exception):
-    """A problem with what the user asked for: reported in one line, exit code 2."""
+    """A problem with what the user asked for, in the command line's terms: reported in one line, exit code 2."""
 
 
 # -- input files ---------------------------------------------------------------------------------------------
@@ -56,6 +59,18 @@ def read_lines(path: str, what: str) -> list[str]:
     return lines
 
 
+def _text_argument(text: str, what: str, flag: str) -> str:
+    """A text given on the command line, checked to be UTF-8: bytes that are not arrive as lone surrogates
+    (Python's surrogateescape), which no tokenizer accepts."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        code = ord(text[err.start])
+        what_it_is = f"the byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"a lone surrogate U+{code:04X}"
+        raise UsageError(f"the {what} text ({flag}) is not UTF-8: it holds {what_it_is} at character {err.start}") from None
+    return text
+
+
 def _dtype(name: str) -> Any:
     import torch
 
@@ -63,69 +78,130 @@ def _dtype(name: str) -> Any:
 
 
 def _device(name: str | None) -> str:
-    """The device to run on: as asked (checked to exist), else cuda if available, else cpu."""
+    """The device to run on: as asked, checked to hold tensors here (before any model loads), else cuda if
+    available, else cpu."""
     import torch
 
     if name is None:
         return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        device = torch.device(name)
-    except (RuntimeError, ValueError) as err:
-        raise UsageError(f"--device {name} is not a torch device ({_one_line(err)})") from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that some names ('mkldnn') are going away
+        try:
+            device = torch.device(name)
+        except (RuntimeError, ValueError) as err:
+            raise UsageError(f"--device {name} is not a torch device ({_one_line(err)})") from None
+    if device.type == "meta":
+        raise UsageError(f"--device {name}: meta tensors have shapes but no values, so nothing can be scored there; use {_usable_devices()}")
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UsageError(f"--device {name}: CUDA is not available on this machine (torch {torch.__version__})")
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
         raise UsageError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    if device.type != "cpu":
+        try:
+            torch.empty(1, device=device)
+        except Exception:  # noqa: BLE001 - backends refuse in their own ways (RuntimeError, NotImplementedError, AssertionError, ImportError)
+            raise UsageError(
+                f"--device {name} is not available on this machine (torch {torch.__version__} cannot put a tensor "
+                f"there); use {_usable_devices()}"
+            ) from None
     return name
+
+
+def _usable_devices() -> str:
+    import torch
+
+    return "cpu or cuda" if torch.cuda.is_available() else "cpu (this machine has no CUDA device)"
 
 
 def _make_metric(**kwargs: Any) -> Any:
     """A BERTScore metric; a bad setting (layer out of range, unreadable model or baseline) is a user error."""
-    from bertscore_tm.baselines import BaselineNotFoundError
     from bertscore_tm.metric import BERTScore
-    from bertscore_tm.registry import ModelNotFoundError
 
-    if kwargs.get("batch_size") is not None and kwargs["batch_size"] < 1:
-        raise UsageError(f"--batch-size must be at least 1, got {kwargs['batch_size']}")
     try:
         return BERTScore(**kwargs)
-    except (ModelNotFoundError, BaselineNotFoundError):
-        raise
+    except BERTScoreError:
+        raise  # reported with a hint from its fields
     except (ValueError, TypeError, OSError) as err:
-        message = _one_line(err).replace("pass num_layers=<int>", "pass -l N")
-        raise UsageError(f"cannot set up {kwargs.get('model_name_or_path')}: {message}") from None
+        raise UsageError(f"cannot set up {kwargs.get('model_name_or_path')}: {_one_line(err)}") from None
+
+
+def _check_run_options(args: argparse.Namespace) -> None:
+    """The numeric options, in their own terms, before anything is loaded."""
+    if getattr(args, "batch_size", None) is not None and args.batch_size < 1:
+        raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if getattr(args, "num_layers", None) is not None and args.num_layers < 0:
+        raise UsageError(f"-l/--num-layers must be 0 or more (0 = the embeddings), got {args.num_layers}")
 
 
 def _model_name(args: argparse.Namespace) -> str:
     """The model asked for (or the language's default), checked to be on this machine before anything loads."""
-    from bertscore_tm.registry import default_model, resolve_model_path
+    from bertscore_tm.registry import default_model
 
     name = args.model if args.model is not None else default_model(args.lang)
-    resolve_model_path(name)  # ModelNotFoundError first, before any other complaint about the model
+    _model_folder(name)  # ModelNotFoundError first, before any other complaint about the model
     return name
+
+
+def _model_folder(name: str) -> Path:
+    """The model's folder on this machine; ModelNotFoundError (from bertscore_tm.errors) otherwise."""
+    from bertscore_tm.registry import resolve_model_path
+
+    try:
+        return resolve_model_path(name)
+    except FileNotFoundError as err:
+        if isinstance(err, BERTScoreError):
+            raise
+        # the registry's own class, until the core's move of it into bertscore_tm.errors lands: same message, with fields
+        raise ModelNotFoundError(str(err), model=name) from None
 
 
 def _check_baseline(args: argparse.Namespace, model_name: str) -> None:
     """Fail before loading any model when rescaling is asked for and the baseline is not there."""
     if args.baseline_path is not None:
         args.rescale_with_baseline = True  # a baseline file means: rescale with it
-    if args.rescale_with_baseline:
-        from bertscore_tm.baselines import find_baseline
+    if not args.rescale_with_baseline:
+        return
+    from bertscore_tm.baselines import find_baseline, packaged_baseline_path
 
+    try:
         find_baseline(args.lang, model_name, args.baseline_path)
+    except FileNotFoundError as err:
+        if isinstance(err, BERTScoreError):
+            raise
+        # the baselines module's own class, until the core's move of it into bertscore_tm.errors lands
+        given = args.baseline_path is not None
+        raise BaselineNotFoundError(
+            str(err), path=str(args.baseline_path if given else packaged_baseline_path(args.lang, model_name)),
+            model=model_name, lang=args.lang, argument="baseline_path" if given else "rescale_with_baseline",
+        ) from None
+
+
+def _check_layer(args: argparse.Namespace, model_name: str) -> None:
+    """A model without a tuned default layer needs -l: said in the command line's terms, before loading it."""
+    from bertscore_tm.registry import is_known_model
+
+    if args.num_layers is None and not is_known_model(model_name):
+        raise UsageError(
+            f"no default layer is known for {model_name}: pass -l N (0 = the embeddings, up to the model's depth; "
+            "configs/models.json lists the models with a tuned default layer)"
+        )
 
 
 def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
-    """The metric `score` and `show` use: model, layer, language, rescaling and device from the command line."""
+    """The metric `score` and `show` use: model, layer, language, rescaling and device from the command line,
+    each checked before the model loads."""
+    _check_run_options(args)
     model_name = _model_name(args)
+    _check_layer(args, model_name)
     _check_baseline(args, model_name)
+    device = _device(args.device)
     return _make_metric(
         model_name_or_path=model_name,
         num_layers=args.num_layers,
         lang=args.lang,
         rescale_with_baseline=args.rescale_with_baseline,
         baseline_path=args.baseline_path,
-        device=_device(args.device),
+        device=device,
         **extra,
     )
 
@@ -218,6 +294,8 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("show needs matplotlib: pip install 'bertscore-tm[plot]' (or pip install matplotlib)") from None
     if not args.cand.strip() or not args.ref.strip():
         raise UsageError("show needs a non-blank candidate (-c) and reference (-r) text")
+    cand = _text_argument(args.cand, "candidate", "-c")
+    ref = _text_argument(args.ref, "reference", "-r")
     target = Path(args.file).expanduser()
     if target.parent and not target.parent.is_dir():
         raise UsageError(f"cannot write {args.file}: the folder {target.parent} does not exist")
@@ -225,7 +303,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
     from bertscore_tm.plotting import plot_similarity
 
     try:
-        scores = plot_similarity(metric, args.cand, args.ref, target)
+        scores = plot_similarity(metric, cand, ref, target)
     except OSError as err:
         raise UsageError(f"cannot write {args.file}: {err.strerror or _one_line(err)}") from None
     out.write(f"{scores.hash_code} P: {scores.precision:.6f} R: {scores.recall:.6f} F1: {scores.f1:.6f}\n")
@@ -240,6 +318,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
     lines = read_lines(args.corpus, "corpus")
     if args.pairs < 1:
         raise UsageError(f"--pairs must be at least 1, got {args.pairs}")
+    _check_run_options(args)
     from bertscore_tm.baselines import distinct_lines
 
     distinct = len(distinct_lines(lines))
@@ -252,6 +331,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
     if target.is_dir():
         raise UsageError(f"cannot write {args.output}: it is a folder; give a file name such as {target / 'baseline.tsv'}")
     model_name = _model_name(args)
+    device = _device(args.device)
 
     from bertscore_tm.baselines import layer_means, sample_pairs, write_baseline
 
@@ -261,7 +341,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
         all_layers=True,  # every layer is scored, so a model without a tabled default layer is fine
         lang=args.lang,
         batch_size=args.batch_size,
-        device=_device(args.device),
+        device=device,
         model_dtype=_dtype(args.dtype),
         verbose=_progress(args),
     )
@@ -343,7 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
         "show", help="plot the token similarity matrix of one pair",
         description="Draw the cosine similarity of every candidate token with every reference token as a "
         "heatmap, values in the cells, P/R/F1 in the title (special tokens are hidden, as in bert-score's "
-        "plot_example). With rescaling, cells and scores are rescaled (cells with the F baseline).",
+        "plot_example). Past 40 tokens a side the cells carry no values and every k-th token is labelled, "
+        "in a picture of at most about 2400 pixels a side. With rescaling, cells and scores are rescaled "
+        "(cells with the F baseline).",
     )
     v.add_argument("-c", "--cand", required=True, metavar="TEXT", help="candidate text")
     v.add_argument("-r", "--ref", required=True, metavar="TEXT", help="reference text")
@@ -378,17 +460,6 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     print(f"{PROG}: warning: {message}", file=sys.stderr if file is None else file)
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """UsageError, and the package's not-found errors once their modules are loaded (never import torch here)."""
-    errors: list[type[BaseException]] = [UsageError]
-    registry, baselines = sys.modules.get("bertscore_tm.registry"), sys.modules.get("bertscore_tm.baselines")
-    if registry is not None:
-        errors.append(registry.ModelNotFoundError)
-    if baselines is not None:
-        errors.append(baselines.BaselineNotFoundError)
-    return tuple(errors)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0, or 2 for a user error)."""
     parser = build_parser()
@@ -407,22 +478,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError):
             pass
         return 1
-    except Exception as err:  # noqa: BLE001 - user errors are reported in one line, anything else is a bug
-        if isinstance(err, _user_errors()):
-            print(f"{PROG}: error: {_one_line(err)}{_hint(err)}", file=sys.stderr)
-            return 2
-        raise
+    except (UsageError, BERTScoreError) as err:  # the user's to fix: one line; anything else is a bug
+        print(f"{PROG}: error: {_one_line(err)}{_hint(err)}", file=sys.stderr)
+        return 2
     finally:
         warnings.showwarning = previous
 
 
+#: The command line's name for each Python argument that the library's errors can name in their `argument`.
+_FLAGS = {
+    "preds": "-c/--cand",
+    "target": "-r/--ref",
+    "model_name_or_path": "-m/--model",
+    "num_layers": "-l/--num-layers",
+    "lang": "--lang",
+    "idf": "--idf",
+    "rescale_with_baseline": "--rescale-with-baseline",
+    "baseline_path": "--baseline-path",
+    "batch_size": "-b/--batch-size",
+    "device": "--device",
+    "model_dtype": "--dtype",
+    "verbose": "--progress",
+}
+#: What to do on the command line where the library's message ends with what to pass in Python.
+_ADVICE = {
+    "model_name_or_path": "-m /path/to/local/model (with -l N where the model has no tuned default layer)",
+    "rescale_with_baseline": "--baseline-path baseline.tsv, or leave out --rescale-with-baseline",
+}
+
+
 def _hint(err: BaseException) -> str:
-    """The command-line spelling of what the library's not-found messages say in Python terms."""
-    name = type(err).__name__
-    if name == "ModelNotFoundError":
-        return " On the command line: -m /path/to/local/model (with -l N where the model has no tuned default layer)."
-    if name == "BaselineNotFoundError" and "baseline_path=" in str(err):
-        return " On the command line: --baseline-path baseline.tsv, or leave out --rescale-with-baseline."
+    """The command-line spelling of the Python argument a library error names in its `argument` field: its
+    messages speak Python (``num_layers``, ``baseline_path=...``). Built from the field, never from the text."""
+    argument = getattr(err, "argument", None) if isinstance(err, BERTScoreError) else None
+    if argument in _ADVICE:
+        return f" On the command line: {_ADVICE[argument]}."
+    if argument in _FLAGS:
+        return f" On the command line, {argument} is {_FLAGS[argument]}."
     return ""
 
 
