@@ -8,6 +8,7 @@ to keep the suite quick on two cores. Printed scores have six decimals, so they 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -519,7 +520,7 @@ def test_library_errors_while_scoring_are_one_line(capsys, monkeypatch, small: d
     assert "processes differ in num_layers" in line and "-l/--num-layers" in line
 
 
-# -- errors: devices, models ------------------------------------------------------------------------------
+# -- errors: devices, weights -----------------------------------------------------------------------------
 
 
 def _usable(device: str) -> bool:
@@ -547,6 +548,62 @@ def _model_copy(minilm_path: str, folder: Path) -> Path:
         if item.name != "model.safetensors":
             (folder / item.name).symlink_to(item)
     return folder
+
+
+def _safetensors_head(minilm_path: str, size: int) -> bytes:
+    with open(Path(minilm_path) / "model.safetensors", "rb") as fh:
+        return fh.read(size)
+
+
+CORRUPT_WEIGHTS = {
+    "empty safetensors": ("model.safetensors", lambda path: b""),
+    "safetensors cut after the header": ("model.safetensors", lambda path: _safetensors_head(path, 1_000_000)),
+    "safetensors with a bad header": ("model.safetensors", lambda path: b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all"),
+    "safetensors cut inside the header": ("model.safetensors", lambda path: _safetensors_head(path, 100)),
+    "empty pytorch_model.bin": ("pytorch_model.bin", lambda path: b""),
+    "pytorch_model.bin cut short": ("pytorch_model.bin", lambda path: _torch_zip_head(path, 100_000)),
+}
+
+
+def _torch_zip_head(minilm_path: str, size: int) -> bytes:
+    buffer = io.BytesIO()
+    torch.save({f"w{i}": torch.zeros(20_000) for i in range(4)}, buffer)
+    return buffer.getvalue()[:size]
+
+
+@pytest.mark.parametrize("case", list(CORRUPT_WEIGHTS))
+def test_corrupt_weights_are_one_line_naming_the_file(capsys, tmp_path: Path, small: dict[str, str], minilm_path: str, case: str) -> None:
+    name, content = CORRUPT_WEIGHTS[case]
+    model = _model_copy(minilm_path, tmp_path / "model")
+    (model / name).write_bytes(content(minilm_path))
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", str(model), "-l", "5")
+    assert str(model / name) in line, line
+
+
+def _safetensors(header: dict, data: bytes) -> bytes:
+    raw = json.dumps(header).encode()
+    return len(raw).to_bytes(8, "little") + raw + data
+
+
+def test_weights_the_loader_rejects_are_one_line_naming_the_folder(capsys, tmp_path: Path, small: dict[str, str], minilm_path: str) -> None:
+    """Whole in structure, so past the early check, yet unreadable (a dtype safetensors does not know): the
+    loader's own error, in one line naming the folder and the file."""
+    model = _model_copy(minilm_path, tmp_path / "model")
+    (model / "model.safetensors").write_bytes(_safetensors({"w": {"dtype": "Z9", "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 4))
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", str(model), "-l", "5")
+    assert f"cannot read the weights of the model in {model}" in line and "model.safetensors" in line, line
+
+
+def test_broken_model_folders_are_one_line(capsys, tmp_path: Path, small: dict[str, str], minilm_path: str) -> None:
+    model = _model_copy(minilm_path, tmp_path / "model")
+    (model / "model.safetensors").symlink_to(Path(minilm_path) / "model.safetensors")
+    (model / "config.json").unlink()
+    (model / "config.json").write_text("{not json")
+    assert "cannot set up" in one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", str(model), "-l", "5")
+    (model / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": "model-00001-of-00002.safetensors"}}))
+    (model / "model.safetensors").unlink()
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", str(model), "-l", "5")
+    assert f"the weights file {model / 'model-00001-of-00002.safetensors'} is missing" in line, line
 
 
 def test_a_model_without_a_tuned_layer_needs_l(capsys, no_model, tmp_path: Path, small: dict[str, str], minilm_path: str) -> None:

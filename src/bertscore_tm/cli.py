@@ -9,7 +9,7 @@ Subcommands:
 User errors (a missing or empty file, files of different lengths, a model or baseline that is not on this
 machine, a bad setting, an unusable device, any of the library's `bertscore_tm.errors.BERTScoreError`) print
 one line, ``bertscore-tm: error: ...``, on stderr and exit with code 2. Input files, the device, the model's
-presence and the baseline are checked before any model is loaded.
+presence and weights files and the baseline are checked before any model is loaded.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import math
 import os
 import sys
 import warnings
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -123,6 +124,14 @@ def _make_metric(**kwargs: Any) -> Any:
         raise  # reported with a hint from its fields
     except (ValueError, TypeError, OSError) as err:
         raise UsageError(f"cannot set up {kwargs.get('model_name_or_path')}: {_one_line(err)}") from None
+    except Exception as err:
+        if not isinstance(err, _weights_read_errors()):
+            raise
+        folder = _model_folder(str(kwargs["model_name_or_path"]))
+        raise UsageError(
+            f"cannot read the weights of the model in {folder} ({', '.join(str(f) for f in _weights_files(folder))}): "
+            f"{_one_line(err)}; the files are damaged: download the model again"
+        ) from None
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
@@ -134,11 +143,12 @@ def _check_run_options(args: argparse.Namespace) -> None:
 
 
 def _model_name(args: argparse.Namespace) -> str:
-    """The model asked for (or the language's default), checked to be on this machine before anything loads."""
+    """The model asked for (or the language's default), checked to be on this machine, with weights files
+    that are whole, before anything loads."""
     from bertscore_tm.registry import default_model
 
     name = args.model if args.model is not None else default_model(args.lang)
-    _model_folder(name)  # ModelNotFoundError first, before any other complaint about the model
+    _check_weights(_model_folder(name))  # ModelNotFoundError first, before any other complaint about the model
     return name
 
 
@@ -204,6 +214,87 @@ def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
         device=device,
         **extra,
     )
+
+
+# -- weights files: whole, before the model loads --------------------------------------------------------------
+
+#: What transformers reads from a model folder, in its order of preference: one file, or an index of shards.
+_WEIGHTS = (("model.safetensors", "model.safetensors.index.json"), ("pytorch_model.bin", "pytorch_model.bin.index.json"))
+
+
+def _weights_files(folder: Path) -> list[Path]:
+    """The weights files transformers will read from `folder` (none: transformers then says what is missing)."""
+    for single, index in _WEIGHTS:
+        if (folder / single).is_file():
+            return [folder / single]
+        if (folder / index).is_file():
+            try:
+                shards = json.loads((folder / index).read_text(encoding="utf-8"))["weight_map"].values()
+                return [folder / str(shard) for shard in sorted(set(shards))]
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+                raise UsageError(f"the weights index {folder / index} is damaged ({_one_line(err)}): download the model again") from None
+    return []
+
+
+def _check_weights(folder: Path) -> None:
+    """A cut-short or empty weights file is found from its structure (headers, sizes), without loading it, and
+    reported naming the file instead of the loader's traceback."""
+    for file in _weights_files(folder):
+        problem = _weights_problem(file)
+        if problem is not None:
+            raise UsageError(f"the weights file {file} {problem}: the model folder is damaged or incomplete; download the model again")
+
+
+def _weights_problem(file: Path) -> str | None:
+    if not file.is_file():
+        return "is missing"
+    size = file.stat().st_size
+    if size == 0:
+        return "is empty"
+    if file.name.endswith(".safetensors"):
+        return _safetensors_problem(file, size)
+    return _torch_zip_problem(file)
+
+
+def _safetensors_problem(file: Path, size: int) -> str | None:
+    """A safetensors file is an 8-byte header length, a JSON header, then the tensors at the offsets it gives."""
+    with file.open("rb") as fh:
+        head = fh.read(8)
+        header_size = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if not 0 < header_size <= size - 8:
+            return f"is cut short or not a safetensors file (its header does not fit in its {size} bytes)"
+        try:
+            header = json.loads(fh.read(header_size))
+            end = max((int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"), default=0)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            return "has a damaged header"
+    if 8 + header_size + end > size:
+        return f"is cut short: it has {size} bytes, its header describes {8 + header_size + end}"
+    return None
+
+
+def _torch_zip_problem(file: Path) -> str | None:
+    """torch.save's format is a zip archive, whose directory is at its end: a cut-short file has none. (The
+    pre-1.6 pickle format has nothing this cheap to check.)"""
+    with file.open("rb") as fh:
+        magic = fh.read(4)
+    if magic == b"PK\x03\x04" and not zipfile.is_zipfile(file):
+        return "is cut short (its zip directory is missing)"
+    return None
+
+
+def _weights_read_errors() -> tuple[type[BaseException], ...]:
+    """What the weights readers raise for a damaged file that passed the structural check."""
+    import pickle
+
+    errors: list[type[BaseException]] = [pickle.UnpicklingError, EOFError, zipfile.BadZipFile]
+    try:
+        from safetensors import SafetensorError
+    except ImportError:
+        pass
+    else:
+        errors.append(SafetensorError)
+    return tuple(errors)
 
 
 def _progress(args: argparse.Namespace) -> bool:
