@@ -103,6 +103,11 @@ def one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     return lines[0]
 
 
+def feed_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    """Standard input as a pipe gives it: bytes, whatever the locale."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="latin-1"))
+
+
 @pytest.fixture()
 def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if the command builds a metric (so loads a model): its checks must come first."""
@@ -262,6 +267,43 @@ def test_score_rescaled_with_shipped_baseline(capsys, files: dict[str, str], wmt
     assert_close(means, torch.stack((p, r, f), dim=1).double().mean(dim=0))
 
 
+def test_score_output_file(capsys, tmp_path: Path, files: dict[str, str], wmt: dict[str, list[str]]) -> None:
+    """-o writes what would go to stdout to a file, and only once the scores are there."""
+    target = tmp_path / "scores.json"
+    rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--format", "json", "-o", str(target))
+    assert rc == 0 and out == ""
+    _, mean, expected_code = api(wmt["hyps"], wmt["refs"])
+    doc = json.loads(target.read_text(encoding="utf-8"))
+    assert doc["hash"] == expected_code
+    assert_close([doc["precision"], doc["recall"], doc["f1"]], mean)
+
+
+@pytest.mark.parametrize("which", ["-c", "-r"])
+def test_score_reads_standard_input(capsys, monkeypatch, files: dict[str, str], wmt: dict[str, list[str]], which: str) -> None:
+    """`-` reads that file from standard input, as UTF-8 whatever the locale, with any line endings."""
+    name = "hyps" if which == "-c" else "refs"
+    feed_stdin(monkeypatch, "\r\n".join(wmt[name]).encode("utf-8") + b"\r\n")
+    paths = {"-c": files["hyps"], "-r": files["refs"], which: "-"}
+    rc, out, _ = run_main(capsys, "score", "-c", paths["-c"], "-r", paths["-r"], "-m", MINILM, "-s")
+    assert rc == 0
+    code, means, rows = parse_text(out)
+    per, mean, expected_code = api(wmt["hyps"], wmt["refs"])
+    assert code == expected_code
+    assert_close(means, mean)
+    assert_close(rows, per)
+
+
+def test_baseline_corpus_from_standard_input(capsys, monkeypatch, tmp_path: Path, corpus_file: Path, baseline_file: Path) -> None:
+    feed_stdin(monkeypatch, corpus_file.read_bytes())
+    target = tmp_path / "b.tsv"
+    rc, out, _ = run_main(
+        capsys, "baseline", "--corpus", "-", "-m", MINILM, "--pairs", str(BASELINE_PAIRS),
+        "--seed", str(BASELINE_SEED), "-o", str(target),
+    )
+    assert rc == 0, out
+    assert target.read_bytes() == baseline_file.read_bytes()
+
+
 # -- show ----------------------------------------------------------------------------------------------------
 
 
@@ -303,6 +345,16 @@ def test_show_matrix_and_rescaling(tmp_path: Path, baseline_file: Path) -> None:
     assert torch.allclose(rescaled.similarity, (plain.similarity - b) / (1 - b), atol=1e-6)
     (p, r, f) = score([cand], [ref], model_type=MINILM, rescale_with_baseline=True, baseline_path=baseline_file)
     assert abs(rescaled.f1 - float(f[0])) < TOL and abs(rescaled.precision - float(p[0])) < TOL
+
+
+@pytest.mark.parametrize(("name", "written"), [("sim", "sim.png"), ("sim.", "sim.png"), ("sim.SVG", "sim.SVG"), ("sim.pdf", "sim.pdf")])
+def test_show_reports_the_file_it_wrote(capsys, tmp_path: Path, name: str, written: str) -> None:
+    """No extension: matplotlib's default format, and its extension added; the message names that file."""
+    pytest.importorskip("matplotlib")
+    rc, out, _ = run_main(capsys, "show", "-c", "A cat sat.", "-r", "The cat sat down.", "-m", MINILM, "-f", str(tmp_path / name))
+    assert rc == 0
+    assert out.split("\n")[1] == f"Saved the similarity matrix to {tmp_path / written}"
+    assert [p.name for p in tmp_path.iterdir()] == [written]
 
 
 def _heatmap(n_c: int, n_r: int):
@@ -442,8 +494,8 @@ ERRORS = [
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{refs}"], ["header", "LAYER,P,R,F"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "9"], ["num_layers", "between 0 and 6"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-b", "0"], ["--batch-size", "at least 1", "got 0"]),
-    (["show", "-c", "a cat", "-r", "a dog", "-f", "{out}", "-m", "no-such-org/no-such-model", "-l", "3"], ["not on this machine"]),
-    (["show", "-c", "a cat", "-r", "a dog", "-f", "{out}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"], ["No rescale baseline"]),
+    (["show", "-c", "a cat", "-r", "a dog", "-f", "{png}", "-m", "no-such-org/no-such-model", "-l", "3"], ["not on this machine"]),
+    (["show", "-c", "a cat", "-r", "a dog", "-f", "{png}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"], ["No rescale baseline"]),
     (["baseline", "--corpus", "{missing}", "-m", MINILM, "-o", "{out}"], ["corpus file", "missing.txt", "does not exist"]),
     (["baseline", "--corpus", "{corpus}", "-m", MINILM, "--pairs", "2", "-o", "{out}"], ["3 distinct non-blank lines", "--pairs 2 needs 4"]),
     (["baseline", "--corpus", "{corpus}", "-m", "no-such-org/no-such-model", "--pairs", "1", "-o", "{out}"], ["not on this machine"]),
@@ -520,7 +572,7 @@ def test_library_errors_while_scoring_are_one_line(capsys, monkeypatch, small: d
     assert "processes differ in num_layers" in line and "-l/--num-layers" in line
 
 
-# -- errors: devices, weights -----------------------------------------------------------------------------
+# -- errors: devices, weights, outputs, standard input -------------------------------------------------------
 
 
 def _usable(device: str) -> bool:
@@ -539,6 +591,16 @@ def test_unusable_devices_are_one_line_before_any_model(capsys, no_model, small:
         line = one_line_error(capsys, *command, "-m", MINILM, "--device", device)
         assert f"--device {device}" in line, line
     assert not Path(small["png"]).exists() and not Path(small["out"]).exists()
+
+
+@pytest.mark.parametrize("name", ["x.bmp", "x.xyz", "x.pgf"])
+def test_show_image_formats_matplotlib_cannot_write(capsys, no_model, small: dict[str, str], tmp_path: Path, name: str) -> None:
+    pytest.importorskip("matplotlib")
+    if name == "x.pgf" and shutil.which("xelatex"):
+        pytest.skip("this machine has xelatex, so matplotlib writes pgf")
+    line = one_line_error(capsys, "show", "-c", "a cat", "-r", "a dog", "-f", str(tmp_path / name), "-m", MINILM)
+    assert f"cannot write {tmp_path / name}" in line and "png" in line, line
+    assert not (tmp_path / name).exists()
 
 
 def _model_copy(minilm_path: str, folder: Path) -> Path:
@@ -611,6 +673,68 @@ def test_a_model_without_a_tuned_layer_needs_l(capsys, no_model, tmp_path: Path,
     (model / "model.safetensors").symlink_to(Path(minilm_path) / "model.safetensors")
     line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", str(model))
     assert f"no default layer is known for {model}: pass -l N" in line, line
+
+
+@pytest.fixture()
+def unwritable(tmp_path: Path) -> Path:
+    """A folder this process cannot create files in (root ignores permission bits: then /sys, where it can't)."""
+    if os.geteuid() != 0:
+        folder = tmp_path / "read-only"
+        folder.mkdir()
+        folder.chmod(0o555)
+        return folder
+    try:
+        with open("/sys/bertscore-tm-probe", "w"):
+            pass
+    except OSError:
+        return Path("/sys")
+    pytest.skip("no unwritable folder here")
+
+
+def _outputs(small: dict[str, str], target: str) -> list[list[str]]:
+    """Every command that writes a file, writing to `target`."""
+    return [
+        ["score", "-c", small["cands"], "-r", small["refs"], "-o", target],
+        ["show", "-c", "a cat", "-r", "a dog", "-f", target],
+        ["baseline", "--corpus", small["cands"], "--pairs", "1", "-o", target],
+    ]
+
+
+@pytest.mark.parametrize("where", ["missing folder", "a folder", "read-only folder", "under a file"])
+def test_unwritable_outputs_are_one_line_before_any_model(capsys, no_model, small: dict[str, str], tmp_path: Path, unwritable: Path, where: str) -> None:
+    target = {
+        "missing folder": tmp_path / "no-such-folder" / "out.png",
+        "a folder": tmp_path,
+        "read-only folder": unwritable / "out.png",
+        "under a file": Path(small["refs"]) / "out.png",
+    }[where]
+    for command in _outputs(small, str(target)):
+        line = one_line_error(capsys, *command, "-m", MINILM)
+        assert f"cannot write {target}" in line, line
+
+
+def test_score_output_is_written_only_after_scoring(capsys, small: dict[str, str], tmp_path: Path) -> None:
+    """A mistake found while setting up leaves an existing output file as it was."""
+    target = tmp_path / "kept.txt"
+    target.write_text("old\n")
+    one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM, "-l", "99", "-o", str(target))
+    assert target.read_text() == "old\n"
+
+
+def test_standard_input_only_once(capsys, monkeypatch, no_model, small: dict[str, str]) -> None:
+    feed_stdin(monkeypatch, b"a\nb\nc\n")
+    line = one_line_error(capsys, "score", "-c", "-", "-r", "-", "-m", MINILM)
+    assert "standard input" in line and "only once" in line
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", "-", "-", "-m", MINILM)
+    assert "standard input" in line and "only once" in line
+
+
+def test_standard_input_errors_name_it(capsys, monkeypatch, no_model, small: dict[str, str]) -> None:
+    feed_stdin(monkeypatch, b"")
+    assert "candidate file - (standard input) is empty" in one_line_error(capsys, "score", "-c", "-", "-r", small["refs"], "-m", MINILM)
+    feed_stdin(monkeypatch, b"ok\n\xff\xfe\n")
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", "-", "-m", MINILM)
+    assert "reference file - (standard input) is not UTF-8 text" in line and "byte 3" in line
 
 
 # -- errors: the rest of the sweep ---------------------------------------------------------------------------

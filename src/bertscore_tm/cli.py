@@ -7,18 +7,21 @@ Subcommands:
 * ``baseline``: a rescale baseline (``LAYER,P,R,F``) from random pairs of a monolingual corpus.
 
 User errors (a missing or empty file, files of different lengths, a model or baseline that is not on this
-machine, a bad setting, an unusable device, any of the library's `bertscore_tm.errors.BERTScoreError`) print
-one line, ``bertscore-tm: error: ...``, on stderr and exit with code 2. Input files, the device, the model's
-presence and weights files and the baseline are checked before any model is loaded.
+machine, a bad setting, an unusable device, an output that cannot be written, any of the library's
+`bertscore_tm.errors.BERTScoreError`) print one line, ``bertscore-tm: error: ...``, on stderr and exit with
+code 2. Input files, output paths, the device, the model's presence and weights files and the baseline are
+checked before any model is loaded. A file argument of ``-`` is standard input (one of them at most).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
 import sys
+import tempfile
 import warnings
 import zipfile
 from collections.abc import Sequence
@@ -28,6 +31,7 @@ from typing import Any, TextIO
 from bertscore_tm.errors import BaselineNotFoundError, BERTScoreError, ModelNotFoundError
 
 PROG = "bertscore-tm"
+STDIN = "-"
 _DTYPES = ("float32", "bfloat16", "float16")
 
 
@@ -39,25 +43,56 @@ class UsageError(Exception):
 
 
 def read_lines(path: str, what: str) -> list[str]:
-    """The lines of a UTF-8 text file (\\n, \\r\\n or \\r endings), checked to exist and hold at least one."""
+    """The lines of a UTF-8 text file, or of standard input for ``-`` (\\n, \\r\\n or \\r endings), checked to
+    hold at least one."""
+    text = _read_stdin(what) if path == STDIN else _read_file(path, what)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    if not lines:
+        raise UsageError(f"{_input_name(path, what)} is empty")
+    return lines
+
+
+def _input_name(path: str, what: str) -> str:
+    """How messages name an input: ``candidate file x.txt``, or ``candidate file - (standard input)``."""
+    return f"{what} file {path}" + (" (standard input)" if path == STDIN else "")
+
+
+def _read_file(path: str, what: str) -> str:
+    """A file's text, checked to exist and to be UTF-8; universal newlines, like iterating over the file."""
     file = Path(path).expanduser()
     if not file.exists():
         raise UsageError(f"{what} file {path} does not exist")
     if not file.is_file():
         raise UsageError(f"{what} file {path} is not a file")
     try:
-        with file.open(encoding="utf-8") as fh:  # universal newlines, like iterating over the file
-            text = fh.read()
+        with file.open(encoding="utf-8") as fh:
+            return fh.read()
     except UnicodeDecodeError as err:
         raise UsageError(f"{what} file {path} is not UTF-8 text ({err.reason} at byte {err.start})") from None
     except OSError as err:
         raise UsageError(f"cannot read {what} file {path}: {err.strerror or err}") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline that ends the last line
-    if not lines:
-        raise UsageError(f"{what} file {path} is empty")
-    return lines
+
+
+def _read_stdin(what: str) -> str:
+    """Standard input read as bytes and decoded as UTF-8, as the files are (not in the locale's encoding,
+    which a pipe does not follow), with the same universal newlines."""
+    if sys.stdin is None:
+        raise UsageError(f"{_input_name(STDIN, what)}: this process has no standard input")
+    stream = getattr(sys.stdin, "buffer", None)
+    data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(f"{_input_name(STDIN, what)} is not UTF-8 text ({err.reason} at byte {err.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _stdin_at_most_once(paths: Sequence[str], flags: str) -> None:
+    """Standard input can be read once: a second ``-`` would silently get nothing."""
+    if sum(path == STDIN for path in paths) > 1:
+        raise UsageError(f"standard input (-) can be read only once: give at most one of {flags} as -, the others as files")
 
 
 def _text_argument(text: str, what: str, flag: str) -> str:
@@ -70,6 +105,66 @@ def _text_argument(text: str, what: str, flag: str) -> str:
         what_it_is = f"the byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"a lone surrogate U+{code:04X}"
         raise UsageError(f"the {what} text ({flag}) is not UTF-8: it holds {what_it_is} at character {err.start}") from None
     return text
+
+
+# -- outputs -------------------------------------------------------------------------------------------------
+
+
+def _check_output(path: str, example: str) -> Path:
+    """The file an output option names, checked before any model loads: not a folder, in a folder that exists,
+    and writable (probed with a nameless temporary file, so nothing is left behind, and so that it holds for
+    root and read-only file systems too). Nothing is written to it until the results are there."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise UsageError(f"cannot write {path}: it is a folder; give a file name such as {target / example}")
+    folder = target.parent
+    if not folder.is_dir():
+        reason = f"{folder} is not a folder" if folder.exists() else f"the folder {folder} does not exist"
+        raise UsageError(f"cannot write {path}: {reason}")
+    if target.exists():
+        if not os.access(target, os.W_OK):
+            raise UsageError(f"cannot write {path}: permission denied")
+        return target
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as err:
+        raise UsageError(f"cannot write {path}: {err.strerror or _one_line(err)}") from None
+    return target
+
+
+def _image_target(path: str) -> tuple[Path, str]:
+    """The file `show -f` really writes and its format, checked before any model loads. As matplotlib's
+    savefig: the format is the extension, else ``savefig.format`` (png), whose extension is then added."""
+    import matplotlib
+
+    if Path(path).expanduser().is_dir():
+        _check_output(path, "similarity.png")  # says it is a folder
+    name = path
+    fmt = os.path.splitext(path)[1][1:]
+    if not fmt:
+        fmt = str(matplotlib.rcParams["savefig.format"])
+        name = path.rstrip(".") + "." + fmt
+    _check_image_format(name, fmt.lower())
+    return _check_output(name, "similarity.png"), fmt.lower()
+
+
+def _check_image_format(name: str, fmt: str) -> None:
+    """Fail early on a format matplotlib cannot write here: unknown to it, or needing what this machine lacks
+    (pgf needs a TeX installation; some formats need a Pillow built with their codec). A tiny figure with a
+    text is drawn in that format, in memory, which is what the real picture needs."""
+    from matplotlib.backend_bases import FigureCanvasBase
+    from matplotlib.figure import Figure
+
+    known = sorted(FigureCanvasBase.get_supported_filetypes())
+    advice = "use .png (or one of " + ", ".join(known) + ")"
+    if fmt not in known:
+        raise UsageError(f"cannot write {name}: matplotlib writes no '{fmt}' images; {advice}")
+    probe = Figure(figsize=(1, 1))
+    probe.text(0.5, 0.5, "x")
+    try:
+        probe.savefig(io.BytesIO(), format=fmt)
+    except Exception as err:  # noqa: BLE001 - each format fails in its own way; any failure here is the user's to fix
+        raise UsageError(f"cannot write {name}: matplotlib cannot write {fmt} on this machine ({_one_line(err)}); {advice}") from None
 
 
 def _dtype(name: str) -> Any:
@@ -308,17 +403,19 @@ def _progress(args: argparse.Namespace) -> bool:
 
 
 def _score(args: argparse.Namespace, out: TextIO) -> int:
+    _stdin_at_most_once([args.cand, *args.ref], "-c/-r")
     cands = read_lines(args.cand, "candidate")
     groups: list[list[str]] = []
     for path in args.ref:
         refs = read_lines(path, "reference")
         if len(refs) != len(cands):
             raise UsageError(
-                f"reference file {path} has {_lines(len(refs))} but candidate file {args.cand} has {_lines(len(cands))}: "
-                "line i of every reference file is a reference for line i of the candidate file"
+                f"{_input_name(path, 'reference')} has {_lines(len(refs))} but {_input_name(args.cand, 'candidate')} "
+                f"has {_lines(len(cands))}: line i of every reference file is a reference for line i of the candidate file"
             )
         groups.append(refs)
     targets: list[str] | list[list[str]] = groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups)]
+    target = _check_output(args.output, "scores.txt") if args.output is not None else None
 
     metric = _rescalable_metric(
         args,
@@ -331,14 +428,23 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
     result = metric.compute()
     assert isinstance(result, dict)
     p, r, f = (result[k].double().cpu().tolist() for k in ("precision", "recall", "f1"))
+    report = _report(args, metric, p, r, f, len(groups))
+    if target is None:
+        out.write(report)
+    else:
+        _write(target, args.output, report)
+    return 0
+
+
+def _report(args: argparse.Namespace, metric: Any, p: list[float], r: list[float], f: list[float], refs_per_cand: int) -> str:
+    """What `score` prints, in the --format asked for."""
     means = [math.fsum(x) / len(x) for x in (p, r, f)]
     code = metric.hash_code
-
+    lines: list[str] = []
     if args.format == "text":
-        out.write(f"{code} P: {means[0]:.6f} R: {means[1]:.6f} F1: {means[2]:.6f}\n")
+        lines.append(f"{code} P: {means[0]:.6f} R: {means[1]:.6f} F1: {means[2]:.6f}")
         if args.seg_level:
-            for row in zip(p, r, f):
-                out.write("\t".join(f"{x:.6f}" for x in row) + "\n")
+            lines.extend("\t".join(f"{x:.6f}" for x in row) for row in zip(p, r, f))
     elif args.format == "json":
         doc: dict[str, Any] = {
             "hash": code,
@@ -346,24 +452,30 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
             "num_layers": metric.num_layers,
             "idf": args.idf,
             "rescaled": args.rescale_with_baseline,
-            "pairs": len(cands),
-            "references_per_candidate": len(groups),
+            "pairs": len(p),
+            "references_per_candidate": refs_per_cand,
             "precision": _num(means[0]),
             "recall": _num(means[1]),
             "f1": _num(means[2]),
         }
         if args.seg_level:
             doc["segments"] = [{"precision": _num(a), "recall": _num(b), "f1": _num(c)} for a, b, c in zip(p, r, f)]
-        out.write(json.dumps(doc, indent=2) + "\n")
-    else:  # tsv
-        if args.seg_level:
-            out.write("line\tP\tR\tF1\n")
-            for n, row in enumerate(zip(p, r, f), start=1):
-                out.write(f"{n}\t" + "\t".join(repr(x) for x in row) + "\n")
-        else:
-            out.write("hash\tP\tR\tF1\n")
-            out.write(f"{code}\t" + "\t".join(repr(x) for x in means) + "\n")
-    return 0
+        lines.append(json.dumps(doc, indent=2))
+    elif args.seg_level:  # tsv, one row per pair
+        lines.append("line\tP\tR\tF1")
+        lines.extend(f"{n}\t" + "\t".join(repr(x) for x in row) for n, row in enumerate(zip(p, r, f), start=1))
+    else:
+        lines.append("hash\tP\tR\tF1")
+        lines.append(f"{code}\t" + "\t".join(repr(x) for x in means))
+    return "".join(line + "\n" for line in lines)
+
+
+def _write(target: Path, name: str, text: str) -> None:
+    """Write a result file (checked to be writable before the scoring; this catches what changed since)."""
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"cannot write {name}: {err.strerror or _one_line(err)}") from None
 
 
 def _lines(n: int) -> str:
@@ -387,16 +499,14 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("show needs a non-blank candidate (-c) and reference (-r) text")
     cand = _text_argument(args.cand, "candidate", "-c")
     ref = _text_argument(args.ref, "reference", "-r")
-    target = Path(args.file).expanduser()
-    if target.parent and not target.parent.is_dir():
-        raise UsageError(f"cannot write {args.file}: the folder {target.parent} does not exist")
+    target, fmt = _image_target(args.file)
     metric = _rescalable_metric(args)
     from bertscore_tm.plotting import plot_similarity
 
     try:
-        scores = plot_similarity(metric, cand, ref, target)
+        scores = plot_similarity(metric, cand, ref, target, format=fmt)
     except OSError as err:
-        raise UsageError(f"cannot write {args.file}: {err.strerror or _one_line(err)}") from None
+        raise UsageError(f"cannot write {target}: {err.strerror or _one_line(err)}") from None
     out.write(f"{scores.hash_code} P: {scores.precision:.6f} R: {scores.recall:.6f} F1: {scores.f1:.6f}\n")
     out.write(f"Saved the similarity matrix to {target}\n")
     return 0
@@ -415,12 +525,10 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
     distinct = len(distinct_lines(lines))
     if distinct < 2 * args.pairs:
         raise UsageError(
-            f"corpus file {args.corpus} has {distinct} distinct non-blank lines, but --pairs {args.pairs} needs "
+            f"{_input_name(args.corpus, 'corpus')} has {distinct} distinct non-blank lines, but --pairs {args.pairs} needs "
             f"{2 * args.pairs} (each line is used at most once): use a larger corpus or fewer pairs"
         )
-    target = Path(args.output).expanduser()
-    if target.is_dir():
-        raise UsageError(f"cannot write {args.output}: it is a folder; give a file name such as {target / 'baseline.tsv'}")
+    target = _check_output(args.output, "baseline.tsv")
     model_name = _model_name(args)
     device = _device(args.device)
 
@@ -498,15 +606,18 @@ def build_parser() -> argparse.ArgumentParser:
         "score", help="score candidate lines against reference lines",
         description="Score a file of candidates against one or more files of references, one text per line "
         "(line i of every reference file is a reference for candidate i; with several, the best counts). "
-        "Prints '<hash> P: .. R: .. F1: ..' (corpus means) and, with -s, one 'P<TAB>R<TAB>F1' line per candidate.",
+        "Prints '<hash> P: .. R: .. F1: ..' (corpus means) and, with -s, one 'P<TAB>R<TAB>F1' line per candidate. "
+        "A FILE of '-' is standard input (for one of -c/-r at most).",
     )
-    s.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line")
-    s.add_argument("-r", "--ref", required=True, nargs="+", metavar="FILE", help="references, one per line; several files give several references per candidate")
+    s.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line ('-': standard input)")
+    s.add_argument("-r", "--ref", required=True, nargs="+", metavar="FILE", help="references, one per line; several files give several references per candidate ('-': standard input)")
     _add_model_options(s)
     s.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     _add_rescale_options(s)
     s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
     s.add_argument("--format", choices=("text", "json", "tsv"), default="text", help="output format (default: text)")
+    s.add_argument("-o", "--output", default=None, metavar="FILE",
+                   help="write the results to FILE, once they are computed (default: standard output)")
     _add_run_options(s)
     s.set_defaults(run=_score)
 
@@ -520,7 +631,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     v.add_argument("-c", "--cand", required=True, metavar="TEXT", help="candidate text")
     v.add_argument("-r", "--ref", required=True, metavar="TEXT", help="reference text")
-    v.add_argument("-f", "--file", required=True, metavar="OUT.png", help="where to write the picture (format from the extension)")
+    v.add_argument("-f", "--file", required=True, metavar="OUT.png",
+                   help="where to write the picture; the format is the extension (png, svg, pdf, jpg, ...; "
+                   "none: png, with .png added)")
     _add_model_options(v)
     _add_rescale_options(v)
     _add_run_options(v, batch=False)
@@ -533,7 +646,7 @@ def build_parser() -> argparse.ArgumentParser:
         "P, R, F per layer as a LAYER,P,R,F file, usable with --baseline-path or, placed at "
         "baselines/LANG/MODEL.tsv, with --lang.",
     )
-    b.add_argument("--corpus", required=True, metavar="FILE", help="monolingual corpus, one sentence per line")
+    b.add_argument("--corpus", required=True, metavar="FILE", help="monolingual corpus, one sentence per line ('-': standard input)")
     _add_model_options(b, layers=False)
     b.add_argument("--pairs", type=int, default=1000, metavar="N", help="number of random pairs (default: 1000; needs 2N distinct lines)")
     b.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
