@@ -222,7 +222,13 @@ def test_score_tsv(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> 
 
     rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--format", "tsv", "-s")
     assert rc == 0
-    table = list(csv.reader(out.strip("\n").split("\n"), delimiter="\t"))
+    lines = out.strip("\n").split("\n")
+    # with -s the hash and the means stay, as comment lines before the table (`comment="#"` readers skip them)
+    assert lines[0] == f"# hash\t{expected_code}"
+    label, *values = lines[1].split("\t")
+    assert label == "# mean"
+    assert_close([float(v) for v in values], mean)
+    table = list(csv.reader(lines[2:], delimiter="\t"))
     assert table[0] == ["line", "P", "R", "F1"]
     assert [int(r[0]) for r in table[1:]] == list(range(1, 11))
     assert_close([[float(x) for x in r[1:]] for r in table[1:]], per)

@@ -461,7 +461,9 @@ def _report(args: argparse.Namespace, metric: Any, p: list[float], r: list[float
         if args.seg_level:
             doc["segments"] = [{"precision": _num(a), "recall": _num(b), "f1": _num(c)} for a, b, c in zip(p, r, f)]
         lines.append(json.dumps(doc, indent=2))
-    elif args.seg_level:  # tsv, one row per pair
+    elif args.seg_level:  # tsv, one row per pair: the hash and the means stay, as comment lines before the table
+        lines.append(f"# hash\t{code}")
+        lines.append("# mean\t" + "\t".join(repr(x) for x in means))
         lines.append("line\tP\tR\tF1")
         lines.extend(f"{n}\t" + "\t".join(repr(x) for x in row) for n, row in enumerate(zip(p, r, f), start=1))
     else:
@@ -615,7 +617,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     _add_rescale_options(s)
     s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
-    s.add_argument("--format", choices=("text", "json", "tsv"), default="text", help="output format (default: text)")
+    s.add_argument("--format", choices=("text", "json", "tsv"), default="text",
+                   help="output format (default: text); tsv with -s starts with '# hash<TAB>CODE' and "
+                   "'# mean<TAB>P<TAB>R<TAB>F1' comment lines, then a 'line<TAB>P<TAB>R<TAB>F1' table")
     s.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="write the results to FILE, once they are computed (default: standard output)")
     _add_run_options(s)
