@@ -92,7 +92,9 @@ def _read_stdin(what: str) -> str:
 def _stdin_at_most_once(paths: Sequence[str], flags: str) -> None:
     """Standard input can be read once: a second ``-`` would silently get nothing."""
     if sum(path == STDIN for path in paths) > 1:
-        raise UsageError(f"standard input (-) can be read only once: give at most one of {flags} as -, the others as files")
+        raise UsageError(
+            f"standard input (-) can be read only once: give at most one of {flags} as -, the others as files"
+        )
 
 
 def _text_argument(text: str, what: str, flag: str) -> str:
@@ -103,7 +105,9 @@ def _text_argument(text: str, what: str, flag: str) -> str:
     except UnicodeEncodeError as err:
         code = ord(text[err.start])
         what_it_is = f"the byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"a lone surrogate U+{code:04X}"
-        raise UsageError(f"the {what} text ({flag}) is not UTF-8: it holds {what_it_is} at character {err.start}") from None
+        raise UsageError(
+            f"the {what} text ({flag}) is not UTF-8: it holds {what_it_is} at character {err.start}"
+        ) from None
     return text
 
 
@@ -164,7 +168,9 @@ def _check_image_format(name: str, fmt: str) -> None:
     try:
         probe.savefig(io.BytesIO(), format=fmt)
     except Exception as err:  # noqa: BLE001 - each format fails in its own way; any failure here is the user's to fix
-        raise UsageError(f"cannot write {name}: matplotlib cannot write {fmt} on this machine ({_one_line(err)}); {advice}") from None
+        raise UsageError(
+            f"cannot write {name}: matplotlib cannot write {fmt} on this machine ({_one_line(err)}); {advice}"
+        ) from None
 
 
 def _dtype(name: str) -> Any:
@@ -187,7 +193,10 @@ def _device(name: str | None) -> str:
         except (RuntimeError, ValueError) as err:
             raise UsageError(f"--device {name} is not a torch device ({_one_line(err)})") from None
     if device.type == "meta":
-        raise UsageError(f"--device {name}: meta tensors have shapes but no values, so nothing can be scored there; use {_usable_devices()}")
+        raise UsageError(
+            f"--device {name}: meta tensors have shapes but no values, so nothing can be scored there; "
+            f"use {_usable_devices()}"
+        )
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UsageError(f"--device {name}: CUDA is not available on this machine (torch {torch.__version__})")
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
@@ -195,7 +204,7 @@ def _device(name: str | None) -> str:
     if device.type != "cpu":
         try:
             torch.empty(1, device=device)
-        except Exception:  # noqa: BLE001 - backends refuse in their own ways (RuntimeError, NotImplementedError, AssertionError, ImportError)
+        except Exception:  # noqa: BLE001 - backends refuse in their own ways (RuntimeError, NotImplementedError, ...)
             raise UsageError(
                 f"--device {name} is not available on this machine (torch {torch.__version__} cannot put a tensor "
                 f"there); use {_usable_devices()}"
@@ -256,7 +265,8 @@ def _model_folder(name: str) -> Path:
     except FileNotFoundError as err:
         if isinstance(err, BERTScoreError):
             raise
-        # the registry's own class, until the core's move of it into bertscore_tm.errors lands: same message, with fields
+        # the registry's own class, until the core's move of it into bertscore_tm.errors lands: same message,
+        # with fields
         raise ModelNotFoundError(str(err), model=name) from None
 
 
@@ -314,7 +324,10 @@ def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
 # -- weights files: whole, before the model loads --------------------------------------------------------------
 
 #: What transformers reads from a model folder, in its order of preference: one file, or an index of shards.
-_WEIGHTS = (("model.safetensors", "model.safetensors.index.json"), ("pytorch_model.bin", "pytorch_model.bin.index.json"))
+_WEIGHTS = (
+    ("model.safetensors", "model.safetensors.index.json"),
+    ("pytorch_model.bin", "pytorch_model.bin.index.json"),
+)
 
 
 def _weights_files(folder: Path) -> list[Path]:
@@ -327,7 +340,9 @@ def _weights_files(folder: Path) -> list[Path]:
                 shards = json.loads((folder / index).read_text(encoding="utf-8"))["weight_map"].values()
                 return [folder / str(shard) for shard in sorted(set(shards))]
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-                raise UsageError(f"the weights index {folder / index} is damaged ({_one_line(err)}): download the model again") from None
+                raise UsageError(
+                    f"the weights index {folder / index} is damaged ({_one_line(err)}): download the model again"
+                ) from None
     return []
 
 
@@ -337,7 +352,10 @@ def _check_weights(folder: Path) -> None:
     for file in _weights_files(folder):
         problem = _weights_problem(file)
         if problem is not None:
-            raise UsageError(f"the weights file {file} {problem}: the model folder is damaged or incomplete; download the model again")
+            raise UsageError(
+                f"the weights file {file} {problem}: the model folder is damaged or incomplete; "
+                "download the model again"
+            )
 
 
 def _weights_problem(file: Path) -> str | None:
@@ -411,7 +429,8 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
         if len(refs) != len(cands):
             raise UsageError(
                 f"{_input_name(path, 'reference')} has {_lines(len(refs))} but {_input_name(args.cand, 'candidate')} "
-                f"has {_lines(len(cands))}: line i of every reference file is a reference for line i of the candidate file"
+                f"has {_lines(len(cands))}: line i of every reference file is a reference for line i of the "
+                "candidate file"
             )
         groups.append(refs)
     targets: list[str] | list[list[str]] = groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups)]
@@ -436,7 +455,9 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace, metric: Any, p: list[float], r: list[float], f: list[float], refs_per_cand: int) -> str:
+def _report(
+    args: argparse.Namespace, metric: Any, p: list[float], r: list[float], f: list[float], refs_per_cand: int
+) -> str:
     """What `score` prints, in the --format asked for."""
     means = [math.fsum(x) / len(x) for x in (p, r, f)]
     code = metric.hash_code
@@ -527,8 +548,8 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
     distinct = len(distinct_lines(lines))
     if distinct < 2 * args.pairs:
         raise UsageError(
-            f"{_input_name(args.corpus, 'corpus')} has {distinct} distinct non-blank lines, but --pairs {args.pairs} needs "
-            f"{2 * args.pairs} (each line is used at most once): use a larger corpus or fewer pairs"
+            f"{_input_name(args.corpus, 'corpus')} has {distinct} distinct non-blank lines, but --pairs {args.pairs} "
+            f"needs {2 * args.pairs} (each line is used at most once): use a larger corpus or fewer pairs"
         )
     target = _check_output(args.output, "baseline.tsv")
     model_name = _model_name(args)
@@ -612,7 +633,9 @@ def build_parser() -> argparse.ArgumentParser:
         "A FILE of '-' is standard input (for one of -c/-r at most).",
     )
     s.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line ('-': standard input)")
-    s.add_argument("-r", "--ref", required=True, nargs="+", metavar="FILE", help="references, one per line; several files give several references per candidate ('-': standard input)")
+    s.add_argument("-r", "--ref", required=True, nargs="+", metavar="FILE",
+                   help="references, one per line; several files give several references per candidate "
+                   "('-': standard input)")
     _add_model_options(s)
     s.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     _add_rescale_options(s)
@@ -650,7 +673,8 @@ def build_parser() -> argparse.ArgumentParser:
         "P, R, F per layer as a LAYER,P,R,F file, usable with --baseline-path or, placed at "
         "baselines/LANG/MODEL.tsv, with --lang.",
     )
-    b.add_argument("--corpus", required=True, metavar="FILE", help="monolingual corpus, one sentence per line ('-': standard input)")
+    b.add_argument("--corpus", required=True, metavar="FILE",
+                   help="monolingual corpus, one sentence per line ('-': standard input)")
     _add_model_options(b, layers=False)
     b.add_argument("--pairs", type=int, default=1000, metavar="N", help="number of random pairs (default: 1000; needs 2N distinct lines)")
     b.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
