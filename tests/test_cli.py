@@ -8,6 +8,7 @@ to keep the suite quick on two cores. Printed scores have six decimals, so they 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -21,11 +22,11 @@ import pytest
 import torch
 
 import bertscore_tm
-from bertscore_tm import BERTScore, score
+from bertscore_tm import BERTScore, errors, score
 from bertscore_tm.baseline_building import sample_pairs
 from bertscore_tm.cli import main
 
-from conftest import MINILM, WMT
+from tests.conftest import MINILM, WMT
 
 SUMMARY = re.compile(r"^(?P<hash>\S+) P: (?P<p>-?\d+\.\d{6}) R: (?P<r>-?\d+\.\d{6}) F1: (?P<f>-?\d+\.\d{6})$")
 TOL = 1e-6
@@ -90,6 +91,31 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """The one `bertscore-tm: error: ...` line a user mistake gives (exit code 2, nothing on stdout)."""
+    rc, out, err = run_main(capsys, *args)
+    assert rc == 2, (rc, out, err)
+    assert out == ""
+    lines = err.strip().split("\n")
+    assert len(lines) == 1 and lines[0].startswith("bertscore-tm: error: "), err
+    return lines[0]
+
+
+def feed_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    """Standard input as a pipe gives it: bytes, whatever the locale."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="latin-1"))
+
+
+@pytest.fixture()
+def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if the command builds a metric (so loads a model): its checks must come first."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        pytest.fail("a metric was built (a model loaded) before the mistake was reported")
+
+    monkeypatch.setattr(bertscore_tm.metric, "BERTScore", refuse)
 
 
 def parse_text(out: str) -> tuple[str, list[float], list[list[float]]]:
@@ -196,7 +222,13 @@ def test_score_tsv(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> 
 
     rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--format", "tsv", "-s")
     assert rc == 0
-    table = list(csv.reader(out.strip("\n").split("\n"), delimiter="\t"))
+    lines = out.strip("\n").split("\n")
+    # with -s the hash and the means stay, as comment lines before the table (`comment="#"` readers skip them)
+    assert lines[0] == f"# hash\t{expected_code}"
+    label, *values = lines[1].split("\t")
+    assert label == "# mean"
+    assert_close([float(v) for v in values], mean)
+    table = list(csv.reader(lines[2:], delimiter="\t"))
     assert table[0] == ["line", "P", "R", "F1"]
     assert [int(r[0]) for r in table[1:]] == list(range(1, 11))
     assert_close([[float(x) for x in r[1:]] for r in table[1:]], per)
@@ -241,6 +273,49 @@ def test_score_rescaled_with_shipped_baseline(capsys, files: dict[str, str], wmt
     assert_close(means, torch.stack((p, r, f), dim=1).double().mean(dim=0))
 
 
+def test_score_output_file(capsys, tmp_path: Path, files: dict[str, str], wmt: dict[str, list[str]]) -> None:
+    """-o writes what would go to stdout to a file, and only once the scores are there."""
+    target = tmp_path / "scores.json"
+    rc, out, _ = run_main(
+        capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--format", "json", "-o", str(target)
+    )
+    assert rc == 0 and out == ""
+    _, mean, expected_code = api(wmt["hyps"], wmt["refs"])
+    doc = json.loads(target.read_text(encoding="utf-8"))
+    assert doc["hash"] == expected_code
+    assert_close([doc["precision"], doc["recall"], doc["f1"]], mean)
+
+
+@pytest.mark.parametrize("which", ["-c", "-r"])
+def test_score_reads_standard_input(
+    capsys, monkeypatch, files: dict[str, str], wmt: dict[str, list[str]], which: str
+) -> None:
+    """`-` reads that file from standard input, as UTF-8 whatever the locale, with any line endings."""
+    name = "hyps" if which == "-c" else "refs"
+    feed_stdin(monkeypatch, "\r\n".join(wmt[name]).encode("utf-8") + b"\r\n")
+    paths = {"-c": files["hyps"], "-r": files["refs"], which: "-"}
+    rc, out, _ = run_main(capsys, "score", "-c", paths["-c"], "-r", paths["-r"], "-m", MINILM, "-s")
+    assert rc == 0
+    code, means, rows = parse_text(out)
+    per, mean, expected_code = api(wmt["hyps"], wmt["refs"])
+    assert code == expected_code
+    assert_close(means, mean)
+    assert_close(rows, per)
+
+
+def test_baseline_corpus_from_standard_input(
+    capsys, monkeypatch, tmp_path: Path, corpus_file: Path, baseline_file: Path
+) -> None:
+    feed_stdin(monkeypatch, corpus_file.read_bytes())
+    target = tmp_path / "b.tsv"
+    rc, out, _ = run_main(
+        capsys, "baseline", "--corpus", "-", "-m", MINILM, "--pairs", str(BASELINE_PAIRS),
+        "--seed", str(BASELINE_SEED), "-o", str(target),
+    )
+    assert rc == 0, out
+    assert target.read_bytes() == baseline_file.read_bytes()
+
+
 # -- show ----------------------------------------------------------------------------------------------------
 
 
@@ -282,6 +357,60 @@ def test_show_matrix_and_rescaling(tmp_path: Path, baseline_file: Path) -> None:
     assert torch.allclose(rescaled.similarity, (plain.similarity - b) / (1 - b), atol=1e-6)
     (p, r, f) = score([cand], [ref], model_type=MINILM, rescale_with_baseline=True, baseline_path=baseline_file)
     assert abs(rescaled.f1 - float(f[0])) < TOL and abs(rescaled.precision - float(p[0])) < TOL
+
+
+@pytest.mark.parametrize(
+    ("name", "written"), [("sim", "sim.png"), ("sim.", "sim.png"), ("sim.SVG", "sim.SVG"), ("sim.pdf", "sim.pdf")]
+)
+def test_show_reports_the_file_it_wrote(capsys, tmp_path: Path, name: str, written: str) -> None:
+    """No extension: matplotlib's default format, and its extension added; the message names that file."""
+    pytest.importorskip("matplotlib")
+    target = str(tmp_path / name)
+    rc, out, _ = run_main(capsys, "show", "-c", "A cat sat.", "-r", "The cat sat down.", "-m", MINILM, "-f", target)
+    assert rc == 0
+    assert out.split("\n")[1] == f"Saved the similarity matrix to {tmp_path / written}"
+    assert [p.name for p in tmp_path.iterdir()] == [written]
+
+
+def _heatmap(n_c: int, n_r: int):
+    from bertscore_tm.plotting import draw_heatmap
+
+    sim = torch.rand(n_c, n_r, generator=torch.Generator().manual_seed(0))
+    return draw_heatmap(sim, [f"c{i}" for i in range(n_c)], [f"r{j}" for j in range(n_r)], "P = 1", "cosine similarity")
+
+
+def test_show_short_pairs_label_every_cell() -> None:
+    pytest.importorskip("matplotlib")
+    fig = _heatmap(7, 8)
+    ax = fig.axes[0]
+    assert len(ax.texts) == 7 * 8
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"c{i}" for i in range(7)]
+
+
+def test_show_long_pairs_stay_small() -> None:
+    """Past 40 tokens a side: no per-cell labels, a bounded figure, a raster heatmap, thinned tick labels
+    (a 512-token pair used to take 10 minutes and 7.7 GB drawing 262,144 labels)."""
+    pytest.importorskip("matplotlib")
+    fig = _heatmap(507, 41)
+    ax = fig.axes[0]
+    assert len(ax.texts) == 0
+    assert max(fig.get_size_inches()) <= 24
+    assert all(image.get_rasterized() for image in ax.images)
+    ys, xs = ax.get_yticks(), ax.get_xticks()
+    assert 20 <= len(ys) <= 200 and 1 < len(xs) < 41  # every k-th token, the same k on both axes (square cells)
+    assert ys[1] - ys[0] == xs[1] - xs[0] > 1
+    assert len(ax.get_yticks(minor=True)) == 0  # no grid lines past the size
+
+
+def test_show_long_pair_end_to_end(capsys, tmp_path: Path, wmt: dict[str, list[str]]) -> None:
+    """A pair at the model's 512-token window draws in seconds, to a bounded picture."""
+    pytest.importorskip("matplotlib")
+    cand, ref = " ".join(wmt["hyps_long"][:40]), " ".join(wmt["refs_long"][:40])  # past the window: cut to 512
+    out = tmp_path / "long.png"
+    rc, _, _ = run_main(capsys, "show", "-c", cand, "-r", ref, "-m", MINILM, "-f", str(out))
+    assert rc == 0
+    width, height = _png_size(out)
+    assert max(width, height) <= 2600, (width, height)
 
 
 # -- baseline ------------------------------------------------------------------------------------------------
@@ -356,6 +485,11 @@ def small(tmp_path: Path) -> dict[str, str]:
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         out[name] = str(path)
     out["missing"] = str(tmp_path / "missing.txt")
+    (tmp_path / "latin1.txt").write_bytes("Caf\u00e9\n".encode("latin-1"))
+    out["latin1"] = str(tmp_path / "latin1.txt")
+    (tmp_path / "folder").mkdir()
+    out["folder"] = str(tmp_path / "folder")
+    out["png"] = str(tmp_path / "sim.png")
     out["corpus"] = out["cands"]
     out["out"] = str(tmp_path / "out.tsv")
     return out
@@ -375,8 +509,8 @@ ERRORS = [
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{refs}"], ["header", "LAYER,P,R,F"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "9"], ["num_layers", "between 0 and 6"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-b", "0"], ["--batch-size", "at least 1", "got 0"]),
-    (["show", "-c", "a cat", "-r", "a dog", "-f", "{out}", "-m", "no-such-org/no-such-model", "-l", "3"], ["not on this machine"]),
-    (["show", "-c", "a cat", "-r", "a dog", "-f", "{out}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"], ["No rescale baseline"]),
+    (["show", "-c", "a cat", "-r", "a dog", "-f", "{png}", "-m", "no-such-org/no-such-model", "-l", "3"], ["not on this machine"]),
+    (["show", "-c", "a cat", "-r", "a dog", "-f", "{png}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"], ["No rescale baseline"]),
     (["baseline", "--corpus", "{missing}", "-m", MINILM, "-o", "{out}"], ["corpus file", "missing.txt", "does not exist"]),
     (["baseline", "--corpus", "{corpus}", "-m", MINILM, "--pairs", "2", "-o", "{out}"], ["3 distinct non-blank lines", "--pairs 2 needs 4"]),
     (["baseline", "--corpus", "{corpus}", "-m", "no-such-org/no-such-model", "--pairs", "1", "-o", "{out}"], ["not on this machine"]),
@@ -392,7 +526,7 @@ def test_user_errors_exit_2_with_one_line(capsys, small: dict[str, str], args: l
     assert len(lines) == 1 and lines[0].startswith("bertscore-tm: error: "), err
     for word in words:
         assert word in lines[0], (word, lines[0])
-    assert not Path(small["out"]).exists()
+    assert not Path(small["out"]).exists() and not Path(small["png"]).exists()
 
 
 def test_usage_errors_are_argparse_exit_2(capsys) -> None:
@@ -400,3 +534,276 @@ def test_usage_errors_are_argparse_exit_2(capsys) -> None:
         main(["score", "-r", "refs.txt"])
     assert exc.value.code == 2
     assert "-c/--cand" in capsys.readouterr().err
+
+
+# -- errors: what the library raises -------------------------------------------------------------------------
+
+LIBRARY_ERRORS = [
+    # (the error, words the line must hold: the message, then the command line's name for the argument at fault)
+    (errors.ModelSetupError("num_layers must be between 0 and 6, got 9", path="/m", argument="num_layers"),
+     ["got 9", "num_layers is -l/--num-layers"]),
+    (errors.BaselineFileError("Baseline file b.tsv, data row 3, column F: nan is not finite",
+                              path="b.tsv", row=3, column="F"),
+     ["data row 3, column F", "baseline_path is --baseline-path"]),
+    (errors.BaselineNotFoundError("No rescale baseline for model 'm' and lang 'xx'", path="x", model="m", lang="xx",
+                                  argument="rescale_with_baseline"),
+     ["No rescale baseline", "--baseline-path baseline.tsv, or leave out --rescale-with-baseline"]),
+    (errors.ModelNotFoundError("Model 'm' is not on this machine", model="m"), ["-m /path/to/local/model"]),
+    (errors.SettingsMismatchError("processes differ in idf: [True, False]", setting="idf", values=[True, False]),
+     ["idf is --idf"]),
+]
+
+
+@pytest.mark.parametrize(("error", "words"), LIBRARY_ERRORS, ids=[type(e).__name__ for e, _ in LIBRARY_ERRORS])
+def test_library_errors_are_one_line_with_the_flag(
+    capsys, monkeypatch, small: dict[str, str], error: errors.BERTScoreError, words: list[str]
+) -> None:
+    """Any BERTScoreError is a user error; the hint comes from its `argument` field, spelled as a flag."""
+
+    def raise_it(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(bertscore_tm.metric, "BERTScore", raise_it)
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
+    assert line.startswith(f"bertscore-tm: error: {error}")
+    for word in words:
+        assert word in line, (word, line)
+
+
+def test_hints_come_from_fields_not_from_messages(capsys, monkeypatch, small: dict[str, str]) -> None:
+    """A message that mentions a Python argument gets no hint unless the error names it in `argument`."""
+
+    def raise_it(*args: object, **kwargs: object) -> None:
+        raise errors.BERTScoreError("pass baseline_path='x' or num_layers=<int> (model_name_or_path)")
+
+    monkeypatch.setattr(bertscore_tm.metric, "BERTScore", raise_it)
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
+    assert line == "bertscore-tm: error: pass baseline_path='x' or num_layers=<int> (model_name_or_path)"
+
+
+def test_library_errors_while_scoring_are_one_line(capsys, monkeypatch, small: dict[str, str]) -> None:
+    def fail(self: BERTScore) -> None:
+        raise errors.SettingsMismatchError(
+            "processes differ in num_layers: [5, 4]", setting="num_layers", values=[5, 4]
+        )
+
+    monkeypatch.setattr(BERTScore, "compute", fail)
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
+    assert "processes differ in num_layers" in line and "-l/--num-layers" in line
+
+
+# -- errors: devices, weights, outputs, standard input -------------------------------------------------------
+
+
+def _usable(device: str) -> bool:
+    kind = device.split(":")[0]
+    if kind == "cuda":
+        return torch.cuda.is_available() and torch.cuda.device_count() > int(device.partition(":")[2] or 0)
+    return kind == "mps" and torch.backends.mps.is_available()
+
+
+@pytest.mark.parametrize("device", ["mps", "meta", "xla", "foo", "cuda", "cuda:7", "hpu", "privateuseone", "mkldnn"])
+def test_unusable_devices_are_one_line_before_any_model(capsys, no_model, small: dict[str, str], device: str) -> None:
+    if _usable(device):
+        pytest.skip(f"{device} is usable here")
+    for command in (
+        ["score", "-c", small["cands"], "-r", small["refs"]],
+        ["show", "-c", "a cat", "-r", "a dog", "-f", small["png"]],
+        ["baseline", "--corpus", small["cands"], "--pairs", "1", "-o", small["out"]],
+    ):
+        line = one_line_error(capsys, *command, "-m", MINILM, "--device", device)
+        assert f"--device {device}" in line, line
+    assert not Path(small["png"]).exists() and not Path(small["out"]).exists()
+
+
+@pytest.mark.parametrize("name", ["x.bmp", "x.xyz", "x.pgf"])
+def test_show_image_formats_matplotlib_cannot_write(
+    capsys, no_model, small: dict[str, str], tmp_path: Path, name: str
+) -> None:
+    pytest.importorskip("matplotlib")
+    if name == "x.pgf" and shutil.which("xelatex"):
+        pytest.skip("this machine has xelatex, so matplotlib writes pgf")
+    line = one_line_error(capsys, "show", "-c", "a cat", "-r", "a dog", "-f", str(tmp_path / name), "-m", MINILM)
+    assert f"cannot write {tmp_path / name}" in line and "png" in line, line
+    assert not (tmp_path / name).exists()
+
+
+def _model_copy(minilm_path: str, folder: Path) -> Path:
+    """The packaged MiniLM's files, linked (not copied) into `folder`, except its weights."""
+    folder.mkdir()
+    for item in Path(minilm_path).iterdir():
+        if item.name != "model.safetensors":
+            (folder / item.name).symlink_to(item)
+    return folder
+
+
+def _safetensors_raw(header: bytes) -> bytes:
+    """A safetensors file's start: the header's length (8 bytes, little-endian), then the header."""
+    return len(header).to_bytes(8, "little") + header
+
+
+def _safetensors_head(minilm_path: str, size: int) -> bytes:
+    with open(Path(minilm_path) / "model.safetensors", "rb") as fh:
+        return fh.read(size)
+
+
+CORRUPT_WEIGHTS = {
+    "empty safetensors": ("model.safetensors", lambda path: b""),
+    "safetensors cut after the header": ("model.safetensors", lambda path: _safetensors_head(path, 1_000_000)),
+    "safetensors with a bad header": ("model.safetensors", lambda path: _safetensors_raw(b"{not json at all")),
+    "safetensors cut inside the header": ("model.safetensors", lambda path: _safetensors_head(path, 100)),
+    "empty pytorch_model.bin": ("pytorch_model.bin", lambda path: b""),
+    "pytorch_model.bin cut short": ("pytorch_model.bin", lambda path: _torch_zip_head(path, 100_000)),
+}
+
+
+def _torch_zip_head(minilm_path: str, size: int) -> bytes:
+    buffer = io.BytesIO()
+    torch.save({f"w{i}": torch.zeros(20_000) for i in range(4)}, buffer)
+    return buffer.getvalue()[:size]
+
+
+@pytest.mark.parametrize("case", list(CORRUPT_WEIGHTS))
+def test_corrupt_weights_are_one_line_naming_the_file(
+    capsys, tmp_path: Path, small: dict[str, str], minilm_path: str, case: str
+) -> None:
+    name, content = CORRUPT_WEIGHTS[case]
+    model = _model_copy(minilm_path, tmp_path / "model")
+    (model / name).write_bytes(content(minilm_path))
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", str(model), "-l", "5")
+    assert str(model / name) in line, line
+
+
+def _safetensors(header: dict, data: bytes) -> bytes:
+    return _safetensors_raw(json.dumps(header).encode()) + data
+
+
+def test_weights_the_loader_rejects_are_one_line_naming_the_folder(
+    capsys, tmp_path: Path, small: dict[str, str], minilm_path: str
+) -> None:
+    """Whole in structure, so past the early check, yet unreadable (a dtype safetensors does not know): the
+    loader's own error, in one line naming the folder and the file."""
+    model = _model_copy(minilm_path, tmp_path / "model")
+    unknown_dtype = {"w": {"dtype": "Z9", "shape": [1], "data_offsets": [0, 4]}}
+    (model / "model.safetensors").write_bytes(_safetensors(unknown_dtype, b"\0" * 4))
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", str(model), "-l", "5")
+    assert f"cannot read the weights of the model in {model}" in line and "model.safetensors" in line, line
+
+
+def test_broken_model_folders_are_one_line(capsys, tmp_path: Path, small: dict[str, str], minilm_path: str) -> None:
+    model = _model_copy(minilm_path, tmp_path / "model")
+    (model / "model.safetensors").symlink_to(Path(minilm_path) / "model.safetensors")
+    (model / "config.json").unlink()
+    (model / "config.json").write_text("{not json")
+    command = ["score", "-c", small["cands"], "-r", small["refs"], "-m", str(model), "-l", "5"]
+    assert "cannot set up" in one_line_error(capsys, *command)
+    shard = "model-00001-of-00002.safetensors"
+    (model / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": shard}}))
+    (model / "model.safetensors").unlink()
+    line = one_line_error(capsys, *command)
+    assert f"the weights file {model / shard} is missing" in line, line
+
+
+def test_a_model_without_a_tuned_layer_needs_l(
+    capsys, no_model, tmp_path: Path, small: dict[str, str], minilm_path: str
+) -> None:
+    model = _model_copy(minilm_path, tmp_path / "model")
+    (model / "model.safetensors").symlink_to(Path(minilm_path) / "model.safetensors")
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", str(model))
+    assert f"no default layer is known for {model}: pass -l N" in line, line
+
+
+@pytest.fixture()
+def unwritable(tmp_path: Path) -> Path:
+    """A folder this process cannot create files in (root ignores permission bits: then /sys, where it can't)."""
+    if os.geteuid() != 0:
+        folder = tmp_path / "read-only"
+        folder.mkdir()
+        folder.chmod(0o555)
+        return folder
+    try:
+        with open("/sys/bertscore-tm-probe", "w"):
+            pass
+    except OSError:
+        return Path("/sys")
+    pytest.skip("no unwritable folder here")
+
+
+def _outputs(small: dict[str, str], target: str) -> list[list[str]]:
+    """Every command that writes a file, writing to `target`."""
+    return [
+        ["score", "-c", small["cands"], "-r", small["refs"], "-o", target],
+        ["show", "-c", "a cat", "-r", "a dog", "-f", target],
+        ["baseline", "--corpus", small["cands"], "--pairs", "1", "-o", target],
+    ]
+
+
+@pytest.mark.parametrize("where", ["missing folder", "a folder", "read-only folder", "under a file"])
+def test_unwritable_outputs_are_one_line_before_any_model(
+    capsys, no_model, small: dict[str, str], tmp_path: Path, unwritable: Path, where: str
+) -> None:
+    target = {
+        "missing folder": tmp_path / "no-such-folder" / "out.png",
+        "a folder": tmp_path,
+        "read-only folder": unwritable / "out.png",
+        "under a file": Path(small["refs"]) / "out.png",
+    }[where]
+    for command in _outputs(small, str(target)):
+        line = one_line_error(capsys, *command, "-m", MINILM)
+        assert f"cannot write {target}" in line, line
+
+
+def test_score_output_is_written_only_after_scoring(capsys, small: dict[str, str], tmp_path: Path) -> None:
+    """A mistake found while setting up leaves an existing output file as it was."""
+    target = tmp_path / "kept.txt"
+    target.write_text("old\n")
+    one_line_error(
+        capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM, "-l", "99", "-o", str(target)
+    )
+    assert target.read_text() == "old\n"
+
+
+def test_standard_input_only_once(capsys, monkeypatch, no_model, small: dict[str, str]) -> None:
+    feed_stdin(monkeypatch, b"a\nb\nc\n")
+    line = one_line_error(capsys, "score", "-c", "-", "-r", "-", "-m", MINILM)
+    assert "standard input" in line and "only once" in line
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", "-", "-", "-m", MINILM)
+    assert "standard input" in line and "only once" in line
+
+
+def test_standard_input_errors_name_it(capsys, monkeypatch, no_model, small: dict[str, str]) -> None:
+    feed_stdin(monkeypatch, b"")
+    line = one_line_error(capsys, "score", "-c", "-", "-r", small["refs"], "-m", MINILM)
+    assert "candidate file - (standard input) is empty" in line
+    feed_stdin(monkeypatch, b"ok\n\xff\xfe\n")
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", "-", "-m", MINILM)
+    assert "reference file - (standard input) is not UTF-8 text" in line and "byte 3" in line
+
+
+# -- errors: the rest of the sweep ---------------------------------------------------------------------------
+
+
+SWEEP = [
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-b", "-3"], ["--batch-size", "at least 1", "got -3"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "-1"], ["-l/--num-layers", "0 or more", "got -1"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "99"], ["between 0 and 6", "got 99"]),
+    (["score", "-c", "{latin1}", "-r", "{refs}", "-m", MINILM], ["latin1.txt is not UTF-8 text", "byte 3"]),
+    (["score", "-c", "{folder}", "-r", "{refs}", "-m", MINILM], ["candidate file", "is not a file"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", "{folder}", "-l", "2"], ["cannot set up", "config.json"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"],
+     ["No rescale baseline", "'xx'", "--baseline-path baseline.tsv"]),
+    (["show", "-c", "caf\udce9", "-r", "a cafe", "-f", "{png}", "-m", MINILM],
+     ["candidate text (-c)", "not UTF-8", "0xe9"]),
+    (["show", "-c", " ", "-r", "a cafe", "-f", "{png}", "-m", MINILM], ["non-blank"]),
+    (["baseline", "--corpus", "{cands}", "-m", MINILM, "--pairs", "0", "-o", "{out}"], ["--pairs", "at least 1"]),
+    (["baseline", "--corpus", "{cands}", "-m", MINILM, "--pairs", "1", "-b", "0", "-o", "{out}"],
+     ["--batch-size", "at least 1"]),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), SWEEP, ids=[" ".join(a for a in args if a != MINILM) for args, _ in SWEEP])
+def test_sweep_of_mistakes(capsys, small: dict[str, str], args: list[str], words: list[str]) -> None:
+    line = one_line_error(capsys, *(a.format(**small) for a in args))
+    for word in words:
+        assert word in line, (word, line)
+    assert not Path(small["out"]).exists() and not Path(small["png"]).exists()

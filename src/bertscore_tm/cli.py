@@ -7,53 +7,170 @@ Subcommands:
 * ``baseline``: a rescale baseline (``LAYER,P,R,F``) from random pairs of a monolingual corpus.
 
 User errors (a missing or empty file, files of different lengths, a model or baseline that is not on this
-machine, a bad setting) print one line, ``bertscore-tm: error: ...``, on stderr and exit with code 2.
-Input files, the model's presence and the baseline are checked before any model is loaded.
+machine, a bad setting, an unusable device, an output that cannot be written, any of the library's
+`bertscore_tm.errors.BERTScoreError`) print one line, ``bertscore-tm: error: ...``, on stderr and exit with
+code 2. Input files, output paths, the device, the model's presence and weights files and the baseline are
+checked before any model is loaded. A file argument of ``-`` is standard input (one of them at most).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
 import sys
+import tempfile
 import warnings
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from bertscore_tm.errors import BERTScoreError
+
 PROG = "bertscore-tm"
+STDIN = "-"
 _DTYPES = ("float32", "bfloat16", "float16")
 
 
 class UsageError(Exception):
-    """A problem with what the user asked for: reported in one line, exit code 2."""
+    """A problem with what the user asked for, in the command line's terms: reported in one line, exit code 2."""
 
 
 # -- input files ---------------------------------------------------------------------------------------------
 
 
 def read_lines(path: str, what: str) -> list[str]:
-    """The lines of a UTF-8 text file (\\n, \\r\\n or \\r endings), checked to exist and hold at least one."""
+    """The lines of a UTF-8 text file, or of standard input for ``-`` (\\n, \\r\\n or \\r endings), checked to
+    hold at least one."""
+    text = _read_stdin(what) if path == STDIN else _read_file(path, what)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    if not lines:
+        raise UsageError(f"{_input_name(path, what)} is empty")
+    return lines
+
+
+def _input_name(path: str, what: str) -> str:
+    """How messages name an input: ``candidate file x.txt``, or ``candidate file - (standard input)``."""
+    return f"{what} file {path}" + (" (standard input)" if path == STDIN else "")
+
+
+def _read_file(path: str, what: str) -> str:
+    """A file's text, checked to exist and to be UTF-8; universal newlines, like iterating over the file."""
     file = Path(path).expanduser()
     if not file.exists():
         raise UsageError(f"{what} file {path} does not exist")
     if not file.is_file():
         raise UsageError(f"{what} file {path} is not a file")
     try:
-        with file.open(encoding="utf-8") as fh:  # universal newlines, like iterating over the file
-            text = fh.read()
+        with file.open(encoding="utf-8") as fh:
+            return fh.read()
     except UnicodeDecodeError as err:
         raise UsageError(f"{what} file {path} is not UTF-8 text ({err.reason} at byte {err.start})") from None
     except OSError as err:
         raise UsageError(f"cannot read {what} file {path}: {err.strerror or err}") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline that ends the last line
-    if not lines:
-        raise UsageError(f"{what} file {path} is empty")
-    return lines
+
+
+def _read_stdin(what: str) -> str:
+    """Standard input read as bytes and decoded as UTF-8, as the files are (not in the locale's encoding,
+    which a pipe does not follow), with the same universal newlines."""
+    if sys.stdin is None:
+        raise UsageError(f"{_input_name(STDIN, what)}: this process has no standard input")
+    stream = getattr(sys.stdin, "buffer", None)
+    data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(f"{_input_name(STDIN, what)} is not UTF-8 text ({err.reason} at byte {err.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _stdin_at_most_once(paths: Sequence[str], flags: str) -> None:
+    """Standard input can be read once: a second ``-`` would silently get nothing."""
+    if sum(path == STDIN for path in paths) > 1:
+        raise UsageError(
+            f"standard input (-) can be read only once: give at most one of {flags} as -, the others as files"
+        )
+
+
+def _text_argument(text: str, what: str, flag: str) -> str:
+    """A text given on the command line, checked to be UTF-8: bytes that are not arrive as lone surrogates
+    (Python's surrogateescape), which no tokenizer accepts."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        code = ord(text[err.start])
+        what_it_is = f"the byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"a lone surrogate U+{code:04X}"
+        raise UsageError(
+            f"the {what} text ({flag}) is not UTF-8: it holds {what_it_is} at character {err.start}"
+        ) from None
+    return text
+
+
+# -- outputs -------------------------------------------------------------------------------------------------
+
+
+def _check_output(path: str, example: str) -> Path:
+    """The file an output option names, checked before any model loads: not a folder, in a folder that exists,
+    and writable (probed with a nameless temporary file, so nothing is left behind, and so that it holds for
+    root and read-only file systems too). Nothing is written to it until the results are there."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise UsageError(f"cannot write {path}: it is a folder; give a file name such as {target / example}")
+    folder = target.parent
+    if not folder.is_dir():
+        reason = f"{folder} is not a folder" if folder.exists() else f"the folder {folder} does not exist"
+        raise UsageError(f"cannot write {path}: {reason}")
+    if target.exists():
+        if not os.access(target, os.W_OK):
+            raise UsageError(f"cannot write {path}: permission denied")
+        return target
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as err:
+        raise UsageError(f"cannot write {path}: {err.strerror or _one_line(err)}") from None
+    return target
+
+
+def _image_target(path: str) -> tuple[Path, str]:
+    """The file `show -f` really writes and its format, checked before any model loads. As matplotlib's
+    savefig: the format is the extension, else ``savefig.format`` (png), whose extension is then added."""
+    import matplotlib
+
+    if Path(path).expanduser().is_dir():
+        _check_output(path, "similarity.png")  # says it is a folder
+    name = path
+    fmt = os.path.splitext(path)[1][1:]
+    if not fmt:
+        fmt = str(matplotlib.rcParams["savefig.format"])
+        name = path.rstrip(".") + "." + fmt
+    _check_image_format(name, fmt.lower())
+    return _check_output(name, "similarity.png"), fmt.lower()
+
+
+def _check_image_format(name: str, fmt: str) -> None:
+    """Fail early on a format matplotlib cannot write here: unknown to it, or needing what this machine lacks
+    (pgf needs a TeX installation; some formats need a Pillow built with their codec). A tiny figure with a
+    text is drawn in that format, in memory, which is what the real picture needs."""
+    from matplotlib.backend_bases import FigureCanvasBase
+    from matplotlib.figure import Figure
+
+    known = sorted(FigureCanvasBase.get_supported_filetypes())
+    advice = "use .png (or one of " + ", ".join(known) + ")"
+    if fmt not in known:
+        raise UsageError(f"cannot write {name}: matplotlib writes no '{fmt}' images; {advice}")
+    probe = Figure(figsize=(1, 1))
+    probe.text(0.5, 0.5, "x")
+    try:
+        probe.savefig(io.BytesIO(), format=fmt)
+    except Exception as err:  # noqa: BLE001 - each format fails in its own way; any failure here is the user's to fix
+        raise UsageError(
+            f"cannot write {name}: matplotlib cannot write {fmt} on this machine ({_one_line(err)}); {advice}"
+        ) from None
 
 
 def _dtype(name: str) -> Any:
@@ -63,71 +180,217 @@ def _dtype(name: str) -> Any:
 
 
 def _device(name: str | None) -> str:
-    """The device to run on: as asked (checked to exist), else cuda if available, else cpu."""
+    """The device to run on: as asked, checked to hold tensors here (before any model loads), else cuda if
+    available, else cpu."""
     import torch
 
     if name is None:
         return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        device = torch.device(name)
-    except (RuntimeError, ValueError) as err:
-        raise UsageError(f"--device {name} is not a torch device ({_one_line(err)})") from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that some names ('mkldnn') are going away
+        try:
+            device = torch.device(name)
+        except (RuntimeError, ValueError) as err:
+            raise UsageError(f"--device {name} is not a torch device ({_one_line(err)})") from None
+    if device.type == "meta":
+        raise UsageError(
+            f"--device {name}: meta tensors have shapes but no values, so nothing can be scored there; "
+            f"use {_usable_devices()}"
+        )
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UsageError(f"--device {name}: CUDA is not available on this machine (torch {torch.__version__})")
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
         raise UsageError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    if device.type != "cpu":
+        try:
+            torch.empty(1, device=device)
+        except Exception:  # noqa: BLE001 - backends refuse in their own ways (RuntimeError, NotImplementedError, ...)
+            raise UsageError(
+                f"--device {name} is not available on this machine (torch {torch.__version__} cannot put a tensor "
+                f"there); use {_usable_devices()}"
+            ) from None
     return name
+
+
+def _usable_devices() -> str:
+    import torch
+
+    return "cpu or cuda" if torch.cuda.is_available() else "cpu (this machine has no CUDA device)"
 
 
 def _make_metric(**kwargs: Any) -> Any:
     """A BERTScore metric; a bad setting (layer out of range, unreadable model or baseline) is a user error."""
-    from bertscore_tm.errors import BaselineNotFoundError, ModelNotFoundError
     from bertscore_tm.metric import BERTScore
 
-    if kwargs.get("batch_size") is not None and kwargs["batch_size"] < 1:
-        raise UsageError(f"--batch-size must be at least 1, got {kwargs['batch_size']}")
     try:
         return BERTScore(**kwargs)
-    except (ModelNotFoundError, BaselineNotFoundError):
-        raise
+    except BERTScoreError:
+        raise  # reported with a hint from its fields
     except (ValueError, TypeError, OSError) as err:
-        message = _one_line(err).replace("pass num_layers=<int>", "pass -l N")
-        raise UsageError(f"cannot set up {kwargs.get('model_name_or_path')}: {message}") from None
+        raise UsageError(f"cannot set up {kwargs.get('model_name_or_path')}: {_one_line(err)}") from None
+    except Exception as err:
+        if not isinstance(err, _weights_read_errors()):
+            raise
+        folder = _model_folder(str(kwargs["model_name_or_path"]))
+        raise UsageError(
+            f"cannot read the weights of the model in {folder} ({', '.join(str(f) for f in _weights_files(folder))}): "
+            f"{_one_line(err)}; the files are damaged: download the model again"
+        ) from None
+
+
+def _check_run_options(args: argparse.Namespace) -> None:
+    """The numeric options, in their own terms, before anything is loaded."""
+    if getattr(args, "batch_size", None) is not None and args.batch_size < 1:
+        raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if getattr(args, "num_layers", None) is not None and args.num_layers < 0:
+        raise UsageError(f"-l/--num-layers must be 0 or more (0 = the embeddings), got {args.num_layers}")
 
 
 def _model_name(args: argparse.Namespace) -> str:
-    """The model asked for (or the language's default), checked to be on this machine before anything loads."""
-    from bertscore_tm.loading import resolve_model_path
+    """The model asked for (or the language's default), checked to be on this machine, with weights files
+    that are whole, before anything loads."""
     from bertscore_tm.registry import default_model
 
     name = args.model if args.model is not None else default_model(args.lang)
-    resolve_model_path(name)  # ModelNotFoundError first, before any other complaint about the model
+    _check_weights(_model_folder(name))  # ModelNotFoundError first, before any other complaint about the model
     return name
+
+
+def _model_folder(name: str) -> Path:
+    """The model's folder on this machine; ModelNotFoundError (from bertscore_tm.errors) otherwise."""
+    from bertscore_tm.loading import resolve_model_path
+
+    return resolve_model_path(name)
 
 
 def _check_baseline(args: argparse.Namespace, model_name: str) -> None:
     """Fail before loading any model when rescaling is asked for and the baseline is not there."""
     if args.baseline_path is not None:
         args.rescale_with_baseline = True  # a baseline file means: rescale with it
-    if args.rescale_with_baseline:
-        from bertscore_tm.baselines import find_baseline
+    if not args.rescale_with_baseline:
+        return
+    from bertscore_tm.baselines import find_baseline
 
-        find_baseline(args.lang, model_name, args.baseline_path)
+    find_baseline(args.lang, model_name, args.baseline_path)
+
+
+def _check_layer(args: argparse.Namespace, model_name: str) -> None:
+    """A model without a tuned default layer needs -l: said in the command line's terms, before loading it."""
+    from bertscore_tm.registry import is_known_model
+
+    if args.num_layers is None and not is_known_model(model_name):
+        raise UsageError(
+            f"no default layer is known for {model_name}: pass -l N (0 = the embeddings, up to the model's depth; "
+            "configs/models.json lists the models with a tuned default layer)"
+        )
 
 
 def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
-    """The metric `score` and `show` use: model, layer, language, rescaling and device from the command line."""
+    """The metric `score` and `show` use: model, layer, language, rescaling and device from the command line,
+    each checked before the model loads."""
+    _check_run_options(args)
     model_name = _model_name(args)
+    _check_layer(args, model_name)
     _check_baseline(args, model_name)
+    device = _device(args.device)
     return _make_metric(
         model_name_or_path=model_name,
         num_layers=args.num_layers,
         lang=args.lang,
         rescale_with_baseline=args.rescale_with_baseline,
         baseline_path=args.baseline_path,
-        device=_device(args.device),
+        device=device,
         **extra,
     )
+
+
+# -- weights files: whole, before the model loads --------------------------------------------------------------
+
+#: What transformers reads from a model folder, in its order of preference: one file, or an index of shards.
+_WEIGHTS = (
+    ("model.safetensors", "model.safetensors.index.json"),
+    ("pytorch_model.bin", "pytorch_model.bin.index.json"),
+)
+
+
+def _weights_files(folder: Path) -> list[Path]:
+    """The weights files transformers will read from `folder` (none: transformers then says what is missing)."""
+    for single, index in _WEIGHTS:
+        if (folder / single).is_file():
+            return [folder / single]
+        if (folder / index).is_file():
+            try:
+                shards = json.loads((folder / index).read_text(encoding="utf-8"))["weight_map"].values()
+                return [folder / str(shard) for shard in sorted(set(shards))]
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+                raise UsageError(
+                    f"the weights index {folder / index} is damaged ({_one_line(err)}): download the model again"
+                ) from None
+    return []
+
+
+def _check_weights(folder: Path) -> None:
+    """A cut-short or empty weights file is found from its structure (headers, sizes), without loading it, and
+    reported naming the file instead of the loader's traceback."""
+    for file in _weights_files(folder):
+        problem = _weights_problem(file)
+        if problem is not None:
+            raise UsageError(
+                f"the weights file {file} {problem}: the model folder is damaged or incomplete; "
+                "download the model again"
+            )
+
+
+def _weights_problem(file: Path) -> str | None:
+    if not file.is_file():
+        return "is missing"
+    size = file.stat().st_size
+    if size == 0:
+        return "is empty"
+    if file.name.endswith(".safetensors"):
+        return _safetensors_problem(file, size)
+    return _torch_zip_problem(file)
+
+
+def _safetensors_problem(file: Path, size: int) -> str | None:
+    """A safetensors file is an 8-byte header length, a JSON header, then the tensors at the offsets it gives."""
+    with file.open("rb") as fh:
+        head = fh.read(8)
+        header_size = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if not 0 < header_size <= size - 8:
+            return f"is cut short or not a safetensors file (its header does not fit in its {size} bytes)"
+        try:
+            header = json.loads(fh.read(header_size))
+            end = max((int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"), default=0)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            return "has a damaged header"
+    if 8 + header_size + end > size:
+        return f"is cut short: it has {size} bytes, its header describes {8 + header_size + end}"
+    return None
+
+
+def _torch_zip_problem(file: Path) -> str | None:
+    """torch.save's format is a zip archive, whose directory is at its end: a cut-short file has none. (The
+    pre-1.6 pickle format has nothing this cheap to check.)"""
+    with file.open("rb") as fh:
+        magic = fh.read(4)
+    if magic == b"PK\x03\x04" and not zipfile.is_zipfile(file):
+        return "is cut short (its zip directory is missing)"
+    return None
+
+
+def _weights_read_errors() -> tuple[type[BaseException], ...]:
+    """What the weights readers raise for a damaged file that passed the structural check."""
+    import pickle
+
+    errors: list[type[BaseException]] = [pickle.UnpicklingError, EOFError, zipfile.BadZipFile]
+    try:
+        from safetensors import SafetensorError
+    except ImportError:
+        pass
+    else:
+        errors.append(SafetensorError)
+    return tuple(errors)
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -141,17 +404,20 @@ def _progress(args: argparse.Namespace) -> bool:
 
 
 def _score(args: argparse.Namespace, out: TextIO) -> int:
+    _stdin_at_most_once([args.cand, *args.ref], "-c/-r")
     cands = read_lines(args.cand, "candidate")
     groups: list[list[str]] = []
     for path in args.ref:
         refs = read_lines(path, "reference")
         if len(refs) != len(cands):
             raise UsageError(
-                f"reference file {path} has {_lines(len(refs))} but candidate file {args.cand} has {_lines(len(cands))}: "
-                "line i of every reference file is a reference for line i of the candidate file"
+                f"{_input_name(path, 'reference')} has {_lines(len(refs))} but {_input_name(args.cand, 'candidate')} "
+                f"has {_lines(len(cands))}: line i of every reference file is a reference for line i of the "
+                "candidate file"
             )
         groups.append(refs)
     targets: list[str] | list[list[str]] = groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups)]
+    target = _check_output(args.output, "scores.txt") if args.output is not None else None
 
     metric = _rescalable_metric(
         args,
@@ -163,14 +429,25 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
     metric.update(cands, targets)
     scores = metric.compute_scores()
     p, r, f = (x.double().cpu().tolist() for x in scores.as_tuple())
+    report = _report(args, metric, p, r, f, len(groups))
+    if target is None:
+        out.write(report)
+    else:
+        _write(target, args.output, report)
+    return 0
+
+
+def _report(
+    args: argparse.Namespace, metric: Any, p: list[float], r: list[float], f: list[float], refs_per_cand: int
+) -> str:
+    """What `score` prints, in the --format asked for."""
     means = [math.fsum(x) / len(x) for x in (p, r, f)]
     code = metric.hash_code
-
+    lines: list[str] = []
     if args.format == "text":
-        out.write(f"{code} P: {means[0]:.6f} R: {means[1]:.6f} F1: {means[2]:.6f}\n")
+        lines.append(f"{code} P: {means[0]:.6f} R: {means[1]:.6f} F1: {means[2]:.6f}")
         if args.seg_level:
-            for row in zip(p, r, f):
-                out.write("\t".join(f"{x:.6f}" for x in row) + "\n")
+            lines.extend("\t".join(f"{x:.6f}" for x in row) for row in zip(p, r, f))
     elif args.format == "json":
         doc: dict[str, Any] = {
             "hash": code,
@@ -178,24 +455,32 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
             "num_layers": metric.num_layers,
             "idf": args.idf,
             "rescaled": args.rescale_with_baseline,
-            "pairs": len(cands),
-            "references_per_candidate": len(groups),
+            "pairs": len(p),
+            "references_per_candidate": refs_per_cand,
             "precision": _num(means[0]),
             "recall": _num(means[1]),
             "f1": _num(means[2]),
         }
         if args.seg_level:
             doc["segments"] = [{"precision": _num(a), "recall": _num(b), "f1": _num(c)} for a, b, c in zip(p, r, f)]
-        out.write(json.dumps(doc, indent=2) + "\n")
-    else:  # tsv
-        if args.seg_level:
-            out.write("line\tP\tR\tF1\n")
-            for n, row in enumerate(zip(p, r, f), start=1):
-                out.write(f"{n}\t" + "\t".join(repr(x) for x in row) + "\n")
-        else:
-            out.write("hash\tP\tR\tF1\n")
-            out.write(f"{code}\t" + "\t".join(repr(x) for x in means) + "\n")
-    return 0
+        lines.append(json.dumps(doc, indent=2))
+    elif args.seg_level:  # tsv, one row per pair: the hash and the means stay, as comment lines before the table
+        lines.append(f"# hash\t{code}")
+        lines.append("# mean\t" + "\t".join(repr(x) for x in means))
+        lines.append("line\tP\tR\tF1")
+        lines.extend(f"{n}\t" + "\t".join(repr(x) for x in row) for n, row in enumerate(zip(p, r, f), start=1))
+    else:
+        lines.append("hash\tP\tR\tF1")
+        lines.append(f"{code}\t" + "\t".join(repr(x) for x in means))
+    return "".join(line + "\n" for line in lines)
+
+
+def _write(target: Path, name: str, text: str) -> None:
+    """Write a result file (checked to be writable before the scoring; this catches what changed since)."""
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"cannot write {name}: {err.strerror or _one_line(err)}") from None
 
 
 def _lines(n: int) -> str:
@@ -217,16 +502,16 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("show needs matplotlib: pip install 'bertscore-tm[plot]' (or pip install matplotlib)") from None
     if not args.cand.strip() or not args.ref.strip():
         raise UsageError("show needs a non-blank candidate (-c) and reference (-r) text")
-    target = Path(args.file).expanduser()
-    if target.parent and not target.parent.is_dir():
-        raise UsageError(f"cannot write {args.file}: the folder {target.parent} does not exist")
+    cand = _text_argument(args.cand, "candidate", "-c")
+    ref = _text_argument(args.ref, "reference", "-r")
+    target, fmt = _image_target(args.file)
     metric = _rescalable_metric(args)
     from bertscore_tm.plotting import plot_similarity
 
     try:
-        scores = plot_similarity(metric, args.cand, args.ref, target)
+        scores = plot_similarity(metric, cand, ref, target, format=fmt)
     except OSError as err:
-        raise UsageError(f"cannot write {args.file}: {err.strerror or _one_line(err)}") from None
+        raise UsageError(f"cannot write {target}: {err.strerror or _one_line(err)}") from None
     out.write(f"{scores.hash_code} P: {scores.precision:.6f} R: {scores.recall:.6f} F1: {scores.f1:.6f}\n")
     out.write(f"Saved the similarity matrix to {target}\n")
     return 0
@@ -239,18 +524,18 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
     lines = read_lines(args.corpus, "corpus")
     if args.pairs < 1:
         raise UsageError(f"--pairs must be at least 1, got {args.pairs}")
+    _check_run_options(args)
     from bertscore_tm.baseline_building import distinct_lines
 
     distinct = len(distinct_lines(lines))
     if distinct < 2 * args.pairs:
         raise UsageError(
-            f"corpus file {args.corpus} has {distinct} distinct non-blank lines, but --pairs {args.pairs} needs "
-            f"{2 * args.pairs} (each line is used at most once): use a larger corpus or fewer pairs"
+            f"{_input_name(args.corpus, 'corpus')} has {distinct} distinct non-blank lines, but --pairs {args.pairs} "
+            f"needs {2 * args.pairs} (each line is used at most once): use a larger corpus or fewer pairs"
         )
-    target = Path(args.output).expanduser()
-    if target.is_dir():
-        raise UsageError(f"cannot write {args.output}: it is a folder; give a file name such as {target / 'baseline.tsv'}")
+    target = _check_output(args.output, "baseline.tsv")
     model_name = _model_name(args)
+    device = _device(args.device)
 
     from bertscore_tm.baseline_building import layer_means, sample_pairs, write_baseline
 
@@ -260,7 +545,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
         all_layers=True,  # every layer is scored, so a model without a tabled default layer is fine
         lang=args.lang,
         batch_size=args.batch_size,
-        device=_device(args.device),
+        device=device,
         model_dtype=_dtype(args.dtype),
         verbose=_progress(args),
     )
@@ -326,15 +611,22 @@ def build_parser() -> argparse.ArgumentParser:
         "score", help="score candidate lines against reference lines",
         description="Score a file of candidates against one or more files of references, one text per line "
         "(line i of every reference file is a reference for candidate i; with several, the best counts). "
-        "Prints '<hash> P: .. R: .. F1: ..' (corpus means) and, with -s, one 'P<TAB>R<TAB>F1' line per candidate.",
+        "Prints '<hash> P: .. R: .. F1: ..' (corpus means) and, with -s, one 'P<TAB>R<TAB>F1' line per candidate. "
+        "A FILE of '-' is standard input (for one of -c/-r at most).",
     )
-    s.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line")
-    s.add_argument("-r", "--ref", required=True, nargs="+", metavar="FILE", help="references, one per line; several files give several references per candidate")
+    s.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line ('-': standard input)")
+    s.add_argument("-r", "--ref", required=True, nargs="+", metavar="FILE",
+                   help="references, one per line; several files give several references per candidate "
+                   "('-': standard input)")
     _add_model_options(s)
     s.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     _add_rescale_options(s)
     s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
-    s.add_argument("--format", choices=("text", "json", "tsv"), default="text", help="output format (default: text)")
+    s.add_argument("--format", choices=("text", "json", "tsv"), default="text",
+                   help="output format (default: text); tsv with -s starts with '# hash<TAB>CODE' and "
+                   "'# mean<TAB>P<TAB>R<TAB>F1' comment lines, then a 'line<TAB>P<TAB>R<TAB>F1' table")
+    s.add_argument("-o", "--output", default=None, metavar="FILE",
+                   help="write the results to FILE, once they are computed (default: standard output)")
     _add_run_options(s)
     s.set_defaults(run=_score)
 
@@ -342,11 +634,15 @@ def build_parser() -> argparse.ArgumentParser:
         "show", help="plot the token similarity matrix of one pair",
         description="Draw the cosine similarity of every candidate token with every reference token as a "
         "heatmap, values in the cells, P/R/F1 in the title (special tokens are hidden, as in bert-score's "
-        "plot_example). With rescaling, cells and scores are rescaled (cells with the F baseline).",
+        "plot_example). Past 40 tokens a side the cells carry no values and every k-th token is labelled, "
+        "in a picture of at most about 2400 pixels a side. With rescaling, cells and scores are rescaled "
+        "(cells with the F baseline).",
     )
     v.add_argument("-c", "--cand", required=True, metavar="TEXT", help="candidate text")
     v.add_argument("-r", "--ref", required=True, metavar="TEXT", help="reference text")
-    v.add_argument("-f", "--file", required=True, metavar="OUT.png", help="where to write the picture (format from the extension)")
+    v.add_argument("-f", "--file", required=True, metavar="OUT.png",
+                   help="where to write the picture; the format is the extension (png, svg, pdf, jpg, ...; "
+                   "none: png, with .png added)")
     _add_model_options(v)
     _add_rescale_options(v)
     _add_run_options(v, batch=False)
@@ -359,7 +655,8 @@ def build_parser() -> argparse.ArgumentParser:
         "P, R, F per layer as a LAYER,P,R,F file, usable with --baseline-path or, placed at "
         "baselines/LANG/MODEL.tsv, with --lang.",
     )
-    b.add_argument("--corpus", required=True, metavar="FILE", help="monolingual corpus, one sentence per line")
+    b.add_argument("--corpus", required=True, metavar="FILE",
+                   help="monolingual corpus, one sentence per line ('-': standard input)")
     _add_model_options(b, layers=False)
     b.add_argument("--pairs", type=int, default=1000, metavar="N", help="number of random pairs (default: 1000; needs 2N distinct lines)")
     b.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -375,13 +672,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: TextIO | None = None, line: str | None = None) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr if file is None else file)
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """UsageError, and the package's not-found errors (bertscore_tm.errors imports nothing heavy)."""
-    from bertscore_tm.errors import BaselineNotFoundError, ModelNotFoundError
-
-    return (UsageError, ModelNotFoundError, BaselineNotFoundError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -402,22 +692,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError):
             pass
         return 1
-    except Exception as err:  # noqa: BLE001 - user errors are reported in one line, anything else is a bug
-        if isinstance(err, _user_errors()):
-            print(f"{PROG}: error: {_one_line(err)}{_hint(err)}", file=sys.stderr)
-            return 2
-        raise
+    except (UsageError, BERTScoreError) as err:  # the user's to fix: one line; anything else is a bug
+        print(f"{PROG}: error: {_one_line(err)}{_hint(err)}", file=sys.stderr)
+        return 2
     finally:
         warnings.showwarning = previous
 
 
+#: The command line's name for each Python argument that the library's errors can name in their `argument`.
+_FLAGS = {
+    "preds": "-c/--cand",
+    "target": "-r/--ref",
+    "model_name_or_path": "-m/--model",
+    "num_layers": "-l/--num-layers",
+    "lang": "--lang",
+    "idf": "--idf",
+    "rescale_with_baseline": "--rescale-with-baseline",
+    "baseline_path": "--baseline-path",
+    "batch_size": "-b/--batch-size",
+    "device": "--device",
+    "model_dtype": "--dtype",
+    "verbose": "--progress",
+}
+#: What to do on the command line where the library's message ends with what to pass in Python.
+_ADVICE = {
+    "model_name_or_path": "-m /path/to/local/model (with -l N where the model has no tuned default layer)",
+    "rescale_with_baseline": "--baseline-path baseline.tsv, or leave out --rescale-with-baseline",
+}
+
+
 def _hint(err: BaseException) -> str:
-    """The command-line spelling of what the library's not-found messages say in Python terms."""
-    name = type(err).__name__
-    if name == "ModelNotFoundError":
-        return " On the command line: -m /path/to/local/model (with -l N where the model has no tuned default layer)."
-    if name == "BaselineNotFoundError" and "baseline_path=" in str(err):
-        return " On the command line: --baseline-path baseline.tsv, or leave out --rescale-with-baseline."
+    """The command-line spelling of the Python argument a library error names in its `argument` field: its
+    messages speak Python (``num_layers``, ``baseline_path=...``). Built from the field, never from the text."""
+    argument = getattr(err, "argument", None) if isinstance(err, BERTScoreError) else None
+    if argument in _ADVICE:
+        return f" On the command line: {_ADVICE[argument]}."
+    if argument in _FLAGS:
+        return f" On the command line, {argument} is {_FLAGS[argument]}."
     return ""
 
 
