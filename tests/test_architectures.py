@@ -209,7 +209,7 @@ def test_byte_level_bpe_adds_a_prefix_space_and_it_changes_scores(
     assert (with_prefix - without_prefix).abs().max() > 1e-3
 
     # bert-score under transformers 5 passes add_prefix_space=True to encode(), which the fast tokenizer
-    # ignores: its scores are those without the prefix space (REFERENCE.md: we add it, as intended).
+    # ignores: its scores are those without the prefix space (docs/semantics.md: we add it, as intended).
     _, _, ref_f = reference_score(CANDS, REFS, model_type=str(model_dir), num_layers=2, batch_size=1, device="cpu")
     torch.testing.assert_close(ref_f, without_prefix, rtol=0, atol=1e-5)
 
@@ -250,7 +250,7 @@ def test_matches_the_reference(tiny, ours, reference_score, family: str, num_lay
 
     The reference runs with batch_size=1: with several pairs in a batch it pads their similarity matrices
     with 0, so a token whose similarities are all negative (common in random tiny models) gets 0 instead
-    of its best similarity (REFERENCE.md: a batch-dependent bug we do not copy). One pair a batch has no
+    of its best similarity (docs/semantics.md: a batch-dependent bug we do not copy). One pair a batch has no
     padding, and the IDF weights still come from all references.
     """
     needs_tokenizer(family)

@@ -7,12 +7,14 @@
 - A Lightning `Trainer` (CPU, one process, and two DDP processes) logs the exact corpus BERTScore once per
   epoch to TensorBoard, both as a logged Metric object and as a dict through `log_dict`.
 
+The module, data and trainer are those of examples/lightning_example.py (loaded from there, not copied).
 This file is also the script that the DDP test runs (`python tests/test_lightning.py DIR PORT`): Lightning's
 "ddp" strategy starts the second rank by running the same command again.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -20,13 +22,10 @@ import signal
 import socket
 import subprocess
 import sys
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
-from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 import bertscore_tm
 from bertscore_tm import PACKAGED_MINILM, BERTScore
@@ -43,86 +42,35 @@ STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored"
           "indexes", "doc_freq", "num_refs")
 
 
-# -- the Lightning side: a tiny trainable model that logs BERTScore of text pairs ---------------------------
+# -- the Lightning side: the module, data and trainer of examples/lightning_example.py -----------------------
 
 
-class PairDataset(Dataset):
-    """Candidate/reference text pairs with their dataset index."""
+def _load_example():
+    """examples/lightning_example.py as a module: the tests train the documented example itself."""
+    spec = importlib.util.spec_from_file_location("lightning_example", HERE.parents[1] / "examples" / "lightning_example.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    def __init__(self, cands: list[str], refs: list[str]) -> None:
-        self.cands, self.refs = cands, refs
 
-    def __len__(self) -> int:
-        return len(self.cands)
-
-    def __getitem__(self, i: int) -> dict:
-        return {"pred": self.cands[i], "target": self.refs[i], "index": i}
+example = _load_example()
 
 
 def _lightning_module(use_indexes: bool):
-    import lightning as L
-
-    class TinyModule(L.LightningModule):
-        def __init__(self) -> None:
-            super().__init__()
-            self.layer = nn.Linear(4, 1)
-            # logged as a Metric object: Lightning computes it at epoch end, logs it and resets it
-            self.val_metric = BERTScore(model_name_or_path=PACKAGED_MINILM, num_layers=LAYER, reduction="mean", output="f1")
-            # the dict form: computed, logged with log_dict and reset in on_validation_epoch_end
-            self.val_scores = BERTScore(model_name_or_path=PACKAGED_MINILM, num_layers=LAYER, reduction="mean")
-
-        def training_step(self, batch, batch_idx):
-            x, y = batch
-            loss = nn.functional.mse_loss(self.layer(x), y)
-            self.log("train/loss", loss)
-            return loss
-
-        def validation_step(self, batch, batch_idx):
-            preds, target = batch["pred"], batch["target"]
-            # with DDP the DistributedSampler repeats pairs to even out the ranks: indexes drop the repeats
-            extra = {"indexes": batch["index"]} if use_indexes else {}
-            self.val_metric.update(preds, target, **extra)
-            self.log("val/bertscore_f1", self.val_metric, on_step=False, on_epoch=True, batch_size=len(preds))
-            self.val_scores.update(preds, target, **extra)
-
-        def on_validation_epoch_end(self):
-            scores = self.val_scores.compute()
-            self.log_dict({f"val/bertscore_{name}": value for name, value in scores.items()})
-            self.val_scores.reset()
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.1)
-
-    return TinyModule()
-
-
-def _loaders(cands: list[str], refs: list[str]) -> tuple[DataLoader, DataLoader]:
-    gen = torch.Generator().manual_seed(0)
-    train = TensorDataset(torch.randn(16, 4, generator=gen), torch.randn(16, 1, generator=gen))
-    return DataLoader(train, batch_size=4), DataLoader(PairDataset(cands, refs), batch_size=4)
-
-
-def _trainer(log_dir: str, **kwargs):
-    import lightning as L
-    from lightning.pytorch.loggers import TensorBoardLogger
-
-    return L.Trainer(
-        max_epochs=2,
-        accelerator="cpu",
-        logger=TensorBoardLogger(log_dir, name="", version="run"),
-        num_sanity_val_steps=0,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        log_every_n_steps=1,
-        **kwargs,
-    )
+    return example.TinyModel(use_indexes=use_indexes)
 
 
 def _val_pairs() -> tuple[list[str], list[str]]:
     """21 validation pairs: an odd number, so that two DDP ranks need a padded repeat."""
     read = lambda name: (WMT / f"{name}.txt").read_text(encoding="utf-8").splitlines()  # noqa: E731
     return read("hyps") + read("hyps_long")[100:111], read("refs") + read("refs_long")[100:111]
+
+
+def _fit(module, log_dir: str, cands: list[str], refs: list[str], devices: int = 1):
+    trainer = example.make_trainer(log_dir, devices=devices)
+    trainer.fit(module, *example.loaders(list(zip(cands, refs))))
+    return trainer
 
 
 def _read_scalars(log_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
@@ -137,16 +85,11 @@ def _read_scalars(log_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
 
 def _ddp_main(log_dir: str) -> None:
     """One rank of the DDP run (Lightning starts the other with the same command line)."""
-    from lightning.pytorch.strategies import DDPStrategy
-
     torch.set_num_threads(1)
     module = _lightning_module(use_indexes=True)
-    train, val = _loaders(*_val_pairs())
-    strategy = DDPStrategy(process_group_backend="gloo", timeout=timedelta(seconds=120))
-    trainer = _trainer(log_dir, devices=2, strategy=strategy)
-    trainer.fit(module, train, val)
+    trainer = _fit(module, log_dir, *_val_pairs(), devices=2)
     rank = trainer.global_rank
-    seen = {"rank": rank, "world": trainer.world_size, "rows": module.val_metric.embedder.rows_embedded}
+    seen = {"rank": rank, "world": trainer.world_size, "rows": module.val_f1.embedder.rows_embedded}
     (Path(log_dir) / f"rank{rank}.json").write_text(json.dumps(seen))
 
 
@@ -279,7 +222,7 @@ def test_state_dict_round_trip_mid_epoch(reference_idf, scorer):
 
 def test_model_never_in_state_dict_nor_trained():
     module = _lightning_module(use_indexes=False)
-    metric = module.val_metric
+    metric = module.val_f1
     weights = dict(metric.embedder.model.named_parameters())
     assert weights and not any(p.requires_grad for p in weights.values())
     own = {"layer.weight", "layer.bias"}
@@ -287,9 +230,9 @@ def test_model_never_in_state_dict_nor_trained():
     assert {name for name, _ in module.named_parameters()} == own
     assert len(list(module.parameters())) == 2
     assert not list(metric.parameters()) and not list(metric.buffers())
-    module.val_metric.persistent(True)
+    module.val_f1.persistent(True)
     keys = set(module.state_dict())
-    assert keys == own | {f"val_metric.{s}" for s in STATES}
+    assert keys == own | {f"val_f1.{s}" for s in STATES}
     model_ids = {id(p) for p in weights.values()}
     assert not any(id(v) in model_ids for v in module.state_dict(keep_vars=True).values() if isinstance(v, torch.Tensor))
 
@@ -301,13 +244,13 @@ def test_model_follows_the_module_to_its_device():
         if device.type == "cuda":
             module = _lightning_module(use_indexes=False)
         module.to(device)
-        for metric in (module.val_metric, module.val_scores):
+        for metric in (module.val_f1, module.val_bertscore):
             assert metric.device == device
             assert metric.embedder.device == device
             assert all(p.device == device for p in metric.embedder.model.parameters())
     if torch.cuda.is_available():  # and it scores there
-        module.val_metric.update(["a cat sat on the mat"], ["the cat sat on a mat"])
-        assert module.val_metric.compute().device.type == "cuda"
+        module.val_f1.update(["a cat sat on the mat"], ["the cat sat on a mat"])
+        assert module.val_f1.compute().device.type == "cuda"
 
 
 # -- Lightning -------------------------------------------------------------------------------------------------
@@ -326,15 +269,14 @@ def _check_logged(scalars: dict, reference_val: dict) -> None:
 
 def test_lightning_single_process_logs_exact_epoch_f1(pairs, reference_val, tmp_path):
     module = _lightning_module(use_indexes=False)
-    frozen = {k: v.clone() for k, v in module.val_metric.embedder.model.state_dict().items()}
+    frozen = {k: v.clone() for k, v in module.val_f1.embedder.model.state_dict().items()}
     trained = module.layer.weight.detach().clone()
-    train, val = _loaders(*pairs)
-    _trainer(str(tmp_path), devices=1).fit(module, train, val)
+    _fit(module, str(tmp_path), *pairs)
     scalars = _read_scalars(tmp_path)
     _check_logged(scalars, reference_val)
     # the trainable layer learned, the embedding model did not move
     assert not torch.equal(module.layer.weight.detach(), trained)
-    after = module.val_metric.embedder.model.state_dict()
+    after = module.val_f1.embedder.model.state_dict()
     assert all(torch.equal(after[k], v) for k, v in frozen.items())
 
 

@@ -1,4 +1,4 @@
-"""The properties every correct BERTScore has (REFERENCE.md): symmetry, self-score 1, invariance to batch
+"""The properties every correct BERTScore has (docs/semantics.md): symmetry, self-score 1, invariance to batch
 size, to neighbouring pairs and to duplicates, and output in input order."""
 
 from __future__ import annotations
