@@ -329,6 +329,10 @@ def test_idf_weights_round_trip_through_json(minilm, held_out, tmp_path):
     loaded = {int(k): v for k, v in json.loads((tmp_path / "idf.json").read_text()).items()}
     again = BERTScore(model=model, tokenizer=tokenizer, num_layers=LAYER, idf=True, idf_weights=loaded)
     assert again.idf_weights() == weights
+    # the same weights, the same code; IDF over the references (the reference's `_idf`) has another one
+    assert "_L5_idf-custom-" in first.hash_code and again.hash_code == first.hash_code
+    over_refs = BERTScore(model=model, tokenizer=tokenizer, num_layers=LAYER, idf=True)
+    assert "_L5_idf_version=" in over_refs.hash_code
     assert_scores(run(again, cands, refs), run(first, cands, refs), 0.0)
 
 

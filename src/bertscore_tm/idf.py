@@ -11,6 +11,7 @@ The weights can also come from elsewhere, fixed when the metric is built: from a
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -82,6 +83,15 @@ def mapping_weights(weights: Mapping[int, float], vocab_size: int) -> Tensor:
         )
     table[ids] = torch.tensor([float(w) for w in weights.values()], dtype=torch.float64)
     return table
+
+
+def table_digest(table: Tensor) -> str:
+    """Eight hex digits naming a weight table (for the hash code): equal tables, equal digests.
+
+    >>> table_digest(torch.tensor([0.5, 1.5], dtype=torch.float64)) == table_digest(torch.tensor([0.5, 1.5]).double())
+    True
+    """
+    return hashlib.sha1(table.to(torch.float64).cpu().numpy().tobytes()).hexdigest()[:8]
 
 
 def unknown_ids(table: Tensor, ids: Tensor) -> list[int]:

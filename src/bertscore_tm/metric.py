@@ -25,7 +25,7 @@ from bertscore_tm.embedding import Embedder, TokenTexts
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.hashcode import hash_code
 from bertscore_tm.idf import (
-    corpus_weights, document_frequency, idf_weights, mapping_weights, plain_weights, unknown_ids,
+    corpus_weights, document_frequency, idf_weights, mapping_weights, plain_weights, table_digest, unknown_ids,
 )
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
 from bertscore_tm.loading import load_encoder, resolve_model_path
@@ -217,6 +217,7 @@ class BERTScore(Metric):
         self.hash_code = hash_code(
             self.model_name, self.num_layers, idf, rescale_with_baseline, custom_baseline=baseline_path is not None,
             fast_tokenizer=self._encoder.is_fast,
+            custom_idf=None if self._fixed_idf is None else table_digest(self._fixed_idf),
         )
 
         for name in ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes"):
