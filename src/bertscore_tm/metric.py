@@ -168,7 +168,7 @@ class BERTScore(Metric):
         self.verbose = verbose
 
         #: Whether the model is the user's object (then compute() runs it where it is and never moves it).
-        self.user_model = model is not None
+        self.user_supplied = model is not None
         config: Any
         if model is None:
             if model_name_or_path is None:
@@ -418,7 +418,7 @@ class BERTScore(Metric):
     def _score_pending(self) -> None:
         """Embed and match the pairs no earlier compute() scored; keep their per-token best similarities."""
         device = self.device
-        if not self.user_model:  # clones share the loaded model: it goes where this one computes
+        if not self.user_supplied:  # clones share the loaded model: it goes where this one computes
             self._embedder.to(device)
         scored = _cat(self.scored, torch.bool, device)
         if scored.numel() == 0 or bool(scored.all()):
