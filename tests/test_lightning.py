@@ -6,8 +6,10 @@
 - The embedding model is never in a state_dict, never trained, and follows `.to(...)`.
 - A Lightning `Trainer` (CPU, one process, and two DDP processes) logs the exact corpus BERTScore once per
   epoch to TensorBoard, both as a logged Metric object and as a dict through `log_dict`.
+- A module that trains its own encoder scores with that very object (`BERTScore(model=..., tokenizer=...)`):
+  each epoch's value is that epoch's weights, and the metric adds nothing to the module's parameters.
 
-The module, data and trainer are those of examples/lightning_example.py (loaded from there, not copied).
+The modules, data and trainer are those of examples/lightning_example.py (loaded from there, not copied).
 This file is also the script that the DDP test runs (`python tests/test_lightning.py DIR PORT`): Lightning's
 "ddp" strategy starts the second rank by running the same command again.
 """
@@ -278,6 +280,34 @@ def test_lightning_single_process_logs_exact_epoch_f1(pairs, reference_val, tmp_
     assert not torch.equal(module.layer.weight.detach(), trained)
     after = module.val_f1.embedder.model.state_dict()
     assert all(torch.equal(after[k], v) for k, v in frozen.items())
+
+
+def test_lightning_module_scores_with_its_own_encoder_as_it_trains(pairs, tmp_path):
+    """examples/lightning_example.py's EncoderModel trains its own encoder and scores with that very object."""
+    module = example.EncoderModel()
+    encoder = module.encoder
+    own = {f"encoder.{n}" for n, _ in encoder.named_parameters()} | {"head.weight", "head.bias"}
+    assert {n for n, _ in module.named_parameters()} == own  # the metric adds nothing, the encoder is listed once
+    assert not any(k.startswith("val_f1.") for k in module.state_dict())
+    start = {n: p.detach().clone() for n, p in encoder.named_parameters()}
+    storage = {n: p.data_ptr() for n, p in encoder.named_parameters()}
+    cands, refs = pairs[0][:12], pairs[1][:12]  # three batches: enough to train, and quick
+    trainer = example.make_trainer(str(tmp_path))
+    trainer.fit(module, *example.text_loaders(list(zip(cands, refs, strict=True))))
+
+    logged = _read_scalars(tmp_path)["val/bertscore_f1"]
+    assert len(logged) == 2  # once per epoch
+    # the encoder trained (in place: the same storage, still trainable), and each epoch scored it as it was then
+    assert any(not torch.equal(p.detach(), start[n]) for n, p in encoder.named_parameters())
+    assert {n: p.data_ptr() for n, p in encoder.named_parameters()} == storage
+    assert all(p.requires_grad for p in encoder.parameters())
+    assert abs(logged[0][1] - logged[1][1]) > 1e-6
+    now = BERTScore(model=encoder, tokenizer=module.tokenizer, num_layers=LAYER, reduction="mean", output="f1")
+    now.update(cands, refs)
+    assert abs(float(now.compute()) - logged[1][1]) < 1e-6  # the last epoch: the final weights
+    before = BERTScore(PACKAGED_MINILM, num_layers=LAYER, reduction="mean", output="f1")
+    before.update(cands, refs)
+    assert abs(float(before.compute()) - logged[1][1]) > 1e-6  # not the packaged weights it started from
 
 
 def _free_port() -> int:

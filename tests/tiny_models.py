@@ -10,6 +10,11 @@ the family's model. Nothing is downloaded.
 
 `build_tiny_model(family, root)` writes one model under `root` and returns its directory; the directory
 name holds the family name (`tiny-t5` contains "t5", which the reference needs to pick `T5EncoderModel`).
+
+`MODERN` holds three newer encoders that the reference predates, built the same way: ModernBERT (rotary
+positions, a window of 8192 tokens, alternating global and local attention layers, a final norm), EuroBERT
+(rotary, 8192, a final RMS norm; its tokenizer knows no maximum length, so the window comes from the config) and
+DeBERTa-v3 (a deberta-v2 config with relative positions only, and a tokenizer that knows no maximum length).
 """
 
 from __future__ import annotations
@@ -162,6 +167,43 @@ def _deberta_v2_tokenizer(_: Path) -> Any:
     return DebertaV2Tokenizer(vocab=vocab, model_max_length=MAX_LENGTH)
 
 
+def _deberta_v3_tokenizer(_: Path) -> Any:
+    """As DeBERTa-v3's own: no model_max_length, so nothing but the model limits the length."""
+    from transformers import DebertaV2Tokenizer
+
+    vocab = _unigram(["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"], "[UNK]")
+    return DebertaV2Tokenizer(vocab=vocab)
+
+
+def _fast_bpe_tokenizer(first: str, last: str, specials: dict[str, str], **kwargs: Any) -> Any:
+    """A byte-level BPE `PreTrainedTokenizerFast` that wraps each text in `first ... last` (ModernBERT and
+    EuroBERT ship such generic fast tokenizers, not a class of their own)."""
+    from tokenizers import Tokenizer, decoders, pre_tokenizers, processors
+    from tokenizers.models import BPE
+    from transformers import PreTrainedTokenizerFast
+
+    vocab, merges = _byte_bpe(list(dict.fromkeys(specials.values())))
+    tok = Tokenizer(BPE(vocab=vocab, merges=merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{first} $A {last}", special_tokens=[(first, vocab[first]), (last, vocab[last])]
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=tok, **specials, **kwargs)
+
+
+def _modernbert_tokenizer(_: Path) -> Any:
+    specials = {"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]",
+                "mask_token": "[MASK]"}
+    return _fast_bpe_tokenizer("[CLS]", "[SEP]", specials, model_max_length=8192)
+
+
+def _eurobert_tokenizer(_: Path) -> Any:
+    specials = {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>", "pad_token": "<|pad|>",
+                "mask_token": "<|mask|>"}
+    return _fast_bpe_tokenizer("<|begin_of_text|>", "<|end_of_text|>", specials)
+
+
 def _t5_tokenizer(_: Path) -> Any:
     from transformers import T5Tokenizer
 
@@ -277,6 +319,40 @@ def _deberta_v2_config(vocab: int, depth: int) -> Any:
     )
 
 
+def _deberta_v3_config(vocab: int, depth: int) -> Any:
+    """DeBERTa-v3's settings: relative positions only (no absolute position table), 256 log buckets over 512."""
+    from transformers import DebertaV2Config
+
+    return DebertaV2Config(
+        vocab_size=vocab, hidden_size=HIDDEN, num_hidden_layers=depth, num_attention_heads=HEADS,
+        intermediate_size=FFN, max_position_embeddings=512, relative_attention=True, position_buckets=256,
+        max_relative_positions=-1, pos_att_type=["p2c", "c2p"], norm_rel_ebd="layer_norm",
+        position_biased_input=False, share_att_key=True, pad_token_id=0, type_vocab_size=0,
+    )
+
+
+def _modernbert_config(vocab: int, depth: int) -> Any:
+    """ModernBERT's layout: global attention every third layer, local (sliding window) attention between;
+    the window is 16 tokens here (128 in the real model) so that short test texts already go past it."""
+    from transformers import ModernBertConfig
+
+    return ModernBertConfig(
+        vocab_size=vocab, hidden_size=HIDDEN, num_hidden_layers=depth, num_attention_heads=HEADS,
+        intermediate_size=FFN, max_position_embeddings=8192, local_attention=16, pad_token_id=2,
+        cls_token_id=0, sep_token_id=1, bos_token_id=0, eos_token_id=1,
+    )
+
+
+def _eurobert_config(vocab: int, depth: int) -> Any:
+    from transformers import EuroBertConfig
+
+    return EuroBertConfig(
+        vocab_size=vocab, hidden_size=HIDDEN, num_hidden_layers=depth, num_attention_heads=HEADS,
+        num_key_value_heads=HEADS, intermediate_size=FFN, max_position_embeddings=8192, pad_token_id=2,
+        bos_token_id=0, eos_token_id=1, mask_token_id=3,
+    )
+
+
 def _bart_config(vocab: int, depth: int) -> Any:
     from transformers import BartConfig
 
@@ -310,6 +386,17 @@ FAMILIES: dict[str, Family] = {
         Family("deberta-v2", 3, _deberta_v2_config, _deberta_v2_tokenizer),
         Family("bart", 3, _bart_config, _roberta_tokenizer, encoder_decoder=True),
         Family("t5", 3, _t5_config, _t5_tokenizer, encoder_decoder=True),
+    )
+}
+
+
+#: Encoders newer than the reference (not in FAMILIES, which tests/test_architectures.py compares with it).
+MODERN: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("modernbert", 4, _modernbert_config, _modernbert_tokenizer),
+        Family("eurobert", 3, _eurobert_config, _eurobert_tokenizer),
+        Family("deberta-v3", 3, _deberta_v3_config, _deberta_v3_tokenizer),
     )
 }
 
@@ -359,7 +446,7 @@ def build_tiny_model(family: str, root: Path) -> Path:
     import torch
     from transformers import AutoModel
 
-    spec = FAMILIES[family]
+    spec = FAMILIES[family] if family in FAMILIES else MODERN[family]
     out = Path(root) / f"tiny-{family}"
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = spec.make_tokenizer(out)

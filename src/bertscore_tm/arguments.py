@@ -15,9 +15,10 @@ This module imports nothing heavy: torch only when a dtype or a device is checke
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, get_args
 
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
@@ -153,13 +154,120 @@ def device(name: str, value: object) -> None:
         ) from None
 
 
+def module(name: str, value: object) -> None:
+    """None, or a torch.nn.Module (a model object of the user's own)."""
+    if value is None:
+        return
+    import torch
+
+    if not isinstance(value, torch.nn.Module):
+        raise ArgumentTypeError(
+            f"{name} must be a torch.nn.Module (e.g. a transformers model) or None, got {_shown(value)}",
+            argument=name, expected="torch.nn.Module | None", value=value,
+        )
+
+
+def tokenizer_object(name: str, value: object) -> None:
+    """None, or a Hugging Face tokenizer object (transformers' PreTrainedTokenizerBase)."""
+    if value is None:
+        return
+    from transformers import PreTrainedTokenizerBase
+
+    if not isinstance(value, PreTrainedTokenizerBase):
+        raise ArgumentTypeError(
+            f"{name} must be a transformers tokenizer (e.g. AutoTokenizer.from_pretrained(...)) or None, got "
+            f"{_shown(value)}",
+            argument=name, expected="transformers.PreTrainedTokenizerBase | None", value=value,
+        )
+
+
+def function(name: str, value: object) -> None:
+    """None, or something callable."""
+    if value is not None and not callable(value):
+        raise ArgumentTypeError(
+            f"{name} must be a function or None, got {_shown(value)}", argument=name, expected="callable | None",
+            value=value,
+        )
+
+
+def texts(name: str, value: object) -> None:
+    """None, or a non-empty sequence of strings (a list, a tuple; not one string)."""
+    if value is None:
+        return
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ArgumentTypeError(
+            f"{name} must be a sequence of strings (e.g. a list of texts) or None, got {_shown(value)}",
+            argument=name, expected="Sequence[str] | None", value=value,
+        )
+    if len(value) == 0:
+        raise ArgumentValueError(
+            f"{name} is empty: pass at least one text (or leave it out)", argument=name,
+            allowed="a non-empty sequence of strings, or None", value=value,
+        )
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise ArgumentTypeError(
+                f"{name}[{i}] must be a string, got {_shown(item)}", argument=name, expected="str", value=item
+            )
+
+
+def _weight(name: str, where: str, weight: object) -> None:
+    if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+        raise ArgumentTypeError(
+            f"{name}{where} must be a number, got {_shown(weight)}", argument=name, expected="float", value=weight
+        )
+    if not math.isfinite(weight) or weight < 0:
+        raise ArgumentValueError(
+            f"{name}{where} must be a finite weight >= 0, got {weight}", argument=name,
+            allowed="finite numbers >= 0", value=weight,
+        )
+
+
+def weight_mapping(name: str, value: object) -> None:
+    """None, or a non-empty mapping token id (int >= 0) -> weight (a finite number >= 0); a defaultdict's
+    default weight is checked too."""
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise ArgumentTypeError(
+            f"{name} must be a mapping token id -> weight (e.g. metric.idf_weights() of another metric) or None, "
+            f"got {_shown(value)}",
+            argument=name, expected="Mapping[int, float] | None", value=value,
+        )
+    if len(value) == 0:
+        raise ArgumentValueError(
+            f"{name} is empty: pass a weight per token id (or leave it out)", argument=name,
+            allowed="a non-empty mapping token id -> weight, or None", value=value,
+        )
+    for token, weight in value.items():
+        if isinstance(token, bool) or not isinstance(token, numbers.Integral):
+            hint = " (JSON gives keys back as strings: convert them with int())" if isinstance(token, str) else ""
+            raise ArgumentTypeError(
+                f"{name} keys must be token ids (int), got {_shown(token)}{hint}", argument=name, expected="int",
+                value=token,
+            )
+        if token < 0:
+            raise ArgumentValueError(
+                f"{name} keys must be token ids >= 0, got {token}", argument=name, allowed="int >= 0", value=token
+            )
+        _weight(name, f"[{token}]", weight)
+    factory = getattr(value, "default_factory", None)
+    if callable(factory):
+        _weight(name, "'s default", factory())
+
+
 #: One rule per constructor argument of BERTScore (torchmetrics' own keyword arguments are left to it).
 RULES: dict[str, Rule] = {
     "model_name_or_path": path(optional=True),
+    "model": module,
+    "tokenizer": tokenizer_object,
+    "forward_fn": function,
     "num_layers": integer(0, optional=True, why=" (0 is the embedding layer)"),
     "all_layers": boolean,
     "lang": text(optional=True),
     "idf": boolean,
+    "idf_texts": texts,
+    "idf_weights": weight_mapping,
     "rescale_with_baseline": boolean,
     "baseline_path": path(optional=True),
     "batch_size": integer(1, optional=True),
@@ -175,10 +283,64 @@ RULES: dict[str, Rule] = {
 
 def _model_or_lang(arguments: Mapping[str, object]) -> None:
     both_given = "model_name_or_path" in arguments and "lang" in arguments
-    if both_given and arguments["model_name_or_path"] is None and arguments["lang"] is None:
+    no_object = arguments.get("model") is None
+    if both_given and no_object and arguments["model_name_or_path"] is None and arguments["lang"] is None:
         raise ArgumentValueError(
             "Pass model_name_or_path or lang (which picks the language's default model)",
             argument="model_name_or_path", allowed="a model, or lang", value=None, others=("lang",),
+        )
+
+
+def _one_model(arguments: Mapping[str, object]) -> None:
+    if arguments.get("model") is not None and arguments.get("model_name_or_path") is not None:
+        raise ArgumentValueError(
+            f"Pass model_name_or_path={str(arguments['model_name_or_path'])!r} or a model object (model=...), not "
+            "both: the metric scores with one model",
+            argument="model", allowed="None when model_name_or_path is given", value=arguments["model"],
+            others=("model_name_or_path",),
+        )
+
+
+def _model_with_tokenizer(arguments: Mapping[str, object]) -> None:
+    model, tokenizer = arguments.get("model"), arguments.get("tokenizer")
+    if model is not None and tokenizer is None:
+        raise ArgumentValueError(
+            "model= needs its tokenizer: pass tokenizer=<the model's tokenizer object> too (e.g. "
+            "AutoTokenizer.from_pretrained(...) of the same checkpoint)",
+            argument="tokenizer", allowed="a tokenizer object when model is given", value=None, others=("model",),
+        )
+    if tokenizer is not None and model is None:
+        raise ArgumentValueError(
+            "tokenizer= goes with model=: pass the model object too (a model from model_name_or_path brings its own "
+            "tokenizer)",
+            argument="tokenizer", allowed="None unless model is given", value=tokenizer, others=("model",),
+        )
+
+
+def _forward_fn_needs_model(arguments: Mapping[str, object]) -> None:
+    if arguments.get("forward_fn") is not None and arguments.get("model") is None:
+        raise ArgumentValueError(
+            "forward_fn runs a model object: pass model= and tokenizer= too (load the model yourself, e.g. "
+            "AutoModel.from_pretrained(path), to use forward_fn with a model on disk)",
+            argument="forward_fn", allowed="None unless model is given", value=arguments["forward_fn"],
+            others=("model",),
+        )
+
+
+def _idf_sources_need_idf(arguments: Mapping[str, object]) -> None:
+    given = [name for name in ("idf_texts", "idf_weights") if arguments.get(name) is not None]
+    if len(given) == 2:
+        raise ArgumentValueError(
+            "Pass idf_texts (a corpus to count document frequencies in) or idf_weights (weights already made), "
+            "not both",
+            argument="idf_weights", allowed="None when idf_texts is given", value=arguments["idf_weights"],
+            others=("idf_texts",),
+        )
+    if given and not arguments.get("idf"):
+        raise ArgumentValueError(
+            f"{given[0]} is given but idf is False, so it would be ignored: pass idf=True to weigh tokens with it, "
+            f"or leave out {given[0]}",
+            argument=given[0], allowed="None unless idf=True", value=arguments[given[0]], others=("idf",),
         )
 
 
@@ -203,6 +365,10 @@ def _baseline_path_needs_rescaling(arguments: Mapping[str, object]) -> None:
 #: Rules about arguments together, run after every argument passed its own rule.
 COMBINATIONS: tuple[Callable[[Mapping[str, object]], None], ...] = (
     _model_or_lang,
+    _one_model,
+    _model_with_tokenizer,
+    _forward_fn_needs_model,
+    _idf_sources_need_idf,
     _hash_needs_the_dict,
     _baseline_path_needs_rescaling,
 )

@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from bertscore_tm.user_model import UserModel
 
 
 @dataclass
@@ -56,16 +60,22 @@ def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: i
 
 
 class Embedder:
-    """Holds the frozen encoder (outside any module tree, so it never enters a state_dict) and embeds."""
+    """Holds the frozen encoder (outside any module tree, so it never enters a state_dict) and embeds.
+
+    `model` is a loaded encoder or a `UserModel` (a model object the user passed); `hidden_size` and `depth`
+    default to what the model's config and blocks say.
+    """
 
     def __init__(
         self,
-        model: nn.Module,
+        model: nn.Module | UserModel,
         pad_id: int,
         all_layers: bool,
         model_dtype: torch.dtype = torch.float32,
         batch_size: int | None = None,
         max_tokens: int | None = None,
+        hidden_size: int | None = None,
+        depth: int | None = None,
     ) -> None:
         if model_dtype not in (torch.float32, torch.float16, torch.bfloat16):
             raise ValueError(f"model_dtype must be torch.float32, torch.float16 or torch.bfloat16, got {model_dtype}")
@@ -75,6 +85,8 @@ class Embedder:
         self.model_dtype = model_dtype
         self.batch_size = batch_size
         self._max_tokens = max_tokens
+        self._hidden_size = hidden_size
+        self._depth = depth
         #: How many sequences (rows) this embedder has run through the model: lets tests count the work.
         self.rows_embedded = 0
 
@@ -112,7 +124,10 @@ class Embedder:
 
     @property
     def hidden_size(self) -> int:
-        return int(self.model.config.hidden_size if hasattr(self.model.config, "hidden_size") else self.model.config.d_model)
+        if self._hidden_size is not None:
+            return self._hidden_size
+        config = getattr(self.model, "config", None)
+        return int(config.hidden_size if hasattr(config, "hidden_size") else config.d_model)  # type: ignore[union-attr]
 
     def _autocast(self):  # noqa: ANN202
         if self.model_dtype == torch.float32:
@@ -180,6 +195,9 @@ class Embedder:
         """How many layers of scores each token gives: 1, or depth + 1 with all_layers."""
         if not self.all_layers:
             return 1
+        if self._depth is not None:
+            return self._depth + 1
         from bertscore_tm.loading import model_depth
 
+        assert isinstance(self.model, nn.Module)  # a UserModel comes with its depth
         return model_depth(self.model) + 1

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -15,6 +15,7 @@ from bertscore_tm.arguments import validate_arguments
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.metric import BERTScore
 from bertscore_tm.tokenizing import normalize_inputs
+from bertscore_tm.user_model import ForwardFn
 
 
 def bert_score(
@@ -26,7 +27,8 @@ def bert_score(
     """Score `preds` against `target` in one call: the same arguments and result as :class:`BERTScore`.
 
     Scores only this process's pairs, also inside a distributed job (it never waits on other ranks).
-    Arguments and inputs are checked before the model is loaded.
+    Arguments and inputs are checked before the model is loaded. A model object goes in `kwargs` as
+    ``model=..., tokenizer=...`` (in place of `model_name_or_path`), like IDF from ``idf_texts`` or ``idf_weights``.
     """
     validate_arguments({"model_name_or_path": model_name_or_path, **kwargs})
     cands, groups = normalize_inputs(preds, target)
@@ -51,14 +53,22 @@ def score(
     device: torch.device | str | None = None,
     verbose: bool = False,
     model_dtype: torch.dtype = torch.float32,
+    *,
+    model: torch.nn.Module | None = None,
+    tokenizer: Any = None,
+    forward_fn: ForwardFn | None = None,
+    idf_texts: Sequence[str] | None = None,
+    idf_weights: Mapping[int, float] | None = None,
 ) -> tuple[Tensor, Tensor, Tensor] | tuple[tuple[Tensor, Tensor, Tensor], str]:
     """BERTScore of candidates against references, as `bert_score.score` returns it: ``(P, R, F)``, each
     ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`.
 
     `refs` may hold one string per candidate or a list of references per candidate (the best is taken).
+    `model`, `tokenizer`, `forward_fn`, `idf_texts` and `idf_weights` are :class:`BERTScore`'s (a model object
+    in place of `model_type`; IDF from a corpus, as bert-score's ``BERTScorer(idf_sents=...)``, or from weights).
     Arguments and inputs are checked as :class:`BERTScore` checks them, before the model is loaded.
     """
-    if model_type is None and lang is None:
+    if model_type is None and lang is None and model is None:
         raise ArgumentValueError(
             "Either lang or model_type must be given", argument="model_type", allowed="a model, or lang",
             value=None, others=("lang",),
@@ -67,15 +77,16 @@ def score(
         "model_name_or_path": model_type, "num_layers": num_layers, "idf": idf, "lang": lang,
         "rescale_with_baseline": rescale_with_baseline, "baseline_path": baseline_path, "all_layers": all_layers,
         "batch_size": batch_size, "return_hash": return_hash, "device": device, "verbose": verbose,
-        "model_dtype": model_dtype,
+        "model_dtype": model_dtype, "model": model, "tokenizer": tokenizer, "forward_fn": forward_fn,
+        "idf_texts": idf_texts, "idf_weights": idf_weights,
     }
     validate_arguments(arguments)
     cands_list, groups = normalize_inputs(cands, refs)
-    if device is None:
+    if device is None and model is None:  # a model object runs where it is: it is not the function's to move
         device = "cuda" if torch.cuda.is_available() else "cpu"
     arguments.update(device=device, return_hash=False)  # score() returns the hash itself, beside the tuple
     # a function call scores its own pairs, even inside a distributed job
-    metric = BERTScore(**arguments, sync_on_compute=False)  # type: ignore[arg-type]
+    metric = BERTScore(**arguments, sync_on_compute=False)
     metric.update(cands_list, groups)
     scores = metric.compute_scores()
     out = (scores.precision.cpu(), scores.recall.cpu(), scores.f1.cpu())

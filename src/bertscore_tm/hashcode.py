@@ -8,7 +8,10 @@ equal that implementation's, equal settings give equal codes. The settings the r
 where our scores differ from its scores on purpose, are our own fields: each renders after the reference's
 part as ``_key`` (a flag) or ``_key=value``, and only when it is not at its default, so the default rendering
 stays the reference's. Every setting that changes scores must be a field; a new one is one line,
-``name: type = extra("key")``.
+``name: type = extra("key")``. Two of ours sit inside the reference's part, where they qualify its fields:
+IDF weights given beforehand (``idf_texts``, ``idf_weights``) write ``_idf-custom-{digest}`` instead of
+``_idf``, the digest naming the weight table; a model object is named by its config's known name, or as
+``user-supplied-<Class>`` (with ``-custom-forward`` where a ``forward_fn`` computes its vectors).
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ class HashSignature:
     #: every layer is scored. Not rendered: the row of layer `num_layers` is the score the code names (equal to
     #: scoring that layer alone), and the reference's code leaves it out too. Kept so that ranks compare it.
     all_layers: bool = False
+    #: digest of IDF weights fixed beforehand (idf_texts, idf_weights); None: IDF over the references
+    idf_digest: str | None = None
     # -- ours: where the reference has no such setting, or our scores differ from its scores on purpose
     #: texts truncated below the model's own window (None: the model's window, as the reference)
     max_length: int | None = extra("max-len")
@@ -62,7 +67,7 @@ class HashSignature:
     def format(self) -> str:
         """The hash code: the reference's rendering, then our fields that are not at their defaults."""
         code = (
-            f"{self.model}_L{self.num_layers}{'_idf' if self.idf else '_no-idf'}"
+            f"{self.model}_L{self.num_layers}{self._weights()}"
             f"_version={REFERENCE_HASH_VERSION}(hug_trans={self.transformers_version})"
         )
         if self.rescaled:
@@ -76,6 +81,11 @@ class HashSignature:
                 continue
             code += f"_{key}" if value is True else f"_{key}={value}"
         return code
+
+    def _weights(self) -> str:
+        if not self.idf:
+            return "_no-idf"
+        return "_idf" if self.idf_digest is None else f"_idf-custom-{self.idf_digest}"
 
     def __str__(self) -> str:
         return self.format()

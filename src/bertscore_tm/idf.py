@@ -3,14 +3,22 @@
 weight(t) = ln((M + 1) / (df(t) + 1)) with M the number of reference texts and df(t) how many of them
 contain t. Counts are plain sums, so they accumulate across `update()` calls and all-reduce across ranks
 before any weight is applied. Without IDF every token weighs 1 but the CLS and SEP tokens, which weigh 0.
+
+The weights can also come from elsewhere, fixed when the metric is built: from a corpus of the user's own
+(``idf_texts``, as bert-score's ``idf_sents``) or from a mapping token id -> weight (``idf_weights``, as its
+``idf_dict``). Every rank then holds the same table, which is never summed across ranks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import math
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from torch import Tensor
+
+from bertscore_tm.errors import ArgumentValueError
 
 
 def document_frequency(ids: Tensor, lengths: Tensor, vocab_size: int) -> Tensor:
@@ -49,3 +57,56 @@ def plain_weights(vocab_size: int, zero_ids: Sequence[int], device: torch.device
     if zero_ids:
         weights[torch.tensor(list(zero_ids), dtype=torch.long, device=device)] = 0.0
     return weights
+
+
+def corpus_weights(
+    encode: Callable[[Sequence[str]], tuple[Tensor, Tensor]], texts: Sequence[str], vocab_size: int, chunk: int = 4096
+) -> Tensor:
+    """IDF weights over a corpus of its own (``idf_texts``), as bert-score's ``idf_sents``: M = len(texts), df(t)
+    how many of them contain t (each tokenised as any scored text is, so truncated to the window; a blank text
+    counts, holding its special tokens only). `encode` gives flat ids and lengths; the corpus goes in chunks."""
+    doc_freq = torch.zeros(vocab_size, dtype=torch.long)
+    for start in range(0, len(texts), chunk):
+        ids, lengths = encode(texts[start : start + chunk])
+        doc_freq += document_frequency(ids, lengths, vocab_size).cpu()
+    return idf_weights(doc_freq, len(texts))
+
+
+def mapping_weights(weights: Mapping[int, float], vocab_size: int) -> Tensor:
+    """A float64 [vocab_size] table from a mapping token id -> weight (``idf_weights``, bert-score's idf_dict).
+
+    Ids the mapping lacks get its default where it has one (a ``defaultdict``, as bert-score's ``get_idf_dict``
+    returns: ln(M + 1), the weight of a token in no document), else NaN, meaning unknown: see `unknown_ids`.
+
+    >>> mapping_weights({0: 0.5, 2: 1.5}, 4).tolist()
+    [0.5, nan, 1.5, nan]
+    >>> from collections import defaultdict
+    >>> mapping_weights(defaultdict(lambda: 2.0, {1: 0.25}), 3).tolist()
+    [2.0, 0.25, 2.0]
+    """
+    factory = getattr(weights, "default_factory", None)
+    table = torch.full((vocab_size,), float(factory()) if callable(factory) else math.nan, dtype=torch.float64)
+    ids = torch.tensor([int(i) for i in weights], dtype=torch.long)
+    if ids.numel() and int(ids.max()) >= vocab_size:
+        raise ArgumentValueError(
+            f"idf_weights has token id {int(ids.max())}, past the tokenizer's vocabulary of {vocab_size} ids: "
+            "were the weights made for another tokenizer?",
+            argument="idf_weights", allowed=f"token ids 0 to {vocab_size - 1}", value=int(ids.max()),
+        )
+    table[ids] = torch.tensor([float(w) for w in weights.values()], dtype=torch.float64)
+    return table
+
+
+def table_digest(table: Tensor) -> str:
+    """Eight hex digits naming a weight table (for the hash code): equal tables, equal digests.
+
+    >>> table_digest(torch.tensor([0.5, 1.5], dtype=torch.float64)) == table_digest(torch.tensor([0.5, 1.5]).double())
+    True
+    """
+    return hashlib.sha1(table.to(torch.float64).cpu().numpy().tobytes()).hexdigest()[:8]
+
+
+def unknown_ids(table: Tensor, ids: Tensor) -> list[int]:
+    """The distinct ids among `ids` whose weight in `table` is unknown (NaN), in increasing order."""
+    unknown = torch.isnan(table[ids.long().cpu()])
+    return torch.unique(ids.long().cpu()[unknown]).tolist()

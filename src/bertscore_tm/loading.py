@@ -81,8 +81,7 @@ def load_encoder(path: Path, num_layers: int, all_layers: bool) -> tuple[nn.Modu
     finally:
         if bars_were_on:
             hf_logging.enable_progress_bar()
-    if hasattr(model, "encoder") and hasattr(model, "decoder"):
-        model = model.get_encoder() if hasattr(model, "get_encoder") else model.encoder
+    model = encoder_of(model)
     depth = model_depth(model)
     if not 0 <= num_layers <= depth:
         raise ArgumentValueError(
@@ -105,6 +104,19 @@ def embedding_rows(model: nn.Module) -> int:
     if isinstance(table, nn.Embedding):
         return int(table.num_embeddings)
     return int(getattr(model.config, "vocab_size", 0) or 0)
+
+
+def encoder_of(model: nn.Module) -> nn.Module:
+    """The encoder to score with: a task model's base model (``BertForMaskedLM`` -> its ``BertModel``), and of
+    an encoder-decoder model its encoder; any other model itself."""
+    base = getattr(model, "base_model", model)
+    if not isinstance(base, nn.Module):
+        base = model
+    if hasattr(base, "encoder") and hasattr(base, "decoder"):
+        get_encoder = getattr(base, "get_encoder", None)
+        encoder = get_encoder() if callable(get_encoder) else getattr(base, "encoder")  # noqa: B009
+        return encoder if isinstance(encoder, nn.Module) else base
+    return base
 
 
 def _block_list(model: nn.Module) -> tuple[nn.Module, str] | None:
@@ -139,8 +151,19 @@ def model_depth(model: nn.Module) -> int:
     return len(getattr(owner, attr))
 
 
+#: Norms applied after the last block, by model type. For these models hidden_states[k] is block k's output
+#: before the norm for k < depth (only the last hidden state comes after it), so a model cut to k < depth blocks
+#: skips the norm: layer k is hidden_states[k] of the whole model, as for every other family. T5 is left out on
+#: purpose: the reference keeps its final_layer_norm at every layer (tests/test_architectures.py pins that).
+FINAL_NORMS = {"modernbert": "final_norm", "eurobert": "norm"}
+
+
 def cut_to_layers(model: nn.Module, num_layers: int) -> nn.Module:
-    """Keep only the first `num_layers` blocks, in place, so later layers are never computed."""
+    """Keep only the first `num_layers` blocks, in place, so later layers are never computed (and, below the
+    full depth, skip a final norm that hidden_states[num_layers] does not include: `FINAL_NORMS`)."""
+    norm = FINAL_NORMS.get(str(getattr(getattr(model, "config", None), "model_type", "")))
+    if norm is not None and num_layers < model_depth(model) and isinstance(getattr(model, norm, None), nn.Module):
+        setattr(model, norm, nn.Identity())
     if hasattr(model, "n_layers"):
         model.n_layers = num_layers
     elif hasattr(getattr(model, "encoder", None), "albert_layer_groups"):

@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -24,14 +24,19 @@ from bertscore_tm.arguments import OUTPUTS, OutputName, Reduction, validate_argu
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
 from bertscore_tm.distributed import check_same_settings, gather
 from bertscore_tm.embedding import Embedder, TokenTexts
+from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.hashcode import HashSignature
-from bertscore_tm.idf import document_frequency, idf_weights, plain_weights, without_documents
+from bertscore_tm.idf import (
+    corpus_weights, document_frequency, idf_weights, mapping_weights, plain_weights, table_digest, unknown_ids,
+    without_documents,
+)
 from bertscore_tm.indexes import deduplicate
 from bertscore_tm.loading import embedding_rows, load_encoder, resolve_model_path
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
 from bertscore_tm.registry import default_model, default_num_layers, is_known_model
 from bertscore_tm.results import Scores
 from bertscore_tm.tokenizing import TextEncoder, check_vocabulary, normalize_inputs
+from bertscore_tm.user_model import ForwardFn, hash_model_name, known_model_name, prepare_user_model
 
 _ROBERTA_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text"}
 
@@ -40,6 +45,9 @@ def _position_limit(config: Any) -> int | None:
     limit = getattr(config, "max_position_embeddings", None)
     if not isinstance(limit, int):
         return None
+    relative_only = not getattr(config, "position_biased_input", True)
+    if getattr(config, "model_type", "") in ("deberta", "deberta-v2") and relative_only:
+        return None  # relative positions only (DeBERTa-v3 and most DeBERTa): no position table limits the length
     if getattr(config, "model_type", "") in _ROBERTA_POSITIONS:
         limit -= (getattr(config, "pad_token_id", 1) or 1) + 1
     return limit
@@ -74,7 +82,13 @@ class BERTScore(Metric):
         num_layers: use the output of this layer (0 = embeddings). Default: the model's tuned layer.
         all_layers: score with every layer; outputs gain a leading ``L + 1`` dimension.
         lang: language code, for the default model and the packaged rescale baseline.
-        idf: weigh tokens by inverse document frequency over all references (of every rank).
+        idf: weigh tokens by inverse document frequency over all references (of every rank), or over
+            ``idf_texts``, or with ``idf_weights``.
+        idf_texts: with ``idf=True``, count document frequencies in these texts (a corpus of your own, counted
+            once when the metric is built, as bert-score's ``idf_sents``) instead of in the references.
+        idf_weights: with ``idf=True``, a mapping token id -> weight made beforehand (``metric.idf_weights()``
+            of another metric, or bert-score's ``idf_dict``). Ids it lacks take its default if it is a
+            ``defaultdict`` (bert-score's is), else a text holding one is refused by ``update()``.
         rescale_with_baseline: rescale with the baseline of (``lang``, model) or ``baseline_path``.
         baseline_path: a ``LAYER,P,R,F`` baseline file of your own.
         batch_size: at most this many texts per forward pass; ``None`` (default) lets the token budget alone
@@ -88,6 +102,13 @@ class BERTScore(Metric):
             object can be logged by Lightning); ``None`` returns the dict.
         return_hash: add the setting's hash code to the dict under ``"hash"``.
         verbose: show a progress bar while embedding.
+        model: a model object of your own (any Hugging Face encoder; an encoder-decoder's encoder is used) in
+            place of ``model_name_or_path``: scored through an eval-mode view that shares its weights, so it is
+            never modified, cast, frozen or moved (unless the metric is moved: then it moves with it).
+            ``num_layers`` is needed unless its config names a model of ``configs/models.json``.
+        tokenizer: the tokenizer object of ``model`` (required with it).
+        forward_fn: ``forward_fn(model, input_ids, attention_mask) -> Tensor`` returning [B, T, D] (or
+            [B, T, L + 1, D] with ``all_layers``), for a ``model`` whose forward is not the standard one.
         kwargs: torchmetrics' own Metric arguments (``compute_on_cpu``, ``process_group``, ...).
     """
 
@@ -124,6 +145,12 @@ class BERTScore(Metric):
         output: OutputName | None = None,
         return_hash: bool = False,
         verbose: bool = False,
+        *,
+        model: torch.nn.Module | None = None,
+        tokenizer: Any = None,
+        forward_fn: ForwardFn | None = None,
+        idf_texts: Sequence[str] | None = None,
+        idf_weights: Mapping[int, float] | None = None,
         **kwargs: Any,
     ) -> None:
         validate_arguments(
@@ -132,15 +159,11 @@ class BERTScore(Metric):
                 "lang": lang, "idf": idf, "rescale_with_baseline": rescale_with_baseline,
                 "baseline_path": baseline_path, "batch_size": batch_size, "max_length": max_length,
                 "device": device, "model_dtype": model_dtype, "reduction": reduction, "output": output,
-                "return_hash": return_hash, "verbose": verbose,
+                "return_hash": return_hash, "verbose": verbose, "model": model, "tokenizer": tokenizer,
+                "forward_fn": forward_fn, "idf_texts": idf_texts, "idf_weights": idf_weights,
             }
         )
         super().__init__(**kwargs)
-        if model_name_or_path is None:
-            model_name_or_path = default_model(str(lang))
-        self.model_name = str(model_name_or_path)
-        if num_layers is None and (not all_layers or is_known_model(self.model_name)):
-            num_layers = default_num_layers(self.model_name)
         self.all_layers = all_layers
         self.lang = lang
         self.idf = idf
@@ -149,14 +172,44 @@ class BERTScore(Metric):
         self.return_hash = return_hash
         self.verbose = verbose
 
-        path = resolve_model_path(self.model_name)
-        # with all_layers an untabled model needs no layer: its hash code then names the full depth
-        model, self.model_depth = load_encoder(path, 0 if num_layers is None else int(num_layers), all_layers)
+        #: Whether the model is the user's object (then compute() runs it where it is and never moves it).
+        self.user_supplied = model is not None
+        config: Any
+        if model is None:
+            if model_name_or_path is None:
+                model_name_or_path = default_model(str(lang))
+            self.model_name = str(model_name_or_path)
+            if num_layers is None and (not all_layers or is_known_model(self.model_name)):
+                num_layers = default_num_layers(self.model_name)
+            path = resolve_model_path(self.model_name)
+            # with all_layers an untabled model needs no layer: its hash code then names the full depth
+            encoder, self.model_depth = load_encoder(path, 0 if num_layers is None else int(num_layers), all_layers)
+            config = encoder.config
+            self._encoder = TextEncoder(path, max_length, model_window=_position_limit(config))
+            check_vocabulary(self._encoder.tokenizer, embedding_rows(encoder), path)
+            self._embedder = Embedder(encoder, self._encoder.pad_id, all_layers, model_dtype, batch_size)
+        else:
+            known = known_model_name(model)
+            self.model_name = hash_model_name(model, forward_fn)
+            if num_layers is None and (not all_layers or known is not None):
+                num_layers = _object_default_layer(model, known)
+            runner, self.model_depth = prepare_user_model(model, tokenizer, num_layers, all_layers, forward_fn)
+            config = getattr(runner.view, "config", None)
+            self._encoder = TextEncoder(tokenizer, max_length, model_window=_position_limit(config))
+            self._embedder = Embedder(
+                runner, self._encoder.pad_id, all_layers, model_dtype, batch_size,
+                hidden_size=runner.hidden_size, depth=self.model_depth,
+            )
         self.num_layers = self.model_depth if num_layers is None else int(num_layers)
-        self._encoder = TextEncoder(path, max_length, model_window=_position_limit(model.config))
-        check_vocabulary(self._encoder.tokenizer, embedding_rows(model), path)
-        self._embedder = Embedder(model, self._encoder.pad_id, all_layers, model_dtype, batch_size)
-        self._vocab_size = max(self._encoder.vocab_size, int(getattr(model.config, "vocab_size", 0) or 0))
+        self._vocab_size = max(self._encoder.vocab_size, int(getattr(config, "vocab_size", 0) or 0))
+        # fixed IDF weights (idf_texts, idf_weights): the same table on every rank, never summed across ranks
+        self._fixed_idf: Tensor | None = None
+        if idf_texts is not None:
+            with warnings.catch_warnings():  # blank or long corpus texts count as the reference counts them
+                warnings.simplefilter("ignore")
+                self._fixed_idf = corpus_weights(self._encoder.encode, idf_texts, self._vocab_size)
+        elif idf_weights is not None:
+            self._fixed_idf = mapping_weights(idf_weights, self._vocab_size)
 
         self._baseline: Tensor | None = None
         if rescale_with_baseline:
@@ -168,11 +221,13 @@ class BERTScore(Metric):
             custom_baseline=baseline_path is not None, fast_tokenizer=self._encoder.is_fast, all_layers=all_layers,
             max_length=self._encoder.max_length if self._encoder.truncates_below_window else None,
             model_dtype=None if model_dtype == torch.float32 else str(model_dtype).removeprefix("torch."),
+            idf_digest=None if self._fixed_idf is None else table_digest(self._fixed_idf),
         )
 
         for name in ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes"):
             self.add_state(name, default=[], dist_reduce_fx="cat")
-        self.add_state("doc_freq", torch.zeros(self._vocab_size if idf else 0, dtype=torch.long), dist_reduce_fx="sum")
+        counted = self._vocab_size if idf and self._fixed_idf is None else 0
+        self.add_state("doc_freq", torch.zeros(counted, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("num_refs", torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")
         self._collective = False
         if device is not None:
@@ -244,6 +299,24 @@ class BERTScore(Metric):
         """The Hugging Face tokenizer, set up as the reference uses it."""
         return self._encoder.tokenizer
 
+    def idf_weights(self) -> dict[int, float]:
+        """The IDF weight of every token id, as a dict to save (json, torch.save) and pass as ``idf_weights=``
+        of another metric with the same tokenizer: it then scores exactly as this one.
+
+        The weights of ``idf_texts`` or ``idf_weights`` (ids of unknown weight left out), else those of the
+        references this process's ``update()`` calls have seen so far (under DDP, compute() sums every rank's
+        counts first; these are this rank's alone).
+        """
+        if not self.idf:
+            raise RuntimeError("idf_weights(): this metric has idf=False, so it weighs no token by IDF")
+        if self._fixed_idf is not None:
+            table = self._fixed_idf
+        elif int(self.num_refs) == 0:
+            raise RuntimeError("idf_weights(): no reference seen yet (the weights come from the references' counts)")
+        else:
+            table = idf_weights(self.doc_freq.cpu(), int(self.num_refs))
+        return {i: w for i, w in enumerate(table.tolist()) if w == w}  # NaN: unknown
+
     def update(
         self,
         preds: str | Sequence[str],
@@ -268,6 +341,8 @@ class BERTScore(Metric):
         refs = [r for group in groups for r in group]
         c_ids, c_lens = self._encoder.encode(cands)
         r_ids, r_lens = self._encoder.encode(refs)
+        if self._fixed_idf is not None:
+            self._check_known_weights(torch.cat([c_ids, r_ids]))
         device = self.device
         self.cand_ids.append(c_ids.to(device))
         self.cand_lens.append(c_lens.to(device))
@@ -277,9 +352,23 @@ class BERTScore(Metric):
         self.scored.append(torch.zeros(len(cands), dtype=torch.bool, device=device))
         if index_tensor is not None:
             self.indexes.append(index_tensor.to(device=device, dtype=torch.long))
-        if self.idf:
+        if self.idf and self._fixed_idf is None:
             self.doc_freq += document_frequency(r_ids, r_lens, self._vocab_size).to(self.doc_freq.device)
         self.num_refs += len(refs)
+
+    def _check_known_weights(self, ids: Tensor) -> None:
+        """Refuse texts holding a token that idf_weights gave no weight (before any state changes)."""
+        assert self._fixed_idf is not None
+        unknown = unknown_ids(self._fixed_idf, ids)
+        if unknown:
+            shown = ", ".join(f"{i} {self._encoder.tokenizer.convert_ids_to_tokens(i)!r}" for i in unknown[:5])
+            raise ArgumentValueError(
+                f"idf_weights has no weight for {len(unknown)} token id(s) of these texts: {shown}"
+                f"{', ...' if len(unknown) > 5 else ''}. Pass a weight for every token id (metric.idf_weights() "
+                "gives them all), or a defaultdict whose default weighs the tokens it lacks (bert-score's "
+                "get_idf_dict returns one).",
+                argument="idf_weights", allowed="a weight for every token id of the texts scored", value=unknown[:5],
+            )
 
     # torchmetrics would gather every state onto every rank before compute(); we keep states local and
     # exchange only IDF counts and per-pair scores inside compute(), so sync() only notes whether to.
@@ -371,7 +460,8 @@ class BERTScore(Metric):
     def _score_pending(self) -> None:
         """Embed and match the pairs no earlier compute() scored; keep their per-token best similarities."""
         device = self.device
-        self._embedder.to(device)
+        if not self.user_supplied:  # clones share the loaded model: it goes where this one computes
+            self._embedder.to(device)
         scored = _cat(self.scored, torch.bool, device)
         if scored.numel() == 0 or bool(scored.all()):
             return
@@ -435,7 +525,9 @@ class BERTScore(Metric):
         c_ids, c_lens = _cat(self.cand_ids, torch.int32, device).long(), _cat(self.cand_lens, torch.int32, device).long()
         r_ids, r_lens = _cat(self.ref_ids, torch.int32, device).long(), _cat(self.ref_lens, torch.int32, device).long()
         ref_counts = _cat(self.ref_counts, torch.int32, device).long()
-        if self.idf:
+        if self._fixed_idf is not None:  # idf_texts / idf_weights: the same on every rank, never summed
+            weights = self._fixed_idf.to(device)
+        elif self.idf:
             doc_freq, num_refs = self._corpus_counts(collective, dropped, r_ids, r_lens, ref_counts)
             weights = idf_weights(doc_freq, int(num_refs))
         else:
@@ -464,6 +556,18 @@ class BERTScore(Metric):
         if self._baseline is not None:
             scores = rescale(scores, self._baseline)
         return scores
+
+
+def _object_default_layer(model: torch.nn.Module, known: str | None) -> int:
+    if known is not None:
+        return default_num_layers(known)
+    config_name = getattr(getattr(model, "config", None), "name_or_path", "") or ""
+    raise ArgumentValueError(
+        f"num_layers is required with model=: no default layer is known for this {type(model).__name__} (its "
+        f"config's name_or_path {config_name!r} is not in configs/models.json). Pass num_layers=<int>, the layer "
+        "whose output to score with (0 = embeddings).",
+        argument="num_layers", allowed="an integer >= 0", value=None, others=("model",),
+    )
 
 
 def _distinct_texts(

@@ -8,6 +8,7 @@ The ids are returned ragged (one flat int32 tensor and the lengths) so that no p
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -151,17 +152,29 @@ def check_vocabulary(tokenizer: Any, embedding_rows: int, model_path: Path) -> N
 
 
 class TextEncoder:
-    """A model's tokenizer, set up as the reference uses it, producing ragged int32 ids."""
+    """A model's tokenizer, set up as the reference uses it, producing ragged int32 ids.
 
-    def __init__(self, model_path: Path, max_length: int | None = None, model_window: int | None = None) -> None:
+    `source` is the model's directory, or a tokenizer object the user passed: that one is used as it is (never
+    reloaded or reconfigured); a byte-level BPE tokenizer not made with `add_prefix_space=True` then gets the
+    space put in front of each (stripped, non-blank) text instead, which gives the same ids.
+    """
+
+    def __init__(
+        self, source: Path | str | os.PathLike[str] | Any, max_length: int | None = None, model_window: int | None = None
+    ) -> None:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
-        check_tokenizer_files(tokenizer, model_path)
+        if isinstance(source, (str, os.PathLike)):
+            tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
+            check_tokenizer_files(tokenizer, Path(source))
+            if uses_prefix_space(tokenizer):
+                tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True, add_prefix_space=True)
+            self.prefix_space = False
+        else:
+            tokenizer = source
+            self.prefix_space = uses_prefix_space(tokenizer) and not getattr(tokenizer, "add_prefix_space", False)
         # XLM has only a Python tokenizer, which the reference also uses (its `use_fast_tokenizer` falls back).
         self.is_fast = bool(getattr(tokenizer, "is_fast", False))
-        if uses_prefix_space(tokenizer):
-            tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True, add_prefix_space=True)
         self.tokenizer = tokenizer
         window = self.model_window(tokenizer, model_window)
         #: Whether max_length cuts texts shorter than the model's own window would (which changes scores).
@@ -191,6 +204,8 @@ class TextEncoder:
     def encode(self, texts: Sequence[str]) -> tuple[Tensor, Tensor]:
         """Flat int32 ids and int32 lengths of `texts`, warning once about truncated or blank texts."""
         stripped = [t.strip() for t in texts]
+        if self.prefix_space:
+            stripped = [" " + t if t else t for t in stripped]
         if not stripped:
             return torch.zeros(0, dtype=torch.int32), torch.zeros(0, dtype=torch.int32)
         kwargs: dict[str, object] = {"add_special_tokens": True}
