@@ -5,6 +5,8 @@ once, and keeps for every token only its best similarity on the other side: the 
 after each block, so memory is bounded by the block and not by the number of pairs. Those best
 similarities do not depend on the weights, so IDF (which needs every reference of every rank) is applied
 afterwards, in stage two (`weighted_scores`). Padding is masked out and never counts as a match.
+Windowed long texts (long_texts="window") may outgrow a block or one similarity matrix: those matches are
+streamed and tiled in the same budget by `bertscore_tm.longpairs`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.embedding import Embedder, TokenTexts
+from bertscore_tm.longpairs import match_large_in_tiles, stream_matches
 
 
 def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:
@@ -96,6 +99,10 @@ def greedy_match(
     row_bytes = 4 * rows * embedder.hidden_size
     budget = embedder.block_bytes if block_bytes is None else block_bytes
     block_tokens = max(512, 2 * embedder.max_tokens, (budget - held_bytes) // row_bytes)
+    # long texts: a match whose texts alone outgrow a table is streamed through it after the blocks
+    alone = torch.where(mc == mr, lc, lc + lr)
+    streamed = order[alone[order] > block_tokens]
+    order = order[alone[order] <= block_tokens]
     sorted_c, sorted_r = mc[order].long(), mr[order].long()
     blocks, block_sizes = _blocks(sorted_c.tolist(), sorted_r.tolist(), texts.length.tolist(), block_tokens)
     block_of = torch.repeat_interleave(
@@ -106,7 +113,7 @@ def greedy_match(
     last_use.scatter_reduce_(0, sorted_r, block_of, reduce="amax")
     del block_of, sorted_c, sorted_r
     # one table for every block, and a zero padding row
-    capacity = max(block_sizes) if len(blocks) == 1 else max(block_tokens, *block_sizes)
+    capacity = max(block_sizes) if len(blocks) == 1 and not len(streamed) else max([block_tokens, *block_sizes])
     table = embedder.new_table(capacity + 1)
     pad_row = capacity
     table[pad_row] = 0
@@ -135,6 +142,11 @@ def greedy_match(
         for t in fresh:
             if int(last_use[t]) > b:
                 cache[t] = table[start_of[t] : start_of[t] + int(texts.length[t])].clone()
+    if len(streamed):  # long texts (bertscore_tm.longpairs)
+        stream_matches(
+            embedder, texts, table[:capacity], streamed, mc, mr, out_c, out_r, cand_best, ref_best, gather_budget,
+            counted=last_use >= 0, progress=progress,
+        )
     del table, cache
     release_freed_memory()
     return cand_best, ref_best
@@ -168,6 +180,9 @@ def _match_block(
     device = table.device
     width = table.shape[-1]
     order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
+    # long texts: a match whose similarity matrix alone passes the budget is matched in tiles
+    tiled = match_large_in_tiles(table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget)
+    order = order[~tiled[order]]
     pos = 0
     n = len(order)
     while pos < n:
