@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 PROG = "bertscore-tm"
 _DTYPES = ("float32", "bfloat16", "float16")
+_LONG_TEXTS = ("truncate", "window")  # bertscore_tm.windows.LONG_TEXTS (not imported: it loads torch)
 
 
 class UsageError(Exception):
@@ -92,7 +93,7 @@ def _make_metric(**kwargs: Any) -> Any:
     except (ModelNotFoundError, BaselineNotFoundError):
         raise
     except (ValueError, TypeError, OSError) as err:
-        message = _one_line(err).replace("pass num_layers=<int>", "pass -l N")
+        message = _one_line(err).replace("pass num_layers=<int>", "pass -l N").replace("window_stride", "--window-stride")
         raise UsageError(f"cannot set up {kwargs.get('model_name_or_path')}: {message}") from None
 
 
@@ -115,8 +116,19 @@ def _check_baseline(args: argparse.Namespace, model_name: str) -> None:
         find_baseline(args.lang, model_name, args.baseline_path)
 
 
+def _long_texts(args: argparse.Namespace) -> dict[str, Any]:
+    """The metric's long-text arguments from --long-texts and --window-stride, checked before anything loads
+    (a stride past the model's window is reported by the metric, which knows the window)."""
+    if args.window_stride is not None and args.long_texts != "window":
+        raise UsageError(f"--window-stride {args.window_stride} needs --long-texts window")
+    if args.window_stride is not None and args.window_stride < 1:
+        raise UsageError(f"--window-stride must be at least 1 (and below the window's size), got {args.window_stride}")
+    return {"long_texts": args.long_texts, "window_stride": args.window_stride}
+
+
 def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
     """The metric `score` and `show` use: model, layer, language, rescaling and device from the command line."""
+    long_texts = _long_texts(args)
     model_name = _model_name(args)
     _check_baseline(args, model_name)
     return _make_metric(
@@ -126,6 +138,7 @@ def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
         rescale_with_baseline=args.rescale_with_baseline,
         baseline_path=args.baseline_path,
         device=_device(args.device),
+        **long_texts,
         **extra,
     )
 
@@ -251,6 +264,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
     target = Path(args.output).expanduser()
     if target.is_dir():
         raise UsageError(f"cannot write {args.output}: it is a folder; give a file name such as {target / 'baseline.tsv'}")
+    long_texts = _long_texts(args)
     model_name = _model_name(args)
 
     from bertscore_tm.baselines import layer_means, sample_pairs, write_baseline
@@ -264,6 +278,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
         device=_device(args.device),
         model_dtype=_dtype(args.dtype),
         verbose=_progress(args),
+        **long_texts,
     )
     table = layer_means(metric, cands, refs)
     try:
@@ -297,6 +312,14 @@ def _add_rescale_options(p: argparse.ArgumentParser) -> None:
                    help="rescale with the packaged baseline of (--lang, model): (x - b) / (1 - b)")
     p.add_argument("--baseline-path", default=None, metavar="FILE",
                    help="rescale with this LAYER,P,R,F baseline file instead (implies --rescale-with-baseline)")
+
+
+def _add_long_text_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--long-texts", choices=_LONG_TEXTS, default="truncate",
+                   help="texts longer than the model's window: truncate them (default, as the reference does) or "
+                   "embed them in overlapping windows and score every token (see the README: Long texts)")
+    p.add_argument("--window-stride", type=int, default=None, metavar="N",
+                   help="with --long-texts window: tokens between window starts (default: half the window)")
 
 
 def _add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
@@ -336,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_rescale_options(s)
     s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
     s.add_argument("--format", choices=("text", "json", "tsv"), default="text", help="output format (default: text)")
+    _add_long_text_options(s)
     _add_run_options(s)
     s.set_defaults(run=_score)
 
@@ -350,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("-f", "--file", required=True, metavar="OUT.png", help="where to write the picture (format from the extension)")
     _add_model_options(v)
     _add_rescale_options(v)
+    _add_long_text_options(v)
     _add_run_options(v, batch=False)
     v.set_defaults(run=_show)
 
@@ -365,6 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--pairs", type=int, default=1000, metavar="N", help="number of random pairs (default: 1000; needs 2N distinct lines)")
     b.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     b.add_argument("-o", "--output", required=True, metavar="OUT.tsv", help="where to write the baseline")
+    _add_long_text_options(b)
     _add_run_options(b)
     b.set_defaults(run=_baseline)
     return parser

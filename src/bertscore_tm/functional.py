@@ -45,11 +45,14 @@ def score(
     device: torch.device | str | None = None,
     verbose: bool = False,
     model_dtype: torch.dtype = torch.float32,
+    long_texts: str = "truncate",
+    window_stride: int | None = None,
 ) -> tuple[Tensor, Tensor, Tensor] | tuple[tuple[Tensor, Tensor, Tensor], str]:
     """BERTScore of candidates against references, as `bert_score.score` returns it: ``(P, R, F)``, each
     ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`.
 
     `refs` may hold one string per candidate or a list of references per candidate (the best is taken).
+    `long_texts="window"` scores texts longer than the model's window whole (see :class:`BERTScore`).
     """
     if model_type is None and lang is None:
         raise ValueError("Either lang or model_type must be given")
@@ -66,6 +69,8 @@ def score(
         batch_size=batch_size,
         device=device,
         model_dtype=model_dtype,
+        long_texts=long_texts,
+        window_stride=window_stride,
         verbose=verbose,
         sync_on_compute=False,  # a function call scores its own pairs, even inside a distributed job
     )

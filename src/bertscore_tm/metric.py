@@ -26,6 +26,7 @@ from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
 from bertscore_tm.registry import default_model, default_num_layers, is_known_model, load_encoder, resolve_model_path
 from bertscore_tm.tokenizing import TextEncoder, normalize_inputs
+from bertscore_tm.windows import check_long_texts, window_label, window_rule
 
 _OUTPUTS = ("precision", "recall", "f1")
 _ROBERTA_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text"}
@@ -38,6 +39,13 @@ def _position_limit(config: Any) -> int | None:
     if getattr(config, "model_type", "") in _ROBERTA_POSITIONS:
         limit -= (getattr(config, "pad_token_id", 1) or 1) + 1
     return limit
+
+
+def _model_config(path: Any) -> Any:
+    """The model's config alone (no weights), for its position limit."""
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(str(path), local_files_only=True)
 
 
 def _cat(items: list[Tensor] | Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
@@ -74,7 +82,12 @@ class BERTScore(Metric):
         baseline_path: a ``LAYER,P,R,F`` baseline file of your own.
         batch_size: at most this many texts per forward pass; ``None`` (default) lets the token budget alone
             size the batches (2048 padded tokens on a CPU, 16384 on an accelerator).
-        max_length: truncate texts to this many tokens (default: the model's own window).
+        max_length: the window, in tokens with the special ones (default: the model's own): longer texts are
+            truncated to it, or embedded in windows of it with ``long_texts="window"``.
+        long_texts: ``"truncate"`` (default: the reference's semantics) or ``"window"``: a text longer than
+            the window is embedded in overlapping windows and scored whole (README: Long texts).
+        window_stride: tokens between the starts of consecutive windows, 1 to the window's size less one
+            (default: half the window); window mode only.
         device: where the model runs and states live; ``None`` follows the metric (``.to(...)``).
         model_dtype: compute dtype of the embedding model. ``torch.float32`` is exact; ``torch.bfloat16``
             and ``torch.float16`` run under autocast (faster on supporting hardware, about 1e-3 error).
@@ -113,6 +126,8 @@ class BERTScore(Metric):
         baseline_path: str | os.PathLike[str] | None = None,
         batch_size: int | None = None,
         max_length: int | None = None,
+        long_texts: str = "truncate",
+        window_stride: int | None = None,
         device: torch.device | str | None = None,
         model_dtype: torch.dtype = torch.float32,
         reduction: str = "none",
@@ -132,6 +147,7 @@ class BERTScore(Metric):
             raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
         if not isinstance(idf, bool):
             raise TypeError(f"idf must be True or False, got {type(idf).__name__}")
+        check_long_texts(long_texts, window_stride)
         if model_name_or_path is None:
             if lang is None:
                 raise ValueError("Pass model_name_or_path or lang (which picks the language's default model)")
@@ -148,11 +164,16 @@ class BERTScore(Metric):
         self.verbose = verbose
 
         path = resolve_model_path(self.model_name)
+        # the tokenizer first: the window setting is checked against it before the model loads
+        self._encoder = TextEncoder(
+            path, max_length, model_window=_position_limit(_model_config(path)), truncate=long_texts == "truncate"
+        )
+        self.long_texts = long_texts
+        self._windows = window_rule(long_texts, window_stride, self._encoder)
         # with all_layers an untabled model needs no layer: its hash code then names the full depth
         model, self.model_depth = load_encoder(path, 0 if num_layers is None else int(num_layers), all_layers)
         self.num_layers = self.model_depth if num_layers is None else int(num_layers)
-        self._encoder = TextEncoder(path, max_length, model_window=_position_limit(model.config))
-        self._embedder = Embedder(model, self._encoder.pad_id, all_layers, model_dtype, batch_size)
+        self._embedder = Embedder(model, self._encoder.pad_id, all_layers, model_dtype, batch_size, windows=self._windows)
         self._vocab_size = max(self._encoder.vocab_size, int(getattr(model.config, "vocab_size", 0) or 0))
 
         self._baseline: Tensor | None = None
@@ -166,7 +187,7 @@ class BERTScore(Metric):
                 )
         self.hash_code = hash_code(
             self.model_name, self.num_layers, idf, rescale_with_baseline, custom_baseline=baseline_path is not None,
-            fast_tokenizer=self._encoder.is_fast,
+            fast_tokenizer=self._encoder.is_fast, window=window_label(long_texts, self._windows),
         )
 
         for name in ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes"):
@@ -210,7 +231,8 @@ class BERTScore(Metric):
         return self._baseline
 
     def token_ids(self, text: str) -> Tensor:
-        """The token ids this metric scores for `text`: stripped, with special tokens, truncated (int32)."""
+        """The token ids this metric scores for `text`: stripped, with special tokens, truncated to the window
+        unless long_texts="window" (int32)."""
         ids, _ = self._encoder.encode([text])
         return ids
 
