@@ -471,6 +471,44 @@ def test_every_architecture_at_a_window_that_forces_several(tiny, family):
     torch.testing.assert_close(ours, expected, rtol=0, atol=TOL)
 
 
+def build_tiny_modernbert(root: Path) -> Path:
+    """A tiny random ModernBERT (a long-context encoder: 8,192 positions) with a WordPiece tokenizer that
+    knows no maximum length, so the window comes from the model's position limit."""
+    from tiny_models import _bert_tokenizer
+    from transformers import AutoModel, ModernBertConfig
+
+    out = root / "tiny-modernbert"
+    out.mkdir()
+    tokenizer = _bert_tokenizer("BertTokenizer")(out)
+    tokenizer.model_max_length = int(1e30)
+    tokenizer.save_pretrained(str(out))
+    ids = dict(pad_token_id=tokenizer.pad_token_id, cls_token_id=tokenizer.cls_token_id,
+               sep_token_id=tokenizer.sep_token_id, bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id)
+    config = ModernBertConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=37, num_hidden_layers=2,
+                              num_attention_heads=2, max_position_embeddings=8192, **ids)
+    torch.manual_seed(0)
+    AutoModel.from_config(config).save_pretrained(str(out))
+    return out
+
+
+def test_a_long_context_encoder_uses_its_own_window(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    if not hasattr(transformers, "ModernBertModel"):
+        pytest.skip("this transformers has no ModernBERT")
+    from transformers import AutoModel, AutoTokenizer
+
+    model_dir = build_tiny_modernbert(tmp_path)
+    own = BERTScore(model_dir, num_layers=2, long_texts="window")
+    assert (own._windows.size, own._windows.stride) == (8190, 4095)
+    assert own.hash_code.endswith("_window-w8190-s4095_fast-tokenizer")
+    metric = BERTScore(model_dir, num_layers=2, long_texts="window", max_length=16)
+    metric.update(FAMILY_TEXTS, FAMILY_REFS)
+    model, tokenizer = AutoModel.from_pretrained(str(model_dir)).eval(), AutoTokenizer.from_pretrained(str(model_dir))
+    embed = functools.cache(lambda text: rule_vectors(model, tokenizer, text, 16, None, None))
+    expected = rule_scores(embed, tokenizer, FAMILY_TEXTS, [[r] for r in FAMILY_REFS], idf=False)
+    torch.testing.assert_close(as_rows(metric.compute()), expected, rtol=0, atol=TOL)
+
+
 # -- the command line ------------------------------------------------------------------------------------
 
 

@@ -99,8 +99,10 @@ def greedy_match(
     row_bytes = 4 * rows * embedder.hidden_size
     budget = embedder.block_bytes if block_bytes is None else block_bytes
     block_tokens = max(512, 2 * embedder.max_tokens, (budget - held_bytes) // row_bytes)
-    # long texts: a match whose texts alone outgrow a table is streamed through it after the blocks
-    alone = torch.where(mc == mr, lc, lc + lr)
+    # long texts (window mode only): a match whose texts alone outgrow a table is streamed through it after
+    # the blocks, and one whose similarity matrix alone passes the budget is matched in tiles (longpairs)
+    long_texts = embedder.windows is not None
+    alone = torch.where(mc == mr, lc, lc + lr) if long_texts else torch.zeros_like(lc)
     streamed = order[alone[order] > block_tokens]
     order = order[alone[order] <= block_tokens]
     sorted_c, sorted_r = mc[order].long(), mr[order].long()
@@ -136,7 +138,7 @@ def greedy_match(
         r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
         _match_block(
             table, pad_row, c_rows, r_rows, lc[sel], lr[sel], out_c[sel], out_r[sel],
-            cand_best, ref_best, rows, gather_budget,
+            cand_best, ref_best, rows, gather_budget, tiled=long_texts,
         )
         # keep aside what later blocks need from this one's fresh texts
         for t in fresh:
@@ -174,15 +176,17 @@ def release_freed_memory() -> None:
 def _match_block(
     table: Tensor, pad_row: int, c_rows: Tensor, r_rows: Tensor, lc: Tensor, lr: Tensor,
     out_c: Tensor, out_r: Tensor, cand_best: Tensor, ref_best: Tensor, rows: int, gather_budget: int,
+    tiled: bool = False,
 ) -> None:
     """Match i pairs the candidate at table rows c_rows[i] .. + lc[i] with the reference at r_rows[i] ..
-    + lr[i]; the candidate's best similarities go to cand_best rows out_c[i] .., the reference's likewise."""
+    + lr[i]; the candidate's best similarities go to cand_best rows out_c[i] .., the reference's likewise.
+    With `tiled` (window mode), a match whose similarity matrix alone passes the budget is matched in tiles."""
     device = table.device
     width = table.shape[-1]
     order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
-    # long texts: a match whose similarity matrix alone passes the budget is matched in tiles
-    tiled = match_large_in_tiles(table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget)
-    order = order[~tiled[order]]
+    if tiled:  # long texts: a match whose similarity matrix alone passes the budget is matched in tiles
+        done = match_large_in_tiles(table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget)
+        order = order[~done[order]]
     pos = 0
     n = len(order)
     while pos < n:
