@@ -250,7 +250,7 @@ def test_bad_settings_raise_before_the_model_loads(monkeypatch):
         BERTScore(MINILM, long_texts="chunks")
     with pytest.raises(ValueError, match=r"window_stride must be at least 1 .*got 0"):
         BERTScore(MINILM, long_texts="window", window_stride=0)
-    with pytest.raises(ValueError, match=r"window_stride must be between 1 and 509 for the window of 510 tokens.*got 510"):
+    with pytest.raises(ValueError, match=r"window_stride must be between 1 and 509 for the window of 510 tokens.*510"):
         BERTScore(MINILM, long_texts="window", window_stride=510)
     with pytest.raises(ValueError, match=r"between 1 and 61 for the window of 62 tokens \(max_length 64.*got 80"):
         BERTScore(MINILM, long_texts="window", max_length=64, window_stride=80)
@@ -337,7 +337,8 @@ def test_scores_do_not_depend_on_batch_size_or_the_other_texts(small_docs, wmt):
     cands, refs = small_docs
     base = run(cands, refs, max_length=64)["f1"]
     for batch_size in (1, 3):
-        torch.testing.assert_close(run(cands, refs, max_length=64, batch_size=batch_size)["f1"], base, rtol=0, atol=1e-6)
+        batched = run(cands, refs, max_length=64, batch_size=batch_size)["f1"]
+        torch.testing.assert_close(batched, base, rtol=0, atol=1e-6)
     alone = torch.cat([run([c], [r], max_length=64)["f1"] for c, r in zip(cands, refs)])
     torch.testing.assert_close(alone, base, rtol=0, atol=1e-6)
     crowd = run(wmt["hyps"][:4] + cands[::-1], wmt["refs"][:4] + refs[::-1], max_length=64)["f1"]
@@ -482,8 +483,9 @@ def build_tiny_modernbert(root: Path) -> Path:
     tokenizer = _bert_tokenizer("BertTokenizer")(out)
     tokenizer.model_max_length = int(1e30)
     tokenizer.save_pretrained(str(out))
-    ids = dict(pad_token_id=tokenizer.pad_token_id, cls_token_id=tokenizer.cls_token_id,
-               sep_token_id=tokenizer.sep_token_id, bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id)
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    ids = dict(pad_token_id=tokenizer.pad_token_id, cls_token_id=cls, sep_token_id=sep, bos_token_id=cls,
+               eos_token_id=sep)
     config = ModernBertConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=37, num_hidden_layers=2,
                               num_attention_heads=2, max_position_embeddings=8192, **ids)
     torch.manual_seed(0)
@@ -499,7 +501,7 @@ def test_a_long_context_encoder_uses_its_own_window(tmp_path):
 
     model_dir = build_tiny_modernbert(tmp_path)
     own = BERTScore(model_dir, num_layers=2, long_texts="window")
-    assert (own._windows.size, own._windows.stride) == (8190, 4095)
+    assert (own.windows.size, own.windows.stride) == (8190, 4095)
     assert own.hash_code.endswith("_window-w8190-s4095_fast-tokenizer")
     metric = BERTScore(model_dir, num_layers=2, long_texts="window", max_length=16)
     metric.update(FAMILY_TEXTS, FAMILY_REFS)
@@ -516,7 +518,8 @@ def test_command_line_scores_with_windows(tmp_path, medium_docs, capsys):
     cands, refs = medium_docs
     (tmp_path / "c.txt").write_text("\n".join(cands) + "\n")
     (tmp_path / "r.txt").write_text("\n".join(refs) + "\n")
-    args = ["score", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt"), "-m", MINILM, "--format", "tsv", "-s"]
+    args = ["score", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt"), "-m", MINILM, "--format", "tsv"]
+    args.append("-s")
     assert main([*args, "--long-texts", "window", "--window-stride", "200"]) == 0
     lines = capsys.readouterr().out.splitlines()[1:]
     f1 = torch.tensor([float(line.split("\t")[3]) for line in lines])

@@ -93,7 +93,8 @@ def _make_metric(**kwargs: Any) -> Any:
     except (ModelNotFoundError, BaselineNotFoundError):
         raise
     except (ValueError, TypeError, OSError) as err:
-        message = _one_line(err).replace("pass num_layers=<int>", "pass -l N").replace("window_stride", "--window-stride")
+        message = _one_line(err).replace("pass num_layers=<int>", "pass -l N")
+        message = message.replace("window_stride", "--window-stride")
         raise UsageError(f"cannot set up {kwargs.get('model_name_or_path')}: {message}") from None
 
 

@@ -185,7 +185,9 @@ def _match_block(
     width = table.shape[-1]
     order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
     if tiled:  # long texts: a match whose similarity matrix alone passes the budget is matched in tiles
-        done = match_large_in_tiles(table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget)
+        done = match_large_in_tiles(
+            table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget
+        )
         order = order[~done[order]]
     pos = 0
     n = len(order)

@@ -26,7 +26,7 @@ from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
 from bertscore_tm.registry import default_model, default_num_layers, is_known_model, load_encoder, resolve_model_path
 from bertscore_tm.tokenizing import TextEncoder, normalize_inputs
-from bertscore_tm.windows import check_long_texts, window_label, window_rule
+from bertscore_tm.windows import WindowRule, check_long_texts, window_label, window_rule
 
 _OUTPUTS = ("precision", "recall", "f1")
 _ROBERTA_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text"}
@@ -173,7 +173,9 @@ class BERTScore(Metric):
         # with all_layers an untabled model needs no layer: its hash code then names the full depth
         model, self.model_depth = load_encoder(path, 0 if num_layers is None else int(num_layers), all_layers)
         self.num_layers = self.model_depth if num_layers is None else int(num_layers)
-        self._embedder = Embedder(model, self._encoder.pad_id, all_layers, model_dtype, batch_size, windows=self._windows)
+        self._embedder = Embedder(
+            model, self._encoder.pad_id, all_layers, model_dtype, batch_size, windows=self._windows
+        )
         self._vocab_size = max(self._encoder.vocab_size, int(getattr(model.config, "vocab_size", 0) or 0))
 
         self._baseline: Tensor | None = None
@@ -224,6 +226,11 @@ class BERTScore(Metric):
     def embedder(self) -> Embedder:
         """The frozen embedding model and its batching (outside the module tree)."""
         return self._embedder
+
+    @property
+    def windows(self) -> WindowRule | None:
+        """The long-text window rule in use, or None (truncation, or a model without a window)."""
+        return self._windows
 
     @property
     def baseline(self) -> Tensor | None:
