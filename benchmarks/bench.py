@@ -34,6 +34,8 @@ REPO = HERE.parent
 DEFAULT_DATA = REPO / "tests" / "data" / "wmt"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH = 64
+#: RESULTS.md keeps everything below this line when rewritten (other benchmarks' sections)
+KEEP_MARKER = "<!-- sections below are written by other benchmarks -->"
 #: roberta-large's shape (transformers' RobertaConfig fields) and its tuned layer
 ROBERTA_LARGE = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
                      max_position_embeddings=514, type_vocab_size=1, vocab_size=50265)
@@ -440,7 +442,10 @@ def main() -> None:
             "",
         ]
     )
-    out_path.write_text(text, encoding="utf-8")
+    # sections other benchmarks wrote below the marker (bench_windows.py) are kept
+    previous = out_path.read_text(encoding="utf-8") if out_path.exists() else ""
+    kept = "\n" + previous[previous.index(KEEP_MARKER):] if KEEP_MARKER in previous else ""
+    out_path.write_text(text + kept, encoding="utf-8")
     print(text)
 
 

@@ -28,7 +28,11 @@ Reduction = Literal["none", "mean"]
 #: The values of ``output``: which score to return alone.
 OutputName = Literal["precision", "recall", "f1"]
 
+#: The values of ``long_texts``: cut texts at the model's window (the reference), or score them in windows.
+LongTexts = Literal["truncate", "window"]
+
 REDUCTIONS: tuple[str, ...] = get_args(Reduction)
+LONG_TEXTS: tuple[str, ...] = get_args(LongTexts)
 OUTPUTS: tuple[str, ...] = get_args(OutputName)
 #: The compute dtypes of the model, by name: float32 is exact, the others run under autocast.
 MODEL_DTYPES = ("float32", "bfloat16", "float16")
@@ -272,6 +276,8 @@ RULES: dict[str, Rule] = {
     "baseline_path": path(optional=True),
     "batch_size": integer(1, optional=True),
     "max_length": integer(2, optional=True, why=" (room for the special tokens)"),
+    "long_texts": choice(LONG_TEXTS),
+    "window_stride": integer(1, optional=True, why=" (and below the window's size)"),
     "device": device,
     "model_dtype": model_dtype,
     "reduction": choice(REDUCTIONS),
@@ -363,6 +369,15 @@ def _baseline_path_needs_rescaling(arguments: Mapping[str, object]) -> None:
 
 
 #: Rules about arguments together, run after every argument passed its own rule.
+def _stride_needs_windows(arguments: Mapping[str, object]) -> None:
+    stride, mode = arguments.get("window_stride"), arguments.get("long_texts", "truncate")
+    if stride is not None and mode != "window":
+        raise ArgumentValueError(
+            f"window_stride={stride} applies only to long_texts='window' (long_texts is {mode!r})",
+            argument="window_stride", allowed="None unless long_texts='window'", value=stride, others=("long_texts",),
+        )
+
+
 COMBINATIONS: tuple[Callable[[Mapping[str, object]], None], ...] = (
     _model_or_lang,
     _one_model,
@@ -371,6 +386,7 @@ COMBINATIONS: tuple[Callable[[Mapping[str, object]], None], ...] = (
     _idf_sources_need_idf,
     _hash_needs_the_dict,
     _baseline_path_needs_rescaling,
+    _stride_needs_windows,
 )
 
 

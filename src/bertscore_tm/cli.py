@@ -33,6 +33,7 @@ from bertscore_tm.errors import BERTScoreError
 PROG = "bertscore-tm"
 STDIN = "-"
 _DTYPES = ("float32", "bfloat16", "float16")
+_LONG_TEXTS = ("truncate", "window")  # bertscore_tm.arguments.LONG_TEXTS
 
 
 class UsageError(Exception):
@@ -285,10 +286,21 @@ def _check_layer(args: argparse.Namespace, model_name: str) -> None:
         )
 
 
+def _long_texts(args: argparse.Namespace) -> dict[str, Any]:
+    """The metric's long-text arguments from --long-texts and --window-stride, checked before anything loads
+    (a stride past the model's window is reported by the metric, which knows the window)."""
+    if args.window_stride is not None and args.long_texts != "window":
+        raise UsageError(f"--window-stride {args.window_stride} needs --long-texts window")
+    if args.window_stride is not None and args.window_stride < 1:
+        raise UsageError(f"--window-stride must be at least 1 (and below the window's size), got {args.window_stride}")
+    return {"long_texts": args.long_texts, "window_stride": args.window_stride}
+
+
 def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
     """The metric `score` and `show` use: model, layer, language, rescaling and device from the command line,
     each checked before the model loads."""
     _check_run_options(args)
+    long_texts = _long_texts(args)
     model_name = _model_name(args)
     _check_layer(args, model_name)
     _check_baseline(args, model_name)
@@ -300,6 +312,7 @@ def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
         rescale_with_baseline=args.rescale_with_baseline,
         baseline_path=args.baseline_path,
         device=device,
+        **long_texts,
         **extra,
     )
 
@@ -534,6 +547,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
             f"needs {2 * args.pairs} (each line is used at most once): use a larger corpus or fewer pairs"
         )
     target = _check_output(args.output, "baseline.tsv")
+    long_texts = _long_texts(args)
     model_name = _model_name(args)
     device = _device(args.device)
 
@@ -548,6 +562,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
         device=device,
         model_dtype=_dtype(args.dtype),
         verbose=_progress(args),
+        **long_texts,
     )
     table = layer_means(metric, cands, refs)
     try:
@@ -581,6 +596,14 @@ def _add_rescale_options(p: argparse.ArgumentParser) -> None:
                    help="rescale with the packaged baseline of (--lang, model): (x - b) / (1 - b)")
     p.add_argument("--baseline-path", default=None, metavar="FILE",
                    help="rescale with this LAYER,P,R,F baseline file instead (implies --rescale-with-baseline)")
+
+
+def _add_long_text_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--long-texts", choices=_LONG_TEXTS, default="truncate",
+                   help="texts longer than the model's window: truncate them (default, as the reference does) or "
+                   "embed them in overlapping windows and score every token (see the README: Long texts)")
+    p.add_argument("--window-stride", type=int, default=None, metavar="N",
+                   help="with --long-texts window: tokens between window starts (default: half the window)")
 
 
 def _add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
@@ -627,6 +650,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "'# mean<TAB>P<TAB>R<TAB>F1' comment lines, then a 'line<TAB>P<TAB>R<TAB>F1' table")
     s.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="write the results to FILE, once they are computed (default: standard output)")
+    _add_long_text_options(s)
     _add_run_options(s)
     s.set_defaults(run=_score)
 
@@ -645,6 +669,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "none: png, with .png added)")
     _add_model_options(v)
     _add_rescale_options(v)
+    _add_long_text_options(v)
     _add_run_options(v, batch=False)
     v.set_defaults(run=_show)
 
@@ -661,6 +686,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--pairs", type=int, default=1000, metavar="N", help="number of random pairs (default: 1000; needs 2N distinct lines)")
     b.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     b.add_argument("-o", "--output", required=True, metavar="OUT.tsv", help="where to write the baseline")
+    _add_long_text_options(b)
     _add_run_options(b)
     b.set_defaults(run=_baseline)
     return parser
@@ -713,6 +739,8 @@ _FLAGS = {
     "device": "--device",
     "model_dtype": "--dtype",
     "verbose": "--progress",
+    "long_texts": "--long-texts",
+    "window_stride": "--window-stride",
 }
 #: What to do on the command line where the library's message ends with what to pass in Python.
 _ADVICE = {

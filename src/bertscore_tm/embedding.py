@@ -3,7 +3,9 @@
 Sequences are sorted by length and cut into batches by a token budget (and optionally a count), so padding
 stays small and memory bounded; the forward pass runs under `inference_mode`, optionally under autocast (the
 opt-in lower-precision mode). Vectors come back in float32 whatever the compute dtype, written straight into
-a table the caller owns, so a batch's output is dropped before the next batch runs.
+a table the caller owns, so a batch's output is dropped before the next batch runs. With a window rule
+(`bertscore_tm.windows`, long_texts="window") a long text runs as several window sequences in the same
+batch stream, and the rows each token keeps are stitched into that text's rows of the table.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
+
+from bertscore_tm.windows import WindowRule, piece_ids, plan_pieces
 
 if TYPE_CHECKING:
     from bertscore_tm.user_model import UserModel
@@ -76,6 +80,7 @@ class Embedder:
         max_tokens: int | None = None,
         hidden_size: int | None = None,
         depth: int | None = None,
+        windows: WindowRule | None = None,
     ) -> None:
         if model_dtype not in (torch.float32, torch.float16, torch.bfloat16):
             raise ValueError(f"model_dtype must be torch.float32, torch.float16 or torch.bfloat16, got {model_dtype}")
@@ -87,6 +92,8 @@ class Embedder:
         self._max_tokens = max_tokens
         self._hidden_size = hidden_size
         self._depth = depth
+        #: Long texts: the window rule (None: every sequence runs whole, as truncate mode has it).
+        self.windows = windows
         #: How many sequences (rows) this embedder has run through the model: lets tests count the work.
         self.rows_embedded = 0
 
@@ -156,26 +163,43 @@ class Embedder:
         self.rows_embedded += len(seqs)
         return hidden
 
-    def embed_into(self, table: Tensor, seqs: Sequence[Tensor], progress: object | None = None) -> list[int]:
+    def embed_into(
+        self,
+        table: Tensor,
+        seqs: Sequence[Tensor],
+        progress: object | None = None,
+        ranges: Sequence[tuple[int, int]] | None = None,
+    ) -> list[int]:
         """Write the sequences' vectors end to end into `table` from its first row on and return each
         sequence's first row. Empty sequences take no rows and are never run. Each batch's output is copied
-        and dropped before the next batch runs, so only one batch of activations is alive at a time."""
-        lengths = [len(s) for s in seqs]
+        and dropped before the next batch runs, so only one batch of activations is alive at a time.
+
+        A text longer than the window rule's window runs as its windows (`bertscore_tm.windows`), batched
+        with everything else. `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text.
+        """
+        lengths = [len(s) for s in seqs] if ranges is None else [hi - lo for lo, hi in ranges]
         starts, row = [], 0
         for n in lengths:
             starts.append(row)
             row += n
         if row > table.shape[0]:
             raise ValueError(f"table has {table.shape[0]} rows; these sequences need {row}")
-        nonempty = [i for i, n in enumerate(lengths) if n > 0]
-        for batch in length_batches([lengths[i] for i in nonempty], self.batch_size, self.max_tokens):
-            rows = [nonempty[i] for i in batch]
-            hidden = self.embed_batch([seqs[i] for i in rows])
-            for r, i in enumerate(rows):
-                table[starts[i] : starts[i] + lengths[i]] = hidden[r, : lengths[i]]
+        pieces = plan_pieces([len(s) for s in seqs], self.windows, ranges)
+        left = [0] * len(seqs)  # pieces still to run per text, for the progress bar (which counts texts)
+        for piece in pieces:
+            left[piece.text] += 1
+        for batch in length_batches([p.size for p in pieces], self.batch_size, self.max_tokens):
+            chosen = [pieces[i] for i in batch]
+            hidden = self.embed_batch([piece_ids(seqs[p.text], p, self.windows) for p in chosen])
+            done = 0
+            for r, p in enumerate(chosen):
+                at = starts[p.text] + p.dst - (0 if ranges is None else ranges[p.text][0])
+                table[at : at + p.length] = hidden[r, p.src : p.src + p.length]
+                left[p.text] -= 1
+                done += left[p.text] == 0
             del hidden
             if progress is not None:
-                progress.update(len(rows))  # type: ignore[attr-defined]
+                progress.update(done)  # type: ignore[attr-defined]
         return starts
 
     def new_table(self, rows: int) -> Tensor:

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bertscore_tm.arguments import validate_arguments
+from bertscore_tm.arguments import LongTexts, validate_arguments
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.metric import BERTScore
 from bertscore_tm.tokenizing import normalize_inputs
@@ -59,6 +59,8 @@ def score(
     forward_fn: ForwardFn | None = None,
     idf_texts: Sequence[str] | None = None,
     idf_weights: Mapping[int, float] | None = None,
+    long_texts: LongTexts = "truncate",
+    window_stride: int | None = None,
 ) -> tuple[Tensor, Tensor, Tensor] | tuple[tuple[Tensor, Tensor, Tensor], str]:
     """BERTScore of candidates against references, as `bert_score.score` returns it: ``(P, R, F)``, each
     ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`.
@@ -66,6 +68,7 @@ def score(
     `refs` may hold one string per candidate or a list of references per candidate (the best is taken).
     `model`, `tokenizer`, `forward_fn`, `idf_texts` and `idf_weights` are :class:`BERTScore`'s (a model object
     in place of `model_type`; IDF from a corpus, as bert-score's ``BERTScorer(idf_sents=...)``, or from weights).
+    `long_texts="window"` scores texts longer than the model's window whole (see :class:`BERTScore`).
     Arguments and inputs are checked as :class:`BERTScore` checks them, before the model is loaded.
     """
     if model_type is None and lang is None and model is None:
@@ -78,7 +81,7 @@ def score(
         "rescale_with_baseline": rescale_with_baseline, "baseline_path": baseline_path, "all_layers": all_layers,
         "batch_size": batch_size, "return_hash": return_hash, "device": device, "verbose": verbose,
         "model_dtype": model_dtype, "model": model, "tokenizer": tokenizer, "forward_fn": forward_fn,
-        "idf_texts": idf_texts, "idf_weights": idf_weights,
+        "idf_texts": idf_texts, "idf_weights": idf_weights, "long_texts": long_texts, "window_stride": window_stride,
     }
     validate_arguments(arguments)
     cands_list, groups = normalize_inputs(cands, refs)

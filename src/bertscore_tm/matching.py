@@ -5,17 +5,20 @@ once, and keeps for every token only its best similarity on the other side: the 
 after each block, so memory is bounded by the block and not by the number of pairs. Those best
 similarities do not depend on the weights, so IDF (which needs every reference of every rank) is applied
 afterwards, in stage two (`weighted_scores`). Padding is masked out and never counts as a match.
+Windowed long texts (long_texts="window") may outgrow a block or one similarity matrix: those matches are
+streamed and tiled in the same budget by `bertscore_tm.longpairs`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
 from bertscore_tm.embedding import Embedder, TokenTexts
+from bertscore_tm.longpairs import match_large_in_tiles, stream_matches
 
 
 def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:
@@ -73,6 +76,8 @@ class MatchPlan:
     ref_lengths: Tensor
     cand_rows: Tensor
     ref_rows: Tensor
+    #: matches (window mode only) whose texts alone outgrow the table: streamed through it after the blocks
+    streamed: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
 
     @property
     def cand_tokens(self) -> int:
@@ -94,13 +99,15 @@ def plan_matches(
     budget_bytes: int,
     min_block_tokens: int,
     plan_in_budget: bool,
+    long_texts: bool = False,
 ) -> MatchPlan:
     """Plan the blocks of a greedy matching (pure: no model, nothing embedded).
 
     Matches are sorted by length (similar lengths in a block keep padding small). The results (`rows` float32
     per token of every match) and, where `plan_in_budget` (on the CPU, where they share memory), the plan's own
     tensors are taken from `budget_bytes` first; the table gets the rest, `row_bytes` a token, but never less
-    than `min_block_tokens` rows.
+    than `min_block_tokens` rows. With `long_texts` (window mode), a match whose texts alone outgrow the table
+    is left out of the blocks and listed in `streamed` instead (`bertscore_tm.longpairs` runs those).
 
     >>> texts = TokenTexts((torch.arange(10, dtype=torch.int32),), torch.zeros(3, dtype=torch.uint8),
     ...                    torch.tensor([0, 4, 7]), torch.tensor([4, 3, 3], dtype=torch.int32))
@@ -121,6 +128,9 @@ def plan_matches(
         held_bytes += sum(t.numel() * t.element_size() for t in {t.data_ptr(): t for t in plan}.values())
     held_bytes += 4 * len(texts)  # last_use, below
     block_tokens = max(min_block_tokens, (budget_bytes - held_bytes) // row_bytes)
+    alone = torch.where(mc == mr, lc, lc + lr) if long_texts else torch.zeros_like(lc)
+    streamed = order[alone[order] > block_tokens]
+    order = order[alone[order] <= block_tokens]
     sorted_c, sorted_r = mc[order].long(), mr[order].long()
     blocks, block_sizes = _blocks(sorted_c.tolist(), sorted_r.tolist(), texts.length.tolist(), block_tokens)
     block_of = torch.repeat_interleave(
@@ -129,8 +139,8 @@ def plan_matches(
     last_use = torch.full((len(texts),), -1, dtype=torch.int32)
     last_use.scatter_reduce_(0, sorted_c, block_of, reduce="amax")
     last_use.scatter_reduce_(0, sorted_r, block_of, reduce="amax")
-    capacity = max(block_sizes) if len(blocks) == 1 else max(block_tokens, *block_sizes)
-    return MatchPlan(order, blocks, capacity, last_use, lc, lr, out_c, out_r)
+    capacity = max(block_sizes) if len(blocks) == 1 and not len(streamed) else max([block_tokens, *block_sizes])
+    return MatchPlan(order, blocks, capacity, last_use, lc, lr, out_c, out_r, streamed)
 
 
 def greedy_match(
@@ -164,6 +174,7 @@ def greedy_match(
         budget_bytes=embedder.block_bytes if block_bytes is None else block_bytes,
         min_block_tokens=max(512, 2 * embedder.max_tokens),
         plan_in_budget=embedder.device.type == "cpu",
+        long_texts=embedder.windows is not None,
     )
     return run_plan(embedder, texts, match_cand, match_ref, plan, gather_budget=gather_budget, progress=progress)
 
@@ -183,11 +194,12 @@ def run_plan(
     rows = embedder.num_rows
     cand_best = torch.zeros((plan.cand_tokens, rows), dtype=torch.float32, device=device)
     ref_best = torch.zeros((plan.ref_tokens, rows), dtype=torch.float32, device=device)
-    if not plan.blocks:
+    if not plan.blocks and not len(plan.streamed):
         return cand_best, ref_best
     mc, mr = match_cand.int(), match_ref.int()
     lc, lr, out_c, out_r = plan.cand_lengths, plan.ref_lengths, plan.cand_rows, plan.ref_rows
     last_use = plan.last_use
+    long_texts = embedder.windows is not None
     # one table for every block, and a zero padding row
     table = embedder.new_table(plan.capacity + 1)
     pad_row = plan.capacity
@@ -211,12 +223,17 @@ def run_plan(
         r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
         _match_block(
             table, pad_row, c_rows, r_rows, lc[sel], lr[sel], out_c[sel], out_r[sel],
-            cand_best, ref_best, rows, gather_budget,
+            cand_best, ref_best, rows, gather_budget, tiled=long_texts,
         )
         # keep aside what later blocks need from this one's fresh texts
         for t in fresh:
             if int(last_use[t]) > b:
                 cache[t] = table[start_of[t] : start_of[t] + int(texts.length[t])].clone()
+    if len(plan.streamed):  # long texts (bertscore_tm.longpairs)
+        stream_matches(
+            embedder, texts, table[: plan.capacity], plan.streamed, mc, mr, out_c, out_r, cand_best, ref_best, gather_budget,
+            counted=last_use >= 0, progress=progress,
+        )
     del table, cache
     release_freed_memory()
     return cand_best, ref_best
@@ -244,12 +261,19 @@ def release_freed_memory() -> None:
 def _match_block(
     table: Tensor, pad_row: int, c_rows: Tensor, r_rows: Tensor, lc: Tensor, lr: Tensor,
     out_c: Tensor, out_r: Tensor, cand_best: Tensor, ref_best: Tensor, rows: int, gather_budget: int,
+    tiled: bool = False,
 ) -> None:
     """Match i pairs the candidate at table rows c_rows[i] .. + lc[i] with the reference at r_rows[i] ..
-    + lr[i]; the candidate's best similarities go to cand_best rows out_c[i] .., the reference's likewise."""
+    + lr[i]; the candidate's best similarities go to cand_best rows out_c[i] .., the reference's likewise.
+    With `tiled` (window mode), a match whose similarity matrix alone passes the budget is matched in tiles."""
     device = table.device
     width = table.shape[-1]
     order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
+    if tiled:  # long texts: a match whose similarity matrix alone passes the budget is matched in tiles
+        done = match_large_in_tiles(
+            table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget
+        )
+        order = order[~done[order]]
     pos = 0
     n = len(order)
     while pos < n:

@@ -20,7 +20,7 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 
-from bertscore_tm.arguments import OUTPUTS, OutputName, Reduction, validate_arguments
+from bertscore_tm.arguments import OUTPUTS, LongTexts, OutputName, Reduction, validate_arguments
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
 from bertscore_tm.distributed import check_same_settings, gather
 from bertscore_tm.embedding import Embedder, TokenTexts
@@ -37,6 +37,7 @@ from bertscore_tm.registry import default_model, default_num_layers, is_known_mo
 from bertscore_tm.results import Scores
 from bertscore_tm.tokenizing import TextEncoder, check_vocabulary, normalize_inputs
 from bertscore_tm.user_model import ForwardFn, hash_model_name, known_model_name, prepare_user_model
+from bertscore_tm.windows import window_label, window_rule
 
 _ROBERTA_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text"}
 
@@ -51,6 +52,13 @@ def _position_limit(config: Any) -> int | None:
     if getattr(config, "model_type", "") in _ROBERTA_POSITIONS:
         limit -= (getattr(config, "pad_token_id", 1) or 1) + 1
     return limit
+
+
+def _model_config(path: Any) -> Any:
+    """The model's config alone (no weights), for its position limit."""
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(str(path), local_files_only=True)
 
 
 def _cat(items: list[Tensor] | Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
@@ -93,7 +101,12 @@ class BERTScore(Metric):
         baseline_path: a ``LAYER,P,R,F`` baseline file of your own.
         batch_size: at most this many texts per forward pass; ``None`` (default) lets the token budget alone
             size the batches (2048 padded tokens on a CPU, 16384 on an accelerator).
-        max_length: truncate texts to this many tokens (default: the model's own window).
+        max_length: the window, in tokens with the special ones (default: the model's own): longer texts are
+            truncated to it, or embedded in windows of it with ``long_texts="window"``.
+        long_texts: ``"truncate"`` (default: the reference's semantics) or ``"window"``: a text longer than
+            the window is embedded in overlapping windows and scored whole (README: Long texts).
+        window_stride: tokens between the starts of consecutive windows, 1 to the window's size less one
+            (default: half the window); window mode only.
         device: where the model runs and states live; ``None`` follows the metric (``.to(...)``).
         model_dtype: compute dtype of the embedding model. ``torch.float32`` is exact; ``torch.bfloat16``
             and ``torch.float16`` run under autocast (faster on supporting hardware, about 1e-3 error).
@@ -139,6 +152,8 @@ class BERTScore(Metric):
         baseline_path: str | os.PathLike[str] | None = None,
         batch_size: int | None = None,
         max_length: int | None = None,
+        long_texts: LongTexts = "truncate",
+        window_stride: int | None = None,
         device: torch.device | str | None = None,
         model_dtype: torch.dtype = torch.float32,
         reduction: Reduction = "none",
@@ -161,6 +176,7 @@ class BERTScore(Metric):
                 "device": device, "model_dtype": model_dtype, "reduction": reduction, "output": output,
                 "return_hash": return_hash, "verbose": verbose, "model": model, "tokenizer": tokenizer,
                 "forward_fn": forward_fn, "idf_texts": idf_texts, "idf_weights": idf_weights,
+                "long_texts": long_texts, "window_stride": window_stride,
             }
         )
         super().__init__(**kwargs)
@@ -174,6 +190,9 @@ class BERTScore(Metric):
 
         #: Whether the model is the user's object (then compute() runs it where it is and never moves it).
         self.user_supplied = model is not None
+        #: How texts longer than the model's window are scored: "truncate" (the reference's way) or "window".
+        self.long_texts = long_texts
+        truncate = long_texts == "truncate"
         config: Any
         if model is None:
             if model_name_or_path is None:
@@ -182,12 +201,16 @@ class BERTScore(Metric):
             if num_layers is None and (not all_layers or is_known_model(self.model_name)):
                 num_layers = default_num_layers(self.model_name)
             path = resolve_model_path(self.model_name)
+            # the tokenizer first: the window setting is checked against it before the model loads
+            config = _model_config(path)
+            self._encoder = TextEncoder(path, max_length, model_window=_position_limit(config), truncate=truncate)
+            self._windows = window_rule(long_texts, window_stride, self._encoder)
             # with all_layers an untabled model needs no layer: its hash code then names the full depth
             encoder, self.model_depth = load_encoder(path, 0 if num_layers is None else int(num_layers), all_layers)
-            config = encoder.config
-            self._encoder = TextEncoder(path, max_length, model_window=_position_limit(config))
             check_vocabulary(self._encoder.tokenizer, embedding_rows(encoder), path)
-            self._embedder = Embedder(encoder, self._encoder.pad_id, all_layers, model_dtype, batch_size)
+            self._embedder = Embedder(
+                encoder, self._encoder.pad_id, all_layers, model_dtype, batch_size, windows=self._windows
+            )
         else:
             known = known_model_name(model)
             self.model_name = hash_model_name(model, forward_fn)
@@ -195,10 +218,11 @@ class BERTScore(Metric):
                 num_layers = _object_default_layer(model, known)
             runner, self.model_depth = prepare_user_model(model, tokenizer, num_layers, all_layers, forward_fn)
             config = getattr(runner.view, "config", None)
-            self._encoder = TextEncoder(tokenizer, max_length, model_window=_position_limit(config))
+            self._encoder = TextEncoder(tokenizer, max_length, model_window=_position_limit(config), truncate=truncate)
+            self._windows = window_rule(long_texts, window_stride, self._encoder)
             self._embedder = Embedder(
                 runner, self._encoder.pad_id, all_layers, model_dtype, batch_size,
-                hidden_size=runner.hidden_size, depth=self.model_depth,
+                hidden_size=runner.hidden_size, depth=self.model_depth, windows=self._windows,
             )
         self.num_layers = self.model_depth if num_layers is None else int(num_layers)
         self._vocab_size = max(self._encoder.vocab_size, int(getattr(config, "vocab_size", 0) or 0))
@@ -222,6 +246,7 @@ class BERTScore(Metric):
             max_length=self._encoder.max_length if self._encoder.truncates_below_window else None,
             model_dtype=None if model_dtype == torch.float32 else str(model_dtype).removeprefix("torch."),
             idf_digest=None if self._fixed_idf is None else table_digest(self._fixed_idf),
+            window=window_label(long_texts, self._windows),
         )
 
         for name in ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes"):
@@ -285,12 +310,18 @@ class BERTScore(Metric):
         return self._embedder
 
     @property
+    def windows(self) -> WindowRule | None:
+        """The long-text window rule in use, or None (truncation, or a model without a window)."""
+        return self._windows
+
+    @property
     def baseline(self) -> Tensor | None:
         """The rescale baseline rows in use ([1, 3] for the layer, [L + 1, 3] with all_layers), or None."""
         return self._baseline
 
     def token_ids(self, text: str) -> Tensor:
-        """The token ids this metric scores for `text`: stripped, with special tokens, truncated (int32)."""
+        """The token ids this metric scores for `text`: stripped, with special tokens, truncated to the window
+        unless long_texts="window" (int32)."""
         ids, _ = self._encoder.encode([text])
         return ids
 

@@ -1,8 +1,9 @@
 """Tokenising: checks what the user passed and turns texts into compact token-id sequences.
 
 Texts are stripped, tokenised with the model's tokenizer (the fast one where the model has one) and its
-special tokens, and truncated to the model's window, as the reference does. Byte-level BPE tokenizers (RoBERTa,
-GPT-2, BART) get a prefix space.
+special tokens, and truncated to the model's window, as the reference does (unless `truncate` is off: the
+window mode of `bertscore_tm.windows` keeps every token). Byte-level BPE tokenizers (RoBERTa, GPT-2, BART)
+get a prefix space.
 The ids are returned ragged (one flat int32 tensor and the lengths) so that no padding is ever stored.
 """
 
@@ -160,7 +161,11 @@ class TextEncoder:
     """
 
     def __init__(
-        self, source: Path | str | os.PathLike[str] | Any, max_length: int | None = None, model_window: int | None = None
+        self,
+        source: Path | str | os.PathLike[str] | Any,
+        max_length: int | None = None,
+        model_window: int | None = None,
+        truncate: bool = True,
     ) -> None:
         from transformers import AutoTokenizer
 
@@ -187,6 +192,7 @@ class TextEncoder:
                 )
             window = max_length
         self.max_length = window
+        self.truncate = truncate  # long texts: False keeps every token (window mode)
         self.num_special = tokenizer.num_special_tokens_to_add(pair=False)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         #: Tokens that weigh 0 without IDF, as in the reference: the CLS and SEP ids.
@@ -209,7 +215,9 @@ class TextEncoder:
         if not stripped:
             return torch.zeros(0, dtype=torch.int32), torch.zeros(0, dtype=torch.int32)
         kwargs: dict[str, object] = {"add_special_tokens": True}
-        if self.max_length is not None:
+        if not self.truncate:  # long texts: keep every token, and no "longer than the model" log line
+            kwargs["verbose"] = False
+        elif self.max_length is not None:
             kwargs.update(truncation=True, max_length=self.max_length, return_overflowing_tokens=True, stride=0)
         if not self.is_fast:  # Python tokenizers report overflow per text, not as extra rows
             ids, truncated = [], 0
@@ -222,7 +230,7 @@ class TextEncoder:
         else:
             enc = self.tokenizer(stripped, **kwargs)
             ids = enc["input_ids"]
-            if self.max_length is not None and len(ids) != len(stripped):
+            if self.truncate and self.max_length is not None and len(ids) != len(stripped):
                 mapping = enc["overflow_to_sample_mapping"]
                 first = [i for i, sample in enumerate(mapping) if i == 0 or mapping[i - 1] != sample]
                 ids = [ids[i] for i in first]
