@@ -76,7 +76,7 @@ class BERTScore(Metric):
         lang: language code, for the default model and the packaged rescale baseline.
         idf: weigh tokens by inverse document frequency over all references (of every rank).
         rescale_with_baseline: rescale with the baseline of (``lang``, model) or ``baseline_path``.
-        baseline_path: a ``LAYER,P,R,F`` baseline file of your own.
+        baseline_path: a ``LAYER,P,R,F`` baseline file of your own (with ``rescale_with_baseline=True``).
         batch_size: at most this many texts per forward pass; ``None`` (default) lets the token budget alone
             size the batches (2048 padded tokens on a CPU, 16384 on an accelerator).
         max_length: truncate texts to this many tokens (default: the model's own window).
@@ -89,6 +89,9 @@ class BERTScore(Metric):
         return_hash: add the setting's hash code to the dict under ``"hash"``.
         verbose: show a progress bar while embedding.
         kwargs: torchmetrics' own Metric arguments (``compute_on_cpu``, ``process_group``, ...).
+
+    Every argument is checked before the model is loaded (`arguments.py`): a wrong type is a TypeError, a value
+    out of range a ValueError, each naming the argument. `compute_scores()` gives the per-pair result typed.
     """
 
     is_differentiable = False
