@@ -32,7 +32,8 @@ def _write(path: Path, bad_layer: int, column: str, value: str) -> Path:
 @pytest.mark.parametrize("column", ["P", "R", "F"])
 def test_a_bad_value_in_the_layer_used_names_file_row_and_column(tmp_path, value, column):
     file = _write(tmp_path / "b.tsv", bad_layer=5, column=column, value=value)
-    with pytest.raises(BaselineFileError, match=rf"{re.escape(str(file))}.*data row 6 \(layer 5\).*column {column}.*finite.*below 1") as err:
+    message = rf"{re.escape(str(file))}.*data row 6 \(layer 5\).*column {column}.*finite.*below 1"
+    with pytest.raises(BaselineFileError, match=message) as err:
         BERTScore(MINILM, rescale_with_baseline=True, baseline_path=file)
     assert (err.value.path, err.value.row, err.value.column) == (str(file), 6, column)
 

@@ -61,7 +61,8 @@ def test_missing_tokenizer_files_are_named(minilm_path, tmp_path, drop):
 
 
 def test_an_almost_empty_vocabulary_is_refused(minilm_path, tmp_path):
-    path = _copy(minilm_path, tmp_path / "m", drop=("tokenizer.json",), vocab=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    path = _copy(minilm_path, tmp_path / "m", drop=("tokenizer.json",), vocab=specials)
     with pytest.raises(ModelSetupError, match=r"only 5 tokens.*30522"):
         _build(path)
 

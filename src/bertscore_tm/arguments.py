@@ -66,7 +66,9 @@ def integer(minimum: int, *, optional: bool = False, why: str = "") -> Rule:
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise ArgumentTypeError(
                 f"{name} must be an integer{_or_none(optional)}, got {_shown(value)}",
-                argument=name, expected=f"int{_or_none(optional)}", value=value,
+                argument=name,
+                expected=f"int{_or_none(optional)}",
+                value=value,
             )
         if value < minimum:
             allowed = f"an integer >= {minimum}{_or_none(optional)}"
@@ -89,7 +91,9 @@ def choice(allowed: tuple[str, ...], *, optional: bool = False) -> Rule:
                 f"{name} must be one of {listed}, got {_shown(value)}", argument=name, expected=listed, value=value
             )
         if value not in allowed:
-            raise ArgumentValueError(f"{name} must be one of {listed}, got {value!r}", argument=name, allowed=listed, value=value)
+            raise ArgumentValueError(
+                f"{name} must be one of {listed}, got {value!r}", argument=name, allowed=listed, value=value
+            )
 
     return check
 
@@ -103,10 +107,14 @@ def text(*, optional: bool = False) -> Rule:
         if not isinstance(value, str):
             raise ArgumentTypeError(
                 f"{name} must be a string{_or_none(optional)}, got {_shown(value)}",
-                argument=name, expected=f"str{_or_none(optional)}", value=value,
+                argument=name,
+                expected=f"str{_or_none(optional)}",
+                value=value,
             )
         if not value.strip():
-            raise ArgumentValueError(f"{name} must not be blank", argument=name, allowed="a non-blank string", value=value)
+            raise ArgumentValueError(
+                f"{name} must not be blank", argument=name, allowed="a non-blank string", value=value
+            )
 
     return check
 
@@ -120,10 +128,14 @@ def path(*, optional: bool = False) -> Rule:
         if not isinstance(value, (str, os.PathLike)):
             raise ArgumentTypeError(
                 f"{name} must be a string or a path{_or_none(optional)}, got {_shown(value)}",
-                argument=name, expected=f"str | os.PathLike{_or_none(optional)}", value=value,
+                argument=name,
+                expected=f"str | os.PathLike{_or_none(optional)}",
+                value=value,
             )
         if not str(os.fspath(value)).strip():
-            raise ArgumentValueError(f"{name} must not be blank", argument=name, allowed="a non-blank path", value=value)
+            raise ArgumentValueError(
+                f"{name} must not be blank", argument=name, allowed="a non-blank path", value=value
+            )
 
     return check
 
@@ -134,9 +146,16 @@ def model_dtype(name: str, value: object) -> None:
 
     allowed = ", ".join(f"torch.{d}" for d in MODEL_DTYPES)
     if not isinstance(value, torch.dtype):
-        raise ArgumentTypeError(f"{name} must be a torch.dtype ({allowed}), got {_shown(value)}", argument=name, expected=allowed, value=value)
+        raise ArgumentTypeError(
+            f"{name} must be a torch.dtype ({allowed}), got {_shown(value)}",
+            argument=name,
+            expected=allowed,
+            value=value,
+        )
     if value not in tuple(getattr(torch, d) for d in MODEL_DTYPES):
-        raise ArgumentValueError(f"{name} must be one of {allowed}, got {value}", argument=name, allowed=allowed, value=value)
+        raise ArgumentValueError(
+            f"{name} must be one of {allowed}, got {value}", argument=name, allowed=allowed, value=value
+        )
 
 
 def device(name: str, value: object) -> None:
@@ -148,7 +167,9 @@ def device(name: str, value: object) -> None:
     if not isinstance(value, (str, torch.device)):
         raise ArgumentTypeError(
             f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or None, got {_shown(value)}",
-            argument=name, expected="torch.device | str | None", value=value,
+            argument=name,
+            expected="torch.device | str | None",
+            value=value,
         )
     try:
         torch.device(value)
@@ -293,7 +314,10 @@ def _model_or_lang(arguments: Mapping[str, object]) -> None:
     if both_given and no_object and arguments["model_name_or_path"] is None and arguments["lang"] is None:
         raise ArgumentValueError(
             "Pass model_name_or_path or lang (which picks the language's default model)",
-            argument="model_name_or_path", allowed="a model, or lang", value=None, others=("lang",),
+            argument="model_name_or_path",
+            allowed="a model, or lang",
+            value=None,
+            others=("lang",),
         )
 
 
@@ -354,7 +378,10 @@ def _hash_needs_the_dict(arguments: Mapping[str, object]) -> None:
     if arguments.get("output") is not None and arguments.get("return_hash"):
         raise ArgumentValueError(
             "return_hash needs the dict output (output=None); the code is also at metric.hash_code",
-            argument="return_hash", allowed="False when output is given", value=True, others=("output",),
+            argument="return_hash",
+            allowed="False when output is given",
+            value=True,
+            others=("output",),
         )
 
 
@@ -363,8 +390,10 @@ def _baseline_path_needs_rescaling(arguments: Mapping[str, object]) -> None:
         raise ArgumentValueError(
             f"baseline_path={str(arguments['baseline_path'])!r} is given but rescale_with_baseline is False, so the "
             "file would be ignored: pass rescale_with_baseline=True to rescale with it, or leave out baseline_path",
-            argument="baseline_path", allowed="None unless rescale_with_baseline=True",
-            value=arguments["baseline_path"], others=("rescale_with_baseline",),
+            argument="baseline_path",
+            allowed="None unless rescale_with_baseline=True",
+            value=arguments["baseline_path"],
+            others=("rescale_with_baseline",),
         )
 
 

@@ -74,7 +74,8 @@ def read_baseline(path: str | os.PathLike[str]) -> Tensor:
                 ) from None
         if cells[0] != n - 1:
             raise BaselineFileError(
-                f"Baseline file {path}: rows must be layers 0, 1, 2, ... in order; data row {n} is layer {row[0].strip()}",
+                f"Baseline file {path}: rows must be layers 0, 1, 2, ... in order; "
+                f"data row {n} is layer {row[0].strip()}",
                 path=str(path), row=n, column="LAYER",
             )
         values.append(cells[1:])

@@ -1,10 +1,11 @@
 """Matching: greedy cosine matching of token vectors, and the weighted P, R, F it leads to.
 
-Stage one (`greedy_match`: `plan_matches`, a pure plan of blocks, then `run_plan`) embeds the texts of a block of (candidate, reference) matches, each unique text
-once, and keeps for every token only its best similarity on the other side: the embeddings are dropped
-after each block, so memory is bounded by the block and not by the number of pairs. Those best
-similarities do not depend on the weights, so IDF (which needs every reference of every rank) is applied
-afterwards, in stage two (`weighted_scores`). Padding is masked out and never counts as a match.
+Stage one (`greedy_match`: `plan_matches`, a pure plan of blocks, then `run_plan`) embeds the texts of a block
+of (candidate, reference) matches, each unique text once, and keeps for every token only its best similarity
+on the other side: the embeddings are dropped after each block, so memory is bounded by the block and not by
+the number of pairs. Those best similarities do not depend on the weights, so IDF (which needs every reference
+of every rank) is applied afterwards, in stage two (`weighted_scores`). Padding is masked out and never counts
+as a match.
 Windowed long texts (long_texts="window") may outgrow a block or one similarity matrix: those matches are
 streamed and tiled in the same budget by `bertscore_tm.longpairs`.
 """

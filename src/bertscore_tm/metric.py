@@ -98,7 +98,7 @@ class BERTScore(Metric):
             of another metric, or bert-score's ``idf_dict``). Ids it lacks take its default if it is a
             ``defaultdict`` (bert-score's is), else a text holding one is refused by ``update()``.
         rescale_with_baseline: rescale with the baseline of (``lang``, model) or ``baseline_path``.
-        baseline_path: a ``LAYER,P,R,F`` baseline file of your own.
+        baseline_path: a ``LAYER,P,R,F`` baseline file of your own (with ``rescale_with_baseline=True``).
         batch_size: at most this many texts per forward pass; ``None`` (default) lets the token budget alone
             size the batches (2048 padded tokens on a CPU, 16384 on an accelerator).
         max_length: the window, in tokens with the special ones (default: the model's own): longer texts are
@@ -123,6 +123,9 @@ class BERTScore(Metric):
         forward_fn: ``forward_fn(model, input_ids, attention_mask) -> Tensor`` returning [B, T, D] (or
             [B, T, L + 1, D] with ``all_layers``), for a ``model`` whose forward is not the standard one.
         kwargs: torchmetrics' own Metric arguments (``compute_on_cpu``, ``process_group``, ...).
+
+    Every argument is checked before the model is loaded (`arguments.py`): a wrong type is a TypeError, a value
+    out of range a ValueError, each naming the argument. `compute_scores()` gives the per-pair result typed.
     """
 
     is_differentiable = False

@@ -129,7 +129,14 @@ def check_tokenizer_files(tokenizer: object, model_path: Path) -> None:
 def check_vocabulary(tokenizer: Any, embedding_rows: int, model_path: Path) -> None:
     """Fail unless the tokenizer's vocabulary fits the model's embedding table: no id past the table (it would
     have no vector) and not almost empty (fewer tokens than half the table: tokenizer files of another
-    model, or only the special tokens, so that every text is mostly [UNK])."""
+    model, or only the special tokens, so that every text is mostly [UNK]).
+
+    >>> check_vocabulary(["[PAD]", "[UNK]", "the", "cat"], embedding_rows=4, model_path=Path("m"))
+    >>> check_vocabulary(["[PAD]", "[UNK]"], embedding_rows=30522, model_path=Path("m"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bertscore_tm.errors.ModelSetupError: The tokenizer in m knows only 2 tokens (0 of them special) for a model ...
+    """
     size = len(tokenizer)
     where = f"The tokenizer in {model_path}"
     if embedding_rows <= 0:  # a model that does not say: nothing to check against
