@@ -73,4 +73,9 @@ def score_systems(
     result = metric.compute()
     assert isinstance(result, dict)
     k = len(systems)
-    return {key: result[key].reshape(*result[key].shape[:-1], k, size) for key in _OUTPUTS}
+    out: dict[str, Tensor] = {}
+    for key in _OUTPUTS:
+        value = result[key]
+        assert isinstance(value, Tensor)
+        out[key] = value.reshape(*value.shape[:-1], k, size)  # the pairs are system-major: [..., k * N]
+    return out
