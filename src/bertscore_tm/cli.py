@@ -5,6 +5,7 @@ Subcommands:
 * ``score``: candidates and references from files, one text per line; corpus means, per-pair scores.
 * ``show``: the token-by-token similarity matrix of one pair as a heatmap (PNG, needs matplotlib).
 * ``baseline``: a rescale baseline (``LAYER,P,R,F``) from random pairs of a monolingual corpus.
+* ``compare``: several systems against the same references: F1 intervals and paired significance tests.
 
 User errors (a missing or empty file, files of different lengths, a model or baseline that is not on this
 machine, a bad setting, an unusable device, an output that cannot be written, any of the library's
@@ -26,7 +27,7 @@ import warnings
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from bertscore_tm.errors import BERTScoreError
 
@@ -431,6 +432,7 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
         groups.append(refs)
     targets: list[str] | list[list[str]] = groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups)]
     target = _check_output(args.output, "scores.txt") if args.output is not None else None
+    resampling = _resampling(args)
 
     metric = _rescalable_metric(
         args,
@@ -442,7 +444,7 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
     metric.update(cands, targets)
     scores = metric.compute_scores()
     p, r, f = (x.double().cpu().tolist() for x in scores.as_tuple())
-    report = _report(args, metric, p, r, f, len(groups))
+    report = _report(args, metric, p, r, f, len(groups), resampling)
     if target is None:
         out.write(report)
     else:
@@ -451,14 +453,19 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _report(
-    args: argparse.Namespace, metric: Any, p: list[float], r: list[float], f: list[float], refs_per_cand: int
+    args: argparse.Namespace, metric: Any, p: list[float], r: list[float], f: list[float], refs_per_cand: int,
+    resampling: Any = None,
 ) -> str:
     """What `score` prints, in the --format asked for."""
     means = [math.fsum(x) / len(x) for x in (p, r, f)]
     code = metric.hash_code
+    ci = None if resampling is None else _f1_interval(resampling, f, args.cand)
     lines: list[str] = []
     if args.format == "text":
-        lines.append(f"{code} P: {means[0]:.6f} R: {means[1]:.6f} F1: {means[2]:.6f}")
+        summary = f"{code} P: {means[0]:.6f} R: {means[1]:.6f} F1: {means[2]:.6f}"
+        if ci is not None and resampling is not None:
+            summary += f" F1 {_percent(resampling.confidence)} CI: [{ci[0]:.6f}, {ci[1]:.6f}]"
+        lines.append(summary)
         if args.seg_level:
             lines.extend("\t".join(f"{x:.6f}" for x in row) for row in zip(p, r, f))
     elif args.format == "json":
@@ -474,17 +481,23 @@ def _report(
             "recall": _num(means[1]),
             "f1": _num(means[2]),
         }
+        if ci is not None and resampling is not None:
+            doc.update(f1_ci=list(ci), confidence=resampling.confidence, bootstrap=resampling.num_samples,
+                       seed=resampling.seed)
         if args.seg_level:
             doc["segments"] = [{"precision": _num(a), "recall": _num(b), "f1": _num(c)} for a, b, c in zip(p, r, f)]
         lines.append(json.dumps(doc, indent=2))
     elif args.seg_level:  # tsv, one row per pair: the hash and the means stay, as comment lines before the table
         lines.append(f"# hash\t{code}")
         lines.append("# mean\t" + "\t".join(repr(x) for x in means))
+        if ci is not None:
+            lines.append("# f1_ci\t" + "\t".join(repr(x) for x in ci))
         lines.append("line\tP\tR\tF1")
         lines.extend(f"{n}\t" + "\t".join(repr(x) for x in row) for n, row in enumerate(zip(p, r, f), start=1))
     else:
-        lines.append("hash\tP\tR\tF1")
-        lines.append(f"{code}\t" + "\t".join(repr(x) for x in means))
+        extra = ([], []) if ci is None else (["F1_low", "F1_high"], list(ci))
+        lines.append("\t".join(["hash", "P", "R", "F1", *extra[0]]))
+        lines.append(f"{code}\t" + "\t".join(repr(x) for x in [*means, *extra[1]]))
     return "".join(line + "\n" for line in lines)
 
 
@@ -503,6 +516,162 @@ def _lines(n: int) -> str:
 def _num(x: float) -> float | None:
     """A score for JSON: NaN (possible with --idf, as in the reference) becomes null."""
     return x if math.isfinite(x) else None
+
+
+# -- intervals and compare -----------------------------------------------------------------------------------
+
+
+class _Resampling(NamedTuple):
+    confidence: float
+    num_samples: int
+    seed: int
+
+
+def _whole(value: str, flag: str, what: str, minimum: int, maximum: int | None = None) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise UsageError(f"{flag} must be a whole number ({what}), got {value}") from None
+    if number < minimum or (maximum is not None and number > maximum):
+        upper = "" if maximum is None else f" and at most {maximum}"
+        raise UsageError(f"{flag} must be at least {minimum}{upper} ({what}), got {value}")
+    return number
+
+
+def _resampling(args: argparse.Namespace) -> _Resampling | None:
+    """--confidence, --bootstrap and --seed, checked before any model is loaded; None without --confidence."""
+    if args.confidence is None:
+        given = [flag for flag, value in (("--bootstrap", args.bootstrap), ("--seed", args.seed)) if value is not None]
+        if given:
+            verb = "matters" if len(given) == 1 else "matter"
+            raise UsageError(f"{' and '.join(given)} only {verb} with --confidence: add e.g. --confidence 0.95")
+        return None
+    try:
+        confidence = float(args.confidence)
+    except ValueError:
+        raise UsageError(f"--confidence must be a number between 0 and 1, e.g. 0.95; got {args.confidence}") from None
+    if not (math.isfinite(confidence) and 0 < confidence < 1):
+        hint = f" (a fraction: {confidence / 100:g}, not {args.confidence})" if 1 < confidence < 100 else ""
+        raise UsageError(f"--confidence must be between 0 and 1 (exclusive), e.g. 0.95; got {args.confidence}{hint}")
+    num_samples = _whole("1000" if args.bootstrap is None else args.bootstrap, "--bootstrap", "resamples", 1)
+    seed = _whole("0" if args.seed is None else args.seed, "--seed", "the resampling's random seed", 0, 2**64 - 1)
+    return _Resampling(confidence, num_samples, seed)
+
+
+def _check_finite(f1: Any, names: Sequence[str]) -> None:
+    """Intervals and tests need a finite F1 on every line (NaN is possible with --idf, as in the reference)."""
+    import torch
+
+    bad = ~torch.isfinite(f1)
+    if bool(bad.any()):
+        system, line = (int(x) for x in torch.nonzero(bad)[0])
+        raise UsageError(
+            f"{names[system]} line {line + 1} has an F1 of NaN ({int(bad.sum())} line(s) in all): with --idf, a "
+            "line whose tokens all occur in every reference scores NaN, as in bert-score; intervals and tests "
+            "need a score on every line: leave such lines out of every file, or drop --idf"
+        )
+
+
+def _f1_interval(settings: _Resampling, f1: list[float], cand: str) -> tuple[float, float]:
+    import torch
+
+    from bertscore_tm.significance import bootstrap_interval
+
+    values = torch.tensor(f1, dtype=torch.float64)
+    _check_finite(values[None], [cand])
+    interval = bootstrap_interval(values, settings.confidence, settings.num_samples, settings.seed)
+    return float(interval.low), float(interval.high)
+
+
+def _percent(confidence: float) -> str:
+    return f"{confidence * 100:g}%"
+
+
+def _p_text(p: float) -> str:
+    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def _compare(args: argparse.Namespace, out: TextIO) -> int:
+    names: list[str] = args.cand
+    if len(names) < 2:
+        raise UsageError(
+            f"compare needs at least two systems after -c (the first is the baseline), got {len(names)}: "
+            f"to score one system use: {PROG} score -c {names[0]} -r ..."
+        )
+    settings = _resampling(args)
+    assert settings is not None  # compare's --confidence has a default
+    systems = [read_lines(path, "system") for path in names]
+    for path, lines in zip(names[1:], systems[1:]):
+        if len(lines) != len(systems[0]):
+            raise UsageError(
+                f"system file {path} has {_lines(len(lines))} but the baseline {names[0]} has "
+                f"{_lines(len(systems[0]))}: every system must answer the same inputs, line for line"
+            )
+    groups: list[list[str]] = []
+    for path in args.ref:
+        refs = read_lines(path, "reference")
+        if len(refs) != len(systems[0]):
+            raise UsageError(
+                f"reference file {path} has {_lines(len(refs))} but the system files have {_lines(len(systems[0]))}: "
+                "line i of every reference file is a reference for line i of every system file"
+            )
+        groups.append(refs)
+    targets: list[str] | list[list[str]] = groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups)]
+
+    metric = _rescalable_metric(
+        args, idf=args.idf, batch_size=args.batch_size, model_dtype=_dtype(args.dtype), verbose=_progress(args)
+    )
+    from bertscore_tm.significance import bootstrap_interval, paired_test
+    from bertscore_tm.systems import score_systems
+
+    scores = score_systems(metric, systems, targets)  # one compute: references and shared lines embedded once
+    f1 = scores["f1"].double().cpu()
+    _check_finite(f1, names)
+    intervals = bootstrap_interval(f1, settings.confidence, settings.num_samples, settings.seed)
+    test = paired_test(f1[0], f1[1:], args.method, settings.num_samples, settings.seed, settings.confidence)
+    rows = []
+    for i, name in enumerate(names):
+        per_pair = (scores[k][i].double().cpu().tolist() for k in ("precision", "recall", "f1"))
+        means = [math.fsum(x) / len(x) for x in per_pair]  # as score computes them
+        delta = None if i == 0 else float(test.delta[i - 1])
+        p_value = None if i == 0 else float(test.p_value[i - 1])
+        ci = [float(intervals.low[i]), float(intervals.high[i])]
+        rows.append({"name": name, "precision": _num(means[0]), "recall": _num(means[1]), "f1": _num(means[2]),
+                     "f1_ci": ci, "p_value": p_value, "delta_f1": delta})
+    if args.format == "json":
+        doc = {"hash": metric.hash_code, "method": args.method, "bootstrap": settings.num_samples,
+               "seed": settings.seed, "confidence": settings.confidence, "systems": rows}
+        out.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        out.write(_compare_table(metric.hash_code, args.method, settings, rows))
+    return 0
+
+
+def _compare_table(code: str, method: str, settings: _Resampling, rows: list[dict[str, Any]]) -> str:
+    """The text output of compare: the hash code, what was done, one row per system."""
+    if method == "bootstrap":
+        how = f"paired bootstrap resampling (Koehn 2004), {settings.num_samples} resamples"
+    else:
+        how = (f"approximate randomization (Riezler and Maxwell 2005), {settings.num_samples} shuffles; "
+               f"intervals from {settings.num_samples} bootstrap resamples")
+    ci_head = f"F1 {_percent(settings.confidence)} CI"
+    table = [["system", "P", "R", "F1", ci_head, "delta F1", "p-value"]]
+    for row in rows:
+        cells = [row["name"]] + [_cell(row[k]) for k in ("precision", "recall", "f1")]
+        cells.append(f"[{row['f1_ci'][0]:.6f}, {row['f1_ci'][1]:.6f}]")
+        if row["p_value"] is None:
+            cells += ["baseline", ""]
+        else:
+            cells += [f"{row['delta_f1']:+.6f}", _p_text(row["p_value"]) + (" *" if row["p_value"] < 0.05 else "")]
+        table.append(cells)
+    widths = [max(len(r[j]) for r in table) for j in range(len(table[0]))]
+    lines = [code, f"{how}, seed {settings.seed}; * p < 0.05 (difference to the baseline, two-sided)"]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in table]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(x: float | None) -> str:
+    return "nan" if x is None else f"{x:.6f}"
 
 
 # -- show ----------------------------------------------------------------------------------------------------
@@ -618,6 +787,17 @@ def _add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
                        help="show a progress bar on stderr (default: when stderr is a terminal)")
 
 
+def _add_resampling_options(p: argparse.ArgumentParser, confidence: str | None) -> None:
+    # read as text and checked by _resampling, so that a bad value is a one-line error like any other
+    default = "none: no interval" if confidence is None else confidence
+    p.add_argument("--confidence", default=confidence, metavar="C",
+                   help=f"add the F1 mean's bootstrap confidence interval at level C, e.g. 0.95 (default: {default})")
+    p.add_argument("--bootstrap", default=None, metavar="N",
+                   help="resamples (and, with --method randomization, shuffles) to draw (default: 1000)")
+    p.add_argument("--seed", default=None, metavar="S",
+                   help="seed of the resampling: same seed, same numbers (default: 0)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -651,8 +831,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="write the results to FILE, once they are computed (default: standard output)")
     _add_long_text_options(s)
+    _add_resampling_options(s, confidence=None)
     _add_run_options(s)
     s.set_defaults(run=_score)
+
+    c = sub.add_parser(
+        "compare", help="is B better than A? F1 intervals and paired significance tests",
+        description="Score several systems (files of candidates, one per line) against the same references in "
+        "one run (the references are embedded once) and print per system the P, R, F1 means and a bootstrap "
+        "interval of F1, and for each system after the first (the baseline) the F1 difference to the "
+        "baseline and the p-value of a paired test: paired bootstrap resampling (Koehn 2004) or approximate "
+        "randomization (Riezler and Maxwell 2005). Same seed, same numbers.",
+    )
+    c.add_argument("-r", "--ref", required=True, nargs="+", metavar="FILE", help="references, one per line; several files give several references per line")
+    c.add_argument("-c", "--cand", required=True, nargs="+", metavar="SYS", help="two or more system files, one candidate per line; the first is the baseline")
+    _add_model_options(c)
+    c.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references (counted once for all systems)")
+    _add_rescale_options(c)
+    _add_resampling_options(c, confidence="0.95")
+    c.add_argument("--method", choices=("bootstrap", "randomization"), default="bootstrap",
+                   help="paired bootstrap resampling or approximate randomization (default: bootstrap)")
+    c.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    _add_long_text_options(c)
+    _add_run_options(c)
+    c.set_defaults(run=_compare)
 
     v = sub.add_parser(
         "show", help="plot the token similarity matrix of one pair",
