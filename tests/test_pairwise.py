@@ -181,6 +181,14 @@ def test_tiles_and_chunks_do_not_change_the_scores(held_out, metric, monkeypatch
     assert torch.allclose(tiled["f1"][[0, 1], [len(refs), len(refs) + 1]], torch.ones(2), atol=1e-5)  # themselves
 
 
+def test_weights_summing_to_zero_give_nan_and_one_warning_counting_the_pairs() -> None:
+    # with IDF over two copies of one reference, its every token weighs 0: recall is NaN, F is 0
+    with pytest.warns(UserWarning, match="^4 pair"):
+        s = pairwise_bert_score(["the cat", "a dog"], ["the cat", "the cat"], MINILM, idf=True)
+    assert bool(s["recall"].isnan().all()) and bool((s["f1"] == 0).all())
+    assert not bool(s["precision"][1].isnan().any())  # "a dog" has tokens the references lack
+
+
 def test_output_and_hash_settings_apply(held_out) -> None:
     cands, refs = held_out
     f1 = pairwise_bert_score(cands[:2], refs[:3], MINILM, output="f1")

@@ -21,7 +21,7 @@ import math
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -294,12 +294,14 @@ def _output_file(path: str | None) -> Path | None:
     return target
 
 
-def _write_output(target: Path | None, text: str, out: TextIO) -> None:
+def _write_output(target: Path | None, lines: Iterable[str], out: TextIO) -> None:
+    """Write `lines` to `target`, or to `out` when there is none."""
     if target is None:
-        out.write(text)
+        out.writelines(lines)
         return
     try:
-        target.write_text(text, encoding="utf-8")
+        with target.open("w", encoding="utf-8") as fh:
+            fh.writelines(lines)
     except OSError as err:
         raise UsageError(f"cannot write {target}: {err.strerror or err}") from None
 
@@ -323,20 +325,19 @@ def _pairwise(args: argparse.Namespace, out: TextIO) -> int:
     )
     result = metric.pairwise(cands, refs)
     assert isinstance(result, dict)
-    p, r, f = (result[k].double().cpu().tolist() for k in ("precision", "recall", "f1"))
+    names = ("precision", "recall", "f1") if args.format == "json" else ("f1",)
+    matrices = {k: result[k].double().cpu() for k in names}
     if args.format == "json":
         doc = {
             **_setting(metric, args),
             "candidates": len(cands),
             "references": len(refs),
-            "precision": [[_num(x) for x in row] for row in p],
-            "recall": [[_num(x) for x in row] for row in r],
-            "f1": [[_num(x) for x in row] for row in f],
+            **{k: [[_num(x) for x in row] for row in m.tolist()] for k, m in matrices.items()},
         }
-        text = json.dumps(doc) + "\n"
-    else:  # tsv: the F1 matrix, line i = candidate i, column j = reference j
-        text = "".join("\t".join(repr(x) for x in row) + "\n" for row in f)
-    _write_output(target, text, out)
+        lines: Iterable[str] = [json.dumps(doc) + "\n"]
+    else:  # tsv: the F1 matrix, line i = candidate i, column j = reference j; written row by row
+        lines = ("\t".join(repr(x) for x in row.tolist()) + "\n" for row in matrices["f1"])
+    _write_output(target, lines, out)
     if target is not None:
         what = "F1 matrix" if args.format == "tsv" else "P, R and F1 matrices"
         out.write(f"Wrote the {len(cands)} x {len(refs)} {what} ({metric.hash_code}) to {target}\n")

@@ -265,7 +265,8 @@ def score_all_pairs(
     progress: Any = None,
 ) -> tuple[Tensor, dict[str, int]]:
     """P, R, F of every candidate against every reference: float32 [3, rows, N, M] on the embedder's device,
-    and what it held (`store_bytes`: the kept token vectors; `tiles`: tile pairs matched).
+    and counts: `store_bytes` (the kept token vectors and weights), `tiles` (tile pairs matched) and
+    `undefined` (pairs whose precision or recall is NaN: weights summing to 0).
 
     `texts` are the distinct token sequences, `token_weights` (float64) the weight of each of their tokens,
     `blank` which texts are blank; candidate i is text `cand_text[i]`, reference j text `ref_text[j]`.
@@ -317,7 +318,7 @@ def score_all_pairs(
         for c in forward_chunks(length[fresh].tolist(), embedder.batch_size, embedder.max_tokens, chunk_tokens)
     ]
     chunks += [(reused[lo:hi], False) for lo, hi in tile_cuts(length[reused].tolist(), chunk_tokens)]
-    matched = 0
+    matched = undefined = 0
     for ids, embed in chunks:
         if embed:
             table, starts = embedder.embed([texts.seq(t) for t in ids.tolist()])
@@ -330,14 +331,14 @@ def score_all_pairs(
             for right, right_side in zip(store_tiles, store_side):
                 a, b = match_tiles(left, right)
                 if store_is_ref:  # the stream holds the candidates
-                    _write(out, a[0], b[0], left_side, right_side)
+                    undefined += _write(out, a[0], b[0], left_side, right_side)
                 else:
-                    _write(out, b[0].transpose(1, 2), a[0].transpose(1, 2), right_side, left_side)
+                    undefined += _write(out, b[0].transpose(1, 2), a[0].transpose(1, 2), right_side, left_side)
                 matched += 1
         del table
         if progress is not None:
             progress.update(len(ids))
-    return out, {"store_bytes": store_bytes, "tiles": matched}
+    return out, {"store_bytes": store_bytes, "tiles": matched, "undefined": undefined}
 
 
 class _Occurrences:
@@ -366,13 +367,15 @@ def _copy_from_store(
     return table, starts
 
 
-def _write(out: Tensor, p: Tensor, r: Tensor, cands: _Occurrences, refs: _Occurrences) -> None:
+def _write(out: Tensor, p: Tensor, r: Tensor, cands: _Occurrences, refs: _Occurrences) -> int:
     """Write the P and R ([rows, candidate texts, reference texts]) of one tile pair, with their F, to every
-    position of `out` [3, rows, N, M] where those texts occur."""
+    position of `out` [3, rows, N, M] where those texts occur; return how many of those pairs have a NaN
+    precision or recall (weights summing to 0)."""
     scores = f_measure(p, r, cands.blank[:, None] | refs.blank[None, :])
     if not (cands.all_once and refs.all_once):  # a text occurring more than once: repeat its scores
         scores = scores[:, :, cands.local[:, None], refs.local[None, :]]
     out[:, :, cands.positions[:, None], refs.positions[None, :]] = scores
+    return int(torch.isnan(scores[:2]).any(dim=1).any(dim=0).sum())
 
 
 # -- the public entry points ------------------------------------------------------------------------------
@@ -401,23 +404,21 @@ def _pairwise(metric: BERTScore, cands: list[str], refs: list[str]) -> tuple[dic
         weights = plain_weights(metric._vocab_size, encoder.zero_weight_ids)
     token_weights = weights[texts.ids.long()]
     blank = encoder.is_blank(texts.length)
+    cand_text, ref_text = texts.text_of[: len(cands)], texts.text_of[len(cands) :]
     progress = None
     if metric.verbose:
         from tqdm.auto import tqdm
 
-        progress = tqdm(total=int(torch.unique(texts.text_of[: len(cands)]).numel() + torch.unique(texts.text_of[len(cands) :]).numel()),
-                        desc="BERTScore: all pairs", unit="text")
+        total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
+        progress = tqdm(total=total, desc="BERTScore: all pairs", unit="text")
     try:
-        out, info = score_all_pairs(
-            embedder, texts, token_weights, blank, texts.text_of[: len(cands)], texts.text_of[len(cands) :], progress=progress
-        )
+        out, info = score_all_pairs(embedder, texts, token_weights, blank, cand_text, ref_text, progress=progress)
     finally:
         if progress is not None:
             progress.close()
-    undefined = (torch.isnan(out[0]) | torch.isnan(out[1])).any(dim=0)
-    if bool(undefined.any()):
+    if info["undefined"]:
         warnings.warn(
-            f"{int(undefined.sum())} pair(s) have tokens whose weights sum to 0 (with IDF: tokens found in "
+            f"{info['undefined']} pair(s) have tokens whose weights sum to 0 (with IDF: tokens found in "
             "every reference); their precision or recall is NaN, as in the reference.",
             UserWarning,
             stacklevel=4,
