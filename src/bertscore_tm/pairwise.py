@@ -402,6 +402,7 @@ def _pairwise(metric: BERTScore, cands: list[str], refs: list[str]) -> tuple[dic
         weights = idf_weights(document_frequency(r_ids, r_lens, metric._vocab_size), len(refs))
     else:
         weights = plain_weights(metric._vocab_size, encoder.zero_weight_ids)
+    del c_ids, r_ids
     token_weights = weights[texts.ids.long()]
     blank = encoder.is_blank(texts.length)
     cand_text, ref_text = texts.text_of[: len(cands)], texts.text_of[len(cands) :]
@@ -413,6 +414,8 @@ def _pairwise(metric: BERTScore, cands: list[str], refs: list[str]) -> tuple[dic
         progress = tqdm(total=total, desc="BERTScore: all pairs", unit="text")
     try:
         out, info = score_all_pairs(embedder, texts, token_weights, blank, cand_text, ref_text, progress=progress)
+        held = (texts.ids, texts.start, texts.length, texts.text_of, token_weights, blank, c_lens, r_lens)
+        info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
     finally:
         if progress is not None:
             progress.close()
