@@ -268,6 +268,17 @@ def _run(kind: str, args: argparse.Namespace, n: int | None = None, offset: int 
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _kept_sections(path: Path) -> str:
+    """The sections other benchmarks keep in the same file (between `<!-- NAME: begin -->` and
+    `<!-- NAME: end -->` lines, e.g. bench_pairwise.py's), carried over as they are."""
+    if not path.exists():
+        return ""
+    import re
+
+    blocks = re.findall(r"<!-- [\w-]+: begin -->.*?<!-- [\w-]+: end -->", path.read_text(encoding="utf-8"), flags=re.S)
+    return "".join("\n" + block + "\n" for block in blocks)
+
+
 def _max_err(a: list[float], b: list[float]) -> float:
     return max(abs(x - y) for x, y in zip(a, b))
 
@@ -442,10 +453,7 @@ def main() -> None:
             "",
         ]
     )
-    # sections other benchmarks wrote below the marker (bench_windows.py) are kept
-    previous = out_path.read_text(encoding="utf-8") if out_path.exists() else ""
-    kept = "\n" + previous[previous.index(KEEP_MARKER):] if KEEP_MARKER in previous else ""
-    out_path.write_text(text + kept, encoding="utf-8")
+    out_path.write_text(text + _kept_sections(out_path), encoding="utf-8")
     print(text)
 
 

@@ -15,6 +15,8 @@ _EXPORTS = {
     "BERTScore": "bertscore_tm.metric",
     "bert_score": "bertscore_tm.functional",
     "score": "bertscore_tm.functional",
+    "pairwise_bert_score": "bertscore_tm.pairwise",
+    "mbr_select": "bertscore_tm.mbr",
     "BaselineNotFoundError": "bertscore_tm.errors",
     "ModelNotFoundError": "bertscore_tm.errors",
     "PACKAGED_MINILM": "bertscore_tm.registry",
@@ -25,6 +27,8 @@ __all__ = [*_EXPORTS, "__version__"]
 if TYPE_CHECKING:
     from bertscore_tm.errors import BaselineNotFoundError, ModelNotFoundError
     from bertscore_tm.functional import bert_score, score
+    from bertscore_tm.mbr import mbr_select
+    from bertscore_tm.pairwise import pairwise_bert_score
     from bertscore_tm.metric import BERTScore
     from bertscore_tm.registry import PACKAGED_MINILM
 

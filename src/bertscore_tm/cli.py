@@ -6,6 +6,8 @@ Subcommands:
 * ``show``: the token-by-token similarity matrix of one pair as a heatmap (PNG, needs matplotlib).
 * ``baseline``: a rescale baseline (``LAYER,P,R,F``) from random pairs of a monolingual corpus.
 * ``compare``: several systems against the same references: F1 intervals and paired significance tests.
+* ``pairwise``: every candidate line against every reference line, an N x M matrix (TSV or JSON).
+* ``mbr``: minimum-Bayes-risk selection, the hypothesis of each group that agrees most with the others.
 
 User errors (a missing or empty file, files of different lengths, a model or baseline that is not on this
 machine, a bad setting, an unusable device, an output that cannot be written, any of the library's
@@ -25,7 +27,7 @@ import sys
 import tempfile
 import warnings
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
@@ -745,6 +747,128 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+# -- pairwise ------------------------------------------------------------------------------------------------
+
+
+def _output_file(path: str | None) -> Path | None:
+    """Where to write (None: stdout), checked before any model is loaded."""
+    if path is None:
+        return None
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise UsageError(f"cannot write {path}: it is a folder; give a file name such as {target / 'matrix.tsv'}")
+    if not target.parent.is_dir():
+        raise UsageError(f"cannot write {path}: the folder {target.parent} does not exist")
+    return target
+
+
+def _write_output(target: Path | None, lines: Iterable[str], out: TextIO) -> None:
+    """Write `lines` to `target`, or to `out` when there is none."""
+    if target is None:
+        out.writelines(lines)
+        return
+    try:
+        with target.open("w", encoding="utf-8") as fh:
+            fh.writelines(lines)
+    except OSError as err:
+        raise UsageError(f"cannot write {target}: {err.strerror or err}") from None
+
+
+def _setting(metric: Any, args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "hash": metric.hash_code,
+        "model": metric.model_name,
+        "num_layers": metric.num_layers,
+        "idf": args.idf,
+        "rescaled": args.rescale_with_baseline,
+    }
+
+
+def _pairwise(args: argparse.Namespace, out: TextIO) -> int:
+    cands = read_lines(args.cand, "candidate")
+    refs = read_lines(args.ref, "reference")
+    target = _output_file(args.output)
+    metric = _rescalable_metric(
+        args, idf=args.idf, batch_size=args.batch_size, model_dtype=_dtype(args.dtype), verbose=_progress(args)
+    )
+    result = metric.pairwise(cands, refs)
+    assert isinstance(result, dict)
+    names = ("precision", "recall", "f1") if args.format == "json" else ("f1",)
+    matrices = {k: result[k].double().cpu() for k in names}
+    if args.format == "json":
+        doc = {
+            **_setting(metric, args),
+            "candidates": len(cands),
+            "references": len(refs),
+            **{k: [[_num(x) for x in row] for row in m.tolist()] for k, m in matrices.items()},
+        }
+        lines: Iterable[str] = [json.dumps(doc) + "\n"]
+    else:  # tsv: the F1 matrix, line i = candidate i, column j = reference j; written row by row
+        lines = ("\t".join(repr(x) for x in row.tolist()) + "\n" for row in matrices["f1"])
+    _write_output(target, lines, out)
+    if target is not None:
+        what = "F1 matrix" if args.format == "tsv" else "P, R and F1 matrices"
+        out.write(f"Wrote the {len(cands)} x {len(refs)} {what} ({metric.hash_code}) to {target}\n")
+    return 0
+
+
+# -- mbr -----------------------------------------------------------------------------------------------------
+
+
+def _mbr_groups(args: argparse.Namespace, hyps: list[str]) -> tuple[list[str], list[list[int]]]:
+    """Group names and each group's line indices, in order of first appearance."""
+    if args.group_size is not None:
+        k = args.group_size
+        if k < 1:
+            raise UsageError(f"--group-size must be at least 1, got {k}")
+        if len(hyps) % k:
+            raise UsageError(
+                f"hypothesis file {args.input} has {_lines(len(hyps))}, which --group-size {k} does not divide: "
+                f"each group is {k} consecutive lines (the last group would have {len(hyps) % k})"
+            )
+        return [str(g + 1) for g in range(len(hyps) // k)], [list(range(i, i + k)) for i in range(0, len(hyps), k)]
+    ids = read_lines(args.groups, "group id")
+    if len(ids) != len(hyps):
+        raise UsageError(
+            f"group id file {args.groups} has {_lines(len(ids))} but hypothesis file {args.input} has "
+            f"{_lines(len(hyps))}: line i of the group id file names the group of hypothesis i"
+        )
+    members: dict[str, list[int]] = {}
+    for i, name in enumerate(ids):
+        if not name.strip():
+            raise UsageError(f"group id file {args.groups}, line {i + 1}: the group id is blank")
+        members.setdefault(name.strip(), []).append(i)
+    return list(members), list(members.values())
+
+
+def _mbr(args: argparse.Namespace, out: TextIO) -> int:
+    hyps = read_lines(args.input, "hypothesis")
+    names, lines = _mbr_groups(args, hyps)
+    metric = _rescalable_metric(
+        args, idf=args.idf, batch_size=args.batch_size, model_dtype=_dtype(args.dtype), verbose=_progress(args)
+    )
+    chosen, utilities = metric.mbr_select([[hyps[i] for i in group] for group in lines], return_utilities=True)
+    if args.format == "json":
+        doc = {
+            **_setting(metric, args),
+            "groups": [
+                {
+                    "group": name,
+                    "index": index,
+                    "line": group[index] + 1,
+                    "hypothesis": hyps[group[index]],
+                    "lines": [i + 1 for i in group],
+                    "utilities": [_num(u) for u in utility.tolist()],
+                }
+                for name, group, index, utility in zip(names, lines, chosen, utilities)
+            ],
+        }
+        out.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        out.writelines(hyps[group[index]] + "\n" for group, index in zip(lines, chosen))
+    return 0
+
+
 # -- the parser ----------------------------------------------------------------------------------------------
 
 
@@ -891,6 +1015,44 @@ def build_parser() -> argparse.ArgumentParser:
     _add_long_text_options(b)
     _add_run_options(b)
     b.set_defaults(run=_baseline)
+
+    a = sub.add_parser(
+        "pairwise", help="score every candidate line against every reference line (an N x M matrix)",
+        description="Score each of the N candidate lines against each of the M reference lines; each distinct "
+        "text is embedded once. TSV (default) writes the F1 matrix, one line per candidate, one column per "
+        "reference, full precision; JSON writes the P, R and F1 matrices with the setting's hash code. With "
+        "--idf the IDF is over the M references.",
+    )
+    a.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line (the matrix's rows)")
+    a.add_argument("-r", "--ref", required=True, metavar="FILE", help="references, one per line (the matrix's columns)")
+    a.add_argument("-o", "--output", default=None, metavar="FILE", help="write the matrix to FILE (default: standard output)")
+    _add_model_options(a)
+    a.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
+    _add_rescale_options(a)
+    a.add_argument("--format", choices=("tsv", "json"), default="tsv", help="output format (default: tsv)")
+    _add_long_text_options(a)
+    _add_run_options(a)
+    a.set_defaults(run=_pairwise)
+
+    m = sub.add_parser(
+        "mbr", help="minimum-Bayes-risk selection: the hypothesis of each group the others agree with most",
+        description="For each group of hypotheses (several samples for one source), pick the one with the "
+        "highest mean BERTScore F1 against the other hypotheses of its group (ties: the first). Prints the "
+        "chosen hypothesis of each group, one per line, in group order; JSON gives each group's chosen index, "
+        "its line number and every hypothesis's mean F1.",
+    )
+    m.add_argument("-i", "--input", required=True, metavar="HYPS", help="hypotheses, one per line")
+    grouping = m.add_mutually_exclusive_group(required=True)
+    grouping.add_argument("--group-size", type=int, default=None, metavar="K", help="each group is K consecutive lines")
+    grouping.add_argument("--groups", default=None, metavar="FILE",
+                          help="one group id per line of HYPS (lines with the same id form a group, in order of first appearance)")
+    _add_model_options(m)
+    m.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over each group's hypotheses")
+    _add_rescale_options(m)
+    m.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    _add_long_text_options(m)
+    _add_run_options(m)
+    m.set_defaults(run=_mbr)
     return parser
 
 

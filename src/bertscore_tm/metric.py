@@ -591,6 +591,28 @@ class BERTScore(Metric):
             scores = rescale(scores, self._baseline)
         return scores
 
+    # -- all pairs and MBR: this metric's model and settings, its accumulated state left alone --------------
+    def pairwise(self, cands: str | Sequence[str], refs: str | Sequence[str]) -> dict[str, Tensor | str] | Tensor:
+        """Every candidate against every reference: ``{"precision", "recall", "f1"}`` each ``[N, M]``
+        (``[L + 1, N, M]`` with all_layers), entry (i, j) this metric's score of ``cands[i]`` against
+        ``refs[j]``; IDF (if on) over these M references. Honours ``output`` and ``return_hash``, not
+        ``reduction``; reuses the loaded model and never touches the state (see `bertscore_tm.pairwise`)."""
+        from bertscore_tm.pairwise import pairwise_scores
+
+        return pairwise_scores(self, cands, refs)
+
+    def mbr_select(
+        self,
+        groups: Sequence[Sequence[str]],
+        references: Sequence[Sequence[str]] | None = None,
+        return_utilities: bool = False,
+    ) -> list[int] | tuple[list[int], list[Tensor]]:
+        """Minimum-Bayes-risk choice per group with this metric's model and settings: see
+        :func:`bertscore_tm.mbr_select`. Never touches the state."""
+        from bertscore_tm.mbr import select
+
+        return select(self, groups, references=references, return_utilities=return_utilities)
+
 
 def _object_default_layer(model: torch.nn.Module, known: str | None) -> int:
     if known is not None:

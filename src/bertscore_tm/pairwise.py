@@ -1,0 +1,476 @@
+"""All pairs at once: the N x M matrices of P, R and F of every candidate against every reference.
+
+Why: MBR decoding and reranking score every hypothesis against every other. Repeating the pairs (N x M
+texts through the scorer) embeds each text N or M times and pads N x M batches; here each distinct text is
+embedded once and matching runs as large matrix products of *tiles* (padded blocks of texts of similar
+length) of candidates against tiles of references: one product gives a tile pair's similarities
+[texts, tokens, texts, tokens], whose maxima over each side's tokens give every pair's best similarities.
+
+Memory: the side whose distinct texts hold fewer tokens is the *store*: its token vectors are embedded first
+and kept, float32 (they grow with min(N, M) texts, never with N x M). The other side *streams*: a couple of
+forward batches of its texts at a time are embedded, matched against every tile of the store and dropped.
+Tiles are sized so that one tile pair's similarities stay within a fixed budget (4 MiB on a CPU), so beyond
+the store and the N x M outputs the working memory is the same whatever N and M are.
+
+Semantics are `matching.py`'s: padding never matches (each token vector carries two extra coordinates that
+make any similarity with a padding position -3, below every cosine, with no masking pass), the weighted sums
+run in float64, blank texts score 0 (with a warning), and with IDF the weights come from the M references
+as given.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.embedding import Embedder, length_batches
+from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
+from bertscore_tm.matching import ragged_arange
+
+if TYPE_CHECKING:
+    from bertscore_tm.metric import BERTScore
+
+#: The similarity of any token with a padding position: below every cosine similarity, so never a best match.
+PAD_SIMILARITY = -3.0
+_OUTPUTS = ("precision", "recall", "f1")
+
+
+# -- input checks (before any model is loaded) --------------------------------------------------------------
+
+
+def check_texts(texts: str | Sequence[str], name: str, what: str) -> list[str]:
+    """`texts` as a list of strings (one string is one text); ValueError if empty, TypeError naming the
+    position of anything that is not a string.
+
+    >>> check_texts(["a", "b"], "cands", "candidate")
+    ['a', 'b']
+    >>> check_texts(["a", 3], "cands", "candidate")
+    Traceback (most recent call last):
+    TypeError: cands[1] must be a string, got int: 3
+    """
+    if isinstance(texts, str):
+        return [texts]
+    if not isinstance(texts, Sequence):
+        raise TypeError(f"{name} must be a string or a sequence of strings, got {type(texts).__name__}")
+    if len(texts) == 0:
+        raise ValueError(f"{name} is empty: all-pairs scoring needs at least one {what}")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"{name}[{i}] must be a string, got {type(text).__name__}: {text!r:.60}")
+    return list(texts)
+
+
+# -- distinct texts and where they occur --------------------------------------------------------------------
+
+
+@dataclass
+class DistinctTexts:
+    """Distinct token sequences, end to end in `ids`, and which of them each input sequence is (`text_of`)."""
+
+    ids: Tensor  # int32, flat
+    start: Tensor  # int64 [texts]
+    length: Tensor  # int64 [texts]
+    text_of: Tensor  # int64 [input sequences]
+
+    def __len__(self) -> int:
+        return len(self.length)
+
+    def seq(self, t: int) -> Tensor:
+        start = int(self.start[t])
+        return self.ids[start : start + int(self.length[t])]
+
+    def token_index(self, texts: Tensor) -> Tensor:
+        """Indices into `ids` of the tokens of `texts`, text after text."""
+        return ragged_arange(self.start[texts], self.length[texts])
+
+
+def distinct_texts(ids: Tensor, lens: Tensor) -> DistinctTexts:
+    """The distinct sequences among the ragged `ids` (split by `lens`), in order of first occurrence."""
+    lens = lens.long()
+    starts = (torch.cumsum(lens, 0) - lens).tolist()
+    flat = ids.numpy()
+    known: dict[bytes, int] = {}
+    first: list[int] = []
+    text_of: list[int] = []
+    for i, (s, n) in enumerate(zip(starts, lens.tolist())):
+        key = flat[s : s + n].tobytes()
+        if key not in known:
+            known[key] = len(first)
+            first.append(i)
+        text_of.append(known[key])
+    keep = torch.tensor(first, dtype=torch.long)
+    length = lens[keep]
+    return DistinctTexts(
+        ids=ids[ragged_arange(torch.tensor(starts, dtype=torch.long)[keep], length)],
+        start=torch.cumsum(length, 0) - length,
+        length=length,
+        text_of=torch.tensor(text_of, dtype=torch.long),
+    )
+
+
+class Positions:
+    """Where each distinct text occurs among one side's inputs (a text may occur several times)."""
+
+    def __init__(self, text_of: Tensor, num_texts: int) -> None:
+        self.order = torch.argsort(text_of, stable=True)
+        self.counts = torch.bincount(text_of, minlength=num_texts)
+        self.offsets = torch.cumsum(self.counts, 0) - self.counts
+
+    def of(self, texts: Tensor) -> tuple[Tensor, Tensor]:
+        """(input positions, index into `texts`) of every occurrence of `texts`."""
+        counts = self.counts[texts]
+        positions = self.order[ragged_arange(self.offsets[texts], counts)]
+        return positions, torch.repeat_interleave(torch.arange(len(texts)), counts)
+
+
+# -- tiles and their matching -------------------------------------------------------------------------------
+
+
+@dataclass
+class Tile:
+    """Padded, augmented token vectors of G groups of K texts, ready to be one operand of a matrix product.
+
+    `vectors` [G, rows, L * K, D + 2], token-major: token l of text k at row l * K + k (so that the maxima
+    over either side's tokens reduce over an outer dimension, which is fast), zero vectors on padding. The
+    two extra columns hold (bias, 1) on the left operand and (1, bias) on the right one, bias being 0 on a
+    token and -3 on padding, so a left-right product is the cosine between tokens and -3 (or -6) with
+    padding. `weights` [G, K, L] float64: the token weights, 0 on padding. `texts` [G, K]: distinct-text
+    ids, -1 for an empty slot.
+    """
+
+    vectors: Tensor
+    weights: Tensor
+    texts: Tensor
+
+    @property
+    def width(self) -> int:
+        """L, the padded length."""
+        return self.weights.shape[-1]
+
+    def token_vectors(self, slot: int, length: int) -> Tensor:
+        """The [rows, length, D] vectors of the text in `slot` of the first group."""
+        k = self.weights.shape[1]
+        return self.vectors[0, :, slot : slot + length * k : k, :-2]
+
+
+def make_tile(
+    table: Tensor, starts: Tensor, lengths: Tensor, token_weights: Tensor, texts: Tensor, left: bool, groups: int = 1
+) -> Tile:
+    """A tile of the texts whose vectors start at `starts` rows of `table` ([tokens, D] or [tokens, rows, D])
+    with `lengths` tokens (0 for an empty slot); `token_weights` float64, their tokens' weights end to end."""
+    device = table.device
+    n = len(lengths)
+    k = n // groups
+    width = max(1, int(lengths.max()))
+    rows = table.shape[1] if table.dim() == 3 else 1
+    dim = table.shape[-1]
+    lengths, starts = lengths.to(device), starts.to(device)
+    pos = torch.arange(width, device=device)
+    mask = pos[None, :] < lengths[:, None]  # [n, L]
+    vectors = torch.zeros((groups, rows, k * width, dim + 2), dtype=torch.float32, device=device)
+    slot = torch.arange(n, device=device)[:, None].expand(n, width)[mask]
+    tok = pos[None, :].expand(n, width)[mask]
+    got = table[(starts[:, None] + pos[None, :])[mask]]
+    got = got[:, None, :] if table.dim() == 2 else got
+    vectors.permute(0, 2, 1, 3)[slot // k, tok * k + slot % k, :, :dim] = got
+    bias = torch.where(mask, 0.0, PAD_SIMILARITY).view(groups, k, width).transpose(1, 2).reshape(groups, 1, width * k)
+    vectors[..., dim if left else dim + 1] = bias
+    vectors[..., dim + 1 if left else dim] = 1.0
+    weights = torch.zeros((n, width), dtype=torch.float64, device=device)
+    weights[mask] = token_weights.to(device)
+    return Tile(vectors, weights.view(groups, k, width), texts.view(groups, k))
+
+
+def match_tiles(left: Tile, right: Tile) -> tuple[Tensor, Tensor]:
+    """Every left text against every right text of the same group: (left scores, right scores), each float64
+    [G, rows, K_left, K_right]: the weighted mean over the left (right) text's tokens of their best
+    similarity with the other text's tokens. NaN where a text's weights sum to 0."""
+    g, rows = left.vectors.shape[:2]
+    kl, ll = left.weights.shape[1:]
+    kr, lr = right.weights.shape[1:]
+    sim = torch.matmul(left.vectors, right.vectors.transpose(-1, -2)).view(g, rows, ll, kl, lr, kr)
+    best_left = sim.amax(dim=4)  # [G, rows, Ll, Kl, Kr]: each left token's best over the right text's tokens
+    best_right = sim.amax(dim=2)  # [G, rows, Kl, Lr, Kr]
+    del sim
+    left_num = torch.einsum("grlis,gil->gris", best_left.double(), left.weights)
+    right_num = torch.einsum("grils,gsl->gris", best_right.double(), right.weights)
+    return (
+        left_num / left.weights.sum(-1)[:, None, :, None],
+        right_num / right.weights.sum(-1)[:, None, None, :],
+    )
+
+
+def f_measure(p: Tensor, r: Tensor, blank: Tensor) -> Tensor:
+    """Stack P, R and their harmonic mean F (0 where undefined) as float32 [3, ...]; pairs with a blank side
+    (`blank`, broadcast) score 0. The same float64 arithmetic as `matching.weighted_scores`."""
+    f = 2 * p * r / (p + r)
+    f = f.masked_fill(torch.isnan(f) | blank, 0.0)
+    return torch.stack((p.masked_fill(blank, 0.0), r.masked_fill(blank, 0.0), f)).to(torch.float32)
+
+
+# -- planning: forward-batch chunks and tiles --------------------------------------------------------------
+
+
+def forward_chunks(lengths: list[int], batch_size: int | None, max_tokens: int, chunk_tokens: int) -> Iterator[list[int]]:
+    """Indices of `lengths`, longest first, in runs of whole forward batches (as `Embedder.embed_into` will
+    cut them) holding at least `chunk_tokens` padded tokens, the last run possibly fewer."""
+    chunk: list[int] = []
+    tokens = 0
+    for batch in length_batches(lengths, batch_size, max_tokens):
+        chunk += batch
+        tokens += len(batch) * lengths[batch[0]]
+        if tokens >= chunk_tokens:
+            yield chunk
+            chunk, tokens = [], 0
+    if chunk:
+        yield chunk
+
+
+def tile_cuts(lengths: list[int], tile_tokens: int) -> list[tuple[int, int]]:
+    """Ranges of `lengths` (sorted longest first) whose count times the first length is at most `tile_tokens`
+    (one text at least)."""
+    cuts: list[tuple[int, int]] = []
+    lo = 0
+    while lo < len(lengths):
+        per = max(1, tile_tokens // max(1, lengths[lo]))
+        cuts.append((lo, min(len(lengths), lo + per)))
+        lo = cuts[-1][1]
+    return cuts
+
+
+def tile_tokens_for(sim_bytes: int, rows: int) -> int:
+    """Padded tokens per tile side, so that one tile pair's similarities take about `sim_bytes`."""
+    return max(64, math.isqrt(sim_bytes // (4 * rows)))
+
+
+# -- the all-pairs computation ------------------------------------------------------------------------------
+
+
+def score_all_pairs(
+    embedder: Embedder,
+    texts: DistinctTexts,
+    token_weights: Tensor,
+    blank: Tensor,
+    cand_text: Tensor,
+    ref_text: Tensor,
+    sim_bytes: int | None = None,
+    chunk_tokens: int | None = None,
+    progress: Any = None,
+) -> tuple[Tensor, dict[str, int]]:
+    """P, R, F of every candidate against every reference: float32 [3, rows, N, M] on the embedder's device,
+    and counts: `store_bytes` (the kept token vectors and weights), `tiles` (tile pairs matched) and
+    `undefined` (pairs whose precision or recall is NaN: weights summing to 0).
+
+    `texts` are the distinct token sequences, `token_weights` (float64) the weight of each of their tokens,
+    `blank` which texts are blank; candidate i is text `cand_text[i]`, reference j text `ref_text[j]`.
+    `sim_bytes` bounds one tile pair's similarities (default: the embedder's block budget / 8), `chunk_tokens`
+    the streamed texts embedded at a time (default: two forward batches).
+    """
+    device = embedder.device
+    rows = embedder.num_rows
+    sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
+    chunk_tokens = 2 * embedder.max_tokens if chunk_tokens is None else chunk_tokens
+    tile_tokens = tile_tokens_for(sim_bytes, rows)
+    n, m = len(cand_text), len(ref_text)
+    out = torch.empty((3, rows, n, m), dtype=torch.float32, device=device)
+    cand_texts, ref_texts = torch.unique(cand_text), torch.unique(ref_text)
+    length = texts.length
+    store_is_ref = int(length[ref_texts].sum()) <= int(length[cand_texts].sum())
+    store, stream = (ref_texts, cand_texts) if store_is_ref else (cand_texts, ref_texts)
+    positions = (Positions(cand_text, len(texts)), Positions(ref_text, len(texts)))
+    blank_d = blank.to(device)
+
+    def by_length(ids: Tensor) -> Tensor:
+        return ids[torch.argsort(length[ids], descending=True, stable=True)]
+
+    # the store: embedded a few forward batches at a time, cut into tiles, kept
+    store = by_length(store)
+    store_tiles: list[Tile] = []
+    where: dict[int, tuple[int, int]] = {}  # store text -> (tile, slot)
+    for chunk in forward_chunks(length[store].tolist(), embedder.batch_size, embedder.max_tokens, chunk_tokens):
+        ids = store[torch.tensor(chunk, dtype=torch.long)]
+        table, starts = embedder.embed([texts.seq(t) for t in ids.tolist()])
+        for lo, hi in tile_cuts(length[ids].tolist(), tile_tokens):
+            part = ids[lo:hi]
+            tile = make_tile(table, starts[lo:hi], length[part], token_weights[texts.token_index(part)], part, left=False)
+            for slot, t in enumerate(part.tolist()):
+                where[t] = (len(store_tiles), slot)
+            store_tiles.append(tile)
+        del table
+        if progress is not None:
+            progress.update(len(chunk))
+    store_bytes = sum(t.vectors.numel() * 4 + t.weights.numel() * 8 for t in store_tiles)
+    store_side = [_Occurrences(positions[1 if store_is_ref else 0], t.texts[0], blank_d) for t in store_tiles]
+
+    # the stream: texts not in the store embedded chunk by chunk, the others copied from the store
+    stream = by_length(stream)
+    shared = torch.tensor([t in where for t in stream.tolist()], dtype=torch.bool)
+    fresh, reused = stream[~shared], stream[shared]
+    chunks = [
+        (fresh[torch.tensor(c, dtype=torch.long)], True)
+        for c in forward_chunks(length[fresh].tolist(), embedder.batch_size, embedder.max_tokens, chunk_tokens)
+    ]
+    chunks += [(reused[lo:hi], False) for lo, hi in tile_cuts(length[reused].tolist(), chunk_tokens)]
+    matched = undefined = 0
+    for ids, embed in chunks:
+        if embed:
+            table, starts = embedder.embed([texts.seq(t) for t in ids.tolist()])
+        else:
+            table, starts = _copy_from_store(embedder, store_tiles, where, ids, length)
+        for lo, hi in tile_cuts(length[ids].tolist(), tile_tokens):
+            part = ids[lo:hi]
+            left = make_tile(table, starts[lo:hi], length[part], token_weights[texts.token_index(part)], part, left=True)
+            left_side = _Occurrences(positions[0 if store_is_ref else 1], part, blank_d)
+            for right, right_side in zip(store_tiles, store_side):
+                a, b = match_tiles(left, right)
+                if store_is_ref:  # the stream holds the candidates
+                    undefined += _write(out, a[0], b[0], left_side, right_side)
+                else:
+                    undefined += _write(out, b[0].transpose(1, 2), a[0].transpose(1, 2), right_side, left_side)
+                matched += 1
+        del table
+        if progress is not None:
+            progress.update(len(ids))
+    return out, {"store_bytes": store_bytes, "tiles": matched, "undefined": undefined}
+
+
+class _Occurrences:
+    """For a tile's texts: every input position where they occur, which text of the tile each one is, and
+    which texts are blank; on the device where the outputs are written."""
+
+    def __init__(self, positions: Positions, texts: Tensor, blank: Tensor) -> None:
+        device = blank.device
+        pos, local = positions.of(texts.cpu())
+        self.positions, self.local = pos.to(device), local.to(device)
+        self.all_once = bool(torch.equal(local, torch.arange(len(texts))))
+        self.blank = blank[texts.to(device)]
+
+
+def _copy_from_store(
+    embedder: Embedder, store_tiles: list[Tile], where: dict[int, tuple[int, int]], ids: Tensor, length: Tensor
+) -> tuple[Tensor, Tensor]:
+    """A table of the vectors of store texts `ids`, end to end, and each one's first row."""
+    lens = length[ids]
+    starts = torch.cumsum(lens, 0) - lens
+    table = embedder.new_table(int(lens.sum()))
+    for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist()):
+        tile, slot = where[t]
+        rows_of = store_tiles[tile].token_vectors(slot, n)
+        table[start : start + n] = rows_of.permute(1, 0, 2) if table.dim() == 3 else rows_of[0]
+    return table, starts
+
+
+def _write(out: Tensor, p: Tensor, r: Tensor, cands: _Occurrences, refs: _Occurrences) -> int:
+    """Write the P and R ([rows, candidate texts, reference texts]) of one tile pair, with their F, to every
+    position of `out` [3, rows, N, M] where those texts occur; return how many of those pairs have a NaN
+    precision or recall (weights summing to 0)."""
+    scores = f_measure(p, r, cands.blank[:, None] | refs.blank[None, :])
+    if not (cands.all_once and refs.all_once):  # a text occurring more than once: repeat its scores
+        scores = scores[:, :, cands.local[:, None], refs.local[None, :]]
+    out[:, :, cands.positions[:, None], refs.positions[None, :]] = scores
+    return int(torch.isnan(scores[:2]).any(dim=1).any(dim=0).sum())
+
+
+# -- the public entry points ------------------------------------------------------------------------------
+
+
+def pairwise_scores(metric: BERTScore, cands: str | Sequence[str], refs: str | Sequence[str]) -> dict[str, Tensor | str] | Tensor:
+    """`metric.pairwise(cands, refs)`: see :meth:`BERTScore.pairwise`."""
+    cands = check_texts(cands, "cands", "candidate")
+    refs = check_texts(refs, "refs", "reference")
+    result, _ = _pairwise(metric, cands, refs)
+    return result
+
+
+def _pairwise(metric: BERTScore, cands: list[str], refs: list[str]) -> tuple[dict[str, Tensor | str] | Tensor, dict[str, int]]:
+    """The result as `metric.pairwise` returns it, and what the computation held (for benchmarks)."""
+    encoder = metric._encoder
+    embedder = metric.embedder
+    device = metric.device
+    embedder.to(device)
+    c_ids, c_lens = encoder.encode(cands)
+    r_ids, r_lens = encoder.encode(refs)
+    texts = distinct_texts(torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)))
+    if metric._fixed_idf is not None:  # idf_texts / idf_weights: the metric's fixed table
+        weights = metric._fixed_idf.cpu()
+    elif metric.idf:  # over the M references as given (a repeated reference counts each time)
+        weights = idf_weights(document_frequency(r_ids, r_lens, metric._vocab_size), len(refs))
+    else:
+        weights = plain_weights(metric._vocab_size, encoder.zero_weight_ids)
+    del c_ids, r_ids
+    token_weights = weights[texts.ids.long()]
+    blank = encoder.is_blank(texts.length)
+    cand_text, ref_text = texts.text_of[: len(cands)], texts.text_of[len(cands) :]
+    progress = None
+    if metric.verbose:
+        from tqdm.auto import tqdm
+
+        total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
+        progress = tqdm(total=total, desc="BERTScore: all pairs", unit="text")
+    try:
+        out, info = score_all_pairs(embedder, texts, token_weights, blank, cand_text, ref_text, progress=progress)
+        held = (texts.ids, texts.start, texts.length, texts.text_of, token_weights, blank, c_lens, r_lens)
+        info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
+    finally:
+        if progress is not None:
+            progress.close()
+    if info["undefined"]:
+        warnings.warn(
+            f"{info['undefined']} pair(s) have tokens whose weights sum to 0 (with IDF: tokens found in "
+            "every reference); their precision or recall is NaN, as in the reference.",
+            UserWarning,
+            stacklevel=4,
+        )
+    baseline = metric.baseline
+    if baseline is not None:  # (x - b) / (1 - b) in place, as baselines.rescale does
+        b = baseline.to(device).T[:, :, None, None]
+        out.sub_(b).div_(1 - b)
+    per = out if metric.all_layers else out[:, 0]
+    result: dict[str, Tensor | str] = dict(zip(_OUTPUTS, per.unbind(0)))
+    if metric.output is not None:
+        return per[_OUTPUTS.index(metric.output)], info
+    if metric.return_hash:
+        result["hash"] = metric.hash_code
+    return result, info
+
+
+def pairwise_bert_score(
+    cands: str | Sequence[str],
+    refs: str | Sequence[str],
+    model_name_or_path: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+) -> dict[str, Tensor | str] | Tensor:
+    """BERTScore of every candidate against every reference: ``{"precision", "recall", "f1"}``, each
+    ``[N, M]`` (``[L + 1, N, M]`` with ``all_layers=True``), entry (i, j) the score of ``cands[i]`` against
+    ``refs[j]`` exactly as :func:`bert_score` gives it for that one pair, rescaling included; with
+    ``idf=True`` the IDF is over the M references as given.
+
+    Keyword arguments are :class:`BERTScore`'s (``num_layers``, ``all_layers``, ``lang``, ``idf``,
+    ``rescale_with_baseline``, ``baseline_path``, ``batch_size``, ``max_length``, ``device``,
+    ``model_dtype``, ``output``, ``return_hash``, ``verbose``); ``reduction`` does not apply. Each distinct
+    text is embedded once. To score many sets with one model, call :meth:`BERTScore.pairwise` on one metric.
+
+    >>> from bertscore_tm import PACKAGED_MINILM
+    >>> s = pairwise_bert_score(["The cat sat.", "A dog barked."], ["A cat was sitting.", "It rained.", "Dogs bark."],
+    ...                         PACKAGED_MINILM)
+    >>> s["f1"].shape
+    torch.Size([2, 3])
+    >>> s["f1"].argmax(dim=1).tolist()  # each candidate's closest reference
+    [0, 2]
+    """
+    cands = check_texts(cands, "cands", "candidate")
+    refs = check_texts(refs, "refs", "reference")
+    if kwargs.get("reduction", "none") != "none":
+        raise ValueError("pairwise_bert_score returns the N x M matrices; reduction does not apply (leave it 'none')")
+    from bertscore_tm.metric import BERTScore
+
+    kwargs.setdefault("sync_on_compute", False)
+    metric = BERTScore(model_name_or_path=model_name_or_path, **kwargs)
+    return pairwise_scores(metric, cands, refs)
