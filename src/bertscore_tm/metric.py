@@ -37,7 +37,7 @@ from bertscore_tm.registry import default_model, default_num_layers, is_known_mo
 from bertscore_tm.results import Scores
 from bertscore_tm.tokenizing import TextEncoder, check_vocabulary, normalize_inputs
 from bertscore_tm.user_model import ForwardFn, hash_model_name, known_model_name, prepare_user_model
-from bertscore_tm.windows import window_label, window_rule
+from bertscore_tm.windows import WindowRule, window_label, window_rule
 
 _ROBERTA_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text"}
 

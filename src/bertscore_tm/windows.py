@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import torch
 from torch import Tensor
 
+from bertscore_tm.errors import ArgumentValueError
+
 if TYPE_CHECKING:
     from bertscore_tm.tokenizing import TextEncoder
 
