@@ -29,6 +29,12 @@ def bert_score(
     Scores only this process's pairs, also inside a distributed job (it never waits on other ranks).
     Arguments and inputs are checked before the model is loaded. A model object goes in `kwargs` as
     ``model=..., tokenizer=...`` (in place of `model_name_or_path`), like IDF from ``idf_texts`` or ``idf_weights``.
+
+    >>> from bertscore_tm import PACKAGED_MINILM
+    >>> f1 = bert_score(["The cat sat on the mat."], ["A cat was sitting on the mat."], PACKAGED_MINILM,
+    ...                 reduction="mean", output="f1")
+    >>> round(float(f1), 4)
+    0.9183
     """
     validate_arguments({"model_name_or_path": model_name_or_path, **kwargs})
     cands, groups = normalize_inputs(preds, target)
@@ -70,6 +76,14 @@ def score(
     in place of `model_type`; IDF from a corpus, as bert-score's ``BERTScorer(idf_sents=...)``, or from weights).
     `long_texts="window"` scores texts longer than the model's window whole (see :class:`BERTScore`).
     Arguments and inputs are checked as :class:`BERTScore` checks them, before the model is loaded.
+
+    >>> from bertscore_tm import PACKAGED_MINILM
+    >>> (P, R, F), code = score(["The cat sat on the mat."], ["A cat was sitting on the mat."],
+    ...                         model_type=PACKAGED_MINILM, return_hash=True)
+    >>> [round(float(x), 4) for x in (P[0], R[0], F[0])]
+    [0.9316, 0.9053, 0.9183]
+    >>> code.endswith("_fast-tokenizer")
+    True
     """
     if model_type is None and lang is None and model is None:
         raise ArgumentValueError(

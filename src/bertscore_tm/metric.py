@@ -126,6 +126,18 @@ class BERTScore(Metric):
 
     Every argument is checked before the model is loaded (`arguments.py`): a wrong type is a TypeError, a value
     out of range a ValueError, each naming the argument. `compute_scores()` gives the per-pair result typed.
+
+    Example (the packaged MiniLM; a candidate with several references takes the best of each score):
+
+    >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
+    >>> metric = BERTScore(PACKAGED_MINILM)
+    >>> metric.update(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+    >>> metric.update(["It rained all day."], [["It was raining.", "Rain fell all day long."]])
+    >>> scores = metric.compute()
+    >>> {name: [round(float(x), 4) for x in value] for name, value in scores.items()}
+    {'precision': [0.9316, 0.887], 'recall': [0.9053, 0.8059], 'f1': [0.9183, 0.8408]}
+    >>> metric.hash_code.split("_version")[0]
+    'sentence-transformers/all-MiniLM-L6-v2_L5_no-idf'
     """
 
     is_differentiable = False
