@@ -587,7 +587,7 @@ def test_library_errors_while_scoring_are_one_line(capsys, monkeypatch, small: d
             "processes differ in num_layers: [5, 4]", setting="num_layers", values=[5, 4]
         )
 
-    monkeypatch.setattr(BERTScore, "compute", fail)
+    monkeypatch.setattr(BERTScore, "compute_scores", fail)
     line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
     assert "processes differ in num_layers" in line and "-l/--num-layers" in line
 
