@@ -37,8 +37,15 @@ BATCH = 64
 #: RESULTS.md keeps everything below this line when rewritten (other benchmarks' sections)
 KEEP_MARKER = "<!-- sections below are written by other benchmarks -->"
 #: roberta-large's shape (transformers' RobertaConfig fields) and its tuned layer
-ROBERTA_LARGE = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
-                     max_position_embeddings=514, type_vocab_size=1, vocab_size=50265)
+ROBERTA_LARGE = dict(
+    hidden_size=1024,
+    num_hidden_layers=24,
+    num_attention_heads=16,
+    intermediate_size=4096,
+    max_position_embeddings=514,
+    type_vocab_size=1,
+    vocab_size=50265,
+)
 
 
 def _model(shape: str) -> tuple[str, int, str]:
@@ -56,13 +63,21 @@ def _model(shape: str) -> tuple[str, int, str]:
         from transformers import AutoTokenizer, RobertaConfig, RobertaModel
 
         tokenizer = AutoTokenizer.from_pretrained(minilm)
-        config = RobertaConfig(**ROBERTA_LARGE, pad_token_id=tokenizer.pad_token_id,
-                               bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id)
+        config = RobertaConfig(
+            **ROBERTA_LARGE,
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.cls_token_id,
+            eos_token_id=tokenizer.sep_token_id,
+        )
         torch.manual_seed(0)
         RobertaModel(config, add_pooling_layer=False).save_pretrained(folder)
         tokenizer.save_pretrained(folder)
         (folder / "done").write_text("ok")
-    return str(folder), layers, f"random roberta-large-shaped model (no download; MiniLM's tokenizer) cut to {layers} layers"
+    return (
+        str(folder),
+        layers,
+        f"random roberta-large-shaped model (no download; MiniLM's tokenizer) cut to {layers} layers",
+    )
 
 
 # --------------------------------------------------------------------------- helpers run in subprocesses
@@ -206,7 +221,9 @@ def _timed(device: str) -> tuple[str, ...]:
     return ("limit", "ours-fp32", "ours-bf16", *fp16, "bert-score", "torchmetrics")
 
 
-def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: int, tm_pairs: int, shape: str, device: str) -> dict:
+def _worker(
+    kind: str, data: Path, n: int, offset: int, threads: int, repeats: int, tm_pairs: int, shape: str, device: str
+) -> dict:
     import torch
 
     warnings.filterwarnings("ignore")
@@ -218,7 +235,13 @@ def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: i
         # every configuration in one process, taking turns round after round: each round's times are
         # divided by that round's limit, so the machine's drift (often 10-20% here) cancels out
         runners = {
-            k: _runner(k, cands[:tm_pairs] if k == "torchmetrics" else cands, refs[:tm_pairs] if k == "torchmetrics" else refs, shape, device)
+            k: _runner(
+                k,
+                cands[:tm_pairs] if k == "torchmetrics" else cands,
+                refs[:tm_pairs] if k == "torchmetrics" else refs,
+                shape,
+                device,
+            )
             for k in _timed(device)
         }
         rounds: list[dict[str, float]] = []
@@ -258,9 +281,26 @@ def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: i
 # --------------------------------------------------------------------------- driver
 def _run(kind: str, args: argparse.Namespace, n: int | None = None, offset: int = 0) -> dict:
     cmd = [
-        sys.executable, __file__, "--worker", kind, "--pairs", str(n or args.pairs), "--offset", str(offset),
-        "--threads", str(args.threads), "--repeats", str(args.repeats), "--data", str(args.data),
-        "--tm-pairs", str(args.tm_pairs), "--shape", args.shape, "--device", args.device,
+        sys.executable,
+        __file__,
+        "--worker",
+        kind,
+        "--pairs",
+        str(n or args.pairs),
+        "--offset",
+        str(offset),
+        "--threads",
+        str(args.threads),
+        "--repeats",
+        str(args.repeats),
+        "--data",
+        str(args.data),
+        "--tm-pairs",
+        str(args.tm_pairs),
+        "--shape",
+        args.shape,
+        "--device",
+        args.device,
     ]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     print(f"  running {kind} on {n or args.pairs} pairs ...", file=sys.stderr, flush=True)
@@ -297,17 +337,33 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5, help="timing rounds (each runs every configuration once)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--shape", choices=("minilm", "roberta-large"), default="minilm",
-                        help="the packaged MiniLM (default) or a random model of roberta-large's shape")
+    parser.add_argument(
+        "--shape",
+        choices=("minilm", "roberta-large"),
+        default="minilm",
+        help="the packaged MiniLM (default) or a random model of roberta-large's shape",
+    )
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="default: benchmarks/RESULTS.md for MiniLM on the CPU, else RESULTS-<shape>-<device>.md")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default: benchmarks/RESULTS.md for MiniLM on the CPU, else RESULTS-<shape>-<device>.md",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--offset", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         result = _worker(
-            args.worker, args.data, args.pairs, args.offset, args.threads, args.repeats, args.tm_pairs, args.shape, args.device
+            args.worker,
+            args.data,
+            args.pairs,
+            args.offset,
+            args.threads,
+            args.repeats,
+            args.tm_pairs,
+            args.shape,
+            args.device,
         )
         print(json.dumps(result))
         return
@@ -317,12 +373,16 @@ def main() -> None:
     import transformers
 
     timed = _timed(args.device)
-    out_path = args.out or HERE / ("RESULTS.md" if (args.shape, args.device) == ("minilm", "cpu") else f"RESULTS-{args.shape}-{args.device}.md")
+    out_path = args.out or HERE / (
+        "RESULTS.md" if (args.shape, args.device) == ("minilm", "cpu") else f"RESULTS-{args.shape}-{args.device}.md"
+    )
     _, _, model_text = _model(args.shape)  # built once here, before the workers need it
     timing = _run("timing", args)["rounds"]
     # per-pair time over the limit's per-pair time, round by round; the median round is reported
     ratio = {
-        k: _median([r[k] / (args.tm_pairs if k == "torchmetrics" else args.pairs) / (r["limit"] / args.pairs) for r in timing])
+        k: _median(
+            [r[k] / (args.tm_pairs if k == "torchmetrics" else args.pairs) / (r["limit"] / args.pairs) for r in timing]
+        )
         for k in timed
     }
     limit_pps = _median([args.pairs / r["limit"] for r in timing])
@@ -375,7 +435,9 @@ def main() -> None:
         return (large[key] * large["pairs"] - small[key] * small["pairs"]) / 2**20
 
     growth = large["tensor_peak_mib"] - small["tensor_peak_mib"]
-    target_lines = [f"| {name} | {value:.3g} | {'met' if value <= bound else 'NOT met'} |" for name, value, bound in targets]
+    target_lines = [
+        f"| {name} | {value:.3g} | {'met' if value <= bound else 'NOT met'} |" for name, value, bound in targets
+    ]
     target_lines.append(
         f"| 4x the pairs ({small['pairs']} -> {large['pairs']}): growth of the peak of live tensor memory over updates "
         f"and compute ({small['tensor_peak_mib']:.1f} -> {large['tensor_peak_mib']:.1f} MiB) vs the extra state after "
@@ -383,11 +445,18 @@ def main() -> None:
         f"similarities ({extra('state_bytes_per_pair_after_compute'):.2f} MiB) | {growth:+.2f} MiB | "
         f"{'met' if growth <= extra('state_bytes_per_pair_after_compute') else 'NOT met'} |"
     )
-    spread = {k: (min(r[k] / r["limit"] for r in timing), max(r[k] / r["limit"] for r in timing)) for k in ("ours-fp32", "ours-bf16")}
+    spread = {
+        k: (min(r[k] / r["limit"] for r in timing), max(r[k] / r["limit"] for r in timing))
+        for k in ("ours-fp32", "ours-bf16")
+    }
 
     cpu = "unknown"
     try:
-        cpu = next(l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("model name"))
+        cpu = next(
+            l.split(":", 1)[1].strip()
+            for l in Path("/proc/cpuinfo").read_text().splitlines()
+            if l.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
     import bert_score
@@ -410,14 +479,18 @@ def main() -> None:
         f"- a roberta-large-shaped model on a GPU: see `{other.name}`"
         if other.exists()
         else "- a roberta-large-shaped model on a GPU: not measured yet; on a CUDA machine "
-        "`make bench BENCH_ARGS=\"--shape roberta-large --device cuda\"` writes `RESULTS-roberta-large-cuda.md`"
+        '`make bench BENCH_ARGS="--shape roberta-large --device cuda"` writes `RESULTS-roberta-large-cuda.md`'
     )
     budget = "16384 padded tokens on an accelerator" if on_cuda else "2048 padded tokens on a CPU"
     if (args.shape, args.device) == ("minilm", "cpu"):
         target_head = ["## Targets", "", "| target | measured | |", "| --- | ---: | --- |"]
     else:  # the issue's targets are set for MiniLM on the CPU; elsewhere they are figures to read, not pass
-        target_head = ["## The CPU targets' figures here (informational)", "", "| figure | measured | vs the CPU target |",
-                       "| --- | ---: | --- |"]
+        target_head = [
+            "## The CPU targets' figures here (informational)",
+            "",
+            "| figure | measured | vs the CPU target |",
+            "| --- | ---: | --- |",
+        ]
 
     text = "\n".join(
         [

@@ -103,8 +103,14 @@ def _memory(args: argparse.Namespace) -> dict:
     (_, info), peak = bench._tensor_peak(lambda: _pairwise(metric, cands, refs))
     n, m = len(cands), len(refs)
     return {
-        "n": n, "m": m, "seconds": seconds, "peak_rss_mib": rss, "tensor_peak_mib": peak,
-        "outputs_mib": 3 * n * m * 4 / 2**20, "store_mib": info["store_bytes"] / 2**20, "tiles": info["tiles"],
+        "n": n,
+        "m": m,
+        "seconds": seconds,
+        "peak_rss_mib": rss,
+        "tensor_peak_mib": peak,
+        "outputs_mib": 3 * n * m * 4 / 2**20,
+        "store_mib": info["store_bytes"] / 2**20,
+        "tiles": info["tiles"],
         "texts_mib": info["text_bytes"] / 2**20,
     }
 
@@ -136,17 +142,38 @@ def _mbr(args: argparse.Namespace) -> dict:
     theirs = time.perf_counter() - start
     per_group = args.group_size * (args.group_size - 1)
     return {
-        "groups": len(groups), "group_size": args.group_size, "pairs": len(groups) * per_group, "seconds": ours,
-        "bert_score_groups": args.bert_score_groups, "bert_score_pairs": args.bert_score_groups * per_group,
-        "bert_score_seconds": theirs, "max_utility_error": err, "picks_agree": picks_agree,
+        "groups": len(groups),
+        "group_size": args.group_size,
+        "pairs": len(groups) * per_group,
+        "seconds": ours,
+        "bert_score_groups": args.bert_score_groups,
+        "bert_score_pairs": args.bert_score_groups * per_group,
+        "bert_score_seconds": theirs,
+        "max_utility_error": err,
+        "picks_agree": picks_agree,
     }
 
 
 # --------------------------------------------------------------------------- driver
 def _run(kind: str, args: argparse.Namespace, **extra: object) -> dict:
-    cmd = [sys.executable, __file__, "--worker", kind, "--threads", str(args.threads), "--data", str(args.data),
-           "--repeats", str(args.repeats), "--groups", str(args.groups), "--group-size", str(args.group_size),
-           "--bert-score-groups", str(args.bert_score_groups)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        kind,
+        "--threads",
+        str(args.threads),
+        "--data",
+        str(args.data),
+        "--repeats",
+        str(args.repeats),
+        "--groups",
+        str(args.groups),
+        "--group-size",
+        str(args.group_size),
+        "--bert-score-groups",
+        str(args.bert_score_groups),
+    ]
     for key, value in extra.items():
         cmd += [f"--{key}", str(value)]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")

@@ -152,9 +152,13 @@ def _worker(args: argparse.Namespace) -> dict:
     out.update(result)
     out["tokens"] = [int(sum(int(x.sum()) for x in metric.cand_lens)), int(sum(int(x.sum()) for x in metric.ref_lens))]
     out["per_token_mib"] = sum(t.numel() * t.element_size() for t in (*metric.cand_best, *metric.ref_best)) / 2**20
-    out["state_mib"] = sum(
-        t.numel() * t.element_size() for t in (*metric.cand_ids, *metric.ref_ids, *metric.cand_lens, *metric.ref_lens)
-    ) / 2**20
+    out["state_mib"] = (
+        sum(
+            t.numel() * t.element_size()
+            for t in (*metric.cand_ids, *metric.ref_ids, *metric.cand_lens, *metric.ref_lens)
+        )
+        / 2**20
+    )
     out["block_mib"] = metric.embedder.block_bytes / 2**20
     return out
 
@@ -170,8 +174,18 @@ def _run(kind: str, args: argparse.Namespace, extra: tuple[str, ...] = ()) -> di
 
 def _passed(args: argparse.Namespace) -> list[str]:
     return [
-        "--docs", str(args.docs), "--tokens", str(args.tokens), "--threads", str(args.threads), "--repeats",
-        str(args.repeats), "--seed", str(args.seed), "--long-layers", str(args.long_layers),
+        "--docs",
+        str(args.docs),
+        "--tokens",
+        str(args.tokens),
+        "--threads",
+        str(args.threads),
+        "--repeats",
+        str(args.repeats),
+        "--seed",
+        str(args.seed),
+        "--long-layers",
+        str(args.long_layers),
     ]
 
 
@@ -191,8 +205,10 @@ def _write(section: str, path: Path) -> None:
         rest = after.find("\n## ")
         tail = before + (after[rest + 1 :] if rest >= 0 else "")
     tail = tail.rstrip("\n")
-    path.write_text(f"{head}{MARKER}\n{tail.strip()}\n\n{section}" if tail.strip() else f"{head}{MARKER}\n\n{section}",
-                    encoding="utf-8")
+    path.write_text(
+        f"{head}{MARKER}\n{tail.strip()}\n\n{section}" if tail.strip() else f"{head}{MARKER}\n\n{section}",
+        encoding="utf-8",
+    )
 
 
 def main() -> None:
@@ -202,8 +218,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3, help="timing rounds")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--long", action="append", metavar="A:B",
-                        help="a document of about A tokens against one of B (repeatable; default 200000:200000)")
+    parser.add_argument(
+        "--long",
+        action="append",
+        metavar="A:B",
+        help="a document of about A tokens against one of B (repeatable; default 200000:200000)",
+    )
     parser.add_argument("--long-layers", type=int, default=5, help="blocks the long documents run through")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -224,7 +244,11 @@ def main() -> None:
     longs = [_run("long", args, ("--long", spec)) for spec in args.long]
     cpu = "unknown"
     try:
-        cpu = next(l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("model name"))
+        cpu = next(
+            l.split(":", 1)[1].strip()
+            for l in Path("/proc/cpuinfo").read_text().splitlines()
+            if l.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
     lim = timing["limit"]
@@ -236,7 +260,7 @@ def main() -> None:
             f"{' '.join('--long ' + spec for spec in args.long)}`"
             f" on {platform.machine()}, {cpu}, {os.cpu_count()} cores, torch threads {args.threads}, no GPU; torch "
             f"{torch.__version__}, transformers {transformers.__version__}; {MINILM} cut to 5 layers, "
-            "`long_texts=\"window\"` (windows of 510 tokens every 255).",
+            '`long_texts="window"` (windows of 510 tokens every 255).',
             "",
             f"- documents: {args.docs} candidate documents of about {args.tokens} tokens against {args.docs} reference "
             f"documents (the same WMT lines' references): {lim['documents']} distinct documents, {lim['windows']} "

@@ -42,8 +42,12 @@ def systems(wmt: dict[str, list[str]]) -> dict[str, list[str]]:
 def files(systems: dict[str, list[str]], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("systems")
     (folder / "mixed.txt").write_text("\n".join(systems["mixed"]) + "\n", encoding="utf-8")
-    return {"hyps": str(WMT / "hyps.txt"), "refs2": str(WMT / "refs2.txt"), "mixed": str(folder / "mixed.txt"),
-            "refs": str(WMT / "refs.txt")}
+    return {
+        "hyps": str(WMT / "hyps.txt"),
+        "refs2": str(WMT / "refs2.txt"),
+        "mixed": str(folder / "mixed.txt"),
+        "refs": str(WMT / "refs.txt"),
+    }
 
 
 def alone(cands: list[str], refs: list, idf: bool = False) -> torch.Tensor:
@@ -120,8 +124,9 @@ def test_score_systems_refuses_what_it_cannot_do(systems, wmt) -> None:
 def test_compare_json_equals_score_per_system_and_the_significance_functions(capsys, files, systems, wmt, idf) -> None:
     names = [files["hyps"], files["refs2"], files["mixed"]]
     extra = ["--idf"] if idf else []
-    rc, out, err = run_main(capsys, "compare", "-r", files["refs"], "-c", *names, "-m", MINILM, "--format", "json",
-                            *extra)
+    rc, out, err = run_main(
+        capsys, "compare", "-r", files["refs"], "-c", *names, "-m", MINILM, "--format", "json", *extra
+    )
     assert rc == 0, err
     doc = json.loads(out)
     assert list(doc) == ["hash", "method", "bootstrap", "seed", "confidence", "systems"]
@@ -132,8 +137,12 @@ def test_compare_json_equals_score_per_system_and_the_significance_functions(cap
     per_pair = torch.stack([alone(cands, wmt["refs"], idf=idf) for cands in systems.values()])  # [3, 3, 10]
     for row, expected in zip(doc["systems"], per_pair):
         assert list(row) == ["name", "precision", "recall", "f1", "f1_ci", "p_value", "delta_f1"]
-        assert torch.allclose(torch.tensor([row["precision"], row["recall"], row["f1"]], dtype=torch.float64),
-                              expected.mean(dim=1), atol=TOL, rtol=0)
+        assert torch.allclose(
+            torch.tensor([row["precision"], row["recall"], row["f1"]], dtype=torch.float64),
+            expected.mean(dim=1),
+            atol=TOL,
+            rtol=0,
+        )
     baseline, *others = doc["systems"]
     assert baseline["p_value"] is None and baseline["delta_f1"] is None
     f1 = per_pair[:, 2]
@@ -162,8 +171,25 @@ def test_compare_text_in_a_real_process(files) -> None:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     package_root = str(Path(bertscore_tm.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-    args = ["compare", "-r", files["refs"], "-c", files["hyps"], files["refs2"], files["mixed"], "-m", MINILM,
-            "--method", "randomization", "--confidence", "0.9", "--bootstrap", "500", "--seed", "3"]
+    args = [
+        "compare",
+        "-r",
+        files["refs"],
+        "-c",
+        files["hyps"],
+        files["refs2"],
+        files["mixed"],
+        "-m",
+        MINILM,
+        "--method",
+        "randomization",
+        "--confidence",
+        "0.9",
+        "--bootstrap",
+        "500",
+        "--seed",
+        "3",
+    ]
     command = [sys.executable, "-m", "bertscore_tm", *args]
     proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
@@ -247,10 +273,14 @@ TWO = ["compare", "-r", "{refs}", "-c", "{hyps}", "{refs2}"]  # two systems, fin
 SCORE = ["score", "-c", "{hyps}", "-r", "{refs}"]
 ERRORS = [
     (["compare", "-r", "{refs}", "-c", "{hyps}"], ["at least two systems", "got 1"]),
-    (["compare", "-r", "{refs}", "-c", "{hyps}", "{short}"],
-     ["system file", "short.txt has 3 lines", "baseline", "has 10 lines"]),
-    (["compare", "-r", "{short}", "-c", "{hyps}", "{refs2}"],
-     ["reference file", "short.txt has 3 lines", "have 10 lines"]),
+    (
+        ["compare", "-r", "{refs}", "-c", "{hyps}", "{short}"],
+        ["system file", "short.txt has 3 lines", "baseline", "has 10 lines"],
+    ),
+    (
+        ["compare", "-r", "{short}", "-c", "{hyps}", "{refs2}"],
+        ["reference file", "short.txt has 3 lines", "have 10 lines"],
+    ),
     ([*TWO, "--bootstrap", "0"], ["--bootstrap must be at least 1", "got 0"]),
     ([*TWO, "--bootstrap", "many"], ["--bootstrap must be a whole number", "got many"]),
     ([*TWO, "--confidence", "1"], ["--confidence must be between 0 and 1", "got 1"]),

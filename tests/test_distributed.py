@@ -64,9 +64,25 @@ def _rank_major(plan: dict) -> tuple[list[str], list[list[str]]]:
 # -- the worker (runs in each spawned process) -------------------------------------------------------------
 
 _DATA_OPS = (
-    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "broadcast", "broadcast_object_list",
-    "reduce", "gather", "gather_object", "scatter", "scatter_object_list", "all_to_all", "all_to_all_single",
-    "reduce_scatter", "reduce_scatter_tensor", "send", "recv", "isend", "irecv",
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "broadcast",
+    "broadcast_object_list",
+    "reduce",
+    "gather",
+    "gather_object",
+    "scatter",
+    "scatter_object_list",
+    "all_to_all",
+    "all_to_all_single",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "send",
+    "recv",
+    "isend",
+    "irecv",
 )
 
 
@@ -139,7 +155,9 @@ def _run_checks(rank: int, plan: dict) -> dict:
 
     # 3. DistributedSampler pads with repeats; indexes make the result the dataset's, in dataset order
     idx = plan["indexed"]
-    sampler = DistributedSampler(range(len(idx["cands"])), num_replicas=WORLD, rank=rank, shuffle=True, seed=idx["seed"])
+    sampler = DistributedSampler(
+        range(len(idx["cands"])), num_replicas=WORLD, rank=rank, shuffle=True, seed=idx["seed"]
+    )
     drawn = list(sampler)
     for lo in range(0, len(drawn), idx["batch"]):
         batch = drawn[lo : lo + idx["batch"]]
@@ -257,7 +275,9 @@ def test_each_rank_embeds_only_its_share(ranks, plan, single):
     for rank in range(WORLD):
         mine = main["shards"][rank]
         # each distinct text of its own pairs once, never another rank's
-        assert ranks[rank]["main_rows"] == distinct([main["cands"][i] for i in mine], [main["targets"][i] for i in mine])
+        assert ranks[rank]["main_rows"] == distinct(
+            [main["cands"][i] for i in mine], [main["targets"][i] for i in mine]
+        )
         assert ranks[rank]["main_rows"] < everything
     assert ranks[0]["empty_rows"] == 0  # the rank without pairs runs nothing through the model
     assert ranks[1]["empty_rows"] == distinct(plan["empty"]["cands"], plan["empty"]["targets"])

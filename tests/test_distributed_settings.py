@@ -34,8 +34,11 @@ MISMATCHES = {
     "rescaling": ({"rescale_with_baseline": True}, {}, "rescaled"),
     "all_layers": ({"all_layers": True}, {}, "all_layers"),
     "max_length": ({"max_length": 8}, {}, "max_length"),
-    "baseline values": ({"rescale_with_baseline": True, "baseline_path": "{b1}"},
-                        {"rescale_with_baseline": True, "baseline_path": "{b2}"}, "baseline"),
+    "baseline values": (
+        {"rescale_with_baseline": True, "baseline_path": "{b1}"},
+        {"rescale_with_baseline": True, "baseline_path": "{b2}"},
+        "baseline",
+    ),
 }
 
 

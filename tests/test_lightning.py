@@ -40,8 +40,19 @@ WMT = HERE.parent / "data" / "wmt"
 pytest.importorskip("lightning")
 pytest.importorskip("tensorboard")
 
-STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best",
-          "indexes", "doc_freq", "num_refs")
+STATES = (
+    "cand_ids",
+    "cand_lens",
+    "ref_ids",
+    "ref_lens",
+    "ref_counts",
+    "scored",
+    "cand_best",
+    "ref_best",
+    "indexes",
+    "doc_freq",
+    "num_refs",
+)
 
 
 # -- the Lightning side: the module, data and trainer of examples/lightning_example.py -----------------------
@@ -49,7 +60,9 @@ STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored"
 
 def _load_example():
     """examples/lightning_example.py as a module: the tests train the documented example itself."""
-    spec = importlib.util.spec_from_file_location("lightning_example", HERE.parents[1] / "examples" / "lightning_example.py")
+    spec = importlib.util.spec_from_file_location(
+        "lightning_example", HERE.parents[1] / "examples" / "lightning_example.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -236,7 +249,9 @@ def test_model_never_in_state_dict_nor_trained():
     keys = set(module.state_dict())
     assert keys == own | {f"val_f1.{s}" for s in STATES}
     model_ids = {id(p) for p in weights.values()}
-    assert not any(id(v) in model_ids for v in module.state_dict(keep_vars=True).values() if isinstance(v, torch.Tensor))
+    assert not any(
+        id(v) in model_ids for v in module.state_dict(keep_vars=True).values() if isinstance(v, torch.Tensor)
+    )
 
 
 def test_model_follows_the_module_to_its_device():
@@ -331,7 +346,11 @@ def test_lightning_ddp_two_processes_logs_exact_epoch_f1(pairs, reference_val, t
     env.pop("WORLD_SIZE", None)
     proc = subprocess.Popen(
         [sys.executable, str(HERE), str(tmp_path)],
-        env=env, cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        env=env,
+        cwd=str(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         output, _ = proc.communicate(timeout=DDP_TIMEOUT_S)

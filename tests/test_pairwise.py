@@ -78,7 +78,10 @@ def test_rescaled_entries_equal_the_reference(held_out, reference_score) -> None
     cands, refs = held_out
     ours = pairwise_bert_score(cands, refs, MINILM, rescale_with_baseline=True, return_hash=True)
     theirs = reference_score(
-        *expand(cands, refs), batch_size=1, lang="en", rescale_with_baseline=True,
+        *expand(cands, refs),
+        batch_size=1,
+        lang="en",
+        rescale_with_baseline=True,
         baseline_path=str(packaged_baseline_path("en", MINILM)),
     )
     assert_matrices(ours, theirs, len(cands), len(refs))
@@ -164,7 +167,9 @@ def test_the_method_reuses_the_model_and_leaves_the_state_alone(held_out, metric
     distinct = len(set(cands) | set(refs))
     assert metric.embedder.rows_embedded - before == distinct  # each distinct text once
     for k, v in metric.metric_state.items():
-        assert all(torch.equal(a, b) for a, b in zip(v, state[k])) if isinstance(v, list) else torch.equal(v, state[k]), k
+        assert (
+            all(torch.equal(a, b) for a, b in zip(v, state[k])) if isinstance(v, list) else torch.equal(v, state[k])
+        ), k
     assert torch.allclose(metric.compute()["f1"], s["f1"].diagonal()[:3], atol=1e-6)
 
 
@@ -215,9 +220,15 @@ def brute_force_mbr(groups, reference_score, references=None, idf_of=None):
     chosen, utilities = [], []
     for g, group in enumerate(groups):
         pseudo = group if references is None else references[g]
-        pairs = [(i, h, r) for i, h in enumerate(group) for j, r in enumerate(pseudo) if references is not None or j != i]
+        pairs = [
+            (i, h, r) for i, h in enumerate(group) for j, r in enumerate(pseudo) if references is not None or j != i
+        ]
         kwargs = {} if idf_of is None else {"idf": idf_of(pseudo)}
-        f = reference_score([h for _, h, _ in pairs], [r for _, _, r in pairs], batch_size=1, **kwargs)[2].tolist() if pairs else []
+        f = (
+            reference_score([h for _, h, _ in pairs], [r for _, _, r in pairs], batch_size=1, **kwargs)[2].tolist()
+            if pairs
+            else []
+        )
         u = []
         for i in range(len(group)):
             values = [x for (k, _, _), x in zip(pairs, f) if k == i]
@@ -342,15 +353,33 @@ def test_the_methods_check_their_input_too(metric) -> None:
 
 
 def _rows(text: str) -> torch.Tensor:
-    return torch.tensor([[float(x) for x in line.split("\t")] for line in text.strip("\n").split("\n")], dtype=torch.float64)
+    return torch.tensor(
+        [[float(x) for x in line.split("\t")] for line in text.strip("\n").split("\n")], dtype=torch.float64
+    )
 
 
 def test_cli_pairwise_tsv_round_trip(tmp_path: Path, wmt) -> None:
     out = tmp_path / "matrix.tsv"
     proc = subprocess.run(
-        [sys.executable, "-m", "bertscore_tm", "pairwise", "-c", str(WMT / "hyps.txt"), "-r", str(WMT / "refs.txt"),
-         "-m", MINILM, "-o", str(out)],
-        capture_output=True, text=True, timeout=300, env=_env(), check=False,
+        [
+            sys.executable,
+            "-m",
+            "bertscore_tm",
+            "pairwise",
+            "-c",
+            str(WMT / "hyps.txt"),
+            "-r",
+            str(WMT / "refs.txt"),
+            "-m",
+            MINILM,
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(),
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("Wrote the 10 x 10 F1 matrix (") and str(out) in proc.stdout
@@ -359,12 +388,30 @@ def test_cli_pairwise_tsv_round_trip(tmp_path: Path, wmt) -> None:
 
 
 def test_cli_pairwise_json(capsys, wmt) -> None:
-    assert main(["pairwise", "-c", str(WMT / "hyps.txt"), "-r", str(WMT / "refs2.txt"), "-m", MINILM, "--idf", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "pairwise",
+                "-c",
+                str(WMT / "hyps.txt"),
+                "-r",
+                str(WMT / "refs2.txt"),
+                "-m",
+                MINILM,
+                "--idf",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     expected = pairwise_bert_score(wmt["hyps"], wmt["refs2"], MINILM, idf=True, return_hash=True)
     assert doc["hash"] == expected["hash"] and (doc["candidates"], doc["references"]) == (10, 10)
     for name in ("precision", "recall", "f1"):
-        assert torch.allclose(torch.tensor(doc[name], dtype=torch.float64), expected[name].double(), atol=1e-7, rtol=0), name
+        assert torch.allclose(
+            torch.tensor(doc[name], dtype=torch.float64), expected[name].double(), atol=1e-7, rtol=0
+        ), name
 
 
 def test_cli_mbr_by_group_size_and_by_group_file(capsys, tmp_path: Path, wmt) -> None:
@@ -393,8 +440,12 @@ def test_cli_mbr_by_group_size_and_by_group_file(capsys, tmp_path: Path, wmt) ->
 @pytest.fixture()
 def files(tmp_path: Path) -> dict[str, str]:
     out = {}
-    for name, lines in {"ten": [f"Sentence number {i}." for i in range(10)], "three": ["a", "b", "c"], "empty": [],
-                        "blank_id": ["x", "", "x"]}.items():
+    for name, lines in {
+        "ten": [f"Sentence number {i}." for i in range(10)],
+        "three": ["a", "b", "c"],
+        "empty": [],
+        "blank_id": ["x", "", "x"],
+    }.items():
         path = tmp_path / f"{name}.txt"
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         out[name] = str(path)
@@ -437,7 +488,9 @@ def test_cli_help_does_not_import_torch() -> None:
         "    try:\n        main([cmd, '--help'])\n    except SystemExit:\n        pass\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert "--group-size" in proc.stdout and "--format" in proc.stdout
 
@@ -451,4 +504,3 @@ def _env() -> dict[str, str]:
     root = str(Path(bertscore_tm.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env
-

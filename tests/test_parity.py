@@ -35,7 +35,9 @@ def test_several_references_take_the_best_of_each_score(wmt, reference_score):
 
 
 def test_uneven_reference_counts(wmt, reference_score):
-    refs = [[r] if i % 3 else [r, r2, wmt["refs"][(i + 1) % 10]] for i, (r, r2) in enumerate(zip(wmt["refs"], wmt["refs2"]))]
+    refs = [
+        [r] if i % 3 else [r, r2, wmt["refs"][(i + 1) % 10]] for i, (r, r2) in enumerate(zip(wmt["refs"], wmt["refs2"]))
+    ]
     ours = score(wmt["hyps"], refs, model_type=MINILM, num_layers=5, idf=True)
     assert_close(ours, reference_score(wmt["hyps"], refs, idf=True))
 
@@ -58,17 +60,29 @@ def test_all_layers_with_several_references_is_the_per_layer_best(wmt, reference
 
 def test_rescaled_with_a_custom_baseline_file(wmt, reference_score, tmp_path):
     baseline = tmp_path / "baseline.tsv"
-    rows = ["LAYER,P,R,F"] + [f"{layer},{0.3 + 0.05 * layer},{0.31 + 0.05 * layer},{0.305 + 0.05 * layer}" for layer in range(7)]
+    rows = ["LAYER,P,R,F"] + [
+        f"{layer},{0.3 + 0.05 * layer},{0.31 + 0.05 * layer},{0.305 + 0.05 * layer}" for layer in range(7)
+    ]
     baseline.write_text("\n".join(rows) + "\n")
     refs = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"])]
     for all_layers in (False, True):
         ours, code = score(
-            wmt["hyps"], refs if not all_layers else wmt["refs"], model_type=MINILM, num_layers=5,
-            rescale_with_baseline=True, baseline_path=baseline, all_layers=all_layers, return_hash=True,
+            wmt["hyps"],
+            refs if not all_layers else wmt["refs"],
+            model_type=MINILM,
+            num_layers=5,
+            rescale_with_baseline=True,
+            baseline_path=baseline,
+            all_layers=all_layers,
+            return_hash=True,
         )
         theirs = reference_score(
-            wmt["hyps"], refs if not all_layers else wmt["refs"], lang="en", rescale_with_baseline=True,
-            baseline_path=str(baseline), all_layers=all_layers,
+            wmt["hyps"],
+            refs if not all_layers else wmt["refs"],
+            lang="en",
+            rescale_with_baseline=True,
+            baseline_path=str(baseline),
+            all_layers=all_layers,
         )
         assert_close(ours, theirs)
         assert code.endswith("-custom-rescaled_fast-tokenizer")

@@ -64,7 +64,7 @@ def test_duplicates_do_not_change_scores(pairs):
     base = run(cands, refs)["f1"]
     doubled = run(cands + cands[:10], refs + refs[:10])["f1"]
     assert torch.allclose(doubled[: len(cands)], base, atol=1e-6)
-    assert torch.allclose(doubled[len(cands):], base[:10], atol=1e-6)
+    assert torch.allclose(doubled[len(cands) :], base[:10], atol=1e-6)
 
 
 def test_output_is_in_input_order(pairs):

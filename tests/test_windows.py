@@ -422,8 +422,10 @@ def test_a_similarity_matrix_past_the_budget_is_matched_in_tiles(small_docs):
     metric = BERTScore(MINILM, long_texts="window", max_length=64)
     ids = [metric.token_ids(t) for t in (c0, c1, r0)]
     texts = TokenTexts(
-        sources=tuple(ids), which=torch.arange(3, dtype=torch.uint8),
-        start=torch.zeros(3, dtype=torch.long), length=torch.tensor([len(x) for x in ids], dtype=torch.int32),
+        sources=tuple(ids),
+        which=torch.arange(3, dtype=torch.uint8),
+        start=torch.zeros(3, dtype=torch.long),
+        length=torch.tensor([len(x) for x in ids], dtype=torch.int32),
     )
     mc, mr = torch.tensor([0, 0, 1, 2], dtype=torch.int32), torch.tensor([2, 1, 2, 2], dtype=torch.int32)
     whole = greedy_match(metric.embedder, texts, mc, mr)  # 400 x 400 similarities at once: in the budget
@@ -484,10 +486,18 @@ def build_tiny_modernbert(root: Path) -> Path:
     tokenizer.model_max_length = int(1e30)
     tokenizer.save_pretrained(str(out))
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
-    ids = dict(pad_token_id=tokenizer.pad_token_id, cls_token_id=cls, sep_token_id=sep, bos_token_id=cls,
-               eos_token_id=sep)
-    config = ModernBertConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=37, num_hidden_layers=2,
-                              num_attention_heads=2, max_position_embeddings=8192, **ids)
+    ids = dict(
+        pad_token_id=tokenizer.pad_token_id, cls_token_id=cls, sep_token_id=sep, bos_token_id=cls, eos_token_id=sep
+    )
+    config = ModernBertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=37,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        max_position_embeddings=8192,
+        **ids,
+    )
     torch.manual_seed(0)
     AutoModel.from_config(config).save_pretrained(str(out))
     return out
@@ -533,16 +543,50 @@ def test_command_line_scores_with_windows(tmp_path, medium_docs, capsys):
 
 def test_show_and_baseline_take_the_long_text_options(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    assert main(["show", "-m", MINILM, "-c", "The cat sat.", "-r", "A cat sat.", "-f", str(tmp_path / "s.png"),
-                 "--long-texts", "window", "--window-stride", "9"]) == 0
+    assert (
+        main(
+            [
+                "show",
+                "-m",
+                MINILM,
+                "-c",
+                "The cat sat.",
+                "-r",
+                "A cat sat.",
+                "-f",
+                str(tmp_path / "s.png"),
+                "--long-texts",
+                "window",
+                "--window-stride",
+                "9",
+            ]
+        )
+        == 0
+    )
     assert "_fast-tokenizer_long-texts=window-w510-s9 P:" in capsys.readouterr().out
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(f"Sentence number {i} is about the weather." for i in range(8)) + "\n")
     files = []
     for mode in ("truncate", "window"):
         out = tmp_path / f"{mode}.tsv"
-        assert main(["baseline", "--corpus", str(corpus), "-m", MINILM, "--pairs", "2", "-o", str(out),
-                     "--long-texts", mode]) == 0
+        assert (
+            main(
+                [
+                    "baseline",
+                    "--corpus",
+                    str(corpus),
+                    "-m",
+                    MINILM,
+                    "--pairs",
+                    "2",
+                    "-o",
+                    str(out),
+                    "--long-texts",
+                    mode,
+                ]
+            )
+            == 0
+        )
         files.append(out.read_text())
     assert files[0] == files[1]  # short lines fit the window: the same baseline
 
@@ -556,8 +600,9 @@ def _ddp_worker(rank: int, port: int, cands: list[str], refs: list[str], out_dir
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
-                            timeout=timedelta(seconds=90))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2, timeout=timedelta(seconds=90)
+    )
     try:
         metric = BERTScore(MINILM, long_texts="window", max_length=64, idf=True)
         metric.update(cands[rank::2], refs[rank::2])
@@ -576,8 +621,9 @@ def test_distributed_ranks_score_their_windows_and_agree_with_one_process(small_
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with tempfile.TemporaryDirectory() as tmp:
-        context = mp.start_processes(_ddp_worker, args=(port, cands, refs, tmp), nprocs=2, join=False,
-                                     start_method="spawn")
+        context = mp.start_processes(
+            _ddp_worker, args=(port, cands, refs, tmp), nprocs=2, join=False, start_method="spawn"
+        )
         deadline = time.monotonic() + 240
         try:
             while not context.join(timeout=2):

@@ -86,7 +86,9 @@ def load_encoder(path: Path, num_layers: int, all_layers: bool) -> tuple[nn.Modu
     if not 0 <= num_layers <= depth:
         raise ArgumentValueError(
             f"num_layers must be between 0 and {depth} for the model at {path}, got {num_layers}",
-            argument="num_layers", allowed=f"0 to {depth}", value=num_layers,
+            argument="num_layers",
+            allowed=f"0 to {depth}",
+            value=num_layers,
         )
     if not all_layers:
         cut_to_layers(model, num_layers)

@@ -169,7 +169,9 @@ def greedy_match(
     once. Matching batches hold at most `gather_budget` gathered vector elements.
     """
     plan = plan_matches(
-        texts, match_cand, match_ref,
+        texts,
+        match_cand,
+        match_ref,
         rows=embedder.num_rows,
         row_bytes=4 * embedder.num_rows * embedder.hidden_size,
         budget_bytes=embedder.block_bytes if block_bytes is None else block_bytes,
@@ -223,8 +225,19 @@ def run_plan(
         c_rows = torch.tensor([start_of[t] for t in block_cand], dtype=torch.long)
         r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
         _match_block(
-            table, pad_row, c_rows, r_rows, lc[sel], lr[sel], out_c[sel], out_r[sel],
-            cand_best, ref_best, rows, gather_budget, tiled=long_texts,
+            table,
+            pad_row,
+            c_rows,
+            r_rows,
+            lc[sel],
+            lr[sel],
+            out_c[sel],
+            out_r[sel],
+            cand_best,
+            ref_best,
+            rows,
+            gather_budget,
+            tiled=long_texts,
         )
         # keep aside what later blocks need from this one's fresh texts
         for t in fresh:
@@ -232,8 +245,19 @@ def run_plan(
                 cache[t] = table[start_of[t] : start_of[t] + int(texts.length[t])].clone()
     if len(plan.streamed):  # long texts (bertscore_tm.longpairs)
         stream_matches(
-            embedder, texts, table[: plan.capacity], plan.streamed, mc, mr, out_c, out_r, cand_best, ref_best, gather_budget,
-            counted=last_use >= 0, progress=progress,
+            embedder,
+            texts,
+            table[: plan.capacity],
+            plan.streamed,
+            mc,
+            mr,
+            out_c,
+            out_r,
+            cand_best,
+            ref_best,
+            gather_budget,
+            counted=last_use >= 0,
+            progress=progress,
         )
     del table, cache
     release_freed_memory()
@@ -260,8 +284,18 @@ def release_freed_memory() -> None:
 
 
 def _match_block(
-    table: Tensor, pad_row: int, c_rows: Tensor, r_rows: Tensor, lc: Tensor, lr: Tensor,
-    out_c: Tensor, out_r: Tensor, cand_best: Tensor, ref_best: Tensor, rows: int, gather_budget: int,
+    table: Tensor,
+    pad_row: int,
+    c_rows: Tensor,
+    r_rows: Tensor,
+    lc: Tensor,
+    lr: Tensor,
+    out_c: Tensor,
+    out_r: Tensor,
+    cand_best: Tensor,
+    ref_best: Tensor,
+    rows: int,
+    gather_budget: int,
     tiled: bool = False,
 ) -> None:
     """Match i pairs the candidate at table rows c_rows[i] .. + lc[i] with the reference at r_rows[i] ..
@@ -317,8 +351,12 @@ def segment_sum(values: Tensor, lengths: Tensor) -> Tensor:
 
 
 def weighted_scores(
-    cand_best: Tensor, cand_weight: Tensor, cand_len: Tensor,
-    ref_best: Tensor, ref_weight: Tensor, ref_len: Tensor,
+    cand_best: Tensor,
+    cand_weight: Tensor,
+    cand_len: Tensor,
+    ref_best: Tensor,
+    ref_weight: Tensor,
+    ref_len: Tensor,
     blank: Tensor,
 ) -> Tensor:
     """P, R, F of each match: [matches, rows, 3] float32.

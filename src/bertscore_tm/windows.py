@@ -186,13 +186,17 @@ def window_rule(long_texts: str, window_stride: int | None, encoder: TextEncoder
     if size < 2:
         raise ArgumentValueError(
             f"long_texts='window' needs windows of at least 2 tokens; {where} is too small",
-            argument="max_length", allowed=f"at least {encoder.num_special + 2}", value=encoder.max_length,
+            argument="max_length",
+            allowed=f"at least {encoder.num_special + 2}",
+            value=encoder.max_length,
         )
     stride = size // 2 if window_stride is None else window_stride
     if not 1 <= stride < size:
         raise ArgumentValueError(
             f"window_stride must be between 1 and {size - 1} for {where}, got {stride}",
-            argument="window_stride", allowed=f"1 to {size - 1}", value=stride,
+            argument="window_stride",
+            allowed=f"1 to {size - 1}",
+            value=stride,
         )
     lead, trail = special_layout(encoder.tokenizer)
     return WindowRule(size=size, stride=stride, lead=lead, trail=trail)
