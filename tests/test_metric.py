@@ -167,3 +167,12 @@ def test_compute_scores_is_the_typed_per_pair_result_whatever_the_output():
         for name, value in zip(("precision", "recall", "f1"), scores.as_tuple()):
             assert torch.equal(value, expected[name])
     assert single.compute() == pytest.approx(float(expected["f1"].mean()), abs=1e-7)
+
+
+def test_the_package_exports_are_its_lazy_names():
+    """`__all__` is written out for linters and type checkers; it names what `__getattr__` imports on first use."""
+    import bertscore_tm
+
+    assert set(bertscore_tm.__all__) == {*bertscore_tm._EXPORTS, "__version__"}
+    for name in bertscore_tm.__all__:
+        assert getattr(bertscore_tm, name) is not None
