@@ -18,6 +18,7 @@ CUDA's own peak of allocated bytes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -90,14 +91,12 @@ def _rss_kib(field: str) -> int:
 
 def _reset_peak() -> int:
     """Reset the peak-RSS counter and return the current RSS (KiB)."""
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
     return _rss_kib("VmRSS")
 
 
-def _tensor_peak(fn, device: str = "cpu"):  # noqa: ANN001, ANN202
+def _tensor_peak(fn, device: str = "cpu"):
     """Run fn() and return (its result, the peak of live tensor MiB during it, tensors alive before the
     call such as the model's weights not counted). On the CPU, torch's profiler records every allocation
     and free, so unlike resident sizes this is free of the C allocator's caching; on CUDA, CUDA's own peak."""
@@ -130,7 +129,7 @@ def _pairs(data: Path, n: int, offset: int = 0) -> tuple[list[str], list[str]]:
     return hyps[offset : offset + n], refs[offset : offset + n]
 
 
-def _state_bytes(metric) -> int:  # noqa: ANN001
+def _state_bytes(metric) -> int:
     import torch
 
     total = 0
@@ -142,7 +141,7 @@ def _state_bytes(metric) -> int:  # noqa: ANN001
     return total
 
 
-def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: str):  # noqa: ANN202
+def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: str):
     """Set up one configuration (model loaded once) and return a function that scores the pairs once and
     returns what it measured besides time (F1 per pair, state bytes per pair)."""
     import torch
@@ -451,14 +450,12 @@ def main() -> None:
     }
 
     cpu = "unknown"
-    try:
+    with contextlib.suppress(OSError, StopIteration):
         cpu = next(
-            l.split(":", 1)[1].strip()
-            for l in Path("/proc/cpuinfo").read_text().splitlines()
-            if l.startswith("model name")
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
         )
-    except (OSError, StopIteration):
-        pass
     import bert_score
 
     on_cuda = args.device.startswith("cuda")
@@ -502,7 +499,8 @@ def main() -> None:
             "",
             f"- machine: {platform.machine()}, {cpu}, {os.cpu_count()} cores, torch threads {args.threads}, {gpu}",
             f"- versions: python {platform.python_version()}, torch {torch.__version__}, transformers "
-            f"{transformers.__version__}, torchmetrics {torchmetrics.__version__}, bert-score {bert_score.__version__} (0.3.13 wheel)",
+            f"{transformers.__version__}, torchmetrics {torchmetrics.__version__}, "
+            f"bert-score {bert_score.__version__} (0.3.13 wheel)",
             f"- model: {model_text}; pairs: the first WMT pairs of `tests/data/wmt/*_long.txt`, "
             f"fed in updates of {BATCH}; forward batches: ours and the limit by the metric's default token budget "
             f"({budget}), bert-score and torchmetrics {BATCH} texts (their default)",
@@ -512,12 +510,14 @@ def main() -> None:
             f"{spread['ours-bf16'][0]:.2f}x-{spread['ours-bf16'][1]:.2f}x); pairs/s = the limit's median pairs/s "
             "over the ratio",
             peak_text,
-            f"- torchmetrics pads every text to 512 tokens and runs every layer, so it is timed on {args.tm_pairs} pairs",
+            "- torchmetrics pads every text to 512 tokens and runs every layer, "
+            f"so it is timed on {args.tm_pairs} pairs",
             "- 4x check: peak tensors over the updates and compute() for the first N/4 and the first N pairs, "
             "each in its own process",
             *([gpu_text] if not on_cuda else []),
             "",
-            "| configuration | pairs | pairs/s | time ratio to the limit | peak tensors MiB | peak RSS MiB | state B/pair | scores right? |",
+            "| configuration | pairs | pairs/s | time ratio to the limit | peak tensors MiB | peak RSS MiB | "
+            "state B/pair | scores right? |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
             *rows,
             "",

@@ -57,14 +57,14 @@ def make_systems(hyps: list[str], refs: list[str], seed: int = 0) -> dict[str, l
     }
 
 
-def _timed(fn):  # noqa: ANN001, ANN202
+def _timed(fn):
     """fn()'s result, its wall-clock seconds and this process's CPU seconds."""
     wall, cpu = time.perf_counter(), time.process_time()
     result = fn()
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def _median_seconds(fn, repeats: int) -> tuple[float, float]:  # noqa: ANN001
+def _median_seconds(fn, repeats: int) -> tuple[float, float]:
     """Median wall-clock and CPU seconds of fn() over `repeats` calls."""
     runs = [_timed(fn)[1:] for _ in range(repeats)]
     return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)

@@ -31,11 +31,11 @@ import time
 import warnings
 from pathlib import Path
 
+# the shared helpers: the limit, bert-score's runner, memory peaks (run as a script, this file's folder is on
+# sys.path, as bench_windows.py's workers rely on too)
+import bench
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import bench  # the shared helpers: the limit, bert-score's runner, memory peaks
-
 RESULTS = HERE / "RESULTS.md"
 BEGIN, END = "<!-- bench_pairwise: begin -->", "<!-- bench_pairwise: end -->"
 
@@ -248,12 +248,13 @@ def _section(args: argparse.Namespace, timing: dict, small: dict, large: dict, m
         f"| bert-score mbrs-style, {mbr['bert_score_groups']} groups | {mbr['bert_score_pairs']:,} | "
         f"{mbr['bert_score_seconds']:.2f} | {mbr_theirs_pps:,.0f} | - | 1.000x | reference |",
         "",
-        "| size | pairs | seconds | pairs/s | peak tensors MiB | outputs MiB | store MiB | texts MiB | working MiB | peak RSS MiB |",
+        "| size | pairs | seconds | pairs/s | peak tensors MiB | outputs MiB | store MiB | texts MiB | working MiB | "
+        "peak RSS MiB |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         *[
-            f"| {r['n']} x {r['m']} | {r['n'] * r['m']:,} | {r['seconds']:.1f} | {pps(r['seconds'], r['n'] * r['m'])} | "
-            f"{r['tensor_peak_mib']:.1f} | {r['outputs_mib']:.1f} | {r['store_mib']:.1f} | {r['texts_mib']:.2f} | {working(r):.1f} | "
-            f"{r['peak_rss_mib']:.0f} |"
+            f"| {r['n']} x {r['m']} | {r['n'] * r['m']:,} | {r['seconds']:.1f} | "
+            f"{pps(r['seconds'], r['n'] * r['m'])} | {r['tensor_peak_mib']:.1f} | {r['outputs_mib']:.1f} | "
+            f"{r['store_mib']:.1f} | {r['texts_mib']:.2f} | {working(r):.1f} | {r['peak_rss_mib']:.0f} |"
             for r in (small, large)
         ],
         "",
@@ -265,8 +266,8 @@ def _section(args: argparse.Namespace, timing: dict, small: dict, large: dict, m
         f"{'met' if med(to_theirs) <= 0.5 else 'NOT met'} |",
         f"| {large['n']} x {large['m']} runs here | {large['seconds']:.0f} s, {large['tensor_peak_mib']:.0f} MiB "
         "peak tensors | met |",
-        f"| working memory beyond the outputs (and the store and texts) at {large['n']} x {large['m']} no larger than at "
-        f"{small['n']} x {small['m']} | {working(large):.1f} vs {working(small):.1f} MiB | "
+        f"| working memory beyond the outputs (and the store and texts) at {large['n']} x {large['m']} "
+        f"no larger than at {small['n']} x {small['m']} | {working(large):.1f} vs {working(small):.1f} MiB | "
         f"{'met' if working(large) <= working(small) + 0.5 else 'NOT met'} |",
         f"| MBR pairs/s vs bert-score mbrs-style | {mbr_ours_pps / mbr_theirs_pps:.1f}x faster | - |",
         END,

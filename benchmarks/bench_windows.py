@@ -24,6 +24,7 @@ one), below the marker that `bench.py` keeps when it rewrites the file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -69,13 +70,13 @@ def _documents(count: int, tokens: int, seed: int, first_line: int | None = None
     return cands, targets
 
 
-def _limit_runner(cands: list[str], refs: list[str], threads: int):  # noqa: ANN202
+def _limit_runner(cands: list[str], refs: list[str], threads: int):
     """The bare forward pass of every window of every distinct document, batched as the metric batches."""
     import torch
 
     from bertscore_tm import BERTScore
     from bertscore_tm.embedding import length_batches
-    from bertscore_tm.windows import plan_pieces, piece_ids
+    from bertscore_tm.windows import piece_ids, plan_pieces
 
     metric = BERTScore(MINILM, long_texts="window")
     rule, embedder = metric._windows, metric.embedder
@@ -99,7 +100,7 @@ def _limit_runner(cands: list[str], refs: list[str], threads: int):  # noqa: ANN
     return run
 
 
-def _ours_runner(cands: list[str], refs: list[str], long_texts: str = "window", layers: int = 5):  # noqa: ANN202
+def _ours_runner(cands: list[str], refs: list[str], long_texts: str = "window", layers: int = 5):
     from bertscore_tm import BERTScore
 
     metric = BERTScore(MINILM, num_layers=layers, long_texts=long_texts)
@@ -243,14 +244,12 @@ def main() -> None:
     memory, today = _run("memory", args), _run("truncate", args)
     longs = [_run("long", args, ("--long", spec)) for spec in args.long]
     cpu = "unknown"
-    try:
+    with contextlib.suppress(OSError, StopIteration):
         cpu = next(
-            l.split(":", 1)[1].strip()
-            for l in Path("/proc/cpuinfo").read_text().splitlines()
-            if l.startswith("model name")
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
         )
-    except (OSError, StopIteration):
-        pass
     lim = timing["limit"]
     section = "\n".join(
         [
@@ -277,9 +276,9 @@ def main() -> None:
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
             f"| limit: bare forward pass of the windows | {lim['window_tokens']} | {lim['windows']} | {limit_s:.1f} | "
             "1.00x | - | - | - |",
-            f"| {args.docs} x {args.tokens}-token documents, window | {sum(memory['tokens'])} | {memory['sequences_run']} | "
-            f"{memory['seconds']:.1f} | {ratio:.2f}x | {memory['tensor_peak_mib']:.1f} | {memory['per_token_mib']:.1f} | "
-            f"{memory['state_mib']:.1f} |",
+            f"| {args.docs} x {args.tokens}-token documents, window | {sum(memory['tokens'])} | "
+            f"{memory['sequences_run']} | {memory['seconds']:.1f} | {ratio:.2f}x | {memory['tensor_peak_mib']:.1f} | "
+            f"{memory['per_token_mib']:.1f} | {memory['state_mib']:.1f} |",
             *(
                 f"| one {spec.split(':')[0]}-token document vs one of {spec.split(':')[1]}, window"
                 f"{'' if args.long_layers == 5 else f' (model cut to {args.long_layers} block(s))'} | "
@@ -288,8 +287,8 @@ def main() -> None:
                 f"{long['per_token_mib']:.1f} | {long['state_mib']:.1f} |"
                 for spec, long in zip(args.long, longs)
             ),
-            f"| today's setting: 1000 WMT sentence pairs, truncate | {sum(today['tokens'])} | {today['sequences_run']} | "
-            f"{today['seconds']:.1f} | - | "
+            f"| today's setting: 1000 WMT sentence pairs, truncate | {sum(today['tokens'])} | "
+            f"{today['sequences_run']} | {today['seconds']:.1f} | - | "
             f"{today['tensor_peak_mib']:.1f} | {today['per_token_mib']:.1f} | {today['state_mib']:.1f} |",
             "",
             f"The working budget of compute() is {memory['block_mib']:.0f} MiB on a CPU (one table of token vectors, "

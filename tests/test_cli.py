@@ -25,7 +25,6 @@ import bertscore_tm
 from bertscore_tm import BERTScore, errors, score
 from bertscore_tm.baseline_building import sample_pairs
 from bertscore_tm.cli import main
-
 from tests.conftest import MINILM, WMT
 
 SUMMARY = re.compile(r"^(?P<hash>\S+) P: (?P<p>-?\d+\.\d{6}) R: (?P<r>-?\d+\.\d{6}) F1: (?P<f>-?\d+\.\d{6})$")
@@ -413,7 +412,7 @@ def test_show_matrix_and_rescaling(tmp_path: Path, baseline_file: Path) -> None:
     )
     b = float(read_baseline(baseline_file)[5, 2])
     assert torch.allclose(rescaled.similarity, (plain.similarity - b) / (1 - b), atol=1e-6)
-    (p, r, f) = score([cand], [ref], model_type=MINILM, rescale_with_baseline=True, baseline_path=baseline_file)
+    (p, _r, f) = score([cand], [ref], model_type=MINILM, rescale_with_baseline=True, baseline_path=baseline_file)
     assert abs(rescaled.f1 - float(f[0])) < TOL and abs(rescaled.precision - float(p[0])) < TOL
 
 

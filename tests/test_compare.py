@@ -24,7 +24,6 @@ import bertscore_tm
 from bertscore_tm import BERTScore, cli, score
 from bertscore_tm.significance import bootstrap_interval, paired_test
 from bertscore_tm.systems import score_systems
-
 from conftest import MINILM, WMT
 
 TOL = 1e-6  # per-pair scores of texts embedded in differently composed batches agree to float noise
@@ -111,7 +110,7 @@ def test_score_systems_refuses_what_it_cannot_do(systems, wmt) -> None:
     with pytest.raises(ValueError, match="system 1 has 9 candidates but there are 10 reference entries"):
         score_systems(metric, [systems["hyps"], systems["refs2"][:9]], wmt["refs"])
     metric.update(systems["hyps"][:1], wmt["refs"][:1])
-    with pytest.raises(ValueError, match="fresh metric.*metric.reset"):
+    with pytest.raises(ValueError, match=r"fresh metric.*metric.reset"):
         score_systems(metric, [systems["hyps"]], wmt["refs"])
     with pytest.raises(ValueError, match="reduction='none' and output=None"):
         score_systems(BERTScore(MINILM, reduction="mean"), [systems["hyps"]], wmt["refs"])

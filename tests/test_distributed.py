@@ -19,6 +19,7 @@ import time
 import warnings
 from contextlib import contextmanager
 from datetime import timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -132,7 +133,7 @@ def _run_checks(rank: int, plan: dict) -> dict:
     for size in main["chunks"][rank]:
         cuts.append(cuts[-1] + size)
     cuts.append(len(mine))
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
+    for lo, hi in pairwise(cuts):
         metric.update([main["cands"][i] for i in mine[lo:hi]], [main["targets"][i] for i in mine[lo:hi]])
     before = emb.rows_embedded
     traffic: list = []

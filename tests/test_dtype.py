@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore
-
 from tests.conftest import MINILM
 
 FIRST = (

@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from bertscore_tm import BaselineNotFoundError, BERTScore, ModelNotFoundError, bert_score, score
-
 from tests.conftest import MINILM
 
 

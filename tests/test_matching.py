@@ -10,7 +10,6 @@ import torch
 from bertscore_tm import BERTScore
 from bertscore_tm.embedding import TokenTexts, length_batches
 from bertscore_tm.matching import greedy_match
-
 from tests.conftest import MINILM
 
 

@@ -11,7 +11,6 @@ import torch
 from bertscore_tm import BERTScore, bert_score
 from bertscore_tm.registry import default_model, default_num_layers
 from bertscore_tm.resources import data_dir
-
 from tests.conftest import MINILM
 
 CANDS = ["The quick brown fox jumps over the lazy dog.", "It rained all day in the city.", "Prices rose sharply."]

@@ -28,8 +28,8 @@ NO_MODEL = "no-such-org/no-such-model"  # loading it would fail with ModelNotFou
 @pytest.fixture(scope="module")
 def held_out(wmt: dict[str, list[str]]) -> tuple[list[str], list[str]]:
     """6 candidates (one very short) and 5 references (one repeated), of uneven lengths."""
-    cands = wmt["hyps_long"][1000:1005] + ["Thanks."]
-    refs = wmt["refs_long"][1000:1004] + [wmt["refs_long"][1001]]
+    cands = [*wmt["hyps_long"][1000:1005], "Thanks."]
+    refs = [*wmt["refs_long"][1000:1004], wmt["refs_long"][1001]]
     return cands, refs
 
 

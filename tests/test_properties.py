@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore
-
 from tests.conftest import MINILM
 
 

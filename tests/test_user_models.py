@@ -34,12 +34,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_models import MODERN, build_tiny_model
 from torch import nn
 
 import bertscore_tm.metric
 from bertscore_tm import BERTScore, bert_score, score
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, ModelSetupError
+from tiny_models import MODERN, build_tiny_model
 
 TOL = 1e-5  # against the reference and float64
 SAME = 1e-6  # the same weights from an object and from a path

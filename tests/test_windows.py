@@ -27,9 +27,8 @@ from bertscore_tm.cli import main
 from bertscore_tm.embedding import TokenTexts
 from bertscore_tm.matching import greedy_match
 from bertscore_tm.windows import WindowRule, token_windows, window_rule, window_starts
-from tiny_models import CORPUS, FAMILIES, build_tiny_model
-
 from tests.conftest import MINILM
+from tiny_models import CORPUS, FAMILIES, build_tiny_model
 
 TOL = 1e-5
 LAYER = 5  # MiniLM's default layer
@@ -386,7 +385,7 @@ def test_all_layers_rescaling_and_functional_twins(small_docs, medium_docs):
     rescaled = bert_score(cands, refs, MINILM, long_texts="window", max_length=64, rescale_with_baseline=True)
     assert not torch.allclose(rescaled["f1"], layers["f1"][LAYER])
     cands, refs = medium_docs
-    (p, r, f), code = score(cands, refs, model_type=MINILM, long_texts="window", window_stride=200, return_hash=True)
+    (_p, _r, f), code = score(cands, refs, model_type=MINILM, long_texts="window", window_stride=200, return_hash=True)
     assert code.endswith("_fast-tokenizer_long-texts=window-w510-s200")
     torch.testing.assert_close(f, run(cands, refs, window_stride=200)["f1"], rtol=0, atol=1e-6)
     assert (f - run(cands, refs)["f1"]).abs().max() > 1e-5  # the stride matters at this length
@@ -477,8 +476,9 @@ def test_every_architecture_at_a_window_that_forces_several(tiny, family):
 def build_tiny_modernbert(root: Path) -> Path:
     """A tiny random ModernBERT (a long-context encoder: 8,192 positions) with a WordPiece tokenizer that
     knows no maximum length, so the window comes from the model's position limit."""
-    from tiny_models import _bert_tokenizer
     from transformers import AutoModel, ModernBertConfig
+
+    from tiny_models import _bert_tokenizer
 
     out = root / "tiny-modernbert"
     out.mkdir()

@@ -264,7 +264,7 @@ def run_plan(
     return cand_best, ref_best
 
 
-def _load_malloc_trim():  # noqa: ANN202
+def _load_malloc_trim():
     try:
         import ctypes
 

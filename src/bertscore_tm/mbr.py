@@ -87,7 +87,8 @@ def check_mbr_inputs(
     refs = check_groups(references, "references", "reference")
     if len(refs) != len(hyps):
         raise ValueError(
-            f"references has {len(refs)} groups but groups has {len(hyps)}: give one list of pseudo-references per group"
+            f"references has {len(refs)} groups but groups has {len(hyps)}: "
+            "give one list of pseudo-references per group"
         )
     return hyps, refs
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, NamedTuple
 
 import torch
@@ -51,7 +52,7 @@ def _own_ends(n: int, size: int, starts: Sequence[int]) -> list[int]:
     """One past the last token each window owns. Windows are equally wide, so a token's farthest-from-an-edge
     window is the one whose centre is nearest; between windows j and j + 1 the tokens up to the midpoint of
     their centres (included: ties go to the earlier window) belong to j."""
-    ends = [(a + b + size - 1) // 2 + 1 for a, b in zip(starts[:-1], starts[1:])]
+    ends = [(a + b + size - 1) // 2 + 1 for a, b in pairwise(starts)]
     return [*ends, n]
 
 
