@@ -319,7 +319,7 @@ def _kept_sections(path: Path) -> str:
 
 
 def _max_err(a: list[float], b: list[float]) -> float:
-    return max(abs(x - y) for x, y in zip(a, b))
+    return max(abs(x - y) for x, y in zip(a, b, strict=False))
 
 
 def _median(values: list[float]) -> float:

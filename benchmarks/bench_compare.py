@@ -154,7 +154,7 @@ def main() -> None:
     )
     print(
         f"- systems ({n} WMT pairs each, same references): "
-        + "; ".join(f"{name} (mean F1 {mean:.4f})" for name, mean in zip(names, means))
+        + "; ".join(f"{name} (mean F1 {mean:.4f})" for name, mean in zip(names, means, strict=True))
     )
     print(
         f"- rounds: {args.rounds}; compare times {', '.join(f'{t:.1f}' for t in times['compare'])} s, "

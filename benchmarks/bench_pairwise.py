@@ -136,7 +136,10 @@ def _mbr(args: argparse.Namespace) -> dict:
     for g, group in enumerate(groups[: args.bert_score_groups]):
         pairs = [(i, j) for i in range(len(group)) for j in range(len(group)) if i != j]
         f = scorer.score([group[i] for i, _ in pairs], [group[j] for _, j in pairs])[2].tolist()
-        u = [math.fsum(x for (i, _), x in zip(pairs, f) if i == k) / (len(group) - 1) for k in range(len(group))]
+        u = [
+            math.fsum(x for (i, _), x in zip(pairs, f, strict=True) if i == k) / (len(group) - 1)
+            for k in range(len(group))
+        ]
         err = max(err, (utilities[g] - torch.tensor(u, dtype=torch.float64)).abs().max().item())
         picks_agree += chosen[g] == max(range(len(u)), key=lambda k: (u[k], -k))
     theirs = time.perf_counter() - start

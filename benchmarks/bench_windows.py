@@ -285,7 +285,7 @@ def main() -> None:
                 f"{long['tokens'][0]} + {long['tokens'][1]} | {long['sequences_run']} | {long['seconds']:.1f} | - | "
                 f"{long['tensor_peak_mib']:.1f} | "
                 f"{long['per_token_mib']:.1f} | {long['state_mib']:.1f} |"
-                for spec, long in zip(args.long, longs)
+                for spec, long in zip(args.long, longs, strict=True)
             ),
             f"| today's setting: 1000 WMT sentence pairs, truncate | {sum(today['tokens'])} | "
             f"{today['sequences_run']} | {today['seconds']:.1f} | - | "

@@ -194,7 +194,7 @@ def test_score_two_references_json(files: dict[str, str], wmt: dict[str, list[st
         "score", "-c", files["hyps"], "-r", files["refs"], files["refs2"], "-m", MINILM, "--format", "json", "-s"
     )
     doc = json.loads(proc.stdout)
-    per, mean, expected_code = api(wmt["hyps"], [list(g) for g in zip(wmt["refs"], wmt["refs2"])])
+    per, mean, expected_code = api(wmt["hyps"], [list(g) for g in zip(wmt["refs"], wmt["refs2"], strict=True)])
     assert doc["hash"] == expected_code
     assert doc["pairs"] == 10 and doc["references_per_candidate"] == 2
     assert_close([doc["precision"], doc["recall"], doc["f1"]], mean)
@@ -209,7 +209,7 @@ def test_score_two_references_text(capsys, files: dict[str, str], wmt: dict[str,
     assert rc == 0
     _, means, rows = parse_text(out)
     assert rows == []  # no -s: the summary only
-    _, mean, _ = api(wmt["hyps"], [list(g) for g in zip(wmt["refs"], wmt["refs2"])])
+    _, mean, _ = api(wmt["hyps"], [list(g) for g in zip(wmt["refs"], wmt["refs2"], strict=True)])
     assert_close(means, mean)
 
 

@@ -100,7 +100,7 @@ def test_counting_the_references_once_per_system_would_change_idf_scores(systems
 
 
 def test_score_systems_with_several_references_per_line(systems, wmt) -> None:
-    targets = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"])]
+    targets = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"], strict=True)]
     scores = score_systems(BERTScore(MINILM, idf=True), [systems["hyps"], systems["mixed"]], targets)
     assert torch.allclose(scores["f1"][1].double(), alone(systems["mixed"], targets, idf=True)[2], atol=TOL, rtol=0)
 
@@ -134,7 +134,7 @@ def test_compare_json_equals_score_per_system_and_the_significance_functions(cap
     assert settings == (code, "bootstrap", 1000, 0, 0.95)
     assert [s["name"] for s in doc["systems"]] == names
     per_pair = torch.stack([alone(cands, wmt["refs"], idf=idf) for cands in systems.values()])  # [3, 3, 10]
-    for row, expected in zip(doc["systems"], per_pair):
+    for row, expected in zip(doc["systems"], per_pair, strict=True):
         assert list(row) == ["name", "precision", "recall", "f1", "f1_ci", "p_value", "delta_f1"]
         assert torch.allclose(
             torch.tensor([row["precision"], row["recall"], row["f1"]], dtype=torch.float64),
@@ -203,7 +203,7 @@ def test_compare_text_in_a_real_process(files) -> None:
     with contextlib.redirect_stdout(buffer):
         assert cli.main([*args, "--format", "json"]) == 0
     doc = json.loads(buffer.getvalue())
-    for row, cells in zip(doc["systems"], rows):
+    for row, cells in zip(doc["systems"], rows, strict=True):
         assert cells[1:4] == [f"{row[k]:.6f}" for k in ("precision", "recall", "f1")]
         assert " ".join(cells[4:6]) == f"[{row['f1_ci'][0]:.6f}, {row['f1_ci'][1]:.6f}]"
         if row["p_value"] is not None:

@@ -41,7 +41,7 @@ def _plan(wmt: dict[str, list[str]]) -> dict:
     long_c, long_r = wmt["hyps_long"], wmt["refs_long"]
     # 10 candidates with two references each, then 24 with one
     cands = hyps + long_c[:24]
-    targets = [[a, b] for a, b in zip(refs, refs2)] + [[r] for r in long_r[:24]]
+    targets = [[a, b] for a, b in zip(refs, refs2, strict=True)] + [[r] for r in long_r[:24]]
     # uneven shards that interleave the input, so that rank-major order differs from input order
     shards = [[i for i in range(len(cands)) if i % 3 != 2], [i for i in range(len(cands)) if i % 3 == 2]]
     chunks = [[7, 9], [5]]  # update() call sizes (the rest in one more call)
@@ -49,7 +49,7 @@ def _plan(wmt: dict[str, list[str]]) -> dict:
     empty = {"cands": long_c[40:47], "targets": long_r[40:47]}
     # DistributedSampler padding: 23 items over 2 ranks -> 24 draws, one repeated
     idx_cands = long_c[50:70] + hyps[:3]
-    idx_targets = [[r] for r in long_r[50:70]] + [[a, b] for a, b in zip(refs[:3], refs2[:3])]
+    idx_targets = [[r] for r in long_r[50:70]] + [[a, b] for a, b in zip(refs[:3], refs2[:3], strict=True)]
     return {
         "main": {"cands": cands, "targets": targets, "shards": shards, "chunks": chunks},
         "empty": empty,

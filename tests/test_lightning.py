@@ -84,7 +84,7 @@ def _val_pairs() -> tuple[list[str], list[str]]:
 
 def _fit(module, log_dir: str, cands: list[str], refs: list[str], devices: int = 1):
     trainer = example.make_trainer(log_dir, devices=devices)
-    trainer.fit(module, *example.loaders(list(zip(cands, refs))))
+    trainer.fit(module, *example.loaders(list(zip(cands, refs, strict=True))))
     return trainer
 
 
@@ -131,7 +131,7 @@ def reference_val(reference_pairs) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def reference_idf(wmt, reference_score):
     cands = wmt["hyps"] + wmt["hyps_long"][:8]
-    targets = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"])] + [[r] for r in wmt["refs_long"][:8]]
+    targets = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"], strict=True)] + [[r] for r in wmt["refs_long"][:8]]
     return cands, targets, reference_score(cands, targets, idf=True)
 
 
@@ -163,14 +163,14 @@ def test_forward_returns_batch_scores_and_is_not_embedded_again(pairs, reference
     metric = BERTScore(PACKAGED_MINILM)
     first = metric(cands[:4], refs[:4])
     second = metric(cands[4:], refs[4:])
-    for key, want in zip(("precision", "recall", "f1"), expected):
+    for key, want in zip(("precision", "recall", "f1"), expected, strict=True):
         _close(first[key], want[:4])
         _close(second[key], want[4:])
     rows = metric.embedder.rows_embedded
     assert rows > 0
     epoch = metric.compute()
     assert metric.embedder.rows_embedded == rows  # the forward()ed pairs are not embedded again
-    for key, want in zip(("precision", "recall", "f1"), expected):
+    for key, want in zip(("precision", "recall", "f1"), expected, strict=True):
         _close(epoch[key], want)
 
 
@@ -195,7 +195,7 @@ def test_forward_with_idf_epoch_value_is_exact(reference_idf, scorer):
     assert metric.embedder.rows_embedded - rows - rows_forward == scorer.embedder.rows_embedded - before
     scorer.reset()
     # the epoch value weighs by the IDF of every reference of the epoch
-    for key, want in zip(("precision", "recall", "f1"), expected):
+    for key, want in zip(("precision", "recall", "f1"), expected, strict=True):
         _close(epoch[key], want)
 
 
@@ -220,7 +220,7 @@ def test_state_dict_round_trip_mid_epoch(reference_idf, scorer):
     restored.update(cands[11:], targets[11:])
     rows = restored.embedder.rows_embedded
     result = restored.compute()
-    for key, want in zip(("precision", "recall", "f1"), expected):
+    for key, want in zip(("precision", "recall", "f1"), expected, strict=True):
         _close(result[key], want)
     # the pairs scored before the checkpoint are not embedded again after it
     scorer.reset()

@@ -163,7 +163,7 @@ def test_compute_scores_is_the_typed_per_pair_result_whatever_the_output():
     for metric in (per_pair, single):
         scores = metric.compute_scores()
         assert isinstance(scores, Scores) and scores.hash_code == metric.hash_code
-        for name, value in zip(("precision", "recall", "f1"), scores.as_tuple()):
+        for name, value in zip(("precision", "recall", "f1"), scores.as_tuple(), strict=True):
             assert torch.equal(value, expected[name])
     assert single.compute() == pytest.approx(float(expected["f1"].mean()), abs=1e-7)
 

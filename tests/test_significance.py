@@ -136,7 +136,7 @@ def test_resampling_equals_its_definition_one_resample_at_a_time() -> None:
     k = 10  # floor(200 * 0.1 / 2)
     expected_low, expected_high = boot[k], boot[num_samples - 1 - k]
     boot_p = (1 + sum(abs(x - observed) >= abs(observed) for x in boot)) / (num_samples + 1)
-    shuffled = [abs(sum(s * x for s, x in zip(row, d)) / n) for row in signs.tolist()]
+    shuffled = [abs(sum(s * x for s, x in zip(row, d, strict=True)) / n) for row in signs.tolist()]
     shuffle_p = (1 + sum(x >= abs(observed) for x in shuffled)) / (num_samples + 1)
 
     result = paired_test(a, b, "bootstrap", num_samples, seed=7, confidence=confidence)

@@ -100,7 +100,7 @@ def rule_scores(embed, tokenizer, cands: list[str], refs: list[list[str]], idf: 
         zero = {tokenizer.cls_token_id, tokenizer.sep_token_id}
         weight = lambda t: 0.0 if t in zero else 1.0  # noqa: E731
     out = []
-    for cand, group in zip(cands, refs):
+    for cand, group in zip(cands, refs, strict=True):
         c_ids, c = embed(cand)
         best = torch.full((3,), -math.inf, dtype=torch.float64)
         for ref in group:
@@ -338,7 +338,7 @@ def test_scores_do_not_depend_on_batch_size_or_the_other_texts(small_docs, wmt):
     for batch_size in (1, 3):
         batched = run(cands, refs, max_length=64, batch_size=batch_size)["f1"]
         torch.testing.assert_close(batched, base, rtol=0, atol=1e-6)
-    alone = torch.cat([run([c], [r], max_length=64)["f1"] for c, r in zip(cands, refs)])
+    alone = torch.cat([run([c], [r], max_length=64)["f1"] for c, r in zip(cands, refs, strict=True)])
     torch.testing.assert_close(alone, base, rtol=0, atol=1e-6)
     crowd = run(wmt["hyps"][:4] + cands[::-1], wmt["refs"][:4] + refs[::-1], max_length=64)["f1"]
     torch.testing.assert_close(crowd[4:], base.flip(0), rtol=0, atol=1e-6)
@@ -429,7 +429,7 @@ def test_a_similarity_matrix_past_the_budget_is_matched_in_tiles(small_docs):
     mc, mr = torch.tensor([0, 0, 1, 2], dtype=torch.int32), torch.tensor([2, 1, 2, 2], dtype=torch.int32)
     whole = greedy_match(metric.embedder, texts, mc, mr)  # 400 x 400 similarities at once: in the budget
     tiled = greedy_match(metric.embedder, texts, mc, mr, gather_budget=10_000)
-    for a, b in zip(whole, tiled):
+    for a, b in zip(whole, tiled, strict=True):
         assert torch.equal(a, b)
 
 

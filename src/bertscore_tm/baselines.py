@@ -64,7 +64,7 @@ def read_baseline(path: str | os.PathLike[str]) -> Tensor:
                 f"Baseline file {path}, data row {n}: expected 4 columns, got {len(row)}", path=str(path), row=n
             )
         cells = []
-        for column, cell in zip(HEADER, row):
+        for column, cell in zip(HEADER, row, strict=True):
             try:
                 cells.append(float(cell))
             except ValueError:

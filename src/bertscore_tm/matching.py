@@ -41,7 +41,7 @@ def _blocks(
     blocks: list[tuple[int, int]] = []
     sizes: list[int] = []
     start, seen, tokens = 0, set(), 0
-    for m, (c, r) in enumerate(zip(match_cand, match_ref)):
+    for m, (c, r) in enumerate(zip(match_cand, match_ref, strict=True)):
         new = {t for t in (c, r) if t not in seen}
         extra = sum(lengths[t] for t in new)
         if m > start and tokens + extra > block_tokens:
@@ -214,7 +214,7 @@ def run_plan(
         block_texts = list(dict.fromkeys(block_cand + block_ref))
         fresh = [t for t in block_texts if t not in cache]
         starts = embedder.embed_into(table, [texts[t] for t in fresh], progress=progress)
-        start_of = dict(zip(fresh, starts))
+        start_of = dict(zip(fresh, starts, strict=True))
         row = starts[-1] + int(texts.length[fresh[-1]]) if fresh else 0
         for t in block_texts:
             if t in cache:  # embedded by an earlier block

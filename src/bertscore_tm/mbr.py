@@ -203,7 +203,7 @@ def _plan(groups: list[_Group], length: list[int], sim_bytes: int, block_tokens:
         grp = groups[g]
         new = (len(grp.hyps), longest(grp.hyps), len(grp.refs), longest(grp.refs))
         if batches:
-            merged = tuple(max(a, b) for a, b in zip(dims, new))
+            merged = tuple(max(a, b) for a, b in zip(dims, new, strict=True))
             if (len(batches[-1]) + 1) * math.prod(merged) * 4 <= sim_bytes:
                 batches[-1].append(g)
                 dims = merged
@@ -293,7 +293,7 @@ def _utilities(grp: _Group, f: list[list[float]]) -> list[float]:
     total = sum(grp.ref_count)
     per_text = []
     for d, row in enumerate(f):
-        terms = [c * x for c, x in zip(grp.ref_count, row)]
+        terms = [c * x for c, x in zip(grp.ref_count, row, strict=True)]
         if grp.own:
             terms.append(-row[d])  # its own position
             per_text.append(math.fsum(terms) / (total - 1) if total > 1 else math.nan)
@@ -349,7 +349,7 @@ def select(
             fresh = [t for t in needed if t not in cache]
             table = embedder.new_table(sum(length[t] for t in needed))
             starts = embedder.embed_into(table, [texts.seq(t) for t in fresh])
-            row_of = dict(zip(fresh, starts))
+            row_of = dict(zip(fresh, starts, strict=True))
             row = starts[-1] + length[fresh[-1]] if fresh else 0
             for t in needed:
                 if t in cache:
@@ -359,7 +359,9 @@ def select(
                     row += len(kept)
             for batch in block:
                 for g, f in zip(
-                    batch, _group_f1(embedder, table, row_of, grps, batch, texts, weights, blank, sim_bytes)
+                    batch,
+                    _group_f1(embedder, table, row_of, grps, batch, texts, weights, blank, sim_bytes),
+                    strict=True,
                 ):
                     if f_baseline is not None:
                         f = (f - f_baseline) / (1 - f_baseline)

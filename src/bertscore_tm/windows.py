@@ -117,7 +117,7 @@ class WindowRule:
         ends = _own_ends(n, self.size, starts)
         out = []
         begin = 0  # first row the window owns: the leading specials go with the first window
-        for j, (start, end) in enumerate(zip(starts, ends)):
+        for j, (start, end) in enumerate(zip(starts, ends, strict=True)):
             stop = length if j == len(starts) - 1 else self.lead + end  # the trailing ones with the last
             a, b = max(begin, lo), min(stop, hi)
             if b > a:
