@@ -12,7 +12,7 @@ streamed and tiled in the same budget by `bertscore_tm.longpairs`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -40,7 +40,8 @@ def _blocks(
     match, where that alone holds more), and each range's token count."""
     blocks: list[tuple[int, int]] = []
     sizes: list[int] = []
-    start, seen, tokens = 0, set(), 0
+    start, tokens = 0, 0
+    seen: set[int] = set()
     for m, (c, r) in enumerate(zip(match_cand, match_ref, strict=True)):
         new = {t for t in (c, r) if t not in seen}
         extra = sum(lengths[t] for t in new)
@@ -264,7 +265,7 @@ def run_plan(
     return cand_best, ref_best
 
 
-def _load_malloc_trim():
+def _load_malloc_trim() -> Callable[[int], int] | None:
     try:
         import ctypes
 

@@ -83,7 +83,7 @@ def plot_similarity(
     sim, c_labels, r_labels = similarity_matrix(metric, candidate, reference)
     baseline = metric.baseline  # [1, 3]: the layer's row when the metric rescales
     rescaled = baseline is not None
-    if rescaled:
+    if baseline is not None:
         b = float(baseline[0, 2])
         sim = (sim - b) / (1 - b)
 
