@@ -18,6 +18,7 @@ CUDA's own peak of allocated bytes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -37,8 +38,15 @@ BATCH = 64
 #: RESULTS.md keeps everything below this line when rewritten (other benchmarks' sections)
 KEEP_MARKER = "<!-- sections below are written by other benchmarks -->"
 #: roberta-large's shape (transformers' RobertaConfig fields) and its tuned layer
-ROBERTA_LARGE = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
-                     max_position_embeddings=514, type_vocab_size=1, vocab_size=50265)
+ROBERTA_LARGE = dict(
+    hidden_size=1024,
+    num_hidden_layers=24,
+    num_attention_heads=16,
+    intermediate_size=4096,
+    max_position_embeddings=514,
+    type_vocab_size=1,
+    vocab_size=50265,
+)
 
 
 def _model(shape: str) -> tuple[str, int, str]:
@@ -56,13 +64,21 @@ def _model(shape: str) -> tuple[str, int, str]:
         from transformers import AutoTokenizer, RobertaConfig, RobertaModel
 
         tokenizer = AutoTokenizer.from_pretrained(minilm)
-        config = RobertaConfig(**ROBERTA_LARGE, pad_token_id=tokenizer.pad_token_id,
-                               bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id)
+        config = RobertaConfig(
+            **ROBERTA_LARGE,
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.cls_token_id,
+            eos_token_id=tokenizer.sep_token_id,
+        )
         torch.manual_seed(0)
         RobertaModel(config, add_pooling_layer=False).save_pretrained(folder)
         tokenizer.save_pretrained(folder)
         (folder / "done").write_text("ok")
-    return str(folder), layers, f"random roberta-large-shaped model (no download; MiniLM's tokenizer) cut to {layers} layers"
+    return (
+        str(folder),
+        layers,
+        f"random roberta-large-shaped model (no download; MiniLM's tokenizer) cut to {layers} layers",
+    )
 
 
 # --------------------------------------------------------------------------- helpers run in subprocesses
@@ -75,14 +91,12 @@ def _rss_kib(field: str) -> int:
 
 def _reset_peak() -> int:
     """Reset the peak-RSS counter and return the current RSS (KiB)."""
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
     return _rss_kib("VmRSS")
 
 
-def _tensor_peak(fn, device: str = "cpu"):  # noqa: ANN001, ANN202
+def _tensor_peak(fn, device: str = "cpu"):
     """Run fn() and return (its result, the peak of live tensor MiB during it, tensors alive before the
     call such as the model's weights not counted). On the CPU, torch's profiler records every allocation
     and free, so unlike resident sizes this is free of the C allocator's caching; on CUDA, CUDA's own peak."""
@@ -115,7 +129,7 @@ def _pairs(data: Path, n: int, offset: int = 0) -> tuple[list[str], list[str]]:
     return hyps[offset : offset + n], refs[offset : offset + n]
 
 
-def _state_bytes(metric) -> int:  # noqa: ANN001
+def _state_bytes(metric) -> int:
     import torch
 
     total = 0
@@ -127,7 +141,7 @@ def _state_bytes(metric) -> int:  # noqa: ANN001
     return total
 
 
-def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: str):  # noqa: ANN202
+def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: str):
     """Set up one configuration (model loaded once) and return a function that scores the pairs once and
     returns what it measured besides time (F1 per pair, state bytes per pair)."""
     import torch
@@ -206,7 +220,9 @@ def _timed(device: str) -> tuple[str, ...]:
     return ("limit", "ours-fp32", "ours-bf16", *fp16, "bert-score", "torchmetrics")
 
 
-def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: int, tm_pairs: int, shape: str, device: str) -> dict:
+def _worker(
+    kind: str, data: Path, n: int, offset: int, threads: int, repeats: int, tm_pairs: int, shape: str, device: str
+) -> dict:
     import torch
 
     warnings.filterwarnings("ignore")
@@ -218,7 +234,13 @@ def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: i
         # every configuration in one process, taking turns round after round: each round's times are
         # divided by that round's limit, so the machine's drift (often 10-20% here) cancels out
         runners = {
-            k: _runner(k, cands[:tm_pairs] if k == "torchmetrics" else cands, refs[:tm_pairs] if k == "torchmetrics" else refs, shape, device)
+            k: _runner(
+                k,
+                cands[:tm_pairs] if k == "torchmetrics" else cands,
+                refs[:tm_pairs] if k == "torchmetrics" else refs,
+                shape,
+                device,
+            )
             for k in _timed(device)
         }
         rounds: list[dict[str, float]] = []
@@ -258,9 +280,26 @@ def _worker(kind: str, data: Path, n: int, offset: int, threads: int, repeats: i
 # --------------------------------------------------------------------------- driver
 def _run(kind: str, args: argparse.Namespace, n: int | None = None, offset: int = 0) -> dict:
     cmd = [
-        sys.executable, __file__, "--worker", kind, "--pairs", str(n or args.pairs), "--offset", str(offset),
-        "--threads", str(args.threads), "--repeats", str(args.repeats), "--data", str(args.data),
-        "--tm-pairs", str(args.tm_pairs), "--shape", args.shape, "--device", args.device,
+        sys.executable,
+        __file__,
+        "--worker",
+        kind,
+        "--pairs",
+        str(n or args.pairs),
+        "--offset",
+        str(offset),
+        "--threads",
+        str(args.threads),
+        "--repeats",
+        str(args.repeats),
+        "--data",
+        str(args.data),
+        "--tm-pairs",
+        str(args.tm_pairs),
+        "--shape",
+        args.shape,
+        "--device",
+        args.device,
     ]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     print(f"  running {kind} on {n or args.pairs} pairs ...", file=sys.stderr, flush=True)
@@ -280,7 +319,7 @@ def _kept_sections(path: Path) -> str:
 
 
 def _max_err(a: list[float], b: list[float]) -> float:
-    return max(abs(x - y) for x, y in zip(a, b))
+    return max(abs(x - y) for x, y in zip(a, b, strict=False))
 
 
 def _median(values: list[float]) -> float:
@@ -297,17 +336,33 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5, help="timing rounds (each runs every configuration once)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--shape", choices=("minilm", "roberta-large"), default="minilm",
-                        help="the packaged MiniLM (default) or a random model of roberta-large's shape")
+    parser.add_argument(
+        "--shape",
+        choices=("minilm", "roberta-large"),
+        default="minilm",
+        help="the packaged MiniLM (default) or a random model of roberta-large's shape",
+    )
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="default: benchmarks/RESULTS.md for MiniLM on the CPU, else RESULTS-<shape>-<device>.md")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default: benchmarks/RESULTS.md for MiniLM on the CPU, else RESULTS-<shape>-<device>.md",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--offset", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         result = _worker(
-            args.worker, args.data, args.pairs, args.offset, args.threads, args.repeats, args.tm_pairs, args.shape, args.device
+            args.worker,
+            args.data,
+            args.pairs,
+            args.offset,
+            args.threads,
+            args.repeats,
+            args.tm_pairs,
+            args.shape,
+            args.device,
         )
         print(json.dumps(result))
         return
@@ -317,12 +372,16 @@ def main() -> None:
     import transformers
 
     timed = _timed(args.device)
-    out_path = args.out or HERE / ("RESULTS.md" if (args.shape, args.device) == ("minilm", "cpu") else f"RESULTS-{args.shape}-{args.device}.md")
+    out_path = args.out or HERE / (
+        "RESULTS.md" if (args.shape, args.device) == ("minilm", "cpu") else f"RESULTS-{args.shape}-{args.device}.md"
+    )
     _, _, model_text = _model(args.shape)  # built once here, before the workers need it
     timing = _run("timing", args)["rounds"]
     # per-pair time over the limit's per-pair time, round by round; the median round is reported
     ratio = {
-        k: _median([r[k] / (args.tm_pairs if k == "torchmetrics" else args.pairs) / (r["limit"] / args.pairs) for r in timing])
+        k: _median(
+            [r[k] / (args.tm_pairs if k == "torchmetrics" else args.pairs) / (r["limit"] / args.pairs) for r in timing]
+        )
         for k in timed
     }
     limit_pps = _median([args.pairs / r["limit"] for r in timing])
@@ -375,7 +434,9 @@ def main() -> None:
         return (large[key] * large["pairs"] - small[key] * small["pairs"]) / 2**20
 
     growth = large["tensor_peak_mib"] - small["tensor_peak_mib"]
-    target_lines = [f"| {name} | {value:.3g} | {'met' if value <= bound else 'NOT met'} |" for name, value, bound in targets]
+    target_lines = [
+        f"| {name} | {value:.3g} | {'met' if value <= bound else 'NOT met'} |" for name, value, bound in targets
+    ]
     target_lines.append(
         f"| 4x the pairs ({small['pairs']} -> {large['pairs']}): growth of the peak of live tensor memory over updates "
         f"and compute ({small['tensor_peak_mib']:.1f} -> {large['tensor_peak_mib']:.1f} MiB) vs the extra state after "
@@ -383,13 +444,18 @@ def main() -> None:
         f"similarities ({extra('state_bytes_per_pair_after_compute'):.2f} MiB) | {growth:+.2f} MiB | "
         f"{'met' if growth <= extra('state_bytes_per_pair_after_compute') else 'NOT met'} |"
     )
-    spread = {k: (min(r[k] / r["limit"] for r in timing), max(r[k] / r["limit"] for r in timing)) for k in ("ours-fp32", "ours-bf16")}
+    spread = {
+        k: (min(r[k] / r["limit"] for r in timing), max(r[k] / r["limit"] for r in timing))
+        for k in ("ours-fp32", "ours-bf16")
+    }
 
     cpu = "unknown"
-    try:
-        cpu = next(l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    with contextlib.suppress(OSError, StopIteration):
+        cpu = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     import bert_score
 
     on_cuda = args.device.startswith("cuda")
@@ -410,14 +476,18 @@ def main() -> None:
         f"- a roberta-large-shaped model on a GPU: see `{other.name}`"
         if other.exists()
         else "- a roberta-large-shaped model on a GPU: not measured yet; on a CUDA machine "
-        "`make bench BENCH_ARGS=\"--shape roberta-large --device cuda\"` writes `RESULTS-roberta-large-cuda.md`"
+        '`make bench BENCH_ARGS="--shape roberta-large --device cuda"` writes `RESULTS-roberta-large-cuda.md`'
     )
     budget = "16384 padded tokens on an accelerator" if on_cuda else "2048 padded tokens on a CPU"
     if (args.shape, args.device) == ("minilm", "cpu"):
         target_head = ["## Targets", "", "| target | measured | |", "| --- | ---: | --- |"]
     else:  # the issue's targets are set for MiniLM on the CPU; elsewhere they are figures to read, not pass
-        target_head = ["## The CPU targets' figures here (informational)", "", "| figure | measured | vs the CPU target |",
-                       "| --- | ---: | --- |"]
+        target_head = [
+            "## The CPU targets' figures here (informational)",
+            "",
+            "| figure | measured | vs the CPU target |",
+            "| --- | ---: | --- |",
+        ]
 
     text = "\n".join(
         [
@@ -429,7 +499,8 @@ def main() -> None:
             "",
             f"- machine: {platform.machine()}, {cpu}, {os.cpu_count()} cores, torch threads {args.threads}, {gpu}",
             f"- versions: python {platform.python_version()}, torch {torch.__version__}, transformers "
-            f"{transformers.__version__}, torchmetrics {torchmetrics.__version__}, bert-score {bert_score.__version__} (0.3.13 wheel)",
+            f"{transformers.__version__}, torchmetrics {torchmetrics.__version__}, "
+            f"bert-score {bert_score.__version__} (0.3.13 wheel)",
             f"- model: {model_text}; pairs: the first WMT pairs of `tests/data/wmt/*_long.txt`, "
             f"fed in updates of {BATCH}; forward batches: ours and the limit by the metric's default token budget "
             f"({budget}), bert-score and torchmetrics {BATCH} texts (their default)",
@@ -439,12 +510,14 @@ def main() -> None:
             f"{spread['ours-bf16'][0]:.2f}x-{spread['ours-bf16'][1]:.2f}x); pairs/s = the limit's median pairs/s "
             "over the ratio",
             peak_text,
-            f"- torchmetrics pads every text to 512 tokens and runs every layer, so it is timed on {args.tm_pairs} pairs",
+            "- torchmetrics pads every text to 512 tokens and runs every layer, "
+            f"so it is timed on {args.tm_pairs} pairs",
             "- 4x check: peak tensors over the updates and compute() for the first N/4 and the first N pairs, "
             "each in its own process",
             *([gpu_text] if not on_cuda else []),
             "",
-            "| configuration | pairs | pairs/s | time ratio to the limit | peak tensors MiB | peak RSS MiB | state B/pair | scores right? |",
+            "| configuration | pairs | pairs/s | time ratio to the limit | peak tensors MiB | peak RSS MiB | "
+            "state B/pair | scores right? |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
             *rows,
             "",

@@ -34,6 +34,7 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 def make_systems(hyps: list[str], refs: list[str], seed: int = 0) -> dict[str, list[str]]:
     """Four systems for the same references, of different quality."""
+
     def drop_last(line: str) -> str:
         words = line.split()
         return " ".join(words[:-1]) if len(words) > 1 else line
@@ -56,14 +57,14 @@ def make_systems(hyps: list[str], refs: list[str], seed: int = 0) -> dict[str, l
     }
 
 
-def _timed(fn):  # noqa: ANN001, ANN202
+def _timed(fn):
     """fn()'s result, its wall-clock seconds and this process's CPU seconds."""
     wall, cpu = time.perf_counter(), time.process_time()
     result = fn()
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def _median_seconds(fn, repeats: int) -> tuple[float, float]:  # noqa: ANN001
+def _median_seconds(fn, repeats: int) -> tuple[float, float]:
     """Median wall-clock and CPU seconds of fn() over `repeats` calls."""
     runs = [_timed(fn)[1:] for _ in range(repeats)]
     return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
@@ -135,29 +136,45 @@ def main() -> None:
         "paired_test bootstrap, 1 pair of systems": lambda: paired_test(f1[0], f1[1], "bootstrap", 1000, 0),
         "paired_test randomization, 1 pair of systems": lambda: paired_test(f1[0], f1[1], "randomization", 1000, 0),
         "compare's statistics: 4 intervals + 3 bootstrap tests": lambda: (
-            bootstrap_interval(f1, 0.95, 1000, 0), paired_test(f1[0], f1[1:], "bootstrap", 1000, 0)),
+            bootstrap_interval(f1, 0.95, 1000, 0),
+            paired_test(f1[0], f1[1:], "bootstrap", 1000, 0),
+        ),
     }
     resample_times = {name: _median_seconds(fn, args.resample_repeats) for name, fn in resampling.items()}
 
     means = f1_together.mean(dim=1).tolist()
     print("## Issue 12: `compare` (several systems in one compute) and the resampling\n")
-    print(f"Measured {dt.date.today().isoformat()} by `python benchmarks/bench_compare.py"
-          f"{'' if args.pairs is None else f' --pairs {n}'} --threads {args.threads} --rounds {args.rounds}`.\n")
-    print(f"- machine: {platform.machine()}, {platform.processor() or 'cpu'}, torch threads {args.threads}, "
-          f"torch {torch.__version__}; {MINILM} cut to 5 layers, float32, CPU")
-    print(f"- systems ({n} WMT pairs each, same references): "
-          + "; ".join(f"{name} (mean F1 {mean:.4f})" for name, mean in zip(names, means)))
-    print(f"- rounds: {args.rounds}; compare times {', '.join(f'{t:.1f}' for t in times['compare'])} s, "
-          f"separate {', '.join(f'{t:.1f}' for t in times['separate'])} s\n")
+    print(
+        f"Measured {dt.date.today().isoformat()} by `python benchmarks/bench_compare.py"
+        f"{'' if args.pairs is None else f' --pairs {n}'} --threads {args.threads} --rounds {args.rounds}`.\n"
+    )
+    print(
+        f"- machine: {platform.machine()}, {platform.processor() or 'cpu'}, torch threads {args.threads}, "
+        f"torch {torch.__version__}; {MINILM} cut to 5 layers, float32, CPU"
+    )
+    print(
+        f"- systems ({n} WMT pairs each, same references): "
+        + "; ".join(f"{name} (mean F1 {mean:.4f})" for name, mean in zip(names, means, strict=True))
+    )
+    print(
+        f"- rounds: {args.rounds}; compare times {', '.join(f'{t:.1f}' for t in times['compare'])} s, "
+        f"separate {', '.join(f'{t:.1f}' for t in times['separate'])} s\n"
+    )
     print("| way | texts embedded | wall s | ratio | CPU s | ratio |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    print(f"| 4 separate `score` runs (model loaded once) | {rows_separate} | {t_separate:.1f} | 1.00 | "
-          f"{c_separate:.1f} | 1.00 |")
-    print(f"| `compare`: one compute + intervals + paired tests | {rows_together} | {t_compare:.1f} | "
-          f"{t_compare / t_separate:.2f} | {c_compare:.1f} | {c_compare / c_separate:.2f} |")
-    print(f"\n- texts embedded: {rows_together / rows_separate:.3f} of the separate runs' "
-          f"(expected about (4 + 1) / 8 = 0.625); wall time {t_compare / t_separate:.3f}, "
-          f"CPU time {c_compare / c_separate:.3f}")
+    print(
+        f"| 4 separate `score` runs (model loaded once) | {rows_separate} | {t_separate:.1f} | 1.00 | "
+        f"{c_separate:.1f} | 1.00 |"
+    )
+    print(
+        f"| `compare`: one compute + intervals + paired tests | {rows_together} | {t_compare:.1f} | "
+        f"{t_compare / t_separate:.2f} | {c_compare:.1f} | {c_compare / c_separate:.2f} |"
+    )
+    print(
+        f"\n- texts embedded: {rows_together / rows_separate:.3f} of the separate runs' "
+        f"(expected about (4 + 1) / 8 = 0.625); wall time {t_compare / t_separate:.3f}, "
+        f"CPU time {c_compare / c_separate:.3f}"
+    )
     print(f"- per-system mean F1, compare vs separate runs: max difference {mean_error:.1e}\n")
     print(f"| resampling ({m} pairs, 1000 resamples) | median wall ms | median CPU ms |")
     print("| --- | ---: | ---: |")

@@ -31,11 +31,11 @@ import time
 import warnings
 from pathlib import Path
 
+# the shared helpers: the limit, bert-score's runner, memory peaks (run as a script, this file's folder is on
+# sys.path, as bench_windows.py's workers rely on too)
+import bench
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import bench  # the shared helpers: the limit, bert-score's runner, memory peaks
-
 RESULTS = HERE / "RESULTS.md"
 BEGIN, END = "<!-- bench_pairwise: begin -->", "<!-- bench_pairwise: end -->"
 
@@ -103,8 +103,14 @@ def _memory(args: argparse.Namespace) -> dict:
     (_, info), peak = bench._tensor_peak(lambda: _pairwise(metric, cands, refs))
     n, m = len(cands), len(refs)
     return {
-        "n": n, "m": m, "seconds": seconds, "peak_rss_mib": rss, "tensor_peak_mib": peak,
-        "outputs_mib": 3 * n * m * 4 / 2**20, "store_mib": info["store_bytes"] / 2**20, "tiles": info["tiles"],
+        "n": n,
+        "m": m,
+        "seconds": seconds,
+        "peak_rss_mib": rss,
+        "tensor_peak_mib": peak,
+        "outputs_mib": 3 * n * m * 4 / 2**20,
+        "store_mib": info["store_bytes"] / 2**20,
+        "tiles": info["tiles"],
         "texts_mib": info["text_bytes"] / 2**20,
     }
 
@@ -130,23 +136,47 @@ def _mbr(args: argparse.Namespace) -> dict:
     for g, group in enumerate(groups[: args.bert_score_groups]):
         pairs = [(i, j) for i in range(len(group)) for j in range(len(group)) if i != j]
         f = scorer.score([group[i] for i, _ in pairs], [group[j] for _, j in pairs])[2].tolist()
-        u = [math.fsum(x for (i, _), x in zip(pairs, f) if i == k) / (len(group) - 1) for k in range(len(group))]
+        u = [
+            math.fsum(x for (i, _), x in zip(pairs, f, strict=True) if i == k) / (len(group) - 1)
+            for k in range(len(group))
+        ]
         err = max(err, (utilities[g] - torch.tensor(u, dtype=torch.float64)).abs().max().item())
         picks_agree += chosen[g] == max(range(len(u)), key=lambda k: (u[k], -k))
     theirs = time.perf_counter() - start
     per_group = args.group_size * (args.group_size - 1)
     return {
-        "groups": len(groups), "group_size": args.group_size, "pairs": len(groups) * per_group, "seconds": ours,
-        "bert_score_groups": args.bert_score_groups, "bert_score_pairs": args.bert_score_groups * per_group,
-        "bert_score_seconds": theirs, "max_utility_error": err, "picks_agree": picks_agree,
+        "groups": len(groups),
+        "group_size": args.group_size,
+        "pairs": len(groups) * per_group,
+        "seconds": ours,
+        "bert_score_groups": args.bert_score_groups,
+        "bert_score_pairs": args.bert_score_groups * per_group,
+        "bert_score_seconds": theirs,
+        "max_utility_error": err,
+        "picks_agree": picks_agree,
     }
 
 
 # --------------------------------------------------------------------------- driver
 def _run(kind: str, args: argparse.Namespace, **extra: object) -> dict:
-    cmd = [sys.executable, __file__, "--worker", kind, "--threads", str(args.threads), "--data", str(args.data),
-           "--repeats", str(args.repeats), "--groups", str(args.groups), "--group-size", str(args.group_size),
-           "--bert-score-groups", str(args.bert_score_groups)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        kind,
+        "--threads",
+        str(args.threads),
+        "--data",
+        str(args.data),
+        "--repeats",
+        str(args.repeats),
+        "--groups",
+        str(args.groups),
+        "--group-size",
+        str(args.group_size),
+        "--bert-score-groups",
+        str(args.bert_score_groups),
+    ]
     for key, value in extra.items():
         cmd += [f"--{key}", str(value)]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
@@ -221,12 +251,13 @@ def _section(args: argparse.Namespace, timing: dict, small: dict, large: dict, m
         f"| bert-score mbrs-style, {mbr['bert_score_groups']} groups | {mbr['bert_score_pairs']:,} | "
         f"{mbr['bert_score_seconds']:.2f} | {mbr_theirs_pps:,.0f} | - | 1.000x | reference |",
         "",
-        "| size | pairs | seconds | pairs/s | peak tensors MiB | outputs MiB | store MiB | texts MiB | working MiB | peak RSS MiB |",
+        "| size | pairs | seconds | pairs/s | peak tensors MiB | outputs MiB | store MiB | texts MiB | working MiB | "
+        "peak RSS MiB |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         *[
-            f"| {r['n']} x {r['m']} | {r['n'] * r['m']:,} | {r['seconds']:.1f} | {pps(r['seconds'], r['n'] * r['m'])} | "
-            f"{r['tensor_peak_mib']:.1f} | {r['outputs_mib']:.1f} | {r['store_mib']:.1f} | {r['texts_mib']:.2f} | {working(r):.1f} | "
-            f"{r['peak_rss_mib']:.0f} |"
+            f"| {r['n']} x {r['m']} | {r['n'] * r['m']:,} | {r['seconds']:.1f} | "
+            f"{pps(r['seconds'], r['n'] * r['m'])} | {r['tensor_peak_mib']:.1f} | {r['outputs_mib']:.1f} | "
+            f"{r['store_mib']:.1f} | {r['texts_mib']:.2f} | {working(r):.1f} | {r['peak_rss_mib']:.0f} |"
             for r in (small, large)
         ],
         "",
@@ -238,8 +269,8 @@ def _section(args: argparse.Namespace, timing: dict, small: dict, large: dict, m
         f"{'met' if med(to_theirs) <= 0.5 else 'NOT met'} |",
         f"| {large['n']} x {large['m']} runs here | {large['seconds']:.0f} s, {large['tensor_peak_mib']:.0f} MiB "
         "peak tensors | met |",
-        f"| working memory beyond the outputs (and the store and texts) at {large['n']} x {large['m']} no larger than at "
-        f"{small['n']} x {small['m']} | {working(large):.1f} vs {working(small):.1f} MiB | "
+        f"| working memory beyond the outputs (and the store and texts) at {large['n']} x {large['m']} "
+        f"no larger than at {small['n']} x {small['m']} | {working(large):.1f} vs {working(small):.1f} MiB | "
         f"{'met' if working(large) <= working(small) + 0.5 else 'NOT met'} |",
         f"| MBR pairs/s vs bert-score mbrs-style | {mbr_ours_pps / mbr_theirs_pps:.1f}x faster | - |",
         END,

@@ -24,6 +24,7 @@ one), below the marker that `bench.py` keeps when it rewrites the file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -69,13 +70,13 @@ def _documents(count: int, tokens: int, seed: int, first_line: int | None = None
     return cands, targets
 
 
-def _limit_runner(cands: list[str], refs: list[str], threads: int):  # noqa: ANN202
+def _limit_runner(cands: list[str], refs: list[str], threads: int):
     """The bare forward pass of every window of every distinct document, batched as the metric batches."""
     import torch
 
     from bertscore_tm import BERTScore
     from bertscore_tm.embedding import length_batches
-    from bertscore_tm.windows import plan_pieces, piece_ids
+    from bertscore_tm.windows import piece_ids, plan_pieces
 
     metric = BERTScore(MINILM, long_texts="window")
     rule, embedder = metric._windows, metric.embedder
@@ -99,7 +100,7 @@ def _limit_runner(cands: list[str], refs: list[str], threads: int):  # noqa: ANN
     return run
 
 
-def _ours_runner(cands: list[str], refs: list[str], long_texts: str = "window", layers: int = 5):  # noqa: ANN202
+def _ours_runner(cands: list[str], refs: list[str], long_texts: str = "window", layers: int = 5):
     from bertscore_tm import BERTScore
 
     metric = BERTScore(MINILM, num_layers=layers, long_texts=long_texts)
@@ -152,9 +153,13 @@ def _worker(args: argparse.Namespace) -> dict:
     out.update(result)
     out["tokens"] = [int(sum(int(x.sum()) for x in metric.cand_lens)), int(sum(int(x.sum()) for x in metric.ref_lens))]
     out["per_token_mib"] = sum(t.numel() * t.element_size() for t in (*metric.cand_best, *metric.ref_best)) / 2**20
-    out["state_mib"] = sum(
-        t.numel() * t.element_size() for t in (*metric.cand_ids, *metric.ref_ids, *metric.cand_lens, *metric.ref_lens)
-    ) / 2**20
+    out["state_mib"] = (
+        sum(
+            t.numel() * t.element_size()
+            for t in (*metric.cand_ids, *metric.ref_ids, *metric.cand_lens, *metric.ref_lens)
+        )
+        / 2**20
+    )
     out["block_mib"] = metric.embedder.block_bytes / 2**20
     return out
 
@@ -170,8 +175,18 @@ def _run(kind: str, args: argparse.Namespace, extra: tuple[str, ...] = ()) -> di
 
 def _passed(args: argparse.Namespace) -> list[str]:
     return [
-        "--docs", str(args.docs), "--tokens", str(args.tokens), "--threads", str(args.threads), "--repeats",
-        str(args.repeats), "--seed", str(args.seed), "--long-layers", str(args.long_layers),
+        "--docs",
+        str(args.docs),
+        "--tokens",
+        str(args.tokens),
+        "--threads",
+        str(args.threads),
+        "--repeats",
+        str(args.repeats),
+        "--seed",
+        str(args.seed),
+        "--long-layers",
+        str(args.long_layers),
     ]
 
 
@@ -191,8 +206,10 @@ def _write(section: str, path: Path) -> None:
         rest = after.find("\n## ")
         tail = before + (after[rest + 1 :] if rest >= 0 else "")
     tail = tail.rstrip("\n")
-    path.write_text(f"{head}{MARKER}\n{tail.strip()}\n\n{section}" if tail.strip() else f"{head}{MARKER}\n\n{section}",
-                    encoding="utf-8")
+    path.write_text(
+        f"{head}{MARKER}\n{tail.strip()}\n\n{section}" if tail.strip() else f"{head}{MARKER}\n\n{section}",
+        encoding="utf-8",
+    )
 
 
 def main() -> None:
@@ -202,8 +219,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3, help="timing rounds")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--long", action="append", metavar="A:B",
-                        help="a document of about A tokens against one of B (repeatable; default 200000:200000)")
+    parser.add_argument(
+        "--long",
+        action="append",
+        metavar="A:B",
+        help="a document of about A tokens against one of B (repeatable; default 200000:200000)",
+    )
     parser.add_argument("--long-layers", type=int, default=5, help="blocks the long documents run through")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -223,10 +244,12 @@ def main() -> None:
     memory, today = _run("memory", args), _run("truncate", args)
     longs = [_run("long", args, ("--long", spec)) for spec in args.long]
     cpu = "unknown"
-    try:
-        cpu = next(l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    with contextlib.suppress(OSError, StopIteration):
+        cpu = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     lim = timing["limit"]
     section = "\n".join(
         [
@@ -236,7 +259,7 @@ def main() -> None:
             f"{' '.join('--long ' + spec for spec in args.long)}`"
             f" on {platform.machine()}, {cpu}, {os.cpu_count()} cores, torch threads {args.threads}, no GPU; torch "
             f"{torch.__version__}, transformers {transformers.__version__}; {MINILM} cut to 5 layers, "
-            "`long_texts=\"window\"` (windows of 510 tokens every 255).",
+            '`long_texts="window"` (windows of 510 tokens every 255).',
             "",
             f"- documents: {args.docs} candidate documents of about {args.tokens} tokens against {args.docs} reference "
             f"documents (the same WMT lines' references): {lim['documents']} distinct documents, {lim['windows']} "
@@ -253,19 +276,19 @@ def main() -> None:
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
             f"| limit: bare forward pass of the windows | {lim['window_tokens']} | {lim['windows']} | {limit_s:.1f} | "
             "1.00x | - | - | - |",
-            f"| {args.docs} x {args.tokens}-token documents, window | {sum(memory['tokens'])} | {memory['sequences_run']} | "
-            f"{memory['seconds']:.1f} | {ratio:.2f}x | {memory['tensor_peak_mib']:.1f} | {memory['per_token_mib']:.1f} | "
-            f"{memory['state_mib']:.1f} |",
+            f"| {args.docs} x {args.tokens}-token documents, window | {sum(memory['tokens'])} | "
+            f"{memory['sequences_run']} | {memory['seconds']:.1f} | {ratio:.2f}x | {memory['tensor_peak_mib']:.1f} | "
+            f"{memory['per_token_mib']:.1f} | {memory['state_mib']:.1f} |",
             *(
                 f"| one {spec.split(':')[0]}-token document vs one of {spec.split(':')[1]}, window"
                 f"{'' if args.long_layers == 5 else f' (model cut to {args.long_layers} block(s))'} | "
                 f"{long['tokens'][0]} + {long['tokens'][1]} | {long['sequences_run']} | {long['seconds']:.1f} | - | "
                 f"{long['tensor_peak_mib']:.1f} | "
                 f"{long['per_token_mib']:.1f} | {long['state_mib']:.1f} |"
-                for spec, long in zip(args.long, longs)
+                for spec, long in zip(args.long, longs, strict=True)
             ),
-            f"| today's setting: 1000 WMT sentence pairs, truncate | {sum(today['tokens'])} | {today['sequences_run']} | "
-            f"{today['seconds']:.1f} | - | "
+            f"| today's setting: 1000 WMT sentence pairs, truncate | {sum(today['tokens'])} | "
+            f"{today['sequences_run']} | {today['seconds']:.1f} | - | "
             f"{today['tensor_peak_mib']:.1f} | {today['per_token_mib']:.1f} | {today['state_mib']:.1f} |",
             "",
             f"The working budget of compute() is {memory['block_mib']:.0f} MiB on a CPU (one table of token vectors, "

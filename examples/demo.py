@@ -12,7 +12,7 @@ def show(title: str, metric: BERTScore, cands: list[str], refs: list[str]) -> No
     metric.update(cands, refs)
     result = metric.compute()
     print(f"{title}\n   P        R        F1      candidate")
-    for cand, p, r, f in zip(cands, *(result[k] for k in KEYS)):
+    for cand, p, r, f in zip(cands, *(result[k] for k in KEYS), strict=True):
         print(f"{p:9.6f} {r:9.6f} {f:9.6f}  {cand}")
     p, r, f = (float(result[k].mean()) for k in KEYS)
     print(f"{result['hash']} P: {p:.6f} R: {r:.6f} F1: {f:.6f}\n")

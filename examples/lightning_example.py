@@ -200,7 +200,10 @@ def main() -> None:
         # a metric used on one rank only must not try to sync with the others: sync_on_compute=False
         model = {"model": module.encoder, "tokenizer": module.tokenizer} if args.own_encoder else {}
         check = BERTScore(
-            **(model or {"model_name_or_path": PACKAGED_MINILM}), num_layers=5, reduction="mean", output="f1",
+            **(model or {"model_name_or_path": PACKAGED_MINILM}),
+            num_layers=5,
+            reduction="mean",
+            output="f1",
             sync_on_compute=False,
         )
         check.update([p for p, _ in PAIRS], [t for _, t in PAIRS])

@@ -258,7 +258,7 @@ def test_matches_the_reference(tiny, ours, reference_score, family: str, num_lay
     expected = reference_score(
         CANDS, REFS, model_type=model_type, num_layers=num_layers, idf=idf, batch_size=1, device="cpu"
     )
-    for name, got, want in zip(("P", "R", "F"), ours(family, num_layers, idf), expected):
+    for name, got, want in zip(("P", "R", "F"), ours(family, num_layers, idf), expected, strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=1e-5, msg=f"{name} of {family} at layer {num_layers}")
 
 
@@ -280,7 +280,7 @@ def test_all_layers_gives_one_row_per_layer_equal_to_that_layers_score(
     expected = reference_score(
         CANDS, REFS, model_type=model_type, num_layers=depth, all_layers=True, batch_size=1, device="cpu"
     )
-    for got, want in zip(rows, expected):
+    for got, want in zip(rows, expected, strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
     for k in range(depth + 1):
         if family == "t5" and k < depth:
@@ -288,5 +288,5 @@ def test_all_layers_gives_one_row_per_layer_equal_to_that_layers_score(
             # final_layer_norm, but a model cut to k blocks applies it, in the reference as here.
             assert not torch.allclose(rows[2][k], ours(family, k, False)[2], atol=1e-4)
             continue
-        for got, single in zip(rows, ours(family, k, False)):
+        for got, single in zip(rows, ours(family, k, False), strict=True):
             torch.testing.assert_close(got[k], single, rtol=0, atol=1e-5, msg=f"row {k}")

@@ -11,7 +11,6 @@ import pytest
 
 from bertscore_tm import BERTScore
 from bertscore_tm.errors import BaselineFileError
-
 from tests.conftest import MINILM
 
 GOOD = [0.8, 0.8, 0.8]

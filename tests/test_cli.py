@@ -25,7 +25,6 @@ import bertscore_tm
 from bertscore_tm import BERTScore, errors, score
 from bertscore_tm.baseline_building import sample_pairs
 from bertscore_tm.cli import main
-
 from tests.conftest import MINILM, WMT
 
 SUMMARY = re.compile(r"^(?P<hash>\S+) P: (?P<p>-?\d+\.\d{6}) R: (?P<r>-?\d+\.\d{6}) F1: (?P<f>-?\d+\.\d{6})$")
@@ -158,8 +157,20 @@ def baseline_file(corpus_file: Path) -> Path:
     """A baseline the `baseline` command computes on the small corpus (with the progress bar forced on)."""
     out = corpus_file.parent / "baseline.tsv"
     proc = run_cli(
-        "baseline", "--corpus", str(corpus_file), "-m", MINILM, "--lang", "en",
-        "--pairs", str(BASELINE_PAIRS), "--seed", str(BASELINE_SEED), "-o", str(out), "--progress",
+        "baseline",
+        "--corpus",
+        str(corpus_file),
+        "-m",
+        MINILM,
+        "--lang",
+        "en",
+        "--pairs",
+        str(BASELINE_PAIRS),
+        "--seed",
+        str(BASELINE_SEED),
+        "-o",
+        str(out),
+        "--progress",
     )
     assert "BERTScore: embedding" in proc.stderr  # the tqdm bar
     assert f"{BASELINE_PAIRS} pairs of 30 distinct lines, seed {BASELINE_SEED}" in proc.stdout
@@ -179,9 +190,11 @@ def test_score_one_reference_with_segments(files: dict[str, str], wmt: dict[str,
 
 
 def test_score_two_references_json(files: dict[str, str], wmt: dict[str, list[str]]) -> None:
-    proc = run_cli("score", "-c", files["hyps"], "-r", files["refs"], files["refs2"], "-m", MINILM, "--format", "json", "-s")
+    proc = run_cli(
+        "score", "-c", files["hyps"], "-r", files["refs"], files["refs2"], "-m", MINILM, "--format", "json", "-s"
+    )
     doc = json.loads(proc.stdout)
-    per, mean, expected_code = api(wmt["hyps"], [list(g) for g in zip(wmt["refs"], wmt["refs2"])])
+    per, mean, expected_code = api(wmt["hyps"], [list(g) for g in zip(wmt["refs"], wmt["refs2"], strict=True)])
     assert doc["hash"] == expected_code
     assert doc["pairs"] == 10 and doc["references_per_candidate"] == 2
     assert_close([doc["precision"], doc["recall"], doc["f1"]], mean)
@@ -196,7 +209,7 @@ def test_score_two_references_text(capsys, files: dict[str, str], wmt: dict[str,
     assert rc == 0
     _, means, rows = parse_text(out)
     assert rows == []  # no -s: the summary only
-    _, mean, _ = api(wmt["hyps"], [list(g) for g in zip(wmt["refs"], wmt["refs2"])])
+    _, mean, _ = api(wmt["hyps"], [list(g) for g in zip(wmt["refs"], wmt["refs2"], strict=True)])
     assert_close(means, mean)
 
 
@@ -220,7 +233,9 @@ def test_score_tsv(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> 
     assert code == expected_code
     assert_close([float(v) for v in values], mean)
 
-    rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--format", "tsv", "-s")
+    rc, out, _ = run_main(
+        capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--format", "tsv", "-s"
+    )
     assert rc == 0
     lines = out.strip("\n").split("\n")
     # with -s the hash and the means stay, as comment lines before the table (`comment="#"` readers skip them)
@@ -234,10 +249,22 @@ def test_score_tsv(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> 
     assert_close([[float(x) for x in r[1:]] for r in table[1:]], per)
 
 
-def test_score_rescaled_with_computed_baseline(capsys, files: dict[str, str], wmt: dict[str, list[str]], baseline_file: Path) -> None:
+def test_score_rescaled_with_computed_baseline(
+    capsys, files: dict[str, str], wmt: dict[str, list[str]], baseline_file: Path
+) -> None:
     rc, out, _ = run_main(
-        capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM,
-        "--rescale-with-baseline", "--baseline-path", str(baseline_file), "-s",
+        capsys,
+        "score",
+        "-c",
+        files["hyps"],
+        "-r",
+        files["refs"],
+        "-m",
+        MINILM,
+        "--rescale-with-baseline",
+        "--baseline-path",
+        str(baseline_file),
+        "-s",
     )
     assert rc == 0
     code, means, rows = parse_text(out)
@@ -249,13 +276,27 @@ def test_score_rescaled_with_computed_baseline(capsys, files: dict[str, str], wm
     assert not torch.allclose(per, plain, atol=1e-3)  # the rescaling did something
 
 
-def test_baseline_placed_under_lang_folder(capsys, monkeypatch, tmp_path: Path, files: dict[str, str], wmt: dict[str, list[str]], baseline_file: Path) -> None:
+def test_baseline_placed_under_lang_folder(
+    capsys, monkeypatch, tmp_path: Path, files: dict[str, str], wmt: dict[str, list[str]], baseline_file: Path
+) -> None:
     """The file `baseline` writes works with --lang once it sits at baselines/LANG/<model>.tsv."""
     target = tmp_path / "xx" / f"{MINILM}.tsv"
     target.parent.mkdir(parents=True)
     shutil.copy(baseline_file, target)
     monkeypatch.setattr(bertscore_tm.baselines, "data_dir", lambda name: tmp_path)
-    rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--lang", "xx", "--rescale-with-baseline")
+    rc, out, _ = run_main(
+        capsys,
+        "score",
+        "-c",
+        files["hyps"],
+        "-r",
+        files["refs"],
+        "-m",
+        MINILM,
+        "--lang",
+        "xx",
+        "--rescale-with-baseline",
+    )
     assert rc == 0
     code, means, _ = parse_text(out)
     _, mean, _ = api(wmt["hyps"], wmt["refs"], rescale_with_baseline=True, baseline_path=baseline_file)
@@ -265,10 +306,14 @@ def test_baseline_placed_under_lang_folder(capsys, monkeypatch, tmp_path: Path, 
 
 def test_score_rescaled_with_shipped_baseline(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> None:
     """The packaged MiniLM baseline (baselines/en/...) is found through --lang en."""
-    rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--rescale-with-baseline")
+    rc, out, _ = run_main(
+        capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--rescale-with-baseline"
+    )
     assert rc == 0
     code, means, _ = parse_text(out)
-    (p, r, f), expected_code = score(wmt["hyps"], wmt["refs"], model_type=MINILM, lang="en", rescale_with_baseline=True, return_hash=True)
+    (p, r, f), expected_code = score(
+        wmt["hyps"], wmt["refs"], model_type=MINILM, lang="en", rescale_with_baseline=True, return_hash=True
+    )
     assert code == expected_code
     assert_close(means, torch.stack((p, r, f), dim=1).double().mean(dim=0))
 
@@ -309,8 +354,18 @@ def test_baseline_corpus_from_standard_input(
     feed_stdin(monkeypatch, corpus_file.read_bytes())
     target = tmp_path / "b.tsv"
     rc, out, _ = run_main(
-        capsys, "baseline", "--corpus", "-", "-m", MINILM, "--pairs", str(BASELINE_PAIRS),
-        "--seed", str(BASELINE_SEED), "-o", str(target),
+        capsys,
+        "baseline",
+        "--corpus",
+        "-",
+        "-m",
+        MINILM,
+        "--pairs",
+        str(BASELINE_PAIRS),
+        "--seed",
+        str(BASELINE_SEED),
+        "-o",
+        str(target),
     )
     assert rc == 0, out
     assert target.read_bytes() == baseline_file.read_bytes()
@@ -352,10 +407,12 @@ def test_show_matrix_and_rescaling(tmp_path: Path, baseline_file: Path) -> None:
     assert plain.cand_tokens == ["the", "cat", "sat", "on", "the", "mat", "."]
     assert plain.similarity.shape == (7, 8)
     assert float(plain.similarity.max()) <= 1 + 1e-5 and float(plain.similarity[1, 1]) > 0.9  # cat ~ cat
-    rescaled = plot_similarity(BERTScore(MINILM, rescale_with_baseline=True, baseline_path=baseline_file), cand, ref, tmp_path / "b.png")
+    rescaled = plot_similarity(
+        BERTScore(MINILM, rescale_with_baseline=True, baseline_path=baseline_file), cand, ref, tmp_path / "b.png"
+    )
     b = float(read_baseline(baseline_file)[5, 2])
     assert torch.allclose(rescaled.similarity, (plain.similarity - b) / (1 - b), atol=1e-6)
-    (p, r, f) = score([cand], [ref], model_type=MINILM, rescale_with_baseline=True, baseline_path=baseline_file)
+    (p, _r, f) = score([cand], [ref], model_type=MINILM, rescale_with_baseline=True, baseline_path=baseline_file)
     assert abs(rescaled.f1 - float(f[0])) < TOL and abs(rescaled.precision - float(p[0])) < TOL
 
 
@@ -427,8 +484,17 @@ def _read_table(path: Path) -> torch.Tensor:
 def test_baseline_reproducible_and_equal_to_layer_means(baseline_file: Path, corpus_file: Path) -> None:
     again = baseline_file.parent / "again.tsv"
     run_cli(
-        "baseline", "--corpus", str(corpus_file), "-m", MINILM, "--pairs", str(BASELINE_PAIRS),
-        "--seed", str(BASELINE_SEED), "-o", str(again),
+        "baseline",
+        "--corpus",
+        str(corpus_file),
+        "-m",
+        MINILM,
+        "--pairs",
+        str(BASELINE_PAIRS),
+        "--seed",
+        str(BASELINE_SEED),
+        "-o",
+        str(again),
     )
     assert again.read_bytes() == baseline_file.read_bytes()  # same seed, same file
 
@@ -502,18 +568,42 @@ ERRORS = [
     (["score", "-c", "{cands}", "-r", "{short}", "-m", MINILM], ["short.txt has 1 line but", "has 3 lines"]),
     (["score", "-c", "{empty}", "-r", "{refs}", "-m", MINILM], ["candidate file", "empty.txt", "is empty"]),
     (["score", "-c", "{cands}", "-r", "{empty}", "-m", MINILM], ["reference file", "empty.txt", "is empty"]),
-    (["score", "-c", "{cands}", "-r", "{refs}", "-m", "no-such-org/no-such-model", "-l", "3"], ["no-such-org/no-such-model", "not on this machine"]),
+    (
+        ["score", "-c", "{cands}", "-r", "{refs}", "-m", "no-such-org/no-such-model", "-l", "3"],
+        ["no-such-org/no-such-model", "not on this machine"],
+    ),
     (["score", "-c", "{cands}", "-r", "{refs}"], ["roberta-large", "not on this machine"]),  # en's default model
-    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"], ["No rescale baseline", "'xx'"]),
-    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{missing}"], ["Baseline file", "missing.txt", "does not exist"]),
+    (
+        ["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"],
+        ["No rescale baseline", "'xx'"],
+    ),
+    (
+        ["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{missing}"],
+        ["Baseline file", "missing.txt", "does not exist"],
+    ),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{refs}"], ["header", "LAYER,P,R,F"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "9"], ["num_layers", "between 0 and 6"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-b", "0"], ["--batch-size", "at least 1", "got 0"]),
-    (["show", "-c", "a cat", "-r", "a dog", "-f", "{png}", "-m", "no-such-org/no-such-model", "-l", "3"], ["not on this machine"]),
-    (["show", "-c", "a cat", "-r", "a dog", "-f", "{png}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"], ["No rescale baseline"]),
-    (["baseline", "--corpus", "{missing}", "-m", MINILM, "-o", "{out}"], ["corpus file", "missing.txt", "does not exist"]),
-    (["baseline", "--corpus", "{corpus}", "-m", MINILM, "--pairs", "2", "-o", "{out}"], ["3 distinct non-blank lines", "--pairs 2 needs 4"]),
-    (["baseline", "--corpus", "{corpus}", "-m", "no-such-org/no-such-model", "--pairs", "1", "-o", "{out}"], ["not on this machine"]),
+    (
+        ["show", "-c", "a cat", "-r", "a dog", "-f", "{png}", "-m", "no-such-org/no-such-model", "-l", "3"],
+        ["not on this machine"],
+    ),
+    (
+        ["show", "-c", "a cat", "-r", "a dog", "-f", "{png}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"],
+        ["No rescale baseline"],
+    ),
+    (
+        ["baseline", "--corpus", "{missing}", "-m", MINILM, "-o", "{out}"],
+        ["corpus file", "missing.txt", "does not exist"],
+    ),
+    (
+        ["baseline", "--corpus", "{corpus}", "-m", MINILM, "--pairs", "2", "-o", "{out}"],
+        ["3 distinct non-blank lines", "--pairs 2 needs 4"],
+    ),
+    (
+        ["baseline", "--corpus", "{corpus}", "-m", "no-such-org/no-such-model", "--pairs", "1", "-o", "{out}"],
+        ["not on this machine"],
+    ),
 ]
 
 
@@ -540,17 +630,31 @@ def test_usage_errors_are_argparse_exit_2(capsys) -> None:
 
 LIBRARY_ERRORS = [
     # (the error, words the line must hold: the message, then the command line's name for the argument at fault)
-    (errors.ModelSetupError("num_layers must be between 0 and 6, got 9", path="/m", argument="num_layers"),
-     ["got 9", "num_layers is -l/--num-layers"]),
-    (errors.BaselineFileError("Baseline file b.tsv, data row 3, column F: nan is not finite",
-                              path="b.tsv", row=3, column="F"),
-     ["data row 3, column F", "baseline_path is --baseline-path"]),
-    (errors.BaselineNotFoundError("No rescale baseline for model 'm' and lang 'xx'", path="x", model="m", lang="xx",
-                                  argument="rescale_with_baseline"),
-     ["No rescale baseline", "--baseline-path baseline.tsv, or leave out --rescale-with-baseline"]),
+    (
+        errors.ModelSetupError("num_layers must be between 0 and 6, got 9", path="/m", argument="num_layers"),
+        ["got 9", "num_layers is -l/--num-layers"],
+    ),
+    (
+        errors.BaselineFileError(
+            "Baseline file b.tsv, data row 3, column F: nan is not finite", path="b.tsv", row=3, column="F"
+        ),
+        ["data row 3, column F", "baseline_path is --baseline-path"],
+    ),
+    (
+        errors.BaselineNotFoundError(
+            "No rescale baseline for model 'm' and lang 'xx'",
+            path="x",
+            model="m",
+            lang="xx",
+            argument="rescale_with_baseline",
+        ),
+        ["No rescale baseline", "--baseline-path baseline.tsv, or leave out --rescale-with-baseline"],
+    ),
     (errors.ModelNotFoundError("Model 'm' is not on this machine", model="m"), ["-m /path/to/local/model"]),
-    (errors.SettingsMismatchError("processes differ in idf: [True, False]", setting="idf", values=[True, False]),
-     ["idf is --idf"]),
+    (
+        errors.SettingsMismatchError("processes differ in idf: [True, False]", setting="idf", values=[True, False]),
+        ["idf is --idf"],
+    ),
 ]
 
 
@@ -790,14 +894,20 @@ SWEEP = [
     (["score", "-c", "{latin1}", "-r", "{refs}", "-m", MINILM], ["latin1.txt is not UTF-8 text", "byte 3"]),
     (["score", "-c", "{folder}", "-r", "{refs}", "-m", MINILM], ["candidate file", "is not a file"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", "{folder}", "-l", "2"], ["cannot set up", "config.json"]),
-    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"],
-     ["No rescale baseline", "'xx'", "--baseline-path baseline.tsv"]),
-    (["show", "-c", "caf\udce9", "-r", "a cafe", "-f", "{png}", "-m", MINILM],
-     ["candidate text (-c)", "not UTF-8", "0xe9"]),
+    (
+        ["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"],
+        ["No rescale baseline", "'xx'", "--baseline-path baseline.tsv"],
+    ),
+    (
+        ["show", "-c", "caf\udce9", "-r", "a cafe", "-f", "{png}", "-m", MINILM],
+        ["candidate text (-c)", "not UTF-8", "0xe9"],
+    ),
     (["show", "-c", " ", "-r", "a cafe", "-f", "{png}", "-m", MINILM], ["non-blank"]),
     (["baseline", "--corpus", "{cands}", "-m", MINILM, "--pairs", "0", "-o", "{out}"], ["--pairs", "at least 1"]),
-    (["baseline", "--corpus", "{cands}", "-m", MINILM, "--pairs", "1", "-b", "0", "-o", "{out}"],
-     ["--batch-size", "at least 1"]),
+    (
+        ["baseline", "--corpus", "{cands}", "-m", MINILM, "--pairs", "1", "-b", "0", "-o", "{out}"],
+        ["--batch-size", "at least 1"],
+    ),
 ]
 
 

@@ -24,7 +24,6 @@ import bertscore_tm
 from bertscore_tm import BERTScore, cli, score
 from bertscore_tm.significance import bootstrap_interval, paired_test
 from bertscore_tm.systems import score_systems
-
 from conftest import MINILM, WMT
 
 TOL = 1e-6  # per-pair scores of texts embedded in differently composed batches agree to float noise
@@ -42,8 +41,12 @@ def systems(wmt: dict[str, list[str]]) -> dict[str, list[str]]:
 def files(systems: dict[str, list[str]], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("systems")
     (folder / "mixed.txt").write_text("\n".join(systems["mixed"]) + "\n", encoding="utf-8")
-    return {"hyps": str(WMT / "hyps.txt"), "refs2": str(WMT / "refs2.txt"), "mixed": str(folder / "mixed.txt"),
-            "refs": str(WMT / "refs.txt")}
+    return {
+        "hyps": str(WMT / "hyps.txt"),
+        "refs2": str(WMT / "refs2.txt"),
+        "mixed": str(folder / "mixed.txt"),
+        "refs": str(WMT / "refs.txt"),
+    }
 
 
 def alone(cands: list[str], refs: list, idf: bool = False) -> torch.Tensor:
@@ -97,7 +100,7 @@ def test_counting_the_references_once_per_system_would_change_idf_scores(systems
 
 
 def test_score_systems_with_several_references_per_line(systems, wmt) -> None:
-    targets = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"])]
+    targets = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"], strict=True)]
     scores = score_systems(BERTScore(MINILM, idf=True), [systems["hyps"], systems["mixed"]], targets)
     assert torch.allclose(scores["f1"][1].double(), alone(systems["mixed"], targets, idf=True)[2], atol=TOL, rtol=0)
 
@@ -107,7 +110,7 @@ def test_score_systems_refuses_what_it_cannot_do(systems, wmt) -> None:
     with pytest.raises(ValueError, match="system 1 has 9 candidates but there are 10 reference entries"):
         score_systems(metric, [systems["hyps"], systems["refs2"][:9]], wmt["refs"])
     metric.update(systems["hyps"][:1], wmt["refs"][:1])
-    with pytest.raises(ValueError, match="fresh metric.*metric.reset"):
+    with pytest.raises(ValueError, match=r"fresh metric.*metric.reset"):
         score_systems(metric, [systems["hyps"]], wmt["refs"])
     with pytest.raises(ValueError, match="reduction='none' and output=None"):
         score_systems(BERTScore(MINILM, reduction="mean"), [systems["hyps"]], wmt["refs"])
@@ -120,8 +123,9 @@ def test_score_systems_refuses_what_it_cannot_do(systems, wmt) -> None:
 def test_compare_json_equals_score_per_system_and_the_significance_functions(capsys, files, systems, wmt, idf) -> None:
     names = [files["hyps"], files["refs2"], files["mixed"]]
     extra = ["--idf"] if idf else []
-    rc, out, err = run_main(capsys, "compare", "-r", files["refs"], "-c", *names, "-m", MINILM, "--format", "json",
-                            *extra)
+    rc, out, err = run_main(
+        capsys, "compare", "-r", files["refs"], "-c", *names, "-m", MINILM, "--format", "json", *extra
+    )
     assert rc == 0, err
     doc = json.loads(out)
     assert list(doc) == ["hash", "method", "bootstrap", "seed", "confidence", "systems"]
@@ -130,10 +134,14 @@ def test_compare_json_equals_score_per_system_and_the_significance_functions(cap
     assert settings == (code, "bootstrap", 1000, 0, 0.95)
     assert [s["name"] for s in doc["systems"]] == names
     per_pair = torch.stack([alone(cands, wmt["refs"], idf=idf) for cands in systems.values()])  # [3, 3, 10]
-    for row, expected in zip(doc["systems"], per_pair):
+    for row, expected in zip(doc["systems"], per_pair, strict=True):
         assert list(row) == ["name", "precision", "recall", "f1", "f1_ci", "p_value", "delta_f1"]
-        assert torch.allclose(torch.tensor([row["precision"], row["recall"], row["f1"]], dtype=torch.float64),
-                              expected.mean(dim=1), atol=TOL, rtol=0)
+        assert torch.allclose(
+            torch.tensor([row["precision"], row["recall"], row["f1"]], dtype=torch.float64),
+            expected.mean(dim=1),
+            atol=TOL,
+            rtol=0,
+        )
     baseline, *others = doc["systems"]
     assert baseline["p_value"] is None and baseline["delta_f1"] is None
     f1 = per_pair[:, 2]
@@ -162,8 +170,25 @@ def test_compare_text_in_a_real_process(files) -> None:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     package_root = str(Path(bertscore_tm.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-    args = ["compare", "-r", files["refs"], "-c", files["hyps"], files["refs2"], files["mixed"], "-m", MINILM,
-            "--method", "randomization", "--confidence", "0.9", "--bootstrap", "500", "--seed", "3"]
+    args = [
+        "compare",
+        "-r",
+        files["refs"],
+        "-c",
+        files["hyps"],
+        files["refs2"],
+        files["mixed"],
+        "-m",
+        MINILM,
+        "--method",
+        "randomization",
+        "--confidence",
+        "0.9",
+        "--bootstrap",
+        "500",
+        "--seed",
+        "3",
+    ]
     command = [sys.executable, "-m", "bertscore_tm", *args]
     proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
@@ -178,7 +203,7 @@ def test_compare_text_in_a_real_process(files) -> None:
     with contextlib.redirect_stdout(buffer):
         assert cli.main([*args, "--format", "json"]) == 0
     doc = json.loads(buffer.getvalue())
-    for row, cells in zip(doc["systems"], rows):
+    for row, cells in zip(doc["systems"], rows, strict=True):
         assert cells[1:4] == [f"{row[k]:.6f}" for k in ("precision", "recall", "f1")]
         assert " ".join(cells[4:6]) == f"[{row['f1_ci'][0]:.6f}, {row['f1_ci'][1]:.6f}]"
         if row["p_value"] is not None:
@@ -247,10 +272,14 @@ TWO = ["compare", "-r", "{refs}", "-c", "{hyps}", "{refs2}"]  # two systems, fin
 SCORE = ["score", "-c", "{hyps}", "-r", "{refs}"]
 ERRORS = [
     (["compare", "-r", "{refs}", "-c", "{hyps}"], ["at least two systems", "got 1"]),
-    (["compare", "-r", "{refs}", "-c", "{hyps}", "{short}"],
-     ["system file", "short.txt has 3 lines", "baseline", "has 10 lines"]),
-    (["compare", "-r", "{short}", "-c", "{hyps}", "{refs2}"],
-     ["reference file", "short.txt has 3 lines", "have 10 lines"]),
+    (
+        ["compare", "-r", "{refs}", "-c", "{hyps}", "{short}"],
+        ["system file", "short.txt has 3 lines", "baseline", "has 10 lines"],
+    ),
+    (
+        ["compare", "-r", "{short}", "-c", "{hyps}", "{refs2}"],
+        ["reference file", "short.txt has 3 lines", "have 10 lines"],
+    ),
     ([*TWO, "--bootstrap", "0"], ["--bootstrap must be at least 1", "got 0"]),
     ([*TWO, "--bootstrap", "many"], ["--bootstrap must be a whole number", "got many"]),
     ([*TWO, "--confidence", "1"], ["--confidence must be between 0 and 1", "got 1"]),

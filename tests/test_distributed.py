@@ -19,6 +19,7 @@ import time
 import warnings
 from contextlib import contextmanager
 from datetime import timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def _plan(wmt: dict[str, list[str]]) -> dict:
     long_c, long_r = wmt["hyps_long"], wmt["refs_long"]
     # 10 candidates with two references each, then 24 with one
     cands = hyps + long_c[:24]
-    targets = [[a, b] for a, b in zip(refs, refs2)] + [[r] for r in long_r[:24]]
+    targets = [[a, b] for a, b in zip(refs, refs2, strict=True)] + [[r] for r in long_r[:24]]
     # uneven shards that interleave the input, so that rank-major order differs from input order
     shards = [[i for i in range(len(cands)) if i % 3 != 2], [i for i in range(len(cands)) if i % 3 == 2]]
     chunks = [[7, 9], [5]]  # update() call sizes (the rest in one more call)
@@ -48,7 +49,7 @@ def _plan(wmt: dict[str, list[str]]) -> dict:
     empty = {"cands": long_c[40:47], "targets": long_r[40:47]}
     # DistributedSampler padding: 23 items over 2 ranks -> 24 draws, one repeated
     idx_cands = long_c[50:70] + hyps[:3]
-    idx_targets = [[r] for r in long_r[50:70]] + [[a, b] for a, b in zip(refs[:3], refs2[:3])]
+    idx_targets = [[r] for r in long_r[50:70]] + [[a, b] for a, b in zip(refs[:3], refs2[:3], strict=True)]
     return {
         "main": {"cands": cands, "targets": targets, "shards": shards, "chunks": chunks},
         "empty": empty,
@@ -64,9 +65,25 @@ def _rank_major(plan: dict) -> tuple[list[str], list[list[str]]]:
 # -- the worker (runs in each spawned process) -------------------------------------------------------------
 
 _DATA_OPS = (
-    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "broadcast", "broadcast_object_list",
-    "reduce", "gather", "gather_object", "scatter", "scatter_object_list", "all_to_all", "all_to_all_single",
-    "reduce_scatter", "reduce_scatter_tensor", "send", "recv", "isend", "irecv",
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "broadcast",
+    "broadcast_object_list",
+    "reduce",
+    "gather",
+    "gather_object",
+    "scatter",
+    "scatter_object_list",
+    "all_to_all",
+    "all_to_all_single",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "send",
+    "recv",
+    "isend",
+    "irecv",
 )
 
 
@@ -116,7 +133,7 @@ def _run_checks(rank: int, plan: dict) -> dict:
     for size in main["chunks"][rank]:
         cuts.append(cuts[-1] + size)
     cuts.append(len(mine))
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
+    for lo, hi in pairwise(cuts):
         metric.update([main["cands"][i] for i in mine[lo:hi]], [main["targets"][i] for i in mine[lo:hi]])
     before = emb.rows_embedded
     traffic: list = []
@@ -139,7 +156,9 @@ def _run_checks(rank: int, plan: dict) -> dict:
 
     # 3. DistributedSampler pads with repeats; indexes make the result the dataset's, in dataset order
     idx = plan["indexed"]
-    sampler = DistributedSampler(range(len(idx["cands"])), num_replicas=WORLD, rank=rank, shuffle=True, seed=idx["seed"])
+    sampler = DistributedSampler(
+        range(len(idx["cands"])), num_replicas=WORLD, rank=rank, shuffle=True, seed=idx["seed"]
+    )
     drawn = list(sampler)
     for lo in range(0, len(drawn), idx["batch"]):
         batch = drawn[lo : lo + idx["batch"]]
@@ -257,7 +276,9 @@ def test_each_rank_embeds_only_its_share(ranks, plan, single):
     for rank in range(WORLD):
         mine = main["shards"][rank]
         # each distinct text of its own pairs once, never another rank's
-        assert ranks[rank]["main_rows"] == distinct([main["cands"][i] for i in mine], [main["targets"][i] for i in mine])
+        assert ranks[rank]["main_rows"] == distinct(
+            [main["cands"][i] for i in mine], [main["targets"][i] for i in mine]
+        )
         assert ranks[rank]["main_rows"] < everything
     assert ranks[0]["empty_rows"] == 0  # the rank without pairs runs nothing through the model
     assert ranks[1]["empty_rows"] == distinct(plan["empty"]["cands"], plan["empty"]["targets"])

@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore
-
 from tests.conftest import MINILM
 
-FIRST = (["The quick brown fox jumps over the lazy dog.", "Prices rose sharply."],
-         ["A fast brown fox leaps over a lazy dog.", [" Prices went up a lot.", "Prices climbed."]])
+FIRST = (
+    ["The quick brown fox jumps over the lazy dog.", "Prices rose sharply."],
+    ["A fast brown fox leaps over a lazy dog.", [" Prices went up a lot.", "Prices climbed."]],
+)
 SECOND = (["It rained all day in the city."], ["The whole day it was raining in town."])
 
 CASTS = {
@@ -28,8 +29,14 @@ CASTS = {
 }
 
 STATE_DTYPES = {
-    "cand_ids": torch.int32, "cand_lens": torch.int32, "ref_ids": torch.int32, "ref_lens": torch.int32,
-    "ref_counts": torch.int32, "scored": torch.bool, "cand_best": torch.float32, "ref_best": torch.float32,
+    "cand_ids": torch.int32,
+    "cand_lens": torch.int32,
+    "ref_ids": torch.int32,
+    "ref_lens": torch.int32,
+    "ref_counts": torch.int32,
+    "scored": torch.bool,
+    "cand_best": torch.float32,
+    "ref_best": torch.float32,
 }
 
 

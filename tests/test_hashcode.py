@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore
-
 from tests.conftest import MINILM
 
 CAND, REF = "The quick brown fox jumps over the lazy dog.", "A fast brown fox leaps over a lazy dog."

@@ -28,7 +28,7 @@ def test_every_index_is_kept_once_in_index_order_and_the_repeats_are_dropped_whe
             offset += len(shard)
         # a pair is dropped exactly when an earlier pair (rank-major) has its index
         seen: set[int] = set()
-        for index, was_dropped in zip(gathered.tolist(), dropped):
+        for index, was_dropped in zip(gathered.tolist(), dropped, strict=True):
             assert was_dropped == (index in seen)
             seen.add(index)
         assert sum(dropped) == len(gathered) - size

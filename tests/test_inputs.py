@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from bertscore_tm import BaselineNotFoundError, BERTScore, ModelNotFoundError, bert_score, score
-
 from tests.conftest import MINILM
 
 
@@ -53,7 +52,9 @@ def test_a_candidate_without_references_is_an_error(fresh):
 
 def test_blank_text_scores_zero_with_one_warning(fresh):
     def go():
-        fresh.update(["", "   ", "A real sentence.", "A real sentence."], ["Something.", "Another.", " \t\n", "A real sentence."])
+        fresh.update(
+            ["", "   ", "A real sentence.", "A real sentence."], ["Something.", "Another.", " \t\n", "A real sentence."]
+        )
         return fresh.compute()
 
     result, warned = caught(go)
@@ -73,7 +74,9 @@ def test_text_the_tokenizer_drops_entirely_counts_as_blank(fresh):
 
 def test_text_past_the_window_is_truncated_with_one_warning_counting_texts(fresh):
     long_text = " ".join(["word"] * 700)
-    result, warned = caught(lambda: (fresh.update([long_text, long_text, "short"], [long_text, "ok", "short"]), fresh.compute())[1])
+    result, warned = caught(
+        lambda: (fresh.update([long_text, long_text, "short"], [long_text, "ok", "short"]), fresh.compute())[1]
+    )
     truncation = [w for w in warned if "truncated" in str(w.message)]
     assert len(truncation) == 2
     assert str(truncation[0].message).startswith("2 text(s)") and str(truncation[1].message).startswith("1 text(s)")
@@ -117,7 +120,10 @@ def test_any_unicode_and_any_spacing_score_without_crashing(fresh, text):
 
 def test_a_model_not_on_disk_fails_at_once_naming_it():
     start = time.monotonic()
-    with pytest.raises(ModelNotFoundError, match=r"'no-such-org/no-such-model' is not on this machine.*hub was not contacted.*model_name_or_path"):
+    with pytest.raises(
+        ModelNotFoundError,
+        match=r"'no-such-org/no-such-model' is not on this machine.*hub was not contacted.*model_name_or_path",
+    ):
         BERTScore("no-such-org/no-such-model", num_layers=3)
     assert time.monotonic() - start < 5
 
@@ -134,7 +140,9 @@ def test_an_unknown_model_without_num_layers_asks_for_it(minilm_path):
 
 
 def test_a_missing_baseline_names_the_file_and_how_to_make_one():
-    with pytest.raises(BaselineNotFoundError, match=r"baselines/fr/sentence-transformers/all-MiniLM-L6-v2\.tsv.*bertscore-tm baseline"):
+    with pytest.raises(
+        BaselineNotFoundError, match=r"baselines/fr/sentence-transformers/all-MiniLM-L6-v2\.tsv.*bertscore-tm baseline"
+    ):
         BERTScore(MINILM, lang="fr", rescale_with_baseline=True)
 
 

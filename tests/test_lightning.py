@@ -40,8 +40,19 @@ WMT = HERE.parent / "data" / "wmt"
 pytest.importorskip("lightning")
 pytest.importorskip("tensorboard")
 
-STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best",
-          "indexes", "doc_freq", "num_refs")
+STATES = (
+    "cand_ids",
+    "cand_lens",
+    "ref_ids",
+    "ref_lens",
+    "ref_counts",
+    "scored",
+    "cand_best",
+    "ref_best",
+    "indexes",
+    "doc_freq",
+    "num_refs",
+)
 
 
 # -- the Lightning side: the module, data and trainer of examples/lightning_example.py -----------------------
@@ -49,7 +60,9 @@ STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored"
 
 def _load_example():
     """examples/lightning_example.py as a module: the tests train the documented example itself."""
-    spec = importlib.util.spec_from_file_location("lightning_example", HERE.parents[1] / "examples" / "lightning_example.py")
+    spec = importlib.util.spec_from_file_location(
+        "lightning_example", HERE.parents[1] / "examples" / "lightning_example.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -71,7 +84,7 @@ def _val_pairs() -> tuple[list[str], list[str]]:
 
 def _fit(module, log_dir: str, cands: list[str], refs: list[str], devices: int = 1):
     trainer = example.make_trainer(log_dir, devices=devices)
-    trainer.fit(module, *example.loaders(list(zip(cands, refs))))
+    trainer.fit(module, *example.loaders(list(zip(cands, refs, strict=True))))
     return trainer
 
 
@@ -118,7 +131,7 @@ def reference_val(reference_pairs) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def reference_idf(wmt, reference_score):
     cands = wmt["hyps"] + wmt["hyps_long"][:8]
-    targets = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"])] + [[r] for r in wmt["refs_long"][:8]]
+    targets = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"], strict=True)] + [[r] for r in wmt["refs_long"][:8]]
     return cands, targets, reference_score(cands, targets, idf=True)
 
 
@@ -150,14 +163,14 @@ def test_forward_returns_batch_scores_and_is_not_embedded_again(pairs, reference
     metric = BERTScore(PACKAGED_MINILM)
     first = metric(cands[:4], refs[:4])
     second = metric(cands[4:], refs[4:])
-    for key, want in zip(("precision", "recall", "f1"), expected):
+    for key, want in zip(("precision", "recall", "f1"), expected, strict=True):
         _close(first[key], want[:4])
         _close(second[key], want[4:])
     rows = metric.embedder.rows_embedded
     assert rows > 0
     epoch = metric.compute()
     assert metric.embedder.rows_embedded == rows  # the forward()ed pairs are not embedded again
-    for key, want in zip(("precision", "recall", "f1"), expected):
+    for key, want in zip(("precision", "recall", "f1"), expected, strict=True):
         _close(epoch[key], want)
 
 
@@ -182,7 +195,7 @@ def test_forward_with_idf_epoch_value_is_exact(reference_idf, scorer):
     assert metric.embedder.rows_embedded - rows - rows_forward == scorer.embedder.rows_embedded - before
     scorer.reset()
     # the epoch value weighs by the IDF of every reference of the epoch
-    for key, want in zip(("precision", "recall", "f1"), expected):
+    for key, want in zip(("precision", "recall", "f1"), expected, strict=True):
         _close(epoch[key], want)
 
 
@@ -207,7 +220,7 @@ def test_state_dict_round_trip_mid_epoch(reference_idf, scorer):
     restored.update(cands[11:], targets[11:])
     rows = restored.embedder.rows_embedded
     result = restored.compute()
-    for key, want in zip(("precision", "recall", "f1"), expected):
+    for key, want in zip(("precision", "recall", "f1"), expected, strict=True):
         _close(result[key], want)
     # the pairs scored before the checkpoint are not embedded again after it
     scorer.reset()
@@ -236,7 +249,9 @@ def test_model_never_in_state_dict_nor_trained():
     keys = set(module.state_dict())
     assert keys == own | {f"val_f1.{s}" for s in STATES}
     model_ids = {id(p) for p in weights.values()}
-    assert not any(id(v) in model_ids for v in module.state_dict(keep_vars=True).values() if isinstance(v, torch.Tensor))
+    assert not any(
+        id(v) in model_ids for v in module.state_dict(keep_vars=True).values() if isinstance(v, torch.Tensor)
+    )
 
 
 def test_model_follows_the_module_to_its_device():
@@ -331,7 +346,11 @@ def test_lightning_ddp_two_processes_logs_exact_epoch_f1(pairs, reference_val, t
     env.pop("WORLD_SIZE", None)
     proc = subprocess.Popen(
         [sys.executable, str(HERE), str(tmp_path)],
-        env=env, cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        env=env,
+        cwd=str(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         output, _ = proc.communicate(timeout=DDP_TIMEOUT_S)

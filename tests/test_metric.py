@@ -11,7 +11,6 @@ import torch
 from bertscore_tm import BERTScore, bert_score
 from bertscore_tm.registry import default_model, default_num_layers
 from bertscore_tm.resources import data_dir
-
 from tests.conftest import MINILM
 
 CANDS = ["The quick brown fox jumps over the lazy dog.", "It rained all day in the city.", "Prices rose sharply."]
@@ -164,6 +163,15 @@ def test_compute_scores_is_the_typed_per_pair_result_whatever_the_output():
     for metric in (per_pair, single):
         scores = metric.compute_scores()
         assert isinstance(scores, Scores) and scores.hash_code == metric.hash_code
-        for name, value in zip(("precision", "recall", "f1"), scores.as_tuple()):
+        for name, value in zip(("precision", "recall", "f1"), scores.as_tuple(), strict=True):
             assert torch.equal(value, expected[name])
     assert single.compute() == pytest.approx(float(expected["f1"].mean()), abs=1e-7)
+
+
+def test_the_package_exports_are_its_lazy_names():
+    """`__all__` is written out for linters and type checkers; it names what `__getattr__` imports on first use."""
+    import bertscore_tm
+
+    assert set(bertscore_tm.__all__) == {*bertscore_tm._EXPORTS, "__version__"}
+    for name in bertscore_tm.__all__:
+        assert getattr(bertscore_tm, name) is not None

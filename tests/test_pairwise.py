@@ -28,8 +28,8 @@ NO_MODEL = "no-such-org/no-such-model"  # loading it would fail with ModelNotFou
 @pytest.fixture(scope="module")
 def held_out(wmt: dict[str, list[str]]) -> tuple[list[str], list[str]]:
     """6 candidates (one very short) and 5 references (one repeated), of uneven lengths."""
-    cands = wmt["hyps_long"][1000:1005] + ["Thanks."]
-    refs = wmt["refs_long"][1000:1004] + [wmt["refs_long"][1001]]
+    cands = [*wmt["hyps_long"][1000:1005], "Thanks."]
+    refs = [*wmt["refs_long"][1000:1004], wmt["refs_long"][1001]]
     return cands, refs
 
 
@@ -44,7 +44,7 @@ def expand(cands: list[str], refs: list[str]) -> tuple[list[str], list[str]]:
 
 
 def assert_matrices(ours: dict, theirs: tuple, n: int, m: int, tol: float = TOL) -> None:
-    for name, expected in zip(("precision", "recall", "f1"), theirs):
+    for name, expected in zip(("precision", "recall", "f1"), theirs, strict=True):
         got = ours[name]
         expected = expected.reshape(*expected.shape[:-1], n, m)
         assert got.shape == expected.shape, (name, tuple(got.shape), tuple(expected.shape))
@@ -78,7 +78,10 @@ def test_rescaled_entries_equal_the_reference(held_out, reference_score) -> None
     cands, refs = held_out
     ours = pairwise_bert_score(cands, refs, MINILM, rescale_with_baseline=True, return_hash=True)
     theirs = reference_score(
-        *expand(cands, refs), batch_size=1, lang="en", rescale_with_baseline=True,
+        *expand(cands, refs),
+        batch_size=1,
+        lang="en",
+        rescale_with_baseline=True,
         baseline_path=str(packaged_baseline_path("en", MINILM)),
     )
     assert_matrices(ours, theirs, len(cands), len(refs))
@@ -164,7 +167,11 @@ def test_the_method_reuses_the_model_and_leaves_the_state_alone(held_out, metric
     distinct = len(set(cands) | set(refs))
     assert metric.embedder.rows_embedded - before == distinct  # each distinct text once
     for k, v in metric.metric_state.items():
-        assert all(torch.equal(a, b) for a, b in zip(v, state[k])) if isinstance(v, list) else torch.equal(v, state[k]), k
+        assert (
+            all(torch.equal(a, b) for a, b in zip(v, state[k], strict=True))
+            if isinstance(v, list)
+            else torch.equal(v, state[k])
+        ), k
     assert torch.allclose(metric.compute()["f1"], s["f1"].diagonal()[:3], atol=1e-6)
 
 
@@ -215,12 +222,18 @@ def brute_force_mbr(groups, reference_score, references=None, idf_of=None):
     chosen, utilities = [], []
     for g, group in enumerate(groups):
         pseudo = group if references is None else references[g]
-        pairs = [(i, h, r) for i, h in enumerate(group) for j, r in enumerate(pseudo) if references is not None or j != i]
+        pairs = [
+            (i, h, r) for i, h in enumerate(group) for j, r in enumerate(pseudo) if references is not None or j != i
+        ]
         kwargs = {} if idf_of is None else {"idf": idf_of(pseudo)}
-        f = reference_score([h for _, h, _ in pairs], [r for _, _, r in pairs], batch_size=1, **kwargs)[2].tolist() if pairs else []
+        f = (
+            reference_score([h for _, h, _ in pairs], [r for _, _, r in pairs], batch_size=1, **kwargs)[2].tolist()
+            if pairs
+            else []
+        )
         u = []
         for i in range(len(group)):
-            values = [x for (k, _, _), x in zip(pairs, f) if k == i]
+            values = [x for (k, _, _), x in zip(pairs, f, strict=True) if k == i]
             u.append(math.fsum(values) / len(values) if values else math.nan)
         chosen.append(0 if len(group) == 1 else max(range(len(group)), key=lambda i: (u[i], -i)))
         utilities.append(u)
@@ -230,7 +243,7 @@ def brute_force_mbr(groups, reference_score, references=None, idf_of=None):
 def assert_same_choice(ours, theirs) -> None:
     (ours_chosen, ours_u), (chosen, u) = ours, theirs
     assert ours_chosen == chosen
-    for a, b in zip(ours_u, u):
+    for a, b in zip(ours_u, u, strict=True):
         assert torch.allclose(a, torch.tensor(b, dtype=torch.float64), atol=TOL, equal_nan=True), (a, b)
         if len(b) > 1:  # the choice is not a near tie: the comparison means something
             top = sorted(b, reverse=True)
@@ -285,10 +298,10 @@ def test_mbr_batches_groups_and_embeds_each_text_once(wmt, metric, monkeypatch) 
     tiled, u_tiled = select(metric, groups, return_utilities=True, sim_bytes=5_000, block_tokens=300)
     assert sum(calls) == distinct
     assert tiled == chosen
-    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(u, u_tiled))
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(u, u_tiled, strict=True))
     one_by_one = [metric.mbr_select([group], return_utilities=True) for group in groups[:10]]
     assert [c[0] for c, _ in one_by_one] == chosen[:10]
-    assert all(torch.allclose(a, c[0], atol=1e-6) for a, (_, c) in zip(u, one_by_one))
+    assert all(torch.allclose(a, c[0], atol=1e-6) for a, (_, c) in zip(u, one_by_one, strict=False))
 
 
 # -- bad input: clear errors before any model is loaded ------------------------------------------------------
@@ -342,15 +355,33 @@ def test_the_methods_check_their_input_too(metric) -> None:
 
 
 def _rows(text: str) -> torch.Tensor:
-    return torch.tensor([[float(x) for x in line.split("\t")] for line in text.strip("\n").split("\n")], dtype=torch.float64)
+    return torch.tensor(
+        [[float(x) for x in line.split("\t")] for line in text.strip("\n").split("\n")], dtype=torch.float64
+    )
 
 
 def test_cli_pairwise_tsv_round_trip(tmp_path: Path, wmt) -> None:
     out = tmp_path / "matrix.tsv"
     proc = subprocess.run(
-        [sys.executable, "-m", "bertscore_tm", "pairwise", "-c", str(WMT / "hyps.txt"), "-r", str(WMT / "refs.txt"),
-         "-m", MINILM, "-o", str(out)],
-        capture_output=True, text=True, timeout=300, env=_env(), check=False,
+        [
+            sys.executable,
+            "-m",
+            "bertscore_tm",
+            "pairwise",
+            "-c",
+            str(WMT / "hyps.txt"),
+            "-r",
+            str(WMT / "refs.txt"),
+            "-m",
+            MINILM,
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(),
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("Wrote the 10 x 10 F1 matrix (") and str(out) in proc.stdout
@@ -359,12 +390,30 @@ def test_cli_pairwise_tsv_round_trip(tmp_path: Path, wmt) -> None:
 
 
 def test_cli_pairwise_json(capsys, wmt) -> None:
-    assert main(["pairwise", "-c", str(WMT / "hyps.txt"), "-r", str(WMT / "refs2.txt"), "-m", MINILM, "--idf", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "pairwise",
+                "-c",
+                str(WMT / "hyps.txt"),
+                "-r",
+                str(WMT / "refs2.txt"),
+                "-m",
+                MINILM,
+                "--idf",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     expected = pairwise_bert_score(wmt["hyps"], wmt["refs2"], MINILM, idf=True, return_hash=True)
     assert doc["hash"] == expected["hash"] and (doc["candidates"], doc["references"]) == (10, 10)
     for name in ("precision", "recall", "f1"):
-        assert torch.allclose(torch.tensor(doc[name], dtype=torch.float64), expected[name].double(), atol=1e-7, rtol=0), name
+        assert torch.allclose(
+            torch.tensor(doc[name], dtype=torch.float64), expected[name].double(), atol=1e-7, rtol=0
+        ), name
 
 
 def test_cli_mbr_by_group_size_and_by_group_file(capsys, tmp_path: Path, wmt) -> None:
@@ -374,7 +423,7 @@ def test_cli_mbr_by_group_size_and_by_group_file(capsys, tmp_path: Path, wmt) ->
     assert main(["mbr", "-i", str(hyps), "--group-size", "4", "-m", MINILM]) == 0
     groups = [lines[i : i + 4] for i in range(0, 20, 4)]
     chosen = mbr_select(groups, MINILM)
-    assert capsys.readouterr().out == "".join(g[c] + "\n" for g, c in zip(groups, chosen))
+    assert capsys.readouterr().out == "".join(g[c] + "\n" for g, c in zip(groups, chosen, strict=True))
 
     ids = tmp_path / "ids.txt"
     names = ["b" if i % 3 else "a" for i in range(20)]  # lines 1, 4, 7... form group a, the others b
@@ -384,7 +433,7 @@ def test_cli_mbr_by_group_size_and_by_group_file(capsys, tmp_path: Path, wmt) ->
     members = [[i for i in range(20) if names[i] == n] for n in ("a", "b")]
     chosen, utilities = mbr_select([[lines[i] for i in m] for m in members], MINILM, return_utilities=True)
     assert [g["group"] for g in doc["groups"]] == ["a", "b"]
-    for g, m, c, u in zip(doc["groups"], members, chosen, utilities):
+    for g, m, c, u in zip(doc["groups"], members, chosen, utilities, strict=True):
         assert g["index"] == c and g["line"] == m[c] + 1 and g["hypothesis"] == lines[m[c]]
         assert g["lines"] == [i + 1 for i in m]
         assert torch.allclose(torch.tensor(g["utilities"], dtype=torch.float64), u, atol=1e-7, rtol=0)
@@ -393,8 +442,12 @@ def test_cli_mbr_by_group_size_and_by_group_file(capsys, tmp_path: Path, wmt) ->
 @pytest.fixture()
 def files(tmp_path: Path) -> dict[str, str]:
     out = {}
-    for name, lines in {"ten": [f"Sentence number {i}." for i in range(10)], "three": ["a", "b", "c"], "empty": [],
-                        "blank_id": ["x", "", "x"]}.items():
+    for name, lines in {
+        "ten": [f"Sentence number {i}." for i in range(10)],
+        "three": ["a", "b", "c"],
+        "empty": [],
+        "blank_id": ["x", "", "x"],
+    }.items():
         path = tmp_path / f"{name}.txt"
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         out[name] = str(path)
@@ -437,7 +490,9 @@ def test_cli_help_does_not_import_torch() -> None:
         "    try:\n        main([cmd, '--help'])\n    except SystemExit:\n        pass\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert "--group-size" in proc.stdout and "--format" in proc.stdout
 
@@ -451,4 +506,3 @@ def _env() -> dict[str, str]:
     root = str(Path(bertscore_tm.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env
-

@@ -11,7 +11,7 @@ TOL = 1e-5
 
 
 def assert_close(ours, theirs):
-    for name, a, b in zip("PRF", ours, theirs):
+    for name, a, b in zip("PRF", ours, theirs, strict=True):
         assert a.shape == b.shape, f"{name}: shape {tuple(a.shape)} vs reference {tuple(b.shape)}"
         err = (a - b).abs().max().item()
         assert err <= TOL, f"{name} differs from the reference by {err:.2e}"
@@ -28,14 +28,17 @@ def test_idf_scores_equal_the_reference(wmt, reference_score):
 
 
 def test_several_references_take_the_best_of_each_score(wmt, reference_score):
-    refs = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"])]
+    refs = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"], strict=True)]
     for idf in (False, True):
         ours = score(wmt["hyps"], refs, model_type=MINILM, num_layers=5, idf=idf)
         assert_close(ours, reference_score(wmt["hyps"], refs, idf=idf))
 
 
 def test_uneven_reference_counts(wmt, reference_score):
-    refs = [[r] if i % 3 else [r, r2, wmt["refs"][(i + 1) % 10]] for i, (r, r2) in enumerate(zip(wmt["refs"], wmt["refs2"]))]
+    refs = [
+        [r] if i % 3 else [r, r2, wmt["refs"][(i + 1) % 10]]
+        for i, (r, r2) in enumerate(zip(wmt["refs"], wmt["refs2"], strict=True))
+    ]
     ours = score(wmt["hyps"], refs, model_type=MINILM, num_layers=5, idf=True)
     assert_close(ours, reference_score(wmt["hyps"], refs, idf=True))
 
@@ -49,26 +52,38 @@ def test_all_layers_equal_the_reference(wmt, reference_score):
 def test_all_layers_with_several_references_is_the_per_layer_best(wmt, reference_score):
     # The reference slices the layer axis instead of the pair axis here (a bug), so compare with the
     # per-layer maximum of its single-reference runs.
-    refs = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"])]
+    refs = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"], strict=True)]
     first = reference_score(wmt["hyps"], wmt["refs"], all_layers=True)
     second = reference_score(wmt["hyps"], wmt["refs2"], all_layers=True)
-    expected = [torch.maximum(a, b) for a, b in zip(first, second)]
+    expected = [torch.maximum(a, b) for a, b in zip(first, second, strict=True)]
     assert_close(score(wmt["hyps"], refs, model_type=MINILM, num_layers=5, all_layers=True), expected)
 
 
 def test_rescaled_with_a_custom_baseline_file(wmt, reference_score, tmp_path):
     baseline = tmp_path / "baseline.tsv"
-    rows = ["LAYER,P,R,F"] + [f"{layer},{0.3 + 0.05 * layer},{0.31 + 0.05 * layer},{0.305 + 0.05 * layer}" for layer in range(7)]
+    rows = ["LAYER,P,R,F"] + [
+        f"{layer},{0.3 + 0.05 * layer},{0.31 + 0.05 * layer},{0.305 + 0.05 * layer}" for layer in range(7)
+    ]
     baseline.write_text("\n".join(rows) + "\n")
-    refs = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"])]
+    refs = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"], strict=True)]
     for all_layers in (False, True):
         ours, code = score(
-            wmt["hyps"], refs if not all_layers else wmt["refs"], model_type=MINILM, num_layers=5,
-            rescale_with_baseline=True, baseline_path=baseline, all_layers=all_layers, return_hash=True,
+            wmt["hyps"],
+            refs if not all_layers else wmt["refs"],
+            model_type=MINILM,
+            num_layers=5,
+            rescale_with_baseline=True,
+            baseline_path=baseline,
+            all_layers=all_layers,
+            return_hash=True,
         )
         theirs = reference_score(
-            wmt["hyps"], refs if not all_layers else wmt["refs"], lang="en", rescale_with_baseline=True,
-            baseline_path=str(baseline), all_layers=all_layers,
+            wmt["hyps"],
+            refs if not all_layers else wmt["refs"],
+            lang="en",
+            rescale_with_baseline=True,
+            baseline_path=str(baseline),
+            all_layers=all_layers,
         )
         assert_close(ours, theirs)
         assert code.endswith("-custom-rescaled_fast-tokenizer")
@@ -88,7 +103,7 @@ def test_metric_fed_in_uneven_chunks_equals_one_call(wmt, reference_score):
         metric.update(cands[lo:hi], refs[lo:hi])
     chunked = metric.compute()
     whole = score(cands, refs, model_type=MINILM, idf=True)
-    for key, ours in zip(("precision", "recall", "f1"), whole):
+    for key, ours in zip(("precision", "recall", "f1"), whole, strict=True):
         assert torch.allclose(chunked[key], ours, atol=1e-6)
     assert_close([chunked[k] for k in ("precision", "recall", "f1")], reference_score(cands, refs, idf=True))
 

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore
-
 from tests.conftest import MINILM
 
 
@@ -55,7 +54,7 @@ def test_scores_do_not_depend_on_batch_size(pairs):
 def test_scores_do_not_depend_on_the_other_pairs(pairs):
     cands, refs = pairs
     together = run(cands, refs, idf=False)["f1"]
-    alone = torch.stack([run([c], [r])["f1"][0] for c, r in list(zip(cands, refs))[:5]])
+    alone = torch.stack([run([c], [r])["f1"][0] for c, r in list(zip(cands, refs, strict=True))[:5]])
     assert torch.allclose(alone, together[:5], atol=1e-6)
 
 
@@ -64,7 +63,7 @@ def test_duplicates_do_not_change_scores(pairs):
     base = run(cands, refs)["f1"]
     doubled = run(cands + cands[:10], refs + refs[:10])["f1"]
     assert torch.allclose(doubled[: len(cands)], base, atol=1e-6)
-    assert torch.allclose(doubled[len(cands):], base[:10], atol=1e-6)
+    assert torch.allclose(doubled[len(cands) :], base[:10], atol=1e-6)
 
 
 def test_output_is_in_input_order(pairs):
@@ -82,7 +81,7 @@ def test_padding_is_never_a_match():
     cands = ["ok", "The committee postponed its decision until the next meeting in late November."]
     refs = ["The committee postponed its decision until the next meeting in late November.", "ok"]
     batched = run(cands, refs)
-    single = [run([c], [r]) for c, r in zip(cands, refs)]
+    single = [run([c], [r]) for c, r in zip(cands, refs, strict=True)]
     for i in range(2):
         for key in ("precision", "recall", "f1"):
             assert torch.allclose(batched[key][i], single[i][key][0], atol=1e-6)

@@ -34,12 +34,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_models import MODERN, build_tiny_model
 from torch import nn
 
 import bertscore_tm.metric
 from bertscore_tm import BERTScore, bert_score, score
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, ModelSetupError
+from tiny_models import MODERN, build_tiny_model
 
 TOL = 1e-5  # against the reference and float64
 SAME = 1e-6  # the same weights from an object and from a path
@@ -218,8 +218,16 @@ def test_the_hash_code_names_the_model_or_says_it_is_user_supplied(minilm, tiny)
     assert custom.hash_code.startswith("user-supplied-BertModel-custom-forward_L5_")
     # a config naming a model of configs/models.json: its name and its tuned layer
     tiny_tokenizer = AutoTokenizer.from_pretrained(tiny("bert"))
-    named = BertModel(BertConfig(vocab_size=len(tiny_tokenizer), hidden_size=32, num_hidden_layers=12,
-                                 num_attention_heads=2, intermediate_size=37, name_or_path="bert-base-uncased"))
+    named = BertModel(
+        BertConfig(
+            vocab_size=len(tiny_tokenizer),
+            hidden_size=32,
+            num_hidden_layers=12,
+            num_attention_heads=2,
+            intermediate_size=37,
+            name_or_path="bert-base-uncased",
+        )
+    )
     known = BERTScore(model=named, tokenizer=tiny_tokenizer)
     assert known.num_layers == 9 and known.hash_code.startswith("bert-base-uncased_L9_no-idf_")
 
@@ -239,8 +247,11 @@ def test_forward_fn_equals_the_standard_forward(minilm, held_out):
         return torch.stack(out.hidden_states, dim=2)
 
     standard = run(BERTScore(model=model, tokenizer=tokenizer, num_layers=3), cands, refs)
-    assert_scores(run(BERTScore(model=model, tokenizer=tokenizer, num_layers=3, forward_fn=layer_three), cands, refs),
-                  standard, SAME)
+    assert_scores(
+        run(BERTScore(model=model, tokenizer=tokenizer, num_layers=3, forward_fn=layer_three), cands, refs),
+        standard,
+        SAME,
+    )
     every = BERTScore(model=model, tokenizer=tokenizer, all_layers=True, forward_fn=every_layer)
     assert every.model_depth == 6
     standard_all = run(BERTScore(model=model, tokenizer=tokenizer, all_layers=True), cands, refs)
@@ -300,8 +311,15 @@ def reference_idf_texts(minilm_path, held_out):
 
     with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")
-        scorer = BERTScorer(model_type=minilm_path, num_layers=LAYER, idf=True, idf_sents=held_out["corpus"],
-                            batch_size=1, nthreads=0, use_fast_tokenizer=True)
+        scorer = BERTScorer(
+            model_type=minilm_path,
+            num_layers=LAYER,
+            idf=True,
+            idf_sents=held_out["corpus"],
+            batch_size=1,
+            nthreads=0,
+            use_fast_tokenizer=True,
+        )
         p, r, f = scorer.score(held_out["cands"], held_out["refs"], batch_size=1)
     return {"precision": p, "recall": r, "f1": f}, scorer._idf_dict
 
@@ -414,12 +432,19 @@ def test_under_ddp_the_corpus_is_counted_once_not_summed_across_ranks(tiny, held
 
     n = 10
     plan = {
-        "cands": held_out["cands"][:n], "refs": held_out["refs"][:n], "corpus": held_out["corpus"],
+        "cands": held_out["cands"][:n],
+        "refs": held_out["refs"][:n],
+        "corpus": held_out["corpus"],
         "shards": [list(range(0, n, 2)), list(range(1, n, 2))],
     }
     with tempfile.TemporaryDirectory() as out:
-        context = mp.start_processes(_ddp_worker, args=(_free_port(), str(tiny("bert")), plan, out), nprocs=WORLD,
-                                     join=False, start_method="spawn")
+        context = mp.start_processes(
+            _ddp_worker,
+            args=(_free_port(), str(tiny("bert")), plan, out),
+            nprocs=WORLD,
+            join=False,
+            start_method="spawn",
+        )
         deadline = time.monotonic() + DDP_TIMEOUT_S
         try:
             while not context.join(timeout=2):
@@ -524,8 +549,9 @@ def test_deberta_v3_long_texts_equal_the_reference(tiny, long_pairs, tmp_path):
     path = str(path)
     with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")
-        p, r, f = bert_score.score(cands, refs, model_type=path, num_layers=2, batch_size=1, nthreads=0,
-                                   use_fast_tokenizer=True)
+        p, r, f = bert_score.score(
+            cands, refs, model_type=path, num_layers=2, batch_size=1, nthreads=0, use_fast_tokenizer=True
+        )
     assert_scores(run(BERTScore(path, num_layers=2), cands, refs), {"precision": p, "recall": r, "f1": f}, TOL)
 
 
@@ -565,36 +591,92 @@ def test_argument_mistakes_are_refused_before_any_model_is_set_up(nothing_loaded
     model, tokenizer = minilm
     cases = [
         ({"model": model}, ArgumentValueError, "tokenizer", r"model= needs its tokenizer"),
-        ({"model_name_or_path": minilm_path, "tokenizer": tokenizer}, ArgumentValueError, "tokenizer",
-         r"tokenizer= goes with model="),
-        ({"model_name_or_path": minilm_path, "model": model, "tokenizer": tokenizer}, ArgumentValueError, "model",
-         r"not both"),
-        ({"model_name_or_path": minilm_path, "forward_fn": lambda m, i, a: i}, ArgumentValueError, "forward_fn",
-         r"forward_fn runs a model object"),
-        ({"model_name_or_path": minilm_path, "idf_texts": ["a text"]}, ArgumentValueError, "idf_texts",
-         r"idf_texts is given but idf is False"),
-        ({"model_name_or_path": minilm_path, "idf_weights": {1: 1.0}}, ArgumentValueError, "idf_weights",
-         r"idf_weights is given but idf is False"),
-        ({"model_name_or_path": minilm_path, "idf": True, "idf_texts": []}, ArgumentValueError, "idf_texts",
-         r"idf_texts is empty"),
-        ({"model_name_or_path": minilm_path, "idf": True, "idf_texts": ["a"], "idf_weights": {1: 1.0}},
-         ArgumentValueError, "idf_weights", r"idf_texts .* or idf_weights .*, not both"),
+        (
+            {"model_name_or_path": minilm_path, "tokenizer": tokenizer},
+            ArgumentValueError,
+            "tokenizer",
+            r"tokenizer= goes with model=",
+        ),
+        (
+            {"model_name_or_path": minilm_path, "model": model, "tokenizer": tokenizer},
+            ArgumentValueError,
+            "model",
+            r"not both",
+        ),
+        (
+            {"model_name_or_path": minilm_path, "forward_fn": lambda m, i, a: i},
+            ArgumentValueError,
+            "forward_fn",
+            r"forward_fn runs a model object",
+        ),
+        (
+            {"model_name_or_path": minilm_path, "idf_texts": ["a text"]},
+            ArgumentValueError,
+            "idf_texts",
+            r"idf_texts is given but idf is False",
+        ),
+        (
+            {"model_name_or_path": minilm_path, "idf_weights": {1: 1.0}},
+            ArgumentValueError,
+            "idf_weights",
+            r"idf_weights is given but idf is False",
+        ),
+        (
+            {"model_name_or_path": minilm_path, "idf": True, "idf_texts": []},
+            ArgumentValueError,
+            "idf_texts",
+            r"idf_texts is empty",
+        ),
+        (
+            {"model_name_or_path": minilm_path, "idf": True, "idf_texts": ["a"], "idf_weights": {1: 1.0}},
+            ArgumentValueError,
+            "idf_weights",
+            r"idf_texts .* or idf_weights .*, not both",
+        ),
         ({"model": "bert", "tokenizer": tokenizer}, ArgumentTypeError, "model", r"model must be a torch.nn.Module"),
         ({"model": model, "tokenizer": "bert"}, ArgumentTypeError, "tokenizer", r"tokenizer must be a transformers"),
-        ({"model": model, "tokenizer": tokenizer, "forward_fn": 3}, ArgumentTypeError, "forward_fn",
-         r"forward_fn must be a function"),
-        ({"model_name_or_path": minilm_path, "idf": True, "idf_texts": "one string"}, ArgumentTypeError, "idf_texts",
-         r"idf_texts must be a sequence of strings"),
-        ({"model_name_or_path": minilm_path, "idf": True, "idf_texts": ["a", 3]}, ArgumentTypeError, "idf_texts",
-         r"idf_texts\[1\] must be a string"),
-        ({"model_name_or_path": minilm_path, "idf": True, "idf_weights": {"7": 1.0}}, ArgumentTypeError,
-         "idf_weights", r"keys must be token ids \(int\), got str '7' \(JSON gives keys back as strings"),
-        ({"model_name_or_path": minilm_path, "idf": True, "idf_weights": {7: -1.0}}, ArgumentValueError,
-         "idf_weights", r"idf_weights\[7\] must be a finite weight >= 0"),
-        ({"model_name_or_path": minilm_path, "idf": True, "idf_weights": {7: math.nan}}, ArgumentValueError,
-         "idf_weights", r"idf_weights\[7\] must be a finite weight >= 0"),
-        ({"model_name_or_path": minilm_path, "idf": True, "idf_weights": {}}, ArgumentValueError, "idf_weights",
-         r"idf_weights is empty"),
+        (
+            {"model": model, "tokenizer": tokenizer, "forward_fn": 3},
+            ArgumentTypeError,
+            "forward_fn",
+            r"forward_fn must be a function",
+        ),
+        (
+            {"model_name_or_path": minilm_path, "idf": True, "idf_texts": "one string"},
+            ArgumentTypeError,
+            "idf_texts",
+            r"idf_texts must be a sequence of strings",
+        ),
+        (
+            {"model_name_or_path": minilm_path, "idf": True, "idf_texts": ["a", 3]},
+            ArgumentTypeError,
+            "idf_texts",
+            r"idf_texts\[1\] must be a string",
+        ),
+        (
+            {"model_name_or_path": minilm_path, "idf": True, "idf_weights": {"7": 1.0}},
+            ArgumentTypeError,
+            "idf_weights",
+            r"keys must be token ids \(int\), got str '7' \(JSON gives keys back as strings",
+        ),
+        (
+            {"model_name_or_path": minilm_path, "idf": True, "idf_weights": {7: -1.0}},
+            ArgumentValueError,
+            "idf_weights",
+            r"idf_weights\[7\] must be a finite weight >= 0",
+        ),
+        (
+            {"model_name_or_path": minilm_path, "idf": True, "idf_weights": {7: math.nan}},
+            ArgumentValueError,
+            "idf_weights",
+            r"idf_weights\[7\] must be a finite weight >= 0",
+        ),
+        (
+            {"model_name_or_path": minilm_path, "idf": True, "idf_weights": {}},
+            ArgumentValueError,
+            "idf_weights",
+            r"idf_weights is empty",
+        ),
     ]
     for kwargs, error, argument, message in cases:
         with pytest.raises(error, match=message) as err:
@@ -638,8 +720,15 @@ def test_model_mistakes_are_refused_when_the_metric_is_built(minilm, tiny):
     # at its full depth, or with a forward_fn choosing the layer, the same model is fine
     cands, refs = ["a cat sat on the mat"], ["the cat sat"]
     plain = {"model": model, "tokenizer": tokenizer}
-    assert_scores(run(BERTScore(model=wrapped, tokenizer=tokenizer, num_layers=6), cands, refs),
-                  run(BERTScore(**plain, num_layers=6), cands, refs), SAME)
-    third = BERTScore(model=wrapped, tokenizer=tokenizer, num_layers=3,
-                      forward_fn=lambda m, i, a: m(i, a, output_hidden_states=True).hidden_states[3])
+    assert_scores(
+        run(BERTScore(model=wrapped, tokenizer=tokenizer, num_layers=6), cands, refs),
+        run(BERTScore(**plain, num_layers=6), cands, refs),
+        SAME,
+    )
+    third = BERTScore(
+        model=wrapped,
+        tokenizer=tokenizer,
+        num_layers=3,
+        forward_fn=lambda m, i, a: m(i, a, output_hidden_states=True).hidden_states[3],
+    )
     assert_scores(run(third, cands, refs), run(BERTScore(**plain, num_layers=3), cands, refs), SAME)

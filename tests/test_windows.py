@@ -27,9 +27,8 @@ from bertscore_tm.cli import main
 from bertscore_tm.embedding import TokenTexts
 from bertscore_tm.matching import greedy_match
 from bertscore_tm.windows import WindowRule, token_windows, window_rule, window_starts
-from tiny_models import CORPUS, FAMILIES, build_tiny_model
-
 from tests.conftest import MINILM
+from tiny_models import CORPUS, FAMILIES, build_tiny_model
 
 TOL = 1e-5
 LAYER = 5  # MiniLM's default layer
@@ -101,7 +100,7 @@ def rule_scores(embed, tokenizer, cands: list[str], refs: list[list[str]], idf: 
         zero = {tokenizer.cls_token_id, tokenizer.sep_token_id}
         weight = lambda t: 0.0 if t in zero else 1.0  # noqa: E731
     out = []
-    for cand, group in zip(cands, refs):
+    for cand, group in zip(cands, refs, strict=True):
         c_ids, c = embed(cand)
         best = torch.full((3,), -math.inf, dtype=torch.float64)
         for ref in group:
@@ -339,7 +338,7 @@ def test_scores_do_not_depend_on_batch_size_or_the_other_texts(small_docs, wmt):
     for batch_size in (1, 3):
         batched = run(cands, refs, max_length=64, batch_size=batch_size)["f1"]
         torch.testing.assert_close(batched, base, rtol=0, atol=1e-6)
-    alone = torch.cat([run([c], [r], max_length=64)["f1"] for c, r in zip(cands, refs)])
+    alone = torch.cat([run([c], [r], max_length=64)["f1"] for c, r in zip(cands, refs, strict=True)])
     torch.testing.assert_close(alone, base, rtol=0, atol=1e-6)
     crowd = run(wmt["hyps"][:4] + cands[::-1], wmt["refs"][:4] + refs[::-1], max_length=64)["f1"]
     torch.testing.assert_close(crowd[4:], base.flip(0), rtol=0, atol=1e-6)
@@ -386,7 +385,7 @@ def test_all_layers_rescaling_and_functional_twins(small_docs, medium_docs):
     rescaled = bert_score(cands, refs, MINILM, long_texts="window", max_length=64, rescale_with_baseline=True)
     assert not torch.allclose(rescaled["f1"], layers["f1"][LAYER])
     cands, refs = medium_docs
-    (p, r, f), code = score(cands, refs, model_type=MINILM, long_texts="window", window_stride=200, return_hash=True)
+    (_p, _r, f), code = score(cands, refs, model_type=MINILM, long_texts="window", window_stride=200, return_hash=True)
     assert code.endswith("_fast-tokenizer_long-texts=window-w510-s200")
     torch.testing.assert_close(f, run(cands, refs, window_stride=200)["f1"], rtol=0, atol=1e-6)
     assert (f - run(cands, refs)["f1"]).abs().max() > 1e-5  # the stride matters at this length
@@ -422,13 +421,15 @@ def test_a_similarity_matrix_past_the_budget_is_matched_in_tiles(small_docs):
     metric = BERTScore(MINILM, long_texts="window", max_length=64)
     ids = [metric.token_ids(t) for t in (c0, c1, r0)]
     texts = TokenTexts(
-        sources=tuple(ids), which=torch.arange(3, dtype=torch.uint8),
-        start=torch.zeros(3, dtype=torch.long), length=torch.tensor([len(x) for x in ids], dtype=torch.int32),
+        sources=tuple(ids),
+        which=torch.arange(3, dtype=torch.uint8),
+        start=torch.zeros(3, dtype=torch.long),
+        length=torch.tensor([len(x) for x in ids], dtype=torch.int32),
     )
     mc, mr = torch.tensor([0, 0, 1, 2], dtype=torch.int32), torch.tensor([2, 1, 2, 2], dtype=torch.int32)
     whole = greedy_match(metric.embedder, texts, mc, mr)  # 400 x 400 similarities at once: in the budget
     tiled = greedy_match(metric.embedder, texts, mc, mr, gather_budget=10_000)
-    for a, b in zip(whole, tiled):
+    for a, b in zip(whole, tiled, strict=True):
         assert torch.equal(a, b)
 
 
@@ -475,8 +476,9 @@ def test_every_architecture_at_a_window_that_forces_several(tiny, family):
 def build_tiny_modernbert(root: Path) -> Path:
     """A tiny random ModernBERT (a long-context encoder: 8,192 positions) with a WordPiece tokenizer that
     knows no maximum length, so the window comes from the model's position limit."""
-    from tiny_models import _bert_tokenizer
     from transformers import AutoModel, ModernBertConfig
+
+    from tiny_models import _bert_tokenizer
 
     out = root / "tiny-modernbert"
     out.mkdir()
@@ -484,10 +486,18 @@ def build_tiny_modernbert(root: Path) -> Path:
     tokenizer.model_max_length = int(1e30)
     tokenizer.save_pretrained(str(out))
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
-    ids = dict(pad_token_id=tokenizer.pad_token_id, cls_token_id=cls, sep_token_id=sep, bos_token_id=cls,
-               eos_token_id=sep)
-    config = ModernBertConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=37, num_hidden_layers=2,
-                              num_attention_heads=2, max_position_embeddings=8192, **ids)
+    ids = dict(
+        pad_token_id=tokenizer.pad_token_id, cls_token_id=cls, sep_token_id=sep, bos_token_id=cls, eos_token_id=sep
+    )
+    config = ModernBertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=37,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        max_position_embeddings=8192,
+        **ids,
+    )
     torch.manual_seed(0)
     AutoModel.from_config(config).save_pretrained(str(out))
     return out
@@ -533,16 +543,50 @@ def test_command_line_scores_with_windows(tmp_path, medium_docs, capsys):
 
 def test_show_and_baseline_take_the_long_text_options(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    assert main(["show", "-m", MINILM, "-c", "The cat sat.", "-r", "A cat sat.", "-f", str(tmp_path / "s.png"),
-                 "--long-texts", "window", "--window-stride", "9"]) == 0
+    assert (
+        main(
+            [
+                "show",
+                "-m",
+                MINILM,
+                "-c",
+                "The cat sat.",
+                "-r",
+                "A cat sat.",
+                "-f",
+                str(tmp_path / "s.png"),
+                "--long-texts",
+                "window",
+                "--window-stride",
+                "9",
+            ]
+        )
+        == 0
+    )
     assert "_fast-tokenizer_long-texts=window-w510-s9 P:" in capsys.readouterr().out
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(f"Sentence number {i} is about the weather." for i in range(8)) + "\n")
     files = []
     for mode in ("truncate", "window"):
         out = tmp_path / f"{mode}.tsv"
-        assert main(["baseline", "--corpus", str(corpus), "-m", MINILM, "--pairs", "2", "-o", str(out),
-                     "--long-texts", mode]) == 0
+        assert (
+            main(
+                [
+                    "baseline",
+                    "--corpus",
+                    str(corpus),
+                    "-m",
+                    MINILM,
+                    "--pairs",
+                    "2",
+                    "-o",
+                    str(out),
+                    "--long-texts",
+                    mode,
+                ]
+            )
+            == 0
+        )
         files.append(out.read_text())
     assert files[0] == files[1]  # short lines fit the window: the same baseline
 
@@ -556,8 +600,9 @@ def _ddp_worker(rank: int, port: int, cands: list[str], refs: list[str], out_dir
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
-                            timeout=timedelta(seconds=90))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2, timeout=timedelta(seconds=90)
+    )
     try:
         metric = BERTScore(MINILM, long_texts="window", max_length=64, idf=True)
         metric.update(cands[rank::2], refs[rank::2])
@@ -576,8 +621,9 @@ def test_distributed_ranks_score_their_windows_and_agree_with_one_process(small_
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with tempfile.TemporaryDirectory() as tmp:
-        context = mp.start_processes(_ddp_worker, args=(port, cands, refs, tmp), nprocs=2, join=False,
-                                     start_method="spawn")
+        context = mp.start_processes(
+            _ddp_worker, args=(port, cands, refs, tmp), nprocs=2, join=False, start_method="spawn"
+        )
         deadline = time.monotonic() + 240
         try:
             while not context.join(timeout=2):

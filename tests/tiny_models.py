@@ -193,14 +193,23 @@ def _fast_bpe_tokenizer(first: str, last: str, specials: dict[str, str], **kwarg
 
 
 def _modernbert_tokenizer(_: Path) -> Any:
-    specials = {"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]",
-                "mask_token": "[MASK]"}
+    specials = {
+        "cls_token": "[CLS]",
+        "sep_token": "[SEP]",
+        "pad_token": "[PAD]",
+        "unk_token": "[UNK]",
+        "mask_token": "[MASK]",
+    }
     return _fast_bpe_tokenizer("[CLS]", "[SEP]", specials, model_max_length=8192)
 
 
 def _eurobert_tokenizer(_: Path) -> Any:
-    specials = {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>", "pad_token": "<|pad|>",
-                "mask_token": "<|mask|>"}
+    specials = {
+        "bos_token": "<|begin_of_text|>",
+        "eos_token": "<|end_of_text|>",
+        "pad_token": "<|pad|>",
+        "mask_token": "<|mask|>",
+    }
     return _fast_bpe_tokenizer("<|begin_of_text|>", "<|end_of_text|>", specials)
 
 
@@ -248,8 +257,13 @@ def _bert_config(vocab: int, depth: int) -> Any:
     from transformers import BertConfig
 
     return BertConfig(
-        vocab_size=vocab, hidden_size=HIDDEN, num_hidden_layers=depth, num_attention_heads=HEADS,
-        intermediate_size=FFN, max_position_embeddings=MAX_LENGTH, pad_token_id=0,
+        vocab_size=vocab,
+        hidden_size=HIDDEN,
+        num_hidden_layers=depth,
+        num_attention_heads=HEADS,
+        intermediate_size=FFN,
+        max_position_embeddings=MAX_LENGTH,
+        pad_token_id=0,
     )
 
 
@@ -257,9 +271,16 @@ def _roberta_config(vocab: int, depth: int) -> Any:
     from transformers import RobertaConfig
 
     return RobertaConfig(
-        vocab_size=vocab, hidden_size=HIDDEN, num_hidden_layers=depth, num_attention_heads=HEADS,
-        intermediate_size=FFN, max_position_embeddings=MAX_LENGTH + 2,  # RoBERTa's positions start after pad
-        pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1,
+        vocab_size=vocab,
+        hidden_size=HIDDEN,
+        num_hidden_layers=depth,
+        num_attention_heads=HEADS,
+        intermediate_size=FFN,
+        max_position_embeddings=MAX_LENGTH + 2,  # RoBERTa's positions start after pad
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        type_vocab_size=1,
     )
 
 
@@ -275,9 +296,17 @@ def _albert_config(vocab: int, depth: int) -> Any:
     from transformers import AlbertConfig
 
     return AlbertConfig(
-        vocab_size=vocab, embedding_size=16, hidden_size=HIDDEN, num_hidden_layers=depth, num_hidden_groups=1,
-        num_attention_heads=HEADS, intermediate_size=FFN, max_position_embeddings=MAX_LENGTH, pad_token_id=0,
-        bos_token_id=2, eos_token_id=3,
+        vocab_size=vocab,
+        embedding_size=16,
+        hidden_size=HIDDEN,
+        num_hidden_layers=depth,
+        num_hidden_groups=1,
+        num_attention_heads=HEADS,
+        intermediate_size=FFN,
+        max_position_embeddings=MAX_LENGTH,
+        pad_token_id=0,
+        bos_token_id=2,
+        eos_token_id=3,
     )
 
 
@@ -285,7 +314,13 @@ def _xlnet_config(vocab: int, depth: int) -> Any:
     from transformers import XLNetConfig
 
     return XLNetConfig(
-        vocab_size=vocab, d_model=HIDDEN, n_layer=depth, n_head=HEADS, d_inner=FFN, pad_token_id=5, bos_token_id=1,
+        vocab_size=vocab,
+        d_model=HIDDEN,
+        n_layer=depth,
+        n_head=HEADS,
+        d_inner=FFN,
+        pad_token_id=5,
+        bos_token_id=1,
         eos_token_id=2,
     )
 
@@ -294,8 +329,18 @@ def _xlm_config(vocab: int, depth: int) -> Any:
     from transformers import XLMConfig
 
     return XLMConfig(
-        vocab_size=vocab, emb_dim=HIDDEN, n_layers=depth, n_heads=HEADS, max_position_embeddings=MAX_LENGTH,
-        pad_index=2, eos_index=1, unk_index=3, bos_token_id=0, pad_token_id=2, use_lang_emb=False, n_langs=1,
+        vocab_size=vocab,
+        emb_dim=HIDDEN,
+        n_layers=depth,
+        n_heads=HEADS,
+        max_position_embeddings=MAX_LENGTH,
+        pad_index=2,
+        eos_index=1,
+        unk_index=3,
+        bos_token_id=0,
+        pad_token_id=2,
+        use_lang_emb=False,
+        n_langs=1,
     )
 
 
@@ -303,8 +348,14 @@ def _electra_config(vocab: int, depth: int) -> Any:
     from transformers import ElectraConfig
 
     return ElectraConfig(
-        vocab_size=vocab, embedding_size=16, hidden_size=HIDDEN, num_hidden_layers=depth, num_attention_heads=HEADS,
-        intermediate_size=FFN, max_position_embeddings=MAX_LENGTH, pad_token_id=0,
+        vocab_size=vocab,
+        embedding_size=16,
+        hidden_size=HIDDEN,
+        num_hidden_layers=depth,
+        num_attention_heads=HEADS,
+        intermediate_size=FFN,
+        max_position_embeddings=MAX_LENGTH,
+        pad_token_id=0,
     )
 
 
@@ -312,10 +363,21 @@ def _deberta_v2_config(vocab: int, depth: int) -> Any:
     from transformers import DebertaV2Config
 
     return DebertaV2Config(
-        vocab_size=vocab, hidden_size=HIDDEN, num_hidden_layers=depth, num_attention_heads=HEADS,
-        intermediate_size=FFN, max_position_embeddings=MAX_LENGTH, relative_attention=True, position_buckets=16,
-        max_relative_positions=-1, pos_att_type=["p2c", "c2p"], norm_rel_ebd="layer_norm",
-        position_biased_input=False, share_att_key=True, pad_token_id=0, type_vocab_size=0,
+        vocab_size=vocab,
+        hidden_size=HIDDEN,
+        num_hidden_layers=depth,
+        num_attention_heads=HEADS,
+        intermediate_size=FFN,
+        max_position_embeddings=MAX_LENGTH,
+        relative_attention=True,
+        position_buckets=16,
+        max_relative_positions=-1,
+        pos_att_type=["p2c", "c2p"],
+        norm_rel_ebd="layer_norm",
+        position_biased_input=False,
+        share_att_key=True,
+        pad_token_id=0,
+        type_vocab_size=0,
     )
 
 
@@ -324,10 +386,21 @@ def _deberta_v3_config(vocab: int, depth: int) -> Any:
     from transformers import DebertaV2Config
 
     return DebertaV2Config(
-        vocab_size=vocab, hidden_size=HIDDEN, num_hidden_layers=depth, num_attention_heads=HEADS,
-        intermediate_size=FFN, max_position_embeddings=512, relative_attention=True, position_buckets=256,
-        max_relative_positions=-1, pos_att_type=["p2c", "c2p"], norm_rel_ebd="layer_norm",
-        position_biased_input=False, share_att_key=True, pad_token_id=0, type_vocab_size=0,
+        vocab_size=vocab,
+        hidden_size=HIDDEN,
+        num_hidden_layers=depth,
+        num_attention_heads=HEADS,
+        intermediate_size=FFN,
+        max_position_embeddings=512,
+        relative_attention=True,
+        position_buckets=256,
+        max_relative_positions=-1,
+        pos_att_type=["p2c", "c2p"],
+        norm_rel_ebd="layer_norm",
+        position_biased_input=False,
+        share_att_key=True,
+        pad_token_id=0,
+        type_vocab_size=0,
     )
 
 
@@ -337,9 +410,18 @@ def _modernbert_config(vocab: int, depth: int) -> Any:
     from transformers import ModernBertConfig
 
     return ModernBertConfig(
-        vocab_size=vocab, hidden_size=HIDDEN, num_hidden_layers=depth, num_attention_heads=HEADS,
-        intermediate_size=FFN, max_position_embeddings=8192, local_attention=16, pad_token_id=2,
-        cls_token_id=0, sep_token_id=1, bos_token_id=0, eos_token_id=1,
+        vocab_size=vocab,
+        hidden_size=HIDDEN,
+        num_hidden_layers=depth,
+        num_attention_heads=HEADS,
+        intermediate_size=FFN,
+        max_position_embeddings=8192,
+        local_attention=16,
+        pad_token_id=2,
+        cls_token_id=0,
+        sep_token_id=1,
+        bos_token_id=0,
+        eos_token_id=1,
     )
 
 
@@ -347,9 +429,17 @@ def _eurobert_config(vocab: int, depth: int) -> Any:
     from transformers import EuroBertConfig
 
     return EuroBertConfig(
-        vocab_size=vocab, hidden_size=HIDDEN, num_hidden_layers=depth, num_attention_heads=HEADS,
-        num_key_value_heads=HEADS, intermediate_size=FFN, max_position_embeddings=8192, pad_token_id=2,
-        bos_token_id=0, eos_token_id=1, mask_token_id=3,
+        vocab_size=vocab,
+        hidden_size=HIDDEN,
+        num_hidden_layers=depth,
+        num_attention_heads=HEADS,
+        num_key_value_heads=HEADS,
+        intermediate_size=FFN,
+        max_position_embeddings=8192,
+        pad_token_id=2,
+        bos_token_id=0,
+        eos_token_id=1,
+        mask_token_id=3,
     )
 
 
@@ -357,9 +447,20 @@ def _bart_config(vocab: int, depth: int) -> Any:
     from transformers import BartConfig
 
     return BartConfig(
-        vocab_size=vocab, d_model=HIDDEN, encoder_layers=depth, decoder_layers=1, encoder_attention_heads=HEADS,
-        decoder_attention_heads=HEADS, encoder_ffn_dim=FFN, decoder_ffn_dim=FFN, max_position_embeddings=MAX_LENGTH,
-        pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=2,
+        vocab_size=vocab,
+        d_model=HIDDEN,
+        encoder_layers=depth,
+        decoder_layers=1,
+        encoder_attention_heads=HEADS,
+        decoder_attention_heads=HEADS,
+        encoder_ffn_dim=FFN,
+        decoder_ffn_dim=FFN,
+        max_position_embeddings=MAX_LENGTH,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        forced_eos_token_id=2,
     )
 
 
@@ -367,8 +468,17 @@ def _t5_config(vocab: int, depth: int) -> Any:
     from transformers import T5Config
 
     return T5Config(
-        vocab_size=vocab, d_model=HIDDEN, d_kv=16, d_ff=FFN, num_layers=depth, num_decoder_layers=1, num_heads=HEADS,
-        relative_attention_num_buckets=8, relative_attention_max_distance=32, pad_token_id=0, eos_token_id=1,
+        vocab_size=vocab,
+        d_model=HIDDEN,
+        d_kv=16,
+        d_ff=FFN,
+        num_layers=depth,
+        num_decoder_layers=1,
+        num_heads=HEADS,
+        relative_attention_num_buckets=8,
+        relative_attention_max_distance=32,
+        pad_token_id=0,
+        eos_token_id=1,
         decoder_start_token_id=0,
     )
 

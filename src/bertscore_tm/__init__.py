@@ -22,14 +22,25 @@ _EXPORTS = {
     "PACKAGED_MINILM": "bertscore_tm.registry",
 }
 
-__all__ = [*_EXPORTS, "__version__"]
+# a literal list (what linters and type checkers read), the names of _EXPORTS and __version__
+__all__ = [
+    "PACKAGED_MINILM",
+    "BERTScore",
+    "BaselineNotFoundError",
+    "ModelNotFoundError",
+    "__version__",
+    "bert_score",
+    "mbr_select",
+    "pairwise_bert_score",
+    "score",
+]
 
 if TYPE_CHECKING:
     from bertscore_tm.errors import BaselineNotFoundError, ModelNotFoundError
     from bertscore_tm.functional import bert_score, score
     from bertscore_tm.mbr import mbr_select
-    from bertscore_tm.pairwise import pairwise_bert_score
     from bertscore_tm.metric import BERTScore
+    from bertscore_tm.pairwise import pairwise_bert_score
     from bertscore_tm.registry import PACKAGED_MINILM
 
 

@@ -64,19 +64,23 @@ def read_baseline(path: str | os.PathLike[str]) -> Tensor:
                 f"Baseline file {path}, data row {n}: expected 4 columns, got {len(row)}", path=str(path), row=n
             )
         cells = []
-        for column, cell in zip(HEADER, row):
+        for column, cell in zip(HEADER, row, strict=True):
             try:
                 cells.append(float(cell))
             except ValueError:
                 raise BaselineFileError(
                     f"Baseline file {path}, data row {n}, column {column}: {cell.strip()!r} is not a number",
-                    path=str(path), row=n, column=column,
+                    path=str(path),
+                    row=n,
+                    column=column,
                 ) from None
         if cells[0] != n - 1:
             raise BaselineFileError(
                 f"Baseline file {path}: rows must be layers 0, 1, 2, ... in order; "
                 f"data row {n} is layer {row[0].strip()}",
-                path=str(path), row=n, column="LAYER",
+                path=str(path),
+                row=n,
+                column="LAYER",
             )
         values.append(cells[1:])
     if not values:
@@ -111,7 +115,9 @@ def baseline_rows(
             f"Baseline file {path}, data row {layer + 1} (layer {layer}), column {HEADER[col + 1]}: "
             f"{float(table[row, col])!r} is not a finite number below 1, which rescaling needs ((x - b) / (1 - b)). "
             "Fix the file, or make a new one with `bertscore-tm baseline`.",
-            path=str(path), row=layer + 1, column=HEADER[col + 1],
+            path=str(path),
+            row=layer + 1,
+            column=HEADER[col + 1],
         )
     return table
 

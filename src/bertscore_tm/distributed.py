@@ -65,7 +65,9 @@ def check_same_settings(settings: Mapping[str, object], group: Any, device: torc
     per_rank: list[Any] = [None] * world
     dist.all_gather_object(per_rank, dict(settings), group=group)
     found = first_difference(per_rank)
-    name, values = found if found is not None else ("settings", [settings_digest(s) for s in per_rank])
+    if found is None:
+        found = ("settings", [settings_digest(s) for s in per_rank])
+    name, values = found
     listed = ", ".join(f"{_short(v)} on rank {rank}" for rank, v in enumerate(values))
     raise SettingsMismatchError(
         f"The {world} processes of this distributed job set up BERTScore differently, so their scores cannot be "

@@ -87,15 +87,32 @@ def score(
     """
     if model_type is None and lang is None and model is None:
         raise ArgumentValueError(
-            "Either lang or model_type must be given", argument="model_type", allowed="a model, or lang",
-            value=None, others=("lang",),
+            "Either lang or model_type must be given",
+            argument="model_type",
+            allowed="a model, or lang",
+            value=None,
+            others=("lang",),
         )
     arguments = {
-        "model_name_or_path": model_type, "num_layers": num_layers, "idf": idf, "lang": lang,
-        "rescale_with_baseline": rescale_with_baseline, "baseline_path": baseline_path, "all_layers": all_layers,
-        "batch_size": batch_size, "return_hash": return_hash, "device": device, "verbose": verbose,
-        "model_dtype": model_dtype, "model": model, "tokenizer": tokenizer, "forward_fn": forward_fn,
-        "idf_texts": idf_texts, "idf_weights": idf_weights, "long_texts": long_texts, "window_stride": window_stride,
+        "model_name_or_path": model_type,
+        "num_layers": num_layers,
+        "idf": idf,
+        "lang": lang,
+        "rescale_with_baseline": rescale_with_baseline,
+        "baseline_path": baseline_path,
+        "all_layers": all_layers,
+        "batch_size": batch_size,
+        "return_hash": return_hash,
+        "device": device,
+        "verbose": verbose,
+        "model_dtype": model_dtype,
+        "model": model,
+        "tokenizer": tokenizer,
+        "forward_fn": forward_fn,
+        "idf_texts": idf_texts,
+        "idf_weights": idf_weights,
+        "long_texts": long_texts,
+        "window_stride": window_stride,
     }
     validate_arguments(arguments)
     cands_list, groups = normalize_inputs(cands, refs)

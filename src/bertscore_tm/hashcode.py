@@ -95,11 +95,19 @@ class HashSignature:
 
 
 def hash_code(
-    model_name: str, num_layers: int, idf: bool, rescale_with_baseline: bool, custom_baseline: bool,
+    model_name: str,
+    num_layers: int,
+    idf: bool,
+    rescale_with_baseline: bool,
+    custom_baseline: bool,
     fast_tokenizer: bool = True,
 ) -> str:
     """The reference's hash code for a setting it knows (`get_hash` of bert-score, same arguments)."""
     return HashSignature(
-        model_name, num_layers, idf, rescaled=rescale_with_baseline, custom_baseline=custom_baseline,
+        model_name,
+        num_layers,
+        idf,
+        rescaled=rescale_with_baseline,
+        custom_baseline=custom_baseline,
         fast_tokenizer=fast_tokenizer,
     ).format()

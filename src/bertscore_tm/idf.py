@@ -91,7 +91,9 @@ def mapping_weights(weights: Mapping[int, float], vocab_size: int) -> Tensor:
         raise ArgumentValueError(
             f"idf_weights has token id {int(ids.max())}, past the tokenizer's vocabulary of {vocab_size} ids: "
             "were the weights made for another tokenizer?",
-            argument="idf_weights", allowed=f"token ids 0 to {vocab_size - 1}", value=int(ids.max()),
+            argument="idf_weights",
+            allowed=f"token ids 0 to {vocab_size - 1}",
+            value=int(ids.max()),
         )
     table[ids] = torch.tensor([float(w) for w in weights.values()], dtype=torch.float64)
     return table

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -86,7 +87,9 @@ def load_encoder(path: Path, num_layers: int, all_layers: bool) -> tuple[nn.Modu
     if not 0 <= num_layers <= depth:
         raise ArgumentValueError(
             f"num_layers must be between 0 and {depth} for the model at {path}, got {num_layers}",
-            argument="num_layers", allowed=f"0 to {depth}", value=num_layers,
+            argument="num_layers",
+            allowed=f"0 to {depth}",
+            value=num_layers,
         )
     if not all_layers:
         cut_to_layers(model, num_layers)
@@ -97,8 +100,9 @@ def load_encoder(path: Path, num_layers: int, all_layers: bool) -> tuple[nn.Modu
 
 def embedding_rows(model: nn.Module) -> int:
     """How many token ids the model has a vector for: the rows of its input embedding table."""
+    get_embeddings = getattr(model, "get_input_embeddings", None)
     try:
-        table = model.get_input_embeddings()
+        table = get_embeddings() if callable(get_embeddings) else None
     except (AttributeError, NotImplementedError):
         table = None
     if isinstance(table, nn.Embedding):
@@ -140,10 +144,12 @@ def _block_list(model: nn.Module) -> tuple[nn.Module, str] | None:
 
 def model_depth(model: nn.Module) -> int:
     """How many transformer blocks the encoder has."""
-    if hasattr(model, "n_layers"):  # XLM loops over self.n_layers
-        return int(model.n_layers)
+    n_layers = getattr(model, "n_layers", None)
+    if n_layers is not None:  # XLM loops over self.n_layers
+        return int(n_layers)
     if hasattr(getattr(model, "encoder", None), "albert_layer_groups"):  # ALBERT shares blocks
-        return int(model.config.num_hidden_layers)
+        config: Any = getattr(model, "config", None)  # a transformers config: its fields depend on the model type
+        return int(config.num_hidden_layers)
     found = _block_list(model)
     if found is None:
         raise ValueError(f"Unsupported model architecture {type(model).__name__}: its blocks could not be found")
@@ -165,9 +171,11 @@ def cut_to_layers(model: nn.Module, num_layers: int) -> nn.Module:
     if norm is not None and num_layers < model_depth(model) and isinstance(getattr(model, norm, None), nn.Module):
         setattr(model, norm, nn.Identity())
     if hasattr(model, "n_layers"):
-        model.n_layers = num_layers
+        # torch's stub of Module.__setattr__ takes only tensors and modules; the module takes any value
+        model.n_layers = num_layers  # type: ignore[assignment]
     elif hasattr(getattr(model, "encoder", None), "albert_layer_groups"):
-        model.config.num_hidden_layers = num_layers
+        config: Any = getattr(model, "config", None)
+        config.num_hidden_layers = num_layers
     else:
         found = _block_list(model)
         if found is None:
@@ -176,7 +184,9 @@ def cut_to_layers(model: nn.Module, num_layers: int) -> nn.Module:
         kept = list(getattr(owner, attr))[:num_layers]
         if not kept and _needs_a_block(owner):
             kept = [_PassThroughBlock()]
-            owner.conv = None  # DeBERTa-v2 applies its convolution after the first block only
+            # DeBERTa-v2 applies its convolution after the first block only. (torch's stub of Module.__setattr__
+            # takes only tensors and modules; None unsets a submodule.)
+            owner.conv = None  # type: ignore[assignment]
         setattr(owner, attr, nn.ModuleList(kept))
     return model
 

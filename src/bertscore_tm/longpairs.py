@@ -80,8 +80,14 @@ def chunk_plan(len_c: int, len_r: int, capacity: int) -> tuple[int, int]:
 
 
 def match_streamed(
-    embedder: Embedder, texts: TokenTexts, table: Tensor, cand: int, ref: int,
-    c_best: Tensor, r_best: Tensor, budget: int,
+    embedder: Embedder,
+    texts: TokenTexts,
+    table: Tensor,
+    cand: int,
+    ref: int,
+    c_best: Tensor,
+    r_best: Tensor,
+    budget: int,
 ) -> None:
     """Best similarities of a match whose texts do not fit in `table` together: candidate text `cand`
     against reference text `ref`, results into the views `c_best` [rows of cand, layers] and `r_best`.
@@ -105,9 +111,19 @@ def match_streamed(
 
 
 def stream_matches(
-    embedder: Embedder, texts: TokenTexts, table: Tensor, matches: Tensor, match_cand: Tensor, match_ref: Tensor,
-    out_c: Tensor, out_r: Tensor, cand_best: Tensor, ref_best: Tensor, budget: int,
-    counted: Tensor | None = None, progress: object | None = None,
+    embedder: Embedder,
+    texts: TokenTexts,
+    table: Tensor,
+    matches: Tensor,
+    match_cand: Tensor,
+    match_ref: Tensor,
+    out_c: Tensor,
+    out_r: Tensor,
+    cand_best: Tensor,
+    ref_best: Tensor,
+    budget: int,
+    counted: Tensor | None = None,
+    progress: object | None = None,
 ) -> None:
     """`match_streamed` for each of `matches` (indices into match_cand/match_ref, whose rows of
     cand_best/ref_best start at out_c/out_r). The progress bar counts each text once: texts already
@@ -126,8 +142,17 @@ def stream_matches(
 
 
 def match_large_in_tiles(
-    table: Tensor, c_rows: Tensor, r_rows: Tensor, lc: Tensor, lr: Tensor, out_c: Tensor, out_r: Tensor,
-    cand_best: Tensor, ref_best: Tensor, rows: int, budget: int,
+    table: Tensor,
+    c_rows: Tensor,
+    r_rows: Tensor,
+    lc: Tensor,
+    lr: Tensor,
+    out_c: Tensor,
+    out_r: Tensor,
+    cand_best: Tensor,
+    ref_best: Tensor,
+    rows: int,
+    budget: int,
 ) -> Tensor:
     """Match in tiles the matches (candidate at table rows c_rows[i] .. + lc[i], reference likewise) whose
     similarity matrix alone holds more than `budget` elements; return which matches that was (bool)."""

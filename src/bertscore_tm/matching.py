@@ -12,7 +12,7 @@ streamed and tiled in the same budget by `bertscore_tm.longpairs`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -40,8 +40,9 @@ def _blocks(
     match, where that alone holds more), and each range's token count."""
     blocks: list[tuple[int, int]] = []
     sizes: list[int] = []
-    start, seen, tokens = 0, set(), 0
-    for m, (c, r) in enumerate(zip(match_cand, match_ref)):
+    start, tokens = 0, 0
+    seen: set[int] = set()
+    for m, (c, r) in enumerate(zip(match_cand, match_ref, strict=True)):
         new = {t for t in (c, r) if t not in seen}
         extra = sum(lengths[t] for t in new)
         if m > start and tokens + extra > block_tokens:
@@ -169,7 +170,9 @@ def greedy_match(
     once. Matching batches hold at most `gather_budget` gathered vector elements.
     """
     plan = plan_matches(
-        texts, match_cand, match_ref,
+        texts,
+        match_cand,
+        match_ref,
         rows=embedder.num_rows,
         row_bytes=4 * embedder.num_rows * embedder.hidden_size,
         budget_bytes=embedder.block_bytes if block_bytes is None else block_bytes,
@@ -212,7 +215,7 @@ def run_plan(
         block_texts = list(dict.fromkeys(block_cand + block_ref))
         fresh = [t for t in block_texts if t not in cache]
         starts = embedder.embed_into(table, [texts[t] for t in fresh], progress=progress)
-        start_of = dict(zip(fresh, starts))
+        start_of = dict(zip(fresh, starts, strict=True))
         row = starts[-1] + int(texts.length[fresh[-1]]) if fresh else 0
         for t in block_texts:
             if t in cache:  # embedded by an earlier block
@@ -223,8 +226,19 @@ def run_plan(
         c_rows = torch.tensor([start_of[t] for t in block_cand], dtype=torch.long)
         r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
         _match_block(
-            table, pad_row, c_rows, r_rows, lc[sel], lr[sel], out_c[sel], out_r[sel],
-            cand_best, ref_best, rows, gather_budget, tiled=long_texts,
+            table,
+            pad_row,
+            c_rows,
+            r_rows,
+            lc[sel],
+            lr[sel],
+            out_c[sel],
+            out_r[sel],
+            cand_best,
+            ref_best,
+            rows,
+            gather_budget,
+            tiled=long_texts,
         )
         # keep aside what later blocks need from this one's fresh texts
         for t in fresh:
@@ -232,15 +246,26 @@ def run_plan(
                 cache[t] = table[start_of[t] : start_of[t] + int(texts.length[t])].clone()
     if len(plan.streamed):  # long texts (bertscore_tm.longpairs)
         stream_matches(
-            embedder, texts, table[: plan.capacity], plan.streamed, mc, mr, out_c, out_r, cand_best, ref_best, gather_budget,
-            counted=last_use >= 0, progress=progress,
+            embedder,
+            texts,
+            table[: plan.capacity],
+            plan.streamed,
+            mc,
+            mr,
+            out_c,
+            out_r,
+            cand_best,
+            ref_best,
+            gather_budget,
+            counted=last_use >= 0,
+            progress=progress,
         )
     del table, cache
     release_freed_memory()
     return cand_best, ref_best
 
 
-def _load_malloc_trim():  # noqa: ANN202
+def _load_malloc_trim() -> Callable[[int], int] | None:
     try:
         import ctypes
 
@@ -260,8 +285,18 @@ def release_freed_memory() -> None:
 
 
 def _match_block(
-    table: Tensor, pad_row: int, c_rows: Tensor, r_rows: Tensor, lc: Tensor, lr: Tensor,
-    out_c: Tensor, out_r: Tensor, cand_best: Tensor, ref_best: Tensor, rows: int, gather_budget: int,
+    table: Tensor,
+    pad_row: int,
+    c_rows: Tensor,
+    r_rows: Tensor,
+    lc: Tensor,
+    lr: Tensor,
+    out_c: Tensor,
+    out_r: Tensor,
+    cand_best: Tensor,
+    ref_best: Tensor,
+    rows: int,
+    gather_budget: int,
     tiled: bool = False,
 ) -> None:
     """Match i pairs the candidate at table rows c_rows[i] .. + lc[i] with the reference at r_rows[i] ..
@@ -317,8 +352,12 @@ def segment_sum(values: Tensor, lengths: Tensor) -> Tensor:
 
 
 def weighted_scores(
-    cand_best: Tensor, cand_weight: Tensor, cand_len: Tensor,
-    ref_best: Tensor, ref_weight: Tensor, ref_len: Tensor,
+    cand_best: Tensor,
+    cand_weight: Tensor,
+    cand_len: Tensor,
+    ref_best: Tensor,
+    ref_weight: Tensor,
+    ref_len: Tensor,
     blank: Tensor,
 ) -> Tensor:
     """P, R, F of each match: [matches, rows, 3] float32.

@@ -57,13 +57,17 @@ def check_groups(groups: Sequence[Sequence[str]], name: str = "groups", what: st
     ValueError: groups[1] is empty: every group needs at least one hypothesis
     """
     if isinstance(groups, str) or not isinstance(groups, Sequence):
-        raise TypeError(f"{name} must be a sequence of lists of strings (one list per source), got {type(groups).__name__}")
+        raise TypeError(
+            f"{name} must be a sequence of lists of strings (one list per source), got {type(groups).__name__}"
+        )
     if len(groups) == 0:
         raise ValueError(f"{name} is empty: give at least one group")
     out: list[list[str]] = []
     for g, group in enumerate(groups):
         if isinstance(group, str) or not isinstance(group, Sequence):
-            raise TypeError(f"{name}[{g}] must be a list of strings (one group), got {type(group).__name__}: {group!r:.60}")
+            raise TypeError(
+                f"{name}[{g}] must be a list of strings (one group), got {type(group).__name__}: {group!r:.60}"
+            )
         if len(group) == 0:
             raise ValueError(f"{name}[{g}] is empty: every group needs at least one {what}")
         for i, text in enumerate(group):
@@ -83,7 +87,8 @@ def check_mbr_inputs(
     refs = check_groups(references, "references", "reference")
     if len(refs) != len(hyps):
         raise ValueError(
-            f"references has {len(refs)} groups but groups has {len(hyps)}: give one list of pseudo-references per group"
+            f"references has {len(refs)} groups but groups has {len(hyps)}: "
+            "give one list of pseudo-references per group"
         )
     return hyps, refs
 
@@ -150,7 +155,9 @@ class _Weights:
             self.plain = plain_weights(self.vocab, metric._encoder.zero_weight_ids)
             return
         docs = torch.tensor([t for grp in groups for t in grp.ref_docs], dtype=torch.long)
-        doc_group = torch.repeat_interleave(torch.arange(len(groups)), torch.tensor([len(grp.ref_docs) for grp in groups]))
+        doc_group = torch.repeat_interleave(
+            torch.arange(len(groups)), torch.tensor([len(grp.ref_docs) for grp in groups])
+        )
         lengths = texts.length[docs]
         tokens = texts.ids[texts.token_index(docs)].long()
         doc = torch.repeat_interleave(torch.arange(len(docs)), lengths)
@@ -182,15 +189,21 @@ def _plan(groups: list[_Group], length: list[int], sim_bytes: int, block_tokens:
     def longest(ids: list[int]) -> int:
         return max(1, max(length[t] for t in ids))
 
-    order = sorted(range(len(groups)), key=lambda g: (-len(groups[g].hyps), -len(groups[g].refs),
-                                                     -max(longest(groups[g].hyps), longest(groups[g].refs))))
+    order = sorted(
+        range(len(groups)),
+        key=lambda g: (
+            -len(groups[g].hyps),
+            -len(groups[g].refs),
+            -max(longest(groups[g].hyps), longest(groups[g].refs)),
+        ),
+    )
     batches: list[list[int]] = []
     dims: tuple[int, ...] = (0, 0, 0, 0)
     for g in order:
         grp = groups[g]
         new = (len(grp.hyps), longest(grp.hyps), len(grp.refs), longest(grp.refs))
         if batches:
-            merged = tuple(max(a, b) for a, b in zip(dims, new))
+            merged = tuple(max(a, b) for a, b in zip(dims, new, strict=True))
             if (len(batches[-1]) + 1) * math.prod(merged) * 4 <= sim_bytes:
                 batches[-1].append(g)
                 dims = merged
@@ -217,8 +230,15 @@ def _plan(groups: list[_Group], length: list[int], sim_bytes: int, block_tokens:
 
 
 def _group_f1(
-    embedder: Embedder, table: Tensor, row_of: dict[int, int], groups: list[_Group], batch: list[int],
-    texts: DistinctTexts, weights: _Weights, blank: Tensor, sim_bytes: int,
+    embedder: Embedder,
+    table: Tensor,
+    row_of: dict[int, int],
+    groups: list[_Group],
+    batch: list[int],
+    texts: DistinctTexts,
+    weights: _Weights,
+    blank: Tensor,
+    sim_bytes: int,
 ) -> list[Tensor]:
     """F1 of each distinct hypothesis against each distinct reference, per group of `batch`: [hyps, refs]."""
     length = texts.length
@@ -273,7 +293,7 @@ def _utilities(grp: _Group, f: list[list[float]]) -> list[float]:
     total = sum(grp.ref_count)
     per_text = []
     for d, row in enumerate(f):
-        terms = [c * x for c, x in zip(grp.ref_count, row)]
+        terms = [c * x for c, x in zip(grp.ref_count, row, strict=True)]
         if grp.own:
             terms.append(-row[d])  # its own position
             per_text.append(math.fsum(terms) / (total - 1) if total > 1 else math.nan)
@@ -329,7 +349,7 @@ def select(
             fresh = [t for t in needed if t not in cache]
             table = embedder.new_table(sum(length[t] for t in needed))
             starts = embedder.embed_into(table, [texts.seq(t) for t in fresh])
-            row_of = dict(zip(fresh, starts))
+            row_of = dict(zip(fresh, starts, strict=True))
             row = starts[-1] + length[fresh[-1]] if fresh else 0
             for t in needed:
                 if t in cache:
@@ -338,7 +358,11 @@ def select(
                     row_of[t] = row
                     row += len(kept)
             for batch in block:
-                for g, f in zip(batch, _group_f1(embedder, table, row_of, grps, batch, texts, weights, blank, sim_bytes)):
+                for g, f in zip(
+                    batch,
+                    _group_f1(embedder, table, row_of, grps, batch, texts, weights, blank, sim_bytes),
+                    strict=True,
+                ):
                     if f_baseline is not None:
                         f = (f - f_baseline) / (1 - f_baseline)
                     utilities[g] = _utilities(grps[g], f.tolist())

@@ -99,7 +99,7 @@ def distinct_texts(ids: Tensor, lens: Tensor) -> DistinctTexts:
     known: dict[bytes, int] = {}
     first: list[int] = []
     text_of: list[int] = []
-    for i, (s, n) in enumerate(zip(starts, lens.tolist())):
+    for i, (s, n) in enumerate(zip(starts, lens.tolist(), strict=True)):
         key = flat[s : s + n].tobytes()
         if key not in known:
             known[key] = len(first)
@@ -218,7 +218,9 @@ def f_measure(p: Tensor, r: Tensor, blank: Tensor) -> Tensor:
 # -- planning: forward-batch chunks and tiles --------------------------------------------------------------
 
 
-def forward_chunks(lengths: list[int], batch_size: int | None, max_tokens: int, chunk_tokens: int) -> Iterator[list[int]]:
+def forward_chunks(
+    lengths: list[int], batch_size: int | None, max_tokens: int, chunk_tokens: int
+) -> Iterator[list[int]]:
     """Indices of `lengths`, longest first, in runs of whole forward batches (as `Embedder.embed_into` will
     cut them) holding at least `chunk_tokens` padded tokens, the last run possibly fewer."""
     chunk: list[int] = []
@@ -299,7 +301,9 @@ def score_all_pairs(
         table, starts = embedder.embed([texts.seq(t) for t in ids.tolist()])
         for lo, hi in tile_cuts(length[ids].tolist(), tile_tokens):
             part = ids[lo:hi]
-            tile = make_tile(table, starts[lo:hi], length[part], token_weights[texts.token_index(part)], part, left=False)
+            tile = make_tile(
+                table, starts[lo:hi], length[part], token_weights[texts.token_index(part)], part, left=False
+            )
             for slot, t in enumerate(part.tolist()):
                 where[t] = (len(store_tiles), slot)
             store_tiles.append(tile)
@@ -326,9 +330,11 @@ def score_all_pairs(
             table, starts = _copy_from_store(embedder, store_tiles, where, ids, length)
         for lo, hi in tile_cuts(length[ids].tolist(), tile_tokens):
             part = ids[lo:hi]
-            left = make_tile(table, starts[lo:hi], length[part], token_weights[texts.token_index(part)], part, left=True)
+            left = make_tile(
+                table, starts[lo:hi], length[part], token_weights[texts.token_index(part)], part, left=True
+            )
             left_side = _Occurrences(positions[0 if store_is_ref else 1], part, blank_d)
-            for right, right_side in zip(store_tiles, store_side):
+            for right, right_side in zip(store_tiles, store_side, strict=True):
                 a, b = match_tiles(left, right)
                 if store_is_ref:  # the stream holds the candidates
                     undefined += _write(out, a[0], b[0], left_side, right_side)
@@ -360,7 +366,7 @@ def _copy_from_store(
     lens = length[ids]
     starts = torch.cumsum(lens, 0) - lens
     table = embedder.new_table(int(lens.sum()))
-    for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist()):
+    for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist(), strict=True):
         tile, slot = where[t]
         rows_of = store_tiles[tile].token_vectors(slot, n)
         table[start : start + n] = rows_of.permute(1, 0, 2) if table.dim() == 3 else rows_of[0]
@@ -381,7 +387,9 @@ def _write(out: Tensor, p: Tensor, r: Tensor, cands: _Occurrences, refs: _Occurr
 # -- the public entry points ------------------------------------------------------------------------------
 
 
-def pairwise_scores(metric: BERTScore, cands: str | Sequence[str], refs: str | Sequence[str]) -> dict[str, Tensor | str] | Tensor:
+def pairwise_scores(
+    metric: BERTScore, cands: str | Sequence[str], refs: str | Sequence[str]
+) -> dict[str, Tensor | str] | Tensor:
     """`metric.pairwise(cands, refs)`: see :meth:`BERTScore.pairwise`."""
     cands = check_texts(cands, "cands", "candidate")
     refs = check_texts(refs, "refs", "reference")
@@ -389,7 +397,9 @@ def pairwise_scores(metric: BERTScore, cands: str | Sequence[str], refs: str | S
     return result
 
 
-def _pairwise(metric: BERTScore, cands: list[str], refs: list[str]) -> tuple[dict[str, Tensor | str] | Tensor, dict[str, int]]:
+def _pairwise(
+    metric: BERTScore, cands: list[str], refs: list[str]
+) -> tuple[dict[str, Tensor | str] | Tensor, dict[str, int]]:
     """The result as `metric.pairwise` returns it, and what the computation held (for benchmarks)."""
     encoder = metric._encoder
     embedder = metric.embedder
@@ -433,7 +443,7 @@ def _pairwise(metric: BERTScore, cands: list[str], refs: list[str]) -> tuple[dic
         b = baseline.to(device).T[:, :, None, None]
         out.sub_(b).div_(1 - b)
     per = out if metric.all_layers else out[:, 0]
-    result: dict[str, Tensor | str] = dict(zip(_OUTPUTS, per.unbind(0)))
+    result: dict[str, Tensor | str] = dict(zip(_OUTPUTS, per.unbind(0), strict=True))
     if metric.output is not None:
         return per[_OUTPUTS.index(metric.output)], info
     if metric.return_hash:

@@ -83,13 +83,16 @@ def plot_similarity(
     sim, c_labels, r_labels = similarity_matrix(metric, candidate, reference)
     baseline = metric.baseline  # [1, 3]: the layer's row when the metric rescales
     rescaled = baseline is not None
-    if rescaled:
+    if baseline is not None:
         b = float(baseline[0, 2])
         sim = (sim - b) / (1 - b)
 
     title = f"P = {p:.4f}   R = {r:.4f}   F1 = {f:.4f}" + ("   (rescaled)" if rescaled else "")
     fig = draw_heatmap(
-        sim, c_labels, r_labels, f"{title}\n{metric.model_name}, layer {metric.num_layers}",
+        sim,
+        c_labels,
+        r_labels,
+        f"{title}\n{metric.model_name}, layer {metric.num_layers}",
         "cosine similarity" + (" (rescaled)" if rescaled else ""),
     )
     fig.savefig(Path(path), format=format, dpi=DPI, bbox_inches="tight", pad_inches=0.15)
@@ -118,8 +121,9 @@ def draw_heatmap(sim: Tensor, cand_labels: list[str], ref_labels: list[str], tit
     fig = Figure(figsize=(max(6.0, 2.6 + cell * n_r), max(4.5, 2.4 + cell * n_c)), layout="constrained")
     ax = fig.add_subplot()
     low = min(0.0, float(sim.min())) if sim.numel() else 0.0
-    image = ax.imshow(sim.numpy(), cmap="Blues", vmin=low, vmax=1.0, aspect="equal", interpolation="nearest",
-                      rasterized=True)
+    image = ax.imshow(
+        sim.numpy(), cmap="Blues", vmin=low, vmax=1.0, aspect="equal", interpolation="nearest", rasterized=True
+    )
     _tick_labels(ax, cand_labels, ref_labels, cell, labelled)
     ax.set_xlabel("Reference tokens", fontsize=12)
     ax.set_ylabel("Candidate tokens", fontsize=12)
@@ -146,8 +150,14 @@ def _tick_labels(ax: Axes, cand_labels: list[str], ref_labels: list[str], cell: 
     step = max(1, math.ceil(_TICK_SPACING_PT / (cell * 72)))
     font = 10 if step == 1 and cell >= 0.3 else max(5.0, min(10.0, 0.8 * step * cell * 72))
     xs, ys = range(0, len(ref_labels), step), range(0, len(cand_labels), step)
-    ax.set_xticks(xs, labels=[ref_labels[j] for j in xs], rotation=45 if labelled else 90, ha="right",
-                  rotation_mode="anchor", fontsize=font)
+    ax.set_xticks(
+        xs,
+        labels=[ref_labels[j] for j in xs],
+        rotation=45 if labelled else 90,
+        ha="right",
+        rotation_mode="anchor",
+        fontsize=font,
+    )
     ax.set_yticks(ys, labels=[cand_labels[i] for i in ys], fontsize=font)
     ax.tick_params(length=0)
     if labelled:
@@ -163,5 +173,6 @@ def _cell_values(ax: Axes, sim: Tensor, low: float, cell: float) -> None:
     for i in range(sim.shape[0]):
         for j in range(sim.shape[1]):
             value = float(sim[i, j])
-            ax.text(j, i, f"{value:.3f}", ha="center", va="center", fontsize=8,
-                    color="white" if value > middle else "black")
+            ax.text(
+                j, i, f"{value:.3f}", ha="center", va="center", fontsize=8, color="white" if value > middle else "black"
+            )

@@ -7,7 +7,7 @@ Keeping them as data files (not code) lets users read, diff and extend them.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ def data_dir(name: str) -> Path:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_config(name: str) -> dict[str, Any]:
     """A JSON file from `configs/`, parsed once."""
     return json.loads((data_dir("configs") / name).read_text(encoding="utf-8"))

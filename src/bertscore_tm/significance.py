@@ -182,10 +182,11 @@ def paired_test(
     delta = flat.mean(dim=-1)
     resampled = _resampled_means(flat, num_samples, seed)
     low, high = _percentiles(resampled, confidence)
-    if method == "bootstrap":
-        null = (resampled - delta).abs()  # the resampled differences shifted to the null's mean, 0
-    else:
-        null = _shuffled_means(flat, num_samples, seed).abs()
+    null = (
+        (resampled - delta).abs()  # the resampled differences shifted to the null's mean, 0
+        if method == "bootstrap"
+        else _shuffled_means(flat, num_samples, seed).abs()
+    )
     p_value = (_reaching(null, delta.abs(), flat) + 1).to(torch.float64) / (num_samples + 1)
     lead = diffs.shape[:-1]
     return PairedTestResult(
@@ -268,6 +269,6 @@ def _percentiles(samples: Tensor, confidence: float) -> tuple[Tensor, Tensor]:
     """The percentile interval of each column of `samples` ([num_samples, m]): sorted[k], sorted[-1 - k]."""
     num_samples = samples.shape[0]
     # the tiny nudge keeps e.g. 1000 * (1 - 0.95) / 2 = 24.999... from rounding down to 24
-    k = min(int(math.floor(num_samples * (1.0 - confidence) / 2.0 + 1e-9)), (num_samples - 1) // 2)
+    k = min(math.floor(num_samples * (1.0 - confidence) / 2.0 + 1e-9), (num_samples - 1) // 2)
     ordered = torch.sort(samples, dim=0).values
     return ordered[k], ordered[num_samples - 1 - k]

@@ -122,7 +122,8 @@ def check_tokenizer_files(tokenizer: object, model_path: Path) -> None:
         f"The model directory {model_path} has no tokenizer files: none of {', '.join(names)} is there "
         f"({type(tokenizer).__name__} reads them). Copy the tokenizer files the model was trained with into "
         "that directory (e.g. from the model's page or the directory it was saved from).",
-        path=str(model_path), argument="model_name_or_path",
+        path=str(model_path),
+        argument="model_name_or_path",
     )
 
 
@@ -146,7 +147,8 @@ def check_vocabulary(tokenizer: Any, embedding_rows: int, model_path: Path) -> N
             f"{where} has {size} tokens but the model's embedding table has {embedding_rows} rows: the tokenizer "
             f"files do not belong to this model (ids from {embedding_rows} on have no vector). Use the tokenizer "
             "files the model was trained with.",
-            path=str(model_path), argument="model_name_or_path",
+            path=str(model_path),
+            argument="model_name_or_path",
         )
     if size < embedding_rows // 2:
         special = len(set(getattr(tokenizer, "all_special_ids", [])))
@@ -155,7 +157,8 @@ def check_vocabulary(tokenizer: Any, embedding_rows: int, model_path: Path) -> N
             "token vectors: its vocabulary files are missing or do not belong to this model, so texts would be "
             "mostly unknown tokens and unrelated texts would score alike. Use the tokenizer files the model was "
             "trained with.",
-            path=str(model_path), argument="model_name_or_path",
+            path=str(model_path),
+            argument="model_name_or_path",
         )
 
 
@@ -195,7 +198,9 @@ class TextEncoder:
             if window is not None and max_length > window:
                 raise ArgumentValueError(
                     f"max_length={max_length} is past the model's window of {window} tokens",
-                    argument="max_length", allowed=f"2 to {window}, or None", value=max_length,
+                    argument="max_length",
+                    allowed=f"2 to {window}, or None",
+                    value=max_length,
                 )
             window = max_length
         self.max_length = window

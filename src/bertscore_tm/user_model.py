@@ -244,7 +244,9 @@ def prepare_user_model(
     if num_layers is not None and depth is not None and not 0 <= num_layers <= depth:
         raise ArgumentValueError(
             f"num_layers must be between 0 and {depth} for this {type(encoder).__name__}, got {num_layers}",
-            argument="num_layers", allowed=f"0 to {depth}", value=num_layers,
+            argument="num_layers",
+            allowed=f"0 to {depth}",
+            value=num_layers,
         )
     if forward_fn is None and not all_layers and num_layers is not None and depth is not None and num_layers < depth:
         if not _blocks_found(view):

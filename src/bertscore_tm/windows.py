@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, NamedTuple
 
 import torch
@@ -51,7 +52,7 @@ def _own_ends(n: int, size: int, starts: Sequence[int]) -> list[int]:
     """One past the last token each window owns. Windows are equally wide, so a token's farthest-from-an-edge
     window is the one whose centre is nearest; between windows j and j + 1 the tokens up to the midpoint of
     their centres (included: ties go to the earlier window) belong to j."""
-    ends = [(a + b + size - 1) // 2 + 1 for a, b in zip(starts[:-1], starts[1:])]
+    ends = [(a + b + size - 1) // 2 + 1 for a, b in pairwise(starts)]
     return [*ends, n]
 
 
@@ -116,7 +117,7 @@ class WindowRule:
         ends = _own_ends(n, self.size, starts)
         out = []
         begin = 0  # first row the window owns: the leading specials go with the first window
-        for j, (start, end) in enumerate(zip(starts, ends)):
+        for j, (start, end) in enumerate(zip(starts, ends, strict=True)):
             stop = length if j == len(starts) - 1 else self.lead + end  # the trailing ones with the last
             a, b = max(begin, lo), min(stop, hi)
             if b > a:
@@ -186,13 +187,17 @@ def window_rule(long_texts: str, window_stride: int | None, encoder: TextEncoder
     if size < 2:
         raise ArgumentValueError(
             f"long_texts='window' needs windows of at least 2 tokens; {where} is too small",
-            argument="max_length", allowed=f"at least {encoder.num_special + 2}", value=encoder.max_length,
+            argument="max_length",
+            allowed=f"at least {encoder.num_special + 2}",
+            value=encoder.max_length,
         )
     stride = size // 2 if window_stride is None else window_stride
     if not 1 <= stride < size:
         raise ArgumentValueError(
             f"window_stride must be between 1 and {size - 1} for {where}, got {stride}",
-            argument="window_stride", allowed=f"1 to {size - 1}", value=stride,
+            argument="window_stride",
+            allowed=f"1 to {size - 1}",
+            value=stride,
         )
     lead, trail = special_layout(encoder.tokenizer)
     return WindowRule(size=size, stride=stride, lead=lead, trail=trail)
