@@ -144,7 +144,8 @@ def test_padding_is_never_a_match(tmp_path, reference_score) -> None:
     unpadded = reference_score(*pairs, model_type=model, num_layers=2, batch_size=1)
     assert_matrices(ours, unpadded, 3, 3)
     padded = reference_score(*pairs, model_type=model, num_layers=2, batch_size=9)
-    assert (padded[2] - unpadded[2]).abs().max() > 1e-3  # so padding matters on these pairs
+    # so padding matters on these pairs: the reference's padded batches are off by several times its noise
+    assert (padded[2] - unpadded[2]).abs().max() > 1e-4
 
 
 def test_a_set_against_itself_has_a_unit_diagonal_and_symmetric_f(held_out, metric) -> None:
