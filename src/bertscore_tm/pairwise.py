@@ -99,7 +99,7 @@ def distinct_texts(ids: Tensor, lens: Tensor) -> DistinctTexts:
     known: dict[bytes, int] = {}
     first: list[int] = []
     text_of: list[int] = []
-    for i, (s, n) in enumerate(zip(starts, lens.tolist(), strict=True)):
+    for i, (s, n) in enumerate(zip(starts, lens.tolist())):
         key = flat[s : s + n].tobytes()
         if key not in known:
             known[key] = len(first)
@@ -222,15 +222,21 @@ def forward_chunks(
     lengths: list[int], batch_size: int | None, max_tokens: int, chunk_tokens: int
 ) -> Iterator[list[int]]:
     """Indices of `lengths`, longest first, in runs of whole forward batches (as `Embedder.embed_into` will
-    cut them) holding at least `chunk_tokens` padded tokens, the last run possibly fewer."""
+    cut them) holding at most `chunk_tokens` padded tokens (one batch at least), so that a run's vectors
+    take the same room whatever the number of texts.
+
+    >>> list(forward_chunks([5, 5, 5, 5, 5], None, 10, 20))
+    [[0, 1, 2, 3], [4]]
+    """
     chunk: list[int] = []
     tokens = 0
     for batch in length_batches(lengths, batch_size, max_tokens):
-        chunk += batch
-        tokens += len(batch) * lengths[batch[0]]
-        if tokens >= chunk_tokens:
+        size = len(batch) * lengths[batch[0]]
+        if chunk and tokens + size > chunk_tokens:
             yield chunk
             chunk, tokens = [], 0
+        chunk += batch
+        tokens += size
     if chunk:
         yield chunk
 
@@ -273,7 +279,7 @@ def score_all_pairs(
     `texts` are the distinct token sequences, `token_weights` (float64) the weight of each of their tokens,
     `blank` which texts are blank; candidate i is text `cand_text[i]`, reference j text `ref_text[j]`.
     `sim_bytes` bounds one tile pair's similarities (default: the embedder's block budget / 8), `chunk_tokens`
-    the streamed texts embedded at a time (default: two forward batches).
+    the padded tokens of the texts embedded at a time (default: two forward batches).
     """
     device = embedder.device
     rows = embedder.num_rows
@@ -292,13 +298,31 @@ def score_all_pairs(
     def by_length(ids: Tensor) -> Tensor:
         return ids[torch.argsort(length[ids], descending=True, stable=True)]
 
-    # the store: embedded a few forward batches at a time, cut into tiles, kept
-    store = by_length(store)
+    # the plan: the store's texts (longest first) in runs of whole forward batches; the stream's texts not in
+    # the store likewise, then those in the store (copied, not embedded) in runs of as many tokens
+    store, stream = by_length(store), by_length(stream)
+    batching = (embedder.batch_size, embedder.max_tokens, chunk_tokens)
+    store_chunks = [store[torch.tensor(c, dtype=torch.long)] for c in forward_chunks(length[store].tolist(), *batching)]
+    in_store = torch.zeros(len(texts), dtype=torch.bool)
+    in_store[store] = True
+    fresh, reused = stream[~in_store[stream]], stream[in_store[stream]]
+    stream_chunks = [
+        (fresh[torch.tensor(c, dtype=torch.long)], True) for c in forward_chunks(length[fresh].tolist(), *batching)
+    ]
+    stream_chunks += [(reused[lo:hi], False) for lo, hi in tile_cuts(length[reused].tolist(), chunk_tokens)]
+    # one table for every run, allocated once: full size as soon as a side fills a run, so the working memory
+    # does not depend on how many texts there are
+    sizes = [int(length[c].sum()) for c in store_chunks] + [int(length[c].sum()) for c, _ in stream_chunks]
+    capacity = max(sizes, default=0)
+    if max(int(length[store].sum()), int(length[stream].sum())) >= chunk_tokens:
+        capacity = max(capacity, chunk_tokens)
+    table = embedder.new_table(capacity)
+
+    # the store: embedded run by run, cut into tiles, kept
     store_tiles: list[Tile] = []
     where: dict[int, tuple[int, int]] = {}  # store text -> (tile, slot)
-    for chunk in forward_chunks(length[store].tolist(), embedder.batch_size, embedder.max_tokens, chunk_tokens):
-        ids = store[torch.tensor(chunk, dtype=torch.long)]
-        table, starts = embedder.embed([texts.seq(t) for t in ids.tolist()])
+    for ids in store_chunks:
+        starts = torch.tensor(embedder.embed_into(table, [texts.seq(t) for t in ids.tolist()]), dtype=torch.long)
         for lo, hi in tile_cuts(length[ids].tolist(), tile_tokens):
             part = ids[lo:hi]
             tile = make_tile(
@@ -307,41 +331,32 @@ def score_all_pairs(
             for slot, t in enumerate(part.tolist()):
                 where[t] = (len(store_tiles), slot)
             store_tiles.append(tile)
-        del table
         if progress is not None:
-            progress.update(len(chunk))
+            progress.update(len(ids))
     store_bytes = sum(t.vectors.numel() * 4 + t.weights.numel() * 8 for t in store_tiles)
     store_side = [_Occurrences(positions[1 if store_is_ref else 0], t.texts[0], blank_d) for t in store_tiles]
 
-    # the stream: texts not in the store embedded chunk by chunk, the others copied from the store
-    stream = by_length(stream)
-    shared = torch.tensor([t in where for t in stream.tolist()], dtype=torch.bool)
-    fresh, reused = stream[~shared], stream[shared]
-    chunks = [
-        (fresh[torch.tensor(c, dtype=torch.long)], True)
-        for c in forward_chunks(length[fresh].tolist(), embedder.batch_size, embedder.max_tokens, chunk_tokens)
-    ]
-    chunks += [(reused[lo:hi], False) for lo, hi in tile_cuts(length[reused].tolist(), chunk_tokens)]
+    # the stream: run by run, each tile matched against every tile of the store
     matched = undefined = 0
-    for ids, embed in chunks:
+    for ids, embed in stream_chunks:
         if embed:
-            table, starts = embedder.embed([texts.seq(t) for t in ids.tolist()])
+            starts = torch.tensor(embedder.embed_into(table, [texts.seq(t) for t in ids.tolist()]), dtype=torch.long)
         else:
-            table, starts = _copy_from_store(embedder, store_tiles, where, ids, length)
+            starts = _copy_from_store(table, store_tiles, where, ids, length)
         for lo, hi in tile_cuts(length[ids].tolist(), tile_tokens):
             part = ids[lo:hi]
             left = make_tile(
                 table, starts[lo:hi], length[part], token_weights[texts.token_index(part)], part, left=True
             )
             left_side = _Occurrences(positions[0 if store_is_ref else 1], part, blank_d)
-            for right, right_side in zip(store_tiles, store_side, strict=True):
+            for right, right_side in zip(store_tiles, store_side):
                 a, b = match_tiles(left, right)
                 if store_is_ref:  # the stream holds the candidates
                     undefined += _write(out, a[0], b[0], left_side, right_side)
                 else:
                     undefined += _write(out, b[0].transpose(1, 2), a[0].transpose(1, 2), right_side, left_side)
                 matched += 1
-        del table
+            del left, a, b
         if progress is not None:
             progress.update(len(ids))
     return out, {"store_bytes": store_bytes, "tiles": matched, "undefined": undefined}
@@ -360,17 +375,16 @@ class _Occurrences:
 
 
 def _copy_from_store(
-    embedder: Embedder, store_tiles: list[Tile], where: dict[int, tuple[int, int]], ids: Tensor, length: Tensor
-) -> tuple[Tensor, Tensor]:
-    """A table of the vectors of store texts `ids`, end to end, and each one's first row."""
+    table: Tensor, store_tiles: list[Tile], where: dict[int, tuple[int, int]], ids: Tensor, length: Tensor
+) -> Tensor:
+    """Copy the vectors of store texts `ids` into `table`, end to end from its first row; each one's first row."""
     lens = length[ids]
     starts = torch.cumsum(lens, 0) - lens
-    table = embedder.new_table(int(lens.sum()))
-    for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist(), strict=True):
+    for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist()):
         tile, slot = where[t]
         rows_of = store_tiles[tile].token_vectors(slot, n)
         table[start : start + n] = rows_of.permute(1, 0, 2) if table.dim() == 3 else rows_of[0]
-    return table, starts
+    return starts
 
 
 def _write(out: Tensor, p: Tensor, r: Tensor, cands: _Occurrences, refs: _Occurrences) -> int:
@@ -443,7 +457,7 @@ def _pairwise(
         b = baseline.to(device).T[:, :, None, None]
         out.sub_(b).div_(1 - b)
     per = out if metric.all_layers else out[:, 0]
-    result: dict[str, Tensor | str] = dict(zip(_OUTPUTS, per.unbind(0), strict=True))
+    result: dict[str, Tensor | str] = dict(zip(_OUTPUTS, per.unbind(0)))
     if metric.output is not None:
         return per[_OUTPUTS.index(metric.output)], info
     if metric.return_hash:
