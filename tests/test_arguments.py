@@ -11,7 +11,6 @@ import torch
 
 import bertscore_tm.metric
 from bertscore_tm import BERTScore, bert_score, score
-
 from tests.conftest import MINILM
 
 WRONG_TYPES = [

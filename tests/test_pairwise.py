@@ -28,8 +28,8 @@ NO_MODEL = "no-such-org/no-such-model"  # loading it would fail with ModelNotFou
 @pytest.fixture(scope="module")
 def held_out(wmt: dict[str, list[str]]) -> tuple[list[str], list[str]]:
     """6 candidates (one very short) and 5 references (one repeated), of uneven lengths."""
-    cands = wmt["hyps_long"][1000:1005] + ["Thanks."]
-    refs = wmt["refs_long"][1000:1004] + [wmt["refs_long"][1001]]
+    cands = [*wmt["hyps_long"][1000:1005], "Thanks."]
+    refs = [*wmt["refs_long"][1000:1004], wmt["refs_long"][1001]]
     return cands, refs
 
 
@@ -44,7 +44,7 @@ def expand(cands: list[str], refs: list[str]) -> tuple[list[str], list[str]]:
 
 
 def assert_matrices(ours: dict, theirs: tuple, n: int, m: int, tol: float = TOL) -> None:
-    for name, expected in zip(("precision", "recall", "f1"), theirs):
+    for name, expected in zip(("precision", "recall", "f1"), theirs, strict=True):
         got = ours[name]
         expected = expected.reshape(*expected.shape[:-1], n, m)
         assert got.shape == expected.shape, (name, tuple(got.shape), tuple(expected.shape))
@@ -171,7 +171,9 @@ def test_the_method_reuses_the_model_and_leaves_the_state_alone(held_out, metric
     assert metric.embedder.rows_embedded - before == distinct  # each distinct text once
     for k, v in metric.metric_state.items():
         assert (
-            all(torch.equal(a, b) for a, b in zip(v, state[k])) if isinstance(v, list) else torch.equal(v, state[k])
+            all(torch.equal(a, b) for a, b in zip(v, state[k], strict=True))
+            if isinstance(v, list)
+            else torch.equal(v, state[k])
         ), k
     assert torch.allclose(metric.compute()["f1"], s["f1"].diagonal()[:3], atol=1e-6)
 
@@ -234,7 +236,7 @@ def brute_force_mbr(groups, reference_score, references=None, idf_of=None):
         )
         u = []
         for i in range(len(group)):
-            values = [x for (k, _, _), x in zip(pairs, f) if k == i]
+            values = [x for (k, _, _), x in zip(pairs, f, strict=True) if k == i]
             u.append(math.fsum(values) / len(values) if values else math.nan)
         chosen.append(0 if len(group) == 1 else max(range(len(group)), key=lambda i: (u[i], -i)))
         utilities.append(u)
@@ -244,7 +246,7 @@ def brute_force_mbr(groups, reference_score, references=None, idf_of=None):
 def assert_same_choice(ours, theirs) -> None:
     (ours_chosen, ours_u), (chosen, u) = ours, theirs
     assert ours_chosen == chosen
-    for a, b in zip(ours_u, u):
+    for a, b in zip(ours_u, u, strict=True):
         assert torch.allclose(a, torch.tensor(b, dtype=torch.float64), atol=TOL, equal_nan=True), (a, b)
         if len(b) > 1:  # the choice is not a near tie: the comparison means something
             top = sorted(b, reverse=True)
@@ -299,10 +301,10 @@ def test_mbr_batches_groups_and_embeds_each_text_once(wmt, metric, monkeypatch) 
     tiled, u_tiled = select(metric, groups, return_utilities=True, sim_bytes=5_000, block_tokens=300)
     assert sum(calls) == distinct
     assert tiled == chosen
-    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(u, u_tiled))
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(u, u_tiled, strict=True))
     one_by_one = [metric.mbr_select([group], return_utilities=True) for group in groups[:10]]
     assert [c[0] for c, _ in one_by_one] == chosen[:10]
-    assert all(torch.allclose(a, c[0], atol=1e-6) for a, (_, c) in zip(u, one_by_one))
+    assert all(torch.allclose(a, c[0], atol=1e-6) for a, (_, c) in zip(u, one_by_one, strict=True))
 
 
 # -- bad input: clear errors before any model is loaded ------------------------------------------------------
@@ -424,7 +426,7 @@ def test_cli_mbr_by_group_size_and_by_group_file(capsys, tmp_path: Path, wmt) ->
     assert main(["mbr", "-i", str(hyps), "--group-size", "4", "-m", MINILM]) == 0
     groups = [lines[i : i + 4] for i in range(0, 20, 4)]
     chosen = mbr_select(groups, MINILM)
-    assert capsys.readouterr().out == "".join(g[c] + "\n" for g, c in zip(groups, chosen))
+    assert capsys.readouterr().out == "".join(g[c] + "\n" for g, c in zip(groups, chosen, strict=True))
 
     ids = tmp_path / "ids.txt"
     names = ["b" if i % 3 else "a" for i in range(20)]  # lines 1, 4, 7... form group a, the others b
@@ -434,7 +436,7 @@ def test_cli_mbr_by_group_size_and_by_group_file(capsys, tmp_path: Path, wmt) ->
     members = [[i for i in range(20) if names[i] == n] for n in ("a", "b")]
     chosen, utilities = mbr_select([[lines[i] for i in m] for m in members], MINILM, return_utilities=True)
     assert [g["group"] for g in doc["groups"]] == ["a", "b"]
-    for g, m, c, u in zip(doc["groups"], members, chosen, utilities):
+    for g, m, c, u in zip(doc["groups"], members, chosen, utilities, strict=True):
         assert g["index"] == c and g["line"] == m[c] + 1 and g["hypothesis"] == lines[m[c]]
         assert g["lines"] == [i + 1 for i in m]
         assert torch.allclose(torch.tensor(g["utilities"], dtype=torch.float64), u, atol=1e-7, rtol=0)

@@ -188,7 +188,9 @@ def module(name: str, value: object) -> None:
     if not isinstance(value, torch.nn.Module):
         raise ArgumentTypeError(
             f"{name} must be a torch.nn.Module (e.g. a transformers model) or None, got {_shown(value)}",
-            argument=name, expected="torch.nn.Module | None", value=value,
+            argument=name,
+            expected="torch.nn.Module | None",
+            value=value,
         )
 
 
@@ -202,7 +204,9 @@ def tokenizer_object(name: str, value: object) -> None:
         raise ArgumentTypeError(
             f"{name} must be a transformers tokenizer (e.g. AutoTokenizer.from_pretrained(...)) or None, got "
             f"{_shown(value)}",
-            argument=name, expected="transformers.PreTrainedTokenizerBase | None", value=value,
+            argument=name,
+            expected="transformers.PreTrainedTokenizerBase | None",
+            value=value,
         )
 
 
@@ -210,7 +214,9 @@ def function(name: str, value: object) -> None:
     """None, or something callable."""
     if value is not None and not callable(value):
         raise ArgumentTypeError(
-            f"{name} must be a function or None, got {_shown(value)}", argument=name, expected="callable | None",
+            f"{name} must be a function or None, got {_shown(value)}",
+            argument=name,
+            expected="callable | None",
             value=value,
         )
 
@@ -222,12 +228,16 @@ def texts(name: str, value: object) -> None:
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise ArgumentTypeError(
             f"{name} must be a sequence of strings (e.g. a list of texts) or None, got {_shown(value)}",
-            argument=name, expected="Sequence[str] | None", value=value,
+            argument=name,
+            expected="Sequence[str] | None",
+            value=value,
         )
     if len(value) == 0:
         raise ArgumentValueError(
-            f"{name} is empty: pass at least one text (or leave it out)", argument=name,
-            allowed="a non-empty sequence of strings, or None", value=value,
+            f"{name} is empty: pass at least one text (or leave it out)",
+            argument=name,
+            allowed="a non-empty sequence of strings, or None",
+            value=value,
         )
     for i, item in enumerate(value):
         if not isinstance(item, str):
@@ -243,8 +253,10 @@ def _weight(name: str, where: str, weight: object) -> None:
         )
     if not math.isfinite(weight) or weight < 0:
         raise ArgumentValueError(
-            f"{name}{where} must be a finite weight >= 0, got {weight}", argument=name,
-            allowed="finite numbers >= 0", value=weight,
+            f"{name}{where} must be a finite weight >= 0, got {weight}",
+            argument=name,
+            allowed="finite numbers >= 0",
+            value=weight,
         )
 
 
@@ -257,18 +269,24 @@ def weight_mapping(name: str, value: object) -> None:
         raise ArgumentTypeError(
             f"{name} must be a mapping token id -> weight (e.g. metric.idf_weights() of another metric) or None, "
             f"got {_shown(value)}",
-            argument=name, expected="Mapping[int, float] | None", value=value,
+            argument=name,
+            expected="Mapping[int, float] | None",
+            value=value,
         )
     if len(value) == 0:
         raise ArgumentValueError(
-            f"{name} is empty: pass a weight per token id (or leave it out)", argument=name,
-            allowed="a non-empty mapping token id -> weight, or None", value=value,
+            f"{name} is empty: pass a weight per token id (or leave it out)",
+            argument=name,
+            allowed="a non-empty mapping token id -> weight, or None",
+            value=value,
         )
     for token, weight in value.items():
         if isinstance(token, bool) or not isinstance(token, numbers.Integral):
             hint = " (JSON gives keys back as strings: convert them with int())" if isinstance(token, str) else ""
             raise ArgumentTypeError(
-                f"{name} keys must be token ids (int), got {_shown(token)}{hint}", argument=name, expected="int",
+                f"{name} keys must be token ids (int), got {_shown(token)}{hint}",
+                argument=name,
+                expected="int",
                 value=token,
             )
         if token < 0:
@@ -326,7 +344,9 @@ def _one_model(arguments: Mapping[str, object]) -> None:
         raise ArgumentValueError(
             f"Pass model_name_or_path={str(arguments['model_name_or_path'])!r} or a model object (model=...), not "
             "both: the metric scores with one model",
-            argument="model", allowed="None when model_name_or_path is given", value=arguments["model"],
+            argument="model",
+            allowed="None when model_name_or_path is given",
+            value=arguments["model"],
             others=("model_name_or_path",),
         )
 
@@ -337,13 +357,19 @@ def _model_with_tokenizer(arguments: Mapping[str, object]) -> None:
         raise ArgumentValueError(
             "model= needs its tokenizer: pass tokenizer=<the model's tokenizer object> too (e.g. "
             "AutoTokenizer.from_pretrained(...) of the same checkpoint)",
-            argument="tokenizer", allowed="a tokenizer object when model is given", value=None, others=("model",),
+            argument="tokenizer",
+            allowed="a tokenizer object when model is given",
+            value=None,
+            others=("model",),
         )
     if tokenizer is not None and model is None:
         raise ArgumentValueError(
             "tokenizer= goes with model=: pass the model object too (a model from model_name_or_path brings its own "
             "tokenizer)",
-            argument="tokenizer", allowed="None unless model is given", value=tokenizer, others=("model",),
+            argument="tokenizer",
+            allowed="None unless model is given",
+            value=tokenizer,
+            others=("model",),
         )
 
 
@@ -352,7 +378,9 @@ def _forward_fn_needs_model(arguments: Mapping[str, object]) -> None:
         raise ArgumentValueError(
             "forward_fn runs a model object: pass model= and tokenizer= too (load the model yourself, e.g. "
             "AutoModel.from_pretrained(path), to use forward_fn with a model on disk)",
-            argument="forward_fn", allowed="None unless model is given", value=arguments["forward_fn"],
+            argument="forward_fn",
+            allowed="None unless model is given",
+            value=arguments["forward_fn"],
             others=("model",),
         )
 
@@ -363,14 +391,19 @@ def _idf_sources_need_idf(arguments: Mapping[str, object]) -> None:
         raise ArgumentValueError(
             "Pass idf_texts (a corpus to count document frequencies in) or idf_weights (weights already made), "
             "not both",
-            argument="idf_weights", allowed="None when idf_texts is given", value=arguments["idf_weights"],
+            argument="idf_weights",
+            allowed="None when idf_texts is given",
+            value=arguments["idf_weights"],
             others=("idf_texts",),
         )
     if given and not arguments.get("idf"):
         raise ArgumentValueError(
             f"{given[0]} is given but idf is False, so it would be ignored: pass idf=True to weigh tokens with it, "
             f"or leave out {given[0]}",
-            argument=given[0], allowed="None unless idf=True", value=arguments[given[0]], others=("idf",),
+            argument=given[0],
+            allowed="None unless idf=True",
+            value=arguments[given[0]],
+            others=("idf",),
         )
 
 
@@ -403,7 +436,10 @@ def _stride_needs_windows(arguments: Mapping[str, object]) -> None:
     if stride is not None and mode != "window":
         raise ArgumentValueError(
             f"window_stride={stride} applies only to long_texts='window' (long_texts is {mode!r})",
-            argument="window_stride", allowed="None unless long_texts='window'", value=stride, others=("long_texts",),
+            argument="window_stride",
+            allowed="None unless long_texts='window'",
+            value=stride,
+            others=("long_texts",),
         )
 
 

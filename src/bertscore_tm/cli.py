@@ -19,6 +19,7 @@ checked before any model is loaded. A file argument of ``-`` is standard input (
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import math
@@ -171,7 +172,7 @@ def _check_image_format(name: str, fmt: str) -> None:
     probe.text(0.5, 0.5, "x")
     try:
         probe.savefig(io.BytesIO(), format=fmt)
-    except Exception as err:  # noqa: BLE001 - each format fails in its own way; any failure here is the user's to fix
+    except Exception as err:
         raise UsageError(
             f"cannot write {name}: matplotlib cannot write {fmt} on this machine ({_one_line(err)}); {advice}"
         ) from None
@@ -208,7 +209,7 @@ def _device(name: str | None) -> str:
     if device.type != "cpu":
         try:
             torch.empty(1, device=device)
-        except Exception:  # noqa: BLE001 - backends refuse in their own ways (RuntimeError, NotImplementedError, ...)
+        except Exception:
             raise UsageError(
                 f"--device {name} is not available on this machine (torch {torch.__version__} cannot put a tensor "
                 f"there); use {_usable_devices()}"
@@ -432,7 +433,9 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
                 "candidate file"
             )
         groups.append(refs)
-    targets: list[str] | list[list[str]] = groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups)]
+    targets: list[str] | list[list[str]] = (
+        groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups, strict=True)]
+    )
     target = _check_output(args.output, "scores.txt") if args.output is not None else None
     resampling = _resampling(args)
 
@@ -455,7 +458,12 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _report(
-    args: argparse.Namespace, metric: Any, p: list[float], r: list[float], f: list[float], refs_per_cand: int,
+    args: argparse.Namespace,
+    metric: Any,
+    p: list[float],
+    r: list[float],
+    f: list[float],
+    refs_per_cand: int,
     resampling: Any = None,
 ) -> str:
     """What `score` prints, in the --format asked for."""
@@ -469,7 +477,7 @@ def _report(
             summary += f" F1 {_percent(resampling.confidence)} CI: [{ci[0]:.6f}, {ci[1]:.6f}]"
         lines.append(summary)
         if args.seg_level:
-            lines.extend("\t".join(f"{x:.6f}" for x in row) for row in zip(p, r, f))
+            lines.extend("\t".join(f"{x:.6f}" for x in row) for row in zip(p, r, f, strict=True))
     elif args.format == "json":
         doc: dict[str, Any] = {
             "hash": code,
@@ -484,10 +492,13 @@ def _report(
             "f1": _num(means[2]),
         }
         if ci is not None and resampling is not None:
-            doc.update(f1_ci=list(ci), confidence=resampling.confidence, bootstrap=resampling.num_samples,
-                       seed=resampling.seed)
+            doc.update(
+                f1_ci=list(ci), confidence=resampling.confidence, bootstrap=resampling.num_samples, seed=resampling.seed
+            )
         if args.seg_level:
-            doc["segments"] = [{"precision": _num(a), "recall": _num(b), "f1": _num(c)} for a, b, c in zip(p, r, f)]
+            doc["segments"] = [
+                {"precision": _num(a), "recall": _num(b), "f1": _num(c)} for a, b, c in zip(p, r, f, strict=True)
+            ]
         lines.append(json.dumps(doc, indent=2))
     elif args.seg_level:  # tsv, one row per pair: the hash and the means stay, as comment lines before the table
         lines.append(f"# hash\t{code}")
@@ -495,7 +506,9 @@ def _report(
         if ci is not None:
             lines.append("# f1_ci\t" + "\t".join(repr(x) for x in ci))
         lines.append("line\tP\tR\tF1")
-        lines.extend(f"{n}\t" + "\t".join(repr(x) for x in row) for n, row in enumerate(zip(p, r, f), start=1))
+        lines.extend(
+            f"{n}\t" + "\t".join(repr(x) for x in row) for n, row in enumerate(zip(p, r, f, strict=True), start=1)
+        )
     else:
         extra = ([], []) if ci is None else (["F1_low", "F1_high"], list(ci))
         lines.append("\t".join(["hash", "P", "R", "F1", *extra[0]]))
@@ -603,7 +616,7 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     settings = _resampling(args)
     assert settings is not None  # compare's --confidence has a default
     systems = [read_lines(path, "system") for path in names]
-    for path, lines in zip(names[1:], systems[1:]):
+    for path, lines in zip(names[1:], systems[1:], strict=True):
         if len(lines) != len(systems[0]):
             raise UsageError(
                 f"system file {path} has {_lines(len(lines))} but the baseline {names[0]} has "
@@ -618,7 +631,9 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
                 "line i of every reference file is a reference for line i of every system file"
             )
         groups.append(refs)
-    targets: list[str] | list[list[str]] = groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups)]
+    targets: list[str] | list[list[str]] = (
+        groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups, strict=True)]
+    )
 
     metric = _rescalable_metric(
         args, idf=args.idf, batch_size=args.batch_size, model_dtype=_dtype(args.dtype), verbose=_progress(args)
@@ -638,11 +653,26 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         delta = None if i == 0 else float(test.delta[i - 1])
         p_value = None if i == 0 else float(test.p_value[i - 1])
         ci = [float(intervals.low[i]), float(intervals.high[i])]
-        rows.append({"name": name, "precision": _num(means[0]), "recall": _num(means[1]), "f1": _num(means[2]),
-                     "f1_ci": ci, "p_value": p_value, "delta_f1": delta})
+        rows.append(
+            {
+                "name": name,
+                "precision": _num(means[0]),
+                "recall": _num(means[1]),
+                "f1": _num(means[2]),
+                "f1_ci": ci,
+                "p_value": p_value,
+                "delta_f1": delta,
+            }
+        )
     if args.format == "json":
-        doc = {"hash": metric.hash_code, "method": args.method, "bootstrap": settings.num_samples,
-               "seed": settings.seed, "confidence": settings.confidence, "systems": rows}
+        doc = {
+            "hash": metric.hash_code,
+            "method": args.method,
+            "bootstrap": settings.num_samples,
+            "seed": settings.seed,
+            "confidence": settings.confidence,
+            "systems": rows,
+        }
         out.write(json.dumps(doc, indent=2) + "\n")
     else:
         out.write(_compare_table(metric.hash_code, args.method, settings, rows))
@@ -654,8 +684,10 @@ def _compare_table(code: str, method: str, settings: _Resampling, rows: list[dic
     if method == "bootstrap":
         how = f"paired bootstrap resampling (Koehn 2004), {settings.num_samples} resamples"
     else:
-        how = (f"approximate randomization (Riezler and Maxwell 2005), {settings.num_samples} shuffles; "
-               f"intervals from {settings.num_samples} bootstrap resamples")
+        how = (
+            f"approximate randomization (Riezler and Maxwell 2005), {settings.num_samples} shuffles; "
+            f"intervals from {settings.num_samples} bootstrap resamples"
+        )
     ci_head = f"F1 {_percent(settings.confidence)} CI"
     table = [["system", "P", "R", "F1", ci_head, "delta F1", "p-value"]]
     for row in rows:
@@ -668,7 +700,7 @@ def _compare_table(code: str, method: str, settings: _Resampling, rows: list[dic
         table.append(cells)
     widths = [max(len(r[j]) for r in table) for j in range(len(table[0]))]
     lines = [code, f"{how}, seed {settings.seed}; * p < 0.05 (difference to the baseline, two-sided)"]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in table]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table]
     return "\n".join(lines) + "\n"
 
 
@@ -683,7 +715,9 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise UsageError("show needs matplotlib: pip install 'bertscore-tm[plot]' (or pip install matplotlib)") from None
+        raise UsageError(
+            "show needs matplotlib: pip install 'bertscore-tm[plot]' (or pip install matplotlib)"
+        ) from None
     if not args.cand.strip() or not args.ref.strip():
         raise UsageError("show needs a non-blank candidate (-c) and reference (-r) text")
     cand = _text_argument(args.cand, "candidate", "-c")
@@ -860,12 +894,12 @@ def _mbr(args: argparse.Namespace, out: TextIO) -> int:
                     "lines": [i + 1 for i in group],
                     "utilities": [_num(u) for u in utility.tolist()],
                 }
-                for name, group, index, utility in zip(names, lines, chosen, utilities)
+                for name, group, index, utility in zip(names, lines, chosen, utilities, strict=True)
             ],
         }
         out.write(json.dumps(doc, indent=2) + "\n")
     else:
-        out.writelines(hyps[group[index]] + "\n" for group, index in zip(lines, chosen))
+        out.writelines(hyps[group[index]] + "\n" for group, index in zip(lines, chosen, strict=True))
     return 0
 
 
@@ -874,52 +908,104 @@ def _mbr(args: argparse.Namespace, out: TextIO) -> int:
 
 def _add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
     p.add_argument(
-        "-m", "--model", default=None, metavar="MODEL",
+        "-m",
+        "--model",
+        default=None,
+        metavar="MODEL",
         help="model name or local directory (default: the language's default model; "
         "'sentence-transformers/all-MiniLM-L6-v2' is the packaged one, always available)",
     )
     if layers:
-        p.add_argument("-l", "--num-layers", type=int, default=None, metavar="N",
-                       help="use the output of layer N (0 = embeddings; default: the model's tuned layer)")
-    p.add_argument("--lang", default="en", help="language code: picks the default model and the packaged baseline (default: en)")
+        p.add_argument(
+            "-l",
+            "--num-layers",
+            type=int,
+            default=None,
+            metavar="N",
+            help="use the output of layer N (0 = embeddings; default: the model's tuned layer)",
+        )
+    p.add_argument(
+        "--lang", default="en", help="language code: picks the default model and the packaged baseline (default: en)"
+    )
 
 
 def _add_rescale_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rescale-with-baseline", action="store_true",
-                   help="rescale with the packaged baseline of (--lang, model): (x - b) / (1 - b)")
-    p.add_argument("--baseline-path", default=None, metavar="FILE",
-                   help="rescale with this LAYER,P,R,F baseline file instead (implies --rescale-with-baseline)")
+    p.add_argument(
+        "--rescale-with-baseline",
+        action="store_true",
+        help="rescale with the packaged baseline of (--lang, model): (x - b) / (1 - b)",
+    )
+    p.add_argument(
+        "--baseline-path",
+        default=None,
+        metavar="FILE",
+        help="rescale with this LAYER,P,R,F baseline file instead (implies --rescale-with-baseline)",
+    )
 
 
 def _add_long_text_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--long-texts", choices=_LONG_TEXTS, default="truncate",
-                   help="texts longer than the model's window: truncate them (default, as the reference does) or "
-                   "embed them in overlapping windows and score every token (see the README: Long texts)")
-    p.add_argument("--window-stride", type=int, default=None, metavar="N",
-                   help="with --long-texts window: tokens between window starts (default: half the window)")
+    p.add_argument(
+        "--long-texts",
+        choices=_LONG_TEXTS,
+        default="truncate",
+        help="texts longer than the model's window: truncate them (default, as the reference does) or "
+        "embed them in overlapping windows and score every token (see the README: Long texts)",
+    )
+    p.add_argument(
+        "--window-stride",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --long-texts window: tokens between window starts (default: half the window)",
+    )
 
 
 def _add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
     if batch:
-        p.add_argument("-b", "--batch-size", type=int, default=None, metavar="N",
-                       help="at most N texts per forward pass (default: as many as the token budget allows)")
-    p.add_argument("--device", default=None, help="torch device, e.g. cpu, cuda, cuda:1 (default: cuda if available, else cpu)")
+        p.add_argument(
+            "-b",
+            "--batch-size",
+            type=int,
+            default=None,
+            metavar="N",
+            help="at most N texts per forward pass (default: as many as the token budget allows)",
+        )
+    p.add_argument(
+        "--device", default=None, help="torch device, e.g. cpu, cuda, cuda:1 (default: cuda if available, else cpu)"
+    )
     if batch:
-        p.add_argument("--dtype", choices=_DTYPES, default="float32",
-                       help="compute dtype of the model: float32 is exact; bfloat16/float16 are faster on GPUs (about 1e-3 error)")
-        p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                       help="show a progress bar on stderr (default: when stderr is a terminal)")
+        p.add_argument(
+            "--dtype",
+            choices=_DTYPES,
+            default="float32",
+            help="compute dtype of the model: float32 is exact; bfloat16/float16 are faster on GPUs (about 1e-3 error)",
+        )
+        p.add_argument(
+            "--progress",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="show a progress bar on stderr (default: when stderr is a terminal)",
+        )
 
 
 def _add_resampling_options(p: argparse.ArgumentParser, confidence: str | None) -> None:
     # read as text and checked by _resampling, so that a bad value is a one-line error like any other
     default = "none: no interval" if confidence is None else confidence
-    p.add_argument("--confidence", default=confidence, metavar="C",
-                   help=f"add the F1 mean's bootstrap confidence interval at level C, e.g. 0.95 (default: {default})")
-    p.add_argument("--bootstrap", default=None, metavar="N",
-                   help="resamples (and, with --method randomization, shuffles) to draw (default: 1000)")
-    p.add_argument("--seed", default=None, metavar="S",
-                   help="seed of the resampling: same seed, same numbers (default: 0)")
+    p.add_argument(
+        "--confidence",
+        default=confidence,
+        metavar="C",
+        help=f"add the F1 mean's bootstrap confidence interval at level C, e.g. 0.95 (default: {default})",
+    )
+    p.add_argument(
+        "--bootstrap",
+        default=None,
+        metavar="N",
+        help="resamples (and, with --method randomization, shuffles) to draw (default: 1000)",
+    )
+    p.add_argument(
+        "--seed", default=None, metavar="S", help="seed of the resampling: same seed, same numbers (default: 0)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -935,53 +1021,92 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     s = sub.add_parser(
-        "score", help="score candidate lines against reference lines",
+        "score",
+        help="score candidate lines against reference lines",
         description="Score a file of candidates against one or more files of references, one text per line "
         "(line i of every reference file is a reference for candidate i; with several, the best counts). "
         "Prints '<hash> P: .. R: .. F1: ..' (corpus means) and, with -s, one 'P<TAB>R<TAB>F1' line per candidate. "
         "A FILE of '-' is standard input (for one of -c/-r at most).",
     )
     s.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line ('-': standard input)")
-    s.add_argument("-r", "--ref", required=True, nargs="+", metavar="FILE",
-                   help="references, one per line; several files give several references per candidate "
-                   "('-': standard input)")
+    s.add_argument(
+        "-r",
+        "--ref",
+        required=True,
+        nargs="+",
+        metavar="FILE",
+        help="references, one per line; several files give several references per candidate ('-': standard input)",
+    )
     _add_model_options(s)
     s.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     _add_rescale_options(s)
     s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
-    s.add_argument("--format", choices=("text", "json", "tsv"), default="text",
-                   help="output format (default: text); tsv with -s starts with '# hash<TAB>CODE' and "
-                   "'# mean<TAB>P<TAB>R<TAB>F1' comment lines, then a 'line<TAB>P<TAB>R<TAB>F1' table")
-    s.add_argument("-o", "--output", default=None, metavar="FILE",
-                   help="write the results to FILE, once they are computed (default: standard output)")
+    s.add_argument(
+        "--format",
+        choices=("text", "json", "tsv"),
+        default="text",
+        help="output format (default: text); tsv with -s starts with '# hash<TAB>CODE' and "
+        "'# mean<TAB>P<TAB>R<TAB>F1' comment lines, then a 'line<TAB>P<TAB>R<TAB>F1' table",
+    )
+    s.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="FILE",
+        help="write the results to FILE, once they are computed (default: standard output)",
+    )
     _add_long_text_options(s)
     _add_resampling_options(s, confidence=None)
     _add_run_options(s)
     s.set_defaults(run=_score)
 
     c = sub.add_parser(
-        "compare", help="is B better than A? F1 intervals and paired significance tests",
+        "compare",
+        help="is B better than A? F1 intervals and paired significance tests",
         description="Score several systems (files of candidates, one per line) against the same references in "
         "one run (the references are embedded once) and print per system the P, R, F1 means and a bootstrap "
         "interval of F1, and for each system after the first (the baseline) the F1 difference to the "
         "baseline and the p-value of a paired test: paired bootstrap resampling (Koehn 2004) or approximate "
         "randomization (Riezler and Maxwell 2005). Same seed, same numbers.",
     )
-    c.add_argument("-r", "--ref", required=True, nargs="+", metavar="FILE", help="references, one per line; several files give several references per line")
-    c.add_argument("-c", "--cand", required=True, nargs="+", metavar="SYS", help="two or more system files, one candidate per line; the first is the baseline")
+    c.add_argument(
+        "-r",
+        "--ref",
+        required=True,
+        nargs="+",
+        metavar="FILE",
+        help="references, one per line; several files give several references per line",
+    )
+    c.add_argument(
+        "-c",
+        "--cand",
+        required=True,
+        nargs="+",
+        metavar="SYS",
+        help="two or more system files, one candidate per line; the first is the baseline",
+    )
     _add_model_options(c)
-    c.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references (counted once for all systems)")
+    c.add_argument(
+        "--idf",
+        action="store_true",
+        help="weigh tokens by inverse document frequency over the references (counted once for all systems)",
+    )
     _add_rescale_options(c)
     _add_resampling_options(c, confidence="0.95")
-    c.add_argument("--method", choices=("bootstrap", "randomization"), default="bootstrap",
-                   help="paired bootstrap resampling or approximate randomization (default: bootstrap)")
+    c.add_argument(
+        "--method",
+        choices=("bootstrap", "randomization"),
+        default="bootstrap",
+        help="paired bootstrap resampling or approximate randomization (default: bootstrap)",
+    )
     c.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     _add_long_text_options(c)
     _add_run_options(c)
     c.set_defaults(run=_compare)
 
     v = sub.add_parser(
-        "show", help="plot the token similarity matrix of one pair",
+        "show",
+        help="plot the token similarity matrix of one pair",
         description="Draw the cosine similarity of every candidate token with every reference token as a "
         "heatmap, values in the cells, P/R/F1 in the title (special tokens are hidden, as in bert-score's "
         "plot_example). Past 40 tokens a side the cells carry no values and every k-th token is labelled, "
@@ -990,9 +1115,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     v.add_argument("-c", "--cand", required=True, metavar="TEXT", help="candidate text")
     v.add_argument("-r", "--ref", required=True, metavar="TEXT", help="reference text")
-    v.add_argument("-f", "--file", required=True, metavar="OUT.png",
-                   help="where to write the picture; the format is the extension (png, svg, pdf, jpg, ...; "
-                   "none: png, with .png added)")
+    v.add_argument(
+        "-f",
+        "--file",
+        required=True,
+        metavar="OUT.png",
+        help="where to write the picture; the format is the extension (png, svg, pdf, jpg, ...; "
+        "none: png, with .png added)",
+    )
     _add_model_options(v)
     _add_rescale_options(v)
     _add_long_text_options(v)
@@ -1000,16 +1130,27 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(run=_show)
 
     b = sub.add_parser(
-        "baseline", help="compute a rescale baseline from a monolingual corpus",
+        "baseline",
+        help="compute a rescale baseline from a monolingual corpus",
         description="Draw --pairs random candidate/reference pairs of distinct corpus lines (no line used "
         "twice; seeded, so reproducible), score them at every layer (no idf, no rescaling) and write the mean "
         "P, R, F per layer as a LAYER,P,R,F file, usable with --baseline-path or, placed at "
         "baselines/LANG/MODEL.tsv, with --lang.",
     )
-    b.add_argument("--corpus", required=True, metavar="FILE",
-                   help="monolingual corpus, one sentence per line ('-': standard input)")
+    b.add_argument(
+        "--corpus",
+        required=True,
+        metavar="FILE",
+        help="monolingual corpus, one sentence per line ('-': standard input)",
+    )
     _add_model_options(b, layers=False)
-    b.add_argument("--pairs", type=int, default=1000, metavar="N", help="number of random pairs (default: 1000; needs 2N distinct lines)")
+    b.add_argument(
+        "--pairs",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="number of random pairs (default: 1000; needs 2N distinct lines)",
+    )
     b.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     b.add_argument("-o", "--output", required=True, metavar="OUT.tsv", help="where to write the baseline")
     _add_long_text_options(b)
@@ -1017,7 +1158,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(run=_baseline)
 
     a = sub.add_parser(
-        "pairwise", help="score every candidate line against every reference line (an N x M matrix)",
+        "pairwise",
+        help="score every candidate line against every reference line (an N x M matrix)",
         description="Score each of the N candidate lines against each of the M reference lines; each distinct "
         "text is embedded once. TSV (default) writes the F1 matrix, one line per candidate, one column per "
         "reference, full precision; JSON writes the P, R and F1 matrices with the setting's hash code. With "
@@ -1025,7 +1167,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line (the matrix's rows)")
     a.add_argument("-r", "--ref", required=True, metavar="FILE", help="references, one per line (the matrix's columns)")
-    a.add_argument("-o", "--output", default=None, metavar="FILE", help="write the matrix to FILE (default: standard output)")
+    a.add_argument(
+        "-o", "--output", default=None, metavar="FILE", help="write the matrix to FILE (default: standard output)"
+    )
     _add_model_options(a)
     a.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     _add_rescale_options(a)
@@ -1035,7 +1179,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(run=_pairwise)
 
     m = sub.add_parser(
-        "mbr", help="minimum-Bayes-risk selection: the hypothesis of each group the others agree with most",
+        "mbr",
+        help="minimum-Bayes-risk selection: the hypothesis of each group the others agree with most",
         description="For each group of hypotheses (several samples for one source), pick the one with the "
         "highest mean BERTScore F1 against the other hypotheses of its group (ties: the first). Prints the "
         "chosen hypothesis of each group, one per line, in group order; JSON gives each group's chosen index, "
@@ -1044,10 +1189,16 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-i", "--input", required=True, metavar="HYPS", help="hypotheses, one per line")
     grouping = m.add_mutually_exclusive_group(required=True)
     grouping.add_argument("--group-size", type=int, default=None, metavar="K", help="each group is K consecutive lines")
-    grouping.add_argument("--groups", default=None, metavar="FILE",
-                          help="one group id per line of HYPS (lines with the same id form a group, in order of first appearance)")
+    grouping.add_argument(
+        "--groups",
+        default=None,
+        metavar="FILE",
+        help="one group id per line of HYPS (lines with the same id form a group, in order of first appearance)",
+    )
     _add_model_options(m)
-    m.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over each group's hypotheses")
+    m.add_argument(
+        "--idf", action="store_true", help="weigh tokens by inverse document frequency over each group's hypotheses"
+    )
     _add_rescale_options(m)
     m.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     _add_long_text_options(m)
@@ -1059,8 +1210,14 @@ def build_parser() -> argparse.ArgumentParser:
 # -- entry point ---------------------------------------------------------------------------------------------
 
 
-def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                  file: TextIO | None = None, line: str | None = None) -> None:
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr if file is None else file)
 
 
@@ -1077,10 +1234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as other tools do
-        try:
+        with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
         return 1
     except (UsageError, BERTScoreError) as err:  # the user's to fix: one line; anything else is a bug
         print(f"{PROG}: error: {_one_line(err)}{_hint(err)}", file=sys.stderr)

@@ -11,7 +11,7 @@ batch stream, and the rows each token keeps are stitched into that text's rows o
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -97,7 +97,7 @@ class Embedder:
         #: How many sequences (rows) this embedder has run through the model: lets tests count the work.
         self.rows_embedded = 0
 
-    def __deepcopy__(self, memo: dict) -> "Embedder":
+    def __deepcopy__(self, memo: dict) -> Embedder:
         """Deep copies of a metric share its embedder: the model is frozen and nothing writes to it, so a
         copy per clone (torchmetrics' `MetricTracker` clones once an epoch, `BootStrapper` once a
         bootstrap) would only cost its size again. Each compute() moves it to its own metric's device."""
@@ -125,7 +125,7 @@ class Embedder:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def to(self, device: torch.device | str) -> "Embedder":
+    def to(self, device: torch.device | str) -> Embedder:
         self.model.to(device)
         return self
 
@@ -136,7 +136,7 @@ class Embedder:
         config = getattr(self.model, "config", None)
         return int(config.hidden_size if hasattr(config, "hidden_size") else config.d_model)  # type: ignore[union-attr]
 
-    def _autocast(self):  # noqa: ANN202
+    def _autocast(self) -> AbstractContextManager[object]:
         if self.model_dtype == torch.float32:
             return nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=self.model_dtype)
@@ -154,10 +154,7 @@ class Embedder:
         ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
         with torch.inference_mode(), self._autocast():
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
-            if self.all_layers:
-                hidden = torch.stack(tuple(out.hidden_states), dim=2)
-            else:
-                hidden = out[0]
+            hidden = torch.stack(tuple(out.hidden_states), dim=2) if self.all_layers else out[0]
             hidden = hidden.float()
             hidden = hidden / hidden.norm(dim=-1, keepdim=True)
         self.rows_embedded += len(seqs)

@@ -72,7 +72,12 @@ class BaselineNotFoundError(BERTScoreError, FileNotFoundError):
     """No rescale baseline for this model and language, or the baseline file given does not exist."""
 
     def __init__(
-        self, message: str, *, path: str, model: str | None = None, lang: str | None = None,
+        self,
+        message: str,
+        *,
+        path: str,
+        model: str | None = None,
+        lang: str | None = None,
         argument: str | None = "baseline_path",
     ) -> None:
         super().__init__(message, argument=argument)

@@ -27,7 +27,13 @@ from bertscore_tm.embedding import Embedder, TokenTexts
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.hashcode import HashSignature
 from bertscore_tm.idf import (
-    corpus_weights, document_frequency, idf_weights, mapping_weights, plain_weights, table_digest, unknown_ids,
+    corpus_weights,
+    document_frequency,
+    idf_weights,
+    mapping_weights,
+    plain_weights,
+    table_digest,
+    unknown_ids,
     without_documents,
 )
 from bertscore_tm.indexes import deduplicate
@@ -185,13 +191,28 @@ class BERTScore(Metric):
     ) -> None:
         validate_arguments(
             {
-                "model_name_or_path": model_name_or_path, "num_layers": num_layers, "all_layers": all_layers,
-                "lang": lang, "idf": idf, "rescale_with_baseline": rescale_with_baseline,
-                "baseline_path": baseline_path, "batch_size": batch_size, "max_length": max_length,
-                "device": device, "model_dtype": model_dtype, "reduction": reduction, "output": output,
-                "return_hash": return_hash, "verbose": verbose, "model": model, "tokenizer": tokenizer,
-                "forward_fn": forward_fn, "idf_texts": idf_texts, "idf_weights": idf_weights,
-                "long_texts": long_texts, "window_stride": window_stride,
+                "model_name_or_path": model_name_or_path,
+                "num_layers": num_layers,
+                "all_layers": all_layers,
+                "lang": lang,
+                "idf": idf,
+                "rescale_with_baseline": rescale_with_baseline,
+                "baseline_path": baseline_path,
+                "batch_size": batch_size,
+                "max_length": max_length,
+                "device": device,
+                "model_dtype": model_dtype,
+                "reduction": reduction,
+                "output": output,
+                "return_hash": return_hash,
+                "verbose": verbose,
+                "model": model,
+                "tokenizer": tokenizer,
+                "forward_fn": forward_fn,
+                "idf_texts": idf_texts,
+                "idf_weights": idf_weights,
+                "long_texts": long_texts,
+                "window_stride": window_stride,
             }
         )
         super().__init__(**kwargs)
@@ -236,8 +257,14 @@ class BERTScore(Metric):
             self._encoder = TextEncoder(tokenizer, max_length, model_window=_position_limit(config), truncate=truncate)
             self._windows = window_rule(long_texts, window_stride, self._encoder)
             self._embedder = Embedder(
-                runner, self._encoder.pad_id, all_layers, model_dtype, batch_size,
-                hidden_size=runner.hidden_size, depth=self.model_depth, windows=self._windows,
+                runner,
+                self._encoder.pad_id,
+                all_layers,
+                model_dtype,
+                batch_size,
+                hidden_size=runner.hidden_size,
+                depth=self.model_depth,
+                windows=self._windows,
             )
         self.num_layers = self.model_depth if num_layers is None else int(num_layers)
         self._vocab_size = max(self._encoder.vocab_size, int(getattr(config, "vocab_size", 0) or 0))
@@ -256,15 +283,30 @@ class BERTScore(Metric):
             self._baseline = baseline_rows(read_baseline(file), self.num_layers, all_layers, file, self.model_depth)
         #: Every setting that changes scores; its format() is the hash code (hashcode.py).
         self.signature = HashSignature(
-            self.model_name, self.num_layers, idf, rescaled=rescale_with_baseline,
-            custom_baseline=baseline_path is not None, fast_tokenizer=self._encoder.is_fast, all_layers=all_layers,
+            self.model_name,
+            self.num_layers,
+            idf,
+            rescaled=rescale_with_baseline,
+            custom_baseline=baseline_path is not None,
+            fast_tokenizer=self._encoder.is_fast,
+            all_layers=all_layers,
             max_length=self._encoder.max_length if self._encoder.truncates_below_window else None,
             model_dtype=None if model_dtype == torch.float32 else str(model_dtype).removeprefix("torch."),
             idf_digest=None if self._fixed_idf is None else table_digest(self._fixed_idf),
             window=window_label(long_texts, self._windows),
         )
 
-        for name in ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes"):
+        for name in (
+            "cand_ids",
+            "cand_lens",
+            "ref_ids",
+            "ref_lens",
+            "ref_counts",
+            "scored",
+            "cand_best",
+            "ref_best",
+            "indexes",
+        ):
             self.add_state(name, default=[], dist_reduce_fx="cat")
         counted = self._vocab_size if idf and self._fixed_idf is None else 0
         self.add_state("doc_freq", torch.zeros(counted, dtype=torch.long), dist_reduce_fx="sum")
@@ -413,7 +455,9 @@ class BERTScore(Metric):
                 f"{', ...' if len(unknown) > 5 else ''}. Pass a weight for every token id (metric.idf_weights() "
                 "gives them all), or a defaultdict whose default weighs the tokens it lacks (bert-score's "
                 "get_idf_dict returns one).",
-                argument="idf_weights", allowed="a weight for every token id of the texts scored", value=unknown[:5],
+                argument="idf_weights",
+                allowed="a weight for every token id of the texts scored",
+                value=unknown[:5],
             )
 
     # torchmetrics would gather every state onto every rank before compute(); we keep states local and
@@ -496,7 +540,7 @@ class BERTScore(Metric):
         per = torch.stack(scores.as_tuple())
         if self.reduction == "mean":
             per = per.mean(dim=-1)
-        result: dict[str, Tensor | str] = dict(zip(OUTPUTS, per.unbind(0)))
+        result: dict[str, Tensor | str] = dict(zip(OUTPUTS, per.unbind(0), strict=True))
         if self.output is not None:
             return result[self.output]  # type: ignore[return-value]
         if self.return_hash:
@@ -514,7 +558,10 @@ class BERTScore(Metric):
         # one tensor per state from now on (so the chunks are freed, not held twice); states stay where
         # they live (the CPU under compute_on_cpu), the bookkeeping below runs on the CPU
         home = self.cand_ids[0].device
-        self.cand_ids, self.cand_lens = [_cat(self.cand_ids, torch.int32, home)], [_cat(self.cand_lens, torch.int32, home)]
+        self.cand_ids, self.cand_lens = (
+            [_cat(self.cand_ids, torch.int32, home)],
+            [_cat(self.cand_lens, torch.int32, home)],
+        )
         self.ref_ids, self.ref_lens = [_cat(self.ref_ids, torch.int32, home)], [_cat(self.ref_lens, torch.int32, home)]
         self.ref_counts = [_cat(self.ref_counts, torch.int32, home)]
         cpu = torch.device("cpu")
@@ -568,7 +615,10 @@ class BERTScore(Metric):
         """
         device = self.device
         rows = self._embedder.num_rows
-        c_ids, c_lens = _cat(self.cand_ids, torch.int32, device).long(), _cat(self.cand_lens, torch.int32, device).long()
+        c_ids, c_lens = (
+            _cat(self.cand_ids, torch.int32, device).long(),
+            _cat(self.cand_lens, torch.int32, device).long(),
+        )
         r_ids, r_lens = _cat(self.ref_ids, torch.int32, device).long(), _cat(self.ref_lens, torch.int32, device).long()
         ref_counts = _cat(self.ref_counts, torch.int32, device).long()
         if self._fixed_idf is not None:  # idf_texts / idf_weights: the same on every rank, never summed
@@ -586,8 +636,12 @@ class BERTScore(Metric):
         cand_tokens = c_ids[ragged_arange(c_start[owner], match_c_lens)]
         blank = self._encoder.is_blank(match_c_lens) | self._encoder.is_blank(r_lens)
         scores = weighted_scores(
-            _cat(self.cand_best, torch.float32, device), weights[cand_tokens], match_c_lens,
-            _cat(self.ref_best, torch.float32, device), weights[r_ids], r_lens,
+            _cat(self.cand_best, torch.float32, device),
+            weights[cand_tokens],
+            match_c_lens,
+            _cat(self.ref_best, torch.float32, device),
+            weights[r_ids],
+            r_lens,
             blank,
         )
         undefined = torch.isnan(scores[..., :2]).any(dim=(1, 2)) & ~blank
@@ -634,7 +688,10 @@ def _object_default_layer(model: torch.nn.Module, known: str | None) -> int:
         f"num_layers is required with model=: no default layer is known for this {type(model).__name__} (its "
         f"config's name_or_path {config_name!r} is not in configs/models.json). Pass num_layers=<int>, the layer "
         "whose output to score with (0 = embeddings).",
-        argument="num_layers", allowed="an integer >= 0", value=None, others=("model",),
+        argument="num_layers",
+        allowed="an integer >= 0",
+        value=None,
+        others=("model",),
     )
 
 

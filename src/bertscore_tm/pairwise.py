@@ -99,7 +99,7 @@ def distinct_texts(ids: Tensor, lens: Tensor) -> DistinctTexts:
     known: dict[bytes, int] = {}
     first: list[int] = []
     text_of: list[int] = []
-    for i, (s, n) in enumerate(zip(starts, lens.tolist())):
+    for i, (s, n) in enumerate(zip(starts, lens.tolist(), strict=True)):
         key = flat[s : s + n].tobytes()
         if key not in known:
             known[key] = len(first)
@@ -349,7 +349,7 @@ def score_all_pairs(
                 table, starts[lo:hi], length[part], token_weights[texts.token_index(part)], part, left=True
             )
             left_side = _Occurrences(positions[0 if store_is_ref else 1], part, blank_d)
-            for right, right_side in zip(store_tiles, store_side):
+            for right, right_side in zip(store_tiles, store_side, strict=True):
                 a, b = match_tiles(left, right)
                 if store_is_ref:  # the stream holds the candidates
                     undefined += _write(out, a[0], b[0], left_side, right_side)
@@ -380,7 +380,7 @@ def _copy_from_store(
     """Copy the vectors of store texts `ids` into `table`, end to end from its first row; each one's first row."""
     lens = length[ids]
     starts = torch.cumsum(lens, 0) - lens
-    for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist()):
+    for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist(), strict=True):
         tile, slot = where[t]
         rows_of = store_tiles[tile].token_vectors(slot, n)
         table[start : start + n] = rows_of.permute(1, 0, 2) if table.dim() == 3 else rows_of[0]
@@ -457,7 +457,7 @@ def _pairwise(
         b = baseline.to(device).T[:, :, None, None]
         out.sub_(b).div_(1 - b)
     per = out if metric.all_layers else out[:, 0]
-    result: dict[str, Tensor | str] = dict(zip(_OUTPUTS, per.unbind(0)))
+    result: dict[str, Tensor | str] = dict(zip(_OUTPUTS, per.unbind(0), strict=True))
     if metric.output is not None:
         return per[_OUTPUTS.index(metric.output)], info
     if metric.return_hash:
