@@ -304,7 +304,7 @@ def test_mbr_batches_groups_and_embeds_each_text_once(wmt, metric, monkeypatch) 
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(u, u_tiled, strict=True))
     one_by_one = [metric.mbr_select([group], return_utilities=True) for group in groups[:10]]
     assert [c[0] for c, _ in one_by_one] == chosen[:10]
-    assert all(torch.allclose(a, c[0], atol=1e-6) for a, (_, c) in zip(u, one_by_one, strict=True))
+    assert all(torch.allclose(a, c[0], atol=1e-6) for a, (_, c) in zip(u[:10], one_by_one, strict=True))
 
 
 # -- bad input: clear errors before any model is loaded ------------------------------------------------------
