@@ -12,24 +12,19 @@ index and drop the repeats a DistributedSampler pads in (from the IDF counts too
 
 from __future__ import annotations
 
-import os
-import socket
-import tempfile
-import time
 import warnings
 from contextlib import contextmanager
-from datetime import timedelta
 from itertools import pairwise
-from pathlib import Path
 
 import pytest
 import torch
 
 from bertscore_tm import PACKAGED_MINILM, BERTScore
+from tests.spawn import process_group, run_ranks, save_rank
 
 WORLD = 2
-TIMEOUT_S = 240  # the whole two-process run; a collective gives up after COLLECTIVE_TIMEOUT
-COLLECTIVE_TIMEOUT = timedelta(seconds=90)
+TIMEOUT_S = 240  # the whole two-process run; a collective gives up after COLLECTIVE_TIMEOUT_S
+COLLECTIVE_TIMEOUT_S = 90
 TOL = 1e-5
 
 
@@ -170,43 +165,8 @@ def _run_checks(rank: int, plan: dict) -> dict:
 
 
 def _worker(rank: int, port: int, plan: dict, out_dir: str) -> None:
-    import torch.distributed as dist
-
-    os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # keep all traffic on the loopback interface
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD, timeout=COLLECTIVE_TIMEOUT
-    )
-    try:
-        out = _run_checks(rank, plan)
-        torch.save(out, Path(out_dir) / f"rank{rank}.pt")
-    finally:
-        dist.destroy_process_group()
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _spawn(plan: dict, out_dir: str) -> None:
-    import torch.multiprocessing as mp
-
-    context = mp.start_processes(
-        _worker, args=(_free_port(), plan, out_dir), nprocs=WORLD, join=False, start_method="spawn"
-    )
-    deadline = time.monotonic() + TIMEOUT_S
-    try:
-        while not context.join(timeout=2):
-            if time.monotonic() > deadline:
-                pytest.fail(f"distributed workers did not finish within {TIMEOUT_S} s")
-    finally:
-        for process in context.processes:
-            if process.is_alive():
-                process.terminate()
-                process.join(5)
+    with process_group(rank, port, WORLD, timeout_s=COLLECTIVE_TIMEOUT_S):
+        save_rank(out_dir, rank, _run_checks(rank, plan))
 
 
 # -- fixtures: run the workers once; reference and single-process values once -----------------------------
@@ -219,9 +179,7 @@ def plan(wmt) -> dict:
 
 @pytest.fixture(scope="module")
 def ranks(plan) -> list[dict]:
-    with tempfile.TemporaryDirectory() as tmp:
-        _spawn(plan, tmp)
-        return [torch.load(Path(tmp) / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
+    return run_ranks(_worker, plan, world=WORLD, timeout_s=TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")

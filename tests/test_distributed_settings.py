@@ -8,21 +8,19 @@ so the next case runs in it); each rank records what it saw and the tests compar
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 import warnings
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import torch
 
 from bertscore_tm import PACKAGED_MINILM, BERTScore
-from tests.test_distributed import _free_port
+from tests.spawn import process_group, run_ranks, save_rank
 
 WORLD = 2
-COLLECTIVE_TIMEOUT = timedelta(seconds=30)  # a hang fails in 30 s, not the default 30 minutes
+COLLECTIVE_TIMEOUT_S = 30  # a hang fails in 30 s, not the default 30 minutes
 TIMEOUT_S = 180
 
 PAIRS = (["The cat sat on the mat.", "It rained."], ["A cat was sitting on the mat.", "It was raining."])
@@ -70,44 +68,19 @@ def _run_cases(rank: int, files: dict) -> dict:
 
 
 def _worker(rank: int, port: int, files: dict, out_dir: str) -> None:
-    import torch.distributed as dist
-
-    os.environ["GLOO_SOCKET_IFNAME"] = "lo"
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD, timeout=COLLECTIVE_TIMEOUT
-    )
-    try:
-        torch.save(_run_cases(rank, files), Path(out_dir) / f"rank{rank}.pt")
-    finally:
-        dist.destroy_process_group()
+    with process_group(rank, port, WORLD, timeout_s=COLLECTIVE_TIMEOUT_S):
+        save_rank(out_dir, rank, _run_cases(rank, files))
 
 
 @pytest.fixture(scope="module")
 def ranks() -> list[dict]:
-    import torch.multiprocessing as mp
-
     with tempfile.TemporaryDirectory() as tmp:
         files = {}
         for name, value in (("b1", 0.5), ("b2", 0.6)):
             path = Path(tmp) / f"{name}.tsv"
             path.write_text("LAYER,P,R,F\n" + "".join(f"{n},{value},{value},{value}\n" for n in range(7)))
             files[name] = str(path)
-        context = mp.start_processes(
-            _worker, args=(_free_port(), files, tmp), nprocs=WORLD, join=False, start_method="spawn"
-        )
-        deadline = time.monotonic() + TIMEOUT_S
-        try:
-            while not context.join(timeout=2):
-                if time.monotonic() > deadline:
-                    pytest.fail(f"distributed workers did not finish within {TIMEOUT_S} s")
-        finally:
-            for process in context.processes:
-                if process.is_alive():
-                    process.terminate()
-                    process.join(5)
-        return [torch.load(Path(tmp) / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
+        return run_ranks(_worker, files, world=WORLD, timeout_s=TIMEOUT_S)
 
 
 @pytest.mark.parametrize("case", list(MISMATCHES))

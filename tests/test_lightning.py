@@ -21,7 +21,6 @@ import io
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +30,7 @@ import torch
 
 import bertscore_tm
 from bertscore_tm import PACKAGED_MINILM, BERTScore
+from tests.spawn import free_port
 
 TOL = 1e-5
 LAYER = 5
@@ -325,19 +325,13 @@ def test_lightning_module_scores_with_its_own_encoder_as_it_trains(pairs, tmp_pa
     assert abs(float(before.compute()) - logged[1][1]) > 1e-6  # not the packaged weights it started from
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_lightning_ddp_two_processes_logs_exact_epoch_f1(pairs, reference_val, tmp_path):
     src = str(Path(bertscore_tm.__file__).resolve().parents[1])
     env = dict(os.environ)
     env.update(
         PYTHONPATH=os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p),
         MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(_free_port()),
+        MASTER_PORT=str(free_port()),
         GLOO_SOCKET_IFNAME="lo",
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",

@@ -24,13 +24,8 @@ import functools
 import io
 import json
 import math
-import os
-import socket
-import tempfile
-import time
 import warnings
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 import torch
@@ -39,6 +34,7 @@ from torch import nn
 import bertscore_tm.metric
 from bertscore_tm import BERTScore, bert_score, score
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, ModelSetupError
+from tests.spawn import process_group, run_ranks, save_rank
 from tiny_models import MODERN, build_tiny_model
 
 TOL = 1e-5  # against the reference and float64
@@ -403,32 +399,18 @@ DDP_TIMEOUT_S = 240
 
 
 def _ddp_worker(rank: int, port: int, model_dir: str, plan: dict, out_dir: str) -> None:
-    import torch.distributed as dist
     from transformers import AutoModel, AutoTokenizer
 
-    os.environ["GLOO_SOCKET_IFNAME"] = "lo"
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
-    try:
+    with process_group(rank, port, WORLD):
         model, tokenizer = AutoModel.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
         metric = BERTScore(model=model, tokenizer=tokenizer, num_layers=2, idf=True, idf_texts=plan["corpus"])
         mine = plan["shards"][rank]
         metric.update([plan["cands"][i] for i in mine], [plan["refs"][i] for i in mine])
-        result = {k: v.clone() for k, v in metric.compute().items()}
-        torch.save(result, Path(out_dir) / f"rank{rank}.pt")
-    finally:
-        dist.destroy_process_group()
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        save_rank(out_dir, rank, {k: v.clone() for k, v in metric.compute().items()})
 
 
 @pytest.mark.filterwarnings("ignore:.*truncated to it")  # the tiny model's window is 64 tokens
 def test_under_ddp_the_corpus_is_counted_once_not_summed_across_ranks(tiny, held_out):
-    import torch.multiprocessing as mp
 
     n = 10
     plan = {
@@ -437,25 +419,7 @@ def test_under_ddp_the_corpus_is_counted_once_not_summed_across_ranks(tiny, held
         "corpus": held_out["corpus"],
         "shards": [list(range(0, n, 2)), list(range(1, n, 2))],
     }
-    with tempfile.TemporaryDirectory() as out:
-        context = mp.start_processes(
-            _ddp_worker,
-            args=(_free_port(), str(tiny("bert")), plan, out),
-            nprocs=WORLD,
-            join=False,
-            start_method="spawn",
-        )
-        deadline = time.monotonic() + DDP_TIMEOUT_S
-        try:
-            while not context.join(timeout=2):
-                if time.monotonic() > deadline:
-                    pytest.fail(f"distributed workers did not finish within {DDP_TIMEOUT_S} s")
-        finally:
-            for process in context.processes:
-                if process.is_alive():
-                    process.terminate()
-                    process.join(5)
-        ranks = [torch.load(Path(out) / f"rank{r}.pt") for r in range(WORLD)]
+    ranks = run_ranks(_ddp_worker, str(tiny("bert")), plan, world=WORLD, timeout_s=DDP_TIMEOUT_S)
     order = plan["shards"][0] + plan["shards"][1]  # rank-major
     cands, refs = [plan["cands"][i] for i in order], [plan["refs"][i] for i in order]
     one = BERTScore(tiny("bert"), num_layers=2, idf=True, idf_texts=plan["corpus"])

@@ -11,12 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
-import os
-import socket
-import tempfile
-import time
 import warnings
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -28,6 +23,7 @@ from bertscore_tm.embedding import TokenTexts
 from bertscore_tm.matching import greedy_match
 from bertscore_tm.windows import WindowRule, token_windows, window_rule, window_starts
 from tests.conftest import MINILM
+from tests.spawn import process_group, run_ranks, save_rank
 from tiny_models import CORPUS, FAMILIES, build_tiny_model
 
 TOL = 1e-5
@@ -596,44 +592,17 @@ def test_show_and_baseline_take_the_long_text_options(tmp_path, capsys):
 
 
 def _ddp_worker(rank: int, port: int, cands: list[str], refs: list[str], out_dir: str) -> None:
-    import torch.distributed as dist
-
-    os.environ["GLOO_SOCKET_IFNAME"] = "lo"
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2, timeout=timedelta(seconds=90)
-    )
-    try:
+    with process_group(rank, port, world=2):
         metric = BERTScore(MINILM, long_texts="window", max_length=64, idf=True)
         metric.update(cands[rank::2], refs[rank::2])
         result = metric.compute()
-        torch.save({k: v for k, v in result.items() if isinstance(v, torch.Tensor)}, Path(out_dir) / f"{rank}.pt")
-    finally:
-        dist.destroy_process_group()
+        save_rank(out_dir, rank, {k: v for k, v in result.items() if isinstance(v, torch.Tensor)})
 
 
 def test_distributed_ranks_score_their_windows_and_agree_with_one_process(small_docs):
-    import torch.multiprocessing as mp
-
     cands, refs = small_docs
     cands, refs = [*cands, refs[0]], [*refs, cands[1]]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with tempfile.TemporaryDirectory() as tmp:
-        context = mp.start_processes(
-            _ddp_worker, args=(port, cands, refs, tmp), nprocs=2, join=False, start_method="spawn"
-        )
-        deadline = time.monotonic() + 240
-        try:
-            while not context.join(timeout=2):
-                assert time.monotonic() < deadline, "distributed workers did not finish"
-        finally:
-            for process in context.processes:
-                if process.is_alive():
-                    process.terminate()
-        ranks = [torch.load(Path(tmp) / f"{r}.pt") for r in range(2)]
+    ranks = run_ranks(_ddp_worker, cands, refs, world=2)
     order = [0, 2, 1]  # rank-major: rank 0 holds pairs 0 and 2, rank 1 pair 1
     expected = run([cands[i] for i in order], [refs[i] for i in order], max_length=64, idf=True)
     for key in ("precision", "recall", "f1"):
