@@ -1,9 +1,15 @@
 """Embedding: runs the cut model over token-id sequences and writes L2-normalised token vectors.
 
-Sequences are sorted by length and cut into batches by a token budget (and optionally a count), so padding
-stays small and memory bounded; the forward pass runs under `inference_mode`, optionally under autocast (the
-opt-in lower-precision mode). Vectors come back in float32 whatever the compute dtype, written straight into
-a table the caller owns, so a batch's output is dropped before the next batch runs.
+Sequences are sorted by length and cut into batches of one length each (so nothing is padded) by a token
+budget (and optionally a count), so memory stays bounded; the forward pass runs under `inference_mode`,
+optionally under autocast (the opt-in lower-precision mode). Vectors come back in float32 whatever the compute
+dtype, written straight into a table the caller owns, so a batch's output is dropped before the next batch runs.
+
+A text's vectors do not depend on the batch it runs in: padding would change the summation order of the
+attention (so the last bits of every vector) with the longest text of the batch, and tiny matrices take other
+code paths in the matrix-multiply libraries, so batches are never padded and never hold fewer than
+`MIN_BATCH_TOKENS` tokens (a short text alone runs with copies of itself). That is what lets a cached vector,
+or a text scored on another process or in another compute(), give exactly the scores of a fresh one.
 """
 
 from __future__ import annotations
@@ -35,19 +41,31 @@ class TokenTexts:
         return self.sources[int(self.which[i])][start : start + int(self.length[i])]
 
 
+#: The fewest tokens a forward batch runs: below this CPU matrix-multiply libraries switch to other kernels
+#: (matrix-vector paths, other thread splits), whose sums round differently; a smaller batch runs with copies
+#: of its texts. A multiple of 16 and well past the sizes seen to differ (under 12 rows, MKL on AVX-512).
+MIN_BATCH_TOKENS = 64
+
+
 def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: int) -> Iterator[list[int]]:
-    """Indices of `lengths` sorted longest first, cut into batches of at most `max_tokens` padded tokens
-    (where a batch holds more than one) whose attention matrices hold no more than those of `max_tokens`
-    tokens at length 32, and of at most `batch_size` sequences where one is given: so a batch's memory is
-    bounded however long its texts are, and about the same for every full batch, whatever their lengths."""
+    """Indices of `lengths` sorted longest first, cut into batches of a single length (so no batch is padded
+    and a sequence's vectors do not depend on what it runs with) of at most `max_tokens` tokens (where a
+    batch holds more than one) whose attention matrices hold no more than those of `max_tokens` tokens at
+    length 32, and of at most `batch_size` sequences where one is given: so a batch's memory is bounded
+    however long its texts are, and about the same for every full batch, whatever their lengths.
+
+    >>> list(length_batches([3, 5, 3, 5, 5], batch_size=2, max_tokens=2048))
+    [[1, 3], [4], [0, 2]]
+    """
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     batch: list[int] = []
     for i in order:
-        longest = lengths[batch[0]] if batch else lengths[i]
+        length = lengths[i]
         n = len(batch) + 1
-        too_big = n * longest > max_tokens or n * longest * longest > max_tokens * 32
+        other_length = bool(batch) and lengths[batch[0]] != length
+        too_big = n * length > max_tokens or n * length * length > max_tokens * 32
         too_many = batch_size is not None and len(batch) >= batch_size
-        if batch and (too_many or too_big):
+        if batch and (other_length or too_many or too_big):
             yield batch
             batch = []
         batch.append(i)
@@ -121,14 +139,20 @@ class Embedder:
 
     def embed_batch(self, seqs: Sequence[Tensor]) -> Tensor:
         """Normalised vectors of a batch of non-empty sequences: [B, T, D] (or [B, T, layers, D]), padding
-        rows undefined; the caller masks them by the sequence lengths."""
+        rows undefined; the caller masks them by the sequence lengths. A batch of fewer than
+        `MIN_BATCH_TOKENS` tokens runs with copies of its sequences (see the module's docstring)."""
         device = self.device
         longest = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), longest), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(seqs), longest), dtype=torch.long)
+        count = len(seqs)
+        copies = max(1, -(-MIN_BATCH_TOKENS // (count * longest)))
+        ids = torch.full((count * copies, longest), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((count * copies, longest), dtype=torch.long)
         for row, seq in enumerate(seqs):
             ids[row, : len(seq)] = seq
             mask[row, : len(seq)] = 1
+        if copies > 1:
+            ids[count:] = ids[:count].repeat(copies - 1, 1)
+            mask[count:] = mask[:count].repeat(copies - 1, 1)
         ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
         with torch.inference_mode(), self._autocast():
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
@@ -136,9 +160,9 @@ class Embedder:
                 hidden = torch.stack(tuple(out.hidden_states), dim=2)
             else:
                 hidden = out[0]
-            hidden = hidden.float()
+            hidden = hidden[:count].float()
             hidden = hidden / hidden.norm(dim=-1, keepdim=True)
-        self.rows_embedded += len(seqs)
+        self.rows_embedded += count
         return hidden
 
     def embed_into(self, table: Tensor, seqs: Sequence[Tensor], progress: object | None = None) -> list[int]:
