@@ -22,6 +22,7 @@ from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 from bertscore_tm.arguments import OUTPUTS, OutputName, Reduction, validate_arguments
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
 from bertscore_tm.embedding import Embedder, TokenTexts
+from bertscore_tm.embedding_cache import CachingEmbedder, EmbeddingCache
 from bertscore_tm.hashcode import hash_code
 from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
@@ -84,6 +85,12 @@ class BERTScore(Metric):
             object can be logged by Lightning); ``None`` returns the dict.
         return_hash: add the setting's hash code to the dict under ``"hash"``.
         verbose: show a progress bar while embedding.
+        embedding_cache_mb: keep the vectors of texts already embedded, up to this many MiB (float32, on the
+            metric's device; least recently used evicted first), so that a text scored again in a later
+            ``compute()`` (the references of a validation set, every epoch) is never embedded again; scores are
+            exactly those of an uncached metric. A token costs hidden size x 4 bytes x layers kept (1, or depth
+            + 1 with ``all_layers``): 1.5 KiB for MiniLM, 4 KiB for roberta-large. ``0`` (default): off.
+            Not state (never in ``state_dict()``, never synced); clones share it; ``clear_cache()`` empties it.
         kwargs: torchmetrics' own Metric arguments (``compute_on_cpu``, ``process_group``, ...).
     """
 
@@ -120,6 +127,7 @@ class BERTScore(Metric):
         output: OutputName | None = None,
         return_hash: bool = False,
         verbose: bool = False,
+        embedding_cache_mb: int = 0,
         **kwargs: Any,
     ) -> None:
         validate_arguments(
@@ -129,6 +137,7 @@ class BERTScore(Metric):
                 "baseline_path": baseline_path, "batch_size": batch_size, "max_length": max_length,
                 "device": device, "model_dtype": model_dtype, "reduction": reduction, "output": output,
                 "return_hash": return_hash, "verbose": verbose,
+                "embedding_cache_mb": embedding_cache_mb,
             }
         )
         super().__init__(**kwargs)
@@ -151,6 +160,7 @@ class BERTScore(Metric):
         self.num_layers = self.model_depth if num_layers is None else int(num_layers)
         self._encoder = TextEncoder(path, max_length, model_window=_position_limit(model.config))
         self._embedder = Embedder(model, self._encoder.pad_id, all_layers, model_dtype, batch_size)
+        self._embedding_cache = EmbeddingCache(embedding_cache_mb << 20) if embedding_cache_mb else None
         self._vocab_size = max(self._encoder.vocab_size, int(getattr(model.config, "vocab_size", 0) or 0))
 
         self._baseline: Tensor | None = None
@@ -181,6 +191,9 @@ class BERTScore(Metric):
         embedder = this.__dict__.get("_embedder")
         if embedder is not None and embedder.device != this.device:
             embedder.to(this.device)
+        cache = this.__dict__.get("_embedding_cache")
+        if cache is not None:
+            cache.to(this.device)
         return this
 
     def _wrap_compute(self, compute: Callable) -> Callable:
@@ -201,6 +214,32 @@ class BERTScore(Metric):
     def embedder(self) -> Embedder:
         """The frozen embedding model and its batching (outside the module tree)."""
         return self._embedder
+
+    @property
+    def embedding_cache(self) -> EmbeddingCache | None:
+        """The embedding cache (``embedding_cache_mb``), or None when it is off."""
+        return self._embedding_cache
+
+    def clear_cache(self) -> None:
+        """Empty the embedding cache (a no-op when it is off); the metric's state is untouched.
+
+        >>> metric = BERTScore("sentence-transformers/all-MiniLM-L6-v2", embedding_cache_mb=16)
+        >>> metric.update(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+        >>> _ = metric.compute()
+        >>> len(metric.embedding_cache)   # the two texts
+        2
+        >>> metric.clear_cache()
+        >>> len(metric.embedding_cache)
+        0
+        """
+        if self._embedding_cache is not None:
+            self._embedding_cache.clear()
+
+    def _embedding_source(self) -> Embedder | CachingEmbedder:
+        """What compute() embeds texts with: the embedder, through the cache where there is one."""
+        if self._embedding_cache is None:
+            return self._embedder
+        return CachingEmbedder(self._embedder, self._embedding_cache)
 
     @property
     def baseline(self) -> Tensor | None:
@@ -351,7 +390,7 @@ class BERTScore(Metric):
 
             progress = tqdm(total=len(texts), desc="BERTScore: embedding", unit="text")
         try:
-            new_c, new_r = greedy_match(self._embedder, texts, match_cand, match_ref, progress=progress)
+            new_c, new_r = greedy_match(self._embedding_source(), texts, match_cand, match_ref, progress=progress)
         finally:
             if progress is not None:
                 progress.close()
