@@ -177,3 +177,18 @@ def test_the_cache_follows_the_metric_to_its_device(wmt):
 def test_off_by_default(plain):
     assert plain.embedding_cache is None
     plain.clear_cache()  # a no-op, not an error
+
+
+def test_bfloat16_cached_scores_equal_uncached_too(wmt):
+    """The lower-precision mode is batch-invariant as well (one length per batch, eager attention on a CPU)."""
+    plain16 = BERTScore(MINILM, model_dtype=torch.bfloat16)
+    cached16 = BERTScore(MINILM, model_dtype=torch.bfloat16, embedding_cache_mb=16)
+    for epoch in range(2):
+        cands, refs = _epoch(wmt, epoch)
+        results = []
+        for metric in (plain16, cached16):
+            metric.reset()
+            metric.update(cands, refs)
+            results.append(metric.compute())
+        for key in ("precision", "recall", "f1"):
+            assert torch.equal(results[1][key], results[0][key]), (epoch, key)

@@ -79,7 +79,8 @@ class BERTScore(Metric):
         max_length: truncate texts to this many tokens (default: the model's own window).
         device: where the model runs and states live; ``None`` follows the metric (``.to(...)``).
         model_dtype: compute dtype of the embedding model. ``torch.float32`` is exact; ``torch.bfloat16``
-            and ``torch.float16`` run under autocast (faster on supporting hardware, about 1e-3 error).
+            (the model's weights cast once) and ``torch.float16`` (under autocast) are faster on supporting
+            hardware, with about 1e-3 error.
         reduction: ``"none"`` for per-pair scores, ``"mean"`` for their means.
         output: one of ``"precision"``, ``"recall"``, ``"f1"`` to return that tensor alone (so the metric
             object can be logged by Lightning); ``None`` returns the dict.
