@@ -9,6 +9,10 @@ Subcommands:
 User errors (a missing or empty file, files of different lengths, a model or baseline that is not on this
 machine, a bad setting) print one line, ``bertscore-tm: error: ...``, on stderr and exit with code 2.
 Input files, the model's presence and the baseline are checked before any model is loaded.
+
+``score`` and ``baseline`` also run on torch's launcher (``torchrun --nproc-per-node N -m bertscore_tm ...``):
+each process scores a shard of the lines and rank 0 writes the output (`bertscore_tm.launch`); ``score``
+reads its files as a stream, in chunks (`bertscore_tm.corpus`).
 """
 
 from __future__ import annotations
@@ -115,8 +119,9 @@ def _check_baseline(args: argparse.Namespace, model_name: str) -> None:
         find_baseline(args.lang, model_name, args.baseline_path)
 
 
-def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
-    """The metric `score` and `show` use: model, layer, language, rescaling and device from the command line."""
+def _rescalable_metric(args: argparse.Namespace, device: str | None = None, **extra: Any) -> Any:
+    """The metric `score` and `show` use: model, layer, language, rescaling and device from the command line
+    (`device`, where given, is the device already chosen for this process)."""
     model_name = _model_name(args)
     _check_baseline(args, model_name)
     return _make_metric(
@@ -125,7 +130,7 @@ def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
         lang=args.lang,
         rescale_with_baseline=args.rescale_with_baseline,
         baseline_path=args.baseline_path,
-        device=_device(args.device),
+        device=_device(args.device) if device is None else device,
         **extra,
     )
 
@@ -141,27 +146,26 @@ def _progress(args: argparse.Namespace) -> bool:
 
 
 def _score(args: argparse.Namespace, out: TextIO) -> int:
-    cands = read_lines(args.cand, "candidate")
-    groups: list[list[str]] = []
-    for path in args.ref:
-        refs = read_lines(path, "reference")
-        if len(refs) != len(cands):
-            raise UsageError(
-                f"reference file {path} has {_lines(len(refs))} but candidate file {args.cand} has {_lines(len(cands))}: "
-                "line i of every reference file is a reference for line i of the candidate file"
-            )
-        groups.append(refs)
-    targets: list[str] | list[list[str]] = groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups)]
+    from bertscore_tm.corpus import ParallelFiles
+    from bertscore_tm.launch import processes
 
-    metric = _rescalable_metric(
-        args,
-        idf=args.idf,
-        batch_size=args.batch_size,
-        model_dtype=_dtype(args.dtype),
-        verbose=_progress(args),
-    )
-    metric.update(cands, targets)
-    result = metric.compute()
+    files = ParallelFiles.open(args.cand, args.ref)  # checked and counted, not read into memory
+    with processes(_device(args.device)) as run:
+        metric = _rescalable_metric(
+            args,
+            device=run.device,
+            idf=args.idf,
+            batch_size=args.batch_size,
+            model_dtype=_dtype(args.dtype),
+            verbose=_progress(args) and run.writes_output,
+        )
+        for cands, targets in files.chunks(*run.shard(len(files))):
+            metric.update(cands, targets)
+        with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
+            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+            result = metric.compute()
+    if not run.writes_output:
+        return 0
     assert isinstance(result, dict)
     p, r, f = (result[k].double().cpu().tolist() for k in ("precision", "recall", "f1"))
     means = [math.fsum(x) / len(x) for x in (p, r, f)]
@@ -179,8 +183,8 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
             "num_layers": metric.num_layers,
             "idf": args.idf,
             "rescaled": args.rescale_with_baseline,
-            "pairs": len(cands),
-            "references_per_candidate": len(groups),
+            "pairs": len(files),
+            "references_per_candidate": len(args.ref),
             "precision": _num(means[0]),
             "recall": _num(means[1]),
             "f1": _num(means[2]),
@@ -197,10 +201,6 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
             out.write("hash\tP\tR\tF1\n")
             out.write(f"{code}\t" + "\t".join(repr(x) for x in means) + "\n")
     return 0
-
-
-def _lines(n: int) -> str:
-    return f"{n} line" if n == 1 else f"{n} lines"
 
 
 def _num(x: float) -> float | None:
@@ -255,17 +255,25 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
 
     from bertscore_tm.baseline_building import layer_means, sample_pairs, write_baseline
 
+    from bertscore_tm.launch import processes
+
     cands, refs = sample_pairs(lines, args.pairs, args.seed)
-    metric = _make_metric(
-        model_name_or_path=model_name,
-        all_layers=True,  # every layer is scored, so a model without a tabled default layer is fine
-        lang=args.lang,
-        batch_size=args.batch_size,
-        device=_device(args.device),
-        model_dtype=_dtype(args.dtype),
-        verbose=_progress(args),
-    )
-    table = layer_means(metric, cands, refs)
+    with processes(_device(args.device)) as run:
+        metric = _make_metric(
+            model_name_or_path=model_name,
+            all_layers=True,  # every layer is scored, so a model without a tabled default layer is fine
+            lang=args.lang,
+            batch_size=args.batch_size,
+            device=run.device,
+            model_dtype=_dtype(args.dtype),
+            verbose=_progress(args) and run.writes_output,
+        )
+        start, stop = run.shard(len(cands))
+        with warnings.catch_warnings():  # a process without pairs (fewer pairs than processes) is fine
+            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+            table = layer_means(metric, cands[start:stop], refs[start:stop])
+    if not run.writes_output:
+        return 0
     try:
         write_baseline(target, table)
     except OSError as err:
@@ -379,10 +387,10 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    """UsageError, and the package's not-found errors (bertscore_tm.errors imports nothing heavy)."""
-    from bertscore_tm.errors import BaselineNotFoundError, ModelNotFoundError
+    """UsageError, and the package's not-found and input-file errors (bertscore_tm.errors imports nothing heavy)."""
+    from bertscore_tm.errors import BaselineNotFoundError, InputFileError, ModelNotFoundError
 
-    return (UsageError, ModelNotFoundError, BaselineNotFoundError)
+    return (UsageError, ModelNotFoundError, BaselineNotFoundError, InputFileError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -405,7 +413,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except Exception as err:  # noqa: BLE001 - user errors are reported in one line, anything else is a bug
         if isinstance(err, _user_errors()):
-            print(f"{PROG}: error: {_one_line(err)}{_hint(err)}", file=sys.stderr)
+            from bertscore_tm.launch import reports_errors
+
+            if reports_errors():  # under torchrun every process finds the mistake; rank 0 says it once
+                print(f"{PROG}: error: {_one_line(err)}{_hint(err)}", file=sys.stderr)
             return 2
         raise
     finally:
