@@ -141,10 +141,7 @@ def _state_bytes(metric) -> int:
     return total
 
 
-<<<<<<< HEAD
-def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: str):
-=======
-def _padded_batches(lengths: list[int], max_tokens: int):  # noqa: ANN202
+def _padded_batches(lengths: list[int], max_tokens: int):
     """The batching before issue 13: length-sorted, padded to the longest text of the batch (an informational
     limit: batches of one length, the metric's now, are also faster for the bare forward pass on a CPU)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
@@ -160,8 +157,7 @@ def _padded_batches(lengths: list[int], max_tokens: int):  # noqa: ANN202
         yield batch
 
 
-def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: str):  # noqa: ANN202
->>>>>>> speed
+def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: str):
     """Set up one configuration (model loaded once) and return a function that scores the pairs once and
     returns what it measured besides time (F1 per pair, state bytes per pair)."""
     import torch
@@ -552,14 +548,7 @@ def main() -> None:
             "",
         ]
     )
-<<<<<<< HEAD
     out_path.write_text(text + _kept_sections(out_path), encoding="utf-8")
-=======
-    # bench_scale.py's section (issue 13) stays at the end of the file
-    old = out_path.read_text(encoding="utf-8") if out_path.exists() else ""
-    scale = old.find("## Corpus scale")
-    out_path.write_text(text + ("\n" + old[scale:] if scale >= 0 else ""), encoding="utf-8")
->>>>>>> speed
     print(text)
 
 

@@ -1,7 +1,8 @@
 """Corpus-scale figures (issue 13), measured in one run on one machine: the embedding cache over validation
 epochs, cost against the number of pairs, torchrun against one process, and the command line's memory on a
-million lines. Results go to the section "## Corpus scale" at the end of benchmarks/RESULTS.md (bench.py keeps
-that section when it rewrites the file above it; the bfloat16 figures are bench.py's).
+million lines. Results go to the section "## Corpus scale" of benchmarks/RESULTS.md, between the lines
+`<!-- bench_scale: begin -->` and `<!-- bench_scale: end -->` (replaced on each run; bench.py keeps such marked
+sections when it rewrites the file, and other sections are left as they are); the bfloat16 figures are bench.py's.
 
     python benchmarks/bench_scale.py                                # everything, 2 threads
     python benchmarks/bench_scale.py --sections epochs,torchrun     # some of it
@@ -15,7 +16,8 @@ that section when it rewrites the file above it; the bfloat16 figures are bench.
   b = a + 1 + k div 3003 (mod 3003); 750 and 3000 are the first pairs of the 12,000.
 - torchrun: `bertscore-tm score` on the 3003 WMT pairs, one process with all threads against
   `torchrun --nproc-per-node 2` with half the threads each (wall time of the whole command, model loading
-  included), and whether the two outputs (JSON, every digit) are the same.
+  included), taking turns for --torchrun-rounds rounds (median), and whether the outputs (JSON, every digit)
+  are the same.
 - stream: `bertscore-tm score` on 1,000,000 short lines (the first five words of the WMT lines, cycled), peak
   resident memory against the same command on 1,000 of those lines and against reading the two files whole.
 """
@@ -23,6 +25,7 @@ that section when it rewrites the file above it; the bfloat16 figures are bench.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -41,6 +44,7 @@ DATA = REPO / "tests" / "data" / "wmt"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH = 64
 HEADING = "## Corpus scale: caching and many processes (issue 13, `benchmarks/bench_scale.py`)"
+BEGIN, END = "<!-- bench_scale: begin -->", "<!-- bench_scale: end -->"
 SECTIONS = ("epochs", "linear", "torchrun", "stream")
 
 
@@ -68,15 +72,21 @@ def _peak_rss_mib() -> float:
 
 
 def _env(threads: int) -> dict[str, str]:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               OMP_NUM_THREADS=str(threads), GLOO_SOCKET_IFNAME=os.environ.get("GLOO_SOCKET_IFNAME", "lo"))
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        OMP_NUM_THREADS=str(threads),
+        GLOO_SOCKET_IFNAME=os.environ.get("GLOO_SOCKET_IFNAME", "lo"),
+    )
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p)
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
         env.pop(name, None)
     return env
 
 
-def _state_bytes(metric) -> int:  # noqa: ANN001
+def _state_bytes(metric) -> int:
     import torch
 
     total = 0
@@ -88,7 +98,7 @@ def _state_bytes(metric) -> int:  # noqa: ANN001
     return total
 
 
-def _score(metric, cands: list[str], refs: list[str]):  # noqa: ANN001, ANN202
+def _score(metric, cands: list[str], refs: list[str]):
     metric.reset()
     for i in range(0, len(cands), BATCH):  # as a validation loop feeds it
         metric.update(cands[i : i + BATCH], refs[i : i + BATCH])
@@ -117,12 +127,19 @@ def _worker_epochs(args: argparse.Namespace) -> dict:
                 results[name] = _score(metric, cands, targets)
                 row[name].append(time.perf_counter() - wall)
                 row[f"{name}_cpu"].append(time.process_time() - cpu)
-            equal &= all(torch.equal(results["cached"][k], results["uncached"][k]) for k in ("precision", "recall", "f1"))
+            equal &= all(
+                torch.equal(results["cached"][k], results["uncached"][k]) for k in ("precision", "recall", "f1")
+            )
         rounds.append(row)
     cache = cached.embedding_cache
     tokens = sum(v.shape[0] for v in cache._entries.values())
-    return {"rounds": rounds, "equal": equal, "cache_mib": cache.nbytes / 2**20, "cache_texts": len(cache),
-            "cache_tokens": tokens}
+    return {
+        "rounds": rounds,
+        "equal": equal,
+        "cache_mib": cache.nbytes / 2**20,
+        "cache_texts": len(cache),
+        "cache_tokens": tokens,
+    }
 
 
 def _worker_linear(args: argparse.Namespace) -> dict:
@@ -162,7 +179,6 @@ def _worker_read_whole(args: argparse.Namespace) -> dict:
 
 def _worker_cli(args: argparse.Namespace) -> dict:
     """The command line in this process, its peak resident memory after."""
-    import contextlib
     import io
 
     from bertscore_tm.cli import main
@@ -171,8 +187,12 @@ def _worker_cli(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     with contextlib.redirect_stdout(sink):
         code = main(args.cli)
-    return {"code": code, "seconds": time.perf_counter() - start, "peak_rss_mib": _peak_rss_mib(),
-            "output": sink.getvalue()[:400]}
+    return {
+        "code": code,
+        "seconds": time.perf_counter() - start,
+        "peak_rss_mib": _peak_rss_mib(),
+        "output": sink.getvalue()[:400],
+    }
 
 
 def _worker(args: argparse.Namespace) -> dict:
@@ -186,8 +206,19 @@ def _worker(args: argparse.Namespace) -> dict:
 
 
 def _run(worker: str, args: argparse.Namespace, *extra: str, threads: int | None = None) -> dict:
-    cmd = [sys.executable, __file__, "--worker", worker, "--threads", str(threads or args.threads),
-           "--repeats", str(args.repeats), "--cache-mb", str(args.cache_mb), *extra]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        worker,
+        "--threads",
+        str(threads or args.threads),
+        "--repeats",
+        str(args.repeats),
+        "--cache-mb",
+        str(args.cache_mb),
+        *extra,
+    ]
     print(f"  running {worker} {' '.join(extra)[:80]} ...", file=sys.stderr, flush=True)
     done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=_env(threads or args.threads))
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -208,7 +239,8 @@ def _epochs(args: argparse.Namespace) -> list[str]:
         f"with `embedding_cache_mb={args.cache_mb}` and one without take turns, {args.repeats} rounds (the cache "
         "emptied at the start of each), median round reported; time = updates + compute().",
         "",
-        "| epoch | cached: seconds | cached: ratio to epoch 1 | uncached: seconds | uncached: ratio to epoch 1 | cached: CPU-time ratio |",
+        "| epoch | cached: seconds | cached: ratio to epoch 1 | uncached: seconds | uncached: ratio to epoch 1 "
+        "| cached: CPU-time ratio |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for e in range(3):
@@ -245,7 +277,8 @@ def _linear(args: argparse.Namespace) -> list[str]:
         "compute(); peak tensors = the peak of live tensor memory over the updates and compute() (torch's "
         "profiler, the model's weights excluded), in a second fresh process.",
         "",
-        "| pairs | seconds | ms per pair | ratio to the smallest | CPU-time ratio | peak tensors MiB | state after updates MiB | state after compute MiB |",
+        "| pairs | seconds | ms per pair | ratio to the smallest | CPU-time ratio | peak tensors MiB "
+        "| state after updates MiB | state after compute MiB |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for n in sizes:
@@ -256,8 +289,11 @@ def _linear(args: argparse.Namespace) -> list[str]:
             f"{m['state_after_compute_mib']:.2f} |"
         )
     worst = max(abs(per_pair[n] / per_pair[small] - 1) for n in sizes[1:])
-    lines += ["", f"- time per pair within {worst * 100:.1f}% of the {small}-pair run (target 10%: "
-              f"{'met' if worst <= 0.10 else 'NOT met'})"]
+    lines += [
+        "",
+        f"- time per pair within {worst * 100:.1f}% of the {small}-pair run (target 10%: "
+        f"{'met' if worst <= 0.10 else 'NOT met'})",
+    ]
     for n in sizes[1:]:
         growth = memory[n]["tensor_peak_mib"] - memory[small]["tensor_peak_mib"]
         extra = memory[n]["state_after_compute_mib"] - memory[small]["state_after_compute_mib"]
@@ -275,40 +311,57 @@ def _cli_args(cands: str, refs: str, *more: str) -> list[str]:
 def _torchrun(args: argparse.Namespace) -> list[str]:
     cands, refs = str(DATA / "hyps_long.txt"), str(DATA / "refs_long.txt")
     cli = _cli_args(cands, refs, "--format", "json", "-s")
-    timings, outputs = {}, {}
-    for name, cmd, threads in (
+    runs = (
         ("one process", [sys.executable, "-m", "bertscore_tm", *cli], args.threads),
-        ("torchrun, 2 processes", [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                                   "-m", "bertscore_tm", *cli], max(1, args.threads // 2)),
-    ):
-        print(f"  running {name} ...", file=sys.stderr, flush=True)
-        start = time.perf_counter()
-        done = subprocess.run(cmd, capture_output=True, text=True, env=_env(threads), check=True)
-        timings[name] = time.perf_counter() - start
-        outputs[name] = done.stdout
-    same = outputs["one process"] == outputs["torchrun, 2 processes"]
-    one, two = timings["one process"], timings["torchrun, 2 processes"]
+        (
+            "torchrun, 2 processes",
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                "--nproc-per-node",
+                "2",
+                "-m",
+                "bertscore_tm",
+                *cli,
+            ],
+            max(1, args.threads // 2),
+        ),
+    )
+    timings: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+    outputs: dict[str, set[str]] = {name: set() for name, _, _ in runs}
+    for _ in range(args.torchrun_rounds):
+        for name, cmd, threads in runs:
+            print(f"  running {name} ...", file=sys.stderr, flush=True)
+            start = time.perf_counter()
+            done = subprocess.run(cmd, capture_output=True, text=True, env=_env(threads), check=True)
+            timings[name].append(time.perf_counter() - start)
+            outputs[name].add(done.stdout)
+    same = len(outputs["one process"] | outputs["torchrun, 2 processes"]) == 1
+    one, two = (statistics.median(timings[name]) for name, _, _ in runs)
+    spread = {name: ", ".join(f"{t:.1f}" for t in timings[name]) for name, _, _ in runs}
     return [
         "### torchrun against one process",
         "",
         f"`bertscore-tm score -c hyps_long.txt -r refs_long.txt --format json -s` (3003 pairs), wall time of the "
         f"whole command (start-up and model loading included): one process with {args.threads} threads against "
         f"`torchrun --standalone --nproc-per-node 2` with {max(1, args.threads // 2)} thread(s) each, on this "
-        f"{os.cpu_count()}-core machine.",
+        f"{os.cpu_count()}-core machine; the two take turns, {args.torchrun_rounds} round(s), median reported.",
         "",
-        "| run | seconds | speed-up |",
-        "| --- | ---: | ---: |",
-        f"| one process | {one:.1f} | 1.00x |",
-        f"| torchrun, 2 processes | {two:.1f} | {one / two:.2f}x |",
+        "| run | seconds (median) | every round | speed-up |",
+        "| --- | ---: | --- | ---: |",
+        f"| one process | {one:.1f} | {spread['one process']} | 1.00x |",
+        f"| torchrun, 2 processes | {two:.1f} | {spread['torchrun, 2 processes']} | {one / two:.2f}x |",
         "",
-        f"- the two outputs are {'identical, every digit' if same else 'DIFFERENT'}",
+        f"- the outputs of every run are {'identical, every digit' if same else 'DIFFERENT'}",
         "",
     ]
 
 
 def _stream(args: argparse.Namespace) -> list[str]:
     hyps, refs = _lines("hyps_long"), _lines("refs_long")
-    short = [(" ".join(h.split()[:5]), " ".join(r.split()[:5])) for h, r in zip(hyps, refs)]
+    short = [(" ".join(h.split()[:5]), " ".join(r.split()[:5])) for h, r in zip(hyps, refs, strict=True)]
     n = args.stream_lines
     with tempfile.TemporaryDirectory() as tmp:
         paths = {}
@@ -332,9 +385,11 @@ def _stream(args: argparse.Namespace) -> list[str]:
         "",
         "| run | seconds | peak resident memory MiB |",
         "| --- | ---: | ---: |",
-        f"| `score` on 1,000 of those lines (torch, the model, the start-up) | {small['seconds']:.1f} | {small['peak_rss_mib']:.0f} |",
+        f"| `score` on 1,000 of those lines (torch, the model, the start-up) | {small['seconds']:.1f} "
+        f"| {small['peak_rss_mib']:.0f} |",
         f"| `score` on {n:,} lines | {large['seconds']:.1f} | {large['peak_rss_mib']:.0f} |",
-        f"| reading the two {n:,}-line files whole (as `score` did before), growth only | - | {whole['peak_growth_mib']:.0f} |",
+        f"| reading the two {n:,}-line files whole (as `score` did before), growth only | - "
+        f"| {whole['peak_growth_mib']:.0f} |",
         "",
         f"- {n:,} lines cost {large['peak_rss_mib'] - small['peak_rss_mib']:.0f} MiB over 1,000 lines "
         f"({(large['peak_rss_mib'] - small['peak_rss_mib']) * 2**20 / n:.0f} bytes a line): the token-id states, "
@@ -353,6 +408,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3, help="rounds of the epochs")
     parser.add_argument("--cache-mb", type=int, default=1024)
+    parser.add_argument("--torchrun-rounds", type=int, default=2, help="rounds of one process vs torchrun")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--memory", action="store_true", help=argparse.SUPPRESS)
@@ -370,27 +426,52 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown sections: {', '.join(sorted(unknown))}")
     cpu = "unknown"
-    try:
-        cpu = next(l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    with contextlib.suppress(OSError, StopIteration):
+        info = Path("/proc/cpuinfo").read_text().splitlines()
+        cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
     body = [
         HEADING,
         "",
-        f"Measured {dt.date.today().isoformat()} by `python benchmarks/bench_scale.py --sections {','.join(chosen)} "
-        f"--threads {args.threads}`, all in one run, on {platform.machine()}, {cpu}, {os.cpu_count()} cores, torch "
+        f"Measured {dt.date.today().isoformat()} by `python benchmarks/bench_scale.py {' '.join(sys.argv[1:])}`, "
+        f"all in one run, on {platform.machine()}, {cpu}, {os.cpu_count()} cores, torch "
         f"{torch.__version__}; the model: {MINILM} cut to 5 layers. The bfloat16 figures are bench.py's, in the "
-        "tables above. GPU: none was available to this project, so there are no GPU figures (the roberta-large "
-        "bfloat16 target of 10,000 pairs/s on an H100 is unmeasured).",
+        "tables above. GPU: none was available in the session that ran this, so GPU figures were not measured (the "
+        "roberta-large bfloat16 target of 10,000 pairs/s on an H100 is unmeasured).",
         "",
     ]
+    load_before = os.getloadavg()
     for section in chosen:
+        start = time.perf_counter()
         body += {"epochs": _epochs, "linear": _linear, "torchrun": _torchrun, "stream": _stream}[section](args)
-    text = "\n".join(body)
-    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
-    head = old[: old.index(HEADING)].rstrip() + "\n\n" if HEADING in old else (old.rstrip() + "\n\n" if old else "")
-    args.out.write_text(head + text, encoding="utf-8")
+        print(f"  {section}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    load_after = os.getloadavg()
+    body[4:4] = [
+        f"The machine was shared with other jobs (another benchmark ran at the same time): load average "
+        f"{load_before[0]:.1f} / {load_before[1]:.1f} / {load_before[2]:.1f} (1 / 5 / 15 min) at the start, "
+        f"{load_after[0]:.1f} / {load_after[1]:.1f} / {load_after[2]:.1f} at the end, on {os.cpu_count()} cores: "
+        "wall-clock figures are noisy; CPU-time ratios are given where they apply.",
+        "",
+    ]
+    text = "\n".join([BEGIN, *body, END]) + "\n"
+    _write_section(args.out, text)
     print(text)
+
+
+def _write_section(path: Path, text: str) -> None:
+    """Put the section in `path`, replacing an earlier one (between BEGIN and END, or an older unmarked one
+    from its heading to the next '## ' heading); everything else in the file is left as it is."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    if BEGIN in old and END in old:
+        start, stop = old.index(BEGIN), old.index(END) + len(END)
+    elif HEADING in old:
+        start = old.index(HEADING)
+        after = old.find("\n## ", start + len(HEADING))
+        stop = len(old) if after < 0 else after + 1
+    else:
+        start = stop = len(old)
+    before, rest = old[:start].rstrip("\n"), old[stop:].lstrip("\n")
+    new = (before + "\n\n" if before else "") + text + ("\n" + rest if rest else "")
+    path.write_text(new, encoding="utf-8")
 
 
 if __name__ == "__main__":
