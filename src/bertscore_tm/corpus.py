@@ -96,7 +96,8 @@ class ParallelFiles:
                 raise InputFileError(
                     f"reference file {path} has {_lines(n)} but candidate file {cand} has {_lines(lines)}: "
                     "line i of every reference file is a reference for line i of the candidate file",
-                    path=path, what="reference",
+                    path=path,
+                    what="reference",
                 )
         return cls(cand, tuple(refs), lines)
 
@@ -119,7 +120,7 @@ class ParallelFiles:
                 if len(columns) == 2:
                     yield columns[0], columns[1]
                 else:
-                    yield columns[0], [list(group) for group in zip(*columns[1:])]
+                    yield columns[0], [list(group) for group in zip(*columns[1:], strict=True)]
 
 
 def _text(line: str) -> str:

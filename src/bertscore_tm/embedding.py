@@ -111,7 +111,7 @@ class Embedder:
             raise ValueError(f"model_dtype must be torch.float32, torch.float16 or torch.bfloat16, got {model_dtype}")
         #: Whether the model is a model object of the user's (a `UserModel`): never cast, never switched.
         self.user_supplied = not isinstance(model, nn.Module)
-        if model_dtype == torch.bfloat16 and not self.user_supplied:
+        if model_dtype == torch.bfloat16 and isinstance(model, nn.Module):
             model.to(torch.bfloat16)  # a model we loaded: cast once (see the module's docstring)
         self.model = model
         config = None if self.user_supplied else getattr(model, "config", None)

@@ -3,8 +3,9 @@ scored again (the references of a validation set, every epoch) is never run thro
 
 Texts are keyed by their token ids. One cache serves one embedding setting (the model object and its name, the
 layer or all_layers, the long-text mode with its window and stride, max_length, the compute dtype, the device)
-and empties itself when the setting it is used with changes, so a hit is always what a fresh forward pass would give: embedding is batch-invariant
-(`bertscore_tm.embedding`), so cached scores equal uncached ones bit for bit. Vectors are kept in float32 on
+and empties itself when the setting it is used with changes, so a hit is always what a fresh forward pass
+would give: embedding is batch-invariant (`bertscore_tm.embedding`), so cached scores equal uncached ones bit
+for bit. Vectors are kept in float32 on
 the model's device, the least recently used evicted first once the budget is full: a token costs its hidden
 size x 4 bytes x the layers kept (1, or depth + 1 with all_layers), plus a few hundred bytes of bookkeeping per
 text. The cache is not metric state: never in state_dict(), never synced across ranks, never pickled; deep
@@ -151,7 +152,9 @@ class CachingEmbedder:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._embedder, name)
 
-    def embed_into(self, table: Tensor, seqs: Sequence[Tensor], progress: object | None = None, **options: Any) -> list[int]:
+    def embed_into(
+        self, table: Tensor, seqs: Sequence[Tensor], progress: object | None = None, **options: Any
+    ) -> list[int]:
         """As :meth:`Embedder.embed_into`; texts found in the cache are copied, the others embedded and cached."""
         if options:  # more than whole texts asked for (e.g. row ranges): nothing to look up or keep
             return self._embedder.embed_into(table, seqs, progress=progress, **options)
@@ -164,8 +167,8 @@ class CachingEmbedder:
             row += n
         if row > table.shape[0]:
             raise ValueError(f"table has {table.shape[0]} rows; these sequences need {row}")
-        keys = [text_key(s) if n > 0 else b"" for s, n in zip(seqs, lengths)]
-        found = [cache.get(k) if n > 0 else None for k, n in zip(keys, lengths)]
+        keys = [text_key(s) if n > 0 else b"" for s, n in zip(seqs, lengths, strict=True)]
+        found = [cache.get(k) if n > 0 else None for k, n in zip(keys, lengths, strict=True)]
         missing = [i for i, n in enumerate(lengths) if n > 0 and found[i] is None]
         if missing:
             packed = self._embedder.embed_into(table, [seqs[i] for i in missing], progress=progress)

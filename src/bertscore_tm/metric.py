@@ -13,7 +13,7 @@ import functools
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -414,11 +414,12 @@ class BERTScore(Metric):
             self._encoder.max_length,
         )
 
-    def _embedding_source(self) -> Embedder | CachingEmbedder:
-        """What compute() embeds texts with: the embedder, through the cache where there is one."""
+    def _embedding_source(self) -> Embedder:
+        """What compute() embeds texts with: the embedder, through the cache where there is one (a
+        `CachingEmbedder`, which has the embedder's interface)."""
         if self._embedding_cache is None:
             return self._embedder
-        return CachingEmbedder(self._embedder, self._embedding_cache, self._cache_setting())
+        return cast(Embedder, CachingEmbedder(self._embedder, self._embedding_cache, self._cache_setting()))
 
     @property
     def windows(self) -> WindowRule | None:
@@ -814,9 +815,7 @@ def _distinct_texts(
     return texts, match_cand.to(torch.int32), text_of[~is_cand].to(torch.int32)
 
 
-def _first_seen_ids(
-    sources: tuple[Tensor, ...], which: Tensor, start: Tensor, length: Tensor
-) -> tuple[Tensor, Tensor]:
+def _first_seen_ids(sources: tuple[Tensor, ...], which: Tensor, start: Tensor, length: Tensor) -> tuple[Tensor, Tensor]:
     """For occurrences of token sequences (``sources[which][start : start + length]``): each one's text index,
     texts numbered by first occurrence, and each text's first occurrence. Equal sequences are found exactly
     (rows of one length compared by `torch.unique`), never by hashing."""
@@ -843,5 +842,3 @@ def _first_seen_ids(
     rank = torch.empty_like(order)
     rank[order] = torch.arange(groups)
     return rank[group], first[order]
-
-
