@@ -16,7 +16,6 @@ import torch
 
 from bertscore_tm import BERTScore
 from bertscore_tm.embedding_cache import EmbeddingCache, text_key
-
 from tests.conftest import MINILM
 
 PAIRS = 24  # per epoch
@@ -49,7 +48,7 @@ def test_a_texts_vectors_do_not_depend_on_the_batch_it_runs_in(plain, wmt):
     together, starts = plain.embedder.embed(seqs)
     for subset in (range(0, 80, 5), range(3, 9), [11], [79, 40, 41]):
         vectors, sub_starts = plain.embedder.embed([seqs[i] for i in subset])
-        for i, at in zip(subset, sub_starts.tolist()):
+        for i, at in zip(subset, sub_starts.tolist(), strict=True):
             first, n = int(starts[i]), len(seqs[i])
             assert torch.equal(vectors[at : at + n], together[first : first + n]), i
 

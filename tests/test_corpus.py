@@ -3,6 +3,7 @@ whole file in memory, any contiguous shard of it, and the same one-line errors a
 
 from __future__ import annotations
 
+import itertools
 import tracemalloc
 from pathlib import Path
 
@@ -30,7 +31,9 @@ def test_lines_are_counted_as_reading_the_whole_file_splits_them(tmp_path, block
     """Blocks of a few bytes cut \\r\\n pairs and multi-byte characters in two; the count does not change."""
     for text in (MIXED, MIXED + "\n", MIXED + "\r", "one line", "\n", "\r\n\r\n", "a\rb\r\nc"):
         file = _write(tmp_path / "f.txt", text)
-        assert count_lines(str(file), "candidate", block_bytes=block_bytes) == len(read_lines(str(file), "candidate")), text
+        assert count_lines(str(file), "candidate", block_bytes=block_bytes) == len(
+            read_lines(str(file), "candidate")
+        ), text
 
 
 def test_chunks_hold_the_same_lines_as_reading_the_whole_file(tmp_path):
@@ -77,7 +80,7 @@ def test_a_large_file_is_read_a_chunk_at_a_time_and_its_shards_cover_it_in_order
     # contiguous shards, as torchrun processes read them: together every line once, in order
     bounds = [0, 1, 66_667, 133_334, lines]
     firsts = []
-    for start, stop in zip(bounds[:-1], bounds[1:]):
+    for start, stop in itertools.pairwise(bounds):
         shard = _all_lines(files, start=start, stop=stop, size=size)
         assert len(shard) == stop - start
         firsts.append(shard[0])
@@ -87,7 +90,9 @@ def test_a_large_file_is_read_a_chunk_at_a_time_and_its_shards_cover_it_in_order
 def test_a_decoding_error_names_its_byte_even_in_a_later_block(tmp_path):
     file = tmp_path / "bad.txt"
     file.write_bytes("é".encode() * 10 + b"\xff" + b"\n")  # byte 20 is not UTF-8
-    with pytest.raises(InputFileError, match=r"^candidate file .*bad.txt is not UTF-8 text \(invalid start byte at byte 20\)$"):
+    with pytest.raises(
+        InputFileError, match=r"^candidate file .*bad.txt is not UTF-8 text \(invalid start byte at byte 20\)$"
+    ):
         count_lines(str(file), "candidate", block_bytes=3)
     assert "at byte 20" in _message(lambda: read_lines(str(file), "candidate"))
 
@@ -95,7 +100,7 @@ def test_a_decoding_error_names_its_byte_even_in_a_later_block(tmp_path):
 def _message(call) -> str:
     try:
         call()
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         return str(err)
     return ""
 

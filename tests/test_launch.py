@@ -4,6 +4,7 @@ shards), and a user mistake is still one line, said once."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -16,15 +17,20 @@ import bertscore_tm
 import bertscore_tm.launch
 from bertscore_tm.cli import main
 from bertscore_tm.launch import Processes, processes
-
 from tests.conftest import MINILM
 
 LAUNCH_TIMEOUT_S = 420  # two processes loading the model on a busy two-core machine
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        OMP_NUM_THREADS="1",
+        GLOO_SOCKET_IFNAME="lo",
+    )
     package_root = str(Path(bertscore_tm.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
@@ -59,7 +65,11 @@ def test_two_processes_write_exactly_what_one_process_writes(tmp_path, wmt, caps
     script = str(Path(__file__).with_name("torchrun_jobs.py"))
     proc = subprocess.run(
         [*launcher, script, str(out), str(tmp_path / "jobs.json")],
-        capture_output=True, text=True, env=_env(), timeout=LAUNCH_TIMEOUT_S, check=False,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=LAUNCH_TIMEOUT_S,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     for i, argv in enumerate(jobs):
@@ -81,7 +91,11 @@ def test_torchrun_runs_the_module_itself(tmp_path, wmt, capsys):
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     proc = subprocess.run(
         [*launcher, "-m", "bertscore_tm", *args],
-        capture_output=True, text=True, env=_env(), timeout=LAUNCH_TIMEOUT_S, check=False,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=LAUNCH_TIMEOUT_S,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert main(args) == 0
@@ -101,7 +115,10 @@ def test_a_mistake_is_said_once_by_rank_zero(tmp_path, monkeypatch, capsys):
     (tmp_path / "c.txt").write_text("a\nb\n", encoding="utf-8")
     args = ["score", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "missing.txt"), "-m", MINILM]
     monkeypatch.setenv("WORLD_SIZE", "2")
-    for rank, said in (("1", ""), ("0", f"bertscore-tm: error: reference file {tmp_path / 'missing.txt'} does not exist\n")):
+    for rank, said in (
+        ("1", ""),
+        ("0", f"bertscore-tm: error: reference file {tmp_path / 'missing.txt'} does not exist\n"),
+    ):
         monkeypatch.setenv("RANK", rank)
         assert main(args) == 2
         assert capsys.readouterr().err == said
@@ -123,7 +140,7 @@ def test_shards_are_contiguous_and_cover_every_line_once():
         for world in (1, 2, 3, 8):
             shards = [Processes(rank, world).shard(lines) for rank in range(world)]
             assert shards[0][0] == 0 and shards[-1][1] == lines
-            assert all(a[1] == b[0] for a, b in zip(shards, shards[1:]))
+            assert all(a[1] == b[0] for a, b in itertools.pairwise(shards))
             assert max(b - a for a, b in shards) - min(b - a for a, b in shards) <= 1
 
 

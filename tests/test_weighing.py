@@ -4,12 +4,13 @@ nothing in the scores."""
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 import bertscore_tm.metric
 from bertscore_tm import BERTScore
 from bertscore_tm.metric import pair_chunks
-
 from tests.conftest import MINILM
 
 
@@ -17,14 +18,15 @@ def test_chunks_cover_every_pair_once_in_order_within_the_budget():
     cost = torch.randint(1, 50, (1000,), generator=torch.Generator().manual_seed(0))
     chunks = pair_chunks(cost, budget=120)
     assert chunks[0][0] == 0 and chunks[-1][1] == 1000
-    assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(chunks))
     assert all(int(cost[lo:hi].sum()) <= 120 for lo, hi in chunks)
 
 
 def test_scores_are_the_same_in_chunks_of_one_pair(wmt, monkeypatch):
     metric = BERTScore(MINILM, idf=True)
     cands = wmt["hyps"] + wmt["hyps_long"][:30] + [" "]  # a blank candidate too
-    targets = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"])] + [[r] for r in wmt["refs_long"][:30]] + [["x"]]
+    pairs = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"], strict=True)]
+    targets = pairs + [[r] for r in wmt["refs_long"][:30]] + [["x"]]
     metric.update(cands, targets)
     whole = metric.compute()
     calls = []
@@ -64,4 +66,4 @@ def test_distinct_texts_are_found_exactly_and_numbered_by_first_appearance():
                 matches += [(tuple(cands[i]), tuple(r)) for r in mine]
         found = [tuple(texts[t].tolist()) for t in range(len(texts))]
         assert found == list(dict.fromkeys(walk))  # each distinct text once, in order of first appearance
-        assert [(found[c], found[r]) for c, r in zip(match_cand.tolist(), match_ref.tolist())] == matches
+        assert [(found[c], found[r]) for c, r in zip(match_cand.tolist(), match_ref.tolist(), strict=True)] == matches
