@@ -191,3 +191,30 @@ def test_bfloat16_cached_scores_equal_uncached_too(wmt):
             results.append(metric.compute())
         for key in ("precision", "recall", "f1"):
             assert torch.equal(results[1][key], results[0][key]), (epoch, key)
+
+
+@pytest.mark.parametrize("setting", ["window", "user model"])
+def test_cached_scores_equal_uncached_in_window_mode_and_with_a_model_object(setting, wmt, minilm_path):
+    """Long texts in windows (each window a forward sequence like any other) and a model object of the user's
+    (never cast, run through its view) are batch-invariant too: the cache changes no bit."""
+    if setting == "window":  # a 32-token window: every WMT sentence runs as several windows
+        kwargs: dict = {"model_name_or_path": MINILM, "max_length": 32, "long_texts": "window", "window_stride": 12}
+    else:
+        from transformers import AutoModel, AutoTokenizer
+
+        model = AutoModel.from_pretrained(minilm_path).train()  # dropout on in the user's model: not in the view
+        kwargs = {"model": model, "tokenizer": AutoTokenizer.from_pretrained(minilm_path), "num_layers": 4}
+    plain_metric, cached_metric = BERTScore(**kwargs), BERTScore(**kwargs, embedding_cache_mb=8)
+    refs = wmt["refs_long"][:12]
+    for epoch in range(2):
+        cands = wmt["hyps_long"][12 * epoch : 12 * epoch + 12]
+        results = []
+        for metric in (plain_metric, cached_metric):
+            metric.reset()
+            metric.update(cands, refs)
+            before = metric.embedder.rows_embedded
+            results.append(metric.compute())
+        if epoch == 1:  # the references came from the cache
+            assert cached_metric.embedder.rows_embedded - before < plain_metric.embedder.rows_embedded / 2
+        for key in ("precision", "recall", "f1"):
+            assert torch.equal(results[1][key], results[0][key]), (setting, epoch, key)
