@@ -392,6 +392,7 @@ def main() -> None:
     import torchmetrics
     import transformers
 
+    load_start = os.getloadavg()
     timed = _timed(args.device)
     out_path = args.out or HERE / (
         "RESULTS.md" if (args.shape, args.device) == ("minilm", "cpu") else f"RESULTS-{args.shape}-{args.device}.md"
@@ -471,6 +472,7 @@ def main() -> None:
         for k in ("ours-fp32", "ours-bf16")
     }
 
+    load_end = os.getloadavg()
     cpu = "unknown"
     with contextlib.suppress(OSError, StopIteration):
         cpu = next(
@@ -520,6 +522,12 @@ def main() -> None:
             f"--device {args.device}`), all in one run.",
             "",
             f"- machine: {platform.machine()}, {cpu}, {os.cpu_count()} cores, torch threads {args.threads}, {gpu}",
+            f"- load average (1 / 5 / 15 min) {load_start[0]:.1f} / {load_start[1]:.1f} / {load_start[2]:.1f} at the "
+            f"start, {load_end[0]:.1f} / {load_end[1]:.1f} / {load_end[2]:.1f} at the end, on {os.cpu_count()} cores "
+            "(other jobs shared the machine where it is above the thread count: ratios are taken round by round "
+            "against the limit of the same round, which absorbs part of that)",
+            "- the limit runs the metric's batching: texts of one length per batch, never padded (since issue 13; "
+            "faster than padded batches on a CPU); the padded row is the batching before, for comparison",
             f"- versions: python {platform.python_version()}, torch {torch.__version__}, transformers "
             f"{transformers.__version__}, torchmetrics {torchmetrics.__version__}, "
             f"bert-score {bert_score.__version__} (0.3.13 wheel)",

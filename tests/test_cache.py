@@ -18,7 +18,7 @@ from bertscore_tm import BERTScore
 from bertscore_tm.embedding_cache import EmbeddingCache, text_key
 from tests.conftest import MINILM
 
-PAIRS = 24  # per epoch
+PAIRS = 12  # per epoch
 
 
 def _epoch(wmt: dict[str, list[str]], epoch: int) -> tuple[list[str], list[str]]:

@@ -24,9 +24,9 @@ def test_chunks_cover_every_pair_once_in_order_within_the_budget():
 
 def test_scores_are_the_same_in_chunks_of_one_pair(wmt, monkeypatch):
     metric = BERTScore(MINILM, idf=True)
-    cands = wmt["hyps"] + wmt["hyps_long"][:30] + [" "]  # a blank candidate too
+    cands = wmt["hyps"] + wmt["hyps_long"][:12] + [" "]  # a blank candidate too
     pairs = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"], strict=True)]
-    targets = pairs + [[r] for r in wmt["refs_long"][:30]] + [["x"]]
+    targets = pairs + [[r] for r in wmt["refs_long"][:12]] + [["x"]]
     metric.update(cands, targets)
     whole = metric.compute()
     calls = []
