@@ -30,6 +30,7 @@ WRONG_TYPES = [
     ("device", 3.0),
     ("lang", 5),
     ("model_name_or_path", 5),
+    ("embedding_cache_mb", 1.5),
 ]
 
 OUT_OF_RANGE = [
@@ -41,6 +42,7 @@ OUT_OF_RANGE = [
     ("model_dtype", torch.int8, r"model_dtype must be one of torch.float32, torch.bfloat16, torch.float16"),
     ("device", "no-such-device", r"device='no-such-device' is not a torch device"),
     ("model_name_or_path", " ", r"model_name_or_path must not be blank"),
+    ("embedding_cache_mb", -1, r"embedding_cache_mb must be an integer >= 0"),
 ]
 
 

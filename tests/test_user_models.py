@@ -166,7 +166,8 @@ def test_later_blocks_are_not_computed(minilm):
     finally:
         for hook in hooks:
             hook.remove()
-    assert ran == [0, 1]
+    # every forward pass ran blocks 0 and 1 only (the two texts differ in length: a batch each, never padded)
+    assert ran and ran == [0, 1] * (len(ran) // 2)
 
 
 def test_scoring_never_moves_the_model_but_moving_the_metric_moves_all_of_it(tiny):

@@ -323,6 +323,7 @@ RULES: dict[str, Rule] = {
     "output": choice(OUTPUTS, optional=True),
     "return_hash": boolean,
     "verbose": boolean,
+    "embedding_cache_mb": integer(0, why=" (MiB of cached vectors; 0 turns the cache off)"),
 }
 
 

@@ -14,6 +14,12 @@ machine, a bad setting, an unusable device, an output that cannot be written, an
 `bertscore_tm.errors.BERTScoreError`) print one line, ``bertscore-tm: error: ...``, on stderr and exit with
 code 2. Input files, output paths, the device, the model's presence and weights files and the baseline are
 checked before any model is loaded. A file argument of ``-`` is standard input (one of them at most).
+
+``score``, ``compare``, ``pairwise`` and ``baseline`` also run on torch's launcher (``torchrun
+--nproc-per-node N -m bertscore_tm ...``, `bertscore_tm.launch`): each process scores a contiguous shard of the
+lines (``pairwise``: of the candidate rows) and rank 0 writes the output, the same as one process's. ``show``
+and ``mbr`` refuse to run on several processes. ``score`` reads its files as a stream, in chunks
+(`bertscore_tm.corpus`), so a file of millions of lines is never held as millions of strings.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
 from bertscore_tm.errors import BERTScoreError
+from bertscore_tm.launch import Processes, launched, local_device, processes
 
 PROG = "bertscore-tm"
 STDIN = "-"
@@ -217,6 +224,32 @@ def _device(name: str | None) -> str:
     return name
 
 
+def _process_device(name: str | None) -> str:
+    """`_device`, and under torchrun (WORLD_SIZE > 1) a bare ``cuda`` becomes this process's GPU (LOCAL_RANK)."""
+    device = _device(name)
+    _, world, local_rank = launched()
+    return local_device(device, local_rank) if world > 1 else device
+
+
+def _one_process_reads_stdin(paths: Sequence[str]) -> None:
+    """Standard input goes to one process: under torchrun the lines must come from files every process reads."""
+    if STDIN in paths and launched()[1] > 1:
+        raise UsageError(
+            "standard input (-) cannot be shared by the processes torchrun starts: give every input as a file "
+            "(at the same path on every node)"
+        )
+
+
+def _one_process(command: str) -> None:
+    """Refuse a subcommand that does not split its work across processes when torchrun started several."""
+    world = launched()[1]
+    if world > 1:
+        raise UsageError(
+            f"{command} runs in one process; torchrun started {world} (WORLD_SIZE={world}): run it without torchrun "
+            "(score, compare, pairwise and baseline run on several processes)"
+        )
+
+
 def _usable_devices() -> str:
     import torch
 
@@ -302,13 +335,13 @@ def _long_texts(args: argparse.Namespace) -> dict[str, Any]:
 
 def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
     """The metric `score` and `show` use: model, layer, language, rescaling and device from the command line,
-    each checked before the model loads."""
+    each checked before the model loads (under torchrun a bare ``cuda`` is the process's own GPU)."""
     _check_run_options(args)
     long_texts = _long_texts(args)
     model_name = _model_name(args)
     _check_layer(args, model_name)
     _check_baseline(args, model_name)
-    device = _device(args.device)
+    device = _process_device(args.device)
     return _make_metric(
         model_name_or_path=model_name,
         num_layers=args.num_layers,
@@ -422,20 +455,8 @@ def _progress(args: argparse.Namespace) -> bool:
 
 def _score(args: argparse.Namespace, out: TextIO) -> int:
     _stdin_at_most_once([args.cand, *args.ref], "-c/-r")
-    cands = read_lines(args.cand, "candidate")
-    groups: list[list[str]] = []
-    for path in args.ref:
-        refs = read_lines(path, "reference")
-        if len(refs) != len(cands):
-            raise UsageError(
-                f"{_input_name(path, 'reference')} has {_lines(len(refs))} but {_input_name(args.cand, 'candidate')} "
-                f"has {_lines(len(cands))}: line i of every reference file is a reference for line i of the "
-                "candidate file"
-            )
-        groups.append(refs)
-    targets: list[str] | list[list[str]] = (
-        groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups, strict=True)]
-    )
+    _one_process_reads_stdin([args.cand, *args.ref])
+    pairs = _pair_lines(args.cand, args.ref)
     target = _check_output(args.output, "scores.txt") if args.output is not None else None
     resampling = _resampling(args)
 
@@ -446,15 +467,64 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
         model_dtype=_dtype(args.dtype),
         verbose=_progress(args),
     )
-    metric.update(cands, targets)
-    scores = metric.compute_scores()
+    with processes(str(metric.device)) as run:
+        if not run.writes_output:
+            metric.verbose = False
+        for cands, targets in pairs.chunks(*run.shard(len(pairs))):
+            metric.update(cands, targets)
+        with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
+            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+            scores = metric.compute_scores()
+    if not run.writes_output:
+        return 0
     p, r, f = (x.double().cpu().tolist() for x in scores.as_tuple())
-    report = _report(args, metric, p, r, f, len(groups), resampling)
+    report = _report(args, metric, p, r, f, len(args.ref), resampling)
     if target is None:
         out.write(report)
     else:
         _write(target, args.output, report)
     return 0
+
+
+class _LinesInMemory:
+    """Candidates and references read whole (standard input cannot be read twice), with the interface of
+    `bertscore_tm.corpus.ParallelFiles`."""
+
+    def __init__(self, cands: list[str], targets: list[str] | list[list[str]]) -> None:
+        self.cands, self.targets = cands, targets
+
+    def __len__(self) -> int:
+        return len(self.cands)
+
+    def chunks(self, start: int = 0, stop: int | None = None) -> Iterable[tuple[list[str], Any]]:
+        stop = len(self.cands) if stop is None else stop
+        if start < stop:
+            yield self.cands[start:stop], self.targets[start:stop]
+
+
+def _pair_lines(cand: str, refs: Sequence[str]) -> Any:
+    """The candidate file and its reference files, checked (exist, UTF-8, not empty, as many lines each) before
+    any model loads: files are counted now and read as a stream later (`bertscore_tm.corpus`); standard input
+    is read whole."""
+    if STDIN not in (cand, *refs):
+        from bertscore_tm.corpus import ParallelFiles
+
+        return ParallelFiles.open(cand, refs)
+    cands = read_lines(cand, "candidate")
+    groups: list[list[str]] = []
+    for path in refs:
+        lines = read_lines(path, "reference")
+        if len(lines) != len(cands):
+            raise UsageError(
+                f"{_input_name(path, 'reference')} has {_lines(len(lines))} but {_input_name(cand, 'candidate')} "
+                f"has {_lines(len(cands))}: line i of every reference file is a reference for line i of the "
+                "candidate file"
+            )
+        groups.append(lines)
+    targets: list[str] | list[list[str]] = (
+        groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups, strict=True)]
+    )
+    return _LinesInMemory(cands, targets)
 
 
 def _report(
@@ -615,6 +685,7 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         )
     settings = _resampling(args)
     assert settings is not None  # compare's --confidence has a default
+    _one_process_reads_stdin([*names, *args.ref])
     systems = [read_lines(path, "system") for path in names]
     for path, lines in zip(names[1:], systems[1:], strict=True):
         if len(lines) != len(systems[0]):
@@ -641,7 +712,19 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     from bertscore_tm.significance import bootstrap_interval, paired_test
     from bertscore_tm.systems import score_systems
 
-    scores = score_systems(metric, systems, targets)  # one compute: references and shared lines embedded once
+    with processes(str(metric.device)) as run:  # under torchrun each process a contiguous shard of the lines
+        if not run.writes_output:
+            metric.verbose = False
+        start, stop = run.shard(len(targets))
+        shards = [Processes(rank, run.world_size).shard(len(targets)) for rank in range(run.world_size)]
+        with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
+            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+            # one compute: references and shared lines embedded once
+            scores = score_systems(
+                metric, [s[start:stop] for s in systems], targets[start:stop], shard_sizes=[b - a for a, b in shards]
+            )
+    if not run.writes_output:
+        return 0
     f1 = scores["f1"].double().cpu()
     _check_finite(f1, names)
     intervals = bootstrap_interval(f1, settings.confidence, settings.num_samples, settings.seed)
@@ -720,6 +803,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         ) from None
     if not args.cand.strip() or not args.ref.strip():
         raise UsageError("show needs a non-blank candidate (-c) and reference (-r) text")
+    _one_process("show")
     cand = _text_argument(args.cand, "candidate", "-c")
     ref = _text_argument(args.ref, "reference", "-r")
     target, fmt = _image_target(args.file)
@@ -757,19 +841,26 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
     device = _device(args.device)
 
     from bertscore_tm.baseline_building import layer_means, sample_pairs, write_baseline
+    from bertscore_tm.launch import processes
 
     cands, refs = sample_pairs(lines, args.pairs, args.seed)
-    metric = _make_metric(
-        model_name_or_path=model_name,
-        all_layers=True,  # every layer is scored, so a model without a tabled default layer is fine
-        lang=args.lang,
-        batch_size=args.batch_size,
-        device=device,
-        model_dtype=_dtype(args.dtype),
-        verbose=_progress(args),
-        **long_texts,
-    )
-    table = layer_means(metric, cands, refs)
+    with processes(device) as run:
+        metric = _make_metric(
+            model_name_or_path=model_name,
+            all_layers=True,  # every layer is scored, so a model without a tabled default layer is fine
+            lang=args.lang,
+            batch_size=args.batch_size,
+            device=run.device,
+            model_dtype=_dtype(args.dtype),
+            verbose=_progress(args) and run.writes_output,
+            **long_texts,
+        )
+        start, stop = run.shard(len(cands))
+        with warnings.catch_warnings():  # a process without pairs (fewer pairs than processes) is fine
+            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+            table = layer_means(metric, cands[start:stop], refs[start:stop])
+    if not run.writes_output:
+        return 0
     try:
         write_baseline(target, table)
     except OSError as err:
@@ -819,16 +910,33 @@ def _setting(metric: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _pairwise(args: argparse.Namespace, out: TextIO) -> int:
+    import torch
+
+    _one_process_reads_stdin([args.cand, args.ref])
     cands = read_lines(args.cand, "candidate")
     refs = read_lines(args.ref, "reference")
     target = _output_file(args.output)
     metric = _rescalable_metric(
         args, idf=args.idf, batch_size=args.batch_size, model_dtype=_dtype(args.dtype), verbose=_progress(args)
     )
-    result = metric.pairwise(cands, refs)
-    assert isinstance(result, dict)
     names = ("precision", "recall", "f1") if args.format == "json" else ("f1",)
-    matrices = {k: result[k].double().cpu() for k in names}
+    with processes(str(metric.device)) as run:  # under torchrun each process a contiguous block of rows
+        start, stop = run.shard(len(cands))
+        if not run.writes_output:
+            metric.verbose = False
+        if start < stop:
+            result = metric.pairwise(cands[start:stop], refs)
+            assert isinstance(result, dict)
+            rows = {k: result[k] for k in names}
+        else:  # fewer candidates than processes: this one has no rows
+            rows = {k: torch.zeros((0, len(refs)), device=metric.device) for k in names}
+        if run.world_size > 1:
+            from bertscore_tm.distributed import gather
+
+            rows = {k: torch.cat([x.cpu() for x in gather(m.float(), None)]) for k, m in rows.items()}
+    if not run.writes_output:
+        return 0
+    matrices = {k: m.double().cpu() for k, m in rows.items()}
     if args.format == "json":
         doc = {
             **_setting(metric, args),
@@ -876,6 +984,7 @@ def _mbr_groups(args: argparse.Namespace, hyps: list[str]) -> tuple[list[str], l
 
 
 def _mbr(args: argparse.Namespace, out: TextIO) -> int:
+    _one_process("mbr")
     hyps = read_lines(args.input, "hypothesis")
     names, lines = _mbr_groups(args, hyps)
     metric = _rescalable_metric(
@@ -1238,7 +1347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except (UsageError, BERTScoreError) as err:  # the user's to fix: one line; anything else is a bug
-        print(f"{PROG}: error: {_one_line(err)}{_hint(err)}", file=sys.stderr)
+        from bertscore_tm.launch import reports_errors
+
+        if reports_errors():  # under torchrun every process finds the mistake; rank 0 says it once
+            print(f"{PROG}: error: {_one_line(err)}{_hint(err)}", file=sys.stderr)
         return 2
     finally:
         warnings.showwarning = previous

@@ -1,17 +1,30 @@
 """Embedding: runs the cut model over token-id sequences and writes L2-normalised token vectors.
 
-Sequences are sorted by length and cut into batches by a token budget (and optionally a count), so padding
-stays small and memory bounded; the forward pass runs under `inference_mode`, optionally under autocast (the
-opt-in lower-precision mode). Vectors come back in float32 whatever the compute dtype, written straight into
-a table the caller owns, so a batch's output is dropped before the next batch runs. With a window rule
-(`bertscore_tm.windows`, long_texts="window") a long text runs as several window sequences in the same
-batch stream, and the rows each token keeps are stitched into that text's rows of the table.
+Sequences are sorted by length and cut into batches of one length each (so nothing is padded) by a token
+budget (and optionally a count), so memory stays bounded; the forward pass runs under `inference_mode`. Vectors
+come back in float32 whatever the compute dtype, written straight into a table the caller owns, so a batch's
+output is dropped before the next batch runs. With a window rule (`bertscore_tm.windows`, long_texts="window")
+a long text runs as several window sequences in the same batch stream, and the rows each token keeps are
+stitched into that text's rows of the table.
+
+The opt-in lower precisions (inexact, about 1e-3 in F1): bfloat16 casts the weights of a model we loaded once
+(autocast would cast every weight again in every forward pass, about a sixth of the time on a CPU; bfloat16
+has float32's range, so nothing overflows) and, on a CPU, uses the model's eager attention (its bfloat16
+products and softmax take half the time of the CPU's scaled-dot-product kernel on sentences); float16, and
+bfloat16 with a model object of the user's (`UserModel`: never cast, never switched), run under autocast.
+
+A text's vectors do not depend on the batch it runs in: padding would change the summation order of the
+attention (so the last bits of every vector) with the longest text of the batch, and tiny matrices take other
+code paths in the matrix-multiply libraries, so batches are never padded and never hold fewer than
+`MIN_BATCH_TOKENS` tokens (a short text alone runs with copies of itself). That holds for windows (each window
+is a sequence like any other) and for user models alike, and it is what lets a cached vector, or a text scored
+on another process or in another compute(), give exactly the scores of a fresh one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,19 +56,31 @@ class TokenTexts:
         return self.sources[int(self.which[i])][start : start + int(self.length[i])]
 
 
+#: The fewest tokens a forward batch runs: below this CPU matrix-multiply libraries switch to other kernels
+#: (matrix-vector paths, other thread splits), whose sums round differently; a smaller batch runs with copies
+#: of its texts. A multiple of 16 and well past the sizes seen to differ (under 12 rows, MKL on AVX-512).
+MIN_BATCH_TOKENS = 64
+
+
 def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: int) -> Iterator[list[int]]:
-    """Indices of `lengths` sorted longest first, cut into batches of at most `max_tokens` padded tokens
-    (where a batch holds more than one) whose attention matrices hold no more than those of `max_tokens`
-    tokens at length 32, and of at most `batch_size` sequences where one is given: so a batch's memory is
-    bounded however long its texts are, and about the same for every full batch, whatever their lengths."""
+    """Indices of `lengths` sorted longest first, cut into batches of a single length (so no batch is padded
+    and a sequence's vectors do not depend on what it runs with) of at most `max_tokens` tokens (where a
+    batch holds more than one) whose attention matrices hold no more than those of `max_tokens` tokens at
+    length 32, and of at most `batch_size` sequences where one is given: so a batch's memory is bounded
+    however long its texts are, and about the same for every full batch, whatever their lengths.
+
+    >>> list(length_batches([3, 5, 3, 5, 5], batch_size=2, max_tokens=2048))
+    [[1, 3], [4], [0, 2]]
+    """
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     batch: list[int] = []
     for i in order:
-        longest = lengths[batch[0]] if batch else lengths[i]
+        length = lengths[i]
         n = len(batch) + 1
-        too_big = n * longest > max_tokens or n * longest * longest > max_tokens * 32
+        other_length = bool(batch) and lengths[batch[0]] != length
+        too_big = n * length > max_tokens or n * length * length > max_tokens * 32
         too_many = batch_size is not None and len(batch) >= batch_size
-        if batch and (too_many or too_big):
+        if batch and (other_length or too_many or too_big):
             yield batch
             batch = []
         batch.append(i)
@@ -84,7 +109,13 @@ class Embedder:
     ) -> None:
         if model_dtype not in (torch.float32, torch.float16, torch.bfloat16):
             raise ValueError(f"model_dtype must be torch.float32, torch.float16 or torch.bfloat16, got {model_dtype}")
+        #: Whether the model is a model object of the user's (a `UserModel`): never cast, never switched.
+        self.user_supplied = not isinstance(model, nn.Module)
+        if model_dtype == torch.bfloat16 and isinstance(model, nn.Module):
+            model.to(torch.bfloat16)  # a model we loaded: cast once (see the module's docstring)
         self.model = model
+        config = None if self.user_supplied else getattr(model, "config", None)
+        self._own_attention = getattr(config, "_attn_implementation", None)
         self.pad_id = pad_id
         self.all_layers = all_layers
         self.model_dtype = model_dtype
@@ -96,6 +127,7 @@ class Embedder:
         self.windows = windows
         #: How many sequences (rows) this embedder has run through the model: lets tests count the work.
         self.rows_embedded = 0
+        self._choose_attention()
 
     def __deepcopy__(self, memo: dict) -> Embedder:
         """Deep copies of a metric share its embedder: the model is frozen and nothing writes to it, so a
@@ -127,7 +159,22 @@ class Embedder:
 
     def to(self, device: torch.device | str) -> Embedder:
         self.model.to(device)
+        self._choose_attention()
         return self
+
+    def _choose_attention(self) -> None:
+        """bfloat16 on a CPU: the eager attention where a model we loaded would use scaled-dot-product
+        attention (twice as fast there on sentences: the CPU kernel is built for long sequences); elsewhere the
+        model's own. A user's model is never switched."""
+        if self.user_supplied:
+            return
+        cpu_bf16 = self.model_dtype == torch.bfloat16 and self.device.type == "cpu"
+        wanted = "eager" if cpu_bf16 and self._own_attention == "sdpa" else self._own_attention
+        config = getattr(self.model, "config", None)
+        if wanted is None or getattr(config, "_attn_implementation", None) == wanted:
+            return
+        with suppress(AttributeError, ValueError, ImportError):  # a model that cannot switch keeps its own
+            self.model.set_attn_implementation(wanted)  # type: ignore[operator, union-attr]
 
     @property
     def hidden_size(self) -> int:
@@ -137,27 +184,33 @@ class Embedder:
         return int(config.hidden_size if hasattr(config, "hidden_size") else config.d_model)  # type: ignore[union-attr]
 
     def _autocast(self) -> AbstractContextManager[object]:
-        if self.model_dtype == torch.float32:
-            return nullcontext()
+        if self.model_dtype == torch.float32 or (self.model_dtype == torch.bfloat16 and not self.user_supplied):
+            return nullcontext()  # float32, or bfloat16 weights cast once
         return torch.autocast(device_type=self.device.type, dtype=self.model_dtype)
 
     def embed_batch(self, seqs: Sequence[Tensor]) -> Tensor:
         """Normalised vectors of a batch of non-empty sequences: [B, T, D] (or [B, T, layers, D]), padding
-        rows undefined; the caller masks them by the sequence lengths."""
+        rows undefined; the caller masks them by the sequence lengths. A batch of fewer than
+        `MIN_BATCH_TOKENS` tokens runs with copies of its sequences (see the module's docstring)."""
         device = self.device
         longest = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), longest), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(seqs), longest), dtype=torch.long)
+        count = len(seqs)
+        copies = max(1, -(-MIN_BATCH_TOKENS // (count * longest)))
+        ids = torch.full((count * copies, longest), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((count * copies, longest), dtype=torch.long)
         for row, seq in enumerate(seqs):
             ids[row, : len(seq)] = seq
             mask[row, : len(seq)] = 1
+        if copies > 1:
+            ids[count:] = ids[:count].repeat(copies - 1, 1)
+            mask[count:] = mask[:count].repeat(copies - 1, 1)
         ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
         with torch.inference_mode(), self._autocast():
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
             hidden = torch.stack(tuple(out.hidden_states), dim=2) if self.all_layers else out[0]
-            hidden = hidden.float()
+            hidden = hidden[:count].float()
             hidden = hidden / hidden.norm(dim=-1, keepdim=True)
-        self.rows_embedded += len(seqs)
+        self.rows_embedded += count
         return hidden
 
     def embed_into(

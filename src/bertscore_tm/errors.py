@@ -106,3 +106,14 @@ class SettingsMismatchError(BERTScoreError, RuntimeError):
         super().__init__(message, argument=setting)
         self.setting = setting
         self.values = values
+
+
+class InputFileError(BERTScoreError, ValueError):
+    """An input text file that cannot be scored: missing, not a file, unreadable, not UTF-8, empty, or with
+    another number of lines than the files it goes with. `path` is the file at fault, `what` its role
+    ("candidate", "reference", "corpus")."""
+
+    def __init__(self, message: str, *, path: str, what: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.what = what

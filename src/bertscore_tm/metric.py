@@ -13,7 +13,7 @@ import functools
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -24,6 +24,7 @@ from bertscore_tm.arguments import OUTPUTS, LongTexts, OutputName, Reduction, va
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
 from bertscore_tm.distributed import check_same_settings, gather
 from bertscore_tm.embedding import Embedder, TokenTexts
+from bertscore_tm.embedding_cache import CachingEmbedder, EmbeddingCache
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.hashcode import HashSignature
 from bertscore_tm.idf import (
@@ -115,12 +116,19 @@ class BERTScore(Metric):
             (default: half the window); window mode only.
         device: where the model runs and states live; ``None`` follows the metric (``.to(...)``).
         model_dtype: compute dtype of the embedding model. ``torch.float32`` is exact; ``torch.bfloat16``
-            and ``torch.float16`` run under autocast (faster on supporting hardware, about 1e-3 error).
+            (a loaded model's weights cast once; a ``model`` object of yours runs under autocast, never cast)
+            and ``torch.float16`` (under autocast) are faster on supporting hardware, with about 1e-3 error.
         reduction: ``"none"`` for per-pair scores, ``"mean"`` for their means.
         output: one of ``"precision"``, ``"recall"``, ``"f1"`` to return that tensor alone (so the metric
             object can be logged by Lightning); ``None`` returns the dict.
         return_hash: add the setting's hash code to the dict under ``"hash"``.
         verbose: show a progress bar while embedding.
+        embedding_cache_mb: keep the vectors of texts already embedded, up to this many MiB (float32, on the
+            model's device; least recently used evicted first), so that a text scored again in a later
+            ``compute()`` (the references of a validation set, every epoch) is never embedded again; scores are
+            exactly those of an uncached metric. A token costs hidden size x 4 bytes x layers kept (1, or depth
+            + 1 with ``all_layers``): 1.5 KiB for MiniLM, 4 KiB for roberta-large. ``0`` (default): off.
+            Not state (never in ``state_dict()``, never synced); clones share it; ``clear_cache()`` empties it.
         model: a model object of your own (any Hugging Face encoder; an encoder-decoder's encoder is used) in
             place of ``model_name_or_path``: scored through an eval-mode view that shares its weights, so it is
             never modified, cast, frozen or moved (unless the metric is moved: then it moves with it).
@@ -181,6 +189,7 @@ class BERTScore(Metric):
         output: OutputName | None = None,
         return_hash: bool = False,
         verbose: bool = False,
+        embedding_cache_mb: int = 0,
         *,
         model: torch.nn.Module | None = None,
         tokenizer: Any = None,
@@ -213,6 +222,7 @@ class BERTScore(Metric):
                 "idf_weights": idf_weights,
                 "long_texts": long_texts,
                 "window_stride": window_stride,
+                "embedding_cache_mb": embedding_cache_mb,
             }
         )
         super().__init__(**kwargs)
@@ -267,6 +277,8 @@ class BERTScore(Metric):
                 windows=self._windows,
             )
         self.num_layers = self.model_depth if num_layers is None else int(num_layers)
+        #: The embedding cache (not state): None when embedding_cache_mb is 0.
+        self._embedding_cache = EmbeddingCache(embedding_cache_mb << 20) if embedding_cache_mb else None
         self._vocab_size = max(self._encoder.vocab_size, int(getattr(config, "vocab_size", 0) or 0))
         # fixed IDF weights (idf_texts, idf_weights): the same table on every rank, never summed across ranks
         self._fixed_idf: Tensor | None = None
@@ -327,6 +339,9 @@ class BERTScore(Metric):
         embedder = this.__dict__.get("_embedder")
         if embedder is not None and embedder.device != this.device:
             embedder.to(this.device)
+        cache = this.__dict__.get("_embedding_cache")
+        if cache is not None and embedder is not None:
+            cache.to(embedder.device)  # where the vectors are made (a user's model moves with the metric)
         return this
 
     def _wrap_compute(self, compute: Callable) -> Callable:
@@ -365,6 +380,46 @@ class BERTScore(Metric):
     def embedder(self) -> Embedder:
         """The frozen embedding model and its batching (outside the module tree)."""
         return self._embedder
+
+    @property
+    def embedding_cache(self) -> EmbeddingCache | None:
+        """The embedding cache (``embedding_cache_mb``), or None when it is off."""
+        return self._embedding_cache
+
+    def clear_cache(self) -> None:
+        """Empty the embedding cache (a no-op when it is off); the metric's state is untouched.
+
+        >>> from bertscore_tm import PACKAGED_MINILM
+        >>> metric = BERTScore(PACKAGED_MINILM, embedding_cache_mb=16)
+        >>> metric.update(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+        >>> _ = metric.compute()
+        >>> len(metric.embedding_cache)   # the two texts
+        2
+        >>> metric.clear_cache()
+        >>> len(metric.embedding_cache)
+        0
+        """
+        if self._embedding_cache is not None:
+            self._embedding_cache.clear()
+
+    def _cache_setting(self) -> tuple[object, ...]:
+        """What the cache is keyed on besides a text's token ids: everything that changes its vectors (the
+        embedder adds its model object, device, dtype, layers kept and window rule)."""
+        return (
+            self.model_name,
+            self.num_layers,
+            self.all_layers,
+            self.long_texts,
+            self._windows,
+            self._encoder.max_length,
+        )
+
+    def _embedding_source(self) -> Embedder:
+        """What compute() embeds texts with: the embedder, through the cache where there is one (a
+        `CachingEmbedder`, which has the embedder's interface)."""
+        if self._embedding_cache is None:
+            return self._embedder
+        return cast(Embedder, CachingEmbedder(self._embedder, self._embedding_cache, self._cache_setting()))
 
     @property
     def windows(self) -> WindowRule | None:
@@ -575,7 +630,7 @@ class BERTScore(Metric):
 
             progress = tqdm(total=len(texts), desc="BERTScore: embedding", unit="text")
         try:
-            new_c, new_r = greedy_match(self._embedder, texts, match_cand, match_ref, progress=progress)
+            new_c, new_r = greedy_match(self._embedding_source(), texts, match_cand, match_ref, progress=progress)
         finally:
             if progress is not None:
                 progress.close()
@@ -615,44 +670,56 @@ class BERTScore(Metric):
         """
         device = self.device
         rows = self._embedder.num_rows
-        c_ids, c_lens = (
-            _cat(self.cand_ids, torch.int32, device).long(),
-            _cat(self.cand_lens, torch.int32, device).long(),
-        )
-        r_ids, r_lens = _cat(self.ref_ids, torch.int32, device).long(), _cat(self.ref_lens, torch.int32, device).long()
+        c_ids, c_lens = _cat(self.cand_ids, torch.int32, device), _cat(self.cand_lens, torch.int32, device).long()
+        r_ids, r_lens = _cat(self.ref_ids, torch.int32, device), _cat(self.ref_lens, torch.int32, device).long()
         ref_counts = _cat(self.ref_counts, torch.int32, device).long()
         if self._fixed_idf is not None:  # idf_texts / idf_weights: the same on every rank, never summed
             weights = self._fixed_idf.to(device)
         elif self.idf:
-            doc_freq, num_refs = self._corpus_counts(collective, dropped, r_ids, r_lens, ref_counts)
+            doc_freq, num_refs = self._corpus_counts(collective, dropped, r_ids.long(), r_lens, ref_counts)
             weights = idf_weights(doc_freq, int(num_refs))
         else:
             weights = plain_weights(self._vocab_size, self._encoder.zero_weight_ids, device)
         if c_lens.numel() == 0:
             return torch.zeros((0, rows, 3), dtype=torch.float32, device=device)
-        owner = torch.repeat_interleave(torch.arange(len(c_lens), device=device), ref_counts)
-        c_start = torch.cumsum(c_lens, 0) - c_lens
-        match_c_lens = c_lens[owner]
-        cand_tokens = c_ids[ragged_arange(c_start[owner], match_c_lens)]
-        blank = self._encoder.is_blank(match_c_lens) | self._encoder.is_blank(r_lens)
-        scores = weighted_scores(
-            _cat(self.cand_best, torch.float32, device),
-            weights[cand_tokens],
-            match_c_lens,
-            _cat(self.ref_best, torch.float32, device),
-            weights[r_ids],
-            r_lens,
-            blank,
-        )
-        undefined = torch.isnan(scores[..., :2]).any(dim=(1, 2)) & ~blank
-        if bool(undefined.any()):
+        cand_best, ref_best = _cat(self.cand_best, torch.float32, device), _cat(self.ref_best, torch.float32, device)
+        # pairs a chunk at a time, so that the per-token weights and float64 sums stay within the working budget
+        c_start, r_start = torch.cumsum(c_lens, 0) - c_lens, torch.cumsum(r_lens, 0) - r_lens
+        first_ref = torch.cumsum(ref_counts, 0) - ref_counts
+        best_len = c_lens * ref_counts
+        best_start = torch.cumsum(best_len, 0) - best_len
+        ref_tokens = segment_sum(r_lens, ref_counts)
+        pieces, undefined = [], 0
+        for lo, hi in pair_chunks(best_len + ref_tokens, self._embedder.block_bytes // _BYTES_PER_SCORED_TOKEN):
+            lens, counts = c_lens[lo:hi], ref_counts[lo:hi]
+            refs = slice(int(first_ref[lo]), int(first_ref[hi - 1] + counts[-1]))
+            c_tok = slice(int(c_start[lo]), int(c_start[hi - 1] + lens[-1]))
+            r_tok = slice(int(r_start[refs.start]), int(r_start[refs.stop - 1] + r_lens[refs.stop - 1]))
+            best = slice(int(best_start[lo]), int(best_start[hi - 1] + best_len[hi - 1]))
+            owner = torch.repeat_interleave(torch.arange(hi - lo, device=device), counts)
+            match_c_lens = lens[owner]
+            local_start = torch.cumsum(lens, 0) - lens
+            cand_tokens = c_ids[c_tok][ragged_arange(local_start[owner], match_c_lens)].long()
+            blank = self._encoder.is_blank(match_c_lens) | self._encoder.is_blank(r_lens[refs])
+            scores = weighted_scores(
+                cand_best[best],
+                weights[cand_tokens],
+                match_c_lens,
+                ref_best[r_tok],
+                weights[r_ids[r_tok].long()],
+                r_lens[refs],
+                blank,
+            )
+            undefined += int((torch.isnan(scores[..., :2]).any(dim=(1, 2)) & ~blank).sum())
+            pieces.append(best_of_references(scores, counts))
+        if undefined:
             warnings.warn(
-                f"{int(undefined.sum())} pair(s) have tokens whose weights sum to 0 (with IDF: tokens found in "
+                f"{undefined} pair(s) have tokens whose weights sum to 0 (with IDF: tokens found in "
                 "every reference); their precision or recall is NaN, as in the reference.",
                 UserWarning,
                 stacklevel=3,
             )
-        scores = best_of_references(scores, ref_counts)
+        scores = torch.cat(pieces)
         if self._baseline is not None:
             scores = rescale(scores, self._baseline)
         return scores
@@ -695,43 +762,83 @@ def _object_default_layer(model: torch.nn.Module, known: str | None) -> int:
     )
 
 
+#: Working bytes per token of the weighing step (weights, float64 products and sums, index arithmetic):
+#: pairs are weighed in chunks of the working budget over this.
+_BYTES_PER_SCORED_TOKEN = 128
+
+
+def pair_chunks(cost: Tensor, budget: int) -> list[tuple[int, int]]:
+    """Consecutive ranges of items whose `cost` sums to at most `budget` (an item alone may exceed it).
+
+    >>> pair_chunks(torch.tensor([3, 3, 3, 9, 1]), budget=6)
+    [(0, 2), (2, 3), (3, 4), (4, 5)]
+    """
+    ends = torch.cumsum(cost.long(), 0)
+    chunks, lo, n = [], 0, len(cost)
+    while lo < n:
+        before = int(ends[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(torch.searchsorted(ends, before + budget, right=True)))
+        chunks.append((lo, min(hi, n)))
+        lo = hi
+    return chunks
+
+
 def _distinct_texts(
     c_ids: Tensor, c_lens: Tensor, r_ids: Tensor, r_lens: Tensor, ref_counts: Tensor, is_new: Tensor
 ) -> tuple[TokenTexts, Tensor, Tensor]:
-    """The distinct token sequences of the new pairs (held by reference into the id states) and, for each
-    (candidate, reference) match of those pairs in order, the index of its candidate and reference text."""
+    """The distinct token sequences of the new pairs (held by reference into the id states, numbered in order
+    of first appearance: a pair's candidate, its references, the next pair's candidate...) and, for each
+    (candidate, reference) match of those pairs in order, the index of its candidate and reference text.
+
+    Tensor operations only (no Python object per text or per pair), so a corpus of millions of pairs costs
+    a few integers a text here."""
     c_lens, r_lens, ref_counts = c_lens.long(), r_lens.long(), ref_counts.long()
     c_start = torch.cumsum(c_lens, 0) - c_lens
     r_start = torch.cumsum(r_lens, 0) - r_lens
-    first_ref = torch.cumsum(ref_counts, 0) - ref_counts
-    known: dict[bytes, int] = {}
-    which: list[int] = []
-    starts: list[int] = []
-    lengths: list[int] = []
-    flat = (c_ids.numpy(), r_ids.numpy())
-
-    def text_id(source: int, start: int, length: int) -> int:
-        key = flat[source][start : start + length].tobytes()
-        if key not in known:
-            known[key] = len(lengths)
-            which.append(source)
-            starts.append(start)
-            lengths.append(length)
-        return known[key]
-
-    match_cand: list[int] = []
-    match_ref: list[int] = []
-    cs, cl, rs, rl = c_start.tolist(), c_lens.tolist(), r_start.tolist(), r_lens.tolist()
-    fr, rc = first_ref.tolist(), ref_counts.tolist()
-    for i in torch.nonzero(is_new).flatten().tolist():
-        cand = text_id(0, cs[i], cl[i])
-        for j in range(fr[i], fr[i] + rc[i]):
-            match_cand.append(cand)
-            match_ref.append(text_id(1, rs[j], rl[j]))
+    new_pairs = torch.nonzero(is_new).flatten()
+    new_refs = torch.nonzero(torch.repeat_interleave(is_new, ref_counts)).flatten()
+    counts = ref_counts[new_pairs]
+    # every occurrence of a text, in the order a pair-by-pair walk meets them: candidate, then its references
+    cand_at = torch.cumsum(counts + 1, 0) - (counts + 1)
+    is_cand = torch.zeros(len(new_pairs) + len(new_refs), dtype=torch.bool)
+    is_cand[cand_at] = True
+    which = (~is_cand).to(torch.uint8)
+    start = torch.empty(len(is_cand), dtype=torch.long)
+    length = torch.empty(len(is_cand), dtype=torch.long)
+    start[is_cand], length[is_cand] = c_start[new_pairs], c_lens[new_pairs]
+    start[~is_cand], length[~is_cand] = r_start[new_refs], r_lens[new_refs]
+    text_of, first = _first_seen_ids((c_ids, r_ids), which, start, length)
     texts = TokenTexts(
-        sources=(c_ids, r_ids),
-        which=torch.tensor(which, dtype=torch.uint8),
-        start=torch.tensor(starts, dtype=torch.long),
-        length=torch.tensor(lengths, dtype=torch.int32),
+        sources=(c_ids, r_ids), which=which[first], start=start[first], length=length[first].to(torch.int32)
     )
-    return texts, torch.tensor(match_cand, dtype=torch.int32), torch.tensor(match_ref, dtype=torch.int32)
+    match_cand = torch.repeat_interleave(text_of[is_cand], counts)
+    return texts, match_cand.to(torch.int32), text_of[~is_cand].to(torch.int32)
+
+
+def _first_seen_ids(sources: tuple[Tensor, ...], which: Tensor, start: Tensor, length: Tensor) -> tuple[Tensor, Tensor]:
+    """For occurrences of token sequences (``sources[which][start : start + length]``): each one's text index,
+    texts numbered by first occurrence, and each text's first occurrence. Equal sequences are found exactly
+    (rows of one length compared by `torch.unique`), never by hashing."""
+    n = len(length)
+    group = torch.empty(n, dtype=torch.long)  # equal sequences share a group, numbered length by length
+    groups = 0
+    for size in torch.unique(length).tolist():
+        members = torch.nonzero(length == size).flatten()
+        if size == 0:
+            inverse = torch.zeros(len(members), dtype=torch.long)
+        else:
+            rows = torch.empty((len(members), size), dtype=sources[0].dtype)
+            for source, flat in enumerate(sources):
+                mine = which[members] == source
+                if bool(mine.any()):
+                    offsets = start[members[mine]][:, None] + torch.arange(size)
+                    rows[mine] = flat[offsets]
+            _, inverse = torch.unique(rows, dim=0, return_inverse=True)
+        group[members] = inverse + groups
+        groups += int(inverse.max()) + 1
+    first = torch.full((groups,), n, dtype=torch.long)
+    first.scatter_reduce_(0, group, torch.arange(n), reduce="amin")
+    order = torch.argsort(first)  # texts by first occurrence
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(groups)
+    return rank[group], first[order]

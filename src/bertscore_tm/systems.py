@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import torch
 from torch import Tensor
 
 if TYPE_CHECKING:
@@ -24,7 +25,10 @@ _OUTPUTS = ("precision", "recall", "f1")
 
 
 def score_systems(
-    metric: BERTScore, systems: Sequence[Sequence[str]], target: Sequence[str] | Sequence[Sequence[str]]
+    metric: BERTScore,
+    systems: Sequence[Sequence[str]],
+    target: Sequence[str] | Sequence[Sequence[str]],
+    shard_sizes: Sequence[int] | None = None,
 ) -> dict[str, Tensor]:
     """Per-pair P, R, F1 of every system's candidates against the same references, in one `compute()`.
 
@@ -33,6 +37,9 @@ def score_systems(
             pairs of every system afterwards (call ``metric.reset()`` to reuse it).
         systems: k lists of candidates, each one per reference entry of `target`.
         target: one reference (or a list of references) per candidate, shared by all systems.
+        shard_sizes: under DDP, where each rank passes a contiguous shard of the lines (every system's and the
+            references' same lines), how many lines each rank holds, in rank order: the result is then every
+            rank's lines in order, ``[k, sum(shard_sizes)]`` on every rank (the metric's compute() is collective).
 
     Returns:
         ``{"precision": ..., "recall": ..., "f1": ...}``, each ``[k, N]`` (``[L + 1, k, N]`` with
@@ -77,5 +84,10 @@ def score_systems(
     for key in _OUTPUTS:
         value = result[key]
         assert isinstance(value, Tensor)
-        out[key] = value.reshape(*value.shape[:-1], k, size)  # the pairs are system-major: [..., k * N]
+        if shard_sizes is None:
+            out[key] = value.reshape(*value.shape[:-1], k, size)  # the pairs are system-major: [..., k * N]
+        else:  # rank-major blocks, each system-major over its rank's lines: [..., k * n_0 | k * n_1 | ...]
+            blocks = value.split([k * n for n in shard_sizes], dim=-1)
+            parts = [b.reshape(*value.shape[:-1], k, n) for b, n in zip(blocks, shard_sizes, strict=True)]
+            out[key] = torch.cat(parts, dim=-1)
     return out

@@ -1,0 +1,128 @@
+"""Line-aligned text files read as a stream, so that a corpus of millions of lines is never held in memory as
+millions of Python strings: a scoring process holds one chunk of lines at a time, and its metric keeps only
+token ids.
+
+`ParallelFiles.open` checks the files before any model is loaded (they exist, are UTF-8, are not empty and
+have the same number of lines), counting lines in one pass over each file in blocks of bytes; `chunks` then
+reads any contiguous range of lines (a torchrun process's shard) in chunks. Lines end with \\n, \\r\\n or \\r,
+as Python's universal newlines read them, and the last line needs no newline: the same lines as reading the
+whole file and splitting it.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+
+from bertscore_tm.errors import InputFileError
+
+#: Bytes read at a time when counting lines.
+BLOCK_BYTES = 1 << 20
+#: Lines per chunk when reading: a chunk's strings are all the text a reader holds at once.
+CHUNK_LINES = 10_000
+
+
+def _lines(n: int) -> str:
+    return f"{n} line" if n == 1 else f"{n} lines"
+
+
+def count_lines(path: str, what: str, block_bytes: int = BLOCK_BYTES) -> int:
+    """The number of lines of a UTF-8 text file, checked to exist and hold at least one, read in blocks.
+
+    Raises :class:`InputFileError` naming the file and its role `what` ("candidate", "reference", ...).
+    """
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise InputFileError(f"{what} file {path} does not exist", path=path, what=what)
+    if not file.is_file():
+        raise InputFileError(f"{what} file {path} is not a file", path=path, what=what)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    ends, consumed, last, after_cr = 0, 0, "", False
+    try:
+        with file.open("rb") as fh:
+            while True:
+                block = fh.read(block_bytes)
+                held = len(decoder.getstate()[0])  # bytes of a character cut by the previous block
+                try:
+                    text = decoder.decode(block, final=not block)
+                except UnicodeDecodeError as err:
+                    at = consumed - held + err.start
+                    raise InputFileError(
+                        f"{what} file {path} is not UTF-8 text ({err.reason} at byte {at})", path=path, what=what
+                    ) from None
+                consumed += len(block)
+                if text:
+                    crlf = text.count("\r\n") + (after_cr and text[0] == "\n")
+                    ends += text.count("\n") + text.count("\r") - crlf
+                    after_cr, last = text[-1] == "\r", text[-1]
+                if not block:
+                    break
+    except OSError as err:
+        raise InputFileError(f"cannot read {what} file {path}: {err.strerror or err}", path=path, what=what) from None
+    lines = ends + (last not in ("", "\n", "\r"))
+    if lines == 0:
+        raise InputFileError(f"{what} file {path} is empty", path=path, what=what)
+    return lines
+
+
+@dataclass(frozen=True)
+class ParallelFiles:
+    """A candidate file and its reference files, line i of each reference file a reference for candidate i.
+
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> for name, text in (("c.txt", "a cat\\r\\nthe dog\\n"), ("r.txt", "one cat\\ntwo dogs")):
+    ...     _ = open(os.path.join(folder, name), "w", newline="").write(text)
+    >>> files = ParallelFiles.open(os.path.join(folder, "c.txt"), [os.path.join(folder, "r.txt")])
+    >>> len(files), list(files.chunks(size=1))
+    (2, [(['a cat'], ['one cat']), (['the dog'], ['two dogs'])])
+    """
+
+    cand: str
+    refs: tuple[str, ...]
+    lines: int
+
+    @classmethod
+    def open(cls, cand: str, refs: Sequence[str]) -> ParallelFiles:
+        """Check the files (the candidate file first, then each reference file in turn) and count their lines."""
+        lines = count_lines(cand, "candidate")
+        for path in refs:
+            n = count_lines(path, "reference")
+            if n != lines:
+                raise InputFileError(
+                    f"reference file {path} has {_lines(n)} but candidate file {cand} has {_lines(lines)}: "
+                    "line i of every reference file is a reference for line i of the candidate file",
+                    path=path,
+                    what="reference",
+                )
+        return cls(cand, tuple(refs), lines)
+
+    def __len__(self) -> int:
+        return self.lines
+
+    def chunks(
+        self, start: int = 0, stop: int | None = None, size: int = CHUNK_LINES
+    ) -> Iterator[tuple[list[str], list[str] | list[list[str]]]]:
+        """Lines `start` to `stop` (default: the end) in chunks of at most `size`: (candidates, references),
+        the references one string per candidate, or a list per candidate with several reference files."""
+        stop = self.lines if stop is None else min(stop, self.lines)
+        with ExitStack() as stack:
+            files = [stack.enter_context(open(Path(p).expanduser(), encoding="utf-8")) for p in (self.cand, *self.refs)]
+            readers = [islice(fh, start, stop) for fh in files]
+            while True:
+                columns = [[_text(line) for line in islice(reader, size)] for reader in readers]
+                if not columns[0]:
+                    return
+                if len(columns) == 2:
+                    yield columns[0], columns[1]
+                else:
+                    yield columns[0], [list(group) for group in zip(*columns[1:], strict=True)]
+
+
+def _text(line: str) -> str:
+    """A line without its newline (universal newlines turned \\r\\n and \\r into \\n)."""
+    return line[:-1] if line.endswith("\n") else line

@@ -1,0 +1,160 @@
+"""The command line on torch's launcher: `torchrun --nproc-per-node 2 -m bertscore_tm score ...` with two gloo
+processes on the CPU writes exactly what one process writes (every digit of the JSON, IDF summed over both
+shards), and a user mistake is still one line, said once."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bertscore_tm
+import bertscore_tm.launch
+from bertscore_tm.cli import main
+from bertscore_tm.launch import Processes, processes
+from tests.conftest import MINILM
+
+LAUNCH_TIMEOUT_S = 420  # two processes loading the model on a busy two-core machine
+
+
+def _env() -> dict[str, str]:
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        OMP_NUM_THREADS="1",
+        GLOO_SOCKET_IFNAME="lo",
+    )
+    package_root = str(Path(bertscore_tm.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    return env
+
+
+def test_two_processes_write_exactly_what_one_process_writes(tmp_path, wmt, capsys):
+    """score (through `-m bertscore_tm`, torchrun's own way), then score, compare and pairwise in one process
+    group (tests/torchrun_jobs.py: one launch for three jobs): rank 0 writes every digit one process writes."""
+    # an odd number of lines, so the shards differ in size; two references per candidate; IDF over both shards
+    n = 11
+    files = {
+        "c.txt": wmt["hyps_long"][:n],
+        "c2.txt": wmt["hyps_long"][200 : 200 + n],
+        "r1.txt": wmt["refs_long"][:n],
+        "r2.txt": wmt["refs_long"][100 : 100 + n],
+    }
+    for name, lines in files.items():
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    c, c2, r1, r2 = (str(tmp_path / name) for name in files)
+    common = ["-m", MINILM, "--idf", "--format", "json", "--no-progress"]
+    jobs = [
+        ["score", "-c", c, "-r", r1, r2, *common, "-s"],
+        ["compare", "-c", c, c2, "-r", r1, *common, "--bootstrap", "200"],
+        ["pairwise", "-c", c, "-r", r1, *common],
+    ]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs), encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    script = str(Path(__file__).with_name("torchrun_jobs.py"))
+    proc = subprocess.run(
+        [*launcher, script, str(out), str(tmp_path / "jobs.json")],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=LAUNCH_TIMEOUT_S,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for i, argv in enumerate(jobs):
+        assert [(out / f"{i}.rank{r}.rc").read_text() for r in (0, 1)] == ["0", "0"], argv[0]
+        assert main(argv) == 0  # one process, in this one
+        alone = capsys.readouterr().out
+        assert (out / f"{i}.out").read_text(encoding="utf-8") == alone, argv[0]  # every digit the same
+    score = json.loads((out / "0.out").read_text(encoding="utf-8"))
+    assert score["pairs"] == n and len(score["segments"]) == n
+    assert len(json.loads((out / "2.out").read_text(encoding="utf-8"))["f1"]) == n  # every row gathered
+
+
+def test_torchrun_runs_the_module_itself(tmp_path, wmt, capsys):
+    """`torchrun --nproc-per-node 2 -m bertscore_tm score ...`: the processes set up their group themselves."""
+    n = 5
+    for name, lines in {"c.txt": wmt["hyps"][:n], "r.txt": wmt["refs"][:n]}.items():
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = ["score", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt"), "-m", MINILM, "--idf", "-s"]
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    proc = subprocess.run(
+        [*launcher, "-m", "bertscore_tm", *args],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=LAUNCH_TIMEOUT_S,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert main(args) == 0
+    assert proc.stdout == capsys.readouterr().out
+
+
+def test_commands_that_do_not_split_refuse_several_processes(monkeypatch, capsys):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    assert main(["mbr", "-i", "x.txt", "--group-size", "2"]) == 2
+    assert "mbr runs in one process; torchrun started 2" in capsys.readouterr().err
+    assert main(["score", "-c", "-", "-r", "r.txt"]) == 2
+    assert "standard input (-) cannot be shared" in capsys.readouterr().err
+
+
+def test_a_mistake_is_said_once_by_rank_zero(tmp_path, monkeypatch, capsys):
+    (tmp_path / "c.txt").write_text("a\nb\n", encoding="utf-8")
+    args = ["score", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "missing.txt"), "-m", MINILM]
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    for rank, said in (
+        ("1", ""),
+        ("0", f"bertscore-tm: error: reference file {tmp_path / 'missing.txt'} does not exist\n"),
+    ):
+        monkeypatch.setenv("RANK", rank)
+        assert main(args) == 2
+        assert capsys.readouterr().err == said
+
+
+def test_without_torchrun_there_is_one_process_and_no_process_group(monkeypatch):
+    import torch.distributed as dist
+
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    with processes("cpu") as run:
+        assert run == Processes(0, 1, 0, "cpu")
+        assert run.writes_output and run.shard(7) == (0, 7)
+        assert not (dist.is_available() and dist.is_initialized())
+
+
+def test_shards_are_contiguous_and_cover_every_line_once():
+    for lines in (0, 1, 5, 23, 1000):
+        for world in (1, 2, 3, 8):
+            shards = [Processes(rank, world).shard(lines) for rank in range(world)]
+            assert shards[0][0] == 0 and shards[-1][1] == lines
+            assert all(a[1] == b[0] for a, b in itertools.pairwise(shards))
+            assert max(b - a for a, b in shards) - min(b - a for a, b in shards) <= 1
+
+
+def test_each_process_takes_its_local_gpu(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert bertscore_tm.launch.launched() == (3, 4, 1)
+    assert bertscore_tm.launch.local_device("cuda", 1) == "cuda:1"
+    assert not bertscore_tm.launch.reports_errors()
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_launch(monkeypatch):
+    """These tests set torchrun's variables themselves; none leak in from the environment that runs them."""
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
