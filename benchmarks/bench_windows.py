@@ -50,7 +50,7 @@ def _documents(count: int, tokens: int, seed: int, first_line: int | None = None
     """`count` candidate documents of about `tokens` tokens and their reference documents."""
     from transformers import AutoTokenizer
 
-    from bertscore_tm.registry import resolve_model_path
+    from bertscore_tm.loading import resolve_model_path
 
     hyps = (DATA / "hyps_long.txt").read_text(encoding="utf-8").splitlines()
     refs = (DATA / "refs_long.txt").read_text(encoding="utf-8").splitlines()
