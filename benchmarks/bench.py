@@ -35,8 +35,6 @@ REPO = HERE.parent
 DEFAULT_DATA = REPO / "tests" / "data" / "wmt"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH = 64
-#: RESULTS.md keeps everything below this line when rewritten (other benchmarks' sections)
-KEEP_MARKER = "<!-- sections below are written by other benchmarks -->"
 #: roberta-large's shape (transformers' RobertaConfig fields) and its tuned layer
 ROBERTA_LARGE = dict(
     hidden_size=1024,
@@ -526,8 +524,9 @@ def main() -> None:
             f"start, {load_end[0]:.1f} / {load_end[1]:.1f} / {load_end[2]:.1f} at the end, on {os.cpu_count()} cores "
             "(other jobs shared the machine where it is above the thread count: ratios are taken round by round "
             "against the limit of the same round, which absorbs part of that)",
-            "- the limit runs the metric's batching: texts of one length per batch, never padded (since issue 13; "
-            "faster than padded batches on a CPU); the padded row is the batching before, for comparison",
+            "- the limit runs the metric's batching: texts of one length per batch, never padded (since issue 13: "
+            "what makes a text's vectors independent of the texts it runs with); the padded row is the batching "
+            "before, for comparison",
             f"- versions: python {platform.python_version()}, torch {torch.__version__}, transformers "
             f"{transformers.__version__}, torchmetrics {torchmetrics.__version__}, "
             f"bert-score {bert_score.__version__} (0.3.13 wheel)",

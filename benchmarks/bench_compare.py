@@ -12,8 +12,9 @@ scores: 1000 resamples of 3000 pairs must take well under a second.
 The systems are made from the WMT pairs (tests/data/wmt/*_long.txt): the hypotheses; the hypotheses without
 their last word; the hypotheses with their first two words swapped; the references in a shuffled order
 without their first word (a poor system whose lines are not the references' own). Prints a markdown
-section for benchmarks/RESULTS.md. Times are wall-clock and this process's CPU time (both threads), which
-moves less when other work shares the machine.
+section for benchmarks/RESULTS.md, to paste between its `<!-- bench_compare: begin -->` and `end` lines
+(bench.py keeps marked blocks when it rewrites the file). Times are wall-clock and this process's CPU time
+(both threads), which moves less when other work shares the machine.
 """
 
 from __future__ import annotations

@@ -432,38 +432,40 @@ def main() -> None:
     body = [
         HEADING,
         "",
-        f"Measured {dt.date.today().isoformat()} by `python benchmarks/bench_scale.py {' '.join(sys.argv[1:])}`, "
-        f"all in one run, on {platform.machine()}, {cpu}, {os.cpu_count()} cores, torch "
+        f"Measured {dt.date.today().isoformat()}, each part by the command it names, on {platform.machine()}, "
+        f"{cpu}, {os.cpu_count()} cores, torch "
         f"{torch.__version__}; the model: {MINILM} cut to 5 layers. The bfloat16 figures are bench.py's, in the "
         "tables above. GPU: none was available in the session that ran this, so GPU figures were not measured (the "
         "roberta-large bfloat16 target of 10,000 pairs/s on an H100 is unmeasured).",
         "",
     ]
-    load_before = os.getloadavg()
+    # the heading, then each section in its own marked block, written as soon as it is measured (so a run of
+    # some sections replaces those and keeps the others)
+    _write_section(args.out, "\n".join([BEGIN, *body, END]) + "\n")
     for section in chosen:
-        start = time.perf_counter()
-        body += {"epochs": _epochs, "linear": _linear, "torchrun": _torchrun, "stream": _stream}[section](args)
-        print(f"  {section}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    load_after = os.getloadavg()
-    body[4:4] = [
-        f"The machine was shared with other jobs (another benchmark ran at the same time): load average "
-        f"{load_before[0]:.1f} / {load_before[1]:.1f} / {load_before[2]:.1f} (1 / 5 / 15 min) at the start, "
-        f"{load_after[0]:.1f} / {load_after[1]:.1f} / {load_after[2]:.1f} at the end, on {os.cpu_count()} cores: "
-        "wall-clock figures are noisy; CPU-time ratios are given where they apply.",
-        "",
-    ]
-    text = "\n".join([BEGIN, *body, END]) + "\n"
-    _write_section(args.out, text)
-    print(text)
+        load_before, start = os.getloadavg(), time.perf_counter()
+        lines = {"epochs": _epochs, "linear": _linear, "torchrun": _torchrun, "stream": _stream}[section](args)
+        seconds, load_after = time.perf_counter() - start, os.getloadavg()
+        lines[1:1] = [
+            "",
+            f"Measured by `python benchmarks/bench_scale.py {' '.join(sys.argv[1:])}` ({seconds / 60:.0f} min); "
+            f"the machine was shared with other jobs: load average {load_before[0]:.1f} / {load_before[1]:.1f} / "
+            f"{load_before[2]:.1f} (1 / 5 / 15 min) at the start, {load_after[0]:.1f} / {load_after[1]:.1f} / "
+            f"{load_after[2]:.1f} at the end, on {os.cpu_count()} cores: wall-clock figures are noisy.",
+        ]
+        begin, end = f"<!-- bench_scale_{section}: begin -->", f"<!-- bench_scale_{section}: end -->"
+        _write_section(args.out, "\n".join([begin, *lines, end]) + "\n", begin, end)
+        print("\n".join(lines), flush=True)
+        print(f"  {section}: {seconds:.0f} s", file=sys.stderr, flush=True)
 
 
-def _write_section(path: Path, text: str) -> None:
-    """Put the section in `path`, replacing an earlier one (between BEGIN and END, or an older unmarked one
-    from its heading to the next '## ' heading); everything else in the file is left as it is."""
+def _write_section(path: Path, text: str, begin: str = BEGIN, end: str = END) -> None:
+    """Put a block in `path`, replacing an earlier one (between `begin` and `end`, or for the heading's block an
+    older unmarked section from its heading to the next '## ' heading); everything else is left as it is."""
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    if BEGIN in old and END in old:
-        start, stop = old.index(BEGIN), old.index(END) + len(END)
-    elif HEADING in old:
+    if begin in old and end in old:
+        start, stop = old.index(begin), old.index(end) + len(end)
+    elif begin == BEGIN and HEADING in old:
         start = old.index(HEADING)
         after = old.find("\n## ", start + len(HEADING))
         stop = len(old) if after < 0 else after + 1

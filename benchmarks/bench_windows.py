@@ -17,8 +17,9 @@ round), candidate documents from the system outputs and reference documents from
     python benchmarks/bench_windows.py                         # 100 x 3,000 tokens, 200,000 vs 200,000
     python benchmarks/bench_windows.py --docs 20 --repeats 1 --long 200000:3000 --long 40000:40000 --long-layers 1
 
-The results are appended to benchmarks/RESULTS.md as its section "Long texts (issue 9)" (replacing an older
-one), below the marker that `bench.py` keeps when it rewrites the file.
+The results go to benchmarks/RESULTS.md as its section "Long texts (issue 9)", between the lines
+`<!-- bench_windows: begin -->` and `<!-- bench_windows: end -->` (replaced on each run; `bench.py` keeps
+marked blocks when it rewrites the file).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ REPO = HERE.parent
 DATA = REPO / "tests" / "data" / "wmt"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 UPDATE = 16  # documents per update()
-#: bench.py keeps everything below this line when it rewrites RESULTS.md
-MARKER = "<!-- sections below are written by other benchmarks -->"
+#: this benchmark's block of RESULTS.md (bench.py keeps marked blocks when it rewrites the file)
+BEGIN, END = "<!-- bench_windows: begin -->", "<!-- bench_windows: end -->"
 SECTION = "## Long texts (issue 9)"
 
 
@@ -197,19 +198,16 @@ def _median(values: list[float]) -> float:
 
 
 def _write(section: str, path: Path) -> None:
+    """This benchmark's section of RESULTS.md, between its begin/end lines (replaced on each run; bench.py and
+    the other benchmarks keep such marked blocks as they are)."""
     text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    if MARKER not in text:
-        text = text.rstrip("\n") + f"\n\n{MARKER}\n"
-    head, tail = text.split(MARKER, 1)
-    if SECTION in tail:  # replace this benchmark's section, keep the others
-        before, after = tail.split(SECTION, 1)
-        rest = after.find("\n## ")
-        tail = before + (after[rest + 1 :] if rest >= 0 else "")
-    tail = tail.rstrip("\n")
-    path.write_text(
-        f"{head}{MARKER}\n{tail.strip()}\n\n{section}" if tail.strip() else f"{head}{MARKER}\n\n{section}",
-        encoding="utf-8",
-    )
+    block = f"{BEGIN}\n{section.strip()}\n{END}"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text, encoding="utf-8")
 
 
 def main() -> None:
