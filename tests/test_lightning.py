@@ -30,7 +30,6 @@ import torch
 
 import bertscore_tm
 from bertscore_tm import PACKAGED_MINILM, BERTScore
-from tests.spawn import free_port
 
 TOL = 1e-5
 LAYER = 5
@@ -326,6 +325,8 @@ def test_lightning_module_scores_with_its_own_encoder_as_it_trains(pairs, tmp_pa
 
 
 def test_lightning_ddp_two_processes_logs_exact_epoch_f1(pairs, reference_val, tmp_path):
+    from tests.spawn import free_port  # here, not at the top: the DDP ranks run this file as a script
+
     src = str(Path(bertscore_tm.__file__).resolve().parents[1])
     env = dict(os.environ)
     env.update(
