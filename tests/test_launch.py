@@ -38,6 +38,14 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _torchrun(*argv: str) -> subprocess.CompletedProcess[str]:
+    """`torchrun --standalone --nproc-per-node 2 <argv>` in a clean offline environment, its output captured."""
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    return subprocess.run(
+        [*launcher, *argv], capture_output=True, text=True, env=_env(), timeout=LAUNCH_TIMEOUT_S, check=False
+    )
+
+
 def test_two_processes_write_exactly_what_one_process_writes(tmp_path, wmt, capsys):
     """score (through `-m bertscore_tm`, torchrun's own way), then score, compare and pairwise in one process
     group (tests/torchrun_jobs.py: one launch for three jobs): rank 0 writes every digit one process writes."""
@@ -61,16 +69,7 @@ def test_two_processes_write_exactly_what_one_process_writes(tmp_path, wmt, caps
     (tmp_path / "jobs.json").write_text(json.dumps(jobs), encoding="utf-8")
     out = tmp_path / "out"
     out.mkdir()
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    script = str(Path(__file__).with_name("torchrun_jobs.py"))
-    proc = subprocess.run(
-        [*launcher, script, str(out), str(tmp_path / "jobs.json")],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=LAUNCH_TIMEOUT_S,
-        check=False,
-    )
+    proc = _torchrun(str(Path(__file__).with_name("torchrun_jobs.py")), str(out), str(tmp_path / "jobs.json"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     for i, argv in enumerate(jobs):
         assert [(out / f"{i}.rank{r}.rc").read_text() for r in (0, 1)] == ["0", "0"], argv[0]
@@ -88,15 +87,7 @@ def test_torchrun_runs_the_module_itself(tmp_path, wmt, capsys):
     for name, lines in {"c.txt": wmt["hyps"][:n], "r.txt": wmt["refs"][:n]}.items():
         (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     args = ["score", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt"), "-m", MINILM, "--idf", "-s"]
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    proc = subprocess.run(
-        [*launcher, "-m", "bertscore_tm", *args],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=LAUNCH_TIMEOUT_S,
-        check=False,
-    )
+    proc = _torchrun("-m", "bertscore_tm", *args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert main(args) == 0
     assert proc.stdout == capsys.readouterr().out

@@ -88,6 +88,18 @@ def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: i
         yield batch
 
 
+def table_rows(table: Tensor, lengths: Sequence[int]) -> list[int]:
+    """Each sequence's first row when `lengths` rows are laid end to end from the table's first row; refuses
+    a table too small for them all."""
+    starts, row = [], 0
+    for n in lengths:
+        starts.append(row)
+        row += n
+    if row > table.shape[0]:
+        raise ValueError(f"table has {table.shape[0]} rows; these sequences need {row}")
+    return starts
+
+
 class Embedder:
     """Holds the frozen encoder (outside any module tree, so it never enters a state_dict) and embeds.
 
@@ -228,12 +240,7 @@ class Embedder:
         with everything else. `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text.
         """
         lengths = [len(s) for s in seqs] if ranges is None else [hi - lo for lo, hi in ranges]
-        starts, row = [], 0
-        for n in lengths:
-            starts.append(row)
-            row += n
-        if row > table.shape[0]:
-            raise ValueError(f"table has {table.shape[0]} rows; these sequences need {row}")
+        starts = table_rows(table, lengths)
         pieces = plan_pieces([len(s) for s in seqs], self.windows, ranges)
         left = [0] * len(seqs)  # pieces still to run per text, for the progress bar (which counts texts)
         for piece in pieces:

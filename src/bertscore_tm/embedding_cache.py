@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding import Embedder
+from bertscore_tm.embedding import Embedder, table_rows
 
 #: Bookkeeping per cached text besides its vectors and key (the dict entry, the tensor object), counted in the
 #: budget so that a budget of many short texts is not overrun by their overheads.
@@ -161,12 +161,7 @@ class CachingEmbedder:
         cache = self._cache
         cache.use_with(embedding_setting(self._embedder, self._setting))
         lengths = [len(s) for s in seqs]
-        starts, row = [], 0
-        for n in lengths:
-            starts.append(row)
-            row += n
-        if row > table.shape[0]:
-            raise ValueError(f"table has {table.shape[0]} rows; these sequences need {row}")
+        starts = table_rows(table, lengths)
         keys = [text_key(s) if n > 0 else b"" for s, n in zip(seqs, lengths, strict=True)]
         found = [cache.get(k) if n > 0 else None for k, n in zip(keys, lengths, strict=True)]
         missing = [i for i, n in enumerate(lengths) if n > 0 and found[i] is None]
