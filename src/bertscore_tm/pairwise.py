@@ -9,8 +9,11 @@ length) of candidates against tiles of references: one product gives a tile pair
 Memory: the side whose distinct texts hold fewer tokens is the *store*: its token vectors are embedded first
 and kept, float32 (they grow with min(N, M) texts, never with N x M). The other side *streams*: a couple of
 forward batches of its texts at a time are embedded, matched against every tile of the store and dropped.
-Tiles are sized so that one tile pair's similarities stay within a fixed budget (4 MiB on a CPU), so beyond
-the store and the N x M outputs the working memory is the same whatever N and M are.
+Where the stream's vectors fit a fixed budget (16 MiB on a CPU: a few hundred sentences), they are instead
+embedded in the same forward batches as the store's and kept until the store is complete: half as many,
+fuller forward passes. Tiles are sized so that one tile pair's similarities stay within a fixed budget (4 MiB
+on a CPU) and cut where the texts' lengths drop by a quarter (less padding to multiply), so beyond the store
+and the N x M outputs the working memory is bounded whatever N and M are.
 
 Semantics are `matching.py`'s: padding never matches (each token vector carries two extra coordinates that
 make any similarity with a padding position -3, below every cosine, with no masking pass), the weighted sums
@@ -40,6 +43,9 @@ if TYPE_CHECKING:
 #: The similarity of any token with a padding position: below every cosine similarity, so never a best match.
 PAD_SIMILARITY = -3.0
 _OUTPUTS = ("precision", "recall", "f1")
+#: A tile is cut where a text's length falls below this share of the tile's first (longest) text: padding
+#: would otherwise take up to half of the similarities computed for a few hundred texts a side.
+MIN_FILL = 0.75
 
 
 # -- input checks (before any model is loaded) --------------------------------------------------------------
@@ -241,15 +247,22 @@ def forward_chunks(
         yield chunk
 
 
-def tile_cuts(lengths: list[int], tile_tokens: int) -> list[tuple[int, int]]:
+def tile_cuts(lengths: list[int], tile_tokens: int, min_fill: float = 0.0) -> list[tuple[int, int]]:
     """Ranges of `lengths` (sorted longest first) whose count times the first length is at most `tile_tokens`
-    (one text at least)."""
+    (one text at least), cut early where a length falls below `min_fill` times the range's first (so padding
+    takes at most 1 - `min_fill` of a tile's rows).
+
+    >>> tile_cuts([9, 8, 4, 4, 2], 20), tile_cuts([9, 8, 4, 4, 2], 20, min_fill=0.75)
+    ([(0, 2), (2, 5)], [(0, 2), (2, 4), (4, 5)])
+    """
     cuts: list[tuple[int, int]] = []
     lo = 0
     while lo < len(lengths):
-        per = max(1, tile_tokens // max(1, lengths[lo]))
-        cuts.append((lo, min(len(lengths), lo + per)))
-        lo = cuts[-1][1]
+        hi = min(len(lengths), lo + max(1, tile_tokens // max(1, lengths[lo])))
+        floor = min_fill * lengths[lo]
+        hi = next((i for i in range(lo + 1, hi) if lengths[i] < floor), hi)
+        cuts.append((lo, hi))
+        lo = hi
     return cuts
 
 
@@ -270,21 +283,26 @@ def score_all_pairs(
     ref_text: Tensor,
     sim_bytes: int | None = None,
     chunk_tokens: int | None = None,
+    keep_bytes: int | None = None,
     progress: Any = None,
 ) -> tuple[Tensor, dict[str, int]]:
     """P, R, F of every candidate against every reference: float32 [3, rows, N, M] on the embedder's device,
-    and counts: `store_bytes` (the kept token vectors and weights), `tiles` (tile pairs matched) and
-    `undefined` (pairs whose precision or recall is NaN: weights summing to 0).
+    and counts: `store_bytes` (the kept token vectors and weights), `kept_bytes` (the stream's, when kept),
+    `tiles` (tile pairs matched) and `undefined` (pairs whose precision or recall is NaN: weights summing to 0).
 
     `texts` are the distinct token sequences, `token_weights` (float64) the weight of each of their tokens,
     `blank` which texts are blank; candidate i is text `cand_text[i]`, reference j text `ref_text[j]`.
     `sim_bytes` bounds one tile pair's similarities (default: the embedder's block budget / 8), `chunk_tokens`
-    the padded tokens of the texts embedded at a time (default: two forward batches).
+    the padded tokens of the texts embedded at a time (default: two forward batches), `keep_bytes` the
+    stream's vectors that may be kept (default: the block budget / 2): when they fit, the stream's texts run
+    in the same forward batches as the store's (fewer and fuller batches: a set of a few hundred texts a
+    side would otherwise run twice as many forward passes) and wait, as tiles, for the store to be complete.
     """
     device = embedder.device
     rows = embedder.num_rows
     sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
     chunk_tokens = 2 * embedder.max_tokens if chunk_tokens is None else chunk_tokens
+    keep_bytes = embedder.block_bytes // 2 if keep_bytes is None else keep_bytes
     tile_tokens = tile_tokens_for(sim_bytes, rows)
     n, m = len(cand_text), len(ref_text)
     out = torch.empty((3, rows, n, m), dtype=torch.float32, device=device)
@@ -298,68 +316,80 @@ def score_all_pairs(
     def by_length(ids: Tensor) -> Tensor:
         return ids[torch.argsort(length[ids], descending=True, stable=True)]
 
-    # the plan: the store's texts (longest first) in runs of whole forward batches; the stream's texts not in
-    # the store likewise, then those in the store (copied, not embedded) in runs of as many tokens
-    store, stream = by_length(store), by_length(stream)
-    batching = (embedder.batch_size, embedder.max_tokens, chunk_tokens)
-    store_chunks = [store[torch.tensor(c, dtype=torch.long)] for c in forward_chunks(length[store].tolist(), *batching)]
+    # the plan: the store's texts (longest first) in runs of whole forward batches, with the stream's texts
+    # not in the store where those fit the keep budget; otherwise the latter after the store likewise; then
+    # the stream's texts in the store (copied, not embedded) in runs of as many tokens
     in_store = torch.zeros(len(texts), dtype=torch.bool)
     in_store[store] = True
+    stream = by_length(stream)
     fresh, reused = stream[~in_store[stream]], stream[in_store[stream]]
-    stream_chunks = [
-        (fresh[torch.tensor(c, dtype=torch.long)], True) for c in forward_chunks(length[fresh].tolist(), *batching)
-    ]
+    keep = int(length[fresh].sum()) * rows * (embedder.hidden_size + 2) * 4 <= keep_bytes
+    first = by_length(torch.cat((store, fresh)) if keep else store)
+    batching = (embedder.batch_size, embedder.max_tokens, chunk_tokens)
+    first_chunks = [first[torch.tensor(c, dtype=torch.long)] for c in forward_chunks(length[first].tolist(), *batching)]
+    later = [] if keep else forward_chunks(length[fresh].tolist(), *batching)
+    stream_chunks = [(fresh[torch.tensor(c, dtype=torch.long)], True) for c in later]
     stream_chunks += [(reused[lo:hi], False) for lo, hi in tile_cuts(length[reused].tolist(), chunk_tokens)]
     # one table for every run, allocated once: full size as soon as a side fills a run, so the working memory
     # does not depend on how many texts there are
-    sizes = [int(length[c].sum()) for c in store_chunks] + [int(length[c].sum()) for c, _ in stream_chunks]
+    sizes = [int(length[c].sum()) for c in first_chunks] + [int(length[c].sum()) for c, _ in stream_chunks]
     capacity = max(sizes, default=0)
     if max(int(length[store].sum()), int(length[stream].sum())) >= chunk_tokens:
         capacity = max(capacity, chunk_tokens)
     table = embedder.new_table(capacity)
 
-    # the store: embedded run by run, cut into tiles, kept
-    store_tiles: list[Tile] = []
-    where: dict[int, tuple[int, int]] = {}  # store text -> (tile, slot)
-    for ids in store_chunks:
-        starts = torch.tensor(embedder.embed_into(table, [texts.seq(t) for t in ids.tolist()]), dtype=torch.long)
-        for lo, hi in tile_cuts(length[ids].tolist(), tile_tokens):
+    def tiles(ids: Tensor, starts: Tensor, left: bool) -> Iterator[tuple[Tensor, Tile]]:
+        for lo, hi in tile_cuts(length[ids].tolist(), tile_tokens, MIN_FILL):
             part = ids[lo:hi]
-            tile = make_tile(
-                table, starts[lo:hi], length[part], token_weights[texts.token_index(part)], part, left=False
-            )
+            weights = token_weights[texts.token_index(part)]
+            yield part, make_tile(table, starts[lo:hi], length[part], weights, part, left)
+
+    # the store (and the kept stream): embedded run by run, cut into tiles, kept
+    store_tiles: list[Tile] = []
+    kept: list[tuple[Tensor, Tile]] = []
+    where: dict[int, tuple[int, int]] = {}  # store text -> (tile, slot)
+    for ids in first_chunks:
+        starts = torch.tensor(embedder.embed_into(table, [texts.seq(t) for t in ids.tolist()]), dtype=torch.long)
+        mine = in_store[ids]
+        for part, tile in tiles(ids[mine], starts[mine], left=False):
             for slot, t in enumerate(part.tolist()):
                 where[t] = (len(store_tiles), slot)
             store_tiles.append(tile)
+        kept += tiles(ids[~mine], starts[~mine], left=True)
         if progress is not None:
             progress.update(len(ids))
     store_bytes = sum(t.vectors.numel() * 4 + t.weights.numel() * 8 for t in store_tiles)
+    kept_bytes = sum(t.vectors.numel() * 4 + t.weights.numel() * 8 for _, t in kept)
     store_side = [_Occurrences(positions[1 if store_is_ref else 0], t.texts[0], blank_d) for t in store_tiles]
 
-    # the stream: run by run, each tile matched against every tile of the store
-    matched = undefined = 0
+    counts = {"matched": 0, "undefined": 0}
+
+    def match(part: Tensor, left: Tile) -> None:
+        """One stream tile against every tile of the store."""
+        left_side = _Occurrences(positions[0 if store_is_ref else 1], part, blank_d)
+        for right, right_side in zip(store_tiles, store_side, strict=True):
+            a, b = match_tiles(left, right)
+            if store_is_ref:  # the stream holds the candidates
+                counts["undefined"] += _write(out, a[0], b[0], left_side, right_side)
+            else:
+                counts["undefined"] += _write(out, b[0].transpose(1, 2), a[0].transpose(1, 2), right_side, left_side)
+            counts["matched"] += 1
+
+    # the kept stream, then the rest of the stream run by run, each tile matched against every tile of the store
+    while kept:
+        match(*kept.pop(0))
     for ids, embed in stream_chunks:
         if embed:
             starts = torch.tensor(embedder.embed_into(table, [texts.seq(t) for t in ids.tolist()]), dtype=torch.long)
         else:
             starts = _copy_from_store(table, store_tiles, where, ids, length)
-        for lo, hi in tile_cuts(length[ids].tolist(), tile_tokens):
-            part = ids[lo:hi]
-            left = make_tile(
-                table, starts[lo:hi], length[part], token_weights[texts.token_index(part)], part, left=True
-            )
-            left_side = _Occurrences(positions[0 if store_is_ref else 1], part, blank_d)
-            for right, right_side in zip(store_tiles, store_side, strict=True):
-                a, b = match_tiles(left, right)
-                if store_is_ref:  # the stream holds the candidates
-                    undefined += _write(out, a[0], b[0], left_side, right_side)
-                else:
-                    undefined += _write(out, b[0].transpose(1, 2), a[0].transpose(1, 2), right_side, left_side)
-                matched += 1
-            del left, a, b
+        for part, left in tiles(ids, starts, left=True):
+            match(part, left)
+            del left
         if progress is not None:
             progress.update(len(ids))
-    return out, {"store_bytes": store_bytes, "tiles": matched, "undefined": undefined}
+    info = {"store_bytes": store_bytes, "kept_bytes": kept_bytes, "tiles": counts["matched"]}
+    return out, {**info, "undefined": counts["undefined"]}
 
 
 class _Occurrences:
