@@ -324,6 +324,7 @@ RULES: dict[str, Rule] = {
     "return_hash": boolean,
     "verbose": boolean,
     "embedding_cache_mb": integer(0, why=" (MiB of cached vectors; 0 turns the cache off)"),
+    "compile_model": boolean,
 }
 
 

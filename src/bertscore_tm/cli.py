@@ -349,6 +349,7 @@ def _rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
         rescale_with_baseline=args.rescale_with_baseline,
         baseline_path=args.baseline_path,
         device=device,
+        compile_model=getattr(args, "compile", False),
         **long_texts,
         **extra,
     )
@@ -852,6 +853,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
             batch_size=args.batch_size,
             device=run.device,
             model_dtype=_dtype(args.dtype),
+            compile_model=args.compile,
             verbose=_progress(args) and run.writes_output,
             **long_texts,
         )
@@ -1088,6 +1090,12 @@ def _add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
             choices=_DTYPES,
             default="float32",
             help="compute dtype of the model: float32 is exact; bfloat16/float16 are faster on GPUs (about 1e-3 error)",
+        )
+        p.add_argument(
+            "--compile",
+            action="store_true",
+            help="run the model through torch.compile: a wait for the compilation first (tens of seconds), then "
+            "faster forward passes; rounds differently (about 1e-6 in F1 in float32)",
         )
         p.add_argument(
             "--progress",
@@ -1369,6 +1377,7 @@ _FLAGS = {
     "batch_size": "-b/--batch-size",
     "device": "--device",
     "model_dtype": "--dtype",
+    "compile_model": "--compile",
     "verbose": "--progress",
     "long_texts": "--long-texts",
     "window_stride": "--window-stride",

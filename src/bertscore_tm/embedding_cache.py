@@ -45,6 +45,7 @@ def embedding_setting(embedder: Embedder, extra: tuple[Any, ...] = ()) -> tuple[
         id(embedder.model),
         str(embedder.device),
         embedder.model_dtype,
+        getattr(embedder, "compile_model", False),  # compiled kernels round differently
         embedder.all_layers,
         embedder.num_rows,
         embedder.hidden_size,

@@ -67,6 +67,7 @@ def score(
     idf_weights: Mapping[int, float] | None = None,
     long_texts: LongTexts = "truncate",
     window_stride: int | None = None,
+    compile_model: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor] | tuple[tuple[Tensor, Tensor, Tensor], str]:
     """BERTScore of candidates against references, as `bert_score.score` returns it: ``(P, R, F)``, each
     ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`.
@@ -74,7 +75,8 @@ def score(
     `refs` may hold one string per candidate or a list of references per candidate (the best is taken).
     `model`, `tokenizer`, `forward_fn`, `idf_texts` and `idf_weights` are :class:`BERTScore`'s (a model object
     in place of `model_type`; IDF from a corpus, as bert-score's ``BERTScorer(idf_sents=...)``, or from weights).
-    `long_texts="window"` scores texts longer than the model's window whole (see :class:`BERTScore`).
+    `long_texts="window"` scores texts longer than the model's window whole, `compile_model=True` runs the
+    model through `torch.compile` (opt-in, inexact; see :class:`BERTScore`).
     Arguments and inputs are checked as :class:`BERTScore` checks them, before the model is loaded.
 
     >>> from bertscore_tm import PACKAGED_MINILM
@@ -113,6 +115,7 @@ def score(
         "idf_weights": idf_weights,
         "long_texts": long_texts,
         "window_stride": window_stride,
+        "compile_model": compile_model,
     }
     validate_arguments(arguments)
     cands_list, groups = normalize_inputs(cands, refs)
