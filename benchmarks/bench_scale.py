@@ -467,9 +467,10 @@ def main() -> None:
         lines[1:1] = [
             "",
             f"Measured by `python benchmarks/bench_scale.py {' '.join(sys.argv[1:])}` ({seconds / 60:.0f} min); "
-            f"the machine was shared with other jobs: load average {load_before[0]:.1f} / {load_before[1]:.1f} / "
-            f"{load_before[2]:.1f} (1 / 5 / 15 min) at the start, {load_after[0]:.1f} / {load_after[1]:.1f} / "
-            f"{load_after[2]:.1f} at the end, on {os.cpu_count()} cores: wall-clock figures are noisy.",
+            f"load average {load_before[0]:.1f} / {load_before[1]:.1f} / {load_before[2]:.1f} (1 / 5 / 15 min) at "
+            f"the start, {load_after[0]:.1f} / {load_after[1]:.1f} / {load_after[2]:.1f} at the end, on "
+            f"{os.cpu_count()} cores, the benchmark itself keeping {args.threads} threads busy (above that, other "
+            "jobs shared the machine and wall-clock figures are noisy).",
         ]
         begin, end = f"<!-- bench_scale_{section}: begin -->", f"<!-- bench_scale_{section}: end -->"
         _write_section(args.out, "\n".join([begin, *lines, end]) + "\n", begin, end)
