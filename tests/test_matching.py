@@ -92,41 +92,6 @@ def test_a_text_shared_across_blocks_is_matched_with_its_own_vectors(metric, sha
     assert torch.allclose(best_c[row : row + len(texts[6]), 0], sim.max(dim=1).values, atol=1e-6)
 
 
-def test_texts_of_later_blocks_fill_a_blocks_forward_batches_without_changing_a_bit(
-    metric, wmt, monkeypatch, small_batches
-) -> None:
-    """Blocks split a length's texts; fill-ins (texts a later block needs, run in this block's batches and kept
-    aside) give fewer forward passes, the same texts embedded once each, and the same best similarities."""
-    import bertscore_tm.matching as matching
-
-    n = 150
-    texts = token_texts(metric, wmt["hyps_long"][:n] + wmt["refs_long"][:n])
-    cands, refs = torch.arange(n, dtype=torch.int32), torch.arange(n, 2 * n, dtype=torch.int32)
-    embedder = metric.embedder
-    calls: list[int] = []
-    embed_batch = embedder.embed_batch
-    monkeypatch.setattr(embedder, "embed_batch", lambda seqs: calls.append(len(seqs)) or embed_batch(seqs))
-
-    def run() -> tuple[torch.Tensor, torch.Tensor, int, int]:
-        calls.clear()
-        before = embedder.rows_embedded
-        best_c, best_r = greedy_match(embedder, texts, cands, refs, block_bytes=1 << 20)
-        return best_c, best_r, len(calls), embedder.rows_embedded - before
-
-    filled = run()
-    plan = matching.plan_matches(
-        texts, cands, refs, rows=1, row_bytes=4 * embedder.hidden_size, budget_bytes=1 << 20,
-        min_block_tokens=512, plan_in_budget=True, fill_tokens=embedder.max_tokens,
-    )  # fmt: skip
-    assert len(plan.blocks) > 2 and plan.fill_rows > 0
-    assert any(matching.fill_in_plan(plan, cands, refs, texts, embedder))
-    monkeypatch.setattr(matching, "fill_in_plan", lambda plan, *a: [[] for _ in plan.blocks])
-    plain = run()
-    assert torch.equal(filled[0], plain[0]) and torch.equal(filled[1], plain[1])
-    assert filled[3] == plain[3] == 2 * n  # every text embedded once either way
-    assert filled[2] < plain[2]  # fewer, fuller forward passes
-
-
 def test_working_memory_stays_within_its_budget_whatever_the_number_of_pairs(metric, wmt, monkeypatch, small_batches):
     embedder = metric.embedder
     budget = 4 << 20

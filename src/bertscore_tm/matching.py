@@ -80,8 +80,6 @@ class MatchPlan:
     ref_rows: Tensor
     #: matches (window mode only) whose texts alone outgrow the table: streamed through it after the blocks
     streamed: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
-    #: table rows beyond `capacity` for texts of later blocks that fill a block's forward batches (`fill_in_plan`)
-    fill_rows: int = 0
 
     @property
     def cand_tokens(self) -> int:
@@ -104,7 +102,6 @@ def plan_matches(
     min_block_tokens: int,
     plan_in_budget: bool,
     long_texts: bool = False,
-    fill_tokens: int = 0,
 ) -> MatchPlan:
     """Plan the blocks of a greedy matching (pure: no model, nothing embedded).
 
@@ -132,11 +129,7 @@ def plan_matches(
         plan = [texts.which, texts.start, texts.length, match_cand, match_ref, mc, mr, lc, lr, out_c, out_r, order]
         held_bytes += sum(t.numel() * t.element_size() for t in {t.data_ptr(): t for t in plan}.values())
     held_bytes += 4 * len(texts)  # last_use, below
-    available = (budget_bytes - held_bytes) // row_bytes
-    # rows for fill-ins (texts of later blocks run in this block's forward batches), from what the budget has
-    # beyond the smallest table, never instead of it
-    fill_rows = 0 if long_texts else max(0, min(fill_tokens, available - min_block_tokens))
-    block_tokens = max(min_block_tokens, available - fill_rows)
+    block_tokens = max(min_block_tokens, (budget_bytes - held_bytes) // row_bytes)
     alone = torch.where(mc == mr, lc, lc + lr) if long_texts else torch.zeros_like(lc)
     streamed = order[alone[order] > block_tokens]
     order = order[alone[order] <= block_tokens]
@@ -149,8 +142,7 @@ def plan_matches(
     last_use.scatter_reduce_(0, sorted_c, block_of, reduce="amax")
     last_use.scatter_reduce_(0, sorted_r, block_of, reduce="amax")
     capacity = max(block_sizes) if len(blocks) == 1 and not len(streamed) else max([block_tokens, *block_sizes])
-    fill_rows = fill_rows if len(blocks) > 1 else 0
-    return MatchPlan(order, blocks, capacity, last_use, lc, lr, out_c, out_r, streamed, fill_rows)
+    return MatchPlan(order, blocks, capacity, last_use, lc, lr, out_c, out_r, streamed)
 
 
 def greedy_match(
@@ -187,7 +179,6 @@ def greedy_match(
         min_block_tokens=max(512, 2 * embedder.max_tokens),
         plan_in_budget=embedder.device.type == "cpu",
         long_texts=embedder.windows is not None,
-        fill_tokens=embedder.max_tokens,
     )
     return run_plan(embedder, texts, match_cand, match_ref, plan, gather_budget=gather_budget, progress=progress)
 
@@ -213,12 +204,9 @@ def run_plan(
     lc, lr, out_c, out_r = plan.cand_lengths, plan.ref_lengths, plan.cand_rows, plan.ref_rows
     last_use = plan.last_use
     long_texts = embedder.windows is not None
-    # texts of later blocks that fill this block's forward batches (none in window mode, whose pieces are
-    # batched by their own lengths), and the rows they take on top of the block's
-    fill_ins = fill_in_plan(plan, mc, mr, texts, embedder)
-    # one table for every block (and its fill-ins), and a zero padding row
-    table = embedder.new_table(plan.capacity + plan.fill_rows + 1)
-    pad_row = plan.capacity + plan.fill_rows
+    # one table for every block, and a zero padding row
+    table = embedder.new_table(plan.capacity + 1)
+    pad_row = plan.capacity
     table[pad_row] = 0
     cache: dict[int, Tensor] = {}
     for b, (lo, hi) in enumerate(plan.blocks):
@@ -226,12 +214,9 @@ def run_plan(
         block_cand, block_ref = mc[sel].tolist(), mr[sel].tolist()
         block_texts = list(dict.fromkeys(block_cand + block_ref))
         fresh = [t for t in block_texts if t not in cache]
-        embedded = fresh + fill_ins[b]
-        starts = embedder.embed_into(table, [texts[t] for t in embedded], progress=progress)
-        start_of = dict(zip(embedded, starts, strict=True))
-        for t in fill_ins[b]:  # kept aside until the block that needs them
-            cache[t] = table[start_of[t] : start_of[t] + int(texts.length[t])].clone()
-        row = starts[-1] + int(texts.length[embedded[-1]]) if embedded else 0
+        starts = embedder.embed_into(table, [texts[t] for t in fresh], progress=progress)
+        start_of = dict(zip(fresh, starts, strict=True))
+        row = starts[-1] + int(texts.length[fresh[-1]]) if fresh else 0
         for t in block_texts:
             if t in cache:  # embedded by an earlier block
                 kept = cache.pop(t) if int(last_use[t]) <= b else cache[t]
@@ -278,71 +263,6 @@ def run_plan(
     del table, cache
     release_freed_memory()
     return cand_best, ref_best
-
-
-def fill_in_plan(
-    plan: MatchPlan, match_cand: Tensor, match_ref: Tensor, texts: TokenTexts, embedder: Embedder
-) -> list[list[int]]:
-    """For each block of `plan`, the texts that a later block needs first and that fit in the room this block's
-    forward batches leave: texts of a length this block embeds, as many as its last batch of that length has
-    room for. Embedded with this block and kept aside until used, they let a length's texts run in fewer,
-    fuller forward batches (the blocks split them otherwise). A block's fill-ins fit `plan.fill_rows` (rows
-    the plan set aside in the table), and the kept-aside ones never hold more tokens than that either.
-
-    >>> texts = TokenTexts((torch.arange(20, dtype=torch.int32),), torch.zeros(4, dtype=torch.uint8),
-    ...                    torch.tensor([0, 5, 10, 15]), torch.tensor([5, 5, 5, 5], dtype=torch.int32))
-    >>> plan = MatchPlan(torch.arange(2), [(0, 1), (1, 2)], 10, torch.tensor([0, 0, 1, 1], dtype=torch.int32),
-    ...                  *(torch.zeros(2, dtype=torch.long),) * 4, fill_rows=20)
-    >>> class Batches:  # room for 4 texts of 5 tokens in a batch
-    ...     batch_size, max_tokens = None, 20
-    >>> fill_in_plan(plan, torch.tensor([0, 2]), torch.tensor([1, 3]), texts, Batches())  # 2 and 3 join block 0
-    [[2, 3], []]
-    """
-    n_texts = len(texts)
-    if len(plan.blocks) < 2 or plan.fill_rows == 0:
-        return [[] for _ in plan.blocks]
-    length = texts.length.long()
-    sizes = torch.tensor([hi - lo for lo, hi in plan.blocks], dtype=torch.long)
-    block_of = torch.repeat_interleave(torch.arange(len(plan.blocks)), sizes)
-    ordered = plan.order[: int(sizes.sum())]
-    first_use = torch.full((n_texts,), len(plan.blocks), dtype=torch.long)
-    first_use.scatter_reduce_(0, match_cand[ordered].long(), block_of, reduce="amin")
-    first_use.scatter_reduce_(0, match_ref[ordered].long(), block_of, reduce="amin")
-    # per length, the texts in the order blocks first need them
-    by_length: dict[int, list[int]] = {}
-    for t in torch.argsort(first_use, stable=True).tolist():
-        if int(first_use[t]) < len(plan.blocks):
-            by_length.setdefault(int(length[t]), []).append(t)
-    taken = [0] * (max(by_length, default=0) + 1)  # how far each length's list is used up
-    max_tokens, batch_size = embedder.max_tokens, embedder.batch_size
-    budget = plan.fill_rows  # kept-aside tokens at a time (so also a block's fill-ins)
-    done = torch.zeros(n_texts, dtype=torch.bool)
-    held: list[tuple[int, int]] = []  # (block that needs it first, tokens)
-    plans: list[list[int]] = []
-    for b, (lo, hi) in enumerate(plan.blocks):
-        held = [(u, n) for u, n in held if u > b]
-        sel = plan.order[lo:hi]
-        block = torch.unique(torch.cat((match_cand[sel], match_ref[sel])).long())
-        fresh = block[~done[block]]
-        done[fresh] = True
-        extra: list[int] = []
-        counts = torch.bincount(length[fresh])
-        for size in torch.nonzero(counts).flatten().tolist():
-            per = max(1, min(max_tokens // size, (max_tokens * 32) // (size * size)))
-            per = per if batch_size is None else min(per, batch_size)
-            room = -int(counts[size]) % per
-            queue = by_length.get(size, [])
-            while room and taken[size] < len(queue) and sum(n for _, n in held) + size <= budget:
-                t = queue[taken[size]]
-                taken[size] += 1
-                if done[t] or int(first_use[t]) <= b:
-                    continue
-                done[t] = True
-                extra.append(t)
-                held.append((int(first_use[t]), size))
-                room -= 1
-        plans.append(extra)
-    return plans
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:
