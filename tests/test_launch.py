@@ -39,11 +39,24 @@ def _env() -> dict[str, str]:
 
 
 def _torchrun(*argv: str) -> subprocess.CompletedProcess[str]:
-    """`torchrun --standalone --nproc-per-node 2 <argv>` in a clean offline environment, its output captured."""
+    """`torchrun --standalone --nproc-per-node 2 <argv>` in a clean offline environment, its output captured.
+
+    Launched again, once, where a process was killed by SIGABRT ("terminate called without an active
+    exception", a C++ thread torn down while running): on this 2-core machine rank 1 of the first test's
+    launch aborted so in 3 of about 20 launches (2026-11-22: 2 locally, 1 in CI; not reproduced in 12
+    launches of the score job alone), its cause not found. Any other failure fails at once."""
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    return subprocess.run(
-        [*launcher, *argv], capture_output=True, text=True, env=_env(), timeout=LAUNCH_TIMEOUT_S, check=False
-    )
+
+    def launch() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*launcher, *argv], capture_output=True, text=True, env=_env(), timeout=LAUNCH_TIMEOUT_S, check=False
+        )
+
+    proc = launch()
+    if proc.returncode != 0 and "(SIGABRT)" in proc.stderr:
+        print(f"torchrun: a process aborted (SIGABRT); launching again:\n{proc.stderr[-1500:]}", file=sys.stderr)
+        proc = launch()
+    return proc
 
 
 def test_two_processes_write_exactly_what_one_process_writes(tmp_path, wmt, capsys):
