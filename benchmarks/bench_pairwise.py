@@ -114,8 +114,7 @@ def _memory(args: argparse.Namespace) -> dict:
     rss = max(0, bench._rss_kib("VmHWM") - base) / 1024
     del result
     (_, info), peak = bench._tensor_peak(lambda: _pairwise(metric, cands, refs))
-    limit = bench._runner("limit", cands, refs, "minilm", "cpu")
-    _, forward_peak = bench._tensor_peak(limit)  # the bare forward pass of the same texts, same batches
+    forward_peak = bench._forward_peak(cands, refs)
     n, m = len(cands), len(refs)
     return {
         "n": n,

@@ -166,11 +166,9 @@ def _worker_linear(args: argparse.Namespace) -> dict:
 
     _, out["tensor_peak_mib"] = _tensor_peak(run)
     out["state_after_compute_mib"] = _state_bytes(metric) / 2**20
-    from bench import _runner
+    from bench import _forward_peak
 
-    # the bare forward pass of the same distinct texts in the same batches: its activations grow with how full
-    # the batches are (how many texts share a length), which more pairs change too
-    _, out["forward_peak_mib"] = _tensor_peak(_runner("limit", cands, refs, "minilm", "cpu"))
+    out["forward_peak_mib"] = _forward_peak(cands, refs)
     return out
 
 

@@ -29,7 +29,7 @@ def run(out: Path, jobs: list[list[str]]) -> None:
                 (out / f"{i}.out").write_text(buffer.getvalue(), encoding="utf-8")
             else:
                 assert buffer.getvalue() == "", "only rank 0 writes"
-        dist.barrier()  # as bertscore_tm.launch does: nobody tears down while another still finishes
+        dist.barrier()  # as bertscore_tm.launch does: every process done before any tears down
     finally:
         dist.destroy_process_group()
 

@@ -445,6 +445,18 @@ def _stride_needs_windows(arguments: Mapping[str, object]) -> None:
         )
 
 
+def _compile_needs_a_loaded_model(arguments: Mapping[str, object]) -> None:
+    if arguments.get("compile_model") and arguments.get("model") is not None:
+        raise ArgumentValueError(
+            "compile_model compiles a model bertscore-tm loads; a model object of yours runs as you pass it: "
+            "compile it yourself (torch.compile(model)) before passing it",
+            argument="compile_model",
+            allowed="False when model is given",
+            value=True,
+            others=("model",),
+        )
+
+
 COMBINATIONS: tuple[Callable[[Mapping[str, object]], None], ...] = (
     _model_or_lang,
     _one_model,
@@ -454,6 +466,7 @@ COMBINATIONS: tuple[Callable[[Mapping[str, object]], None], ...] = (
     _hash_needs_the_dict,
     _baseline_path_needs_rescaling,
     _stride_needs_windows,
+    _compile_needs_a_loaded_model,
 )
 
 

@@ -362,7 +362,7 @@ def score_all_pairs(
     kept_bytes = sum(t.vectors.numel() * 4 + t.weights.numel() * 8 for _, t in kept)
     store_side = [_Occurrences(positions[1 if store_is_ref else 0], t.texts[0], blank_d) for t in store_tiles]
 
-    counts = {"matched": 0, "undefined": 0}
+    info = {"store_bytes": store_bytes, "kept_bytes": kept_bytes, "tiles": 0, "undefined": 0}
 
     def match(part: Tensor, left: Tile) -> None:
         """One stream tile against every tile of the store."""
@@ -370,10 +370,10 @@ def score_all_pairs(
         for right, right_side in zip(store_tiles, store_side, strict=True):
             a, b = match_tiles(left, right)
             if store_is_ref:  # the stream holds the candidates
-                counts["undefined"] += _write(out, a[0], b[0], left_side, right_side)
+                info["undefined"] += _write(out, a[0], b[0], left_side, right_side)
             else:
-                counts["undefined"] += _write(out, b[0].transpose(1, 2), a[0].transpose(1, 2), right_side, left_side)
-            counts["matched"] += 1
+                info["undefined"] += _write(out, b[0].transpose(1, 2), a[0].transpose(1, 2), right_side, left_side)
+            info["tiles"] += 1
 
     # the kept stream, then the rest of the stream run by run, each tile matched against every tile of the store
     while kept:
@@ -388,8 +388,7 @@ def score_all_pairs(
             del left
         if progress is not None:
             progress.update(len(ids))
-    info = {"store_bytes": store_bytes, "kept_bytes": kept_bytes, "tiles": counts["matched"]}
-    return out, {**info, "undefined": counts["undefined"]}
+    return out, info
 
 
 class _Occurrences:
