@@ -169,7 +169,7 @@ def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: st
 
     path, layers, _ = _model(shape)
     n = len(cands)
-    if kind in ("limit", "limit-padded"):
+    if kind in ("limit", "limit-padded", "limit-bf16"):
         from transformers import AutoTokenizer
 
         from bertscore_tm.embedding import Embedder, length_batches
@@ -177,14 +177,17 @@ def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: st
 
         model, _ = load_encoder(Path(path), layers, all_layers=False)
         model.to(device)
-        batching = Embedder(model, 0, all_layers=False)  # the same batching as the metric's (token budget)
+        # the same batching as the metric's (token budget); for limit-bf16 the embedder also casts the model
+        # once and picks the attention the metric's bfloat16 mode runs: the model's own bfloat16 forward pass
+        dtype = torch.bfloat16 if kind == "limit-bf16" else torch.float32
+        batching = Embedder(model, 0, all_layers=False, model_dtype=dtype)
         unique = list(dict.fromkeys(s.strip() for s in cands + refs))
         ids = AutoTokenizer.from_pretrained(path)(unique, truncation=True, max_length=512)["input_ids"]
 
         def run() -> dict:
             with torch.inference_mode():
                 lengths = [len(x) for x in ids]
-                if kind == "limit":
+                if kind != "limit-padded":
                     batches = length_batches(lengths, batching.batch_size, batching.max_tokens)
                 else:
                     batches = _padded_batches(lengths, batching.max_tokens)
@@ -250,7 +253,7 @@ def _timed(device: str) -> tuple[str, ...]:
     """The configurations of a run: float16 only where autocast has fast float16 kernels (CUDA)."""
     fp16 = ("ours-fp16",) if device.startswith("cuda") else ()
     ours = ("ours-fp32", "ours-bf16", "ours-bf16-compiled", *fp16)
-    return ("limit", "limit-padded", *ours, "bert-score", "torchmetrics")
+    return ("limit", "limit-padded", "limit-bf16", *ours, "bert-score", "torchmetrics")
 
 
 def _worker(
@@ -430,6 +433,7 @@ def main() -> None:
     for name, kind in (
         ("limit: bare forward pass of the unique sentences", "limit"),
         ("(the bare forward pass in padded batches, as batched before issue 13)", "limit-padded"),
+        ("(the bare forward pass in bfloat16: the model cast once, the metric's bfloat16 attention)", "limit-bf16"),
         ("bertscore-tm, float32 (updates + compute)", "ours-fp32"),
         ("bertscore-tm, bfloat16 (`model_dtype=torch.bfloat16`)", "ours-bf16"),
         ("bertscore-tm, bfloat16, compiled (`compile_model=True`, opt-in)", "ours-bf16-compiled"),
@@ -440,7 +444,7 @@ def main() -> None:
         if kind not in runs:
             continue
         r = runs[kind]
-        if kind in ("limit", "limit-padded"):
+        if kind in ("limit", "limit-padded", "limit-bf16"):
             right = "-"
         elif kind == "torchmetrics":
             err = _max_err(r["f1"], ref_f1[: r["pairs"]])
@@ -495,8 +499,10 @@ def main() -> None:
     )
     spread = {
         k: (min(r[k] / r["limit"] for r in timing), max(r[k] / r["limit"] for r in timing))
-        for k in ("ours-fp32", "ours-bf16", "ours-bf16-compiled")
+        for k in ("ours-fp32", "limit-bf16", "ours-bf16", "ours-bf16-compiled")
     }
+    # what bfloat16 costs beyond the model's own bfloat16 forward pass, round by round
+    over_bf16 = {k: _median([r[k] / r["limit-bf16"] for r in timing]) for k in ("ours-bf16", "ours-bf16-compiled")}
 
     load_end = os.getloadavg()
     cpu = "unknown"
@@ -567,6 +573,11 @@ def main() -> None:
             f"{spread['ours-bf16'][0]:.2f}x-{spread['ours-bf16'][1]:.2f}x, bf16 compiled "
             f"{spread['ours-bf16-compiled'][0]:.2f}x-{spread['ours-bf16-compiled'][1]:.2f}x); pairs/s = the limit's "
             "median pairs/s over the ratio",
+            f"- bfloat16's floor: the bare bfloat16 forward pass of the same texts and batches took "
+            f"{ratio['limit-bf16']:.2f}x the float32 one (rounds {spread['limit-bf16'][0]:.2f}x-"
+            f"{spread['limit-bf16'][1]:.2f}x); the metric in bfloat16 took {over_bf16['ours-bf16']:.2f}x that bare "
+            f"bfloat16 pass (tokenising, matching, and its compute's blocks splitting a length's texts over more "
+            f"forward batches), {over_bf16['ours-bf16-compiled']:.2f}x compiled",
             peak_text,
             "- torchmetrics pads every text to 512 tokens and runs every layer, "
             f"so it is timed on {args.tm_pairs} pairs",

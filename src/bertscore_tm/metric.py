@@ -132,8 +132,8 @@ class BERTScore(Metric):
         compile_model: run the forward pass of a model this metric loads through ``torch.compile`` (dynamic
             shapes, frozen weights). Opt-in and inexact (its fused kernels round differently: about 1e-6 in F1
             in float32); the first compute() waits for the compilation (tens of seconds on a CPU), after which
-            the forward pass is a little faster (bfloat16 on a 2-core CPU: 0.57x the float32 bare forward pass
-            against 0.62x uncompiled, benchmarks/RESULTS.md). A ``model`` object of yours is never compiled
+            the forward pass is a little faster (bfloat16 on a 2-core CPU: 0.57x-0.60x the float32 bare forward
+            pass against 0.62x-0.63x uncompiled, benchmarks/RESULTS.md). A ``model`` object of yours is never compiled
             here (``ArgumentValueError``): compile it yourself before passing it.
         model: a model object of your own (any Hugging Face encoder; an encoder-decoder's encoder is used) in
             place of ``model_name_or_path``: scored through an eval-mode view that shares its weights, so it is
