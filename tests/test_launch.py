@@ -30,6 +30,7 @@ def _env() -> dict[str, str]:
         TOKENIZERS_PARALLELISM="false",
         OMP_NUM_THREADS="1",
         GLOO_SOCKET_IFNAME="lo",
+        PYTHONFAULTHANDLER="1",  # a process that aborts prints every thread's Python stack (the SIGABRT below)
     )
     package_root = str(Path(bertscore_tm.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
@@ -43,8 +44,10 @@ def _torchrun(*argv: str) -> subprocess.CompletedProcess[str]:
 
     Launched again, once, where a process was killed by SIGABRT ("terminate called without an active
     exception", a C++ thread torn down while running): on this 2-core machine rank 1 of the first test's
-    launch aborted so in 3 of about 20 launches (2026-11-22: 2 locally, 1 in CI; not reproduced in 12
-    launches of the score job alone), its cause not found. Any other failure fails at once."""
+    launch aborted so in 3 of about 20 launches (2026-11-22: 2 locally, 1 in CI), its cause not found; not
+    seen since in 12 launches of the score job alone, 27 of the three jobs (15 of them with both cores kept
+    busy) and 5 runs of this file. The processes run with Python's faulthandler on, so the next abort prints
+    where each thread was. Any other failure fails at once."""
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
 
     def launch() -> subprocess.CompletedProcess[str]:
@@ -54,7 +57,7 @@ def _torchrun(*argv: str) -> subprocess.CompletedProcess[str]:
 
     proc = launch()
     if proc.returncode != 0 and "(SIGABRT)" in proc.stderr:
-        print(f"torchrun: a process aborted (SIGABRT); launching again:\n{proc.stderr[-1500:]}", file=sys.stderr)
+        print(f"torchrun: a process aborted (SIGABRT); launching again:\n{proc.stderr[-8000:]}", file=sys.stderr)
         proc = launch()
     return proc
 
