@@ -8,9 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 from bertscore_tm import BERTScore
-from bertscore_tm.errors import BaselineFileError
+from bertscore_tm.baselines import find_baseline, read_baseline
+from bertscore_tm.errors import BaselineFileError, BaselineNotFoundError
 from tests.conftest import MINILM
 
 GOOD = [0.8, 0.8, 0.8]
@@ -57,3 +59,23 @@ def test_a_malformed_file_is_a_baseline_file_error_too(tmp_path):
     with pytest.raises(BaselineFileError, match="header") as err:
         BERTScore(MINILM, rescale_with_baseline=True, baseline_path=file)
     assert err.value.row is None
+
+
+def test_a_file_saved_with_a_byte_order_mark_is_read(tmp_path):
+    """Some editors start UTF-8 files with a byte order mark: the header is still the header."""
+    plain = _write(tmp_path / "plain.tsv", bad_layer=-1, column="P", value="")
+    marked = tmp_path / "marked.tsv"
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert torch.equal(read_baseline(marked), read_baseline(plain))
+
+
+def test_a_file_that_is_not_utf8_is_a_baseline_file_error_naming_it(tmp_path):
+    file = tmp_path / "b.tsv"
+    file.write_bytes(b"LAYER,P,R,F\n0,0.5,0.5,0.5\xff\n")
+    with pytest.raises(BaselineFileError, match=rf"Baseline file {re.escape(str(file))} is not UTF-8 text"):
+        BERTScore(MINILM, rescale_with_baseline=True, baseline_path=file)
+
+
+def test_a_folder_is_not_a_baseline_file(tmp_path):
+    with pytest.raises(BaselineNotFoundError, match=rf"{re.escape(str(tmp_path))} is a folder, not a file"):
+        find_baseline("en", MINILM, tmp_path)

@@ -581,6 +581,14 @@ ERRORS = [
         ["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{missing}"],
         ["Baseline file", "missing.txt", "does not exist"],
     ),
+    (
+        ["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{folder}"],
+        ["Baseline file", "folder is a folder, not a file"],
+    ),
+    (
+        ["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{latin1}"],
+        ["Baseline file", "latin1.txt is not UTF-8 text", "byte 3"],
+    ),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{refs}"], ["header", "LAYER,P,R,F"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "9"], ["num_layers", "between 0 and 6"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-b", "0"], ["--batch-size", "at least 1", "got 0"]),
@@ -672,6 +680,18 @@ def test_library_errors_are_one_line_with_the_flag(
     assert line.startswith(f"bertscore-tm: error: {error}")
     for word in words:
         assert word in line, (word, line)
+
+
+@pytest.mark.parametrize("ending", ["", "."])
+def test_hints_follow_the_message_as_a_sentence(capsys, monkeypatch, small: dict[str, str], ending: str) -> None:
+    """The hint is a sentence of its own: a period ends the message before it (one, whether or not it had one)."""
+
+    def raise_it(*args: object, **kwargs: object) -> None:
+        raise errors.ModelSetupError(f"num_layers must be between 0 and 6, got 7{ending}", argument="num_layers")
+
+    monkeypatch.setattr(bertscore_tm.metric, "BERTScore", raise_it)
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
+    assert line.endswith("got 7. On the command line, num_layers is -l/--num-layers."), line
 
 
 def test_hints_come_from_fields_not_from_messages(capsys, monkeypatch, small: dict[str, str]) -> None:
@@ -875,6 +895,35 @@ def test_standard_input_only_once(capsys, monkeypatch, no_model, small: dict[str
     assert "standard input" in line and "only once" in line
 
 
+def test_standard_input_only_once_in_every_command(capsys, monkeypatch, no_model, small: dict[str, str]) -> None:
+    """Twice `-` is refused as such, not reported as an empty second file."""
+    for command in (
+        ["pairwise", "-c", "-", "-r", "-"],
+        ["compare", "-c", "-", "-", "-r", small["refs"]],
+        ["compare", "-c", "-", small["cands"], "-r", "-"],
+        ["mbr", "-i", "-", "--groups", "-"],
+    ):
+        feed_stdin(monkeypatch, b"a\nb\nc\n")
+        line = one_line_error(capsys, *command, "-m", MINILM)
+        assert "standard input (-) can be read only once" in line, line
+
+
+def test_an_output_that_is_an_input_is_refused(capsys, no_model, small: dict[str, str], tmp_path: Path) -> None:
+    """Writing the results over an input file would lose it: refused before any model, under any spelling."""
+    link = tmp_path / "link-to-refs.txt"
+    link.symlink_to(small["refs"])
+    before = {path: Path(path).read_text() for path in (small["cands"], small["refs"])}
+    for command, output in (
+        (["score", "-c", small["cands"], "-r", small["refs"]], small["cands"]),
+        (["score", "-c", small["cands"], "-r", small["cands"], small["refs"]], str(link)),
+        (["pairwise", "-c", small["cands"], "-r", small["refs"]], f"{tmp_path}/./refs.txt"),
+        (["baseline", "--corpus", small["cands"], "--pairs", "1"], small["cands"]),
+    ):
+        line = one_line_error(capsys, *command, "-o", output, "-m", MINILM)
+        assert f"cannot write {output}: it is the input file" in line, line
+    assert {path: Path(path).read_text() for path in before} == before
+
+
 def test_standard_input_errors_name_it(capsys, monkeypatch, no_model, small: dict[str, str]) -> None:
     feed_stdin(monkeypatch, b"")
     line = one_line_error(capsys, "score", "-c", "-", "-r", small["refs"], "-m", MINILM)
@@ -882,6 +931,59 @@ def test_standard_input_errors_name_it(capsys, monkeypatch, no_model, small: dic
     feed_stdin(monkeypatch, b"ok\n\xff\xfe\n")
     line = one_line_error(capsys, "score", "-c", small["cands"], "-r", "-", "-m", MINILM)
     assert "reference file - (standard input) is not UTF-8 text" in line and "byte 3" in line
+
+
+# -- repeated options ----------------------------------------------------------------------------------------
+
+
+def test_repeated_r_collects_every_reference_file(capsys, files: dict[str, str]) -> None:
+    """`-r a -r b` is `-r a b` (two references per candidate), not b alone."""
+    base = ["score", "-c", files["hyps"], "-m", MINILM, "--format", "json"]
+    rc, together, _ = run_main(capsys, *base, "-r", files["refs"], files["refs2"])
+    rc2, repeated, _ = run_main(capsys, *base, "-r", files["refs"], "-r", files["refs2"])
+    assert rc == rc2 == 0 and together == repeated
+    assert json.loads(repeated)["references_per_candidate"] == 2
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["score", "-c", "{cands}", "-c", "{refs}", "-r", "{refs}"],
+        ["pairwise", "-c", "{cands}", "-r", "{refs}", "-r", "{cands}"],
+        ["mbr", "-i", "{cands}", "-i", "{refs}", "--group-size", "3"],
+        ["baseline", "--corpus", "{cands}", "--corpus", "{refs}", "-o", "{out}"],
+    ],
+    ids=lambda command: command[0],
+)
+def test_a_one_file_option_given_twice_is_refused(capsys, no_model, small: dict[str, str], command: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([a.format(**small) for a in command] + ["-m", MINILM])
+    assert exc.value.code == 2
+    assert "given twice" in capsys.readouterr().err
+
+
+# -- standard output that cannot be written ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["score", "pairwise"])
+def test_a_full_standard_output_is_one_line(small: dict[str, str], command: str) -> None:
+    """`> /dev/full` (a full disk): the one-line error `-o /dev/full` gives, no traceback."""
+    args = [sys.executable, "-m", "bertscore_tm", command, "-c", small["cands"], "-r", small["refs"], "-m", MINILM]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(args, stdout=full, stderr=subprocess.PIPE, text=True, env=_env(), timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr == "bertscore-tm: error: cannot write standard output: No space left on device\n"
+
+
+def test_a_closed_standard_output_is_one_line(capsys, monkeypatch, small: dict[str, str]) -> None:
+    """`>&-`: Python then has no sys.stdout at all."""
+    monkeypatch.setattr(sys, "stdout", None)
+    rc = main(["score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM])
+    assert rc == 2
+    assert (
+        capsys.readouterr().err
+        == "bertscore-tm: error: cannot write standard output: this process has none (it was closed)\n"
+    )
 
 
 # -- errors: the rest of the sweep ---------------------------------------------------------------------------

@@ -292,6 +292,11 @@ ERRORS = [
     ([*SCORE, "--seed", "3"], ["--seed only matters with --confidence"]),
     ([*SCORE, "--confidence", "2"], ["--confidence must be between 0 and 1"]),
     ([*SCORE, "--confidence", "0.9", "--bootstrap", "0.5"], ["--bootstrap must be a whole number"]),
+    # more resamples than memory allows: refused before the model runs, not after it
+    ([*TWO, "--bootstrap", "100000000000"], ["--bootstrap must be at least 1 and at most 1,000,000"]),
+    ([*SCORE, "--confidence", "0.9", "--bootstrap", "1000001"], ["at most 1,000,000", "got 1000001"]),
+    # one line per system: every resample is that line, so any difference would look significant
+    (["compare", "-r", "{one}", "-c", "{one}", "{one}"], ["the system files have 1 line", "at least 2 lines"]),
 ]
 
 
@@ -299,10 +304,30 @@ ERRORS = [
 def test_bad_input_is_one_line_exit_2_before_the_model(capsys, files, tmp_path: Path, args, words) -> None:
     short = tmp_path / "short.txt"
     short.write_text("one\ntwo\nthree\n", encoding="utf-8")
-    paths = dict(files, short=str(short), missing=str(tmp_path / "missing.txt"))
+    one = tmp_path / "one.txt"
+    one.write_text("A single line.\n", encoding="utf-8")
+    paths = dict(files, short=str(short), one=str(one), missing=str(tmp_path / "missing.txt"))
     rc, out, err = run_main(capsys, *(a.format(**paths) for a in args), *NO_MODEL)
     assert rc == 2 and out == ""
     lines = err.strip().split("\n")
     assert len(lines) == 1 and lines[0].startswith("bertscore-tm: error: "), err
     for word in words:
         assert word in lines[0], (word, lines[0])
+
+
+def test_compare_on_few_lines_warns_naming_the_count(capsys, tmp_path: Path) -> None:
+    """Below 10 lines the p-value is coarse: the results come with a warning that says how many lines there were."""
+    path = tmp_path / "three.txt"
+    path.write_text("The cat sat.\nIt rains.\nWe left early.\n", encoding="utf-8")
+    rc, out, err = run_main(capsys, "compare", "-r", str(path), "-c", str(path), str(path), "-m", MINILM)
+    assert rc == 0 and "p-value" in out
+    assert "bertscore-tm: warning: a paired test on only 3 pairs" in err
+
+
+def test_repeated_c_and_r_collect_every_file(capsys, files) -> None:
+    """`-c a -c b` is `-c a b` and `-r x -r y` is `-r x y`: no file is silently dropped."""
+    one = ["compare", "-r", files["refs"], files["refs2"], "-c", files["hyps"], files["mixed"]]
+    repeated = ["compare", "-r", files["refs"], "-r", files["refs2"], "-c", files["hyps"], "-c", files["mixed"]]
+    outputs = [run_main(capsys, *args, "-m", MINILM, "--format", "json")[1] for args in (one, repeated)]
+    assert [s["name"] for s in json.loads(outputs[0])["systems"]] == [files["hyps"], files["mixed"]]
+    assert outputs[0] == outputs[1]

@@ -6,11 +6,14 @@ a time. Many simulated data sets go through one call each (pairs on the last axi
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
 
 from bertscore_tm import significance
+from bertscore_tm.arguments import MAX_RESAMPLES
+from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.significance import bootstrap_interval, check_settings, paired_test
 
 DATA_SETS = 2000  # simulated test sets per calibration check: the share's standard error is about 0.005
@@ -205,7 +208,8 @@ def test_inputs_may_be_float32_lists_or_on_another_device() -> None:
     as_list = bootstrap_interval(values, num_samples=100)
     as_tensor = bootstrap_interval(torch.tensor(values, dtype=torch.float64), num_samples=100)
     assert as_list == as_tensor and as_list.mean.dtype == torch.float64
-    assert paired_test(values, values, num_samples=10).p_value.item() == 1.0
+    with pytest.warns(UserWarning, match="only 4 pairs"):
+        assert paired_test(values, values, num_samples=10).p_value.item() == 1.0
 
 
 # -- bad arguments -------------------------------------------------------------------------------------------
@@ -219,6 +223,8 @@ BAD_SETTINGS = [
     (dict(confidence=True), TypeError, "confidence must be a number"),
     (dict(confidence="0.95"), TypeError, "got str"),
     (dict(num_samples=0), ValueError, "at least 1"),
+    (dict(num_samples=MAX_RESAMPLES + 1), ValueError, "at most 1,000,000"),
+    (dict(num_samples=10**11), ValueError, "at most 1,000,000"),
     (dict(num_samples=10.0), TypeError, "num_samples must be an integer"),
     (dict(num_samples=True), TypeError, "num_samples must be an integer"),
     (dict(seed=1.5), TypeError, "seed must be an integer"),
@@ -236,6 +242,28 @@ def test_bad_settings_are_refused_by_both_functions(settings: dict, error: type,
         paired_test(scores, scores, **settings)
     with pytest.raises(error):
         check_settings(**settings)
+
+
+def test_too_many_resamples_are_refused_before_any_is_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound is checked first: nothing is allocated for 10**11 resamples (800 GB of means)."""
+    monkeypatch.setattr(significance, "_resampled_means", lambda *a: pytest.fail("resampling began"))
+    with pytest.raises(ArgumentValueError, match="num_samples must be at least 1 and at most 1,000,000") as err:
+        paired_test([0.9, 0.8, 0.7], [0.8, 0.8, 0.7], num_samples=10**11)
+    assert (err.value.argument, err.value.value) == ("num_samples", 10**11)
+    check_settings(num_samples=MAX_RESAMPLES)  # the bound itself is allowed
+
+
+def test_a_paired_test_needs_two_pairs_and_warns_below_ten() -> None:
+    """On one pair every resample is that pair: the p-value would be the smallest possible for any difference."""
+    with pytest.raises(ValueError, match="a paired test needs the scores of at least 2 pairs, got 1"):
+        paired_test([0.9], [0.8])
+    with pytest.warns(UserWarning, match="a paired test on only 3 pairs"):
+        paired_test([0.9, 0.8, 0.7], [0.8, 0.8, 0.7])
+    scores = torch.linspace(0.5, 0.9, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 10 pairs: no warning, and the same numbers as before
+        result = paired_test(scores, scores + 0.01, num_samples=100)
+    assert float(result.p_value) == 1 / 101
 
 
 def test_bad_scores_are_refused_with_what_to_do() -> None:

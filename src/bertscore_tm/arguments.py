@@ -37,6 +37,11 @@ OUTPUTS: tuple[str, ...] = get_args(OutputName)
 #: The compute dtypes of the model, by name: float32 is exact, the others run under autocast.
 MODEL_DTYPES = ("float32", "bfloat16", "float16")
 
+#: The most resamples (or shuffles) an interval or a paired test may draw (`bertscore_tm.significance`, and
+#: ``--bootstrap`` on the command line): their means take 8 bytes each per system, so 8 MB a system at most.
+#: The usual 1000 to 10,000 are far below it; the smallest p-value is then about 1e-6.
+MAX_RESAMPLES = 1_000_000
+
 #: A rule: check one argument's value, raising ArgumentTypeError or ArgumentValueError naming `name`.
 Rule = Callable[[str, object], None]
 

@@ -30,6 +30,12 @@ def find_baseline(lang: str | None, model_name: str, baseline_path: str | os.Pat
     """The baseline file to use: the user's file, or the packaged one for (lang, model)."""
     if baseline_path is not None:
         path = Path(baseline_path).expanduser()
+        if path.is_dir():
+            raise BaselineNotFoundError(
+                f"Baseline file {path} is a folder, not a file: give the LAYER,P,R,F file itself "
+                f"(e.g. {path / 'baseline.tsv'})",
+                path=str(path),
+            )
         if not path.is_file():
             raise BaselineNotFoundError(f"Baseline file {path} does not exist", path=str(path))
         return path
@@ -51,10 +57,18 @@ def find_baseline(lang: str | None, model_name: str, baseline_path: str | os.Pat
 
 def read_baseline(path: str | os.PathLike[str]) -> Tensor:
     """The rows of a baseline file as float32 [layers, 3] (P, R, F), checked for shape and order (the values
-    themselves are checked by `baseline_rows`, for the rows a setting uses). Raises BaselineFileError."""
+    themselves are checked by `baseline_rows`, for the rows a setting uses). UTF-8, with or without the byte
+    order mark some editors write. Raises BaselineFileError."""
     path = Path(path)
-    with path.open(newline="", encoding="utf-8") as fh:
-        rows = [row for row in csv.reader(fh) if row and any(cell.strip() for cell in row)]
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            rows = [row for row in csv.reader(fh) if row and any(cell.strip() for cell in row)]
+    except UnicodeDecodeError as err:
+        raise BaselineFileError(
+            f"Baseline file {path} is not UTF-8 text ({err.reason} at byte {err.start}): save it as UTF-8 "
+            "(LAYER,P,R,F, then one row of numbers per layer)",
+            path=str(path),
+        ) from None
     if not rows or [c.strip() for c in rows[0]] != HEADER:
         raise BaselineFileError(f"Baseline file {path} must start with the header 'LAYER,P,R,F'", path=str(path))
     values = []

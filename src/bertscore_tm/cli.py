@@ -10,10 +10,12 @@ Subcommands:
 * ``mbr``: minimum-Bayes-risk selection, the hypothesis of each group that agrees most with the others.
 
 User errors (a missing or empty file, files of different lengths, a model or baseline that is not on this
-machine, a bad setting, an unusable device, an output that cannot be written, any of the library's
-`bertscore_tm.errors.BERTScoreError`) print one line, ``bertscore-tm: error: ...``, on stderr and exit with
-code 2. Input files, output paths, the device, the model's presence and weights files and the baseline are
-checked before any model is loaded. A file argument of ``-`` is standard input (one of them at most).
+machine, a bad setting, an unusable device, an output that cannot be written, standard output included, any of
+the library's `bertscore_tm.errors.BERTScoreError`) print one line, ``bertscore-tm: error: ...``, on stderr and
+exit with code 2. Input files, output paths (never one of the inputs), the device, the model's presence and
+weights files and the baseline are checked before any model is loaded. A file argument of ``-`` is standard
+input (one of them at most). Options that take several files (``-r``, compare's ``-c``) collect every
+occurrence (``-r a -r b`` is ``-r a b``); an option that takes one is refused when given twice.
 
 ``score``, ``compare``, ``pairwise`` and ``baseline`` also run on torch's launcher (``torchrun
 --nproc-per-node N -m bertscore_tm ...``, `bertscore_tm.launch`): each process scores a contiguous shard of the
@@ -34,7 +36,7 @@ import sys
 import tempfile
 import warnings
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
@@ -146,6 +148,23 @@ def _check_output(path: str, example: str) -> Path:
     except OSError as err:
         raise UsageError(f"cannot write {path}: {err.strerror or _one_line(err)}") from None
     return target
+
+
+def _not_an_input(target: Path, name: str, inputs: Sequence[str]) -> None:
+    """Refuse an output that is one of the input files: writing the results would overwrite it (compared as
+    files, so another spelling of the same path, or a link to it, counts too)."""
+    for path in inputs:
+        if path == STDIN:
+            continue
+        try:
+            same = target.exists() and os.path.samefile(target, Path(path).expanduser())
+        except OSError:
+            same = False
+        if same:
+            raise UsageError(
+                f"cannot write {name}: it is the input file {path}, which the results would overwrite; "
+                "give another output file"
+            )
 
 
 def _image_target(path: str) -> tuple[Path, str]:
@@ -307,9 +326,9 @@ def _check_baseline(args: argparse.Namespace, model_name: str) -> None:
         args.rescale_with_baseline = True  # a baseline file means: rescale with it
     if not args.rescale_with_baseline:
         return
-    from bertscore_tm.baselines import find_baseline
+    from bertscore_tm.baselines import find_baseline, read_baseline
 
-    find_baseline(args.lang, model_name, args.baseline_path)
+    read_baseline(find_baseline(args.lang, model_name, args.baseline_path))  # a malformed file, before the model
 
 
 def _check_layer(args: argparse.Namespace, model_name: str) -> None:
@@ -459,6 +478,8 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
     _one_process_reads_stdin([args.cand, *args.ref])
     pairs = _pair_lines(args.cand, args.ref)
     target = _check_output(args.output, "scores.txt") if args.output is not None else None
+    if target is not None:
+        _not_an_input(target, args.output, [args.cand, *args.ref])
     resampling = _resampling(args)
 
     metric = _rescalable_metric(
@@ -619,7 +640,7 @@ def _whole(value: str, flag: str, what: str, minimum: int, maximum: int | None =
     except ValueError:
         raise UsageError(f"{flag} must be a whole number ({what}), got {value}") from None
     if number < minimum or (maximum is not None and number > maximum):
-        upper = "" if maximum is None else f" and at most {maximum}"
+        upper = "" if maximum is None else f" and at most {maximum:,}"
         raise UsageError(f"{flag} must be at least {minimum}{upper} ({what}), got {value}")
     return number
 
@@ -639,7 +660,11 @@ def _resampling(args: argparse.Namespace) -> _Resampling | None:
     if not (math.isfinite(confidence) and 0 < confidence < 1):
         hint = f" (a fraction: {confidence / 100:g}, not {args.confidence})" if 1 < confidence < 100 else ""
         raise UsageError(f"--confidence must be between 0 and 1 (exclusive), e.g. 0.95; got {args.confidence}{hint}")
-    num_samples = _whole("1000" if args.bootstrap is None else args.bootstrap, "--bootstrap", "resamples", 1)
+    from bertscore_tm.arguments import MAX_RESAMPLES
+
+    num_samples = _whole(
+        "1000" if args.bootstrap is None else args.bootstrap, "--bootstrap", "resamples", 1, MAX_RESAMPLES
+    )
     seed = _whole("0" if args.seed is None else args.seed, "--seed", "the resampling's random seed", 0, 2**64 - 1)
     return _Resampling(confidence, num_samples, seed)
 
@@ -686,6 +711,7 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         )
     settings = _resampling(args)
     assert settings is not None  # compare's --confidence has a default
+    _stdin_at_most_once([*names, *args.ref], "-c/-r")
     _one_process_reads_stdin([*names, *args.ref])
     systems = [read_lines(path, "system") for path in names]
     for path, lines in zip(names[1:], systems[1:], strict=True):
@@ -703,6 +729,12 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
                 "line i of every reference file is a reference for line i of every system file"
             )
         groups.append(refs)
+    if len(systems[0]) < 2:
+        raise UsageError(
+            f"the system files have {_lines(len(systems[0]))}: a paired test needs at least 2 lines (on one line "
+            "every resample is that line, so any difference would look significant); score more lines, or use "
+            f"{PROG} score on each system"
+        )
     targets: list[str] | list[list[str]] = (
         groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups, strict=True)]
     )
@@ -837,6 +869,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
             f"needs {2 * args.pairs} (each line is used at most once): use a larger corpus or fewer pairs"
         )
     target = _check_output(args.output, "baseline.tsv")
+    _not_an_input(target, args.output, [args.corpus])
     long_texts = _long_texts(args)
     model_name = _model_name(args)
     device = _device(args.device)
@@ -914,10 +947,13 @@ def _setting(metric: Any, args: argparse.Namespace) -> dict[str, Any]:
 def _pairwise(args: argparse.Namespace, out: TextIO) -> int:
     import torch
 
+    _stdin_at_most_once([args.cand, args.ref], "-c/-r")
     _one_process_reads_stdin([args.cand, args.ref])
     cands = read_lines(args.cand, "candidate")
     refs = read_lines(args.ref, "reference")
     target = _output_file(args.output)
+    if target is not None:
+        _not_an_input(target, args.output, [args.cand, args.ref])
     metric = _rescalable_metric(
         args, idf=args.idf, batch_size=args.batch_size, model_dtype=_dtype(args.dtype), verbose=_progress(args)
     )
@@ -987,6 +1023,8 @@ def _mbr_groups(args: argparse.Namespace, hyps: list[str]) -> tuple[list[str], l
 
 def _mbr(args: argparse.Namespace, out: TextIO) -> int:
     _one_process("mbr")
+    if args.groups is not None:
+        _stdin_at_most_once([args.input, args.groups], "-i/--groups")
     hyps = read_lines(args.input, "hypothesis")
     names, lines = _mbr_groups(args, hyps)
     metric = _rescalable_metric(
@@ -1118,11 +1156,28 @@ def _add_resampling_options(p: argparse.ArgumentParser, confidence: str | None) 
         "--bootstrap",
         default=None,
         metavar="N",
-        help="resamples (and, with --method randomization, shuffles) to draw (default: 1000)",
+        help="resamples (and, with --method randomization, shuffles) to draw (default: 1000; at most 1,000,000)",
     )
     p.add_argument(
         "--seed", default=None, metavar="S", help="seed of the resampling: same seed, same numbers (default: 0)"
     )
+
+
+class _Once(argparse.Action):
+    """An option that takes one file (or text), refused when given twice: keeping the last would silently
+    ignore the other (options that take several files, such as -r, collect every occurrence instead)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        earlier = getattr(namespace, self.dest, None)
+        if earlier is not None:
+            raise argparse.ArgumentError(self, f"given twice ({earlier} and {values}): it takes one, give it once")
+        setattr(namespace, self.dest, values)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1145,12 +1200,20 @@ def build_parser() -> argparse.ArgumentParser:
         "Prints '<hash> P: .. R: .. F1: ..' (corpus means) and, with -s, one 'P<TAB>R<TAB>F1' line per candidate. "
         "A FILE of '-' is standard input (for one of -c/-r at most).",
     )
-    s.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line ('-': standard input)")
+    s.add_argument(
+        "-c",
+        "--cand",
+        required=True,
+        action=_Once,
+        metavar="FILE",
+        help="candidates, one per line ('-': standard input)",
+    )
     s.add_argument(
         "-r",
         "--ref",
         required=True,
         nargs="+",
+        action="extend",  # -r a.txt -r b.txt is -r a.txt b.txt, not b.txt alone
         metavar="FILE",
         help="references, one per line; several files give several references per candidate ('-': standard input)",
     )
@@ -1191,6 +1254,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ref",
         required=True,
         nargs="+",
+        action="extend",  # -r a.txt -r b.txt is -r a.txt b.txt, not b.txt alone
         metavar="FILE",
         help="references, one per line; several files give several references per line",
     )
@@ -1199,6 +1263,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--cand",
         required=True,
         nargs="+",
+        action="extend",  # -c a.txt -c b.txt is -c a.txt b.txt, not b.txt alone
         metavar="SYS",
         help="two or more system files, one candidate per line; the first is the baseline",
     )
@@ -1230,8 +1295,8 @@ def build_parser() -> argparse.ArgumentParser:
         "in a picture of at most about 2400 pixels a side. With rescaling, cells and scores are rescaled "
         "(cells with the F baseline).",
     )
-    v.add_argument("-c", "--cand", required=True, metavar="TEXT", help="candidate text")
-    v.add_argument("-r", "--ref", required=True, metavar="TEXT", help="reference text")
+    v.add_argument("-c", "--cand", required=True, action=_Once, metavar="TEXT", help="candidate text")
+    v.add_argument("-r", "--ref", required=True, action=_Once, metavar="TEXT", help="reference text")
     v.add_argument(
         "-f",
         "--file",
@@ -1257,6 +1322,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--corpus",
         required=True,
+        action=_Once,
         metavar="FILE",
         help="monolingual corpus, one sentence per line ('-': standard input)",
     )
@@ -1282,8 +1348,17 @@ def build_parser() -> argparse.ArgumentParser:
         "reference, full precision; JSON writes the P, R and F1 matrices with the setting's hash code. With "
         "--idf the IDF is over the M references.",
     )
-    a.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line (the matrix's rows)")
-    a.add_argument("-r", "--ref", required=True, metavar="FILE", help="references, one per line (the matrix's columns)")
+    a.add_argument(
+        "-c", "--cand", required=True, action=_Once, metavar="FILE", help="candidates, one per line (the matrix's rows)"
+    )
+    a.add_argument(
+        "-r",
+        "--ref",
+        required=True,
+        action=_Once,
+        metavar="FILE",
+        help="references, one per line (the matrix's columns)",
+    )
     a.add_argument(
         "-o", "--output", default=None, metavar="FILE", help="write the matrix to FILE (default: standard output)"
     )
@@ -1303,12 +1378,13 @@ def build_parser() -> argparse.ArgumentParser:
         "chosen hypothesis of each group, one per line, in group order; JSON gives each group's chosen index, "
         "its line number and every hypothesis's mean F1.",
     )
-    m.add_argument("-i", "--input", required=True, metavar="HYPS", help="hypotheses, one per line")
+    m.add_argument("-i", "--input", required=True, action=_Once, metavar="HYPS", help="hypotheses, one per line")
     grouping = m.add_mutually_exclusive_group(required=True)
     grouping.add_argument("--group-size", type=int, default=None, metavar="K", help="each group is K consecutive lines")
     grouping.add_argument(
         "--groups",
         default=None,
+        action=_Once,
         metavar="FILE",
         help="one group id per line of HYPS (lines with the same id form a group, in order of first appearance)",
     )
@@ -1338,6 +1414,51 @@ def _show_warning(
     print(f"{PROG}: warning: {message}", file=sys.stderr if file is None else file)
 
 
+class _StandardOutput:
+    """Standard output as the subcommands write it: a write or flush that fails (a full disk, ``> /dev/full``,
+    a closed ``>&-``) is a one-line `UsageError`, the same as an output file's. A reader that went away
+    (`BrokenPipeError`) stays as it is, to be stopped quietly."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        with self._reported():
+            return self._open().write(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        with self._reported():
+            self._open().writelines(lines)
+
+    def flush(self) -> None:
+        with self._reported():
+            if self.stream is not None:
+                self.stream.flush()
+
+    def _open(self) -> TextIO:
+        if self.stream is None:
+            raise UsageError("cannot write standard output: this process has none (it was closed)")
+        return self.stream
+
+    @contextlib.contextmanager
+    def _reported(self) -> Iterator[None]:
+        try:
+            yield
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as err:  # ValueError: "I/O operation on closed file"
+            _silence_stdout()  # what is left in the buffer must not fail again when Python exits
+            raise UsageError(
+                f"cannot write standard output: {getattr(err, 'strerror', None) or _one_line(err)}"
+            ) from None
+
+
+def _silence_stdout() -> None:
+    """Point standard output's file descriptor at the null device, so that flushing it at exit cannot fail."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0, or 2 for a user error)."""
     parser = build_parser()
@@ -1345,14 +1466,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     previous = warnings.showwarning
     warnings.showwarning = _show_warning
+    out = _StandardOutput(sys.stdout)
     try:
-        return int(args.run(args, sys.stdout))
+        code = int(args.run(args, out))
+        out.flush()  # a full disk shows here, not when Python exits
+        return code
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as other tools do
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return 1
     except (UsageError, BERTScoreError) as err:  # the user's to fix: one line; anything else is a bug
         from bertscore_tm.launch import reports_errors
@@ -1394,10 +1517,12 @@ def _hint(err: BaseException) -> str:
     messages speak Python (``num_layers``, ``baseline_path=...``). Built from the field, never from the text."""
     argument = getattr(err, "argument", None) if isinstance(err, BERTScoreError) else None
     if argument in _ADVICE:
-        return f" On the command line: {_ADVICE[argument]}."
-    if argument in _FLAGS:
-        return f" On the command line, {argument} is {_FLAGS[argument]}."
-    return ""
+        hint = f"On the command line: {_ADVICE[argument]}."
+    elif argument in _FLAGS:
+        hint = f"On the command line, {argument} is {_FLAGS[argument]}."
+    else:
+        return ""
+    return ("" if _one_line(err).endswith((".", "!", "?")) else ".") + " " + hint
 
 
 def _one_line(err: BaseException) -> str:

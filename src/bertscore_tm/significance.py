@@ -27,6 +27,8 @@ Definitions (both as used for MT metrics by Moses, MultEval, sacrebleu and COMET
 
 Both p-values are at least ``1 / (num_samples + 1)`` and exactly 1 for identical systems. Statistics that
 differ from the observed one only by floating-point summation order count as ties (as reaching it).
+A paired test needs at least 2 pairs (on one, every resample is that pair: no variation, and any difference
+would look significant), and warns below `FEW_PAIRS` (10); resamples are at most `MAX_RESAMPLES` (1,000,000).
 
 Resampling is vectorised: the indices (or sign flips) of a batch of resamples are one ``[batch, n]`` tensor,
 drawn from a CPU ``torch.Generator`` seeded with `seed`, so the same seed gives the same resamples on any
@@ -37,13 +39,20 @@ the generator's stream does not depend on how it is cut into batches, neither do
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
+from bertscore_tm.arguments import MAX_RESAMPLES
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+
 METHODS = ("bootstrap", "randomization")
+#: A paired test on fewer pairs than this warns: its resamples repeat a handful of values, so its p-value is
+#: coarse and its interval too narrow (on 1 pair there is nothing to resample, and `paired_test` refuses).
+FEW_PAIRS = 10
 #: Bytes one batch of resamples may take: its indices (int64) and their counts or signs (float64).
 _BATCH_BYTES = 32 << 20
 #: Statistics within this fraction of the largest per-pair |difference| of the observed one are ties.
@@ -78,29 +87,57 @@ class PairedTestResult(NamedTuple):
 
 
 def check_settings(confidence: float = 0.95, num_samples: int = 1000, seed: int = 0) -> None:
-    """Raise `ValueError`/`TypeError` with an actionable message for a confidence level outside (0, 1), fewer
-    than one resample, or a seed that is not an integer in ``[0, 2**64)``.
+    """Raise `ArgumentValueError`/`ArgumentTypeError` (ValueError/TypeError, from `bertscore_tm.errors`) with
+    an actionable message for a confidence level outside (0, 1), a number of resamples outside
+    ``[1, MAX_RESAMPLES]`` (1,000,000), or a seed that is not an integer in ``[0, 2**64)``.
 
     >>> check_settings(0.95, 1000, 0)
-    >>> check_settings(95)
-    Traceback (most recent call last):
-    ...
-    ValueError: confidence must be between 0 and 1 (exclusive), e.g. 0.95 for a 95% interval; got 95
+    >>> try:
+    ...     check_settings(95)
+    ... except ValueError as err:
+    ...     print(err)
+    confidence must be between 0 and 1 (exclusive), e.g. 0.95 for a 95% interval; got 95
     """
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-        raise TypeError(f"confidence must be a number between 0 and 1, e.g. 0.95; got {type(confidence).__name__}")
+        raise ArgumentTypeError(
+            f"confidence must be a number between 0 and 1, e.g. 0.95; got {type(confidence).__name__}",
+            argument="confidence",
+            expected="float",
+            value=confidence,
+        )
     if not (math.isfinite(confidence) and 0 < confidence < 1):
-        raise ValueError(
-            f"confidence must be between 0 and 1 (exclusive), e.g. 0.95 for a 95% interval; got {confidence!r}"
+        raise ArgumentValueError(
+            f"confidence must be between 0 and 1 (exclusive), e.g. 0.95 for a 95% interval; got {confidence!r}",
+            argument="confidence",
+            allowed="a number in (0, 1)",
+            value=confidence,
         )
     if isinstance(num_samples, bool) or not isinstance(num_samples, int):
-        raise TypeError(f"num_samples must be an integer (resamples, e.g. 1000); got {type(num_samples).__name__}")
-    if num_samples < 1:
-        raise ValueError(f"num_samples must be at least 1 (1000 is usual); got {num_samples}")
+        raise ArgumentTypeError(
+            f"num_samples must be an integer (resamples, e.g. 1000); got {type(num_samples).__name__}",
+            argument="num_samples",
+            expected="int",
+            value=num_samples,
+        )
+    if not 1 <= num_samples <= MAX_RESAMPLES:
+        raise ArgumentValueError(
+            f"num_samples must be at least 1 and at most {MAX_RESAMPLES:,} (1000 is usual; more only narrows the "
+            f"smallest possible p-value, and each resample takes memory); got {num_samples}",
+            argument="num_samples",
+            allowed=f"an integer in [1, {MAX_RESAMPLES}]",
+            value=num_samples,
+        )
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an integer (the same seed gives the same resamples); got {type(seed).__name__}")
+        raise ArgumentTypeError(
+            f"seed must be an integer (the same seed gives the same resamples); got {type(seed).__name__}",
+            argument="seed",
+            expected="int",
+            value=seed,
+        )
     if not 0 <= seed < 2**64:
-        raise ValueError(f"seed must be between 0 and 2**64 - 1; got {seed}")
+        raise ArgumentValueError(
+            f"seed must be between 0 and 2**64 - 1; got {seed}", argument="seed", allowed="[0, 2**64)", value=seed
+        )
 
 
 def bootstrap_interval(
@@ -154,7 +191,10 @@ def paired_test(
         seed: seeds the resampling and the shuffles (CPU generators: the same on any machine).
         confidence: coverage of the interval of the difference, in (0, 1).
 
-    >>> a = torch.tensor([0.91, 0.87, 0.95, 0.90, 0.86, 0.93, 0.89, 0.92])
+    Raises ValueError for fewer than 2 pairs, and warns (UserWarning) for fewer than 10: the test is undefined,
+    or coarse, on so few.
+
+    >>> a = torch.tensor([0.91, 0.87, 0.95, 0.90, 0.86, 0.93, 0.89, 0.92, 0.88, 0.94])
     >>> result = paired_test(a, a + 0.01, num_samples=1000, seed=0)
     >>> round(float(result.delta), 4), float(result.p_value) < 0.01
     (0.01, True)
@@ -178,6 +218,7 @@ def paired_test(
         raise ValueError(
             f"the leading axes of scores_a {tuple(a.shape)} and scores_b {tuple(b.shape)} do not broadcast"
         ) from None
+    _check_pairs(diffs.shape[-1])
     flat = diffs.reshape(-1, diffs.shape[-1])
     delta = flat.mean(dim=-1)
     resampled = _resampled_means(flat, num_samples, seed)
@@ -192,6 +233,26 @@ def paired_test(
     return PairedTestResult(
         delta.reshape(lead), low.reshape(lead), high.reshape(lead), p_value.reshape(lead), method, num_samples
     )
+
+
+def _check_pairs(n: int) -> None:
+    """A paired test needs 2 pairs or more (one pair has no variation to resample: every resample is that pair,
+    and the p-value would look significant for any difference); below `FEW_PAIRS` it warns."""
+    if n < 2:
+        raise ArgumentValueError(
+            f"a paired test needs the scores of at least 2 pairs, got {n}: one pair has no variation to resample, "
+            "so no p-value can say whether the difference is real; score more lines",
+            argument="scores_a",
+            allowed="at least 2 pairs",
+            value=n,
+        )
+    if n < FEW_PAIRS:
+        warnings.warn(
+            f"a paired test on only {n} pairs: its p-value and interval are coarse (the resamples repeat "
+            f"{n} values); use {FEW_PAIRS} pairs or more, preferably hundreds",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 # -- the vectorised resampling ---------------------------------------------------------------------------------
