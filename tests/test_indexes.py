@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch.utils.data import DistributedSampler
 
-from bertscore_tm.indexes import deduplicate
+from bertscore_tm.indexes import conflicting_indexes, deduplicate
 
 
 def _drawn(size: int, world: int, seed: int) -> list[list[int]]:
@@ -44,3 +44,22 @@ def test_no_repeats_only_reorders():
     result = deduplicate(torch.tensor([3, 1, 2, 0]), offset=2, num_local=2)
     assert result.keep.tolist() == [3, 1, 2, 0]
     assert result.dropped.tolist() == [False, False]
+
+
+def test_a_repeat_scoring_exactly_as_the_pair_kept_is_no_conflict_but_another_score_is():
+    # rank-major: rank 0 holds indexes 0, 1, 2; rank 1 holds 3 and pads with 0 and 1, the same pairs as rank
+    # 0's (the same scores, bit for bit) or, under index 1, another pair
+    indexes = torch.tensor([0, 1, 2, 3, 0, 1])
+    keep = deduplicate(indexes, offset=3, num_local=3).keep
+    assert keep.tolist() == [0, 1, 2, 3]  # the first pair of each index
+    same = torch.tensor([0.5, 0.6, 0.7, 0.8, 0.5, 0.6])[:, None, None].expand(6, 1, 3)
+    assert conflicting_indexes(indexes, keep, same).tolist() == []
+    other = same.clone()
+    other[5, 0, 1] = 0.61  # its recall alone differs
+    assert conflicting_indexes(indexes, keep, other).tolist() == [1]
+
+
+def test_undefined_scores_repeated_are_the_same_pair():
+    nan = float("nan")
+    scores = torch.tensor([[[nan, 0.5, nan]], [[nan, 0.5, nan]]])
+    assert conflicting_indexes(torch.tensor([7, 7]), torch.tensor([0]), scores).tolist() == []

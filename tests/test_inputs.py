@@ -61,9 +61,9 @@ def test_blank_text_scores_zero_with_one_warning(fresh):
     for key in ("precision", "recall", "f1"):
         assert result[key][:3].tolist() == [0.0, 0.0, 0.0]
     assert result["f1"][3] == pytest.approx(1.0, abs=1e-5)
-    blank_warnings = [w for w in warned if "blank" in str(w.message)]
-    assert len(blank_warnings) == 2  # one for the candidates, one for the references of this update
-    assert "2 blank" in str(blank_warnings[0].message) and "1 blank" in str(blank_warnings[1].message)
+    blank_warnings = [str(w.message) for w in warned if "blank" in str(w.message)]
+    assert len(blank_warnings) == 1  # one for this update, counting candidates and references together
+    assert blank_warnings[0].startswith("3 blank text(s) (2 candidates, 1 reference)")
 
 
 def test_text_the_tokenizer_drops_entirely_counts_as_blank(fresh):
@@ -78,12 +78,29 @@ def test_text_past_the_window_is_truncated_with_one_warning_counting_texts(fresh
         lambda: (fresh.update([long_text, long_text, "short"], [long_text, "ok", "short"]), fresh.compute())[1]
     )
     truncation = [w for w in warned if "truncated" in str(w.message)]
-    assert len(truncation) == 2
-    assert str(truncation[0].message).startswith("2 text(s)") and str(truncation[1].message).startswith("1 text(s)")
+    assert len(truncation) == 1
+    assert str(truncation[0].message).startswith("3 text(s) (2 candidates, 1 reference) are longer")
     assert "512" in str(truncation[0].message)
     assert result["f1"][0] == pytest.approx(1.0, abs=1e-5)
     ids = torch.cat(fresh.cand_ids)
     assert int(torch.cat(fresh.cand_lens).max()) == 512 and len(ids) == int(torch.cat(fresh.cand_lens).sum())
+
+
+def test_one_update_warns_once_per_kind_counting_candidates_and_references_under_the_default_filter(fresh):
+    # Python's default filter shows a message once per place: separate, equal warnings for the candidates and
+    # the references would show as one, and the count would be half the truth
+    long_text = " ".join(["word"] * 700)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")
+        fresh.update([long_text], [long_text])
+        fresh.update(["", " "], ["\t", ""])
+    messages = [str(w.message) for w in seen]
+    assert [m for m in messages if "truncated" in m] == [
+        "2 text(s) (1 candidate, 1 reference) are longer than the model's window of 512 tokens and were truncated "
+        "to it (as the reference does)."
+    ]
+    blank = [m for m in messages if "blank" in m]
+    assert len(blank) == 1 and blank[0].startswith("4 blank text(s) (2 candidates, 2 references), empty after")
 
 
 def test_an_empty_update_is_a_no_op(fresh):

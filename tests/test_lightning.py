@@ -51,6 +51,7 @@ STATES = (
     "indexes",
     "doc_freq",
     "num_refs",
+    "state_setting",  # two digests of the setting that made the ids and the similarities (tests/test_checkpoints.py)
 )
 
 

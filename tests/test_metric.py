@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from bertscore_tm import BERTScore, bert_score
 from bertscore_tm.registry import default_model, default_num_layers
 from bertscore_tm.resources import data_dir
 from tests.conftest import MINILM
+from tests.spawn import process_group, run_ranks, save_rank
 
 CANDS = ["The quick brown fox jumps over the lazy dog.", "It rained all day in the city.", "Prices rose sharply."]
 REFS = ["A fast brown fox leaps over a lazy dog.", "The whole day it was raining in town.", "Prices went up a lot."]
@@ -175,3 +177,49 @@ def test_the_package_exports_are_its_lazy_names():
     assert set(bertscore_tm.__all__) == {*bertscore_tm._EXPORTS, "__version__"}
     for name in bertscore_tm.__all__:
         assert getattr(bertscore_tm, name) is not None
+
+
+def test_an_index_repeated_with_another_pair_warns_and_keeps_the_first_pair():
+    metric = BERTScore(MINILM, num_layers=3)
+    metric.update(CANDS[:2], REFS[:2], indexes=[0, 1])
+    metric.update([CANDS[2], "Something else entirely."], REFS[:2], indexes=[0, 1])
+    with pytest.warns(UserWarning, match=r"^2 dataset index\(es\) \(0, 1\) were passed with different pairs.*first"):
+        result = metric.compute()
+    first = BERTScore(MINILM, num_layers=3)
+    first.update(CANDS[:2], REFS[:2])
+    assert torch.equal(result["f1"], first.compute()["f1"])
+
+
+def test_an_index_repeated_with_the_very_same_pair_is_dropped_silently():
+    # what a distributed sampler pads in: the same pair again under its index
+    metric = BERTScore(MINILM, num_layers=3)
+    metric.update(CANDS, REFS, indexes=[0, 1, 2])
+    metric.update(CANDS[:2], REFS[:2], indexes=[0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert metric.compute()["f1"].shape == (3,)
+
+
+def _indexed_worker(rank: int, port: int, out_dir: str) -> None:
+    with process_group(rank, port, world=2):
+        metric = BERTScore(MINILM, num_layers=3)
+        if rank == 0:
+            metric.update(CANDS[:2], REFS[:2], indexes=[0, 1])
+        else:  # index 0 padded in again with its very pair, index 1 with another candidate
+            metric.update([CANDS[2], CANDS[0], "Something else entirely."], [REFS[2], REFS[0], REFS[1]], [2, 0, 1])
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            result = metric.compute()
+        save_rank(out_dir, rank, {"f1": result["f1"], "warned": [str(w.message) for w in seen]})
+
+
+def test_under_ddp_every_rank_names_the_index_repeated_with_another_pair_from_the_gathered_scores():
+    ranks = run_ranks(_indexed_worker, world=2)
+    alone = BERTScore(MINILM, num_layers=3)
+    alone.update(CANDS, REFS)
+    expected = alone.compute()["f1"]
+    for rank in ranks:
+        assert torch.equal(rank["f1"], expected)
+        about_indexes = [m for m in rank["warned"] if "dataset index" in m]
+        assert len(about_indexes) == 1  # the same on every rank: a function of what was gathered
+        assert about_indexes[0].startswith("1 dataset index(es) (1) were passed with different pairs")

@@ -4,6 +4,10 @@
 of each pair, `compute()` keeps the first pair of each index (in rank-major order, the order the ranks'
 results are gathered in), orders the pairs by index, and leaves the repeats out of the IDF counts too. The
 decision is a pure function of the gathered indexes, so every rank takes the same one without exchanging more.
+
+A repeat is meant to be the very same pair, which scores bit for bit as the pair kept: `conflicting_indexes`
+finds, from the gathered per-pair scores alone, the indexes whose repeats score otherwise (another pair under
+the index, a user's mistake that `compute()` warns about), again without exchanging more.
 """
 
 from __future__ import annotations
@@ -39,3 +43,23 @@ def deduplicate(indexes: Tensor, offset: int, num_local: int) -> Deduplication:
     repeated = torch.ones_like(indexes, dtype=torch.bool)
     repeated[keep] = False
     return Deduplication(keep, repeated[offset : offset + num_local])
+
+
+def conflicting_indexes(indexes: Tensor, keep: Tensor, scores: Tensor) -> Tensor:
+    """The indexes, in increasing order, with a repeat whose `scores` (per pair, gathered as `indexes` are) are
+    not exactly those of the pair kept (`keep`, from `deduplicate`): a repeat of the very same pair scores bit
+    for bit as it (a text's vectors do not depend on the batch or process it runs in), so such a repeat holds
+    another candidate or reference. A different pair that happens to score exactly alike is not found.
+
+    >>> scores = torch.tensor([[0.9], [0.8], [0.9], [0.7]])
+    >>> conflicting_indexes(torch.tensor([4, 0, 4, 0]), keep=torch.tensor([1, 0]), scores=scores).tolist()
+    [0]
+    """
+    order = torch.argsort(indexes, stable=True)
+    ordered = indexes[order]
+    first = torch.ones_like(ordered, dtype=torch.bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    group = torch.cumsum(first.long(), 0) - 1  # each ordered pair's index, numbered in order
+    mine, kept = scores[order].flatten(1), scores[keep][group].flatten(1)
+    same = (mine == kept) | (torch.isnan(mine) & torch.isnan(kept))
+    return torch.unique(ordered[~same.all(dim=1)])

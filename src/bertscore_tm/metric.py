@@ -22,10 +22,10 @@ from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 
 from bertscore_tm.arguments import OUTPUTS, LongTexts, OutputName, Reduction, validate_arguments
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
-from bertscore_tm.distributed import check_same_settings, gather
+from bertscore_tm.distributed import check_same_settings, gather, settings_digest
 from bertscore_tm.embedding import Embedder, TokenTexts
 from bertscore_tm.embedding_cache import CachingEmbedder, EmbeddingCache
-from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.errors import ArgumentValueError, SettingsMismatchError
 from bertscore_tm.hashcode import HashSignature
 from bertscore_tm.idf import (
     corpus_weights,
@@ -37,7 +37,7 @@ from bertscore_tm.idf import (
     unknown_ids,
     without_documents,
 )
-from bertscore_tm.indexes import deduplicate
+from bertscore_tm.indexes import conflicting_indexes, deduplicate
 from bertscore_tm.loading import embedding_rows, load_encoder, resolve_model_path
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
 from bertscore_tm.registry import default_model, default_num_layers, is_known_model
@@ -175,6 +175,7 @@ class BERTScore(Metric):
     indexes: list[Tensor]
     doc_freq: Tensor
     num_refs: Tensor
+    state_setting: Tensor
 
     def __init__(
         self,
@@ -337,6 +338,10 @@ class BERTScore(Metric):
         counted = self._vocab_size if idf and self._fixed_idf is None else 0
         self.add_state("doc_freq", torch.zeros(counted, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("num_refs", torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")
+        # which tokenisation made the token ids and which embedding the best similarities (two digests): a
+        # state loaded from another setting is rescored or refused (_load_from_state_dict). A constant of the
+        # setting ("max" keeps it through forward()'s state merge); never exchanged between ranks
+        self.add_state("state_setting", self._setting_digests(), dist_reduce_fx="max")
         self._collective = False
         if device is not None:
             self.to(device)
@@ -385,6 +390,84 @@ class BERTScore(Metric):
             "model_depth": self.model_depth,
             "compile_model": self._embedder.compile_model,
         }
+
+    def _setting_digests(self) -> Tensor:
+        """Two digests (int64 [2]): of what makes the token ids (the tokenizer, and max_length where texts are
+        truncated), and of what makes a text's vectors and so the per-token best similarities (model, layer,
+        dtype, windows...). IDF and rescaling are left out: they act on the kept similarities at compute()."""
+        tokenizer = self._encoder.tokenizer
+        size = self._encoder.vocab_size
+        tokens = {
+            "tokenizer": type(tokenizer).__name__,
+            "vocab_size": size,
+            "sample": tokenizer.convert_ids_to_tokens(list(range(0, size, max(1, size // 64)))),
+            "special": (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id),
+            "truncate_at": self._encoder.max_length if self._encoder.truncate else None,
+        }
+        embedding = {
+            "model": self.model_name,
+            "num_layers": self.num_layers,
+            "all_layers": self.all_layers,
+            "model_depth": self.model_depth,
+            "model_dtype": self.signature.model_dtype,
+            "compile_model": self._embedder.compile_model,
+            "windows": repr(self._windows),
+        }
+        return torch.tensor([settings_digest(tokens), settings_digest(embedding)], dtype=torch.long)
+
+    def _load_from_state_dict(
+        self,
+        state_dict: dict,
+        prefix: str,
+        local_metadata: dict,
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        """Load a state, made fit for this metric's own setting: pairs whose token ids another tokenisation
+        made are refused (before any state changes); best similarities another embedding setting kept are
+        dropped, so compute() embeds those pairs again; IDF counts are counted again from the references where
+        the state has none (a metric without IDF saved it). A state without `state_setting` (saved before it
+        existed) is taken as of this setting."""
+        own = self._setting_digests()
+        saved = state_dict.get(prefix + "state_setting")
+        saved_digests = own.tolist() if saved is None else torch.as_tensor(saved).tolist()
+        scored = state_dict.get(prefix + "scored", [])
+        pairs = sum(len(x) for x in scored) if isinstance(scored, list) else len(scored)
+        if pairs and saved_digests[0] != own.tolist()[0]:
+            raise SettingsMismatchError(
+                f"This state holds {pairs} pair(s) whose texts were tokenised differently from this metric's "
+                "setting (another tokenizer, max_length or long_texts), so its token ids cannot be scored here. "
+                "Load it into a metric built with the same model, max_length and long_texts as the one that "
+                "saved it.",
+                setting="tokenisation",
+                values=[saved_digests[0], own.tolist()[0]],
+            )
+        counts = state_dict.get(prefix + "doc_freq")
+        if counts is not None and torch.as_tensor(counts).numel() not in (0, self._vocab_size):
+            raise SettingsMismatchError(
+                f"This state's IDF counts span {torch.as_tensor(counts).numel()} token ids, this metric's vocabulary "
+                f"{self._vocab_size}: it was saved by a metric with another tokenizer. Load it into a metric built "
+                "with the same model as the one that saved it.",
+                setting="vocab_size",
+                values=[torch.as_tensor(counts).numel(), self._vocab_size],
+            )
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+        home = self.cand_ids[0].device if self.cand_ids else self.device
+        if pairs and saved_digests[1] != own.tolist()[1]:  # results of another embedding: score the pairs again
+            self.cand_best, self.ref_best = [], []
+            self.scored = [torch.zeros(sum(len(x) for x in self.scored), dtype=torch.bool, device=home)]
+        counting = self.idf and self._fixed_idf is None
+        if counting and self.doc_freq.numel() == 0:  # saved without IDF counts: they are the references'
+            self.doc_freq = document_frequency(
+                _cat(self.ref_ids, torch.int32, home), _cat(self.ref_lens, torch.int32, home), self._vocab_size
+            )
+        elif not counting and self.doc_freq.numel():  # counts this metric never uses
+            self.doc_freq = torch.zeros(0, dtype=torch.long, device=self.doc_freq.device)
+        self.state_setting = own.to(self.state_setting.device)
 
     @property
     def hash_code(self) -> str:
@@ -484,7 +567,8 @@ class BERTScore(Metric):
         """Tokenise a batch of candidates and their references (one string, or a sequence per candidate).
 
         `indexes` (optional) are dataset indexes of the candidates: `compute()` then orders the pairs by
-        index and keeps one pair per index, so the duplicates a distributed sampler pads in do not count.
+        index and keeps one pair per index, so the duplicates a distributed sampler pads in do not count; an
+        index repeated with another pair (another candidate or reference) is a mistake it warns about.
         """
         cands, groups = normalize_inputs(preds, target)
         index_tensor = None
@@ -497,8 +581,7 @@ class BERTScore(Metric):
         if not cands:
             return
         refs = [r for group in groups for r in group]
-        c_ids, c_lens = self._encoder.encode(cands)
-        r_ids, r_lens = self._encoder.encode(refs)
+        c_ids, c_lens, r_ids, r_lens = self._encoder.encode_pairs(cands, refs)  # one warning per kind
         if self._fixed_idf is not None:
             self._check_known_weights(torch.cat([c_ids, r_ids]))
         device = self.device
@@ -598,6 +681,10 @@ class BERTScore(Metric):
         if collective:
             scores = torch.cat(gather(scores, self._collective_group))
         if dedup is not None:
+            # a repeat scoring otherwise than the pair kept is another pair: from the gathered scores alone
+            conflicting = conflicting_indexes(indexes, dedup.keep, scores)
+            if len(conflicting):
+                self._warn_conflicting(conflicting)
             scores = scores[dedup.keep]
         # [pairs, rows, 3] -> per score [pairs] or [rows, pairs]
         per = scores.permute(2, 1, 0)  # [3, rows, pairs]
@@ -605,6 +692,18 @@ class BERTScore(Metric):
             per = per[:, 0]
         precision, recall, f1 = per.unbind(0)
         return Scores(precision, recall, f1, self.hash_code)
+
+    @staticmethod
+    def _warn_conflicting(conflicting: Tensor) -> None:
+        shown = ", ".join(str(i) for i in conflicting[:5].tolist()) + (", ..." if len(conflicting) > 5 else "")
+        warnings.warn(
+            f"{len(conflicting)} dataset index(es) ({shown}) were passed with different pairs (another candidate "
+            "or reference): each index keeps the first pair passed with it (in update() order; across processes, "
+            "the lowest rank's first) and its other pairs are left out. Only the very same pair may repeat an "
+            "index (a distributed sampler's padding): give every pair of the dataset its own index.",
+            UserWarning,
+            stacklevel=4,
+        )
 
     def _format(self, scores: Scores) -> dict[str, Tensor | str] | Tensor:
         per = torch.stack(scores.as_tuple())

@@ -448,8 +448,8 @@ def _pairwise(
     embedder = metric.embedder
     device = metric.device
     embedder.to(device)
-    c_ids, c_lens = encoder.encode(cands)
-    r_ids, r_lens = encoder.encode(refs)
+    # one warning per kind, both sides counted, pointed at the caller of metric.pairwise()
+    c_ids, c_lens, r_ids, r_lens = encoder.encode_pairs(cands, refs, stacklevel=6)
     texts = distinct_texts(torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)))
     if metric._fixed_idf is not None:  # idf_texts / idf_weights: the metric's fixed table
         weights = metric._fixed_idf.cpu()

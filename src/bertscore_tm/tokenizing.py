@@ -221,24 +221,45 @@ class TextEncoder:
 
     def encode(self, texts: Sequence[str]) -> tuple[Tensor, Tensor]:
         """Flat int32 ids and int32 lengths of `texts`, warning once about truncated or blank texts."""
+        ids, lens, truncated = self._tokenize(texts)
+        self._warn({"text": truncated}, {"text": int(self.is_blank(lens).sum())}, stacklevel=4)
+        return ids, lens
+
+    def encode_pairs(
+        self, cands: Sequence[str], refs: Sequence[str], stacklevel: int = 4
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Flat ids and lengths of the candidates, then of the references, as `encode` gives them, with one
+        warning per kind (truncated, blank) counting both sides: two warnings of the same text would show as
+        one under Python's default warning filter, hiding the second side's count. `stacklevel` points the
+        warnings at the user's call (the default: one call above `BERTScore.update`)."""
+        c_ids, c_lens, c_truncated = self._tokenize(cands)
+        r_ids, r_lens, r_truncated = self._tokenize(refs)
+        self._warn(
+            {"candidate": c_truncated, "reference": r_truncated},
+            {"candidate": int(self.is_blank(c_lens).sum()), "reference": int(self.is_blank(r_lens).sum())},
+            stacklevel=stacklevel,
+        )
+        return c_ids, c_lens, r_ids, r_lens
+
+    def _tokenize(self, texts: Sequence[str]) -> tuple[Tensor, Tensor, int]:
+        """Flat int32 ids, int32 lengths, and how many texts were truncated; no warning."""
         stripped = [t.strip() for t in texts]
         if self.prefix_space:
             stripped = [" " + t if t else t for t in stripped]
         if not stripped:
-            return torch.zeros(0, dtype=torch.int32), torch.zeros(0, dtype=torch.int32)
+            return torch.zeros(0, dtype=torch.int32), torch.zeros(0, dtype=torch.int32), 0
         kwargs: dict[str, object] = {"add_special_tokens": True}
         if not self.truncate:  # long texts: keep every token, and no "longer than the model" log line
             kwargs["verbose"] = False
         elif self.max_length is not None:
             kwargs.update(truncation=True, max_length=self.max_length, return_overflowing_tokens=True, stride=0)
+        truncated = 0
         if not self.is_fast:  # Python tokenizers report overflow per text, not as extra rows
-            ids, truncated = [], 0
+            ids = []
             for text in stripped:
                 one = self.tokenizer(text, **kwargs)
                 ids.append(one["input_ids"])
                 truncated += bool(one.get("num_truncated_tokens", 0) > 0)
-            if truncated:
-                self._warn_truncated(truncated)
         else:
             enc = self.tokenizer(stripped, **kwargs)
             ids = enc["input_ids"]
@@ -246,27 +267,45 @@ class TextEncoder:
                 mapping = enc["overflow_to_sample_mapping"]
                 first = [i for i, sample in enumerate(mapping) if i == 0 or mapping[i - 1] != sample]
                 ids = [ids[i] for i in first]
-                self._warn_truncated(sum(1 for count in Counter(mapping).values() if count > 1))
+                truncated = sum(1 for count in Counter(mapping).values() if count > 1)
         lens = torch.tensor([len(x) for x in ids], dtype=torch.int32)
-        blank = int(self.is_blank(lens).sum())
-        if blank:
-            warnings.warn(
-                f"{blank} blank text(s) (empty after stripping white space, or nothing the tokenizer keeps): "
-                "every pair with a blank candidate or reference scores P = R = F = 0.",
-                UserWarning,
-                stacklevel=3,
-            )
         flat = torch.tensor([t for seq in ids for t in seq], dtype=torch.int32)
-        return flat, lens
+        return flat, lens, truncated
 
-    def _warn_truncated(self, truncated: int) -> None:
-        warnings.warn(
-            f"{truncated} text(s) are longer than the model's window of {self.max_length} tokens and were "
-            "truncated to it (as the reference does).",
-            UserWarning,
-            stacklevel=4,
-        )
+    def _warn(self, truncated: Mapping[str, int], blank: Mapping[str, int], stacklevel: int) -> None:
+        """One warning per kind, its count the total over `truncated` (or `blank`): counts by side, e.g.
+        ``{"candidate": 1, "reference": 2}``, named in the message where there are several sides."""
+        if sum(truncated.values()):
+            warnings.warn(
+                f"{_counted(truncated)} are longer than the model's window of {self.max_length} tokens and "
+                "were truncated to it (as the reference does).",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
+        if sum(blank.values()):
+            warnings.warn(
+                f"{_counted(blank, ' blank')}, empty after stripping white space or holding nothing the "
+                "tokenizer keeps: every pair with a blank candidate or reference scores P = R = F = 0.",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
 
     def is_blank(self, lens: Tensor) -> Tensor:
         """Which sequences hold nothing but the special tokens (blank text, or text the tokenizer drops)."""
         return lens <= self.num_special
+
+
+def _counted(by_side: Mapping[str, int], kind: str = "") -> str:
+    """ "3 text(s)", and with several sides "3 text(s) (1 candidate, 2 references)".
+
+    >>> _counted({"candidate": 1, "reference": 2}, " blank")
+    '3 blank text(s) (1 candidate, 2 references)'
+    >>> _counted({"text": 2})
+    '2 text(s)'
+    """
+    total = sum(by_side.values())
+    head = f"{total}{kind} text(s)"
+    if len(by_side) < 2:
+        return head
+    sides = ", ".join(f"{n} {side}{'' if n == 1 else 's'}" for side, n in by_side.items())
+    return f"{head} ({sides})"
