@@ -5,9 +5,9 @@ of each pair, `compute()` keeps the first pair of each index (in rank-major orde
 results are gathered in), orders the pairs by index, and leaves the repeats out of the IDF counts too. The
 decision is a pure function of the gathered indexes, so every rank takes the same one without exchanging more.
 
-A repeat is meant to be the very same pair, which scores bit for bit as the pair kept: `conflicting_indexes`
-finds, from the gathered per-pair scores alone, the indexes whose repeats score otherwise (another pair under
-the index, a user's mistake that `compute()` warns about), again without exchanging more.
+A repeat is meant to be the very same pair, which scores as the pair kept: `conflicting_indexes` finds, from
+the gathered per-pair scores alone, the indexes whose repeats score otherwise by more than `SAME_PAIR_ATOL`
+(another pair under the index, a user's mistake that `compute()` warns about), again without exchanging more.
 """
 
 from __future__ import annotations
@@ -45,11 +45,16 @@ def deduplicate(indexes: Tensor, offset: int, num_local: int) -> Deduplication:
     return Deduplication(keep, repeated[offset : offset + num_local])
 
 
+#: How far a repeat's P, R or F may be from the kept pair's and still be the same pair. On a CPU the very same
+#: pair scores bit for bit alike (a text's vectors do not depend on the batch or process it runs in); the margin
+#: keeps an accelerator's matrix kernels, which may round a row by the batch's shape, from raising false alarms.
+SAME_PAIR_ATOL = 1e-3
+
+
 def conflicting_indexes(indexes: Tensor, keep: Tensor, scores: Tensor) -> Tensor:
-    """The indexes, in increasing order, with a repeat whose `scores` (per pair, gathered as `indexes` are) are
-    not exactly those of the pair kept (`keep`, from `deduplicate`): a repeat of the very same pair scores bit
-    for bit as it (a text's vectors do not depend on the batch or process it runs in), so such a repeat holds
-    another candidate or reference. A different pair that happens to score exactly alike is not found.
+    """The indexes, in increasing order, with a repeat whose `scores` (per pair, gathered as `indexes` are)
+    differ from those of the pair kept (`keep`, from `deduplicate`) by more than `SAME_PAIR_ATOL`: such a repeat
+    holds another candidate or reference. A different pair that scores within that margin is not found.
 
     >>> scores = torch.tensor([[0.9], [0.8], [0.9], [0.7]])
     >>> conflicting_indexes(torch.tensor([4, 0, 4, 0]), keep=torch.tensor([1, 0]), scores=scores).tolist()
@@ -61,5 +66,5 @@ def conflicting_indexes(indexes: Tensor, keep: Tensor, scores: Tensor) -> Tensor
     first[1:] = ordered[1:] != ordered[:-1]
     group = torch.cumsum(first.long(), 0) - 1  # each ordered pair's index, numbered in order
     mine, kept = scores[order].flatten(1), scores[keep][group].flatten(1)
-    same = (mine == kept) | (torch.isnan(mine) & torch.isnan(kept))
+    same = torch.isclose(mine, kept, rtol=0.0, atol=SAME_PAIR_ATOL, equal_nan=True)
     return torch.unique(ordered[~same.all(dim=1)])
