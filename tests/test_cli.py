@@ -994,7 +994,7 @@ SWEEP = [
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "-1"], ["-l/--num-layers", "0 or more", "got -1"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "99"], ["between 0 and 6", "got 99"]),
     (["score", "-c", "{latin1}", "-r", "{refs}", "-m", MINILM], ["latin1.txt is not UTF-8 text", "byte 3"]),
-    (["score", "-c", "{folder}", "-r", "{refs}", "-m", MINILM], ["candidate file", "is not a file"]),
+    (["score", "-c", "{folder}", "-r", "{refs}", "-m", MINILM], ["candidate file", "is a folder, not a file"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", "{folder}", "-l", "2"], ["cannot set up", "config.json"]),
     (
         ["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--lang", "xx", "--rescale-with-baseline"],

@@ -321,7 +321,7 @@ def test_compare_on_few_lines_warns_naming_the_count(capsys, tmp_path: Path) -> 
     path.write_text("The cat sat.\nIt rains.\nWe left early.\n", encoding="utf-8")
     rc, out, err = run_main(capsys, "compare", "-r", str(path), "-c", str(path), str(path), "-m", MINILM)
     assert rc == 0 and "p-value" in out
-    assert "bertscore-tm: warning: a paired test on only 3 pairs" in err
+    assert "bertscore-tm: warning: a paired test on only 3 pair(s)" in err
 
 
 def test_repeated_c_and_r_collect_every_file(capsys, files) -> None:

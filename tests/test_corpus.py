@@ -4,6 +4,7 @@ whole file in memory, any contiguous shard of it, and the same one-line errors a
 from __future__ import annotations
 
 import itertools
+import os
 import tracemalloc
 from pathlib import Path
 
@@ -111,7 +112,7 @@ def test_file_errors_name_the_file_and_its_role(tmp_path):
     three = _write(tmp_path / "three.txt", "a\nb\nc\n")
     cases = [
         ((str(tmp_path / "missing.txt"), [str(good)]), f"candidate file {tmp_path / 'missing.txt'} does not exist"),
-        ((str(good), [str(tmp_path)]), f"reference file {tmp_path} is not a file"),
+        ((str(good), [str(tmp_path)]), f"reference file {tmp_path} is a folder, not a file"),
         ((str(empty), [str(good)]), f"candidate file {empty} is empty"),
         (
             (str(good), [str(good), str(three)]),
@@ -123,3 +124,12 @@ def test_file_errors_name_the_file_and_its_role(tmp_path):
         with pytest.raises(InputFileError) as err:
             ParallelFiles.open(cand, refs)
         assert str(err.value) == message
+
+
+def test_a_folder_or_a_pipe_is_named_for_what_it_is(tmp_path):
+    with pytest.raises(InputFileError, match=f"candidate file {tmp_path} is a folder, not a file"):
+        count_lines(str(tmp_path), "candidate")
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)  # as `-c <(cat hyps.txt)` gives: its lines could be read once only, and are counted first
+    with pytest.raises(InputFileError, match=r"is not a regular file \(a pipe or a device.*pass it as '-'"):
+        count_lines(str(pipe), "candidate")

@@ -72,3 +72,11 @@ def test_a_vocabulary_larger_than_the_embedding_table_is_refused(minilm_path, tm
     path = _copy(minilm_path, tmp_path / "m", drop=("tokenizer.json",), vocab=words + [f"extra{i}" for i in range(100)])
     with pytest.raises(ModelSetupError, match=r"30622 tokens.*embedding table has 30522 rows"):
         _build(path)
+
+
+def test_a_model_not_on_this_machine_is_said_first_even_without_a_layer():
+    """Not "no default layer is known" first, then, once num_layers is given, that the model is missing."""
+    from bertscore_tm.errors import ModelNotFoundError
+
+    with pytest.raises(ModelNotFoundError, match="'nonexistent/model-xyz' is not on this machine"):
+        BERTScore("nonexistent/model-xyz")

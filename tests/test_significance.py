@@ -205,10 +205,12 @@ def test_leading_axes_are_independent_data_sets_with_shared_resamples() -> None:
 
 def test_inputs_may_be_float32_lists_or_on_another_device() -> None:
     values = [0.91, 0.87, 0.95, 0.90]
-    as_list = bootstrap_interval(values, num_samples=100)
-    as_tensor = bootstrap_interval(torch.tensor(values, dtype=torch.float64), num_samples=100)
+    with pytest.warns(UserWarning, match=r"only 4 pair\(s\)"):
+        as_list = bootstrap_interval(values, num_samples=100)
+    with pytest.warns(UserWarning, match=r"only 4 pair\(s\)"):
+        as_tensor = bootstrap_interval(torch.tensor(values, dtype=torch.float64), num_samples=100)
     assert as_list == as_tensor and as_list.mean.dtype == torch.float64
-    with pytest.warns(UserWarning, match="only 4 pairs"):
+    with pytest.warns(UserWarning, match=r"only 4 pair\(s\)"):
         assert paired_test(values, values, num_samples=10).p_value.item() == 1.0
 
 
@@ -257,7 +259,7 @@ def test_a_paired_test_needs_two_pairs_and_warns_below_ten() -> None:
     """On one pair every resample is that pair: the p-value would be the smallest possible for any difference."""
     with pytest.raises(ValueError, match="a paired test needs the scores of at least 2 pairs, got 1"):
         paired_test([0.9], [0.8])
-    with pytest.warns(UserWarning, match="a paired test on only 3 pairs"):
+    with pytest.warns(UserWarning, match=r"a paired test on only 3 pair\(s\)"):
         paired_test([0.9, 0.8, 0.7], [0.8, 0.8, 0.7])
     scores = torch.linspace(0.5, 0.9, 10)
     with warnings.catch_warnings():
@@ -283,3 +285,11 @@ def test_bad_scores_are_refused_with_what_to_do() -> None:
         paired_test([0.9], [0.8], method="ar")
     with pytest.raises(ValueError, match="do not broadcast"):
         paired_test(torch.zeros(2, 5), torch.zeros(3, 5))
+
+
+def test_an_interval_on_few_pairs_warns_and_on_one_pair_has_no_width():
+    with pytest.warns(UserWarning, match=r"a bootstrap interval on only 1 pair\(s\) is coarse \(has no width"):
+        mean, low, high = bootstrap_interval([0.8], num_samples=100)
+    assert float(low) == float(high) == float(mean) == pytest.approx(0.8)
+    with pytest.warns(UserWarning, match=r"only 4 pair\(s\)"):
+        bootstrap_interval([0.8, 0.7, 0.9, 0.85], num_samples=100)

@@ -79,7 +79,9 @@ def _read_file(path: str, what: str) -> str:
     if not file.exists():
         raise UsageError(f"{what} file {path} does not exist")
     if not file.is_file():
-        raise UsageError(f"{what} file {path} is not a file")
+        from bertscore_tm.corpus import not_a_file
+
+        raise UsageError(f"{what} file {path} {not_a_file(file)}")
     try:
         with file.open(encoding="utf-8") as fh:
             return fh.read()

@@ -30,6 +30,21 @@ def _lines(n: int) -> str:
     return f"{n} line" if n == 1 else f"{n} lines"
 
 
+def not_a_file(file: Path) -> str:
+    """Why a path that exists is no input file, for a message: a folder, or a pipe or device (whose lines could
+    be read only once, and are counted before they are read).
+
+    >>> not_a_file(Path("/"))
+    'is a folder, not a file'
+    """
+    if file.is_dir():
+        return "is a folder, not a file"
+    return (
+        "is not a regular file (a pipe or a device, which can be read only once): save it to a file, or pass it "
+        "as '-' (standard input)"
+    )
+
+
 def count_lines(path: str, what: str, block_bytes: int = BLOCK_BYTES) -> int:
     """The number of lines of a UTF-8 text file, checked to exist and hold at least one, read in blocks.
 
@@ -39,7 +54,7 @@ def count_lines(path: str, what: str, block_bytes: int = BLOCK_BYTES) -> int:
     if not file.exists():
         raise InputFileError(f"{what} file {path} does not exist", path=path, what=what)
     if not file.is_file():
-        raise InputFileError(f"{what} file {path} is not a file", path=path, what=what)
+        raise InputFileError(f"{what} file {path} {not_a_file(file)}", path=path, what=what)
     decoder = codecs.getincrementaldecoder("utf-8")()
     ends, consumed, last, after_cr = 0, 0, "", False
     try:

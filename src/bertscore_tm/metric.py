@@ -253,9 +253,9 @@ class BERTScore(Metric):
             if model_name_or_path is None:
                 model_name_or_path = default_model(str(lang))
             self.model_name = str(model_name_or_path)
+            path = resolve_model_path(self.model_name)  # a model not on this machine is the first thing to say
             if num_layers is None and (not all_layers or is_known_model(self.model_name)):
                 num_layers = default_num_layers(self.model_name)
-            path = resolve_model_path(self.model_name)
             # the tokenizer first: the window setting is checked against it before the model loads
             config = _model_config(path)
             self._encoder = TextEncoder(path, max_length, model_window=_position_limit(config), truncate=truncate)

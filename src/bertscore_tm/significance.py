@@ -156,13 +156,15 @@ def bootstrap_interval(
     Returns:
         ``Interval(mean, low, high)``, float64 tensors on the CPU, shaped like `scores` without its last axis.
 
-    >>> f1 = torch.tensor([0.91, 0.87, 0.95, 0.90, 0.86, 0.93, 0.89, 0.92])
+    >>> f1 = torch.tensor([0.91, 0.87, 0.95, 0.90, 0.86, 0.93, 0.89, 0.92, 0.88, 0.94])
     >>> mean, low, high = bootstrap_interval(f1, confidence=0.95, num_samples=1000, seed=0)
     >>> [round(float(x), 4) for x in (mean, low, high)]
-    [0.9038, 0.8838, 0.9225]
+    [0.905, 0.885, 0.921]
     """
     check_settings(confidence, num_samples, seed)
     values = _as_scores(scores, "scores")
+    if values.shape[-1] < FEW_PAIRS:
+        _warn_few(values.shape[-1], "a bootstrap interval")
     flat = values.reshape(-1, values.shape[-1])
     means = _resampled_means(flat, num_samples, seed)
     low, high = _percentiles(means, confidence)
@@ -247,12 +249,17 @@ def _check_pairs(n: int) -> None:
             value=n,
         )
     if n < FEW_PAIRS:
-        warnings.warn(
-            f"a paired test on only {n} pairs: its p-value and interval are coarse (the resamples repeat "
-            f"{n} values); use {FEW_PAIRS} pairs or more, preferably hundreds",
-            UserWarning,
-            stacklevel=3,
-        )
+        _warn_few(n, "a paired test", stacklevel=4)
+
+
+def _warn_few(n: int, what: str, stacklevel: int = 3) -> None:
+    """Warn that `what` rests on fewer than `FEW_PAIRS` pairs (on one pair an interval has no width at all)."""
+    coarse = "has no width: one pair has no variation to resample" if n == 1 else f"resamples only {n} values"
+    warnings.warn(
+        f"{what} on only {n} pair(s) is coarse ({coarse}); use {FEW_PAIRS} pairs or more, preferably hundreds",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
 
 
 # -- the vectorised resampling ---------------------------------------------------------------------------------
