@@ -296,10 +296,12 @@ class TextEncoder:
 
 
 def _counted(by_side: Mapping[str, int], kind: str = "") -> str:
-    """ "3 text(s)", and with several sides "3 text(s) (1 candidate, 2 references)".
+    """ "3 text(s)", and with several sides the sides that have any: "3 text(s) (1 candidate, 2 references)".
 
     >>> _counted({"candidate": 1, "reference": 2}, " blank")
     '3 blank text(s) (1 candidate, 2 references)'
+    >>> _counted({"candidate": 1, "reference": 0})
+    '1 text(s) (1 candidate)'
     >>> _counted({"text": 2})
     '2 text(s)'
     """
@@ -307,5 +309,5 @@ def _counted(by_side: Mapping[str, int], kind: str = "") -> str:
     head = f"{total}{kind} text(s)"
     if len(by_side) < 2:
         return head
-    sides = ", ".join(f"{n} {side}{'' if n == 1 else 's'}" for side, n in by_side.items())
+    sides = ", ".join(f"{n} {side}{'' if n == 1 else 's'}" for side, n in by_side.items() if n)
     return f"{head} ({sides})"
