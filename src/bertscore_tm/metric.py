@@ -87,6 +87,11 @@ def _interleave(old: Tensor, new: Tensor, is_new: Tensor, counts: Tensor) -> Ten
     return out
 
 
+#: The `settings()` that act only on kept best similarities, at compute(): a state loaded from a metric that
+#: differs in these alone keeps its similarities (`BERTScore._setting_digests`).
+_APPLIED_AT_COMPUTE = frozenset({"idf", "idf_digest", "rescaled", "custom_baseline", "baseline"})
+
+
 class BERTScore(Metric):
     """BERTScore (Zhang et al., 2019): precision, recall and F1 of greedy cosine matching of contextual
     token embeddings, equal to bert-score 0.3.13 to floating-point noise.
@@ -393,8 +398,8 @@ class BERTScore(Metric):
 
     def _setting_digests(self) -> Tensor:
         """Two digests (int64 [2]): of what makes the token ids (the tokenizer, and max_length where texts are
-        truncated), and of what makes a text's vectors and so the per-token best similarities (model, layer,
-        dtype, windows...). IDF and rescaling are left out: they act on the kept similarities at compute()."""
+        truncated), and of what makes a text's vectors and so the per-token best similarities: `settings()`
+        less what acts only on the kept similarities at compute() (IDF, rescaling)."""
         tokenizer = self._encoder.tokenizer
         size = self._encoder.vocab_size
         tokens = {
@@ -404,15 +409,7 @@ class BERTScore(Metric):
             "special": (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id),
             "truncate_at": self._encoder.max_length if self._encoder.truncate else None,
         }
-        embedding = {
-            "model": self.model_name,
-            "num_layers": self.num_layers,
-            "all_layers": self.all_layers,
-            "model_depth": self.model_depth,
-            "model_dtype": self.signature.model_dtype,
-            "compile_model": self._embedder.compile_model,
-            "windows": repr(self._windows),
-        }
+        embedding = {k: v for k, v in self.settings().items() if k not in _APPLIED_AT_COMPUTE}
         return torch.tensor([settings_digest(tokens), settings_digest(embedding)], dtype=torch.long)
 
     def _load_from_state_dict(
@@ -431,33 +428,35 @@ class BERTScore(Metric):
         the state has none (a metric without IDF saved it). A state without `state_setting` (saved before it
         existed) is taken as of this setting."""
         own = self._setting_digests()
+        own_tokens, own_embedding = own.tolist()
         saved = state_dict.get(prefix + "state_setting")
-        saved_digests = own.tolist() if saved is None else torch.as_tensor(saved).tolist()
+        saved_tokens, saved_embedding = own.tolist() if saved is None else torch.as_tensor(saved).tolist()
         scored = state_dict.get(prefix + "scored", [])
         pairs = sum(len(x) for x in scored) if isinstance(scored, list) else len(scored)
-        if pairs and saved_digests[0] != own.tolist()[0]:
+        if pairs and saved_tokens != own_tokens:
             raise SettingsMismatchError(
                 f"This state holds {pairs} pair(s) whose texts were tokenised differently from this metric's "
                 "setting (another tokenizer, max_length or long_texts), so its token ids cannot be scored here. "
                 "Load it into a metric built with the same model, max_length and long_texts as the one that "
                 "saved it.",
                 setting="tokenisation",
-                values=[saved_digests[0], own.tolist()[0]],
+                values=[saved_tokens, own_tokens],
             )
         counts = state_dict.get(prefix + "doc_freq")
-        if counts is not None and torch.as_tensor(counts).numel() not in (0, self._vocab_size):
+        spans = None if counts is None else torch.as_tensor(counts).numel()
+        if spans not in (None, 0, self._vocab_size):
             raise SettingsMismatchError(
-                f"This state's IDF counts span {torch.as_tensor(counts).numel()} token ids, this metric's vocabulary "
-                f"{self._vocab_size}: it was saved by a metric with another tokenizer. Load it into a metric built "
-                "with the same model as the one that saved it.",
+                f"This state's IDF counts span {spans} token ids, this metric's vocabulary {self._vocab_size}: it "
+                "was saved by a metric with another tokenizer. Load it into a metric built with the same model as "
+                "the one that saved it.",
                 setting="vocab_size",
-                values=[torch.as_tensor(counts).numel(), self._vocab_size],
+                values=[spans, self._vocab_size],
             )
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
         home = self.cand_ids[0].device if self.cand_ids else self.device
-        if pairs and saved_digests[1] != own.tolist()[1]:  # results of another embedding: score the pairs again
+        if pairs and saved_embedding != own_embedding:  # results of another embedding: score the pairs again
             self.cand_best, self.ref_best = [], []
             self.scored = [torch.zeros(sum(len(x) for x in self.scored), dtype=torch.bool, device=home)]
         counting = self.idf and self._fixed_idf is None
