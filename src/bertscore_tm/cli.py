@@ -105,11 +105,17 @@ def _read_stdin(what: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _stdin_at_most_once(paths: Sequence[str], flags: str) -> None:
-    """Standard input can be read once: a second ``-`` would silently get nothing."""
+def _check_stdin(paths: Sequence[str], flags: str) -> None:
+    """Standard input can be read once (a second ``-`` would silently get nothing), and by one process: under
+    torchrun the lines must come from files every process reads."""
     if sum(path == STDIN for path in paths) > 1:
         raise UsageError(
             f"standard input (-) can be read only once: give at most one of {flags} as -, the others as files"
+        )
+    if STDIN in paths and launched()[1] > 1:
+        raise UsageError(
+            "standard input (-) cannot be shared by the processes torchrun starts: give every input as a file "
+            "(at the same path on every node)"
         )
 
 
@@ -130,13 +136,15 @@ def _text_argument(text: str, what: str, flag: str) -> str:
 # -- outputs -------------------------------------------------------------------------------------------------
 
 
-def _check_output(path: str, example: str) -> Path:
-    """The file an output option names, checked before any model loads: not a folder, in a folder that exists,
-    and writable (probed with a nameless temporary file, so nothing is left behind, and so that it holds for
-    root and read-only file systems too). Nothing is written to it until the results are there."""
+def _check_output(path: str, example: str, inputs: Sequence[str] = ()) -> Path:
+    """The file an output option names, checked before any model loads: not a folder, not one of the `inputs`,
+    in a folder that exists, and writable (probed with a nameless temporary file, so nothing is left behind, and
+    so that it holds for root and read-only file systems too). Nothing is written to it until the results are
+    there."""
     target = Path(path).expanduser()
     if target.is_dir():
         raise UsageError(f"cannot write {path}: it is a folder; give a file name such as {target / example}")
+    _not_an_input(target, path, inputs)
     folder = target.parent
     if not folder.is_dir():
         reason = f"{folder} is not a folder" if folder.exists() else f"the folder {folder} does not exist"
@@ -250,15 +258,6 @@ def _process_device(name: str | None) -> str:
     device = _device(name)
     _, world, local_rank = launched()
     return local_device(device, local_rank) if world > 1 else device
-
-
-def _one_process_reads_stdin(paths: Sequence[str]) -> None:
-    """Standard input goes to one process: under torchrun the lines must come from files every process reads."""
-    if STDIN in paths and launched()[1] > 1:
-        raise UsageError(
-            "standard input (-) cannot be shared by the processes torchrun starts: give every input as a file "
-            "(at the same path on every node)"
-        )
 
 
 def _one_process(command: str) -> None:
@@ -476,12 +475,9 @@ def _progress(args: argparse.Namespace) -> bool:
 
 
 def _score(args: argparse.Namespace, out: TextIO) -> int:
-    _stdin_at_most_once([args.cand, *args.ref], "-c/-r")
-    _one_process_reads_stdin([args.cand, *args.ref])
+    _check_stdin([args.cand, *args.ref], "-c/-r")
     pairs = _pair_lines(args.cand, args.ref)
-    target = _check_output(args.output, "scores.txt") if args.output is not None else None
-    if target is not None:
-        _not_an_input(target, args.output, [args.cand, *args.ref])
+    target = _check_output(args.output, "scores.txt", [args.cand, *args.ref]) if args.output is not None else None
     resampling = _resampling(args)
 
     metric = _rescalable_metric(
@@ -713,8 +709,7 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         )
     settings = _resampling(args)
     assert settings is not None  # compare's --confidence has a default
-    _stdin_at_most_once([*names, *args.ref], "-c/-r")
-    _one_process_reads_stdin([*names, *args.ref])
+    _check_stdin([*names, *args.ref], "-c/-r")
     systems = [read_lines(path, "system") for path in names]
     for path, lines in zip(names[1:], systems[1:], strict=True):
         if len(lines) != len(systems[0]):
@@ -870,8 +865,7 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
             f"{_input_name(args.corpus, 'corpus')} has {distinct} distinct non-blank lines, but --pairs {args.pairs} "
             f"needs {2 * args.pairs} (each line is used at most once): use a larger corpus or fewer pairs"
         )
-    target = _check_output(args.output, "baseline.tsv")
-    _not_an_input(target, args.output, [args.corpus])
+    target = _check_output(args.output, "baseline.tsv", [args.corpus])
     long_texts = _long_texts(args)
     model_name = _model_name(args)
     device = _device(args.device)
@@ -912,18 +906,6 @@ def _baseline(args: argparse.Namespace, out: TextIO) -> int:
 # -- pairwise ------------------------------------------------------------------------------------------------
 
 
-def _output_file(path: str | None) -> Path | None:
-    """Where to write (None: stdout), checked before any model is loaded."""
-    if path is None:
-        return None
-    target = Path(path).expanduser()
-    if target.is_dir():
-        raise UsageError(f"cannot write {path}: it is a folder; give a file name such as {target / 'matrix.tsv'}")
-    if not target.parent.is_dir():
-        raise UsageError(f"cannot write {path}: the folder {target.parent} does not exist")
-    return target
-
-
 def _write_output(target: Path | None, lines: Iterable[str], out: TextIO) -> None:
     """Write `lines` to `target`, or to `out` when there is none."""
     if target is None:
@@ -949,13 +931,10 @@ def _setting(metric: Any, args: argparse.Namespace) -> dict[str, Any]:
 def _pairwise(args: argparse.Namespace, out: TextIO) -> int:
     import torch
 
-    _stdin_at_most_once([args.cand, args.ref], "-c/-r")
-    _one_process_reads_stdin([args.cand, args.ref])
+    _check_stdin([args.cand, args.ref], "-c/-r")
     cands = read_lines(args.cand, "candidate")
     refs = read_lines(args.ref, "reference")
-    target = _output_file(args.output)
-    if target is not None:
-        _not_an_input(target, args.output, [args.cand, args.ref])
+    target = _check_output(args.output, "matrix.tsv", [args.cand, args.ref]) if args.output is not None else None
     metric = _rescalable_metric(
         args, idf=args.idf, batch_size=args.batch_size, model_dtype=_dtype(args.dtype), verbose=_progress(args)
     )
@@ -1026,7 +1005,7 @@ def _mbr_groups(args: argparse.Namespace, hyps: list[str]) -> tuple[list[str], l
 def _mbr(args: argparse.Namespace, out: TextIO) -> int:
     _one_process("mbr")
     if args.groups is not None:
-        _stdin_at_most_once([args.input, args.groups], "-i/--groups")
+        _check_stdin([args.input, args.groups], "-i/--groups")
     hyps = read_lines(args.input, "hypothesis")
     names, lines = _mbr_groups(args, hyps)
     metric = _rescalable_metric(
