@@ -160,6 +160,11 @@ class Tile:
         """L, the padded length."""
         return self.weights.shape[-1]
 
+    @property
+    def nbytes(self) -> int:
+        """What the tile keeps: its float32 vectors and float64 weights."""
+        return self.vectors.numel() * 4 + self.weights.numel() * 8
+
     def token_vectors(self, slot: int, length: int) -> Tensor:
         """The [rows, length, D] vectors of the text in `slot` of the first group."""
         k = self.weights.shape[1]
@@ -358,8 +363,8 @@ def score_all_pairs(
         kept += tiles(ids[~mine], starts[~mine], left=True)
         if progress is not None:
             progress.update(len(ids))
-    store_bytes = sum(t.vectors.numel() * 4 + t.weights.numel() * 8 for t in store_tiles)
-    kept_bytes = sum(t.vectors.numel() * 4 + t.weights.numel() * 8 for _, t in kept)
+    store_bytes = sum(t.nbytes for t in store_tiles)
+    kept_bytes = sum(t.nbytes for _, t in kept)
     store_side = [_Occurrences(positions[1 if store_is_ref else 0], t.texts[0], blank_d) for t in store_tiles]
 
     info = {"store_bytes": store_bytes, "kept_bytes": kept_bytes, "tiles": 0, "undefined": 0}

@@ -275,20 +275,20 @@ class TextEncoder:
     def _warn(self, truncated: Mapping[str, int], blank: Mapping[str, int], stacklevel: int) -> None:
         """One warning per kind, its count the total over `truncated` (or `blank`): counts by side, e.g.
         ``{"candidate": 1, "reference": 2}``, named in the message where there are several sides."""
-        if sum(truncated.values()):
-            warnings.warn(
-                f"{_counted(truncated)} are longer than the model's window of {self.max_length} tokens and "
-                "were truncated to it (as the reference does).",
-                UserWarning,
-                stacklevel=stacklevel,
-            )
-        if sum(blank.values()):
-            warnings.warn(
-                f"{_counted(blank, ' blank')}, empty after stripping white space or holding nothing the "
-                "tokenizer keeps: every pair with a blank candidate or reference scores P = R = F = 0.",
-                UserWarning,
-                stacklevel=stacklevel,
-            )
+        for counts, message in (
+            (
+                truncated,
+                f"{_counted(truncated)} are longer than the model's window of {self.max_length} tokens and were "
+                "truncated to it (as the reference does).",
+            ),
+            (
+                blank,
+                f"{_counted(blank, ' blank')}, empty after stripping white space or holding nothing the tokenizer "
+                "keeps: every pair with a blank candidate or reference scores P = R = F = 0.",
+            ),
+        ):
+            if sum(counts.values()):
+                warnings.warn(message, UserWarning, stacklevel=stacklevel)
 
     def is_blank(self, lens: Tensor) -> Tensor:
         """Which sequences hold nothing but the special tokens (blank text, or text the tokenizer drops)."""
