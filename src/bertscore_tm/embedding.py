@@ -12,6 +12,8 @@ The opt-in lower precisions (inexact, about 1e-3 in F1): bfloat16 casts the weig
 has float32's range, so nothing overflows) and, on a CPU, uses the model's eager attention (its bfloat16
 products and softmax take half the time of the CPU's scaled-dot-product kernel on sentences); float16, and
 bfloat16 with a model object of the user's (`UserModel`: never cast, never switched), run under autocast.
+bfloat16 on a CPU also runs packed where the model's family allows (`bertscore_tm.packing`: many lengths in
+one stream, the very same vectors in less time); everything else runs in batches of one length.
 
 `compile_model=True` (opt-in, a model we loaded) runs the forward pass through `torch.compile` (dynamic shapes,
 frozen weights): its first batches wait for the compilation (tens of seconds on a CPU), then the forward pass
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
+from bertscore_tm.packing import can_pack, packed_forward, packs
 from bertscore_tm.windows import WindowRule, piece_ids, plan_pieces
 
 if TYPE_CHECKING:
@@ -149,6 +152,8 @@ class Embedder:
         self._compiled: Any = None  # the compiled forward, made on first use on the model's device
         #: How many sequences (rows) this embedder has run through the model: lets tests count the work.
         self.rows_embedded = 0
+        #: Whether a packed pass was seen to bypass our attention function (then never packed again).
+        self._packing_refused = False
         self._choose_attention()
 
     def __deepcopy__(self, memo: dict) -> Embedder:
@@ -248,6 +253,50 @@ class Embedder:
         self.rows_embedded += count
         return hidden
 
+    @property
+    def packing(self) -> bool:
+        """Whether forward passes run packed (`bertscore_tm.packing`): bfloat16 on a CPU, a model we loaded of a
+        family that packs, its last layer only, not compiled. There packing gives the very vectors of batches
+        of one length, in less time."""
+        return (
+            not self.user_supplied
+            and not self._packing_refused
+            and self.model_dtype == torch.bfloat16
+            and not self.all_layers
+            and not self.compile_model
+            and self.device.type == "cpu"
+            and can_pack(self.model)  # type: ignore[arg-type]
+        )
+
+    def _batches(self, lengths: Sequence[int]) -> Iterator[list[int]]:
+        if self.packing:
+            return packs(lengths, self.max_tokens)
+        return length_batches(lengths, self.batch_size, self.max_tokens)
+
+    def embed_rows(self, seqs: Sequence[Tensor]) -> list[Tensor]:
+        """Each sequence's normalised float32 vectors ([length, D] or [length, layers, D]) from one forward
+        pass: packed where the embedder packs (a pack of fewer than `MIN_BATCH_TOKENS` tokens runs with copies
+        of its sequences), else as one batch (of one length: `embed_into` cuts them so)."""
+        if not self.packing:
+            hidden = self.embed_batch(seqs)
+            return [hidden[r, : len(s)] for r, s in enumerate(seqs)]
+        total = sum(len(s) for s in seqs)
+        copies = max(1, -(-MIN_BATCH_TOKENS // total))
+        with torch.inference_mode():
+            packed = packed_forward(self.model, list(seqs) * copies, self.max_tokens)
+            if packed is None:  # the model's blocks bypassed our attention: batches of one length from now on
+                self._packing_refused = True
+                return [
+                    row
+                    for batch in length_batches([len(s) for s in seqs], self.batch_size, self.max_tokens)
+                    for row in self.embed_rows([seqs[i] for i in batch])
+                ]
+            hidden, starts = packed
+            hidden = hidden.float()
+            hidden = hidden / hidden.norm(dim=-1, keepdim=True)
+        self.rows_embedded += len(seqs)
+        return [hidden[starts[r] : starts[r] + len(s)] for r, s in enumerate(seqs)]
+
     def embed_into(
         self,
         table: Tensor,
@@ -268,16 +317,16 @@ class Embedder:
         left = [0] * len(seqs)  # pieces still to run per text, for the progress bar (which counts texts)
         for piece in pieces:
             left[piece.text] += 1
-        for batch in length_batches([p.size for p in pieces], self.batch_size, self.max_tokens):
+        for batch in self._batches([p.size for p in pieces]):
             chosen = [pieces[i] for i in batch]
-            hidden = self.embed_batch([piece_ids(seqs[p.text], p, self.windows) for p in chosen])
+            rows = self.embed_rows([piece_ids(seqs[p.text], p, self.windows) for p in chosen])
             done = 0
             for r, p in enumerate(chosen):
                 at = starts[p.text] + p.dst - (0 if ranges is None else ranges[p.text][0])
-                table[at : at + p.length] = hidden[r, p.src : p.src + p.length]
+                table[at : at + p.length] = rows[r][p.src : p.src + p.length]
                 left[p.text] -= 1
                 done += left[p.text] == 0
-            del hidden
+            del rows
             if progress is not None:
                 progress.update(done)  # type: ignore[attr-defined]
         return starts
