@@ -123,6 +123,8 @@ class BERTScore(Metric):
         model_dtype: compute dtype of the embedding model. ``torch.float32`` is exact; ``torch.bfloat16``
             (a loaded model's weights cast once; a ``model`` object of yours runs under autocast, never cast)
             and ``torch.float16`` (under autocast) are faster on supporting hardware, with about 1e-3 error.
+            In bfloat16 on a CPU a loaded model of a family in ``configs/packing.json`` runs packed (many
+            lengths in one stream; the same vectors as batches of one length, bit for bit).
         reduction: ``"none"`` for per-pair scores, ``"mean"`` for their means.
         output: one of ``"precision"``, ``"recall"``, ``"f1"`` to return that tensor alone (so the metric
             object can be logged by Lightning); ``None`` returns the dict.
@@ -137,9 +139,10 @@ class BERTScore(Metric):
         compile_model: run the forward pass of a model this metric loads through ``torch.compile`` (dynamic
             shapes, frozen weights). Opt-in and inexact (its fused kernels round differently: about 1e-6 in F1
             in float32); the first compute() waits for the compilation (tens of seconds on a CPU), after which
-            the forward pass is a little faster (bfloat16 on a 2-core CPU: 0.57x-0.60x the float32 bare forward
-            pass against 0.62x-0.63x uncompiled, benchmarks/RESULTS.md). A ``model`` object of yours is never compiled
-            here (``ArgumentValueError``): compile it yourself before passing it.
+            the forward pass is a little faster. It runs in batches of one length, never packed: in bfloat16 on a
+            CPU (where a loaded BERT or RoBERTa runs packed otherwise) it bought about what packing buys
+            (benchmarks/RESULTS.md). A ``model`` object of yours is never compiled here
+            (``ArgumentValueError``): compile it yourself before passing it.
         model: a model object of your own (any Hugging Face encoder; an encoder-decoder's encoder is used) in
             place of ``model_name_or_path``: scored through an eval-mode view that shares its weights, so it is
             never modified, cast, frozen or moved (unless the metric is moved: then it moves with it).
