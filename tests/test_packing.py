@@ -138,3 +138,27 @@ def test_minilm_packs_to_the_vectors_of_batches() -> None:
     embedder = Embedder(model, 0, all_layers=False, model_dtype=torch.bfloat16)
     texts = [torch.cat([torch.tensor([101]), t % 2000 + 1000, torch.tensor([102])]) for t in _texts(60, seed=6)]
     assert torch.equal(embedder.embed(texts)[0], _batched(embedder, texts))
+
+
+def test_windows_of_long_texts_pack_like_any_other_sequence(wmt) -> None:
+    """long_texts="window": a text beyond the window runs as its windows, packed with everything else."""
+    cands, refs = wmt["hyps_long"][:30], wmt["refs_long"][:30]
+    packed = BERTScore(MINILM, model_dtype=torch.bfloat16, long_texts="window", max_length=32, window_stride=11)
+    batched = BERTScore(MINILM, model_dtype=torch.bfloat16, long_texts="window", max_length=32, window_stride=11)
+    batched._embedder._packing_refused = True
+    for metric in (packed, batched):
+        metric.update(cands, refs)
+    assert packed._embedder.packing and max(len(packed.token_ids(t)) for t in cands) > 32
+    got, want = packed.compute(), batched.compute()
+    assert all(torch.equal(got[key], want[key]) for key in ("precision", "recall", "f1"))
+
+
+def test_packs_honour_a_count_cap() -> None:
+    embedder = Embedder(_tiny("bert"), 1, all_layers=False, model_dtype=torch.bfloat16, batch_size=3)
+    sizes = []
+    original = embedder.embed_rows
+    embedder.embed_rows = lambda seqs: sizes.append(len(seqs)) or original(seqs)  # type: ignore[method-assign]
+    texts = _texts(20, seed=7)
+    table = embedder.embed(texts)[0]
+    assert max(sizes) == 3 and sum(sizes) == 20
+    assert torch.equal(table, _batched(embedder, texts))

@@ -271,7 +271,7 @@ class Embedder:
 
     def _batches(self, lengths: Sequence[int]) -> Iterator[list[int]]:
         if self.packing:
-            return packs(lengths, self.max_tokens)
+            return packs(lengths, self.max_tokens, self.batch_size)
         return length_batches(lengths, self.batch_size, self.max_tokens)
 
     def embed_rows(self, seqs: Sequence[Tensor]) -> list[Tensor]:

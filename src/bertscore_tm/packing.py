@@ -51,18 +51,19 @@ class Runs:
     calls: int = field(default=0)
 
 
-def packs(lengths: Sequence[int], max_tokens: int) -> Iterator[list[int]]:
+def packs(lengths: Sequence[int], max_tokens: int, batch_size: int | None = None) -> Iterator[list[int]]:
     """Indices of `lengths` sorted longest first, cut into packs of at most `max_tokens` tokens in all (a text
-    longer than that alone).
+    longer than that alone) and of at most `batch_size` texts where one is given.
 
-    >>> list(packs([4, 4, 9, 1], max_tokens=9))
-    [[2], [0, 1, 3]]
+    >>> list(packs([4, 4, 9, 1], max_tokens=9)), list(packs([4, 4, 9, 1], max_tokens=9, batch_size=2))
+    ([[2], [0, 1, 3]], [[2], [0, 1], [3]])
     """
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     pack: list[int] = []
     tokens = 0
     for i in order:
-        if pack and tokens + lengths[i] > max_tokens:
+        full = batch_size is not None and len(pack) >= batch_size
+        if pack and (full or tokens + lengths[i] > max_tokens):
             yield pack
             pack, tokens = [], 0
         pack.append(i)
