@@ -4,7 +4,8 @@ Each error says in its message what went wrong and what to do, in Python terms. 
 a caller needs to act on it without reading the message: `argument` names the Python argument at fault
 (``"num_layers"``, ``"baseline_path"``...), so the command line can name its own flag instead (``-l N``,
 ``--baseline-path FILE``); the subclasses add what they are about (a model name, a file, a row).
-The command line imports this module without importing torch or transformers.
+The command line imports this module without importing torch or transformers. `warn_user` issues the
+package's warnings at the user's own line, however deep inside torchmetrics or torch the call was made.
 
 >>> err = ModelNotFoundError("Model 'x' is not on this machine", model="x")
 >>> (err.model, err.argument, isinstance(err, FileNotFoundError))
@@ -12,6 +13,25 @@ The command line imports this module without importing torch or transformers.
 """
 
 from __future__ import annotations
+
+import sys
+import warnings
+
+#: Top-level packages whose frames a warning passes over to reach the user's line: ours, and those that call
+#: into it on the user's behalf (torchmetrics' wrappers of update/compute/forward, torch's module call,
+#: Lightning's loops).
+_PASSED_OVER = frozenset({"bertscore_tm", "torchmetrics", "torch", "lightning", "pytorch_lightning"})
+
+
+def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn at the first frame outside this package and the libraries calling into it, so the warning names the
+    user's line (not torchmetrics' wrapper); where every frame is one of theirs, at the immediate caller."""
+    frame = sys._getframe(1)
+    level = 2
+    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in _PASSED_OVER:
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    warnings.warn(message, category, stacklevel=level if frame is not None else 2)
 
 
 class BERTScoreError(Exception):

@@ -25,7 +25,7 @@ from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, 
 from bertscore_tm.distributed import check_same_settings, gather, settings_digest
 from bertscore_tm.embedding import Embedder, TokenTexts
 from bertscore_tm.embedding_cache import CachingEmbedder, EmbeddingCache
-from bertscore_tm.errors import ArgumentValueError, SettingsMismatchError
+from bertscore_tm.errors import ArgumentValueError, SettingsMismatchError, warn_user
 from bertscore_tm.hashcode import HashSignature
 from bertscore_tm.idf import (
     corpus_weights,
@@ -698,13 +698,11 @@ class BERTScore(Metric):
     @staticmethod
     def _warn_conflicting(conflicting: Tensor) -> None:
         shown = ", ".join(str(i) for i in conflicting[:5].tolist()) + (", ..." if len(conflicting) > 5 else "")
-        warnings.warn(
+        warn_user(
             f"{len(conflicting)} dataset index(es) ({shown}) were passed with different pairs (another candidate "
             "or reference): each index keeps the first pair passed with it (in update() order; across processes, "
             "the lowest rank's first) and its other pairs are left out. Only the very same pair may repeat an "
-            "index (a distributed sampler's padding): give every pair of the dataset its own index.",
-            UserWarning,
-            stacklevel=4,
+            "index (a distributed sampler's padding): give every pair of the dataset its own index."
         )
 
     def _format(self, scores: Scores) -> dict[str, Tensor | str] | Tensor:
@@ -829,11 +827,9 @@ class BERTScore(Metric):
             undefined += int((torch.isnan(scores[..., :2]).any(dim=(1, 2)) & ~blank).sum())
             pieces.append(best_of_references(scores, counts))
         if undefined:
-            warnings.warn(
+            warn_user(
                 f"{undefined} pair(s) have tokens whose weights sum to 0 (with IDF: tokens found in "
-                "every reference); their precision or recall is NaN, as in the reference.",
-                UserWarning,
-                stacklevel=3,
+                "every reference); their precision or recall is NaN, as in the reference."
             )
         scores = torch.cat(pieces)
         if self._baseline is not None:

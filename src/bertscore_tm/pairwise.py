@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -34,6 +33,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.embedding import Embedder, length_batches
+from bertscore_tm.errors import warn_user
 from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
 from bertscore_tm.matching import ragged_arange
 
@@ -453,8 +453,7 @@ def _pairwise(
     embedder = metric.embedder
     device = metric.device
     embedder.to(device)
-    # one warning per kind, both sides counted, pointed at the caller of metric.pairwise()
-    c_ids, c_lens, r_ids, r_lens = encoder.encode_pairs(cands, refs, stacklevel=6)
+    c_ids, c_lens, r_ids, r_lens = encoder.encode_pairs(cands, refs)  # one warning per kind, both sides counted
     texts = distinct_texts(torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)))
     if metric._fixed_idf is not None:  # idf_texts / idf_weights: the metric's fixed table
         weights = metric._fixed_idf.cpu()
@@ -480,11 +479,9 @@ def _pairwise(
         if progress is not None:
             progress.close()
     if info["undefined"]:
-        warnings.warn(
+        warn_user(
             f"{info['undefined']} pair(s) have tokens whose weights sum to 0 (with IDF: tokens found in "
-            "every reference); their precision or recall is NaN, as in the reference.",
-            UserWarning,
-            stacklevel=4,
+            "every reference); their precision or recall is NaN, as in the reference."
         )
     baseline = metric.baseline
     if baseline is not None:  # (x - b) / (1 - b) in place, as baselines.rescale does

@@ -39,7 +39,6 @@ the generator's stream does not depend on how it is cut into batches, neither do
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -47,7 +46,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.arguments import MAX_RESAMPLES
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, warn_user
 
 METHODS = ("bootstrap", "randomization")
 #: A paired test on fewer pairs than this warns: its resamples repeat a handful of values, so its p-value is
@@ -249,17 +248,13 @@ def _check_pairs(n: int) -> None:
             value=n,
         )
     if n < FEW_PAIRS:
-        _warn_few(n, "a paired test", stacklevel=4)
+        _warn_few(n, "a paired test")
 
 
-def _warn_few(n: int, what: str, stacklevel: int = 3) -> None:
+def _warn_few(n: int, what: str) -> None:
     """Warn that `what` rests on fewer than `FEW_PAIRS` pairs (on one pair an interval has no width at all)."""
     coarse = "has no width: one pair has no variation to resample" if n == 1 else f"resamples only {n} values"
-    warnings.warn(
-        f"{what} on only {n} pair(s) is coarse ({coarse}); use {FEW_PAIRS} pairs or more, preferably hundreds",
-        UserWarning,
-        stacklevel=stacklevel,
-    )
+    warn_user(f"{what} on only {n} pair(s) is coarse ({coarse}); use {FEW_PAIRS} pairs or more, preferably hundreds")
 
 
 # -- the vectorised resampling ---------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ The ids are returned ragged (one flat int32 tensor and the lengths) so that no p
 from __future__ import annotations
 
 import os
-import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bertscore_tm.errors import ArgumentValueError, ModelSetupError
+from bertscore_tm.errors import ArgumentValueError, ModelSetupError, warn_user
 
 #: Tokenizers report this (or more) when they know no maximum length.
 _NO_LIMIT = 10**8
@@ -222,22 +221,19 @@ class TextEncoder:
     def encode(self, texts: Sequence[str]) -> tuple[Tensor, Tensor]:
         """Flat int32 ids and int32 lengths of `texts`, warning once about truncated or blank texts."""
         ids, lens, truncated = self._tokenize(texts)
-        self._warn({"text": truncated}, {"text": int(self.is_blank(lens).sum())}, stacklevel=4)
+        self._warn({"text": truncated}, {"text": int(self.is_blank(lens).sum())})
         return ids, lens
 
-    def encode_pairs(
-        self, cands: Sequence[str], refs: Sequence[str], stacklevel: int = 4
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def encode_pairs(self, cands: Sequence[str], refs: Sequence[str]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Flat ids and lengths of the candidates, then of the references, as `encode` gives them, with one
         warning per kind (truncated, blank) counting both sides: two warnings of the same text would show as
-        one under Python's default warning filter, hiding the second side's count. `stacklevel` points the
-        warnings at the user's call (the default: one call above `BERTScore.update`)."""
+        one under Python's default warning filter, hiding the second side's count. The warnings name the
+        user's line (`warn_user`)."""
         c_ids, c_lens, c_truncated = self._tokenize(cands)
         r_ids, r_lens, r_truncated = self._tokenize(refs)
         self._warn(
             {"candidate": c_truncated, "reference": r_truncated},
             {"candidate": int(self.is_blank(c_lens).sum()), "reference": int(self.is_blank(r_lens).sum())},
-            stacklevel=stacklevel,
         )
         return c_ids, c_lens, r_ids, r_lens
 
@@ -272,7 +268,7 @@ class TextEncoder:
         flat = torch.tensor([t for seq in ids for t in seq], dtype=torch.int32)
         return flat, lens, truncated
 
-    def _warn(self, truncated: Mapping[str, int], blank: Mapping[str, int], stacklevel: int) -> None:
+    def _warn(self, truncated: Mapping[str, int], blank: Mapping[str, int]) -> None:
         """One warning per kind, its count the total over `truncated` (or `blank`): counts by side, e.g.
         ``{"candidate": 1, "reference": 2}``, named in the message where there are several sides."""
         for counts, message in (
@@ -288,7 +284,7 @@ class TextEncoder:
             ),
         ):
             if sum(counts.values()):
-                warnings.warn(message, UserWarning, stacklevel=stacklevel)
+                warn_user(message)
 
     def is_blank(self, lens: Tensor) -> Tensor:
         """Which sequences hold nothing but the special tokens (blank text, or text the tokenizer drops)."""
