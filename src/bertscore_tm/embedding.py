@@ -18,9 +18,9 @@ one stream, the very same vectors in less time); everything else runs in batches
 `compile_model=True` (opt-in, a model we loaded) runs the forward pass through `torch.compile` (dynamic shapes,
 frozen weights): its first batches wait for the compilation (tens of seconds on a CPU), then the forward pass
 is a little faster. A compiled model runs in batches of one length, never packed, so in bfloat16 on a 2-core
-CPU it bought about what packing buys (the whole metric 0.58x the float32 bare forward pass, packed 0.59x,
-in batches of one length uncompiled 0.70x, in one run). Its fused kernels round differently from the eager
-ones (about 1e-6 in F1 in float32), so it is never on by default.
+CPU it bought about what packing buys (the whole metric 0.58x-0.61x the float32 bare forward pass, packed
+0.59x, in batches of one length uncompiled 0.67x-0.70x, in two runs). Its fused kernels round differently
+from the eager ones (about 1e-6 in F1 in float32), so it is never on by default.
 
 A text's vectors do not depend on the batch it runs in: padding would change the summation order of the
 attention (so the last bits of every vector) with the longest text of the batch, and tiny matrices take other

@@ -12,7 +12,8 @@ Where it is used: bfloat16 on a CPU, for the model families whose blocks reach a
 interface and whose embeddings need nothing between them and the encoder (`configs/packing.json`). There it
 gives the very same vectors as batches of one length, bit for bit (the bfloat16 matrix products round each
 row alike whatever the number of rows; tests pin it), in less time: on a 2-core CPU the whole metric took
-0.59x the float32 bare forward pass packed against 0.70x in batches of one length (`make bench`, one run). In
+0.59x the float32 bare forward pass packed against 0.67x-0.70x in batches of one length (`make bench`, two
+runs). In
 float32 a packed pass gave vectors up to 6e-7 away from those of batches of one length, and up to 2e-7 apart
 with other companions (the CPU's float32 products round by shape), so float32 keeps its batches of one length,
 which are exact and batch-invariant.
