@@ -71,13 +71,17 @@ class TokenTexts:
 #: of its texts. A multiple of 16 and well past the sizes seen to differ (under 12 rows, MKL on AVX-512).
 MIN_BATCH_TOKENS = 64
 
+#: A forward batch's attention scores hold no more than those of its token budget at this length (so its
+#: memory is bounded however long its texts are); a packed pass's attention pieces keep to the same bound.
+SCORES_LENGTH = 32
+
 
 def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: int) -> Iterator[list[int]]:
     """Indices of `lengths` sorted longest first, cut into batches of a single length (so no batch is padded
     and a sequence's vectors do not depend on what it runs with) of at most `max_tokens` tokens (where a
     batch holds more than one) whose attention matrices hold no more than those of `max_tokens` tokens at
-    length 32, and of at most `batch_size` sequences where one is given: so a batch's memory is bounded
-    however long its texts are, and about the same for every full batch, whatever their lengths.
+    length `SCORES_LENGTH` (32), and of at most `batch_size` sequences where one is given: so a batch's memory
+    is bounded however long its texts are, and about the same for every full batch, whatever their lengths.
 
     >>> list(length_batches([3, 5, 3, 5, 5], batch_size=2, max_tokens=2048))
     [[1, 3], [4], [0, 2]]
@@ -88,7 +92,7 @@ def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: i
         length = lengths[i]
         n = len(batch) + 1
         other_length = bool(batch) and lengths[batch[0]] != length
-        too_big = n * length > max_tokens or n * length * length > max_tokens * 32
+        too_big = n * length > max_tokens or n * length * length > max_tokens * SCORES_LENGTH
         too_many = batch_size is not None and len(batch) >= batch_size
         if batch and (other_length or too_many or too_big):
             yield batch
@@ -96,6 +100,13 @@ def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: i
         batch.append(i)
     if batch:
         yield batch
+
+
+def _normalised(hidden: Tensor) -> Tensor:
+    """Token vectors in float32, each divided by its L2 norm: one formula for packed passes and batches alike,
+    so both give the same bits."""
+    hidden = hidden.float()
+    return hidden / hidden.norm(dim=-1, keepdim=True)
 
 
 def table_rows(table: Tensor, lengths: Sequence[int]) -> list[int]:
@@ -249,8 +260,7 @@ class Embedder:
         with torch.inference_mode(), self._autocast():
             out = self._forward()(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
             hidden = torch.stack(tuple(out.hidden_states), dim=2) if self.all_layers else out[0]
-            hidden = hidden[:count].float()
-            hidden = hidden / hidden.norm(dim=-1, keepdim=True)
+            hidden = _normalised(hidden[:count])
         self.rows_embedded += count
         return hidden
 
@@ -284,7 +294,7 @@ class Embedder:
         total = sum(len(s) for s in seqs)
         copies = max(1, -(-MIN_BATCH_TOKENS // total))
         with torch.inference_mode():
-            packed = packed_forward(self.model, list(seqs) * copies, self.max_tokens)
+            packed = packed_forward(self.model, list(seqs) * copies, self.max_tokens * SCORES_LENGTH)
             if packed is None:  # the model's blocks bypassed our attention: batches of one length from now on
                 self._packing_refused = True
                 return [
@@ -293,8 +303,7 @@ class Embedder:
                     for row in self.embed_rows([seqs[i] for i in batch])
                 ]
             hidden, starts = packed
-            hidden = hidden.float()
-            hidden = hidden / hidden.norm(dim=-1, keepdim=True)
+            hidden = _normalised(hidden)
         self.rows_embedded += len(seqs)
         return [hidden[starts[r] : starts[r] + len(s)] for r, s in enumerate(seqs)]
 

@@ -25,7 +25,7 @@ which are exact and batch-invariant.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -38,20 +38,18 @@ from bertscore_tm.resources import load_config
 #: The name our attention function is registered under with transformers.
 ATTENTION_NAME = "bertscore_tm_packed"
 
-#: A packed pass's attention scores hold no more than those of `max_tokens` tokens at this length (as
-#: `length_batches` bounds a batch's), so memory stays flat whatever the lengths packed.
-SCORES_LENGTH = 32
-
 
 @dataclass
 class Runs:
     """The runs of same-length texts in a packed stream, handed to the attention function through the
-    model's keyword arguments: (first token, texts, length) each. `calls` counts the attention calls, so the
-    caller can tell that every block attended text by text (a model that bypassed the interface would not)."""
+    model's keyword arguments: (first token, texts, length) each. `score_budget` bounds one piece's attention
+    scores (texts x length x length), as `length_batches` bounds a batch's. `calls` counts the attention calls,
+    so the caller can tell that every block attended text by text (a model that bypassed the interface would
+    not)."""
 
     runs: list[tuple[int, int, int]]
-    max_tokens: int
-    calls: int = field(default=0)
+    score_budget: int
+    calls: int = 0
 
 
 def packs(lengths: Sequence[int], max_tokens: int, batch_size: int | None = None) -> Iterator[list[int]]:
@@ -88,16 +86,15 @@ def packed_attention(
 ) -> tuple[Tensor, None]:
     """Scaled dot-product attention within each text of a packed stream ([1, heads, tokens, head size] in,
     [1, tokens, heads, head size] out), run by run of same-length texts, each run in pieces whose scores stay
-    within the pack's budget. The same products and softmax as the model's eager attention, batch by batch."""
+    within `score_budget`. The same products and softmax as the model's eager attention, batch by batch."""
     if bertscore_runs is None:
         raise RuntimeError("packed attention was called without the runs of its packed stream")
     bertscore_runs.calls += 1
     heads, size = query.shape[1], query.shape[3]
     scale = size**-0.5 if scaling is None else scaling
     out = torch.empty((1, query.shape[2], heads, size), dtype=query.dtype, device=query.device)
-    budget = bertscore_runs.max_tokens * SCORES_LENGTH
     for first, count, length in bertscore_runs.runs:
-        step = max(1, budget // (length * length))
+        step = max(1, bertscore_runs.score_budget // (length * length))
         for lo in range(0, count, step):
             n = min(step, count - lo)
             a, b = first + lo * length, first + (lo + n) * length
@@ -129,8 +126,9 @@ def can_pack(model: nn.Module) -> bool:
     )
 
 
-def packed_forward(model: Any, seqs: Sequence[Tensor], max_tokens: int) -> tuple[Tensor, list[int]] | None:
-    """The last hidden states of `seqs` from one packed pass of `model` (see the module's docstring): the
+def packed_forward(model: Any, seqs: Sequence[Tensor], score_budget: int) -> tuple[Tensor, list[int]] | None:
+    """The last hidden states of `seqs` from one packed pass of `model` (see the module's docstring), its
+    attention in pieces of at most `score_budget` scores (texts x length x length) per head: the
     stream ([tokens, hidden], the model's dtype, longest texts first) and each sequence's first row in it;
     None where the model's blocks did not all attend through our function (the caller then runs the texts in
     batches of one length)."""
@@ -153,7 +151,7 @@ def packed_forward(model: Any, seqs: Sequence[Tensor], max_tokens: int) -> tuple
         i = j
     stream = torch.cat(pieces).unsqueeze(0)
     del pieces
-    found = Runs(runs, max_tokens)
+    found = Runs(runs, score_budget)
     config = model.config
     own = config._attn_implementation
     _register()
