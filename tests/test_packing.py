@@ -16,13 +16,7 @@ from bertscore_tm.packing import packs
 from bertscore_tm.resources import load_config
 from conftest import MINILM
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _tiny(model_type: str) -> torch.nn.Module:

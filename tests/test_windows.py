@@ -30,13 +30,7 @@ TOL = 1e-5
 LAYER = 5  # MiniLM's default layer
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """On a shared 2-core machine extra threads only wait."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # -- the independent computation ---------------------------------------------------------------------------
