@@ -41,6 +41,7 @@ import torch
 from torch import Tensor, nn
 
 from bertscore_tm.packing import can_pack, packed_forward, packs
+from bertscore_tm.prepacked_linear import PrepackedLinears
 from bertscore_tm.windows import WindowRule, piece_ids, plan_pieces
 
 if TYPE_CHECKING:
@@ -166,6 +167,10 @@ class Embedder:
         self.rows_embedded = 0
         #: Whether a packed pass was seen to bypass our attention function (then never packed again).
         self._packing_refused = False
+        #: The model's linear layers prepacked (`bertscore_tm.prepacked_linear`), made on first use; None where
+        #: they do not prepack, or before that use (`_prepack_tried`).
+        self._prepacked: PrepackedLinears | None = None
+        self._prepack_tried = False
         self._choose_attention()
 
     def __deepcopy__(self, memo: dict) -> Embedder:
@@ -201,6 +206,7 @@ class Embedder:
         self.model.to(device)
         if self.device != before:
             self._compiled = None  # compiled for the old device: compile again where the model now is
+            self._prepacked, self._prepack_tried = None, False  # the weights moved: prepack again if they can
         self._choose_attention()
         return self
 
@@ -235,6 +241,23 @@ class Embedder:
         config = getattr(self.model, "config", None)
         return int(config.hidden_size if hasattr(config, "hidden_size") else config.d_model)  # type: ignore[union-attr]
 
+    def _linears(self) -> AbstractContextManager[object]:
+        """bfloat16 on a CPU, a model we loaded and not compiled: its linear layers multiply with prepacked
+        weights (`bertscore_tm.prepacked_linear`: the same bits in less time); elsewhere as they are."""
+        if self.user_supplied or self.compile_model or self.model_dtype != torch.bfloat16:
+            return nullcontext()
+        if not self._prepack_tried:
+            self._prepacked = PrepackedLinears.of(self.model)  # type: ignore[arg-type]
+            self._prepack_tried = True
+        return nullcontext() if self._prepacked is None else self._prepacked.active()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled embedder leaves its prepacked weights behind (oneDNN's layout has no storage to
+        pickle); the copy prepacks again on first use."""
+        state = self.__dict__.copy()
+        state["_prepacked"], state["_prepack_tried"] = None, False
+        return state
+
     def _autocast(self) -> AbstractContextManager[object]:
         if self.model_dtype == torch.float32 or (self.model_dtype == torch.bfloat16 and not self.user_supplied):
             return nullcontext()  # float32, or bfloat16 weights cast once
@@ -257,7 +280,7 @@ class Embedder:
             ids[count:] = ids[:count].repeat(copies - 1, 1)
             mask[count:] = mask[:count].repeat(copies - 1, 1)
         ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
-        with torch.inference_mode(), self._autocast():
+        with torch.inference_mode(), self._autocast(), self._linears():
             out = self._forward()(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
             hidden = torch.stack(tuple(out.hidden_states), dim=2) if self.all_layers else out[0]
             hidden = _normalised(hidden[:count])
@@ -293,7 +316,7 @@ class Embedder:
             return [hidden[r, : len(s)] for r, s in enumerate(seqs)]
         total = sum(len(s) for s in seqs)
         copies = max(1, -(-MIN_BATCH_TOKENS // total))
-        with torch.inference_mode():
+        with torch.inference_mode(), self._linears():
             packed = packed_forward(self.model, list(seqs) * copies, self.max_tokens * SCORES_LENGTH)
             if packed is None:  # the model's blocks bypassed our attention: batches of one length from now on
                 self._packing_refused = True
