@@ -204,7 +204,14 @@ def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: st
             return {"unique_sentences": len(unique)}
 
         return run
-    if kind in ("ours-fp32", "ours-bf16", "ours-bf16-unpacked", "ours-fp16", "ours-bf16-compiled"):
+    if kind in (
+        "ours-fp32",
+        "ours-bf16",
+        "ours-bf16-unprepacked",
+        "ours-bf16-unpacked",
+        "ours-fp16",
+        "ours-bf16-compiled",
+    ):
         from bertscore_tm import BERTScore
 
         dtype = torch.float32 if kind == "ours-fp32" else torch.float16 if kind == "ours-fp16" else torch.bfloat16
@@ -212,6 +219,8 @@ def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: st
         metric = BERTScore(path, num_layers=layers, model_dtype=dtype, device=device, compile_model=compiled)
         if kind == "ours-bf16-unpacked":  # for comparison: bfloat16 in batches of one length, as before packing
             metric._embedder._packing_refused = True
+        if kind == "ours-bf16-unprepacked":  # for comparison: packed, the linear layers as torch has them
+            metric._embedder._prepacked, metric._embedder._prepack_tried = None, True
 
         def run() -> dict:
             metric.reset()
@@ -254,7 +263,7 @@ def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: st
 def _timed(device: str) -> tuple[str, ...]:
     """The configurations of a run: float16 only where autocast has fast float16 kernels (CUDA)."""
     fp16 = ("ours-fp16",) if device.startswith("cuda") else ()
-    ours = ("ours-fp32", "ours-bf16", "ours-bf16-unpacked", "ours-bf16-compiled", *fp16)
+    ours = ("ours-fp32", "ours-bf16", "ours-bf16-unprepacked", "ours-bf16-unpacked", "ours-bf16-compiled", *fp16)
     return ("limit", "limit-padded", "limit-bf16", *ours, "bert-score", "torchmetrics")
 
 
@@ -437,7 +446,8 @@ def main() -> None:
         ("(the bare forward pass in padded batches, as batched before issue 13)", "limit-padded"),
         ("(the bare forward pass in bfloat16: the model cast once, the metric's bfloat16 attention)", "limit-bf16"),
         ("bertscore-tm, float32 (updates + compute)", "ours-fp32"),
-        ("bertscore-tm, bfloat16 (`model_dtype=torch.bfloat16`; packed on a CPU)", "ours-bf16"),
+        ("bertscore-tm, bfloat16 (`model_dtype=torch.bfloat16`; packed and prepacked on a CPU)", "ours-bf16"),
+        ("(bertscore-tm, bfloat16 packed, its linear layers not prepacked)", "ours-bf16-unprepacked"),
         ("(bertscore-tm, bfloat16 in batches of one length: packing switched off)", "ours-bf16-unpacked"),
         ("bertscore-tm, bfloat16, compiled (`compile_model=True`, opt-in)", "ours-bf16-compiled"),
         ("bertscore-tm, float16 (`model_dtype=torch.float16`)", "ours-fp16"),
@@ -455,7 +465,7 @@ def main() -> None:
             right = f"no: max F1 error {err:.3f}, mean F1 {mean_ours:.3f} vs {mean_ref:.3f}" if err > 1e-5 else "yes"
         elif kind == "bert-score":
             right = "the reference"
-        elif kind in ("ours-bf16", "ours-bf16-unpacked", "ours-fp16", "ours-bf16-compiled"):
+        elif kind in ("ours-bf16", "ours-bf16-unprepacked", "ours-bf16-unpacked", "ours-fp16", "ours-bf16-compiled"):
             right = f"max F1 error vs float32 {_max_err(r['f1'], runs['ours-fp32']['f1']):.1e}"
             if "compile_run_seconds" in r:
                 right += f"; first run (compiling) {r['compile_run_seconds']:.0f} s, once per process, not timed"
@@ -502,12 +512,19 @@ def main() -> None:
     )
     spread = {
         k: (min(r[k] / r["limit"] for r in timing), max(r[k] / r["limit"] for r in timing))
-        for k in ("ours-fp32", "limit-bf16", "ours-bf16", "ours-bf16-unpacked", "ours-bf16-compiled")
+        for k in (
+            "ours-fp32",
+            "limit-bf16",
+            "ours-bf16",
+            "ours-bf16-unprepacked",
+            "ours-bf16-unpacked",
+            "ours-bf16-compiled",
+        )
     }
     # what bfloat16 costs beyond the model's own bfloat16 forward pass, round by round
     over_bf16 = {
         k: _median([r[k] / r["limit-bf16"] for r in timing])
-        for k in ("ours-bf16", "ours-bf16-unpacked", "ours-bf16-compiled")
+        for k in ("ours-bf16", "ours-bf16-unprepacked", "ours-bf16-unpacked", "ours-bf16-compiled")
     }
 
     load_end = os.getloadavg()
@@ -576,15 +593,19 @@ def main() -> None:
             "- time ratio = seconds per pair / the limit's seconds per pair (lower is better), measured in one "
             f"process where every configuration takes its turn, {args.repeats} rounds, median round reported "
             f"(fp32 rounds ranged {spread['ours-fp32'][0]:.2f}x-{spread['ours-fp32'][1]:.2f}x, bf16 "
-            f"{spread['ours-bf16'][0]:.2f}x-{spread['ours-bf16'][1]:.2f}x, bf16 unpacked "
+            f"{spread['ours-bf16'][0]:.2f}x-{spread['ours-bf16'][1]:.2f}x, bf16 not prepacked "
+            f"{spread['ours-bf16-unprepacked'][0]:.2f}x-{spread['ours-bf16-unprepacked'][1]:.2f}x, bf16 unpacked "
             f"{spread['ours-bf16-unpacked'][0]:.2f}x-{spread['ours-bf16-unpacked'][1]:.2f}x, bf16 compiled "
             f"{spread['ours-bf16-compiled'][0]:.2f}x-{spread['ours-bf16-compiled'][1]:.2f}x); pairs/s = the limit's "
             "median pairs/s over the ratio",
             f"- bfloat16's floor: the bare bfloat16 forward pass of the same texts and batches took "
             f"{ratio['limit-bf16']:.2f}x the float32 one (rounds {spread['limit-bf16'][0]:.2f}x-"
             f"{spread['limit-bf16'][1]:.2f}x); the metric in bfloat16 took {over_bf16['ours-bf16']:.2f}x that bare "
-            f"bfloat16 pass, packed (its forward passes run many lengths as one stream: `bertscore_tm.packing`; "
-            f"the same vectors bit for bit), {over_bf16['ours-bf16-unpacked']:.2f}x in batches of one length and "
+            f"bfloat16 pass, packed and prepacked (its forward passes run many lengths as one stream: "
+            f"`bertscore_tm.packing`; its linear layers multiply with weights reordered once: "
+            f"`bertscore_tm.prepacked_linear`; the same vectors bit for bit), "
+            f"{over_bf16['ours-bf16-unprepacked']:.2f}x packed without prepacking, "
+            f"{over_bf16['ours-bf16-unpacked']:.2f}x in batches of one length (prepacked) and "
             f"{over_bf16['ours-bf16-compiled']:.2f}x compiled (in batches of one length: a compiled model does not "
             "pack); beyond the forward pass it tokenises, normalises, copies vectors and matches",
             peak_text,
