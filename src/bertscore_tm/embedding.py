@@ -13,7 +13,9 @@ has float32's range, so nothing overflows) and, on a CPU, uses the model's eager
 products and softmax take half the time of the CPU's scaled-dot-product kernel on sentences); float16, and
 bfloat16 with a model object of the user's (`UserModel`: never cast, never switched), run under autocast.
 bfloat16 on a CPU also runs packed where the model's family allows (`bertscore_tm.packing`: many lengths in
-one stream, the very same vectors in less time); everything else runs in batches of one length.
+one stream, the very same vectors in less time); everything else runs in batches of one length. In bfloat16 on
+a CPU, a model we loaded (packed or not, not compiled) also multiplies its linear layers with weights put in
+oneDNN's layout once (`bertscore_tm.prepacked_linear`: the very same bits, about an eighth less time).
 
 `compile_model=True` (opt-in, a model we loaded) runs the forward pass through `torch.compile` (dynamic shapes,
 frozen weights): its first batches wait for the compilation (tens of seconds on a CPU), then the forward pass
