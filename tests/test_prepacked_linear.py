@@ -147,3 +147,20 @@ def test_a_pickled_or_moved_embedder_prepacks_again() -> None:
     assert torch.equal(copy.embed(texts)[0], table) and copy._prepacked is not None
     embedder.to("meta")
     assert embedder._prepacked is None and not embedder._prepack_tried
+
+
+def test_weights_moved_or_cast_behind_the_embedders_back_are_prepacked_again() -> None:
+    model = _tiny("bert")
+    embedder = Embedder(model, 1, all_layers=False, model_dtype=torch.bfloat16)
+    texts = _texts(25, seed=3)
+    table = embedder.embed(texts)[0]
+    first = embedder._prepacked
+    assert first is not None and first.current()
+    model.float()  # new weight tensors, not through Embedder.to
+    assert not first.current()
+    model.to(torch.bfloat16)
+    assert torch.equal(embedder.embed(texts)[0], table)
+    assert embedder._prepacked is not first and embedder._prepacked is not None and embedder._prepacked.current()
+    model.float()
+    float32 = embedder.embed(texts)[0]  # float32 weights now: nothing prepacks, and the vectors come out
+    assert embedder._prepacked is None and float32.dtype == torch.float32

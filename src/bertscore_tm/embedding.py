@@ -19,10 +19,10 @@ oneDNN's layout once (`bertscore_tm.prepacked_linear`: the very same bits, about
 
 `compile_model=True` (opt-in, a model we loaded) runs the forward pass through `torch.compile` (dynamic shapes,
 frozen weights): its first batches wait for the compilation (tens of seconds on a CPU), then the forward pass
-is a little faster. A compiled model runs in batches of one length, never packed, so in bfloat16 on a 2-core
-CPU it bought about what packing buys (the whole metric 0.58x-0.61x the float32 bare forward pass, packed
-0.59x, in batches of one length uncompiled 0.67x-0.70x, in two runs). Its fused kernels round differently
-from the eager ones (about 1e-6 in F1 in float32), so it is never on by default.
+is a little faster. A compiled model runs in batches of one length, never packed or prepacked, so in bfloat16 on
+a 2-core CPU it is slower than the default (the whole metric 0.64x-0.67x the float32 bare forward pass,
+against 0.55x-0.56x packed and prepacked, in two `make bench` runs). Its fused kernels round differently from
+the eager ones (about 1e-6 in F1 in float32), so it is never on by default.
 
 A text's vectors do not depend on the batch it runs in: padding would change the summation order of the
 attention (so the last bits of every vector) with the longest text of the batch, and tiny matrices take other
@@ -248,7 +248,7 @@ class Embedder:
         weights (`bertscore_tm.prepacked_linear`: the same bits in less time); elsewhere as they are."""
         if self.user_supplied or self.compile_model or self.model_dtype != torch.bfloat16:
             return nullcontext()
-        if not self._prepack_tried:
+        if not self._prepack_tried or (self._prepacked is not None and not self._prepacked.current()):
             self._prepacked = PrepackedLinears.of(self.model)  # type: ignore[arg-type]
             self._prepack_tried = True
         return nullcontext() if self._prepacked is None else self._prepacked.active()

@@ -139,9 +139,9 @@ class BERTScore(Metric):
         compile_model: run the forward pass of a model this metric loads through ``torch.compile`` (dynamic
             shapes, frozen weights). Opt-in and inexact (its fused kernels round differently: about 1e-6 in F1
             in float32); the first compute() waits for the compilation (tens of seconds on a CPU), after which
-            the forward pass is a little faster. It runs in batches of one length, never packed: in bfloat16 on a
-            CPU (where a loaded BERT or RoBERTa runs packed otherwise) it bought about what packing buys
-            (benchmarks/RESULTS.md). A ``model`` object of yours is never compiled here
+            the forward pass is a little faster. It runs in batches of one length, never packed or prepacked, so
+            in bfloat16 on a CPU (where a loaded model runs prepacked, and a BERT or RoBERTa packed, otherwise)
+            it is slower than without it (benchmarks/RESULTS.md). A ``model`` object of yours is never compiled here
             (``ArgumentValueError``): compile it yourself before passing it.
         model: a model object of your own (any Hugging Face encoder; an encoder-decoder's encoder is used) in
             place of ``model_name_or_path``: scored through an eval-mode view that shares its weights, so it is

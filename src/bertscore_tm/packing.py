@@ -11,12 +11,11 @@ run on the packed stream; the pooler, unused by BERTScore, never runs.
 Where it is used: bfloat16 on a CPU, for the model families whose blocks reach attention through that
 interface and whose embeddings need nothing between them and the encoder (`configs/packing.json`). There it
 gives the very same vectors as batches of one length, bit for bit (the bfloat16 matrix products round each
-row alike whatever the number of rows; tests pin it), in less time: on a 2-core CPU the whole metric took
-0.59x the float32 bare forward pass packed against 0.67x-0.70x in batches of one length (`make bench`, two
-runs). In
-float32 a packed pass gave vectors up to 6e-7 away from those of batches of one length, and up to 2e-7 apart
-with other companions (the CPU's float32 products round by shape), so float32 keeps its batches of one length,
-which are exact and batch-invariant.
+row alike whatever the number of rows; tests pin it), in less time: on a 2-core CPU packing cut the whole
+metric's bfloat16 time by 12-16% against batches of one length (every `make bench` run). In float32 a packed
+pass gave vectors up to 6e-7 away from those of batches of one length, and up to 2e-7 apart with other
+companions (the CPU's float32 products round by shape), so float32 keeps its batches of one length, which are
+exact and batch-invariant.
 
 >>> list(packs([5, 3, 5, 2], max_tokens=8))
 [[0], [2, 1], [3]]
