@@ -5,8 +5,8 @@ its own blocked layout, again in every call, for every batch. Doing that once pe
 (`torch.ops.mkldnn._reorder_linear_weight`) and calling oneDNN's product on the reordered weight
 (`torch.ops.mkldnn._linear_pointwise`, the operator torch's own compiler uses for frozen CPU graphs) skips the
 copy. On a 2-core CPU the forward passes of 1000 WMT pairs' texts through MiniLM took 0.87x-0.88x the time
-(two scratch runs), and the whole bfloat16 metric 0.92x (`make bench`: 0.92x the model's own bfloat16
-forward pass against 1.00x without prepacking, in the same run).
+(two scratch runs), and the whole bfloat16 metric 0.92x in two `make bench` runs (0.92x the model's own
+bfloat16 forward pass against 1.00x without prepacking in one, 0.98x against 1.07x in the other).
 
 It is the same oneDNN kernel on the same numbers, so the outputs are the bits of torch's `F.linear`, whatever
 the number of rows. That is checked, not assumed: when a model's weights are prepacked, every layer multiplies
