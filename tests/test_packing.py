@@ -15,26 +15,9 @@ from bertscore_tm.loading import load_encoder, resolve_model_path
 from bertscore_tm.packing import packs
 from bertscore_tm.resources import load_config
 from conftest import MINILM
+from tiny_models import tiny_encoder
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def _tiny(model_type: str) -> torch.nn.Module:
-    """A tiny random encoder of `model_type` (absolute positions), built from its config class."""
-    from transformers import AutoConfig, AutoModel
-
-    torch.manual_seed(0)
-    config = AutoConfig.for_model(
-        model_type,
-        vocab_size=120,
-        hidden_size=32,
-        num_hidden_layers=3,
-        num_attention_heads=2,
-        intermediate_size=37,
-        max_position_embeddings=80,
-        pad_token_id=1,
-    )
-    return AutoModel.from_config(config).eval().requires_grad_(False)
 
 
 def _texts(count: int, seed: int = 0) -> list[torch.Tensor]:
@@ -65,7 +48,7 @@ def test_packs_hold_every_text_once_longest_first_within_the_budget() -> None:
 
 @pytest.mark.parametrize("model_type", load_config("packing.json")["model_types"])
 def test_every_family_listed_packs_to_the_vectors_of_batches_of_one_length(model_type: str) -> None:
-    embedder = Embedder(_tiny(model_type), pad_id=1, all_layers=False, model_dtype=torch.bfloat16)
+    embedder = Embedder(tiny_encoder(model_type), pad_id=1, all_layers=False, model_dtype=torch.bfloat16)
     assert embedder.packing
     texts = _texts(120)
     packed, _ = embedder.embed(texts)
@@ -75,7 +58,7 @@ def test_every_family_listed_packs_to_the_vectors_of_batches_of_one_length(model
 
 
 def test_a_text_gets_the_same_vectors_whatever_it_is_packed_with() -> None:
-    embedder = Embedder(_tiny("bert"), pad_id=1, all_layers=False, model_dtype=torch.bfloat16, max_tokens=300)
+    embedder = Embedder(tiny_encoder("bert"), pad_id=1, all_layers=False, model_dtype=torch.bfloat16, max_tokens=300)
     texts = _texts(40, seed=2)
     alone = [embedder.embed([t])[0] for t in texts[:10]]  # fewer tokens than a batch's least: run with copies
     rng = random.Random(3)
@@ -91,13 +74,13 @@ def test_a_text_gets_the_same_vectors_whatever_it_is_packed_with() -> None:
 
 def test_attention_runs_in_pieces_when_a_run_would_outgrow_the_budget() -> None:
     """A tiny token budget cuts long runs of same-length texts into pieces: the vectors do not change."""
-    embedder = Embedder(_tiny("roberta"), pad_id=1, all_layers=False, model_dtype=torch.bfloat16, max_tokens=64)
+    embedder = Embedder(tiny_encoder("roberta"), pad_id=1, all_layers=False, model_dtype=torch.bfloat16, max_tokens=64)
     texts = [t for t in _texts(200, seed=4) if len(t) in (7, 12)]
     assert torch.equal(embedder.embed(texts)[0], _batched(embedder, texts))
 
 
 def test_a_model_whose_blocks_bypass_our_attention_falls_back_to_batches(monkeypatch) -> None:
-    embedder = Embedder(_tiny("bert"), pad_id=1, all_layers=False, model_dtype=torch.bfloat16)
+    embedder = Embedder(tiny_encoder("bert"), pad_id=1, all_layers=False, model_dtype=torch.bfloat16)
     monkeypatch.setattr(packing_module, "model_depth", lambda model: 99)  # the attention calls never add up
     texts = _texts(50, seed=5)
     table = embedder.embed(texts)[0]
@@ -107,11 +90,11 @@ def test_a_model_whose_blocks_bypass_our_attention_falls_back_to_batches(monkeyp
 
 
 def test_only_bfloat16_on_a_cpu_with_the_last_layer_of_a_family_listed_packs() -> None:
-    model = _tiny("bert")
+    model = tiny_encoder("bert")
     assert not Embedder(model, 1, all_layers=False).packing  # float32: batches of one length, exact
     assert not Embedder(model, 1, all_layers=True, model_dtype=torch.bfloat16).packing
     assert not Embedder(model, 1, all_layers=False, model_dtype=torch.bfloat16, compile_model=True).packing
-    assert not Embedder(_tiny("electra"), 1, all_layers=False, model_dtype=torch.bfloat16).packing  # not listed
+    assert not Embedder(tiny_encoder("electra"), 1, all_layers=False, model_dtype=torch.bfloat16).packing  # not listed
 
 
 def test_a_bfloat16_metric_scores_packed_exactly_as_in_batches(wmt) -> None:
@@ -148,7 +131,7 @@ def test_windows_of_long_texts_pack_like_any_other_sequence(wmt) -> None:
 
 
 def test_packs_honour_a_count_cap() -> None:
-    embedder = Embedder(_tiny("bert"), 1, all_layers=False, model_dtype=torch.bfloat16, batch_size=3)
+    embedder = Embedder(tiny_encoder("bert"), 1, all_layers=False, model_dtype=torch.bfloat16, batch_size=3)
     sizes = []
     original = embedder.embed_rows
     embedder.embed_rows = lambda seqs: sizes.append(len(seqs)) or original(seqs)  # type: ignore[method-assign]

@@ -15,6 +15,7 @@ from bertscore_tm import prepacked_linear as prepacked_module
 from bertscore_tm.embedding import Embedder
 from bertscore_tm.prepacked_linear import PrepackedLinears, prepackable
 from conftest import MINILM
+from tiny_models import tiny_encoder
 
 pytestmark = [
     pytest.mark.usefixtures("one_thread"),
@@ -27,21 +28,8 @@ FAMILIES = ("bert", "electra", "deberta-v2", "modernbert")
 
 
 def _tiny(model_type: str) -> nn.Module:
-    """A tiny random bfloat16 encoder of `model_type`, built from its config class."""
-    from transformers import AutoConfig, AutoModel
-
-    torch.manual_seed(0)
-    config = AutoConfig.for_model(
-        model_type,
-        vocab_size=120,
-        hidden_size=32,
-        num_hidden_layers=3,
-        num_attention_heads=2,
-        intermediate_size=37,
-        max_position_embeddings=80,
-        pad_token_id=1,
-    )
-    return AutoModel.from_config(config).eval().requires_grad_(False).to(torch.bfloat16)
+    """A tiny random bfloat16 encoder of `model_type`."""
+    return tiny_encoder(model_type).to(torch.bfloat16)
 
 
 def _texts(count: int, seed: int = 0) -> list[torch.Tensor]:

@@ -572,3 +572,24 @@ def build_tiny_model(family: str, root: Path) -> Path:
     model.eval()
     model.save_pretrained(str(out))
     return out
+
+
+def tiny_encoder(model_type: str) -> Any:
+    """A tiny random encoder of `model_type` (hidden size 32, 3 blocks, 120 ids, pad id 1; the family's own
+    position scheme), built in memory from its config class with no tokenizer: for tests that run token ids
+    straight through the model. Frozen and in eval mode, float32."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    torch.manual_seed(0)
+    config = AutoConfig.for_model(
+        model_type,
+        vocab_size=120,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=80,
+        pad_token_id=1,
+    )
+    return AutoModel.from_config(config).eval().requires_grad_(False)
