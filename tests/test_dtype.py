@@ -84,3 +84,60 @@ def test_a_dtype_cast_mid_stream_keeps_states_and_scores_exact(metric, expected,
         assert torch.equal(result[key], expected[computed_before][key]), key
     metric.reset()  # the defaults were not cast either
     _check_states(metric)
+
+
+# -- a caller's autocast (Lightning's "16-mixed" / "bf16-mixed" steps, a `torch.autocast` block) -------------------
+# The metric computes in the precision its setting names whatever autocast surrounds it: compute() under a caller's
+# bfloat16 autocast used to raise (half-precision similarities written into float32 results) and pairwise() to
+# round its scores to bfloat16.
+AUTOCASTS = [torch.bfloat16, torch.float16]
+PAIRS = (FIRST[0] + SECOND[0], [FIRST[1][0], "Prices went up a lot.", SECOND[1][0]])
+
+
+@pytest.fixture(scope="module")
+def plain() -> BERTScore:
+    return BERTScore(MINILM)
+
+
+@pytest.mark.parametrize("dtype", AUTOCASTS, ids=str)
+def test_compute_and_forward_under_a_callers_autocast_give_the_float32_scores(plain, dtype):
+    plain.reset()
+    plain.update(*PAIRS)
+    want = plain.compute()
+    plain.reset()
+    plain.update(*PAIRS)
+    with torch.autocast("cpu", dtype=dtype):
+        got = plain.compute()
+        stepped = plain(*PAIRS)  # forward(): update and compute of the step's pairs, as in a validation step
+    for key in ("precision", "recall", "f1"):
+        assert got[key].dtype == torch.float32
+        assert torch.equal(got[key], want[key]), key
+        assert torch.equal(stepped[key], want[key]), key
+    assert torch.is_autocast_enabled("cpu") is False  # the caller's context was left as it was outside
+
+
+@pytest.mark.parametrize("dtype", AUTOCASTS, ids=str)
+def test_pairwise_and_mbr_under_a_callers_autocast_are_unchanged(plain, dtype):
+    cands, refs = PAIRS
+    groups = [cands, refs]
+    want = plain.pairwise(cands, refs)
+    want_mbr = plain.mbr_select(groups, return_utilities=True)
+    with torch.autocast("cpu", dtype=dtype):
+        got = plain.pairwise(cands, refs)
+        got_mbr = plain.mbr_select(groups, return_utilities=True)
+        assert torch.is_autocast_enabled("cpu")  # switched off inside the metric only
+    for key in ("precision", "recall", "f1"):
+        assert torch.equal(got[key], want[key]), key
+    assert got_mbr[0] == want_mbr[0]
+    assert all(torch.equal(a, b) for a, b in zip(got_mbr[1], want_mbr[1], strict=True))
+
+
+def test_a_bfloat16_metric_under_a_callers_float16_autocast_keeps_its_own_precision():
+    metric = BERTScore(MINILM, model_dtype=torch.bfloat16)
+    metric.update(*PAIRS)
+    want = metric.compute()
+    metric.reset()
+    metric.update(*PAIRS)
+    with torch.autocast("cpu", dtype=torch.float16):
+        got = metric.compute()
+    assert torch.equal(got["f1"], want["f1"])

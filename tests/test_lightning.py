@@ -297,6 +297,27 @@ def test_lightning_single_process_logs_exact_epoch_f1(pairs, reference_val, tmp_
     assert all(torch.equal(after[k], v) for k, v in frozen.items())
 
 
+def test_lightning_bf16_mixed_precision_logs_the_exact_float32_scores(pairs, reference_val, tmp_path):
+    """Under `precision="bf16-mixed"` Lightning runs each step under a bfloat16 autocast: the metric still
+    computes in float32, as its setting says, both when a step calls forward() (its compute() runs inside
+    that autocast) and when the epoch's value is logged."""
+
+    class StepScores(example.TinyModel):
+        def validation_step(self, batch, batch_idx):
+            super().validation_step(batch, batch_idx)
+            step = BERTScore(PACKAGED_MINILM, num_layers=LAYER)
+            self.step_f1.append(step(batch["pred"], batch["target"])["f1"])
+
+    module = StepScores(use_indexes=False)
+    module.step_f1 = []
+    trainer = example.make_trainer(str(tmp_path), precision="bf16-mixed")
+    trainer.fit(module, *example.loaders(list(zip(*pairs, strict=True))))
+    _check_logged(_read_scalars(tmp_path), reference_val)
+    per_pair = torch.cat(module.step_f1[: len(module.step_f1) // 2])  # the first epoch's steps
+    assert per_pair.dtype == torch.float32 and len(per_pair) == len(pairs[0])
+    assert abs(float(per_pair.mean()) - reference_val["f1"]) < TOL
+
+
 def test_lightning_module_scores_with_its_own_encoder_as_it_trains(pairs, tmp_path):
     """examples/lightning_example.py's EncoderModel trains its own encoder and scores with that very object."""
     module = example.EncoderModel()

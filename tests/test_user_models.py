@@ -170,7 +170,7 @@ def test_later_blocks_are_not_computed(minilm):
     assert ran and ran == [0, 1] * (len(ran) // 2)
 
 
-def test_scoring_never_moves_the_model_but_moving_the_metric_moves_all_of_it(tiny):
+def test_scoring_pairwise_and_mbr_never_move_the_model_but_moving_the_metric_moves_all_of_it(tiny):
     from transformers import AutoModel, AutoTokenizer
 
     # an encoder-decoder: the encoder scores, and the whole object (decoder too) follows the metric
@@ -181,7 +181,9 @@ def test_scoring_never_moves_the_model_but_moving_the_metric_moves_all_of_it(tin
     original_apply = model._apply
     model._apply = lambda *a, **k: moves.append(a) or original_apply(*a, **k)  # type: ignore[method-assign]
     run(metric, ["a cat sat on the mat"], ["the cat sat"])
-    assert moves == []  # scoring ran the model where it was
+    metric.pairwise(["a cat sat on the mat"], ["the cat sat", "a dog"])
+    metric.mbr_select([["a cat sat on the mat", "the cat sat", "a dog"]])
+    assert moves == []  # scoring, all pairs and MBR ran the model where it was
     metric.to("meta")
     assert moves and {p.device.type for p in model.parameters()} == {"meta"}
     assert {b.device.type for b in model.buffers()} <= {"meta"}

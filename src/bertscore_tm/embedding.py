@@ -35,7 +35,7 @@ on another process or in another compute(), give exactly the scores of a fresh o
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext, suppress
+from contextlib import AbstractContextManager, ExitStack, nullcontext, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +103,25 @@ def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: i
         batch.append(i)
     if batch:
         yield batch
+
+
+def autocast_off(device: torch.device | str) -> ExitStack:
+    """A context in which the caller's autocast (Lightning's "16-mixed" or "bf16-mixed" steps, a user's
+    `torch.autocast` block) is switched off for the CPU and `device`, so the metric computes in the precision
+    its setting names: float32 stays float32 (as its hash code says), and the lower precisions are the
+    metric's own choice (`Embedder` enters its own autocast inside this). Without it, compute() under a
+    caller's autocast got half-precision similarities it could not store, and pairwise() rounded its scores.
+
+    >>> with torch.autocast("cpu", dtype=torch.bfloat16), autocast_off("cpu"):
+    ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+    torch.float32
+    """
+    kinds = dict.fromkeys(("cpu", "cuda", torch.device(device).type))
+    stack = ExitStack()
+    for kind in kinds:
+        if torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind):
+            stack.enter_context(torch.autocast(kind, enabled=False))
+    return stack
 
 
 def _normalised(hidden: Tensor) -> Tensor:
@@ -262,7 +281,7 @@ class Embedder:
 
     def _autocast(self) -> AbstractContextManager[object]:
         if self.model_dtype == torch.float32 or (self.model_dtype == torch.bfloat16 and not self.user_supplied):
-            return nullcontext()  # float32, or bfloat16 weights cast once
+            return autocast_off(self.device)  # float32, or bfloat16 weights cast once: never a caller's autocast
         return torch.autocast(device_type=self.device.type, dtype=self.model_dtype)
 
     def embed_batch(self, seqs: Sequence[Tensor]) -> Tensor:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
+from bertscore_tm.embedding import autocast_off
 from bertscore_tm.idf import plain_weights
 from bertscore_tm.pairwise import (
     DistinctTexts,
@@ -313,11 +314,24 @@ def select(
     """`metric.mbr_select(...)`: see :func:`mbr_select`. `sim_bytes` bounds one batch's similarities
     (default: the embedder's block budget / 8), `block_tokens` the new texts embedded per block (default:
     four forward batches)."""
+    with autocast_off(metric.device):  # the setting's precision, whatever autocast the caller runs under
+        return _select(metric, groups, references, return_utilities, sim_bytes, block_tokens)
+
+
+def _select(
+    metric: BERTScore,
+    groups: Sequence[Sequence[str]],
+    references: Sequence[Sequence[str]] | None,
+    return_utilities: bool,
+    sim_bytes: int | None,
+    block_tokens: int | None,
+) -> list[int] | tuple[list[int], list[Tensor]]:
     hyps, refs = check_mbr_inputs(groups, references)
     if metric.all_layers:
         raise ValueError("mbr_select scores with one layer: use a metric with all_layers=False")
     encoder, embedder = metric._encoder, metric.embedder
-    embedder.to(metric.device)
+    if not metric.user_supplied:  # a loaded model goes where the metric is; a model object of yours stays put
+        embedder.to(metric.device)
     sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
     block_tokens = 4 * embedder.max_tokens if block_tokens is None else block_tokens
     flat = [h for group in hyps for h in group] + ([r for group in refs for r in group] if refs is not None else [])

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding import Embedder, length_batches
+from bertscore_tm.embedding import Embedder, autocast_off, length_batches
 from bertscore_tm.errors import warn_user
 from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
 from bertscore_tm.matching import ragged_arange
@@ -441,7 +441,8 @@ def pairwise_scores(
     """`metric.pairwise(cands, refs)`: see :meth:`BERTScore.pairwise`."""
     cands = check_texts(cands, "cands", "candidate")
     refs = check_texts(refs, "refs", "reference")
-    result, _ = _pairwise(metric, cands, refs)
+    with autocast_off(metric.device):  # the setting's precision, whatever autocast the caller runs under
+        result, _ = _pairwise(metric, cands, refs)
     return result
 
 
@@ -451,8 +452,9 @@ def _pairwise(
     """The result as `metric.pairwise` returns it, and what the computation held (for benchmarks)."""
     encoder = metric._encoder
     embedder = metric.embedder
-    device = metric.device
-    embedder.to(device)
+    if not metric.user_supplied:  # a loaded model goes where the metric is; a model object of yours stays put
+        embedder.to(metric.device)
+    device = embedder.device  # where the vectors, and so the scores, are made
     c_ids, c_lens, r_ids, r_lens = encoder.encode_pairs(cands, refs)  # one warning per kind, both sides counted
     texts = distinct_texts(torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)))
     if metric._fixed_idf is not None:  # idf_texts / idf_weights: the metric's fixed table
