@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import bertscore_tm
 import bertscore_tm.launch
-from bertscore_tm.cli import main
+from bertscore_tm.cli import UsageError, main
 from bertscore_tm.launch import Processes, processes
 from tests.conftest import MINILM
 
@@ -165,3 +166,20 @@ def _no_inherited_launch(monkeypatch):
     """These tests set torchrun's variables themselves; none leak in from the environment that runs them."""
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
         monkeypatch.delenv(name, raising=False)
+
+
+def test_under_torchrun_a_gpu_named_by_index_is_refused_and_none_means_this_process_s_own(monkeypatch, capsys):
+    from bertscore_tm.cli import _process_device
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    with pytest.raises(UsageError, match=r"--device cuda:0: torchrun started 2 processes, and each uses the GPU"):
+        _process_device("cuda:0")  # both processes would share GPU 0 (NCCL refuses that at its first exchange)
+    assert _process_device("cpu") == "cpu"
+    if not torch.cuda.is_available():
+        assert _process_device(None) == "cpu"
+        with pytest.raises(UsageError, match="--device cuda:1: CUDA is not available"):
+            _process_device("cuda")  # mapped to this process's GPU before it is checked
+    elif torch.cuda.device_count() >= 2:
+        assert _process_device(None) == _process_device("cuda") == "cuda:1"

@@ -254,10 +254,34 @@ def _device(name: str | None) -> str:
 
 
 def _process_device(name: str | None) -> str:
-    """`_device`, and under torchrun (WORLD_SIZE > 1) a bare ``cuda`` becomes this process's GPU (LOCAL_RANK)."""
-    device = _device(name)
+    """`_device`, and under torchrun (WORLD_SIZE > 1) a bare ``cuda`` becomes this process's GPU (LOCAL_RANK),
+    checked there (so no process touches another's GPU); a GPU named by its index is refused there, since every
+    process would take that one GPU."""
     _, world, local_rank = launched()
-    return local_device(device, local_rank) if world > 1 else device
+    if world <= 1:
+        return _device(name)
+    if name is not None and _cuda_index(name) is not None:
+        raise UsageError(
+            f"--device {name}: torchrun started {world} processes, and each uses the GPU of its LOCAL_RANK; "
+            "pass --device cuda (or choose the GPUs with CUDA_VISIBLE_DEVICES)"
+        )
+    if name is None:
+        import torch
+
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return _device(local_device(name, local_rank))
+
+
+def _cuda_index(name: str) -> int | None:
+    """The index of a CUDA device name ("cuda:1" -> 1); None for anything else (an unparsable name included:
+    `_device` says what is wrong with it)."""
+    import torch
+
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        return None
+    return device.index if device.type == "cuda" else None
 
 
 def _one_process(command: str) -> None:
