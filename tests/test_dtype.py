@@ -141,3 +141,26 @@ def test_a_bfloat16_metric_under_a_callers_float16_autocast_keeps_its_own_precis
     with torch.autocast("cpu", dtype=torch.float16):
         got = metric.compute()
     assert torch.equal(got["f1"], want["f1"])
+
+
+def test_reduced_precision_float32_products_are_left_alone_but_warned_once(plain):
+    from bertscore_tm.embedding import _warn_reduced_products
+
+    plain.reset()
+    plain.update(*PAIRS)
+    want = plain.compute()
+    _warn_reduced_products.cache_clear()
+    torch.set_float32_matmul_precision("medium")  # float32 products in bfloat16 where the CPU can
+    try:
+        with pytest.warns(UserWarning, match=r"float32 matrix products on cpu are set to run in bf16") as said:
+            plain.reset()
+            plain.update(*PAIRS)
+            got = plain.compute()
+            plain.pairwise(*PAIRS)
+        warned = [w for w in said if "float32 matrix products" in str(w.message)]
+        assert len(warned) == 1  # once, not once per compute() or pairwise()
+        assert warned[0].filename == __file__  # names the caller's line
+        assert torch.backends.mkldnn.matmul.fp32_precision == "bf16"  # the process's setting, left as it was
+    finally:
+        torch.set_float32_matmul_precision("highest")
+    torch.testing.assert_close(got["f1"], want["f1"], atol=1e-5, rtol=0)  # close, not necessarily equal

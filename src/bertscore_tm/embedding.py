@@ -37,11 +37,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext, suppress
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
+from bertscore_tm.errors import warn_user
 from bertscore_tm.packing import can_pack, packed_forward, packs
 from bertscore_tm.prepacked_linear import PrepackedLinears
 from bertscore_tm.windows import WindowRule, piece_ids, plan_pieces
@@ -105,14 +107,16 @@ def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: i
         yield batch
 
 
-def autocast_off(device: torch.device | str) -> ExitStack:
-    """A context in which the caller's autocast (Lightning's "16-mixed" or "bf16-mixed" steps, a user's
-    `torch.autocast` block) is switched off for the CPU and `device`, so the metric computes in the precision
-    its setting names: float32 stays float32 (as its hash code says), and the lower precisions are the
-    metric's own choice (`Embedder` enters its own autocast inside this). Without it, compute() under a
-    caller's autocast got half-precision similarities it could not store, and pairwise() rounded its scores.
+def own_precision(device: torch.device | str) -> ExitStack:
+    """A context for the metric's own arithmetic, in the precision its setting names. The caller's autocast
+    (Lightning's "16-mixed" or "bf16-mixed" steps, a user's `torch.autocast` block) is switched off for the CPU
+    and `device`: float32 stays float32 (as the hash code says), and the lower precisions are the metric's own
+    choice (`Embedder` enters its own autocast inside this). Without it, compute() under a caller's autocast got
+    half-precision similarities it could not store, and pairwise() rounded its scores. Float32 products that
+    torch was told to run at reduced precision (TF32 or bfloat16: `torch.set_float32_matmul_precision`) are
+    process-wide settings, not ours to change: they get a warning, once per setting.
 
-    >>> with torch.autocast("cpu", dtype=torch.bfloat16), autocast_off("cpu"):
+    >>> with torch.autocast("cpu", dtype=torch.bfloat16), own_precision("cpu"):
     ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
     torch.float32
     """
@@ -121,7 +125,43 @@ def autocast_off(device: torch.device | str) -> ExitStack:
     for kind in kinds:
         if torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind):
             stack.enter_context(torch.autocast(kind, enabled=False))
+    kind = torch.device(device).type
+    reduced = reduced_float32_products(kind)
+    if reduced is not None:
+        _warn_reduced_products(kind, reduced)
     return stack
+
+
+def reduced_float32_products(kind: str) -> str | None:
+    """The reduced precision ("tf32", "bf16") that float32 matrix products on a device of this kind were set to
+    run in (`torch.set_float32_matmul_precision("high" / "medium")`, or torch's `fp32_precision` settings);
+    None where they run in full float32.
+
+    >>> reduced_float32_products("cpu") is None  # torch's default
+    True
+    """
+    backends = {"cpu": torch.backends.mkldnn, "cuda": torch.backends.cuda}
+    if kind not in backends:
+        return None
+    try:  # torch's newer settings (readable whichever API set them); older torch has only the legacy one
+        own = backends[kind].matmul.fp32_precision
+        setting = own if own != "none" else torch.backends.fp32_precision  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):
+        try:
+            setting = {"highest": "ieee", "high": "tf32", "medium": "bf16"}[torch.get_float32_matmul_precision()]
+        except (AttributeError, RuntimeError, KeyError):
+            return None
+    return None if setting in ("none", "ieee") else str(setting)
+
+
+@cache
+def _warn_reduced_products(kind: str, reduced: str) -> None:
+    warn_user(
+        f"float32 matrix products on {kind} are set to run in {reduced} (torch.set_float32_matmul_precision or "
+        "torch.backends' fp32_precision), so BERTScore's similarities are not exact float32 and its scores move "
+        'from the exact ones. For exact scores call torch.set_float32_matmul_precision("highest") before '
+        "scoring."
+    )
 
 
 def _normalised(hidden: Tensor) -> Tensor:
@@ -281,7 +321,7 @@ class Embedder:
 
     def _autocast(self) -> AbstractContextManager[object]:
         if self.model_dtype == torch.float32 or (self.model_dtype == torch.bfloat16 and not self.user_supplied):
-            return autocast_off(self.device)  # float32, or bfloat16 weights cast once: never a caller's autocast
+            return own_precision(self.device)  # float32, or bfloat16 weights cast once: never a caller's autocast
         return torch.autocast(device_type=self.device.type, dtype=self.model_dtype)
 
     def embed_batch(self, seqs: Sequence[Tensor]) -> Tensor:

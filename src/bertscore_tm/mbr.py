@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding import autocast_off
+from bertscore_tm.embedding import own_precision
 from bertscore_tm.idf import plain_weights
 from bertscore_tm.pairwise import (
     DistinctTexts,
@@ -314,7 +314,7 @@ def select(
     """`metric.mbr_select(...)`: see :func:`mbr_select`. `sim_bytes` bounds one batch's similarities
     (default: the embedder's block budget / 8), `block_tokens` the new texts embedded per block (default:
     four forward batches)."""
-    with autocast_off(metric.device):  # the setting's precision, whatever autocast the caller runs under
+    with own_precision(metric.device):  # the setting's precision, whatever autocast the caller runs under
         return _select(metric, groups, references, return_utilities, sim_bytes, block_tokens)
 
 

@@ -23,7 +23,7 @@ from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 from bertscore_tm.arguments import OUTPUTS, LongTexts, OutputName, Reduction, validate_arguments
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
 from bertscore_tm.distributed import check_same_settings, gather, settings_digest
-from bertscore_tm.embedding import Embedder, TokenTexts, autocast_off
+from bertscore_tm.embedding import Embedder, TokenTexts, own_precision
 from bertscore_tm.embedding_cache import CachingEmbedder, EmbeddingCache
 from bertscore_tm.errors import ArgumentValueError, SettingsMismatchError, warn_user
 from bertscore_tm.hashcode import HashSignature
@@ -651,7 +651,7 @@ class BERTScore(Metric):
             return self._compute_scores()
 
     def _compute_scores(self) -> Scores:
-        with autocast_off(self.device):  # the setting's precision, whatever autocast the caller runs under
+        with own_precision(self.device):  # the setting's precision, whatever autocast the caller runs under
             return self._compute_scores_exactly()
 
     def _compute_scores_exactly(self) -> Scores:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding import Embedder, autocast_off, length_batches
+from bertscore_tm.embedding import Embedder, length_batches, own_precision
 from bertscore_tm.errors import warn_user
 from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
 from bertscore_tm.matching import ragged_arange
@@ -441,7 +441,7 @@ def pairwise_scores(
     """`metric.pairwise(cands, refs)`: see :meth:`BERTScore.pairwise`."""
     cands = check_texts(cands, "cands", "candidate")
     refs = check_texts(refs, "refs", "reference")
-    with autocast_off(metric.device):  # the setting's precision, whatever autocast the caller runs under
+    with own_precision(metric.device):  # the setting's precision, whatever autocast the caller runs under
         result, _ = _pairwise(metric, cands, refs)
     return result
 
