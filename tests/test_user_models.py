@@ -188,6 +188,10 @@ def test_scoring_pairwise_and_mbr_never_move_the_model_but_moving_the_metric_mov
     assert moves and {p.device.type for p in model.parameters()} == {"meta"}
     assert {b.device.type for b in model.buffers()} <= {"meta"}
     assert metric.embedder.device == torch.device("meta")
+    model.to_empty(device="cpu")  # the model now lives elsewhere than the metric (as on another GPU)
+    moves.clear()
+    metric.set_dtype(torch.float64)  # a dtype-only call of the metric's moves nothing
+    assert moves == [] and {p.device.type for p in model.parameters()} == {"cpu"}
 
 
 def test_a_module_holding_the_model_and_the_metric_lists_the_model_once(minilm):

@@ -362,9 +362,12 @@ class BERTScore(Metric):
             moved = fn(t)
             return moved if moved.dtype == t.dtype else t.to(moved.device)
 
+        before = self.device
         this = super()._apply(device_only, exclude_state)
         embedder = this.__dict__.get("_embedder")
-        if embedder is not None and embedder.device != this.device:
+        # a dtype-only call (`set_dtype`, `.to(torch.float64)`) moves no model object of yours that lives elsewhere
+        moved = this.device != before
+        if embedder is not None and embedder.device != this.device and (moved or not self.user_supplied):
             embedder.to(this.device)
         cache = this.__dict__.get("_embedding_cache")
         if cache is not None and embedder is not None:
