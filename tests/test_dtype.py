@@ -164,3 +164,17 @@ def test_reduced_precision_float32_products_are_left_alone_but_warned_once(plain
     finally:
         torch.set_float32_matmul_precision("highest")
     torch.testing.assert_close(got["f1"], want["f1"], atol=1e-5, rtol=0)  # close, not necessarily equal
+
+
+def test_a_callers_autocast_is_switched_off_with_the_queries_of_torch_before_2_4(plain, monkeypatch):
+    # torch 2.1-2.3 (within the supported range) has no torch.amp.is_autocast_available and no device argument
+    # to torch.is_autocast_enabled: the older queries are used instead
+    plain.reset()
+    plain.update(*PAIRS)
+    want = plain.compute()
+    monkeypatch.delattr(torch.amp, "is_autocast_available")
+    plain.reset()
+    plain.update(*PAIRS)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = plain.compute()
+    assert torch.equal(got["f1"], want["f1"])

@@ -120,16 +120,23 @@ def own_precision(device: torch.device | str) -> ExitStack:
     ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
     torch.float32
     """
-    kinds = dict.fromkeys(("cpu", "cuda", torch.device(device).type))
+    own = torch.device(device).type
     stack = ExitStack()
-    for kind in kinds:
-        if torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind):
+    for kind in dict.fromkeys(("cpu", "cuda", own)):
+        if _autocast_enabled(kind):
             stack.enter_context(torch.autocast(kind, enabled=False))
-    kind = torch.device(device).type
-    reduced = reduced_float32_products(kind)
+    reduced = reduced_float32_products(own)
     if reduced is not None:
-        _warn_reduced_products(kind, reduced)
+        _warn_reduced_products(own, reduced)
     return stack
+
+
+def _autocast_enabled(kind: str) -> bool:
+    try:
+        return torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind)
+    except (AttributeError, TypeError):  # torch before 2.4: one query per device type, CPU and CUDA only
+        query = {"cpu": torch.is_autocast_cpu_enabled, "cuda": torch.is_autocast_enabled}.get(kind)
+        return query is not None and query()
 
 
 def reduced_float32_products(kind: str) -> str | None:
