@@ -1,0 +1,38 @@
+"""Today's scores, pinned across settings (recorded before the scoring core was restructured): plain, IDF
+(counted and from texts), rescaled, all layers, a chosen layer, several references, max_length, windows,
+bfloat16, the `score()` drop-in, all pairs and MBR. They must hold to 1e-6 whatever moves behind them."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import pinned
+
+RECORDED = json.loads(pinned.PINNED.read_text(encoding="utf-8"))
+
+
+def _flat(x: object) -> list[float]:
+    if isinstance(x, list):
+        return [v for item in x for v in _flat(item)]
+    return [float(x)]  # type: ignore[arg-type]
+
+
+def test_every_case_is_recorded():
+    assert sorted(RECORDED) == sorted(pinned.names())
+
+
+@pytest.mark.parametrize("name", pinned.names())
+def test_scores_are_unchanged(name: str):
+    now, then = pinned.compute(name), RECORDED[name]
+    assert sorted(now) == sorted(then)
+    for key in then:
+        if key == "chosen":
+            assert now[key] == then[key]
+            continue
+        got, want = _flat(now[key]), _flat(then[key])
+        assert len(got) == len(want), key
+        for g, w in zip(got, want, strict=True):
+            assert (math.isnan(g) and math.isnan(w)) or abs(g - w) <= 1e-6, (key, g, w)
