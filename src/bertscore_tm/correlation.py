@@ -1,0 +1,579 @@
+"""Correlation of metric scores with human judgements, as the WMT metrics tasks report it (pure numpy, float64).
+
+Why a module of its own: choosing a model's layer (`bertscore_tm.tuning`) means correlating the scores of every
+layer with human judgements, per language pair and averaged, with intervals that say whether one layer is really
+better than another. Everything here works on plain arrays of scores, so it serves any metric.
+
+Definitions:
+
+* Pearson's r from its definition; Spearman's rho as Pearson's r of the average ranks (ties share the mean of
+  the ranks they span); Kendall's tau-b, ``(C - D) / sqrt((n0 - n1) (n0 - n2))`` over the ``n0 = n (n - 1) / 2``
+  pairs, ``n1`` and ``n2`` the pairs tied in the metric and in the human scores (Kendall 1945). Kendall's tau is
+  computed from the n x n matrix of pair signs, a block of rows at a time: O(n^2) vectorised, a fraction of a
+  second for n of a few thousand.
+* Groups (language pairs): the correlation is computed within each group, and the figure of merit is the
+  unweighted mean of the group correlations, as WMT reports its averages. A group of fewer than
+  `MIN_SEGMENTS` (3) segments is warned about and left out; fewer than 3 segments in all is an error.
+* Undefined cases: where the metric's or the human scores are constant (within a group, or a resample) the
+  correlation is NaN, with a `CorrelationWarning` naming the group; the mean over groups is then NaN too, since
+  it would otherwise average other groups than its neighbours'. Non-finite inputs are refused (ValueError).
+* Bootstrap (`GroupedBootstrap`): each resample draws, within every group, as many segments as the group has,
+  with replacement (a multinomial count per segment, from a seeded `numpy.random.Generator`), so the groups
+  keep their sizes; the statistic is the group-averaged correlation of the resample. The interval is the
+  percentile bootstrap: sorted resample statistics, ``k = floor(B (1 - confidence) / 2)`` cut off each end.
+  Resamples whose correlation is undefined (all copies of one segment, say) are left out, with a warning.
+* Paired test (`GroupedBootstrap.paired_test`): two score columns on the same resamples; the one-sided p-value
+  that column B is no better than column A is ``(1 + #{d_r <= 0}) / (R + 1)``, ``d_r`` the difference of the
+  averaged correlations in resample r and R the resamples where both are defined (differences within 1e-12
+  count as 0, so identical columns get p = 1).
+* Relative ranking (`darr_tau`, WMT DARR): per judgement the metric's scores of the candidate humans judged
+  better and of the worse one; Kendall-like tau ``(Concordant - Discordant) / (Concordant + Discordant)``, a
+  metric tie counting as Discordant, as defined for segment level in Ma, Bojar and Graham (2018), "Results of
+  the WMT18 Metrics Shared Task", WMT, section 3.1 (the daRR formulation).
+* System level (`system_correlation`): Pearson's r between each system's mean metric score and its human
+  score (given, or the mean of its segments' human scores), within each group, averaged over groups.
+
+>>> human = [0.1, 0.4, 0.35, 0.8]
+>>> metric = [0.2, 0.5, 0.4, 0.9]
+>>> round(pearson(metric, human), 4), spearman(metric, human), kendall_tau_b(metric, human)
+(0.9965, 1.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, warn_user
+
+Method = Literal["pearson", "spearman", "kendall"]
+METHODS: tuple[str, ...] = get_args(Method)
+#: Fewer segments than this make a correlation meaningless (two points always lie on a line).
+MIN_SEGMENTS = 3
+#: Differences of averaged correlations within this count as no difference in the paired test.
+_TIE = 1e-12
+#: Entries of one block of the pair-sign matrix (Kendall), and of one block of resample rows.
+_BLOCK = 1 << 22
+Floats = NDArray[np.float64]
+
+
+class CorrelationWarning(UserWarning):
+    """A correlation that is undefined (NaN) or a group left out of an average, and why."""
+
+
+def _vector(values: ArrayLike, name: str) -> Floats:
+    """`values` as a finite float64 vector; a clear ValueError otherwise."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one score per segment (a 1-d sequence), got shape {array.shape}")
+    bad = np.flatnonzero(~np.isfinite(array))
+    if len(bad):
+        raise ValueError(
+            f"{name} has {len(bad)} value(s) that are not finite numbers (NaN or infinite), the first at index "
+            f"{int(bad[0])}: leave those segments out first"
+        )
+    return array
+
+
+def _pair(x: ArrayLike, y: ArrayLike, names: tuple[str, str] = ("x", "y")) -> tuple[Floats, Floats]:
+    """Two finite vectors of the same length, at least `MIN_SEGMENTS` long."""
+    a, b = _vector(x, names[0]), _vector(y, names[1])
+    if len(a) != len(b):
+        raise ValueError(f"{names[0]} has {len(a)} values and {names[1]} {len(b)}: they must pair up one to one")
+    if len(a) < MIN_SEGMENTS:
+        raise ValueError(f"a correlation needs at least {MIN_SEGMENTS} segments, got {len(a)}")
+    return a, b
+
+
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        raise ArgumentValueError(
+            f"method must be one of {', '.join(METHODS)}; got {method!r}",
+            argument="method",
+            allowed=", ".join(METHODS),
+            value=method,
+        )
+
+
+def _is_constant(x: Floats, weights: Floats) -> NDArray[np.bool_]:
+    """Per resample row of `weights` [B, n]: whether the segments it draws all have the same value of `x`."""
+    drawn = weights > 0
+    return np.where(drawn, x, np.inf).min(axis=1) == np.where(drawn, x, -np.inf).max(axis=1)
+
+
+def _tie_totals(x: Floats, weights: Floats) -> tuple[Floats, Floats, NDArray[np.intp], NDArray[np.intp]]:
+    """For the tie groups of `x` (equal values) in ascending order: per resample, the weight drawn below each
+    group and in it ([B, g] each); the sort order of the segments, and each sorted segment's group."""
+    order = np.argsort(x, kind="stable")
+    sorted_x = x[order]
+    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
+    group_of = np.cumsum(np.r_[True, sorted_x[1:] != sorted_x[:-1]]) - 1
+    cumulative = np.cumsum(weights[:, order], axis=1)
+    ends = np.r_[starts[1:], len(x)] - 1
+    upto = cumulative[:, ends]
+    below = np.concatenate([np.zeros((len(weights), 1)), upto[:, :-1]], axis=1)
+    return below, upto - below, order, group_of
+
+
+def _weighted_pearson(x: Floats, y: Floats, weights: Floats) -> Floats:
+    """Pearson's r of each resample ([B, n] counts of draws; x, y of shape [n] or [B, n]), NaN where undefined.
+    Centred on each resample's own mean first (two passes), so that sums of squares of scores near 0.9 with a
+    spread of 0.05 do not cancel."""
+    total = weights.sum(axis=1)
+    xc = x - (weights * x).sum(axis=1, keepdims=True) / total[:, None]
+    yc = y - (weights * y).sum(axis=1, keepdims=True) / total[:, None]
+    cov = (weights * xc * yc).sum(axis=1)
+    var_x, var_y = (weights * xc * xc).sum(axis=1), (weights * yc * yc).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(cov / np.sqrt(var_x * var_y), dtype=np.float64)
+
+
+def _average_ranks(x: Floats, weights: Floats) -> Floats:
+    """Each segment's average rank in each resample ([B, n]): the draws below its tie group plus the mean
+    position within the group, ``below + (in_group + 1) / 2``."""
+    below, within, order, group_of = _tie_totals(x, weights)
+    ranks = np.empty_like(weights)
+    ranks[:, order] = (below + (within + 1) / 2)[:, group_of]
+    return ranks
+
+
+def _kendall_numerator(x: Floats, y: Floats, weights: Floats) -> Floats:
+    """``C - D`` of each resample: half the sum over ordered segment pairs of ``w_i w_j sign(dx) sign(dy)``
+    (copies of one segment tie in both), from the pair-sign matrix a block of rows at a time."""
+    n = len(x)
+    rows = max(1, _BLOCK // max(n, len(weights)))
+    numerator = np.zeros(len(weights))
+    for start in range(0, n, rows):
+        part = slice(start, min(n, start + rows))
+        signs = np.sign(x[part, None] - x[None, :]) * np.sign(y[part, None] - y[None, :])
+        numerator += ((weights @ signs.T) * weights[:, part]).sum(axis=1)
+    return numerator / 2
+
+
+def _weighted_kendall(x: Floats, y: Floats, weights: Floats) -> Floats:
+    """Kendall's tau-b of each resample ([B, n] counts of draws), NaN where undefined."""
+    total = weights.sum(axis=1)
+    pairs = total * (total - 1) / 2
+    within_x, within_y = _tie_totals(x, weights)[1], _tie_totals(y, weights)[1]
+    tied_x, tied_y = ((within * (within - 1) / 2).sum(axis=1) for within in (within_x, within_y))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        denominator = np.sqrt((pairs - tied_x) * (pairs - tied_y))
+        return np.asarray(_kendall_numerator(x, y, weights) / denominator, dtype=np.float64)
+
+
+def _weighted(x: Floats, y: Floats, weights: Floats, method: str) -> Floats:
+    """The correlation `method` of metric `x` with human `y` in each resample (row of `weights`), NaN where
+    either is constant in the resample."""
+    if method == "pearson":
+        values = _weighted_pearson(x, y, weights)
+    elif method == "spearman":
+        values = _weighted_pearson(_average_ranks(x, weights), _average_ranks(y, weights), weights)
+    else:
+        values = _weighted_kendall(x, y, weights)
+    values[_is_constant(x, weights) | _is_constant(y, weights)] = np.nan
+    return values
+
+
+def _single(x: ArrayLike, y: ArrayLike, method: str) -> float:
+    a, b = _pair(x, y)
+    value = float(_weighted(a, b, np.ones((1, len(a))), method)[0])
+    for values, name in ((a, "x"), (b, "y")):
+        if np.all(values == values[0]):
+            warn_user(f"{method}: {name} is constant ({values[0]!r}), so the correlation is NaN", CorrelationWarning)
+    return value
+
+
+def pearson(x: ArrayLike, y: ArrayLike) -> float:
+    """Pearson's r of two score vectors (NaN, with a `CorrelationWarning`, if either is constant)."""
+    return _single(x, y, "pearson")
+
+
+def spearman(x: ArrayLike, y: ArrayLike) -> float:
+    """Spearman's rho: Pearson's r of the average ranks (ties share their mean rank)."""
+    return _single(x, y, "spearman")
+
+
+def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
+    """Kendall's tau-b, which corrects for ties in either vector.
+
+    >>> kendall_tau_b([1, 2, 2, 3], [1, 3, 2, 4])
+    0.9128709291752769
+    """
+    return _single(x, y, "kendall")
+
+
+def correlate(x: ArrayLike, y: ArrayLike, method: str = "pearson") -> float:
+    """The correlation named by `method` (``"pearson"``, ``"spearman"`` or ``"kendall"``, tau-b)."""
+    _check_method(method)
+    return _single(x, y, method)
+
+
+def average_ranks(values: ArrayLike) -> Floats:
+    """Ranks from 1 in ascending order, tied values sharing the mean of the ranks they span.
+
+    >>> average_ranks([10, 20, 20, 5]).tolist()
+    [2.0, 3.5, 3.5, 1.0]
+    """
+    array = _vector(values, "values")
+    return _average_ranks(array, np.ones((1, len(array))))[0]
+
+
+@dataclass(frozen=True)
+class GroupedCorrelation:
+    """One correlation per group and their unweighted mean (the WMT average).
+
+    Attributes:
+        method: ``"pearson"``, ``"spearman"``, ``"kendall"`` (tau-b), or ``"darr"`` (WMT18's Kendall-like tau).
+        mean: the mean of `groups`' values (NaN if any is NaN).
+        groups: each group's correlation, in order of first appearance.
+        sizes: each group's number of segments (systems, judgements) counted.
+        left_out: the groups too small to count (fewer than `MIN_SEGMENTS`) and their sizes.
+    """
+
+    method: str
+    mean: float
+    groups: dict[str, float]
+    sizes: dict[str, int]
+    left_out: dict[str, int]
+
+
+class _Groups:
+    """Segment positions per group label (`groups` None: one group, ``"all"``), small groups left out."""
+
+    def __init__(self, groups: Sequence[Any] | None, n: int, minimum: int = MIN_SEGMENTS) -> None:
+        if n < minimum:
+            raise ValueError(f"a correlation needs at least {minimum} segments in all, got {n}")
+        labels = ["all"] * n if groups is None else [str(g) for g in groups]
+        if len(labels) != n:
+            raise ValueError(f"groups has {len(labels)} labels for {n} segments: give one group label per segment")
+        members: dict[str, list[int]] = {}
+        for i, label in enumerate(labels):
+            members.setdefault(label, []).append(i)
+        self.members = {k: np.asarray(v) for k, v in members.items() if len(v) >= minimum}
+        self.left_out = {k: len(v) for k, v in members.items() if len(v) < minimum}
+        if self.left_out:
+            shown = ", ".join(f"{k!r} ({v})" for k, v in list(self.left_out.items())[:5])
+            warn_user(
+                f"{len(self.left_out)} group(s) have fewer than {minimum} segments and are left out of the "
+                f"average: {shown}{', ...' if len(self.left_out) > 5 else ''}",
+                CorrelationWarning,
+            )
+        if not self.members:
+            raise ValueError(f"no group has at least {minimum} segments, so no correlation can be computed")
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return {k: len(v) for k, v in self.members.items()}
+
+
+def _group_values(metric: Floats, human: Floats, groups: _Groups, method: str) -> dict[str, float]:
+    """Each group's correlation, warning where it is undefined (constant scores within the group)."""
+    values = {}
+    for name, idx in groups.members.items():
+        x, y = metric[idx], human[idx]
+        values[name] = float(_weighted(x, y, np.ones((1, len(idx))), method)[0])
+        for array, what in ((x, "metric"), (y, "human")):
+            if np.all(array == array[0]):
+                warn_user(
+                    f"group {name!r}: the {what} scores are constant ({array[0]!r}), so its {method} correlation "
+                    "is NaN (and so is the mean over groups)",
+                    CorrelationWarning,
+                )
+    return values
+
+
+def _grouped(values: dict[str, float], groups: _Groups, method: str) -> GroupedCorrelation:
+    mean = float(np.mean(list(values.values())))
+    return GroupedCorrelation(method, mean, values, groups.sizes, dict(groups.left_out))
+
+
+def grouped_correlation(
+    metric: ArrayLike, human: ArrayLike, groups: Sequence[Any] | None = None, method: str = "pearson"
+) -> GroupedCorrelation:
+    """The correlation of `metric` with `human` within each group (a label per segment, e.g. its language
+    pair; None: one group) and its unweighted mean over groups.
+
+    >>> result = grouped_correlation([1, 2, 3, 4, 3, 1], [1, 2, 4, 1, 2, 3], ["a", "a", "a", "b", "b", "b"])
+    >>> {name: round(r, 4) for name, r in result.groups.items()}, result.mean
+    ({'a': 0.982, 'b': -0.982}, 0.0)
+    """
+    _check_method(method)
+    x, y = _pair(metric, human, ("metric", "human"))
+    index = _Groups(groups, len(x))
+    return _grouped(_group_values(x, y, index, method), index, method)
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A paired bootstrap comparison of score column B against column A on the same resamples.
+
+    Attributes:
+        method: the correlation compared.
+        estimate_a, estimate_b: each column's group-averaged correlation on all the segments.
+        difference: ``estimate_b - estimate_a``.
+        interval: the percentile bootstrap interval of the difference.
+        p_value: one-sided: that B's averaged correlation is no higher than A's (``d <= 0``), in
+            ``[1 / (num_samples + 1), 1]``.
+        significant: ``p_value < alpha``.
+        alpha: the significance level.
+        num_samples: the resamples where both correlations are defined.
+    """
+
+    method: str
+    estimate_a: float
+    estimate_b: float
+    difference: float
+    interval: tuple[float, float]
+    p_value: float
+    significant: bool
+    alpha: float
+    num_samples: int
+
+
+def _check_bootstrap(num_samples: int, confidence: float) -> None:
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int):
+        raise ArgumentTypeError(
+            f"num_samples must be an integer (bootstrap resamples, e.g. 1000); got {type(num_samples).__name__}",
+            argument="num_samples",
+            expected="int",
+            value=num_samples,
+        )
+    if num_samples < 1:
+        raise ArgumentValueError(
+            f"num_samples must be at least 1 (1000 is usual); got {num_samples}",
+            argument="num_samples",
+            allowed="an integer >= 1",
+            value=num_samples,
+        )
+    if not (isinstance(confidence, (int, float)) and math.isfinite(confidence) and 0 < confidence < 1):
+        raise ArgumentValueError(
+            f"confidence must be between 0 and 1 (exclusive), e.g. 0.95; got {confidence!r}",
+            argument="confidence",
+            allowed="a number in (0, 1)",
+            value=confidence,
+        )
+
+
+def _defined(statistics: Floats, what: str) -> Floats:
+    """The finite resample statistics, warning how many were undefined."""
+    finite = statistics[np.isfinite(statistics)]
+    if len(finite) < len(statistics):
+        warn_user(
+            f"{len(statistics) - len(finite)} of {len(statistics)} bootstrap resamples leave {what} undefined (a "
+            "group's resample with constant metric or human scores, e.g. copies of one segment); they are left out",
+            CorrelationWarning,
+        )
+    return finite
+
+
+def percentile_interval(statistics: ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile bootstrap interval of resample `statistics`: sorted, ``floor(B (1 - confidence) / 2)``
+    cut off each end (NaN statistics left out with a warning; NaN, NaN when none is left).
+
+    >>> percentile_interval(np.arange(1000.0), 0.95)
+    (25.0, 974.0)
+    """
+    _check_bootstrap(1, confidence)
+    values = np.sort(_defined(np.asarray(statistics, dtype=np.float64).ravel(), "the statistic"))
+    if not len(values):
+        return math.nan, math.nan
+    cut = math.floor(len(values) * (1 - confidence) / 2 + 1e-9)  # 1 - 0.9 is 0.0999...: 50 of 1000, not 49
+    return float(values[cut]), float(values[len(values) - 1 - cut])
+
+
+class GroupedBootstrap:
+    """Bootstrap resamples of the segments within their groups, drawn once from `seed` and shared by every
+    score column evaluated, so that intervals of different columns and paired tests between them see the same
+    resamples. Holds a float64 count per segment and resample (8 bytes x segments x `num_samples`).
+
+    >>> human = [0.1, 0.4, 0.35, 0.8, 0.5, 0.2]
+    >>> boot = GroupedBootstrap(human, num_samples=200, seed=1)
+    >>> boot.estimate([0.2, 0.5, 0.4, 0.9, 0.45, 0.1], "spearman").mean
+    0.8857142857142857
+    >>> low, high = boot.interval([0.2, 0.5, 0.4, 0.9, 0.45, 0.1], "spearman")
+    >>> bool(low <= 0.8857 <= high)
+    True
+    """
+
+    def __init__(
+        self,
+        human: ArrayLike,
+        groups: Sequence[Any] | None = None,
+        num_samples: int = 1000,
+        seed: int | np.random.Generator = 0,
+    ) -> None:
+        _check_bootstrap(num_samples, 0.95)
+        self.human = _vector(human, "human")
+        self.index = _Groups(groups, len(self.human))
+        self.num_samples = num_samples
+        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        #: Per group, [num_samples, group size]: how often each segment is drawn in each resample.
+        self.weights = {
+            name: rng.multinomial(len(idx), np.full(len(idx), 1 / len(idx)), size=num_samples).astype(np.float64)
+            for name, idx in self.index.members.items()
+        }
+
+    def _metric(self, metric: ArrayLike, method: str) -> Floats:
+        _check_method(method)
+        x = _vector(metric, "metric")
+        if len(x) != len(self.human):
+            raise ValueError(f"metric has {len(x)} scores for {len(self.human)} human judgements")
+        return x
+
+    def estimate(self, metric: ArrayLike, method: str = "pearson") -> GroupedCorrelation:
+        """The correlation on all the segments, per group and averaged (no resampling)."""
+        x = self._metric(metric, method)
+        return _grouped(_group_values(x, self.human, self.index, method), self.index, method)
+
+    def statistics(self, metric: ArrayLike, method: str = "pearson") -> Floats:
+        """The group-averaged correlation of each resample ([num_samples]; NaN where a group's is undefined)."""
+        x = self._metric(metric, method)
+        total = np.zeros(self.num_samples)
+        for name, idx in self.index.members.items():
+            total += _weighted(x[idx], self.human[idx], self.weights[name], method)
+        return total / len(self.index.members)
+
+    def interval(self, metric: ArrayLike, method: str = "pearson", confidence: float = 0.95) -> tuple[float, float]:
+        """The percentile bootstrap interval of the group-averaged correlation."""
+        return percentile_interval(self.statistics(metric, method), confidence)
+
+    def paired_test(
+        self,
+        metric_a: ArrayLike,
+        metric_b: ArrayLike,
+        method: str = "pearson",
+        confidence: float = 0.95,
+        alpha: float = 0.05,
+    ) -> PairedTest:
+        """Whether column B correlates better than column A: both on the same resamples (see the module's
+        docstring for the p-value). Choosing B as the best of many columns on these same segments favours it,
+        so read a small p-value as "B is not worse", not as an unbiased estimate of how much better."""
+        _check_bootstrap(self.num_samples, confidence)
+        a, b = self.estimate(metric_a, method).mean, self.estimate(metric_b, method).mean
+        differences = self.statistics(metric_b, method) - self.statistics(metric_a, method)
+        defined = _defined(differences, "the difference")
+        p_value = (1 + int(np.sum(defined <= _TIE))) / (len(defined) + 1)
+        return PairedTest(
+            method=method,
+            estimate_a=a,
+            estimate_b=b,
+            difference=b - a,
+            interval=percentile_interval(defined, confidence),
+            p_value=p_value,
+            significant=p_value < alpha,
+            alpha=alpha,
+            num_samples=len(defined),
+        )
+
+
+def bootstrap_interval(
+    metric: ArrayLike,
+    human: ArrayLike,
+    groups: Sequence[Any] | None = None,
+    method: str = "pearson",
+    num_samples: int = 1000,
+    confidence: float = 0.95,
+    seed: int | np.random.Generator = 0,
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of the group-averaged correlation (segments resampled within groups)."""
+    _check_method(method)
+    return GroupedBootstrap(human, groups, num_samples, seed).interval(metric, method, confidence)
+
+
+def paired_bootstrap_test(
+    metric_a: ArrayLike,
+    metric_b: ArrayLike,
+    human: ArrayLike,
+    groups: Sequence[Any] | None = None,
+    method: str = "pearson",
+    num_samples: int = 1000,
+    seed: int | np.random.Generator = 0,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+) -> PairedTest:
+    """Paired bootstrap test of `metric_b` against `metric_a` (`GroupedBootstrap.paired_test`)."""
+    _check_method(method)
+    return GroupedBootstrap(human, groups, num_samples, seed).paired_test(metric_a, metric_b, method, confidence, alpha)
+
+
+def darr_tau(better: ArrayLike, worse: ArrayLike, groups: Sequence[Any] | None = None) -> GroupedCorrelation:
+    """WMT18's segment-level Kendall-like tau on relative-ranking judgements (DARR), per group and averaged.
+
+    `better[i]` and `worse[i]` are the metric's scores of the two candidates of judgement i (same source and
+    reference), the first judged better by humans. Concordant: ``better > worse``; Discordant otherwise, a metric
+    tie included (Ma, Bojar and Graham 2018, "Results of the WMT18 Metrics Shared Task", section 3.1):
+    ``tau = (Concordant - Discordant) / (Concordant + Discordant)``, defined from one judgement per group.
+
+    >>> darr_tau([0.9, 0.8, 0.5, 0.6], [0.7, 0.8, 0.6, 0.1]).mean   # 2 concordant, a tie and 1 discordant
+    0.0
+    """
+    b, w = _vector(better, "better"), _vector(worse, "worse")
+    if len(b) != len(w):
+        raise ValueError(f"better has {len(b)} scores and worse {len(w)}: one of each per judgement")
+    index = _Groups(groups, len(b), minimum=1)
+    values = {}
+    for name, idx in index.members.items():
+        concordant = int(np.sum(b[idx] > w[idx]))
+        values[name] = (2 * concordant - len(idx)) / len(idx)
+    return _grouped(values, index, "darr")
+
+
+def _system_means(
+    metric: Floats, human: Floats | None, systems: list[str], groups: list[str]
+) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]]:
+    """Per (group, system): the mean metric score and the mean human score of its segments."""
+    keys = list(zip(groups, systems, strict=True))
+    order = list(dict.fromkeys(keys))
+    position = {key: i for i, key in enumerate(order)}
+    at = np.asarray([position[key] for key in keys])
+    counts = np.bincount(at, minlength=len(order))
+    metric_means = np.bincount(at, weights=metric, minlength=len(order)) / counts
+    human_means = None if human is None else np.bincount(at, weights=human, minlength=len(order)) / counts
+    return (
+        {key: float(metric_means[i]) for i, key in enumerate(order)},
+        {} if human_means is None else {key: float(human_means[i]) for i, key in enumerate(order)},
+    )
+
+
+def system_correlation(
+    metric: ArrayLike,
+    systems: Sequence[Any],
+    human: ArrayLike | None = None,
+    groups: Sequence[Any] | None = None,
+    human_systems: Mapping[Any, float] | None = None,
+) -> GroupedCorrelation:
+    """System-level Pearson's r: each system's mean metric score against its human score, within each group
+    (at least 3 systems), averaged over groups. The human score of a system is `human_systems[(group, system)]`
+    or `human_systems[system]` where given, else the mean of its segments' `human` scores.
+
+    >>> system_correlation([0.1, 0.3, 0.5, 0.6, 0.9, 0.7], ["a", "a", "b", "b", "c", "c"],
+    ...                    human_systems={"a": 1.0, "b": 2.0, "c": 3.5}).groups
+    {'all': 0.9778448696431339}
+    """
+    x = _vector(metric, "metric")
+    if (human is None) == (human_systems is None):
+        raise ValueError("give the human scores either per segment (human=) or per system (human_systems=)")
+    y = None if human is None else _vector(human, "human")
+    if y is not None and len(y) != len(x):
+        raise ValueError(f"metric has {len(x)} scores and human {len(y)}: one of each per segment")
+    names = [str(s) for s in systems]
+    labels = ["all"] * len(x) if groups is None else [str(g) for g in groups]
+    if len(names) != len(x) or len(labels) != len(x):
+        raise ValueError(f"systems and groups need one label per segment ({len(x)})")
+    metric_means, human_means = _system_means(x, y, names, labels)
+    if human_systems is not None:
+        human_means = {}
+        for group, system in metric_means:
+            value = human_systems.get((group, system), human_systems.get(system))
+            if value is None:
+                raise ValueError(f"human_systems has no score for system {system!r} (group {group!r})")
+            human_means[(group, system)] = float(value)
+    keys = list(metric_means)
+    return grouped_correlation(
+        [metric_means[k] for k in keys], [human_means[k] for k in keys], [k[0] for k in keys], "pearson"
+    )
