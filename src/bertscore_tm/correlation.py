@@ -29,7 +29,7 @@ Definitions:
 * Relative ranking (`darr_tau`, WMT DARR): per judgement the metric's scores of the candidate humans judged
   better and of the worse one; Kendall-like tau ``(Concordant - Discordant) / (Concordant + Discordant)``, a
   metric tie counting as Discordant, as defined for segment level in Ma, Bojar and Graham (2018), "Results of
-  the WMT18 Metrics Shared Task", WMT, section 3.1 (the daRR formulation).
+  the WMT18 Metrics Shared Task", WMT 2018, segment-level evaluation (its daRR formulation).
 * System level (`system_correlation`): Pearson's r between each system's mean metric score and its human
   score (given, or the mean of its segments' human scores), within each group, averaged over groups.
 
@@ -506,7 +506,7 @@ def darr_tau(better: ArrayLike, worse: ArrayLike, groups: Sequence[Any] | None =
 
     `better[i]` and `worse[i]` are the metric's scores of the two candidates of judgement i (same source and
     reference), the first judged better by humans. Concordant: ``better > worse``; Discordant otherwise, a metric
-    tie included (Ma, Bojar and Graham 2018, "Results of the WMT18 Metrics Shared Task", section 3.1):
+    tie included (Ma, Bojar and Graham 2018, "Results of the WMT18 Metrics Shared Task", segment-level daRR):
     ``tau = (Concordant - Discordant) / (Concordant + Discordant)``, defined from one judgement per group.
 
     >>> darr_tau([0.9, 0.8, 0.5, 0.6], [0.7, 0.8, 0.6, 0.1]).mean   # 2 concordant, a tie and 1 discordant
