@@ -157,8 +157,8 @@ def test_compare_json_equals_score_per_system_and_the_significance_functions(cap
 
 def test_compare_embeds_the_references_once(capsys, monkeypatch, files, wmt) -> None:
     made = []
-    make = cli._make_metric
-    monkeypatch.setattr(cli, "_make_metric", lambda **kw: made.append(make(**kw)) or made[-1])
+    make = cli.metrics.make_metric
+    monkeypatch.setattr(cli.metrics, "make_metric", lambda **kw: made.append(make(**kw)) or made[-1])
     names = [files["hyps"], files["refs2"], files["mixed"]]
     rc, _, err = run_main(capsys, "compare", "-r", files["refs"], "-c", *names, "-m", MINILM)
     assert rc == 0, err

@@ -1,0 +1,76 @@
+"""The parser of every command, and the entry point that runs one and turns what goes wrong into one line and
+an exit code (`bertscore_tm.cli.errors`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+
+from bertscore_tm.cli import baseline, compare, mbr, pairwise, score, show
+from bertscore_tm.cli.errors import (
+    INTERRUPTED,
+    PROG,
+    TERMINATED,
+    USER_ERROR,
+    Terminated,
+    UsageError,
+    error_line,
+    show_warning,
+    terminable,
+)
+from bertscore_tm.cli.outputs import StandardOutput, silence_stdout
+from bertscore_tm.errors import BERTScoreError
+
+#: The commands, in the order --help lists them: each module declares its parser (`add_parser`) and its `run`.
+COMMANDS = (score, compare, show, baseline, pairwise, mbr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="BERTScore from the command line: exact scores (equal to bert-score 0.3.13), similarity "
+        "plots and rescale baselines. Models are never downloaded: use a local directory, a model in the "
+        "Hugging Face cache, or the packaged sentence-transformers/all-MiniLM-L6-v2.",
+    )
+    from bertscore_tm import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0; 2 for a user error; 130 interrupted, 143 terminated)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    previous = warnings.showwarning
+    warnings.showwarning = show_warning
+    out = StandardOutput(sys.stdout)
+    try:
+        with terminable():
+            code = int(args.run(args, out))
+            out.flush()  # a full disk shows here, not when Python exits
+        return code
+    except Terminated:
+        print(f"{PROG}: terminated", file=sys.stderr)
+        return TERMINATED
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as other tools do
+        silence_stdout()
+        return 1
+    except (UsageError, BERTScoreError) as err:  # the user's to fix: one line; anything else is a bug
+        from bertscore_tm.launch import reports_errors
+
+        if reports_errors():  # under torchrun every process finds the mistake; rank 0 says it once
+            print(error_line(err), file=sys.stderr)
+        return USER_ERROR
+    finally:
+        warnings.showwarning = previous

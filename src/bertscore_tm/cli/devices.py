@@ -1,0 +1,98 @@
+"""The device and dtype a command runs with, checked before any model loads, and what torchrun changes: each
+process takes the GPU of its ``LOCAL_RANK``, and the commands that do not split their work refuse to run on
+several processes."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from bertscore_tm.cli.errors import UsageError, one_line
+from bertscore_tm.launch import launched, local_device
+
+
+def dtype(name: str) -> Any:
+    """The torch dtype of a ``--dtype`` choice (one of `bertscore_tm.arguments.MODEL_DTYPES`)."""
+    import torch
+
+    return getattr(torch, name)
+
+
+def device(name: str | None) -> str:
+    """The device to run on: as asked, checked to hold tensors here (before any model loads), else cuda if
+    available, else cpu."""
+    import torch
+
+    if name is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that some names ('mkldnn') are going away
+        try:
+            parsed = torch.device(name)
+        except (RuntimeError, ValueError) as err:
+            raise UsageError(f"--device {name} is not a torch device ({one_line(err)})") from None
+    if parsed.type == "meta":
+        raise UsageError(
+            f"--device {name}: meta tensors have shapes but no values, so nothing can be scored there; "
+            f"use {_usable_devices()}"
+        )
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"--device {name}: CUDA is not available on this machine (torch {torch.__version__})")
+    if parsed.type == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
+        raise UsageError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    if parsed.type != "cpu":
+        try:
+            torch.empty(1, device=parsed)
+        except Exception:
+            raise UsageError(
+                f"--device {name} is not available on this machine (torch {torch.__version__} cannot put a tensor "
+                f"there); use {_usable_devices()}"
+            ) from None
+    return name
+
+
+def process_device(name: str | None) -> str:
+    """`device`, and under torchrun (WORLD_SIZE > 1) a bare ``cuda`` becomes this process's GPU (LOCAL_RANK),
+    checked there (so no process touches another's GPU); a GPU named by its index is refused there, since every
+    process would take that one GPU."""
+    _, world, local_rank = launched()
+    if world <= 1:
+        return device(name)
+    if name is not None and _cuda_index(name) is not None:
+        raise UsageError(
+            f"--device {name}: torchrun started {world} processes, and each uses the GPU of its LOCAL_RANK; "
+            "pass --device cuda (or choose the GPUs with CUDA_VISIBLE_DEVICES)"
+        )
+    if name is None:
+        import torch
+
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return device(local_device(name, local_rank))
+
+
+def _cuda_index(name: str) -> int | None:
+    """The index of a CUDA device name ("cuda:1" -> 1); None for anything else (an unparsable name included:
+    `device` says what is wrong with it)."""
+    import torch
+
+    try:
+        parsed = torch.device(name)
+    except (RuntimeError, ValueError):
+        return None
+    return parsed.index if parsed.type == "cuda" else None
+
+
+def one_process(command: str) -> None:
+    """Refuse a subcommand that does not split its work across processes when torchrun started several."""
+    world = launched()[1]
+    if world > 1:
+        raise UsageError(
+            f"{command} runs in one process; torchrun started {world} (WORLD_SIZE={world}): run it without torchrun "
+            "(score, compare, pairwise and baseline run on several processes)"
+        )
+
+
+def _usable_devices() -> str:
+    import torch
+
+    return "cpu or cuda" if torch.cuda.is_available() else "cpu (this machine has no CUDA device)"

@@ -1,0 +1,123 @@
+"""What the command line says when something goes wrong, and how it exits.
+
+A user error (`UsageError`, or any of the library's `bertscore_tm.errors.BERTScoreError`) is one line,
+``bertscore-tm: error: ...``, and exit code 2; a library error that names a Python argument gets a hint that spells
+it as the command line does. SIGINT is one line and 130, SIGTERM one line and 143 (`Terminated`); a reader that went
+away (``... | head``) ends quietly with 1. Anything else is a bug, and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator
+from types import FrameType
+from typing import TextIO
+
+from bertscore_tm.errors import BERTScoreError
+
+PROG = "bertscore-tm"
+#: Exit codes: a user error; SIGINT and SIGTERM (128 + the signal's number, as a shell reports them).
+USER_ERROR, INTERRUPTED, TERMINATED = 2, 130, 143
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for, in the command line's terms: reported in one line, exit code 2."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised wherever the process is, as SIGINT raises KeyboardInterrupt: the same unwinding (a
+    half-written output's temporary file is removed), then one line and exit code 143."""
+
+
+@contextlib.contextmanager
+def terminable() -> Iterator[None]:
+    """While inside, SIGTERM raises `Terminated` (in the main thread, the only one that can set a handler;
+    elsewhere SIGTERM is left as it is); the previous handler is put back afterwards."""
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, terminate)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def one_line(err: BaseException) -> str:
+    """An error's message on one line (its type's name where it has none).
+
+    >>> one_line(ValueError("two\\n  lines"))
+    'two lines'
+    >>> one_line(EOFError())
+    'EOFError'
+    """
+    return " ".join((str(err) or type(err).__name__).split())
+
+
+def error_line(err: BaseException) -> str:
+    """The line a user error prints: the message, then the command line's hint where there is one."""
+    return f"{PROG}: error: {one_line(err)}{hint(err)}"
+
+
+#: The command line's name for each Python argument that the library's errors can name in their `argument`.
+FLAGS = {
+    "preds": "-c/--cand",
+    "target": "-r/--ref",
+    "model_name_or_path": "-m/--model",
+    "num_layers": "-l/--num-layers",
+    "lang": "--lang",
+    "idf": "--idf",
+    "rescale_with_baseline": "--rescale-with-baseline",
+    "baseline_path": "--baseline-path",
+    "batch_size": "-b/--batch-size",
+    "device": "--device",
+    "model_dtype": "--dtype",
+    "compile_model": "--compile",
+    "verbose": "--progress",
+    "long_texts": "--long-texts",
+    "window_stride": "--window-stride",
+}
+#: What to do on the command line where the library's message ends with what to pass in Python.
+ADVICE = {
+    "model_name_or_path": "-m /path/to/local/model (with -l N where the model has no tuned default layer)",
+    "rescale_with_baseline": "--baseline-path baseline.tsv, or leave out --rescale-with-baseline",
+}
+
+
+def hint(err: BaseException) -> str:
+    """The command-line spelling of the Python argument a library error names in its `argument` field: its
+    messages speak Python (``num_layers``, ``baseline_path=...``). Built from the field, never from the text.
+
+    >>> from bertscore_tm.errors import ModelSetupError
+    >>> hint(ModelSetupError("num_layers must be between 0 and 6, got 9", argument="num_layers"))
+    '. On the command line, num_layers is -l/--num-layers.'
+    >>> hint(ValueError("num_layers"))
+    ''
+    """
+    argument = getattr(err, "argument", None) if isinstance(err, BERTScoreError) else None
+    if argument in ADVICE:
+        text = f"On the command line: {ADVICE[argument]}."
+    elif argument in FLAGS:
+        text = f"On the command line, {argument} is {FLAGS[argument]}."
+    else:
+        return ""
+    return ("" if one_line(err).endswith((".", "!", "?")) else ".") + " " + text
+
+
+def show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """`warnings.showwarning` for the command line: ``bertscore-tm: warning: ...``, without the source line."""
+    print(f"{PROG}: warning: {message}", file=sys.stderr if file is None else file)

@@ -1,0 +1,159 @@
+"""What the commands read: text files (one text per line), standard input (``-``) and texts given as arguments.
+
+Every file is checked before any model is loaded: it exists, it is a file, it is UTF-8 text, it is not empty, and
+files that go together have as many lines. Standard input is read as UTF-8 bytes whatever the locale, once, and
+by one process (under torchrun every process reads the same files).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bertscore_tm.cli.errors import UsageError
+from bertscore_tm.launch import launched
+
+#: The file name that means standard input.
+STDIN = "-"
+
+
+def read_lines(path: str, what: str) -> list[str]:
+    """The lines of a UTF-8 text file, or of standard input for ``-`` (\\n, \\r\\n or \\r endings), checked to
+    hold at least one."""
+    text = _read_stdin(what) if path == STDIN else _read_file(path, what)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    if not lines:
+        raise UsageError(f"{input_name(path, what)} is empty")
+    return lines
+
+
+def input_name(path: str, what: str) -> str:
+    """How messages name an input: ``candidate file x.txt``, or ``candidate file - (standard input)``.
+
+    >>> input_name("-", "corpus")
+    'corpus file - (standard input)'
+    """
+    return f"{what} file {path}" + (" (standard input)" if path == STDIN else "")
+
+
+def n_lines(n: int) -> str:
+    """``1 line``, ``3 lines``.
+
+    >>> n_lines(1), n_lines(3)
+    ('1 line', '3 lines')
+    """
+    return f"{n} line" if n == 1 else f"{n} lines"
+
+
+def _read_file(path: str, what: str) -> str:
+    """A file's text, checked to exist and to be UTF-8; universal newlines, like iterating over the file."""
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise UsageError(f"{what} file {path} does not exist")
+    if not file.is_file():
+        from bertscore_tm.corpus import not_a_file
+
+        raise UsageError(f"{what} file {path} {not_a_file(file)}")
+    try:
+        with file.open(encoding="utf-8") as fh:
+            return fh.read()
+    except UnicodeDecodeError as err:
+        raise UsageError(f"{what} file {path} is not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except OSError as err:
+        raise UsageError(f"cannot read {what} file {path}: {err.strerror or err}") from None
+
+
+def _read_stdin(what: str) -> str:
+    """Standard input read as bytes and decoded as UTF-8, as the files are (not in the locale's encoding,
+    which a pipe does not follow), with the same universal newlines."""
+    if sys.stdin is None:
+        raise UsageError(f"{input_name(STDIN, what)}: this process has no standard input")
+    stream = getattr(sys.stdin, "buffer", None)
+    data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(f"{input_name(STDIN, what)} is not UTF-8 text ({err.reason} at byte {err.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def check_stdin(paths: Sequence[str], flags: str) -> None:
+    """Standard input can be read once (a second ``-`` would silently get nothing), and by one process: under
+    torchrun the lines must come from files every process reads."""
+    if sum(path == STDIN for path in paths) > 1:
+        raise UsageError(
+            f"standard input (-) can be read only once: give at most one of {flags} as -, the others as files"
+        )
+    if STDIN in paths and launched()[1] > 1:
+        raise UsageError(
+            "standard input (-) cannot be shared by the processes torchrun starts: give every input as a file "
+            "(at the same path on every node)"
+        )
+
+
+def text_argument(text: str, what: str, flag: str) -> str:
+    """A text given on the command line, checked to be UTF-8: bytes that are not arrive as lone surrogates
+    (Python's surrogateescape), which no tokenizer accepts.
+
+    >>> text_argument("caf\\udce9", "candidate", "-c")
+    Traceback (most recent call last):
+    ...
+    bertscore_tm.cli.errors.UsageError: the candidate text (-c) is not UTF-8: it holds the byte 0xe9 at character 3
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        code = ord(text[err.start])
+        what_it_is = f"the byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"a lone surrogate U+{code:04X}"
+        raise UsageError(
+            f"the {what} text ({flag}) is not UTF-8: it holds {what_it_is} at character {err.start}"
+        ) from None
+    return text
+
+
+def references(paths: Sequence[str], lines: int, mismatch: str) -> list[str] | list[list[str]]:
+    """The reference files, each checked to have `lines` lines (`mismatch` says what is wrong otherwise, after
+    ``reference file X has N lines but``): one string per line with one file, else a list per line."""
+    groups: list[list[str]] = []
+    for path in paths:
+        refs = read_lines(path, "reference")
+        if len(refs) != lines:
+            raise UsageError(f"{input_name(path, 'reference')} has {n_lines(len(refs))} but {mismatch}")
+        groups.append(refs)
+    return groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups, strict=True)]
+
+
+class LinesInMemory:
+    """Candidates and references read whole (standard input cannot be read twice), with the interface of
+    `bertscore_tm.corpus.ParallelFiles`."""
+
+    def __init__(self, cands: list[str], targets: list[str] | list[list[str]]) -> None:
+        self.cands, self.targets = cands, targets
+
+    def __len__(self) -> int:
+        return len(self.cands)
+
+    def chunks(self, start: int = 0, stop: int | None = None) -> Iterable[tuple[list[str], Any]]:
+        stop = len(self.cands) if stop is None else stop
+        if start < stop:
+            yield self.cands[start:stop], self.targets[start:stop]
+
+
+def pair_lines(cand: str, refs: Sequence[str]) -> Any:
+    """The candidate file and its reference files, checked (exist, UTF-8, not empty, as many lines each) before
+    any model loads: files are counted now and read as a stream later (`bertscore_tm.corpus`); standard input
+    is read whole."""
+    if STDIN not in (cand, *refs):
+        from bertscore_tm.corpus import ParallelFiles
+
+        return ParallelFiles.open(cand, refs)
+    cands = read_lines(cand, "candidate")
+    mismatch = (
+        f"{input_name(cand, 'candidate')} has {n_lines(len(cands))}: line i of every reference file is a "
+        "reference for line i of the candidate file"
+    )
+    return LinesInMemory(cands, references(refs, len(cands), mismatch))

@@ -1,0 +1,98 @@
+"""``bertscore-tm mbr``: minimum-Bayes-risk selection, the hypothesis of each group that agrees most with the
+others (the highest mean F1 against the other hypotheses of its group)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, TextIO
+
+from bertscore_tm.cli import devices, inputs, metrics, options, outputs
+from bertscore_tm.cli.errors import UsageError
+from bertscore_tm.cli.inputs import n_lines
+from bertscore_tm.cli.options import Once
+
+
+def add_parser(sub: Any) -> None:
+    m = sub.add_parser(
+        "mbr",
+        help="minimum-Bayes-risk selection: the hypothesis of each group the others agree with most",
+        description="For each group of hypotheses (several samples for one source), pick the one with the "
+        "highest mean BERTScore F1 against the other hypotheses of its group (ties: the first). Prints the "
+        "chosen hypothesis of each group, one per line, in group order; JSON gives each group's chosen index, "
+        "its line number and every hypothesis's mean F1.",
+    )
+    m.add_argument("-i", "--input", required=True, action=Once, metavar="HYPS", help="hypotheses, one per line")
+    grouping = m.add_mutually_exclusive_group(required=True)
+    grouping.add_argument("--group-size", type=int, default=None, metavar="K", help="each group is K consecutive lines")
+    grouping.add_argument(
+        "--groups",
+        default=None,
+        action=Once,
+        metavar="FILE",
+        help="one group id per line of HYPS (lines with the same id form a group, in order of first appearance)",
+    )
+    options.add_model_options(m)
+    m.add_argument(
+        "--idf", action="store_true", help="weigh tokens by inverse document frequency over each group's hypotheses"
+    )
+    options.add_rescale_options(m)
+    m.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    options.add_long_text_options(m)
+    options.add_run_options(m)
+    m.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    devices.one_process("mbr")
+    if args.groups is not None:
+        inputs.check_stdin([args.input, args.groups], "-i/--groups")
+    hyps = inputs.read_lines(args.input, "hypothesis")
+    names, lines = _groups(args, hyps)
+    metric = metrics.scoring_metric(args)
+    chosen, utilities = metric.mbr_select([[hyps[i] for i in group] for group in lines], return_utilities=True)
+    if args.format == "json":
+        doc = {
+            **outputs.setting(metric, args),
+            "groups": [
+                {
+                    "group": name,
+                    "index": index,
+                    "line": group[index] + 1,
+                    "hypothesis": hyps[group[index]],
+                    "lines": [i + 1 for i in group],
+                    "utilities": [outputs.json_number(u) for u in utility.tolist()],
+                }
+                for name, group, index, utility in zip(names, lines, chosen, utilities, strict=True)
+            ],
+        }
+        out.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        out.writelines(hyps[group[index]] + "\n" for group, index in zip(lines, chosen, strict=True))
+    return 0
+
+
+def _groups(args: argparse.Namespace, hyps: list[str]) -> tuple[list[str], list[list[int]]]:
+    """Group names and each group's line indices, in order of first appearance."""
+    if args.group_size is not None:
+        k = args.group_size
+        if k < 1:
+            raise UsageError(f"--group-size must be at least 1, got {k}")
+        if len(hyps) % k:
+            raise UsageError(
+                f"hypothesis file {args.input} has {n_lines(len(hyps))}, which --group-size {k} does not divide: "
+                f"each group is {k} consecutive lines (the last group would have {len(hyps) % k})"
+            )
+        return [str(g + 1) for g in range(len(hyps) // k)], [list(range(i, i + k)) for i in range(0, len(hyps), k)]
+    ids = inputs.read_lines(args.groups, "group id")
+    if len(ids) != len(hyps):
+        raise UsageError(
+            f"group id file {args.groups} has {n_lines(len(ids))} but hypothesis file {args.input} has "
+            f"{n_lines(len(hyps))}: line i of the group id file names the group of hypothesis i"
+        )
+    members: dict[str, list[int]] = {}
+    for i, name in enumerate(ids):
+        if not name.strip():
+            raise UsageError(f"group id file {args.groups}, line {i + 1}: the group id is blank")
+        members.setdefault(name.strip(), []).append(i)
+    return list(members), list(members.values())

@@ -1,0 +1,108 @@
+"""The metric a command scores with, built from its options once each is checked: the model is on this machine
+with whole weights files, a model without a tuned default layer has ``-l``, the baseline asked for is there and
+readable, and the device holds tensors, all before the model loads."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from bertscore_tm.cli import devices, model_files, options
+from bertscore_tm.cli.errors import UsageError, one_line
+from bertscore_tm.errors import BERTScoreError
+
+
+def make_metric(**kwargs: Any) -> Any:
+    """A BERTScore metric; a bad setting (layer out of range, unreadable model or baseline) is a user error."""
+    from bertscore_tm.metric import BERTScore
+
+    try:
+        return BERTScore(**kwargs)
+    except BERTScoreError:
+        raise  # reported with a hint from its fields
+    except (ValueError, TypeError, OSError) as err:
+        raise UsageError(f"cannot set up {kwargs.get('model_name_or_path')}: {one_line(err)}") from None
+    except Exception as err:
+        if not isinstance(err, model_files.weights_read_errors()):
+            raise
+        folder = model_folder(str(kwargs["model_name_or_path"]))
+        files = ", ".join(str(f) for f in model_files.weights_files(folder))
+        raise UsageError(
+            f"cannot read the weights of the model in {folder} ({files}): {one_line(err)}; the files are damaged: "
+            "download the model again"
+        ) from None
+
+
+def rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
+    """The metric `score`, `compare`, `show`, `pairwise` and `mbr` use: model, layer, language, rescaling and
+    device from the command line, each checked before the model loads (under torchrun a bare ``cuda`` is the
+    process's own GPU)."""
+    options.check_run_options(args)
+    long_texts = options.long_texts(args)
+    name = model_name(args)
+    check_layer(args, name)
+    check_baseline(args, name)
+    device = devices.process_device(args.device)
+    return make_metric(
+        model_name_or_path=name,
+        num_layers=args.num_layers,
+        lang=args.lang,
+        rescale_with_baseline=args.rescale_with_baseline,
+        baseline_path=args.baseline_path,
+        device=device,
+        compile_model=getattr(args, "compile", False),
+        **long_texts,
+        **extra,
+    )
+
+
+def scoring_metric(args: argparse.Namespace) -> Any:
+    """`rescalable_metric` with the options of the commands that score many lines: --idf, --batch-size,
+    --dtype and --progress."""
+    return rescalable_metric(
+        args,
+        idf=args.idf,
+        batch_size=args.batch_size,
+        model_dtype=devices.dtype(args.dtype),
+        verbose=options.progress(args),
+    )
+
+
+def model_name(args: argparse.Namespace) -> str:
+    """The model asked for (or the language's default), checked to be on this machine, with weights files
+    that are whole, before anything loads."""
+    from bertscore_tm.registry import default_model
+
+    name = args.model if args.model is not None else default_model(args.lang)
+    model_files.check_weights(model_folder(name))  # ModelNotFoundError first, before any other complaint
+    return str(name)
+
+
+def model_folder(name: str) -> Path:
+    """The model's folder on this machine; ModelNotFoundError (from bertscore_tm.errors) otherwise."""
+    from bertscore_tm.loading import resolve_model_path
+
+    return resolve_model_path(name)
+
+
+def check_baseline(args: argparse.Namespace, model_name: str) -> None:
+    """Fail before loading any model when rescaling is asked for and the baseline is not there."""
+    if args.baseline_path is not None:
+        args.rescale_with_baseline = True  # a baseline file means: rescale with it
+    if not args.rescale_with_baseline:
+        return
+    from bertscore_tm.baselines import find_baseline, read_baseline
+
+    read_baseline(find_baseline(args.lang, model_name, args.baseline_path))  # a malformed file, before the model
+
+
+def check_layer(args: argparse.Namespace, model_name: str) -> None:
+    """A model without a tuned default layer needs -l: said in the command line's terms, before loading it."""
+    from bertscore_tm.registry import is_known_model
+
+    if args.num_layers is None and not is_known_model(model_name):
+        raise UsageError(
+            f"no default layer is known for {model_name}: pass -l N (0 = the embeddings, up to the model's depth; "
+            "configs/models.json lists the models with a tuned default layer)"
+        )

@@ -1,0 +1,222 @@
+"""The option groups several commands share, each declared once, and read back checked, in the command line's
+terms, before anything is loaded: the model (``-m``, ``-l``, ``--lang``), rescaling, long texts, how to run
+(batch size, device, dtype, compile, progress) and resampling (``--confidence``, ``--bootstrap``, ``--seed``).
+
+The choices are the library's own (`bertscore_tm.arguments`); what the library checks as clearly is left to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any, NamedTuple
+
+from bertscore_tm.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES
+from bertscore_tm.cli.errors import UsageError
+
+
+class Once(argparse.Action):
+    """An option that takes one file (or text), refused when given twice: keeping the last would silently
+    ignore the other (options that take several files, such as -r, collect every occurrence instead)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        earlier = getattr(namespace, self.dest, None)
+        if earlier is not None:
+            raise argparse.ArgumentError(self, f"given twice ({earlier} and {values}): it takes one, give it once")
+        setattr(namespace, self.dest, values)
+
+
+# -- declarations ---------------------------------------------------------------------------------------------
+
+
+def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
+    p.add_argument(
+        "-m",
+        "--model",
+        default=None,
+        metavar="MODEL",
+        help="model name or local directory (default: the language's default model; "
+        "'sentence-transformers/all-MiniLM-L6-v2' is the packaged one, always available)",
+    )
+    if layers:
+        p.add_argument(
+            "-l",
+            "--num-layers",
+            type=int,
+            default=None,
+            metavar="N",
+            help="use the output of layer N (0 = embeddings; default: the model's tuned layer)",
+        )
+    p.add_argument(
+        "--lang", default="en", help="language code: picks the default model and the packaged baseline (default: en)"
+    )
+
+
+def add_rescale_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rescale-with-baseline",
+        action="store_true",
+        help="rescale with the packaged baseline of (--lang, model): (x - b) / (1 - b)",
+    )
+    p.add_argument(
+        "--baseline-path",
+        default=None,
+        metavar="FILE",
+        help="rescale with this LAYER,P,R,F baseline file instead (implies --rescale-with-baseline)",
+    )
+
+
+def add_long_text_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--long-texts",
+        choices=LONG_TEXTS,
+        default="truncate",
+        help="texts longer than the model's window: truncate them (default, as the reference does) or "
+        "embed them in overlapping windows and score every token (see the README: Long texts)",
+    )
+    p.add_argument(
+        "--window-stride",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --long-texts window: tokens between window starts (default: half the window)",
+    )
+
+
+def add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
+    """--device; with `batch` (every command but show) also --batch-size, --dtype, --compile and --progress."""
+    if batch:
+        p.add_argument(
+            "-b",
+            "--batch-size",
+            type=int,
+            default=None,
+            metavar="N",
+            help="at most N texts per forward pass (default: as many as the token budget allows)",
+        )
+    p.add_argument(
+        "--device", default=None, help="torch device, e.g. cpu, cuda, cuda:1 (default: cuda if available, else cpu)"
+    )
+    if batch:
+        _add_speed_options(p)
+
+
+def _add_speed_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dtype",
+        choices=MODEL_DTYPES,
+        default="float32",
+        help="compute dtype of the model: float32 is exact; bfloat16/float16 are faster on GPUs (about 1e-3 error)",
+    )
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="run the model through torch.compile: a wait for the compilation first (tens of seconds), then "
+        "faster forward passes; rounds differently (about 1e-6 in F1 in float32)",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show a progress bar on stderr (default: when stderr is a terminal)",
+    )
+
+
+def add_resampling_options(p: argparse.ArgumentParser, confidence: str | None) -> None:
+    # read as text and checked by resampling(), so that a bad value is a one-line error like any other
+    default = "none: no interval" if confidence is None else confidence
+    p.add_argument(
+        "--confidence",
+        default=confidence,
+        metavar="C",
+        help=f"add the F1 mean's bootstrap confidence interval at level C, e.g. 0.95 (default: {default})",
+    )
+    p.add_argument(
+        "--bootstrap",
+        default=None,
+        metavar="N",
+        help="resamples (and, with --method randomization, shuffles) to draw (default: 1000; at most 1,000,000)",
+    )
+    p.add_argument(
+        "--seed", default=None, metavar="S", help="seed of the resampling: same seed, same numbers (default: 0)"
+    )
+
+
+# -- reading them back ----------------------------------------------------------------------------------------
+
+
+def check_run_options(args: argparse.Namespace) -> None:
+    """The numeric options, in their own terms, before anything is loaded."""
+    if getattr(args, "batch_size", None) is not None and args.batch_size < 1:
+        raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if getattr(args, "num_layers", None) is not None and args.num_layers < 0:
+        raise UsageError(f"-l/--num-layers must be 0 or more (0 = the embeddings), got {args.num_layers}")
+
+
+def long_texts(args: argparse.Namespace) -> dict[str, Any]:
+    """The metric's long-text arguments from --long-texts and --window-stride; a stride without windows is said
+    in the command line's terms (the metric checks the stride's range, knowing the window)."""
+    if args.window_stride is not None and args.long_texts != "window":
+        raise UsageError(f"--window-stride {args.window_stride} needs --long-texts window")
+    return {"long_texts": args.long_texts, "window_stride": args.window_stride}
+
+
+def progress(args: argparse.Namespace) -> bool:
+    """Show progress bars: as asked, else when stderr is a terminal."""
+    if args.progress is not None:
+        return bool(args.progress)
+    return sys.stderr.isatty()
+
+
+class Resampling(NamedTuple):
+    confidence: float
+    num_samples: int
+    seed: int
+
+
+def resampling(args: argparse.Namespace) -> Resampling | None:
+    """--confidence, --bootstrap and --seed, checked before any model is loaded; None without --confidence."""
+    if args.confidence is None:
+        given = [flag for flag, value in (("--bootstrap", args.bootstrap), ("--seed", args.seed)) if value is not None]
+        if given:
+            verb = "matters" if len(given) == 1 else "matter"
+            raise UsageError(f"{' and '.join(given)} only {verb} with --confidence: add e.g. --confidence 0.95")
+        return None
+    try:
+        confidence = float(args.confidence)
+    except ValueError:
+        raise UsageError(f"--confidence must be a number between 0 and 1, e.g. 0.95; got {args.confidence}") from None
+    if not (math.isfinite(confidence) and 0 < confidence < 1):
+        hint = f" (a fraction: {confidence / 100:g}, not {args.confidence})" if 1 < confidence < 100 else ""
+        raise UsageError(f"--confidence must be between 0 and 1 (exclusive), e.g. 0.95; got {args.confidence}{hint}")
+    num_samples = _whole(
+        "1000" if args.bootstrap is None else args.bootstrap, "--bootstrap", "resamples", 1, MAX_RESAMPLES
+    )
+    seed = _whole("0" if args.seed is None else args.seed, "--seed", "the resampling's random seed", 0, 2**64 - 1)
+    return Resampling(confidence, num_samples, seed)
+
+
+def _whole(value: str, flag: str, what: str, minimum: int, maximum: int | None = None) -> int:
+    """
+    >>> _whole("12", "--seed", "a seed", 0)
+    12
+    >>> _whole("1.5", "--seed", "a seed", 0)
+    Traceback (most recent call last):
+    ...
+    bertscore_tm.cli.errors.UsageError: --seed must be a whole number (a seed), got 1.5
+    """
+    try:
+        number = int(value)
+    except ValueError:
+        raise UsageError(f"{flag} must be a whole number ({what}), got {value}") from None
+    if number < minimum or (maximum is not None and number > maximum):
+        upper = "" if maximum is None else f" and at most {maximum:,}"
+        raise UsageError(f"{flag} must be at least {minimum}{upper} ({what}), got {value}")
+    return number

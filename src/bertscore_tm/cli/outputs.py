@@ -1,0 +1,255 @@
+"""Where the commands write: output files (``-o``, ``show -f``) and standard output.
+
+An output file is checked before any model loads (not a folder, not one of the inputs, in a folder that exists
+and takes new files) and written only once the results are there, atomically: into a temporary file in the same
+folder, flushed to disk, then moved onto the target in one step, so that the target holds its old content or the
+whole new one, never a part (a full disk, a kill, a crash), and no temporary file stays behind. A target that is
+no regular file (``-o /dev/stdout``, a pipe) cannot be replaced and is written in place. Standard output that
+cannot be written (a full disk, a closed descriptor) is a one-line error like an output file's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import math
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from bertscore_tm.cli.errors import UsageError, one_line
+from bertscore_tm.cli.inputs import STDIN
+
+# -- checked before any model loads --------------------------------------------------------------------------
+
+
+def check_output(path: str, example: str, inputs: Sequence[str] = ()) -> Path:
+    """The file an output option names, checked before any model loads: not a folder, not one of the `inputs`,
+    in a folder that exists and takes new files (probed with a nameless temporary file, so nothing is left behind,
+    and so that it holds for root and read-only file systems too: the results go to a temporary file there), and
+    not a file the user made read-only. Nothing is written to it until the results are there."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise UsageError(f"cannot write {path}: it is a folder; give a file name such as {target / example}")
+    _not_an_input(target, path, inputs)
+    folder = target.parent
+    if not folder.is_dir():
+        reason = f"{folder} is not a folder" if folder.exists() else f"the folder {folder} does not exist"
+        raise UsageError(f"cannot write {path}: {reason}")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise UsageError(f"cannot write {path}: permission denied")
+    if target.exists() and not target.is_file():
+        return target  # a device or a pipe: written in place
+    real_folder = Path(os.path.realpath(target)).parent
+    try:
+        tempfile.TemporaryFile(dir=real_folder).close()
+    except OSError as err:
+        why = f" (the results go to a temporary file in {real_folder}, then replace {path})" if target.exists() else ""
+        raise UsageError(f"cannot write {path}: {err.strerror or one_line(err)}{why}") from None
+    return target
+
+
+def _not_an_input(target: Path, name: str, inputs: Sequence[str]) -> None:
+    """Refuse an output that is one of the input files: writing the results would overwrite it (compared as
+    files, so another spelling of the same path, or a link to it, counts too)."""
+    for path in inputs:
+        if path == STDIN:
+            continue
+        try:
+            same = target.exists() and os.path.samefile(target, Path(path).expanduser())
+        except OSError:
+            same = False
+        if same:
+            raise UsageError(
+                f"cannot write {name}: it is the input file {path}, which the results would overwrite; "
+                "give another output file"
+            )
+
+
+def image_target(path: str) -> tuple[Path, str]:
+    """The file `show -f` really writes and its format, checked before any model loads. As matplotlib's
+    savefig: the format is the extension, else ``savefig.format`` (png), whose extension is then added."""
+    import matplotlib
+
+    if Path(path).expanduser().is_dir():
+        check_output(path, "similarity.png")  # says it is a folder
+    name = path
+    fmt = os.path.splitext(path)[1][1:]
+    if not fmt:
+        fmt = str(matplotlib.rcParams["savefig.format"])
+        name = path.rstrip(".") + "." + fmt
+    _check_image_format(name, fmt.lower())
+    return check_output(name, "similarity.png"), fmt.lower()
+
+
+def _check_image_format(name: str, fmt: str) -> None:
+    """Fail early on a format matplotlib cannot write here: unknown to it, or needing what this machine lacks
+    (pgf needs a TeX installation; some formats need a Pillow built with their codec). A tiny figure with a
+    text is drawn in that format, in memory, which is what the real picture needs."""
+    from matplotlib.backend_bases import FigureCanvasBase
+    from matplotlib.figure import Figure
+
+    known = sorted(FigureCanvasBase.get_supported_filetypes())
+    advice = "use .png (or one of " + ", ".join(known) + ")"
+    if fmt not in known:
+        raise UsageError(f"cannot write {name}: matplotlib writes no '{fmt}' images; {advice}")
+    probe = Figure(figsize=(1, 1))
+    probe.text(0.5, 0.5, "x")
+    try:
+        probe.savefig(io.BytesIO(), format=fmt)
+    except Exception as err:
+        raise UsageError(
+            f"cannot write {name}: matplotlib cannot write {fmt} on this machine ({one_line(err)}); {advice}"
+        ) from None
+
+
+# -- writing, atomically --------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def replacing(target: Path, name: str) -> Iterator[Path]:
+    """A path to write `target`'s new content to: a temporary file in `target`'s folder (a link's target's),
+    synced to disk and moved onto `target` when the block ends. Whatever fails, inside the block or after it
+    (an interruption included), the temporary file is removed and `target` stays as it was; an OSError becomes
+    a one-line `UsageError` naming `name`. A target that is no regular file is written in place."""
+    real = Path(os.path.realpath(target))
+    if real.exists() and not real.is_file():
+        with _reported(name):
+            yield real
+        return
+    with _reported(name):
+        handle, temp_name = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+        os.close(handle)
+    temp = Path(temp_name)
+    try:
+        with _reported(name):
+            yield temp
+            _move_onto(temp, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def write_text(target: Path, name: str, lines: Iterable[str]) -> None:
+    """Write `lines` (UTF-8) to the file `target`, atomically (`replacing`)."""
+    with replacing(target, name) as temp, temp.open("w", encoding="utf-8") as fh:
+        fh.writelines(lines)
+
+
+def write_output(target: Path | None, name: str, lines: Iterable[str], out: TextIO) -> None:
+    """Write `lines` to the file `target` (atomically), or to `out` when there is none."""
+    if target is None:
+        out.writelines(lines)
+    else:
+        write_text(target, name, lines)
+
+
+@contextlib.contextmanager
+def _reported(name: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as err:
+        raise UsageError(f"cannot write {name}: {err.strerror or one_line(err)}") from None
+
+
+def _move_onto(temp: Path, real: Path) -> None:
+    """Sync `temp` to disk, give it the mode (and owner, where allowed) `real` has, then move it onto `real`."""
+    handle = os.open(temp, os.O_RDWR)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+    try:
+        old = real.stat()
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)  # as a new file gets it
+    else:
+        os.chmod(temp, stat.S_IMODE(old.st_mode))
+        with contextlib.suppress(OSError):
+            os.chown(temp, old.st_uid, old.st_gid)
+    os.replace(temp, real)
+    with contextlib.suppress(OSError):  # the move itself on disk (where a folder can be synced)
+        folder = os.open(real.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
+# -- what the JSON outputs share -----------------------------------------------------------------------------
+
+
+def json_number(x: float) -> float | None:
+    """A score for JSON: NaN (possible with --idf, as in the reference) becomes null.
+
+    >>> json_number(0.5), json_number(float("nan"))
+    (0.5, None)
+    """
+    return x if math.isfinite(x) else None
+
+
+def setting(metric: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The setting a JSON output starts with: the hash code, the model, its layer, idf and rescaling."""
+    return {
+        "hash": metric.hash_code,
+        "model": metric.model_name,
+        "num_layers": metric.num_layers,
+        "idf": args.idf,
+        "rescaled": args.rescale_with_baseline,
+    }
+
+
+# -- standard output ------------------------------------------------------------------------------------------
+
+
+class StandardOutput:
+    """Standard output as the subcommands write it: a write or flush that fails (a full disk, ``> /dev/full``,
+    a closed ``>&-``) is a one-line `UsageError`, the same as an output file's. A reader that went away
+    (`BrokenPipeError`) stays as it is, to be stopped quietly."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        with self._reported():
+            return self._open().write(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        with self._reported():
+            self._open().writelines(lines)
+
+    def flush(self) -> None:
+        with self._reported():
+            if self.stream is not None:
+                self.stream.flush()
+
+    def _open(self) -> TextIO:
+        if self.stream is None:
+            raise UsageError("cannot write standard output: this process has none (it was closed)")
+        return self.stream
+
+    @contextlib.contextmanager
+    def _reported(self) -> Iterator[None]:
+        try:
+            yield
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as err:  # ValueError: "I/O operation on closed file"
+            silence_stdout()  # what is left in the buffer must not fail again when Python exits
+            raise UsageError(
+                f"cannot write standard output: {getattr(err, 'strerror', None) or one_line(err)}"
+            ) from None
+
+
+def silence_stdout() -> None:
+    """Point standard output's file descriptor at the null device, so that flushing it at exit cannot fail."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

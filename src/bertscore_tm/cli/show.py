@@ -1,0 +1,60 @@
+"""``bertscore-tm show``: the token-by-token similarity matrix of one pair as a heatmap (needs matplotlib)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+from bertscore_tm.cli import devices, inputs, metrics, options, outputs
+from bertscore_tm.cli.errors import UsageError
+from bertscore_tm.cli.options import Once
+
+
+def add_parser(sub: Any) -> None:
+    v = sub.add_parser(
+        "show",
+        help="plot the token similarity matrix of one pair",
+        description="Draw the cosine similarity of every candidate token with every reference token as a "
+        "heatmap, values in the cells, P/R/F1 in the title (special tokens are hidden, as in bert-score's "
+        "plot_example). Past 40 tokens a side the cells carry no values and every k-th token is labelled, "
+        "in a picture of at most about 2400 pixels a side. With rescaling, cells and scores are rescaled "
+        "(cells with the F baseline).",
+    )
+    v.add_argument("-c", "--cand", required=True, action=Once, metavar="TEXT", help="candidate text")
+    v.add_argument("-r", "--ref", required=True, action=Once, metavar="TEXT", help="reference text")
+    v.add_argument(
+        "-f",
+        "--file",
+        required=True,
+        metavar="OUT.png",
+        help="where to write the picture; the format is the extension (png, svg, pdf, jpg, ...; "
+        "none: png, with .png added)",
+    )
+    options.add_model_options(v)
+    options.add_rescale_options(v)
+    options.add_long_text_options(v)
+    options.add_run_options(v, batch=False)
+    v.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "show needs matplotlib: pip install 'bertscore-tm[plot]' (or pip install matplotlib)"
+        ) from None
+    if not args.cand.strip() or not args.ref.strip():
+        raise UsageError("show needs a non-blank candidate (-c) and reference (-r) text")
+    devices.one_process("show")
+    cand = inputs.text_argument(args.cand, "candidate", "-c")
+    ref = inputs.text_argument(args.ref, "reference", "-r")
+    target, fmt = outputs.image_target(args.file)
+    metric = metrics.rescalable_metric(args)
+    from bertscore_tm.plotting import plot_similarity
+
+    with outputs.replacing(target, str(target)) as temp:
+        scores = plot_similarity(metric, cand, ref, temp, format=fmt)
+    out.write(f"{scores.hash_code} P: {scores.precision:.6f} R: {scores.recall:.6f} F1: {scores.f1:.6f}\n")
+    out.write(f"Saved the similarity matrix to {target}\n")
+    return 0
