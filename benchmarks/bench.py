@@ -224,9 +224,9 @@ def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: st
         compiled = kind.endswith("-compiled")
         metric = BERTScore(path, num_layers=layers, model_dtype=dtype, device=device, compile_model=compiled)
         if kind == "ours-bf16-unpacked":  # for comparison: bfloat16 in batches of one length, as before packing
-            metric._embedder._packing_refused = True
+            metric.embedder._packing_refused = True
         if kind == "ours-bf16-unprepacked":  # for comparison: packed, the linear layers as torch has them
-            metric._embedder._prepacked, metric._embedder._prepack_tried = None, True
+            metric.embedder._prepacked, metric.embedder._prepack_tried = None, True
 
         def run() -> dict:
             metric.reset()

@@ -103,17 +103,17 @@ def _timing(args: argparse.Namespace) -> dict:
 
 def _memory(args: argparse.Namespace) -> dict:
     """One N x N run: time and peak RSS, then a second run under torch's allocation record."""
-    from bertscore_tm.pairwise import _pairwise
+    from bertscore_tm.pairwise import all_pairs
 
     cands, refs = _texts(args.data, args.n)
     metric = _metric()
     base = bench._reset_peak()
     start = time.perf_counter()
-    result, info = _pairwise(metric, cands, refs)
+    result, info = all_pairs(metric.scorer, cands, refs, metric.device)
     seconds = time.perf_counter() - start
     rss = max(0, bench._rss_kib("VmHWM") - base) / 1024
     del result
-    (_, info), peak = bench._tensor_peak(lambda: _pairwise(metric, cands, refs))
+    (_, info), peak = bench._tensor_peak(lambda: all_pairs(metric.scorer, cands, refs, metric.device))
     forward_peak = bench._forward_peak(cands, refs)
     n, m = len(cands), len(refs)
     return {

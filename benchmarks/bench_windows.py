@@ -80,7 +80,7 @@ def _limit_runner(cands: list[str], refs: list[str], threads: int):
     from bertscore_tm.windows import piece_ids, plan_pieces
 
     metric = BERTScore(MINILM, long_texts="window")
-    rule, embedder = metric._windows, metric.embedder
+    rule, embedder = metric.windows, metric.embedder
     docs = [metric.token_ids(t) for t in dict.fromkeys(t.strip() for t in cands + refs)]
     pieces = plan_pieces([len(d) for d in docs], rule)
     seqs = [piece_ids(docs[p.text], p, rule) for p in pieces]

@@ -100,10 +100,10 @@ def test_only_bfloat16_on_a_cpu_with_the_last_layer_of_a_family_listed_packs() -
 def test_a_bfloat16_metric_scores_packed_exactly_as_in_batches(wmt) -> None:
     cands, refs = wmt["hyps_long"][:80], wmt["refs_long"][:80]
     packed = BERTScore(MINILM, model_dtype=torch.bfloat16, idf=True)
-    assert packed._embedder.packing
+    assert packed.embedder.packing
     packed.update(cands, refs)
     batched = BERTScore(MINILM, model_dtype=torch.bfloat16, idf=True)
-    batched._embedder._packing_refused = True
+    batched.embedder._packing_refused = True
     batched.update(cands, refs)
     got, want = packed.compute(), batched.compute()
     for key in ("precision", "recall", "f1"):
@@ -122,10 +122,10 @@ def test_windows_of_long_texts_pack_like_any_other_sequence(wmt) -> None:
     cands, refs = wmt["hyps_long"][:30], wmt["refs_long"][:30]
     packed = BERTScore(MINILM, model_dtype=torch.bfloat16, long_texts="window", max_length=32, window_stride=11)
     batched = BERTScore(MINILM, model_dtype=torch.bfloat16, long_texts="window", max_length=32, window_stride=11)
-    batched._embedder._packing_refused = True
+    batched.embedder._packing_refused = True
     for metric in (packed, batched):
         metric.update(cands, refs)
-    assert packed._embedder.packing and max(len(packed.token_ids(t)) for t in cands) > 32
+    assert packed.embedder.packing and max(len(packed.token_ids(t)) for t in cands) > 32
     got, want = packed.compute(), batched.compute()
     assert all(torch.equal(got[key], want[key]) for key in ("precision", "recall", "f1"))
 

@@ -163,7 +163,7 @@ def test_a_set_against_itself_has_a_unit_diagonal_and_symmetric_f(held_out, metr
 
 def test_the_method_reuses_the_model_and_leaves_the_state_alone(held_out, metric, monkeypatch) -> None:
     cands, refs = held_out
-    monkeypatch.setattr("bertscore_tm.metric.load_encoder", lambda *a, **k: pytest.fail("the model was loaded again"))
+    monkeypatch.setattr("bertscore_tm.scorer.load_encoder", lambda *a, **k: pytest.fail("the model was loaded again"))
     metric.reset()
     metric.update(cands[:3], refs[:3])
     state = {k: [t.clone() for t in v] if isinstance(v, list) else v.clone() for k, v in metric.metric_state.items()}
@@ -305,7 +305,9 @@ def test_mbr_batches_groups_and_embeds_each_text_once(wmt, metric, monkeypatch) 
 
     # every group in tiles of its own, blocks of a few groups (texts kept aside for later blocks)
     calls.clear()
-    tiled, u_tiled = select(metric, groups, return_utilities=True, sim_bytes=5_000, block_tokens=300)
+    tiled, u_tiled = select(
+        metric.scorer, metric.device, groups, return_utilities=True, sim_bytes=5_000, block_tokens=300
+    )
     assert sum(calls) == distinct
     assert tiled == chosen
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(u, u_tiled, strict=True))

@@ -89,11 +89,11 @@ def test_a_bfloat16_metric_scores_the_same_prepacked(wmt) -> None:
     cands, refs = wmt["hyps_long"][:60], wmt["refs_long"][:60]
     prepacked = BERTScore(MINILM, model_dtype=torch.bfloat16, idf=True)
     plain = BERTScore(MINILM, model_dtype=torch.bfloat16, idf=True)
-    _plain(plain._embedder)
+    _plain(plain.embedder)
     for metric in (prepacked, plain):
         metric.update(cands, refs)
     got, want = prepacked.compute(), plain.compute()
-    assert prepacked._embedder._prepacked is not None
+    assert prepacked.embedder._prepacked is not None
     assert all(torch.equal(got[key], want[key]) for key in ("precision", "recall", "f1"))
 
 

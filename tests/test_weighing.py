@@ -8,9 +8,9 @@ import itertools
 
 import torch
 
-import bertscore_tm.metric
+import bertscore_tm.paired
 from bertscore_tm import BERTScore
-from bertscore_tm.metric import pair_chunks
+from bertscore_tm.paired import pair_chunks
 from tests.conftest import MINILM
 
 
@@ -30,8 +30,8 @@ def test_scores_are_the_same_in_chunks_of_one_pair(wmt, monkeypatch):
     metric.update(cands, targets)
     whole = metric.compute()
     calls = []
-    real = bertscore_tm.metric.pair_chunks
-    monkeypatch.setattr(bertscore_tm.metric, "pair_chunks", lambda cost, budget: calls.append(1) or real(cost, 1))
+    real = bertscore_tm.paired.pair_chunks
+    monkeypatch.setattr(bertscore_tm.paired, "pair_chunks", lambda cost, budget: calls.append(1) or real(cost, 1))
     metric.reset()  # (compute() would return its cached result)
     metric.update(cands, targets)
     chunked = metric.compute()
@@ -43,7 +43,7 @@ def test_scores_are_the_same_in_chunks_of_one_pair(wmt, monkeypatch):
 def test_distinct_texts_are_found_exactly_and_numbered_by_first_appearance():
     """compute()'s list of texts to embed is built with tensor operations (no Python object per pair); it still
     finds every repeat exactly and numbers texts as a pair-by-pair walk first meets them."""
-    from bertscore_tm.metric import _distinct_texts
+    from bertscore_tm.paired import PairTokens, distinct_texts
 
     g = torch.Generator().manual_seed(0)
     for _ in range(50):
@@ -54,7 +54,7 @@ def test_distinct_texts_are_found_exactly_and_numbered_by_first_appearance():
         c_ids = torch.randint(0, 3, (int(c_lens.sum()),), generator=g, dtype=torch.int32)  # 3 ids: many repeats
         r_ids = torch.randint(0, 3, (int(r_lens.sum()),), generator=g, dtype=torch.int32)
         is_new = torch.rand(n, generator=g) < 0.7
-        texts, match_cand, match_ref = _distinct_texts(c_ids, c_lens, r_ids, r_lens, counts, is_new)
+        texts, match_cand, match_ref = distinct_texts(PairTokens(c_ids, c_lens, r_ids, r_lens, counts), is_new)
         cands = [c.tolist() for c in torch.split(c_ids, c_lens.tolist())]
         refs = [r.tolist() for r in torch.split(r_ids, r_lens.tolist())]
         walk, matches, first_ref = [], [], 0

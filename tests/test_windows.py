@@ -229,12 +229,12 @@ def test_stitching_plan_covers_every_row_once_from_an_in_window_row():
 
 
 def test_bad_settings_raise_before_the_model_loads(monkeypatch):
-    import bertscore_tm.metric
+    import bertscore_tm.scorer
 
     def no_model(*args, **kwargs):
         raise AssertionError("the model was loaded before the setting was checked")
 
-    monkeypatch.setattr(bertscore_tm.metric, "load_encoder", no_model)
+    monkeypatch.setattr(bertscore_tm.scorer, "load_encoder", no_model)
     with pytest.raises(ValueError, match=r"long_texts must be one of 'truncate', 'window', got 'chunks'"):
         BERTScore(MINILM, long_texts="chunks")
     with pytest.raises(ValueError, match=r"window_stride must be an integer >= 1 or None .*got 0"):

@@ -136,7 +136,14 @@ def baseline_rows(
     return table
 
 
-def rescale(scores: Tensor, baseline: Tensor) -> Tensor:
-    """(x - b) / (1 - b) with `scores` [..., rows, 3] and `baseline` [rows, 3] (broadcast)."""
+def rescale(scores: Tensor, baseline: Tensor, in_place: bool = False) -> Tensor:
+    """(x - b) / (1 - b), the one rescaling rule: `baseline` broadcast to `scores` (e.g. [rows, 3] against
+    [..., rows, 3]); `in_place` overwrites `scores` (for the large N x M matrices of all pairs).
+
+    >>> rescale(torch.tensor([[0.9, 0.8, 0.85]]), torch.tensor([[0.8, 0.8, 0.8]]))
+    tensor([[0.5000, 0.0000, 0.2500]])
+    """
     b = baseline.to(scores.device, scores.dtype)
+    if in_place:
+        return scores.sub_(b).div_(1 - b)
     return (scores - b) / (1 - b)

@@ -34,6 +34,16 @@ def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
     warnings.warn(message, category, stacklevel=level if frame is not None else 2)
 
 
+def warn_undefined(pairs: int) -> None:
+    """Warn (once per call, nothing when `pairs` is 0) that `pairs` pairs have a NaN precision or recall: the
+    weights of a text's tokens sum to 0, as the reference gives it (docs/semantics.md)."""
+    if pairs:
+        warn_user(
+            f"{pairs} pair(s) have tokens whose weights sum to 0 (with IDF: tokens found in every reference); "
+            "their precision or recall is NaN, as in the reference."
+        )
+
+
 class BERTScoreError(Exception):
     """Base class: a problem with what the user asked for, reported with an actionable message.
 

@@ -1,5 +1,6 @@
 """The functional API: `bert_score` (torchmetrics-style twin of the Metric) and `score` (a drop-in for
-`bert_score.score`). Both run the Metric itself, so all logic is shared and results are identical.
+`bert_score.score`). Both build the scoring core (`scorer.py`) and run the paired engine (`paired.py`), the very
+code the Metric's compute() runs, so results are identical; no Metric (and no torchmetrics state) is made.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.arguments import LongTexts, validate_arguments
+from bertscore_tm.embedding import own_precision
 from bertscore_tm.errors import ArgumentValueError
-from bertscore_tm.metric import BERTScore
+from bertscore_tm.paired import PairTokens, match_pairs, weigh_pairs
+from bertscore_tm.results import Scores, format_scores
+from bertscore_tm.scorer import Scorer, build_scorer
 from bertscore_tm.tokenizing import normalize_inputs
 from bertscore_tm.user_model import ForwardFn
 
@@ -36,12 +40,14 @@ def bert_score(
     >>> round(float(f1), 4)
     0.9183
     """
-    validate_arguments({"model_name_or_path": model_name_or_path, **kwargs})
+    arguments = {"model_name_or_path": model_name_or_path, **kwargs}
+    validate_arguments(arguments)
     cands, groups = normalize_inputs(preds, target)
-    kwargs.setdefault("sync_on_compute", False)
-    metric = BERTScore(model_name_or_path=model_name_or_path, **kwargs)
-    metric.update(cands, groups)
-    return metric.compute()
+    built = build_scorer(arguments)
+    scores = score_pairs(built.scorer, cands, groups, built.device, built.verbose)
+    per = torch.stack(scores.as_tuple())
+    per = per.mean(dim=-1) if kwargs.get("reduction", "none") == "mean" else per
+    return format_scores(per, built.output, scores.hash_code if built.return_hash else None)
 
 
 def score(
@@ -122,11 +128,29 @@ def score(
     if device is None and model is None:  # a model object runs where it is: it is not the function's to move
         device = "cuda" if torch.cuda.is_available() else "cpu"
     arguments.update(device=device, return_hash=False)  # score() returns the hash itself, beside the tuple
-    # a function call scores its own pairs, even inside a distributed job
-    metric = BERTScore(**arguments, sync_on_compute=False)
-    metric.update(cands_list, groups)
-    scores = metric.compute_scores()
+    built = build_scorer(arguments)
+    scores = score_pairs(built.scorer, cands_list, groups, built.device, verbose)
     out = (scores.precision.cpu(), scores.recall.cpu(), scores.f1.cpu())
     if return_hash:
         return out, scores.hash_code
     return out
+
+
+def score_pairs(
+    scorer: Scorer, cands: list[str], groups: list[list[str]], device: torch.device, verbose: bool
+) -> Scores:
+    """Each candidate against its references (a list per candidate), with IDF (if counted) over these
+    references: the paired engine from texts to per-pair scores, as the Metric's compute() runs it."""
+    refs = [r for group in groups for r in group]
+    with own_precision(device):
+        scorer.follow(device)
+        c_ids, c_lens, r_ids, r_lens = scorer.encoder.encode_pairs(cands, refs)  # one warning per kind
+        scorer.check_known_weights(torch.cat([c_ids, r_ids]))
+        counts = torch.tensor([len(g) for g in groups], dtype=torch.long)
+        pairs = PairTokens(c_ids, c_lens.long(), r_ids, r_lens.long(), counts)
+        matches = match_pairs(scorer, pairs, torch.ones(len(cands), dtype=torch.bool), verbose)
+        weights = scorer.reference_weights(r_ids, r_lens, len(refs)).to(device)
+        on = PairTokens(*(t.to(device) for t in (c_ids, pairs.cand_lens, r_ids, pairs.ref_lens, counts)))
+        per = weigh_pairs(scorer, on, matches, weights).permute(2, 1, 0)  # [pairs, rows, 3] -> [3, rows, pairs]
+    precision, recall, f1 = (per if scorer.all_layers else per[:, 0]).unbind(0)
+    return Scores(precision, recall, f1, scorer.hash_code)

@@ -46,8 +46,13 @@ def without_documents(
 
 
 def idf_weights(doc_freq: Tensor, num_docs: int | Tensor) -> Tensor:
-    """ln((M + 1) / (df + 1)) for every token id, float64."""
-    m = float(num_docs)
+    """ln((M + 1) / (df + 1)), float64: the one IDF formula, for every token id of a count table, or for
+    each token of a sequence whose documents' counts `num_docs` (a float64 tensor) differ (MBR's groups).
+
+    >>> idf_weights(torch.tensor([0, 1, 3]), 3)
+    tensor([1.3863, 0.6931, 0.0000], dtype=torch.float64)
+    """
+    m = num_docs if isinstance(num_docs, Tensor) and num_docs.dim() else float(num_docs)
     return torch.log((m + 1.0) / (doc_freq.to(torch.float64) + 1.0))
 
 

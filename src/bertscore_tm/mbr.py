@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
+from bertscore_tm.baselines import rescale
 from bertscore_tm.embedding import own_precision
-from bertscore_tm.idf import plain_weights
+from bertscore_tm.idf import idf_weights
 from bertscore_tm.pairwise import (
     DistinctTexts,
     distinct_texts,
@@ -38,10 +39,11 @@ from bertscore_tm.pairwise import (
     tile_cuts,
     tile_tokens_for,
 )
+from bertscore_tm.results import progress_bar
+from bertscore_tm.scorer import Scorer, build_scorer
 
 if TYPE_CHECKING:
     from bertscore_tm.embedding import Embedder
-    from bertscore_tm.metric import BERTScore
 
 
 # -- input checks (before any model is loaded) --------------------------------------------------------------
@@ -140,20 +142,15 @@ def _groups(texts: DistinctTexts, hyps: list[list[str]], refs: list[list[str]] |
 
 
 class _Weights:
-    """Token weights: 1 but CLS/SEP without IDF; with IDF, ln((M + 1) / (df + 1)) over each group's
-    references as given (M of them), the same arithmetic as `idf.idf_weights`; the metric's own table where its
-    IDF is fixed beforehand (`idf_texts`, `idf_weights`)."""
+    """Token weights per group: the scorer's policy (`Scorer.weights`), with IDF counted over each group's
+    references as given (its hypotheses, or its `references`)."""
 
-    def __init__(self, metric: BERTScore, texts: DistinctTexts, groups: list[_Group]) -> None:
+    def __init__(self, scorer: Scorer, texts: DistinctTexts, groups: list[_Group]) -> None:
         self.texts = texts
-        self.vocab = metric._vocab_size
-        # fixed weights (idf_texts, idf_weights) are the same table for every group
-        self.idf = metric.idf and metric._fixed_idf is None
-        if metric._fixed_idf is not None:
-            self.plain = metric._fixed_idf.cpu()
-            return
-        if not self.idf:
-            self.plain = plain_weights(self.vocab, metric._encoder.zero_weight_ids)
+        self.vocab = scorer.vocab_size
+        self.idf = scorer.counts_idf
+        if not self.idf:  # fixed IDF (idf_texts, idf_weights) or plain: one table for every group
+            self.plain = scorer.weights()
             return
         docs = torch.tensor([t for grp in groups for t in grp.ref_docs], dtype=torch.long)
         doc_group = torch.repeat_interleave(
@@ -176,7 +173,7 @@ class _Weights:
         keys = group * self.vocab + ids
         at = torch.searchsorted(self.keys, keys).clamp(max=len(self.keys) - 1)
         df = torch.where(self.keys[at] == keys, self.df[at], 0)
-        return torch.log((self.num_refs[group] + 1.0) / (df.to(torch.float64) + 1.0))
+        return idf_weights(df, self.num_refs[group])
 
 
 # -- planning: batches of similar groups, blocks of batches -------------------------------------------------
@@ -304,95 +301,101 @@ def _utilities(grp: _Group, f: list[list[float]]) -> list[float]:
 
 
 def select(
-    metric: BERTScore,
+    scorer: Scorer,
+    device: torch.device,
     groups: Sequence[Sequence[str]],
     references: Sequence[Sequence[str]] | None = None,
     return_utilities: bool = False,
+    verbose: bool = False,
     sim_bytes: int | None = None,
     block_tokens: int | None = None,
 ) -> list[int] | tuple[list[int], list[Tensor]]:
-    """`metric.mbr_select(...)`: see :func:`mbr_select`. `sim_bytes` bounds one batch's similarities
-    (default: the embedder's block budget / 8), `block_tokens` the new texts embedded per block (default:
-    four forward batches)."""
-    with own_precision(metric.device):  # the setting's precision, whatever autocast the caller runs under
-        return _select(metric, groups, references, return_utilities, sim_bytes, block_tokens)
-
-
-def _select(
-    metric: BERTScore,
-    groups: Sequence[Sequence[str]],
-    references: Sequence[Sequence[str]] | None,
-    return_utilities: bool,
-    sim_bytes: int | None,
-    block_tokens: int | None,
-) -> list[int] | tuple[list[int], list[Tensor]]:
+    """MBR with `scorer`, made where `device` says: see :func:`mbr_select`. `sim_bytes` bounds one batch's
+    similarities (default: the embedder's block budget / 8), `block_tokens` the new texts embedded per block
+    (default: four forward batches)."""
     hyps, refs = check_mbr_inputs(groups, references)
-    if metric.all_layers:
+    if scorer.all_layers:
         raise ValueError("mbr_select scores with one layer: use a metric with all_layers=False")
-    encoder, embedder = metric._encoder, metric.embedder
-    if not metric.user_supplied:  # a loaded model goes where the metric is; a model object of yours stays put
-        embedder.to(metric.device)
-    sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
-    block_tokens = 4 * embedder.max_tokens if block_tokens is None else block_tokens
-    flat = [h for group in hyps for h in group] + ([r for group in refs for r in group] if refs is not None else [])
-    ids, lens = encoder.encode(flat)
-    texts = distinct_texts(ids, lens)
-    grps = _groups(texts, hyps, refs)
-    weights = _Weights(metric, texts, grps)
-    blank = encoder.is_blank(texts.length).to(embedder.device)
-    f_baseline = None if metric.baseline is None else metric.baseline[0, 2].to(embedder.device)
-    length = texts.length.tolist()
-    blocks = _plan(grps, length, sim_bytes, block_tokens)
-    last_use = {}
-    for b, block in enumerate(blocks):
-        for batch in block:
-            for g in batch:
-                for t in (*grps[g].hyps, *grps[g].refs):
-                    last_use[t] = b
-
-    progress = None
-    if metric.verbose:
-        from tqdm.auto import tqdm
-
-        progress = tqdm(total=len(grps), desc="BERTScore: MBR", unit="group")
-    utilities: list[list[float]] = [[] for _ in grps]
-    cache: dict[int, Tensor] = {}
-    try:
-        for b, block in enumerate(blocks):
-            needed = list(dict.fromkeys(t for batch in block for g in batch for t in (*grps[g].hyps, *grps[g].refs)))
-            fresh = [t for t in needed if t not in cache]
-            table = embedder.new_table(sum(length[t] for t in needed))
-            starts = embedder.embed_into(table, [texts.seq(t) for t in fresh])
-            row_of = dict(zip(fresh, starts, strict=True))
-            row = starts[-1] + length[fresh[-1]] if fresh else 0
-            for t in needed:
-                if t in cache:
-                    kept = cache.pop(t) if last_use[t] <= b else cache[t]
-                    table[row : row + len(kept)] = kept
-                    row_of[t] = row
-                    row += len(kept)
-            for batch in block:
-                for g, f in zip(
-                    batch,
-                    _group_f1(embedder, table, row_of, grps, batch, texts, weights, blank, sim_bytes),
-                    strict=True,
-                ):
-                    if f_baseline is not None:
-                        f = (f - f_baseline) / (1 - f_baseline)
-                    utilities[g] = _utilities(grps[g], f.tolist())
-            for t in fresh:
-                if last_use[t] > b:
-                    cache[t] = table[row_of[t] : row_of[t] + length[t]].clone()
-            del table
-            if progress is not None:
-                progress.update(sum(len(batch) for batch in block))
-    finally:
-        if progress is not None:
-            progress.close()
+    with own_precision(device):  # the setting's precision, whatever autocast the caller runs under
+        run = _Run(scorer, device, hyps, refs, sim_bytes, block_tokens)
+        with progress_bar(verbose, len(run.groups), "BERTScore: MBR", "group") as progress:
+            utilities = run.utilities(progress)
     chosen = [max(range(len(u)), key=lambda i: (u[i], -i)) if len(u) > 1 else 0 for u in utilities]
     if return_utilities:
         return chosen, [torch.tensor(u, dtype=torch.float64) for u in utilities]
     return chosen
+
+
+class _Run:
+    """One MBR run: the distinct texts, the groups, their weights and the plan of blocks."""
+
+    def __init__(
+        self,
+        scorer: Scorer,
+        device: torch.device,
+        hyps: list[list[str]],
+        refs: list[list[str]] | None,
+        sim_bytes: int | None,
+        block_tokens: int | None,
+    ) -> None:
+        scorer.follow(device)
+        self.scorer, embedder = scorer, scorer.embedder
+        self.sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
+        block_tokens = 4 * embedder.max_tokens if block_tokens is None else block_tokens
+        flat = [h for group in hyps for h in group] + ([r for group in refs for r in group] if refs else [])
+        ids, lens = scorer.encoder.encode(flat)
+        self.texts = distinct_texts(ids, lens)
+        self.groups = _groups(self.texts, hyps, refs)
+        self.weights = _Weights(scorer, self.texts, self.groups)
+        self.blank = scorer.encoder.is_blank(self.texts.length).to(embedder.device)
+        baseline = scorer.baseline
+        self.f_baseline = None if baseline is None else baseline[0, 2].to(embedder.device)
+        self.length = self.texts.length.tolist()
+        self.blocks = _plan(self.groups, self.length, self.sim_bytes, block_tokens)
+        self.last_use = {}
+        for b, block in enumerate(self.blocks):
+            for g in (g for batch in block for g in batch):
+                for t in (*self.groups[g].hyps, *self.groups[g].refs):
+                    self.last_use[t] = b
+
+    def utilities(self, progress: Any) -> list[list[float]]:
+        """Each group's utilities, a block of groups at a time; a text a later block needs is kept aside."""
+        utilities: list[list[float]] = [[] for _ in self.groups]
+        cache: dict[int, Tensor] = {}
+        for b, block in enumerate(self.blocks):
+            table, row_of, fresh = self._table(block, b, cache)
+            for batch in block:
+                f1 = _group_f1(
+                    self.scorer.embedder, table, row_of, self.groups, batch, self.texts, self.weights, self.blank,
+                    self.sim_bytes,
+                )  # fmt: skip
+                for g, f in zip(batch, f1, strict=True):
+                    f = f if self.f_baseline is None else rescale(f, self.f_baseline)
+                    utilities[g] = _utilities(self.groups[g], f.tolist())
+            for t in fresh:
+                if self.last_use[t] > b:
+                    cache[t] = table[row_of[t] : row_of[t] + self.length[t]].clone()
+            del table
+            if progress is not None:
+                progress.update(sum(len(batch) for batch in block))
+        return utilities
+
+    def _table(self, block: list[list[int]], b: int, cache: dict[int, Tensor]) -> tuple[Tensor, dict[int, int], list]:
+        """The vectors of every text of `block`: the new ones embedded, the kept ones copied in."""
+        groups, length = self.groups, self.length
+        needed = list(dict.fromkeys(t for batch in block for g in batch for t in (*groups[g].hyps, *groups[g].refs)))
+        fresh = [t for t in needed if t not in cache]
+        table = self.scorer.embedder.new_table(sum(length[t] for t in needed))
+        starts = self.scorer.embedder.embed_into(table, [self.texts.seq(t) for t in fresh])
+        row_of = dict(zip(fresh, starts, strict=True))
+        row = starts[-1] + length[fresh[-1]] if fresh else 0
+        for t in needed:
+            if t in cache:
+                kept = cache.pop(t) if self.last_use[t] <= b else cache[t]
+                table[row : row + len(kept)] = kept
+                row_of[t] = row
+                row += len(kept)
+        return table, row_of, fresh
 
 
 def mbr_select(
@@ -429,8 +432,5 @@ def mbr_select(
     check_mbr_inputs(groups, references)
     if kwargs.get("all_layers"):
         raise ValueError("mbr_select scores with one layer: all_layers does not apply")
-    from bertscore_tm.metric import BERTScore
-
-    kwargs.setdefault("sync_on_compute", False)
-    metric = BERTScore(model_name_or_path=model_name_or_path, **kwargs)
-    return select(metric, groups, references=references, return_utilities=return_utilities)
+    built = build_scorer({"model_name_or_path": model_name_or_path, **kwargs})
+    return select(built.scorer, built.device, groups, references, return_utilities, verbose=built.verbose)

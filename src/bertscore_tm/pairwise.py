@@ -27,22 +27,20 @@ import math
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import Tensor
 
+from bertscore_tm.baselines import rescale
 from bertscore_tm.embedding import Embedder, length_batches, own_precision
-from bertscore_tm.errors import warn_user
-from bertscore_tm.idf import document_frequency, idf_weights, plain_weights
+from bertscore_tm.errors import warn_undefined
 from bertscore_tm.matching import ragged_arange
-
-if TYPE_CHECKING:
-    from bertscore_tm.metric import BERTScore
+from bertscore_tm.results import format_scores, progress_bar
+from bertscore_tm.scorer import Scorer, build_scorer
 
 #: The similarity of any token with a padding position: below every cosine similarity, so never a best match.
 PAD_SIMILARITY = -3.0
-_OUTPUTS = ("precision", "recall", "f1")
 #: A tile is cut where a text's length falls below this share of the tile's first (longest) text: padding
 #: would otherwise take up to half of the similarities computed for a few hundred texts a side.
 MIN_FILL = 0.75
@@ -436,66 +434,41 @@ def _write(out: Tensor, p: Tensor, r: Tensor, cands: _Occurrences, refs: _Occurr
 
 
 def pairwise_scores(
-    metric: BERTScore, cands: str | Sequence[str], refs: str | Sequence[str]
-) -> dict[str, Tensor | str] | Tensor:
-    """`metric.pairwise(cands, refs)`: see :meth:`BERTScore.pairwise`."""
+    scorer: Scorer, cands: str | Sequence[str], refs: str | Sequence[str], device: torch.device, verbose: bool = False
+) -> Tensor:
+    """P, R, F of every candidate against every reference, stacked: [3, N, M] ([3, L + 1, N, M] with all_layers),
+    made where `device` says (a model object of the user's stays where it is)."""
     cands = check_texts(cands, "cands", "candidate")
     refs = check_texts(refs, "refs", "reference")
-    with own_precision(metric.device):  # the setting's precision, whatever autocast the caller runs under
-        result, _ = _pairwise(metric, cands, refs)
-    return result
+    with own_precision(device):  # the setting's precision, whatever autocast the caller runs under
+        out, _ = all_pairs(scorer, cands, refs, device, verbose)
+    return out
 
 
-def _pairwise(
-    metric: BERTScore, cands: list[str], refs: list[str]
-) -> tuple[dict[str, Tensor | str] | Tensor, dict[str, int]]:
-    """The result as `metric.pairwise` returns it, and what the computation held (for benchmarks)."""
-    encoder = metric._encoder
-    embedder = metric.embedder
-    if not metric.user_supplied:  # a loaded model goes where the metric is; a model object of yours stays put
-        embedder.to(metric.device)
-    device = embedder.device  # where the vectors, and so the scores, are made
+def all_pairs(
+    scorer: Scorer, cands: list[str], refs: list[str], device: torch.device, verbose: bool = False
+) -> tuple[Tensor, dict[str, int]]:
+    """The stacked scores as `pairwise_scores` returns them, and what the computation held (for benchmarks)."""
+    encoder = scorer.encoder
+    scorer.follow(device)
     c_ids, c_lens, r_ids, r_lens = encoder.encode_pairs(cands, refs)  # one warning per kind, both sides counted
     texts = distinct_texts(torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)))
-    if metric._fixed_idf is not None:  # idf_texts / idf_weights: the metric's fixed table
-        weights = metric._fixed_idf.cpu()
-    elif metric.idf:  # over the M references as given (a repeated reference counts each time)
-        weights = idf_weights(document_frequency(r_ids, r_lens, metric._vocab_size), len(refs))
-    else:
-        weights = plain_weights(metric._vocab_size, encoder.zero_weight_ids)
+    weights = scorer.reference_weights(r_ids, r_lens, len(refs))  # IDF over the M references as given
     del c_ids, r_ids
     token_weights = weights[texts.ids.long()]
     blank = encoder.is_blank(texts.length)
     cand_text, ref_text = texts.text_of[: len(cands)], texts.text_of[len(cands) :]
-    progress = None
-    if metric.verbose:
-        from tqdm.auto import tqdm
-
-        total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
-        progress = tqdm(total=total, desc="BERTScore: all pairs", unit="text")
-    try:
-        out, info = score_all_pairs(embedder, texts, token_weights, blank, cand_text, ref_text, progress=progress)
-        held = (texts.ids, texts.start, texts.length, texts.text_of, token_weights, blank, c_lens, r_lens)
-        info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
-    finally:
-        if progress is not None:
-            progress.close()
-    if info["undefined"]:
-        warn_user(
-            f"{info['undefined']} pair(s) have tokens whose weights sum to 0 (with IDF: tokens found in "
-            "every reference); their precision or recall is NaN, as in the reference."
+    total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
+    with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:
+        out, info = score_all_pairs(
+            scorer.embedder, texts, token_weights, blank, cand_text, ref_text, progress=progress
         )
-    baseline = metric.baseline
-    if baseline is not None:  # (x - b) / (1 - b) in place, as baselines.rescale does
-        b = baseline.to(device).T[:, :, None, None]
-        out.sub_(b).div_(1 - b)
-    per = out if metric.all_layers else out[:, 0]
-    result: dict[str, Tensor | str] = dict(zip(_OUTPUTS, per.unbind(0), strict=True))
-    if metric.output is not None:
-        return per[_OUTPUTS.index(metric.output)], info
-    if metric.return_hash:
-        result["hash"] = metric.hash_code
-    return result, info
+    held = (texts.ids, texts.start, texts.length, texts.text_of, token_weights, blank, c_lens, r_lens)
+    info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
+    warn_undefined(info["undefined"])
+    if scorer.baseline is not None:  # in place: the N x M outputs are the largest thing held
+        rescale(out, scorer.baseline.to(out.device).T[:, :, None, None], in_place=True)
+    return (out if scorer.all_layers else out[:, 0]), info
 
 
 def pairwise_bert_score(
@@ -526,8 +499,6 @@ def pairwise_bert_score(
     refs = check_texts(refs, "refs", "reference")
     if kwargs.get("reduction", "none") != "none":
         raise ValueError("pairwise_bert_score returns the N x M matrices; reduction does not apply (leave it 'none')")
-    from bertscore_tm.metric import BERTScore
-
-    kwargs.setdefault("sync_on_compute", False)
-    metric = BERTScore(model_name_or_path=model_name_or_path, **kwargs)
-    return pairwise_scores(metric, cands, refs)
+    built = build_scorer({"model_name_or_path": model_name_or_path, **kwargs})
+    per = pairwise_scores(built.scorer, cands, refs, built.device, verbose=built.verbose)
+    return format_scores(per, built.output, built.scorer.hash_code if built.return_hash else None)

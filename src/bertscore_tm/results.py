@@ -8,9 +8,14 @@ whatever `reduction` and `output` are, so nobody has to narrow the union.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from torch import Tensor
+
+from bertscore_tm.arguments import OUTPUTS
 
 
 @dataclass(frozen=True)
@@ -31,3 +36,36 @@ class Scores:
     def as_tuple(self) -> tuple[Tensor, Tensor, Tensor]:
         """(P, R, F), the order bert-score returns them in."""
         return self.precision, self.recall, self.f1
+
+
+def format_scores(per: Tensor, output: str | None, hash_code: str | None) -> dict[str, Tensor | str] | Tensor:
+    """Scores stacked as [3, ...] (P, R, F) as the Metric and its twins return them: the tensor named by
+    `output` alone, else a dict of the three, with the hash code under ``"hash"`` when one is given.
+
+    >>> import torch
+    >>> format_scores(torch.tensor([[0.9], [0.8], [0.85]]), None, "code")["hash"]
+    'code'
+    >>> format_scores(torch.tensor([[0.9], [0.8], [0.85]]), "recall", None)
+    tensor([0.8000])
+    """
+    if output is not None:
+        return per[OUTPUTS.index(output)]
+    result: dict[str, Tensor | str] = dict(zip(OUTPUTS, per.unbind(0), strict=True))
+    if hash_code is not None:
+        result["hash"] = hash_code
+    return result
+
+
+@contextmanager
+def progress_bar(show: bool, total: int, desc: str, unit: str) -> Iterator[Any]:
+    """A tqdm bar of `total` steps when `show`, else None; closed however the work ends."""
+    if not show:
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit=unit)
+    try:
+        yield bar
+    finally:
+        bar.close()
