@@ -16,6 +16,7 @@ from torch import Tensor
 
 from bertscore_tm.distributed import settings_digest
 from bertscore_tm.errors import SettingsMismatchError
+from bertscore_tm.idf import document_frequency
 from bertscore_tm.scorer import Scorer
 
 #: The settings that act only on kept best similarities, at compute(): a state loaded from a metric that
@@ -69,3 +70,14 @@ def check_loadable(scorer: Scorer, state_dict: Mapping[str, object], prefix: str
             values=[spans, scorer.vocab_size],
         )
     return not pairs or saved_embedding == own_embedding
+
+
+def fitted_counts(scorer: Scorer, doc_freq: Tensor, ref_ids: Tensor, ref_lens: Tensor) -> Tensor:
+    """The IDF document counts a loaded state should hold under this setting: counted again from its references
+    (`ref_ids`, `ref_lens`) where it has none (a metric without IDF saved it), none where this setting counts
+    none, else its own."""
+    if scorer.counts_idf and doc_freq.numel() == 0:
+        return document_frequency(ref_ids, ref_lens, scorer.vocab_size)
+    if not scorer.counts_idf and doc_freq.numel():
+        return torch.zeros(0, dtype=torch.long, device=doc_freq.device)
+    return doc_freq

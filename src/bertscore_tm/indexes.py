@@ -12,10 +12,14 @@ the gathered per-pair scores alone, the indexes whose repeats score otherwise by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
+
+from bertscore_tm.errors import warn_user
 
 
 @dataclass(frozen=True)
@@ -68,3 +72,63 @@ def conflicting_indexes(indexes: Tensor, keep: Tensor, scores: Tensor) -> Tensor
     mine, kept = scores[order].flatten(1), scores[keep][group].flatten(1)
     same = torch.isclose(mine, kept, rtol=0.0, atol=SAME_PAIR_ATOL, equal_nan=True)
     return torch.unique(ordered[~same.all(dim=1)])
+
+
+def checked_indexes(indexes: Tensor | Sequence[int], count: int) -> Tensor:
+    """`indexes` as an int tensor of one entry per candidate (`count`); TypeError or ValueError otherwise."""
+    index_tensor = torch.as_tensor(indexes).reshape(-1)
+    if index_tensor.is_floating_point() or index_tensor.dtype == torch.bool:
+        raise TypeError(f"indexes must be integers, got {index_tensor.dtype}")
+    if len(index_tensor) != count:
+        raise ValueError(f"indexes has {len(index_tensor)} entries for {count} predictions")
+    return index_tensor
+
+
+class PairPlan:
+    """Which pairs of every rank count at compute(): this rank's `num_local` pairs and their dataset `indexes`
+    (empty where none were passed), exchanged with the other ranks when `collective`; one pair kept per
+    dataset index (the repeats a distributed sampler pads in leave the scores and the IDF counts)."""
+
+    def __init__(self, num_local: int, indexes: Tensor, collective: bool, group: Any) -> None:
+        from bertscore_tm.distributed import gather
+
+        self.indexes = indexes
+        offset, total = 0, num_local
+        has_indexes = len(indexes) == num_local
+        mixed = len(indexes) > 0 and not has_indexes
+        if collective:
+            counts = torch.stack(gather(torch.tensor([num_local, len(indexes)], device=indexes.device), group))
+            self.indexes = torch.cat(gather(indexes, group))
+            offset = int(counts[: torch.distributed.get_rank(group), 0].sum())
+            total = int(counts[:, 0].sum())
+            has_indexes = bool((counts[:, 1] == counts[:, 0]).all())
+            mixed = bool((counts[:, 1] > 0).any()) and not has_indexes
+        if mixed:
+            raise ValueError("indexes must be passed to every update() or to none of them")
+        if total == 0:
+            raise RuntimeError(
+                "BERTScore.compute() has no pairs to score: call update(preds, target) with at least one pair first"
+            )
+        self.dedup = deduplicate(self.indexes, offset, num_local) if has_indexes else None
+
+    @property
+    def dropped(self) -> Tensor | None:
+        """This rank's pairs whose index repeats an earlier pair's (None without indexes)."""
+        return None if self.dedup is None else self.dedup.dropped
+
+    def kept(self, scores: Tensor) -> Tensor:
+        """The gathered scores of the pairs kept; a repeat scoring otherwise than the pair kept is another pair
+        passed with the same index, warned about (from the gathered scores alone, so alike on every rank)."""
+        if self.dedup is None:
+            return scores
+        conflicting = conflicting_indexes(self.indexes, self.dedup.keep, scores)
+        if len(conflicting):
+            shown = ", ".join(str(i) for i in conflicting[:5].tolist()) + (", ..." if len(conflicting) > 5 else "")
+            warn_user(
+                f"{len(conflicting)} dataset index(es) ({shown}) were passed with different pairs (another "
+                "candidate or reference): each index keeps the first pair passed with it (in update() order; "
+                "across processes, the lowest rank's first) and its other pairs are left out. Only the very same "
+                "pair may repeat an index (a distributed sampler's padding): give every pair of the dataset its "
+                "own index."
+            )
+        return scores[self.dedup.keep]

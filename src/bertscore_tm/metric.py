@@ -1,10 +1,8 @@
 """The Metric: BERTScore as a `torchmetrics.Metric` that streams, syncs across ranks and equals the reference.
 
-It owns state and the torchmetrics protocol; scoring is the core's (`scorer.py`) and the paired engine's
-(`paired.py`). `update()` only tokenises, keeping token ids ragged (no padding) plus IDF document counts as a
-summed state. `compute()` embeds the pairs no earlier `compute()`/`forward()` has scored (each rank its own
-share), keeps their per-token best similarities, all-reduces the IDF counts, weighs, and gathers only the
-per-pair P/R/F across ranks. States never travel between ranks.
+It owns the states and the torchmetrics protocol and delegates scoring to the core (`scorer.py`, `paired.py`):
+`update()` only tokenises; `compute()` embeds the pairs not scored yet (each rank its own share), keeps their
+per-token best similarities, all-reduces IDF counts and gathers only per-pair P/R/F (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -21,19 +19,19 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 
 from bertscore_tm.arguments import LongTexts, OutputName, Reduction, validate_arguments
-from bertscore_tm.checkpoint import check_loadable, setting_digests
+from bertscore_tm.checkpoint import check_loadable, fitted_counts, setting_digests
 from bertscore_tm.distributed import check_same_settings, gather
-from bertscore_tm.embedding import Embedder, own_precision
-from bertscore_tm.embedding_cache import EmbeddingCache
-from bertscore_tm.errors import warn_user
-from bertscore_tm.idf import document_frequency, without_documents
-from bertscore_tm.indexes import conflicting_indexes, deduplicate
-from bertscore_tm.paired import PairTokens, TokenMatches, interleave, match_pairs, weigh_pairs
+from bertscore_tm.embedding import own_precision
+from bertscore_tm.idf import document_frequency
+from bertscore_tm.indexes import PairPlan, checked_indexes
+from bertscore_tm.mbr import select
+from bertscore_tm.metric_views import SettingViews
+from bertscore_tm.paired import PairTokens, TokenMatches, corpus_counts, interleave, match_pairs, weigh_pairs
+from bertscore_tm.pairwise import pairwise_scores
 from bertscore_tm.results import Scores, format_scores
 from bertscore_tm.scorer import Scorer, ScoringSettings
 from bertscore_tm.tokenizing import normalize_inputs
 from bertscore_tm.user_model import ForwardFn
-from bertscore_tm.windows import WindowRule
 
 _STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes")
 
@@ -46,47 +44,36 @@ def _cat(items: list[Tensor] | Tensor, dtype: torch.dtype, device: torch.device)
     return dim_zero_cat([x.to(device) for x in items])
 
 
-class BERTScore(Metric):
+class BERTScore(SettingViews, Metric):
     """BERTScore (Zhang et al., 2019): precision, recall and F1 of greedy cosine matching of contextual
     token embeddings, equal to bert-score 0.3.13 to floating-point noise. Every argument: docs/metric.md.
 
-    Args:
-        model_name_or_path: a local model directory, a name in the local Hugging Face cache, or
-            ``"sentence-transformers/all-MiniLM-L6-v2"`` (the packaged MiniLM). Default: ``lang``'s model.
-        num_layers: use the output of this layer (0 = embeddings). Default: the model's tuned layer.
+    Args (each in full, with its default and range: docs/metric.md):
+        model_name_or_path: a local model folder, a name in the local Hugging Face cache, or the packaged
+            ``"sentence-transformers/all-MiniLM-L6-v2"``. Default: ``lang``'s model.
+        num_layers: score with this layer's output (0 = embeddings). Default: the model's tuned layer.
         all_layers: score with every layer; outputs gain a leading ``L + 1`` dimension.
         lang: language code, for the default model and the packaged rescale baseline.
-        idf: weigh tokens by inverse document frequency over all references (of every rank), or over
-            ``idf_texts``, or with ``idf_weights``.
+        idf: weigh tokens by IDF over all references (of every rank), ``idf_texts`` or ``idf_weights``.
         rescale_with_baseline: rescale with the baseline of (``lang``, model) or ``baseline_path``.
-        baseline_path: a ``LAYER,P,R,F`` baseline file of your own (with ``rescale_with_baseline=True``).
-        batch_size: at most this many texts per forward pass; ``None`` (default) lets the token budget alone
-            size the batches.
-        max_length: the window, in tokens with the special ones (default: the model's own): longer texts are
-            truncated to it, or embedded in windows of it with ``long_texts="window"``.
-        long_texts: ``"truncate"`` (default: the reference's semantics) or ``"window"``: a text longer than
-            the window is embedded in overlapping windows and scored whole (docs/long-texts.md).
-        window_stride: tokens between the starts of consecutive windows (default: half the window).
+        baseline_path: a ``LAYER,P,R,F`` baseline file of your own.
+        batch_size: at most this many texts per forward pass (default: the token budget alone).
+        max_length: the window in tokens, special ones included (default: the model's own).
+        long_texts: ``"truncate"`` (the reference's semantics) or ``"window"`` (docs/long-texts.md).
+        window_stride: tokens between consecutive windows' starts (default: half the window).
         device: where the model runs and states live; ``None`` follows the metric (``.to(...)``).
-        model_dtype: compute dtype of the model: ``torch.float32`` is exact; ``torch.bfloat16`` and
-            ``torch.float16`` are faster on supporting hardware, with about 1e-3 error (docs/performance.md).
+        model_dtype: ``torch.float32`` (exact), ``torch.bfloat16`` or ``torch.float16`` (about 1e-3 error).
         reduction: ``"none"`` for per-pair scores, ``"mean"`` for their means.
-        output: ``"precision"``, ``"recall"`` or ``"f1"`` to return that tensor alone (so Lightning can log
-            the metric object); ``None`` returns the dict.
+        output: ``"precision"``, ``"recall"`` or ``"f1"`` to return that tensor alone (for Lightning logging).
         return_hash: add the setting's hash code to the dict under ``"hash"``.
         verbose: show a progress bar while embedding.
-        embedding_cache_mb: keep the vectors of texts already embedded, up to this many MiB, so a text scored
-            again in a later ``compute()`` is never embedded again; scores unchanged. ``0`` (default): off.
-        compile_model: run a loaded model's forward pass through ``torch.compile`` (opt-in, inexact: about
-            1e-6 in F1).
-        model: a model object of your own (any Hugging Face encoder) in place of ``model_name_or_path``,
-            scored through a view that never modifies, casts or moves it (docs/own-model.md).
+        embedding_cache_mb: MiB of vectors kept for texts scored again in a later ``compute()``; 0: off.
+        compile_model: run a loaded model through ``torch.compile`` (opt-in, inexact: about 1e-6 in F1).
+        model: a model object of your own, scored through a view that never changes it (docs/own-model.md).
         tokenizer: the tokenizer object of ``model`` (required with it).
-        forward_fn: ``forward_fn(model, input_ids, attention_mask) -> Tensor`` returning [B, T, D] (or
-            [B, T, L + 1, D] with ``all_layers``), for a ``model`` whose forward is not the standard one.
-        idf_texts: with ``idf=True``, count document frequencies in these texts (bert-score's ``idf_sents``).
-        idf_weights: with ``idf=True``, a mapping token id -> weight (``metric.idf_weights()`` of another
-            metric, or bert-score's ``idf_dict``).
+        forward_fn: ``forward_fn(model, input_ids, attention_mask) -> [B, T, D]`` for a non-standard forward.
+        idf_texts: with ``idf=True``, count document frequencies in these texts instead.
+        idf_weights: with ``idf=True``, a mapping token id -> weight (``metric.idf_weights()``).
         kwargs: torchmetrics' own Metric arguments (``compute_on_cpu``, ``process_group``, ...).
 
     Every argument is checked before the model is loaded (`arguments.py`): a wrong type is a TypeError, a value
@@ -183,13 +170,9 @@ class BERTScore(Metric):
 
         before = self.device
         this = super()._apply(device_only, exclude_state)
-        scorer = this.__dict__.get("scorer")
+        scorer = this.__dict__.get("scorer")  # (none yet while torchmetrics' constructor runs)
         if scorer is not None:
-            # a dtype-only call (`set_dtype`) moves no model object of yours that lives elsewhere
-            if scorer.embedder.device != this.device and (this.device != before or not scorer.user_supplied):
-                scorer.embedder.to(this.device)
-            if scorer.cache is not None:
-                scorer.cache.to(scorer.embedder.device)  # where the vectors are made
+            scorer.move_with_metric(this.device, moved=this.device != before)
         return this
 
     def _wrap_compute(self, compute: Callable) -> Callable:
@@ -209,10 +192,6 @@ class BERTScore(Metric):
 
         return keep_pair_axis
 
-    def settings(self) -> dict[str, object]:
-        """Everything ranks must share to combine their scores (`Scorer.settings_record`)."""
-        return self.scorer.settings_record()
-
     def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any) -> None:
         """Load a state made fit for this setting (`checkpoint.py`): pairs another tokenisation made are refused
         before any state changes; best similarities another embedding kept are dropped (compute() embeds those
@@ -223,64 +202,9 @@ class BERTScore(Metric):
         if not keeps_similarities:
             self.cand_best, self.ref_best = [], []
             self.scored = [torch.zeros(sum(len(x) for x in self.scored), dtype=torch.bool, device=home)]
-        if self.scorer.counts_idf and self.doc_freq.numel() == 0:  # saved without IDF counts
-            r_ids, r_lens = _cat(self.ref_ids, torch.int32, home), _cat(self.ref_lens, torch.int32, home)
-            self.doc_freq = document_frequency(r_ids, r_lens, self.scorer.vocab_size)
-        elif not self.scorer.counts_idf and self.doc_freq.numel():  # counts this metric never uses
-            self.doc_freq = torch.zeros(0, dtype=torch.long, device=self.doc_freq.device)
+        refs = (_cat(self.ref_ids, torch.int32, home), _cat(self.ref_lens, torch.int32, home))
+        self.doc_freq = fitted_counts(self.scorer, self.doc_freq, *refs)
         self.state_setting = setting_digests(self.scorer).to(self.state_setting.device)
-
-    # -- what the setting is -------------------------------------------------------------------------------
-    @property
-    def hash_code(self) -> str:
-        """The setting's hash code, in the reference's format where our scores equal the reference's."""
-        return self.scorer.hash_code
-
-    @property
-    def embedder(self) -> Embedder:
-        """The frozen embedding model and its batching (outside the module tree)."""
-        return self.scorer.embedder
-
-    @property
-    def embedding_cache(self) -> EmbeddingCache | None:
-        """The embedding cache (``embedding_cache_mb``), or None when it is off."""
-        return self.scorer.cache
-
-    def clear_cache(self) -> None:
-        """Empty the embedding cache (a no-op when it is off); the metric's state is untouched."""
-        if self.scorer.cache is not None:
-            self.scorer.cache.clear()
-
-    @property
-    def windows(self) -> WindowRule | None:
-        """The long-text window rule in use, or None (truncation, or a model without a window)."""
-        return self.scorer.windows
-
-    @property
-    def baseline(self) -> Tensor | None:
-        """The rescale baseline rows in use ([1, 3] for the layer, [L + 1, 3] with all_layers), or None."""
-        return self.scorer.baseline
-
-    def token_ids(self, text: str) -> Tensor:
-        """The token ids this metric scores for `text`: stripped, with special tokens, truncated to the window
-        unless long_texts="window" (int32)."""
-        return self.scorer.encoder.encode([text])[0]
-
-    @property
-    def tokenizer(self) -> Any:
-        """The Hugging Face tokenizer, set up as the reference uses it."""
-        return self.scorer.encoder.tokenizer
-
-    def idf_weights(self) -> dict[int, float]:
-        """The IDF weight of every token id, as a dict to save and pass as ``idf_weights=`` of another metric
-        with the same tokenizer (it then scores exactly as this one): the fixed table of ``idf_texts`` or
-        ``idf_weights`` (unknown ids left out), else this process's references' counts so far."""
-        if not self.idf:
-            raise RuntimeError("idf_weights(): this metric has idf=False, so it weighs no token by IDF")
-        if self.scorer.counts_idf and int(self.num_refs) == 0:
-            raise RuntimeError("idf_weights(): no reference seen yet (the weights come from the references' counts)")
-        table = self.scorer.weights(self.doc_freq.cpu(), int(self.num_refs))
-        return {i: w for i, w in enumerate(table.tolist()) if w == w}  # NaN: unknown
 
     # -- the torchmetrics protocol ---------------------------------------------------------------------------
     def update(
@@ -296,7 +220,7 @@ class BERTScore(Metric):
         index repeated with another pair (another candidate or reference) is a mistake it warns about.
         """
         cands, groups = normalize_inputs(preds, target)
-        index_tensor = None if indexes is None else _checked_indexes(indexes, len(cands))
+        index_tensor = None if indexes is None else checked_indexes(indexes, len(cands))
         if not cands:
             return
         refs = [r for group in groups for r in group]
@@ -358,8 +282,9 @@ class BERTScore(Metric):
             if collective:  # the first exchange, of one fixed size whatever the setting: mismatched ranks never hang
                 check_same_settings(self.settings(), group, self.device)
             self._score_pending()
-            plan = _RankPlan(self, collective, group)
-            scores = self._local_scores(collective, group, None if plan.dedup is None else plan.dedup.dropped)
+            local = sum(len(x) for x in self.scored)
+            plan = PairPlan(local, _cat(self.indexes, torch.long, self.device), collective, group)
+            scores = self._local_scores(collective, group, plan.dropped)
             if collective:
                 scores = torch.cat(gather(scores, group))
             scores = plan.kept(scores)
@@ -398,15 +323,8 @@ class BERTScore(Metric):
         device = self.device
         pairs = self._pairs(device)
         doc_freq, num_refs = self.doc_freq.to(device, copy=True), self.num_refs.to(device, copy=True)
-        if self.scorer.counts_idf and dropped is not None and bool(dropped.any()):
-            ref_dropped = torch.repeat_interleave(dropped.to(device), pairs.ref_counts)
-            tok_dropped = torch.repeat_interleave(ref_dropped, pairs.ref_lens)
-            doc_freq, num_refs = without_documents(
-                doc_freq, num_refs, pairs.ref_ids[tok_dropped].long(), pairs.ref_lens[ref_dropped], len(doc_freq)
-            )
-        if self.scorer.counts_idf and collective:
-            torch.distributed.all_reduce(doc_freq, group=group)
-            torch.distributed.all_reduce(num_refs, group=group)
+        if self.scorer.counts_idf:
+            doc_freq, num_refs = corpus_counts(doc_freq, num_refs, pairs, dropped, collective, group)
         weights = self.scorer.weights(doc_freq, int(num_refs), device)
         best = (_cat(getattr(self, n), torch.float32, device) for n in ("cand_best", "ref_best"))
         return weigh_pairs(self.scorer, pairs, TokenMatches(*best), weights)
@@ -417,8 +335,6 @@ class BERTScore(Metric):
         (``[L + 1, N, M]`` with all_layers), entry (i, j) this metric's score of ``cands[i]`` against
         ``refs[j]``; IDF (if on) over these M references. Honours ``output`` and ``return_hash``, not
         ``reduction``; reuses the loaded model and never touches the state (see `bertscore_tm.pairwise`)."""
-        from bertscore_tm.pairwise import pairwise_scores
-
         per = pairwise_scores(self.scorer, cands, refs, self.device, verbose=self.verbose)
         return format_scores(per, self.output, self.hash_code if self.return_hash else None)
 
@@ -430,60 +346,4 @@ class BERTScore(Metric):
     ) -> list[int] | tuple[list[int], list[Tensor]]:
         """Minimum-Bayes-risk choice per group with this metric's model and settings: see
         :func:`bertscore_tm.mbr_select`. Never touches the state."""
-        from bertscore_tm.mbr import select
-
         return select(self.scorer, self.device, groups, references, return_utilities, verbose=self.verbose)
-
-
-def _checked_indexes(indexes: Tensor | Sequence[int], count: int) -> Tensor:
-    index_tensor = torch.as_tensor(indexes).reshape(-1)
-    if index_tensor.is_floating_point() or index_tensor.dtype == torch.bool:
-        raise TypeError(f"indexes must be integers, got {index_tensor.dtype}")
-    if len(index_tensor) != count:
-        raise ValueError(f"indexes has {len(index_tensor)} entries for {count} predictions")
-    return index_tensor
-
-
-class _RankPlan:
-    """Which pairs of every rank count: the pair counts and dataset indexes exchanged (when `collective`),
-    and one pair kept per dataset index (the repeats a distributed sampler pads in leave the scores and the
-    IDF counts)."""
-
-    def __init__(self, metric: BERTScore, collective: bool, group: Any) -> None:
-        device = metric.device
-        num_local = sum(len(x) for x in metric.scored)
-        self.indexes = _cat(metric.indexes, torch.long, device)
-        offset, total = 0, num_local
-        has_indexes = len(self.indexes) == num_local
-        mixed = len(self.indexes) > 0 and not has_indexes
-        if collective:
-            counts = torch.stack(gather(torch.tensor([num_local, len(self.indexes)], device=device), group))
-            self.indexes = torch.cat(gather(self.indexes, group))
-            offset = int(counts[: torch.distributed.get_rank(group), 0].sum())
-            total = int(counts[:, 0].sum())
-            has_indexes = bool((counts[:, 1] == counts[:, 0]).all())
-            mixed = bool((counts[:, 1] > 0).any()) and not has_indexes
-        if mixed:
-            raise ValueError("indexes must be passed to every update() or to none of them")
-        if total == 0:
-            raise RuntimeError(
-                "BERTScore.compute() has no pairs to score: call update(preds, target) with at least one pair first"
-            )
-        self.dedup = deduplicate(self.indexes, offset, num_local) if has_indexes else None
-
-    def kept(self, scores: Tensor) -> Tensor:
-        """The gathered scores of the pairs kept; a repeat scoring otherwise than the pair kept is another pair
-        passed with the same index, warned about (from the gathered scores alone)."""
-        if self.dedup is None:
-            return scores
-        conflicting = conflicting_indexes(self.indexes, self.dedup.keep, scores)
-        if len(conflicting):
-            shown = ", ".join(str(i) for i in conflicting[:5].tolist()) + (", ..." if len(conflicting) > 5 else "")
-            warn_user(
-                f"{len(conflicting)} dataset index(es) ({shown}) were passed with different pairs (another "
-                "candidate or reference): each index keeps the first pair passed with it (in update() order; "
-                "across processes, the lowest rank's first) and its other pairs are left out. Only the very same "
-                "pair may repeat an index (a distributed sampler's padding): give every pair of the dataset its "
-                "own index."
-            )
-        return scores[self.dedup.keep]

@@ -11,12 +11,14 @@ docs/semantics.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from bertscore_tm.embedding import TokenTexts
 from bertscore_tm.errors import warn_undefined
+from bertscore_tm.idf import without_documents
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
 from bertscore_tm.results import progress_bar
 from bertscore_tm.scorer import Scorer
@@ -115,6 +117,25 @@ class _Spans:
         r_tok = slice(int(self.r_start[refs.start]), int(self.r_start[refs.stop - 1] + self.r_lens[refs.stop - 1]))
         best = slice(int(self.best_start[lo]), int(self.best_start[last] + self.best_len[last]))
         return c_tok, refs, r_tok, best
+
+
+def corpus_counts(
+    doc_freq: Tensor, num_refs: Tensor, pairs: PairTokens, dropped: Tensor | None, collective: bool, group: Any
+) -> tuple[Tensor, Tensor]:
+    """The IDF document counts and reference count of the whole corpus: this rank's (`doc_freq`, `num_refs`,
+    counted over `pairs`' references), less the references of its `dropped` pairs (index repeats), summed over
+    the ranks when `collective`. Counts are summed before any weight is applied, so the weights equal one
+    process's over all pairs."""
+    if dropped is not None and bool(dropped.any()):
+        ref_dropped = torch.repeat_interleave(dropped.to(doc_freq.device), pairs.ref_counts)
+        tok_dropped = torch.repeat_interleave(ref_dropped, pairs.ref_lens)
+        doc_freq, num_refs = without_documents(
+            doc_freq, num_refs, pairs.ref_ids[tok_dropped].long(), pairs.ref_lens[ref_dropped], len(doc_freq)
+        )
+    if collective:
+        torch.distributed.all_reduce(doc_freq, group=group)
+        torch.distributed.all_reduce(num_refs, group=group)
+    return doc_freq, num_refs
 
 
 def pair_chunks(cost: Tensor, budget: int) -> list[tuple[int, int]]:

@@ -253,6 +253,15 @@ class Scorer:
             self.embedder.to(device)
         return self.embedder.device
 
+    def move_with_metric(self, device: torch.device, moved: bool) -> None:
+        """Follow a Metric moved to `device` (`moved`: its device changed; False for a dtype-only call such as
+        `set_dtype`, which moves no model object of the user's that lives elsewhere); the cache goes where the
+        vectors are made."""
+        if self.embedder.device != device and (moved or not self.user_supplied):
+            self.embedder.to(device)
+        if self.cache is not None:
+            self.cache.to(self.embedder.device)
+
     def embedding_source(self) -> Embedder:
         """What texts are embedded with: the embedder, through the cache where there is one (a
         `CachingEmbedder`, which has the embedder's interface)."""
