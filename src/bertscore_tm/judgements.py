@@ -1,0 +1,200 @@
+"""Human judgements to correlate a metric with: candidate, reference and human score per segment, with optional
+group (e.g. language pair) and system labels, read from a tab-separated file with a header or made from lists.
+
+Why a module of its own: the layer tuning (`bertscore_tm.tuning`) and the ``tune-layers`` command both read
+judgements, and a reader that names every bad line (or skips it and counts it) is worth keeping apart from the
+statistics. The file format and the command's messages: docs/tuning.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bertscore_tm.errors import InputFileError, warn_user
+
+#: Fewest judgements tuning accepts (a correlation needs 3 points).
+MIN_ROWS = 3
+
+
+class JudgementFileError(InputFileError):
+    """A judgement file that cannot be used: missing columns, a bad line (`line`, 1 = the header), too few rows."""
+
+    def __init__(self, message: str, *, path: str, line: int | None = None) -> None:
+        super().__init__(message, path=path, what="judgements")
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Judgements:
+    """Judged segments: candidate, reference and human score each, with optional group and system labels.
+
+    `lines` are the file's line numbers of the rows (1 is the header) for messages, empty for judgements made
+    from lists; `skipped` counts the bad lines `read_judgements(skip_bad=True)` left out.
+    """
+
+    candidates: list[str]
+    references: list[str]
+    human: list[float]
+    groups: list[str] | None = None
+    systems: list[str] | None = None
+    lines: list[int] = field(default_factory=list)
+    skipped: int = 0
+    source: str | None = None
+
+    @classmethod
+    def from_columns(
+        cls,
+        candidates: Sequence[str],
+        references: Sequence[str],
+        human: Sequence[float],
+        groups: Sequence[str] | None = None,
+        systems: Sequence[str] | None = None,
+    ) -> Judgements:
+        """Judgements from parallel lists (one entry per segment), checked for equal lengths."""
+        columns = {"references": references, "human": human, "groups": groups, "systems": systems}
+        for name, column in columns.items():
+            if column is not None and len(column) != len(candidates):
+                raise ValueError(f"{name} has {len(column)} entries for {len(candidates)} candidates")
+        return cls(
+            list(candidates),
+            list(references),
+            [float(h) for h in human],
+            None if groups is None else [str(g) for g in groups],
+            None if systems is None else [str(s) for s in systems],
+        )
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    def select(self, indices: Sequence[int]) -> Judgements:
+        """These rows only (a slice of a file, or the pairs left after undefined scores are dropped)."""
+
+        def pick(values: list[Any] | None) -> Any:
+            return None if values is None else [values[i] for i in indices]
+
+        return Judgements(
+            pick(self.candidates),
+            pick(self.references),
+            pick(self.human),
+            pick(self.groups),
+            pick(self.systems),
+            pick(self.lines) if self.lines else [],
+            self.skipped,
+            self.source,
+        )
+
+
+def _header_positions(header: list[str], wanted: dict[str, str | None], path: str) -> dict[str, int]:
+    """Each wanted column's position in the header; the missing ones named together."""
+    names = [h.strip() for h in header]
+    missing = [f"{column!r} (the {role} column)" for role, column in wanted.items() if column and column not in names]
+    if missing:
+        raise JudgementFileError(
+            f"{path}: the header has no column {', no column '.join(missing)}; its columns are "
+            f"{', '.join(repr(n) for n in names)} (name the right ones with the column arguments)",
+            path=path,
+            line=1,
+        )
+    return {role: names.index(column) for role, column in wanted.items() if column}
+
+
+def _parse_row(row: list[str], at: dict[str, int], width: int) -> tuple[str, str, float, str | None, str | None]:
+    """One data row's fields; ValueError saying what is wrong with it."""
+    if len(row) != width:
+        raise ValueError(f"has {len(row)} tab-separated fields where the header has {width}")
+    cell = row[at["human"]].strip()
+    if not cell:
+        raise ValueError("has no human score")
+    try:
+        human = float(cell)
+    except ValueError:
+        raise ValueError(f"has a human score that is not a number: {cell!r}") from None
+    if not math.isfinite(human):
+        raise ValueError(f"has a human score that is not finite: {cell!r}")
+    labels: list[str | None] = []
+    for role in ("group", "system"):
+        value = row[at[role]].strip() if role in at else None
+        if value == "":
+            raise ValueError(f"has an empty {role} label")
+        labels.append(value)
+    return row[at["candidate"]], row[at["reference"]], human, labels[0], labels[1]
+
+
+def read_judgements(
+    path: str | os.PathLike[str],
+    candidate: str = "candidate",
+    reference: str = "reference",
+    human: str = "human",
+    group: str | None = None,
+    system: str | None = None,
+    skip_bad: bool = False,
+) -> Judgements:
+    """Read a UTF-8 tab-separated file with a header line: a candidate, its reference and a human score per
+    line (column names as given), optionally a group (e.g. language pair) and a system column. Quotes are
+    literal (no CSV quoting), blank lines are ignored.
+
+    A line with a missing or non-numeric human score, an empty label or the wrong number of fields is a
+    `JudgementFileError` naming the line, or, with `skip_bad`, left out and counted (`Judgements.skipped`,
+    with a warning). Missing columns are named; fewer than 3 judgements is an error.
+    """
+    where = str(path)
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+            header = next(reader, None)
+            if header is None:
+                raise JudgementFileError(f"{where} is empty: it needs a header line and judgements", path=where)
+            wanted = {"candidate": candidate, "reference": reference, "human": human, "group": group, "system": system}
+            at = _header_positions(header, wanted, where)
+            rows, lines, skipped = [], [], 0
+            for row in reader:
+                if not any(cell.strip() for cell in row):
+                    continue
+                try:
+                    rows.append(_parse_row(row, at, len(header)))
+                    lines.append(reader.line_num)
+                except ValueError as err:
+                    if not skip_bad:
+                        raise JudgementFileError(
+                            f"{where}, line {reader.line_num} {err} (pass skip_bad=True to leave bad lines out)",
+                            path=where,
+                            line=reader.line_num,
+                        ) from None
+                    skipped += 1
+    except (OSError, UnicodeDecodeError) as err:
+        raise JudgementFileError(f"{where} cannot be read: {err}", path=where) from None
+    return _judgements(rows, lines, skipped, where, group is not None, system is not None)
+
+
+def _judgements(
+    rows: list[tuple[str, str, float, str | None, str | None]],
+    lines: list[int],
+    skipped: int,
+    where: str,
+    grouped: bool,
+    with_systems: bool,
+) -> Judgements:
+    if skipped:
+        warn_user(f"{where}: {skipped} bad line(s) left out (skip_bad=True); {len(rows)} judgements kept")
+    if len(rows) < MIN_ROWS:
+        raise JudgementFileError(
+            f"{where} has {len(rows)} usable judgement(s){f' ({skipped} bad line(s) left out)' if skipped else ''}: "
+            f"a correlation needs at least {MIN_ROWS}",
+            path=where,
+        )
+    cands, refs, human, groups, systems = (list(column) for column in zip(*rows, strict=True))
+    return Judgements(
+        cands,
+        refs,
+        human,
+        groups if grouped else None,
+        systems if with_systems else None,
+        lines,
+        skipped,
+        where,
+    )
