@@ -67,3 +67,25 @@ def test_distinct_texts_are_found_exactly_and_numbered_by_first_appearance():
         found = [tuple(texts[t].tolist()) for t in range(len(texts))]
         assert found == list(dict.fromkeys(walk))  # each distinct text once, in order of first appearance
         assert [(found[c], found[r]) for c, r in zip(match_cand.tolist(), match_ref.tolist(), strict=True)] == matches
+
+
+def test_best_reference_is_the_one_of_highest_f1_and_the_lowest_index_on_a_tie(wmt):
+    """`Scores.best_reference` against each reference scored alone (an independent argmax over those runs)."""
+    from bertscore_tm.functional import score
+
+    cands = wmt["hyps"]
+    pairs = zip(wmt["refs"], wmt["refs2"], strict=True)
+    triples = [[a, b, a] if i % 2 else [b, a, b] for i, (a, b) in enumerate(pairs)]  # the third ties the first
+    metric = BERTScore(MINILM)
+    metric.update(cands, triples)
+    scores = metric.compute_scores()
+    alone = torch.stack([score(cands, [t[k] for t in triples], MINILM)[2] for k in range(3)])  # [3, pairs]
+    assert scores.best_reference is not None
+    assert scores.best_reference.tolist() == alone.argmax(dim=0).tolist()  # argmax: the first of equal maxima
+    assert torch.equal(scores.f1, alone.max(dim=0).values)
+    assert set(scores.best_reference.tolist()) == {0, 1}  # both positions win somewhere; the repeat never does
+    layers = BERTScore(MINILM, all_layers=True)
+    layers.update(cands, triples)
+    per_layer = layers.compute_scores().best_reference
+    assert per_layer is not None and per_layer.shape == (7, len(cands))
+    assert per_layer[5].tolist() == scores.best_reference.tolist()

@@ -16,7 +16,7 @@ from bertscore_tm.arguments import LongTexts, validate_arguments
 from bertscore_tm.embedding import own_precision
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.paired import PairTokens, match_pairs, weigh_pairs
-from bertscore_tm.results import Scores, format_scores
+from bertscore_tm.results import Scores, format_scores, scores_of
 from bertscore_tm.scorer import Scorer, build_scorer
 from bertscore_tm.tokenizing import normalize_inputs
 from bertscore_tm.user_model import ForwardFn
@@ -151,6 +151,5 @@ def score_pairs(
         matches = match_pairs(scorer, pairs, torch.ones(len(cands), dtype=torch.bool), verbose)
         weights = scorer.reference_weights(r_ids, r_lens, len(refs)).to(device)
         on = PairTokens(*(t.to(device) for t in (c_ids, pairs.cand_lens, r_ids, pairs.ref_lens, counts)))
-        per = weigh_pairs(scorer, on, matches, weights).permute(2, 1, 0)  # [pairs, rows, 3] -> [3, rows, pairs]
-    precision, recall, f1 = (per if scorer.all_layers else per[:, 0]).unbind(0)
-    return Scores(precision, recall, f1, scorer.hash_code)
+        scores = weigh_pairs(scorer, on, matches, weights)
+    return scores_of(scores, scorer.all_layers, scorer.hash_code)

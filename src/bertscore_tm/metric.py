@@ -28,7 +28,7 @@ from bertscore_tm.mbr import select
 from bertscore_tm.metric_views import SettingViews
 from bertscore_tm.paired import PairTokens, TokenMatches, corpus_counts, interleave, match_pairs, weigh_pairs
 from bertscore_tm.pairwise import pairwise_scores
-from bertscore_tm.results import Scores, format_scores
+from bertscore_tm.results import Scores, format_scores, scores_of
 from bertscore_tm.scorer import Scorer, ScoringSettings
 from bertscore_tm.tokenizing import normalize_inputs
 from bertscore_tm.user_model import ForwardFn
@@ -288,9 +288,7 @@ class BERTScore(SettingViews, Metric):
             if collective:
                 scores = torch.cat(gather(scores, group))
             scores = plan.kept(scores)
-        per = scores.permute(2, 1, 0)  # [pairs, rows, 3] -> [3, rows, pairs]
-        precision, recall, f1 = (per if self.all_layers else per[:, 0]).unbind(0)
-        return Scores(precision, recall, f1, self.hash_code)
+        return scores_of(scores, self.all_layers, self.hash_code)
 
     def _pairs(self, device: torch.device) -> PairTokens:
         """The state's pairs as one set of tensors on `device` (ids int32, lengths and counts int64)."""
@@ -317,8 +315,8 @@ class BERTScore(SettingViews, Metric):
         self.scored = [torch.ones_like(scored).to(home)]
 
     def _local_scores(self, collective: bool, group: Any, dropped: Tensor | None) -> Tensor:
-        """This rank's per-candidate P, R, F ([pairs, rows, 3]); `dropped` marks pairs whose index repeats an
-        earlier pair's: their references leave the IDF counts. Counts are summed over the ranks (when
+        """This rank's per-candidate P, R, F and best reference ([pairs, rows, 4]); `dropped` marks pairs whose
+        index repeats an earlier pair's: their references leave the IDF counts. Counts are summed over the ranks (when
         `collective`) before any weight is applied, so the weights equal one process's over all pairs."""
         device = self.device
         pairs = self._pairs(device)

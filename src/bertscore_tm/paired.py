@@ -63,14 +63,17 @@ def match_pairs(scorer: Scorer, pairs: PairTokens, is_new: Tensor, verbose: bool
 
 
 def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weights: Tensor) -> Tensor:
-    """Each candidate's P, R, F ([pairs, rows, 3]): weighted per match, the best over its references, then
-    rescaled. Pairs are weighed a chunk at a time, so that the per-token float64 sums stay within the working
-    budget. Pairs whose weights sum to 0 (a NaN P or R, as in the reference) are warned about once."""
+    """Each candidate's P, R, F and best reference ([pairs, rows, 4]): weighted per match, the best over its
+    references (each score's own maximum, as the reference takes them), rescaled; the fourth column is the
+    index among the candidate's references of the one with the highest F (the lowest on a tie), an integer held
+    exactly in float32, so that it travels with the scores through gathering and de-duplication.
+    Pairs are weighed a chunk at a time, so that the per-token float64 sums stay within the working budget.
+    Pairs whose weights sum to 0 (a NaN P or R, as in the reference) are warned about once."""
     device = weights.device
     rows = scorer.embedder.num_rows
     c_lens, r_lens, ref_counts = pairs.cand_lens.long(), pairs.ref_lens.long(), pairs.ref_counts.long()
     if c_lens.numel() == 0:
-        return torch.zeros((0, rows, 3), dtype=torch.float32, device=device)
+        return torch.zeros((0, rows, 4), dtype=torch.float32, device=device)
     best_len = c_lens * ref_counts
     spans = _Spans(c_lens, r_lens, ref_counts)
     pieces, undefined = [], 0
@@ -93,9 +96,27 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
             blank,
         )
         undefined += int((torch.isnan(scores[..., :2]).any(dim=(1, 2)) & ~blank).sum())
-        pieces.append(best_of_references(scores, counts))
+        top = best_of_references(scores, counts)
+        which = best_reference(scores[..., 2], top[..., 2], counts)
+        pieces.append(torch.cat((scorer.rescaled(top), which[..., None].to(top.dtype)), dim=-1))
     warn_undefined(undefined)
-    return scorer.rescaled(torch.cat(pieces))
+    return torch.cat(pieces)
+
+
+def best_reference(f1: Tensor, best_f1: Tensor, ref_counts: Tensor) -> Tensor:
+    """Per candidate (and row), the index among its references of the one whose F (`f1`, [matches, rows]) is
+    its best (`best_f1`, [cands, rows]): the lowest index on a tie. int64 [cands, rows].
+
+    >>> best_reference(torch.tensor([[0.5], [0.7], [0.7], [0.2]]), torch.tensor([[0.7], [0.2]]), torch.tensor([3, 1]))
+    tensor([[1],
+            [0]])
+    """
+    counts = ref_counts.to(f1.device)
+    owner = torch.repeat_interleave(torch.arange(len(counts), device=f1.device), counts)
+    position = torch.arange(len(owner), device=f1.device) - (torch.cumsum(counts, 0) - counts)[owner]
+    hits = torch.where(f1 == best_f1[owner], position[:, None], len(owner))
+    out = torch.full_like(best_f1, len(owner), dtype=torch.long)
+    return out.scatter_reduce(0, owner[:, None].expand_as(hits), hits, reduce="amin")
 
 
 class _Spans:

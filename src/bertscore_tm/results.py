@@ -21,6 +21,7 @@ from bertscore_tm.arguments import OUTPUTS
 @dataclass(frozen=True)
 class Scores:
     """Per-pair scores, in input order: each tensor is [pairs], or [layers + 1, pairs] with all_layers.
+    `as_tuple()` gives (P, R, F), as bert-score returns them.
 
     >>> import torch
     >>> s = Scores(torch.tensor([0.9]), torch.tensor([0.8]), torch.tensor([0.85]), "code")
@@ -32,6 +33,9 @@ class Scores:
     recall: Tensor
     f1: Tensor
     hash_code: str
+    #: per pair, the index among its references of the best one (the highest F; the lowest index on a tie),
+    #: int64 and shaped as the scores; None where not computed
+    best_reference: Tensor | None = None
 
     def as_tuple(self) -> tuple[Tensor, Tensor, Tensor]:
         """(P, R, F), the order bert-score returns them in."""
@@ -69,3 +73,10 @@ def progress_bar(show: bool, total: int, desc: str, unit: str) -> Iterator[Any]:
         yield bar
     finally:
         bar.close()
+
+
+def scores_of(per_pair: Tensor, all_layers: bool, hash_code: str) -> Scores:
+    """`Scores` from the paired engine's [pairs, rows, 4] (P, R, F, best reference) result."""
+    per = per_pair.permute(2, 1, 0)  # [4, rows, pairs]
+    precision, recall, f1, best = (per if all_layers else per[:, 0]).unbind(0)
+    return Scores(precision, recall, f1, hash_code, best.round().long())
