@@ -34,14 +34,9 @@ Nothing here imports torch until a command runs, so ``--help`` answers at once.
 
 from __future__ import annotations
 
-import sys
-
 from bertscore_tm.cli.app import build_parser, main
 from bertscore_tm.cli.devices import process_device as _process_device  # noqa: F401 (tests/test_launch.py)
 from bertscore_tm.cli.errors import PROG, UsageError
 from bertscore_tm.cli.inputs import STDIN, read_lines
 
 __all__ = ["PROG", "STDIN", "UsageError", "build_parser", "main", "read_lines"]
-
-if __name__ == "__main__":
-    sys.exit(main())

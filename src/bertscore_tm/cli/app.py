@@ -23,6 +23,7 @@ from bertscore_tm.cli.errors import (
 )
 from bertscore_tm.cli.outputs import StandardOutput, silence_stdout
 from bertscore_tm.errors import BERTScoreError
+from bertscore_tm.registry import PACKAGED_MINILM
 
 #: The commands, in the order --help lists them: each module declares its parser (`add_parser`) and its `run`.
 COMMANDS = (score, compare, show, baseline, pairwise, mbr)
@@ -33,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="BERTScore from the command line: exact scores (equal to bert-score 0.3.13), similarity "
         "plots and rescale baselines. Models are never downloaded: use a local directory, a model in the "
-        "Hugging Face cache, or the packaged sentence-transformers/all-MiniLM-L6-v2.",
+        f"Hugging Face cache, or the packaged {PACKAGED_MINILM}.",
     )
     from bertscore_tm import __version__
 

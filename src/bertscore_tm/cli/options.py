@@ -14,6 +14,10 @@ from typing import Any, NamedTuple
 
 from bertscore_tm.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES
 from bertscore_tm.cli.errors import UsageError
+from bertscore_tm.registry import PACKAGED_MINILM
+
+#: Resamples (and shuffles) drawn without --bootstrap.
+DEFAULT_RESAMPLES = 1000
 
 
 class Once(argparse.Action):
@@ -43,7 +47,7 @@ def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
         default=None,
         metavar="MODEL",
         help="model name or local directory (default: the language's default model; "
-        "'sentence-transformers/all-MiniLM-L6-v2' is the packaged one, always available)",
+        f"'{PACKAGED_MINILM}' is the packaged one, always available)",
     )
     if layers:
         p.add_argument(
@@ -142,7 +146,8 @@ def add_resampling_options(p: argparse.ArgumentParser, confidence: str | None) -
         "--bootstrap",
         default=None,
         metavar="N",
-        help="resamples (and, with --method randomization, shuffles) to draw (default: 1000; at most 1,000,000)",
+        help="resamples (and, with --method randomization, shuffles) to draw "
+        f"(default: {DEFAULT_RESAMPLES}; at most {MAX_RESAMPLES:,})",
     )
     p.add_argument(
         "--seed", default=None, metavar="S", help="seed of the resampling: same seed, same numbers (default: 0)"
@@ -197,7 +202,11 @@ def resampling(args: argparse.Namespace) -> Resampling | None:
         hint = f" (a fraction: {confidence / 100:g}, not {args.confidence})" if 1 < confidence < 100 else ""
         raise UsageError(f"--confidence must be between 0 and 1 (exclusive), e.g. 0.95; got {args.confidence}{hint}")
     num_samples = _whole(
-        "1000" if args.bootstrap is None else args.bootstrap, "--bootstrap", "resamples", 1, MAX_RESAMPLES
+        str(DEFAULT_RESAMPLES) if args.bootstrap is None else args.bootstrap,
+        "--bootstrap",
+        "resamples",
+        1,
+        MAX_RESAMPLES,
     )
     seed = _whole("0" if args.seed is None else args.seed, "--seed", "the resampling's random seed", 0, 2**64 - 1)
     return Resampling(confidence, num_samples, seed)
