@@ -33,6 +33,7 @@ lint: setup
 	$(VENV)/bin/ruff check src tests examples benchmarks
 	$(VENV)/bin/ruff format --check src tests examples benchmarks
 	$(VENV)/bin/mypy
+	PYTHONPATH=src $(VENV)/bin/lint-imports --no-cache
 
 # the documentation site (docs/, mkdocs.yml) into site/, offline; --strict fails on any warning (a broken link or
 # anchor, a docstring griffe cannot read). The docs extra goes into .venv once, beside the test and lint extras.
