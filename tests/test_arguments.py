@@ -123,6 +123,30 @@ def test_every_constructor_argument_has_a_rule():
     assert ours == set(RULES)
 
 
+def test_the_settings_declaration_is_the_one_source_of_defaults():
+    """The Metric's signature, the scoring core and the command line take each default from `SETTINGS`."""
+    import dataclasses
+
+    import torch
+
+    from bertscore_tm.arguments import SETTINGS, default, settings_table
+    from bertscore_tm.cli import build_parser
+    from bertscore_tm.scorer import ScoringSettings
+
+    def as_declared(value: object) -> object:
+        return str(value).removeprefix("torch.") if isinstance(value, torch.dtype) else value
+
+    parameters = inspect.signature(BERTScore.__init__).parameters
+    assert list(SETTINGS) == [n for n, p in parameters.items() if n != "self" and p.kind is not p.VAR_KEYWORD]
+    assert {n: as_declared(parameters[n].default) for n in SETTINGS} == {n: s.default for n, s in SETTINGS.items()}
+    for field in dataclasses.fields(ScoringSettings):
+        assert as_declared(field.default) == default(field.name), field.name
+    args = build_parser().parse_args(["score", "-c", "c", "-r", "r"])
+    assert (args.lang, args.long_texts, args.dtype) == (default("lang"), default("long_texts"), default("model_dtype"))
+    table = settings_table()
+    assert all(f"| `{name}` |" in table for name in SETTINGS)
+
+
 def test_literal_types_name_the_string_choices():
     from typing import get_type_hints
 

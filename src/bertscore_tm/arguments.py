@@ -7,21 +7,36 @@ must be integers (``num_layers=5.5``, ``True`` or ``"5"`` are refused, not round
 an `ArgumentTypeError` (a TypeError), a value out of range or not among the choices an `ArgumentValueError`
 (a ValueError), each naming the argument and what is allowed.
 
-Each argument has one rule in `RULES`, so a new argument is one more line there (and a test checks that no
-constructor argument lacks one); rules about several arguments together are the functions of `COMBINATIONS`.
-Only limits that need the model (the model's depth, its window) are checked later, when it is loaded.
-This module imports nothing heavy: torch only when a dtype or a device is checked.
+Each setting is declared once, in `SETTINGS` (its rule from `rules.py`, its default, what it does), so a new
+argument is one more entry there (and tests check the Metric's signature, the scoring core and the command line
+against it); rules about several arguments together are the functions of `COMBINATIONS`. Only limits that need
+the model (the model's depth, its window) are checked later, when it is loaded. This module imports nothing
+heavy: torch only when a dtype or a device is checked.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
-import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import Literal, get_args
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.rules import MODEL_DTYPES as MODEL_DTYPES  # the dtype names, re-exported with the other choices
+from bertscore_tm.rules import (
+    Rule,
+    boolean,
+    choice,
+    device,
+    function,
+    integer,
+    model_dtype,
+    module,
+    path,
+    text,
+    texts,
+    tokenizer_object,
+    weight_mapping,
+)
 
 #: The values of ``reduction``: per-pair scores, or their means.
 Reduction = Literal["none", "mean"]
@@ -34,303 +49,198 @@ LongTexts = Literal["truncate", "window"]
 REDUCTIONS: tuple[str, ...] = get_args(Reduction)
 LONG_TEXTS: tuple[str, ...] = get_args(LongTexts)
 OUTPUTS: tuple[str, ...] = get_args(OutputName)
-#: The compute dtypes of the model, by name: float32 is exact, the others run under autocast.
-MODEL_DTYPES = ("float32", "bfloat16", "float16")
 
 #: The most resamples (or shuffles) an interval or a paired test may draw (`bertscore_tm.significance`, and
 #: ``--bootstrap`` on the command line): their means take 8 bytes each per system, so 8 MB a system at most.
 #: The usual 1000 to 10,000 are far below it; the smallest p-value is then about 1e-6.
 MAX_RESAMPLES = 1_000_000
 
-#: A rule: check one argument's value, raising ArgumentTypeError or ArgumentValueError naming `name`.
-Rule = Callable[[str, object], None]
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of the metric, declared once: its rule (type and range, checked before anything loads), its
+    default (a dtype by name, so this module needs no torch), what it does, what the default means where that
+    is not obvious, and the docs page that says more. The Metric's signature, the scoring core's defaults, the
+    command line's defaults and choices and the docs' table of arguments (docs/metric.md) are all read from here
+    (or checked against it by the tests)."""
+
+    rule: Rule
+    default: object
+    help: str
+    default_means: str = ""
+    see: str = ""
 
 
-def _shown(value: object) -> str:
-    return f"{type(value).__name__} {value!r:.60}"
-
-
-def _or_none(optional: bool) -> str:
-    return " or None" if optional else ""
-
-
-def boolean(name: str, value: object) -> None:
-    """True or False, nothing else (not 0/1, not "yes")."""
-    if not isinstance(value, bool):
-        raise ArgumentTypeError(
-            f"{name} must be True or False, got {_shown(value)}", argument=name, expected="bool", value=value
-        )
-
-
-def integer(minimum: int, *, optional: bool = False, why: str = "") -> Rule:
-    """An int (not a bool, float or string) of at least `minimum`; None too where `optional`."""
-
-    def check(name: str, value: object) -> None:
-        if value is None and optional:
-            return
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise ArgumentTypeError(
-                f"{name} must be an integer{_or_none(optional)}, got {_shown(value)}",
-                argument=name,
-                expected=f"int{_or_none(optional)}",
-                value=value,
-            )
-        if value < minimum:
-            allowed = f"an integer >= {minimum}{_or_none(optional)}"
-            raise ArgumentValueError(
-                f"{name} must be {allowed}{why}, got {value}", argument=name, allowed=allowed, value=value
-            )
-
-    return check
-
-
-def choice(allowed: tuple[str, ...], *, optional: bool = False) -> Rule:
-    """One of the strings `allowed`; None too where `optional`."""
-    listed = ", ".join(repr(a) for a in allowed) + _or_none(optional)
-
-    def check(name: str, value: object) -> None:
-        if value is None and optional:
-            return
-        if not isinstance(value, str):
-            raise ArgumentTypeError(
-                f"{name} must be one of {listed}, got {_shown(value)}", argument=name, expected=listed, value=value
-            )
-        if value not in allowed:
-            raise ArgumentValueError(
-                f"{name} must be one of {listed}, got {value!r}", argument=name, allowed=listed, value=value
-            )
-
-    return check
-
-
-def text(*, optional: bool = False) -> Rule:
-    """A non-blank string; None too where `optional`."""
-
-    def check(name: str, value: object) -> None:
-        if value is None and optional:
-            return
-        if not isinstance(value, str):
-            raise ArgumentTypeError(
-                f"{name} must be a string{_or_none(optional)}, got {_shown(value)}",
-                argument=name,
-                expected=f"str{_or_none(optional)}",
-                value=value,
-            )
-        if not value.strip():
-            raise ArgumentValueError(
-                f"{name} must not be blank", argument=name, allowed="a non-blank string", value=value
-            )
-
-    return check
-
-
-def path(*, optional: bool = False) -> Rule:
-    """A non-blank string or os.PathLike (a path, or a model name); None too where `optional`."""
-
-    def check(name: str, value: object) -> None:
-        if value is None and optional:
-            return
-        if not isinstance(value, (str, os.PathLike)):
-            raise ArgumentTypeError(
-                f"{name} must be a string or a path{_or_none(optional)}, got {_shown(value)}",
-                argument=name,
-                expected=f"str | os.PathLike{_or_none(optional)}",
-                value=value,
-            )
-        if not str(os.fspath(value)).strip():
-            raise ArgumentValueError(
-                f"{name} must not be blank", argument=name, allowed="a non-blank path", value=value
-            )
-
-    return check
-
-
-def model_dtype(name: str, value: object) -> None:
-    """torch.float32 (exact), torch.bfloat16 or torch.float16."""
-    import torch
-
-    allowed = ", ".join(f"torch.{d}" for d in MODEL_DTYPES)
-    if not isinstance(value, torch.dtype):
-        raise ArgumentTypeError(
-            f"{name} must be a torch.dtype ({allowed}), got {_shown(value)}",
-            argument=name,
-            expected=allowed,
-            value=value,
-        )
-    if value not in tuple(getattr(torch, d) for d in MODEL_DTYPES):
-        raise ArgumentValueError(
-            f"{name} must be one of {allowed}, got {value}", argument=name, allowed=allowed, value=value
-        )
-
-
-def device(name: str, value: object) -> None:
-    """None (follow the metric), or a torch.device or a string torch can parse ("cpu", "cuda:1")."""
-    if value is None:
-        return
-    import torch
-
-    if not isinstance(value, (str, torch.device)):
-        raise ArgumentTypeError(
-            f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or None, got {_shown(value)}",
-            argument=name,
-            expected="torch.device | str | None",
-            value=value,
-        )
-    try:
-        torch.device(value)
-    except (RuntimeError, ValueError) as err:
-        raise ArgumentValueError(
-            f"{name}={value!r} is not a torch device ({err})", argument=name, allowed="a torch device", value=value
-        ) from None
-
-
-def module(name: str, value: object) -> None:
-    """None, or a torch.nn.Module (a model object of the user's own)."""
-    if value is None:
-        return
-    import torch
-
-    if not isinstance(value, torch.nn.Module):
-        raise ArgumentTypeError(
-            f"{name} must be a torch.nn.Module (e.g. a transformers model) or None, got {_shown(value)}",
-            argument=name,
-            expected="torch.nn.Module | None",
-            value=value,
-        )
-
-
-def tokenizer_object(name: str, value: object) -> None:
-    """None, or a Hugging Face tokenizer object (transformers' PreTrainedTokenizerBase)."""
-    if value is None:
-        return
-    from transformers import PreTrainedTokenizerBase
-
-    if not isinstance(value, PreTrainedTokenizerBase):
-        raise ArgumentTypeError(
-            f"{name} must be a transformers tokenizer (e.g. AutoTokenizer.from_pretrained(...)) or None, got "
-            f"{_shown(value)}",
-            argument=name,
-            expected="transformers.PreTrainedTokenizerBase | None",
-            value=value,
-        )
-
-
-def function(name: str, value: object) -> None:
-    """None, or something callable."""
-    if value is not None and not callable(value):
-        raise ArgumentTypeError(
-            f"{name} must be a function or None, got {_shown(value)}",
-            argument=name,
-            expected="callable | None",
-            value=value,
-        )
-
-
-def texts(name: str, value: object) -> None:
-    """None, or a non-empty sequence of strings (a list, a tuple; not one string)."""
-    if value is None:
-        return
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise ArgumentTypeError(
-            f"{name} must be a sequence of strings (e.g. a list of texts) or None, got {_shown(value)}",
-            argument=name,
-            expected="Sequence[str] | None",
-            value=value,
-        )
-    if len(value) == 0:
-        raise ArgumentValueError(
-            f"{name} is empty: pass at least one text (or leave it out)",
-            argument=name,
-            allowed="a non-empty sequence of strings, or None",
-            value=value,
-        )
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise ArgumentTypeError(
-                f"{name}[{i}] must be a string, got {_shown(item)}", argument=name, expected="str", value=item
-            )
-
-
-def _weight(name: str, where: str, weight: object) -> None:
-    if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
-        raise ArgumentTypeError(
-            f"{name}{where} must be a number, got {_shown(weight)}", argument=name, expected="float", value=weight
-        )
-    if not math.isfinite(weight) or weight < 0:
-        raise ArgumentValueError(
-            f"{name}{where} must be a finite weight >= 0, got {weight}",
-            argument=name,
-            allowed="finite numbers >= 0",
-            value=weight,
-        )
-
-
-def weight_mapping(name: str, value: object) -> None:
-    """None, or a non-empty mapping token id (int >= 0) -> weight (a finite number >= 0); a defaultdict's
-    default weight is checked too."""
-    if value is None:
-        return
-    if not isinstance(value, Mapping):
-        raise ArgumentTypeError(
-            f"{name} must be a mapping token id -> weight (e.g. metric.idf_weights() of another metric) or None, "
-            f"got {_shown(value)}",
-            argument=name,
-            expected="Mapping[int, float] | None",
-            value=value,
-        )
-    if len(value) == 0:
-        raise ArgumentValueError(
-            f"{name} is empty: pass a weight per token id (or leave it out)",
-            argument=name,
-            allowed="a non-empty mapping token id -> weight, or None",
-            value=value,
-        )
-    for token, weight in value.items():
-        if isinstance(token, bool) or not isinstance(token, numbers.Integral):
-            hint = " (JSON gives keys back as strings: convert them with int())" if isinstance(token, str) else ""
-            raise ArgumentTypeError(
-                f"{name} keys must be token ids (int), got {_shown(token)}{hint}",
-                argument=name,
-                expected="int",
-                value=token,
-            )
-        if token < 0:
-            raise ArgumentValueError(
-                f"{name} keys must be token ids >= 0, got {token}", argument=name, allowed="int >= 0", value=token
-            )
-        _weight(name, f"[{token}]", weight)
-    factory = getattr(value, "default_factory", None)
-    if callable(factory):
-        _weight(name, "'s default", factory())
-
+#: Every constructor argument of BERTScore, in the signature's order (torchmetrics' own are left to it).
+SETTINGS: dict[str, Setting] = {
+    "model_name_or_path": Setting(
+        path(optional=True),
+        None,
+        "a local model directory, a name already in the local Hugging Face cache, or "
+        '`"sentence-transformers/all-MiniLM-L6-v2"` (the packaged MiniLM; `bertscore_tm.PACKAGED_MINILM`). '
+        "Nothing is ever downloaded",
+        "the default model of `lang`",
+        "[Models](models.md)",
+    ),
+    "num_layers": Setting(
+        integer(0, optional=True, why=" (0 is the embedding layer)"),
+        None,
+        "score with the output of this layer (0 = the embedding layer); the model is cut after it",
+        "the model's tuned layer",
+        "[Models](models.md#default-layer-per-model)",
+    ),
+    "all_layers": Setting(
+        boolean, False, "score with every layer: each output gains a leading `L + 1` axis (embedding layer included)"
+    ),
+    "lang": Setting(
+        text(optional=True),
+        "en",
+        "language code: picks the default model and the packaged rescale baseline",
+        see="[Models](models.md#default-model-per-language)",
+    ),
+    "idf": Setting(
+        boolean,
+        False,
+        "weigh tokens by inverse document frequency over all references (of every rank), or over `idf_texts`, or "
+        "with `idf_weights`",
+        see="[Semantics](semantics.md#weights-precision-recall-f1)",
+    ),
+    "rescale_with_baseline": Setting(
+        boolean,
+        False,
+        "map each score through (x - b) / (1 - b) with the baseline of (`lang`, model) or of `baseline_path`",
+        see="[Models](models.md#rescale-baselines)",
+    ),
+    "baseline_path": Setting(
+        path(optional=True),
+        None,
+        "a `LAYER,P,R,F` baseline file of your own; needs `rescale_with_baseline=True` (alone it is an error, "
+        "never silently ignored)",
+        see="[CLI: baseline](cli.md#baseline)",
+    ),
+    "batch_size": Setting(
+        integer(1, optional=True),
+        None,
+        "a cap on texts per forward pass; by default the token budget alone sizes the batches",
+    ),
+    "max_length": Setting(
+        integer(2, optional=True, why=" (room for the special tokens)"),
+        None,
+        "the window in tokens, special tokens included: longer texts are truncated to it, or windowed with "
+        '`long_texts="window"`',
+        "the model's window",
+        "[Long texts](long-texts.md)",
+    ),
+    "long_texts": Setting(
+        choice(LONG_TEXTS),
+        "truncate",
+        '`"truncate"` (the reference\'s semantics) or `"window"`: a longer text is embedded in overlapping windows '
+        "and every token scored",
+        see="[Long texts](long-texts.md)",
+    ),
+    "window_stride": Setting(
+        integer(1, optional=True, why=" (and below the window's size)"),
+        None,
+        "tokens between the starts of consecutive windows",
+        "half the window",
+        "[Long texts](long-texts.md)",
+    ),
+    "device": Setting(
+        device,
+        None,
+        "where the model runs and the states live; by default wherever `metric.to(...)` puts the metric",
+        "follow the metric",
+    ),
+    "model_dtype": Setting(
+        model_dtype,
+        "float32",
+        "the model's compute dtype: float32 is exact; `torch.bfloat16` / `torch.float16` are opt-in and inexact "
+        "(F1 within about 1e-3)",
+        see="[Precision](#precision-float32-bfloat16-float16)",
+    ),
+    "reduction": Setting(choice(REDUCTIONS), "none", '`"none"`: one score per pair; `"mean"`: their means'),
+    "output": Setting(
+        choice(OUTPUTS, optional=True),
+        None,
+        '`"precision"`, `"recall"` or `"f1"`: return that tensor alone (so Lightning can log the metric object); '
+        "`None` returns the dict",
+        see="[Lightning](lightning.md)",
+    ),
+    "return_hash": Setting(
+        boolean, False, 'add the setting\'s hash code to the dict, under `"hash"`', see="[Hash code](#hash-code)"
+    ),
+    "verbose": Setting(boolean, False, "a progress bar while embedding"),
+    "embedding_cache_mb": Setting(
+        integer(0, why=" (MiB of cached vectors; 0 turns the cache off)"),
+        0,
+        "keep the vectors of texts already embedded, up to this many MiB, across `compute()` and `reset()`: a text "
+        "scored again is never embedded again; scores unchanged",
+        "off",
+        "[Corpus scale](corpus-scale.md#the-embedding-cache)",
+    ),
+    "compile_model": Setting(
+        boolean,
+        False,
+        "run a loaded model's forward pass through `torch.compile` (opt-in, inexact)",
+        see="[compile_model](#compile_model)",
+    ),
+    "model": Setting(
+        module,
+        None,
+        "a model object of your own (any Hugging Face encoder) in place of `model_name_or_path`, scored through a "
+        "view that never modifies, casts or moves it",
+        see="[Your own model](own-model.md)",
+    ),
+    "tokenizer": Setting(
+        tokenizer_object,
+        None,
+        "the tokenizer object of `model` (required with it, refused without it)",
+        see="[Your own model](own-model.md)",
+    ),
+    "forward_fn": Setting(
+        function,
+        None,
+        "`forward_fn(model, input_ids, attention_mask)` returning `[B, T, D]` (`[B, T, L + 1, D]` with "
+        "`all_layers`), for a `model` whose forward is not the standard one",
+        see="[Your own model](own-model.md#a-forward-of-your-own-forward_fn)",
+    ),
+    "idf_texts": Setting(
+        texts,
+        None,
+        "with `idf=True`: count document frequencies in these texts instead of the references (bert-score's "
+        "`idf_sents`)",
+        see="[Your own model](own-model.md#idf-from-a-corpus-or-from-saved-weights)",
+    ),
+    "idf_weights": Setting(
+        weight_mapping,
+        None,
+        "with `idf=True`: a mapping token id -> weight (`metric.idf_weights()` of another metric, or bert-score's "
+        "`idf_dict`)",
+        see="[Your own model](own-model.md#idf-from-a-corpus-or-from-saved-weights)",
+    ),
+}
 
 #: One rule per constructor argument of BERTScore (torchmetrics' own keyword arguments are left to it).
-RULES: dict[str, Rule] = {
-    "model_name_or_path": path(optional=True),
-    "model": module,
-    "tokenizer": tokenizer_object,
-    "forward_fn": function,
-    "num_layers": integer(0, optional=True, why=" (0 is the embedding layer)"),
-    "all_layers": boolean,
-    "lang": text(optional=True),
-    "idf": boolean,
-    "idf_texts": texts,
-    "idf_weights": weight_mapping,
-    "rescale_with_baseline": boolean,
-    "baseline_path": path(optional=True),
-    "batch_size": integer(1, optional=True),
-    "max_length": integer(2, optional=True, why=" (room for the special tokens)"),
-    "long_texts": choice(LONG_TEXTS),
-    "window_stride": integer(1, optional=True, why=" (and below the window's size)"),
-    "device": device,
-    "model_dtype": model_dtype,
-    "reduction": choice(REDUCTIONS),
-    "output": choice(OUTPUTS, optional=True),
-    "return_hash": boolean,
-    "verbose": boolean,
-    "embedding_cache_mb": integer(0, why=" (MiB of cached vectors; 0 turns the cache off)"),
-    "compile_model": boolean,
-}
+RULES: dict[str, Rule] = {name: setting.rule for name, setting in SETTINGS.items()}
+
+
+def default(name: str) -> Any:
+    """The declared default of setting `name` (a dtype by its name).
+
+    >>> default("long_texts"), default("model_dtype")
+    ('truncate', 'float32')
+    """
+    return SETTINGS[name].default
+
+
+def settings_table() -> str:
+    """The Markdown table of every setting (docs/metric.md shows it, made at docs build time)."""
+    rows = ["| argument | default | what it does | see |", "| --- | --- | --- | --- |"]
+    for name, s in SETTINGS.items():
+        value = f"`torch.{s.default}`" if name == "model_dtype" else f"`{s.default!r}`".replace("'", '"')
+        shown = f"{value}: {s.default_means}" if s.default_means else value
+        rows.append(f"| `{name}` | {shown} | {s.help} | {s.see} |")
+    return "\n".join(rows)
 
 
 def _model_or_lang(arguments: Mapping[str, object]) -> None:

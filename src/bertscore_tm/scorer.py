@@ -19,7 +19,7 @@ from typing import Any, cast
 import torch
 from torch import Tensor
 
-from bertscore_tm.arguments import RULES, LongTexts, validate_arguments
+from bertscore_tm.arguments import RULES, LongTexts, default, validate_arguments
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
 from bertscore_tm.embedding import Embedder
 from bertscore_tm.embedding_cache import CachingEmbedder, EmbeddingCache
@@ -45,27 +45,28 @@ from bertscore_tm.windows import window_label, window_rule
 @dataclasses.dataclass(frozen=True)
 class ScoringSettings:
     """The settings that make a score (the Metric's own, such as `reduction`, are not here). Built from
-    arguments that `arguments.validate_arguments` has checked; their defaults are `arguments.SETTINGS`'."""
+    arguments that `arguments.validate_arguments` has checked; the defaults are those `arguments.SETTINGS`
+    declares."""
 
-    model_name_or_path: str | os.PathLike[str] | None = None
-    num_layers: int | None = None
-    all_layers: bool = False
-    lang: str | None = "en"
-    idf: bool = False
-    rescale_with_baseline: bool = False
-    baseline_path: str | os.PathLike[str] | None = None
-    batch_size: int | None = None
-    max_length: int | None = None
-    long_texts: LongTexts = "truncate"
-    window_stride: int | None = None
-    model_dtype: torch.dtype = torch.float32
-    embedding_cache_mb: int = 0
-    compile_model: bool = False
-    model: torch.nn.Module | None = None
-    tokenizer: Any = None
-    forward_fn: ForwardFn | None = None
-    idf_texts: Sequence[str] | None = None
-    idf_weights: Mapping[int, float] | None = None
+    model_name_or_path: str | os.PathLike[str] | None = dataclasses.field(default=default("model_name_or_path"))
+    num_layers: int | None = dataclasses.field(default=default("num_layers"))
+    all_layers: bool = dataclasses.field(default=default("all_layers"))
+    lang: str | None = dataclasses.field(default=default("lang"))
+    idf: bool = dataclasses.field(default=default("idf"))
+    rescale_with_baseline: bool = dataclasses.field(default=default("rescale_with_baseline"))
+    baseline_path: str | os.PathLike[str] | None = dataclasses.field(default=default("baseline_path"))
+    batch_size: int | None = dataclasses.field(default=default("batch_size"))
+    max_length: int | None = dataclasses.field(default=default("max_length"))
+    long_texts: LongTexts = dataclasses.field(default=default("long_texts"))
+    window_stride: int | None = dataclasses.field(default=default("window_stride"))
+    model_dtype: torch.dtype = dataclasses.field(default=getattr(torch, default("model_dtype")))
+    embedding_cache_mb: int = dataclasses.field(default=default("embedding_cache_mb"))
+    compile_model: bool = dataclasses.field(default=default("compile_model"))
+    model: torch.nn.Module | None = dataclasses.field(default=default("model"))
+    tokenizer: Any = dataclasses.field(default=default("tokenizer"))
+    forward_fn: ForwardFn | None = dataclasses.field(default=default("forward_fn"))
+    idf_texts: Sequence[str] | None = dataclasses.field(default=default("idf_texts"))
+    idf_weights: Mapping[int, float] | None = dataclasses.field(default=default("idf_weights"))
 
     @classmethod
     def of(cls, arguments: Mapping[str, Any]) -> ScoringSettings:

@@ -2,7 +2,8 @@
 terms, before anything is loaded: the model (``-m``, ``-l``, ``--lang``), rescaling, long texts, how to run
 (batch size, device, dtype, compile, progress) and resampling (``--confidence``, ``--bootstrap``, ``--seed``).
 
-The choices are the library's own (`bertscore_tm.arguments`); what the library checks as clearly is left to it.
+The choices and defaults are the library's own (`bertscore_tm.arguments.SETTINGS`); what the library checks as
+clearly is left to it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import math
 import sys
 from typing import Any, NamedTuple
 
-from bertscore_tm.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES
+from bertscore_tm.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES, default
 from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.registry import PACKAGED_MINILM
 
@@ -59,7 +60,9 @@ def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
             help="use the output of layer N (0 = embeddings; default: the model's tuned layer)",
         )
     p.add_argument(
-        "--lang", default="en", help="language code: picks the default model and the packaged baseline (default: en)"
+        "--lang",
+        default=default("lang"),
+        help=f"language code: picks the default model and the packaged baseline (default: {default('lang')})",
     )
 
 
@@ -81,9 +84,9 @@ def add_long_text_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--long-texts",
         choices=LONG_TEXTS,
-        default="truncate",
+        default=default("long_texts"),
         help="texts longer than the model's window: truncate them (default, as the reference does) or "
-        "embed them in overlapping windows and score every token (see the README: Long texts)",
+        "embed them in overlapping windows and score every token (docs/long-texts.md)",
     )
     p.add_argument(
         "--window-stride",
@@ -116,7 +119,7 @@ def _add_speed_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dtype",
         choices=MODEL_DTYPES,
-        default="float32",
+        default=default("model_dtype"),
         help="compute dtype of the model: float32 is exact; bfloat16/float16 are faster on GPUs (about 1e-3 error)",
     )
     p.add_argument(

@@ -1,0 +1,279 @@
+"""The rules that check one argument each, before anything is loaded: strict types (``idf="no"`` is truthy, so
+it would turn IDF on; ``num_layers=5.5``, ``True`` or ``"5"`` are refused, not rounded or parsed) and ranges. A
+wrong type is an `ArgumentTypeError` (a TypeError), a value out of range or not among the choices an
+`ArgumentValueError` (a ValueError), each naming the argument and what is allowed. `arguments.SETTINGS` gives
+each setting its rule. This module imports nothing heavy: torch only when a dtype or a device is checked.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from collections.abc import Callable, Mapping, Sequence
+
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+
+#: The compute dtypes of the model, by name: float32 is exact, the others run under autocast.
+MODEL_DTYPES = ("float32", "bfloat16", "float16")
+
+#: A rule: check one argument's value, raising ArgumentTypeError or ArgumentValueError naming `name`.
+Rule = Callable[[str, object], None]
+
+
+def _shown(value: object) -> str:
+    return f"{type(value).__name__} {value!r:.60}"
+
+
+def _or_none(optional: bool) -> str:
+    return " or None" if optional else ""
+
+
+def boolean(name: str, value: object) -> None:
+    """True or False, nothing else (not 0/1, not "yes")."""
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(
+            f"{name} must be True or False, got {_shown(value)}", argument=name, expected="bool", value=value
+        )
+
+
+def integer(minimum: int, *, optional: bool = False, why: str = "") -> Rule:
+    """An int (not a bool, float or string) of at least `minimum`; None too where `optional`."""
+
+    def check(name: str, value: object) -> None:
+        if value is None and optional:
+            return
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ArgumentTypeError(
+                f"{name} must be an integer{_or_none(optional)}, got {_shown(value)}",
+                argument=name,
+                expected=f"int{_or_none(optional)}",
+                value=value,
+            )
+        if value < minimum:
+            allowed = f"an integer >= {minimum}{_or_none(optional)}"
+            raise ArgumentValueError(
+                f"{name} must be {allowed}{why}, got {value}", argument=name, allowed=allowed, value=value
+            )
+
+    return check
+
+
+def choice(allowed: tuple[str, ...], *, optional: bool = False) -> Rule:
+    """One of the strings `allowed`; None too where `optional`."""
+    listed = ", ".join(repr(a) for a in allowed) + _or_none(optional)
+
+    def check(name: str, value: object) -> None:
+        if value is None and optional:
+            return
+        if not isinstance(value, str):
+            raise ArgumentTypeError(
+                f"{name} must be one of {listed}, got {_shown(value)}", argument=name, expected=listed, value=value
+            )
+        if value not in allowed:
+            raise ArgumentValueError(
+                f"{name} must be one of {listed}, got {value!r}", argument=name, allowed=listed, value=value
+            )
+
+    return check
+
+
+def text(*, optional: bool = False) -> Rule:
+    """A non-blank string; None too where `optional`."""
+
+    def check(name: str, value: object) -> None:
+        if value is None and optional:
+            return
+        if not isinstance(value, str):
+            raise ArgumentTypeError(
+                f"{name} must be a string{_or_none(optional)}, got {_shown(value)}",
+                argument=name,
+                expected=f"str{_or_none(optional)}",
+                value=value,
+            )
+        if not value.strip():
+            raise ArgumentValueError(
+                f"{name} must not be blank", argument=name, allowed="a non-blank string", value=value
+            )
+
+    return check
+
+
+def path(*, optional: bool = False) -> Rule:
+    """A non-blank string or os.PathLike (a path, or a model name); None too where `optional`."""
+
+    def check(name: str, value: object) -> None:
+        if value is None and optional:
+            return
+        if not isinstance(value, (str, os.PathLike)):
+            raise ArgumentTypeError(
+                f"{name} must be a string or a path{_or_none(optional)}, got {_shown(value)}",
+                argument=name,
+                expected=f"str | os.PathLike{_or_none(optional)}",
+                value=value,
+            )
+        if not str(os.fspath(value)).strip():
+            raise ArgumentValueError(
+                f"{name} must not be blank", argument=name, allowed="a non-blank path", value=value
+            )
+
+    return check
+
+
+def model_dtype(name: str, value: object) -> None:
+    """torch.float32 (exact), torch.bfloat16 or torch.float16."""
+    import torch
+
+    allowed = ", ".join(f"torch.{d}" for d in MODEL_DTYPES)
+    if not isinstance(value, torch.dtype):
+        raise ArgumentTypeError(
+            f"{name} must be a torch.dtype ({allowed}), got {_shown(value)}",
+            argument=name,
+            expected=allowed,
+            value=value,
+        )
+    if value not in tuple(getattr(torch, d) for d in MODEL_DTYPES):
+        raise ArgumentValueError(
+            f"{name} must be one of {allowed}, got {value}", argument=name, allowed=allowed, value=value
+        )
+
+
+def device(name: str, value: object) -> None:
+    """None (follow the metric), or a torch.device or a string torch can parse ("cpu", "cuda:1")."""
+    if value is None:
+        return
+    import torch
+
+    if not isinstance(value, (str, torch.device)):
+        raise ArgumentTypeError(
+            f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or None, got {_shown(value)}",
+            argument=name,
+            expected="torch.device | str | None",
+            value=value,
+        )
+    try:
+        torch.device(value)
+    except (RuntimeError, ValueError) as err:
+        raise ArgumentValueError(
+            f"{name}={value!r} is not a torch device ({err})", argument=name, allowed="a torch device", value=value
+        ) from None
+
+
+def module(name: str, value: object) -> None:
+    """None, or a torch.nn.Module (a model object of the user's own)."""
+    if value is None:
+        return
+    import torch
+
+    if not isinstance(value, torch.nn.Module):
+        raise ArgumentTypeError(
+            f"{name} must be a torch.nn.Module (e.g. a transformers model) or None, got {_shown(value)}",
+            argument=name,
+            expected="torch.nn.Module | None",
+            value=value,
+        )
+
+
+def tokenizer_object(name: str, value: object) -> None:
+    """None, or a Hugging Face tokenizer object (transformers' PreTrainedTokenizerBase)."""
+    if value is None:
+        return
+    from transformers import PreTrainedTokenizerBase
+
+    if not isinstance(value, PreTrainedTokenizerBase):
+        raise ArgumentTypeError(
+            f"{name} must be a transformers tokenizer (e.g. AutoTokenizer.from_pretrained(...)) or None, got "
+            f"{_shown(value)}",
+            argument=name,
+            expected="transformers.PreTrainedTokenizerBase | None",
+            value=value,
+        )
+
+
+def function(name: str, value: object) -> None:
+    """None, or something callable."""
+    if value is not None and not callable(value):
+        raise ArgumentTypeError(
+            f"{name} must be a function or None, got {_shown(value)}",
+            argument=name,
+            expected="callable | None",
+            value=value,
+        )
+
+
+def texts(name: str, value: object) -> None:
+    """None, or a non-empty sequence of strings (a list, a tuple; not one string)."""
+    if value is None:
+        return
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ArgumentTypeError(
+            f"{name} must be a sequence of strings (e.g. a list of texts) or None, got {_shown(value)}",
+            argument=name,
+            expected="Sequence[str] | None",
+            value=value,
+        )
+    if len(value) == 0:
+        raise ArgumentValueError(
+            f"{name} is empty: pass at least one text (or leave it out)",
+            argument=name,
+            allowed="a non-empty sequence of strings, or None",
+            value=value,
+        )
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise ArgumentTypeError(
+                f"{name}[{i}] must be a string, got {_shown(item)}", argument=name, expected="str", value=item
+            )
+
+
+def _weight(name: str, where: str, weight: object) -> None:
+    if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+        raise ArgumentTypeError(
+            f"{name}{where} must be a number, got {_shown(weight)}", argument=name, expected="float", value=weight
+        )
+    if not math.isfinite(weight) or weight < 0:
+        raise ArgumentValueError(
+            f"{name}{where} must be a finite weight >= 0, got {weight}",
+            argument=name,
+            allowed="finite numbers >= 0",
+            value=weight,
+        )
+
+
+def weight_mapping(name: str, value: object) -> None:
+    """None, or a non-empty mapping token id (int >= 0) -> weight (a finite number >= 0); a defaultdict's
+    default weight is checked too."""
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise ArgumentTypeError(
+            f"{name} must be a mapping token id -> weight (e.g. metric.idf_weights() of another metric) or None, "
+            f"got {_shown(value)}",
+            argument=name,
+            expected="Mapping[int, float] | None",
+            value=value,
+        )
+    if len(value) == 0:
+        raise ArgumentValueError(
+            f"{name} is empty: pass a weight per token id (or leave it out)",
+            argument=name,
+            allowed="a non-empty mapping token id -> weight, or None",
+            value=value,
+        )
+    for token, weight in value.items():
+        if isinstance(token, bool) or not isinstance(token, numbers.Integral):
+            hint = " (JSON gives keys back as strings: convert them with int())" if isinstance(token, str) else ""
+            raise ArgumentTypeError(
+                f"{name} keys must be token ids (int), got {_shown(token)}{hint}",
+                argument=name,
+                expected="int",
+                value=token,
+            )
+        if token < 0:
+            raise ArgumentValueError(
+                f"{name} keys must be token ids >= 0, got {token}", argument=name, allowed="int >= 0", value=token
+            )
+        _weight(name, f"[{token}]", weight)
+    factory = getattr(value, "default_factory", None)
+    if callable(factory):
+        _weight(name, "'s default", factory())
