@@ -4,14 +4,19 @@ module holds the torchmetrics protocol alone."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
+import torch
 from torch import Tensor
 
 from bertscore_tm.embedding import Embedder
 from bertscore_tm.embedding_cache import EmbeddingCache
 from bertscore_tm.scorer import Scorer
 from bertscore_tm.windows import WindowRule
+
+if TYPE_CHECKING:
+    from bertscore_tm.explain_types import PairExplanation
 
 
 class SettingViews:
@@ -21,6 +26,10 @@ class SettingViews:
     idf: bool
     doc_freq: Tensor
     num_refs: Tensor
+    if TYPE_CHECKING:  # the Metric's own (torchmetrics'); declared here for the type checker only
+
+        @property
+        def device(self) -> torch.device: ...
 
     @property
     def hash_code(self) -> str:
@@ -76,3 +85,42 @@ class SettingViews:
     def settings(self) -> dict[str, object]:
         """Everything ranks must share to combine their scores (`Scorer.settings_record`)."""
         return self.scorer.settings_record()
+
+    def explain(
+        self,
+        candidate: str,
+        references: str | Sequence[str],
+        *,
+        idf_references: Sequence[str] | None = None,
+        threshold: float | None = None,
+        layer: int | None = None,
+    ) -> PairExplanation:
+        """Why this metric scores `candidate` against `references` (one text or several) as it does: token by
+        token, with this metric's model and setting (docs/explain.md). The state is left alone.
+
+        With IDF counted over references, the IDF is over `idf_references` where given, else over the
+        references this metric holds so far (this process's), so that an explanation matches the corpus run's
+        scores; a metric holding none counts it over the pair's own references. `threshold` sets below what
+        support a word is weak (default: the layer's rescale baseline where one is known); `layer` picks a layer
+        of an ``all_layers=True`` metric.
+
+        >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
+        >>> why = BERTScore(PACKAGED_MINILM).explain("The cat sat on the mat.", "A cat was sitting on the mat.")
+        >>> round(why.recall, 4), round(sum(t.contribution for t in why.reference_tokens), 4)
+        (0.9053, 0.9053)
+        """
+        from bertscore_tm.explain import explain_with
+
+        counts = None
+        if self.scorer.counts_idf and int(self.num_refs) > 0:
+            counts = (self.doc_freq, self.num_refs)
+        return explain_with(
+            self.scorer,
+            self.device,
+            candidate,
+            references,
+            idf_references=idf_references,
+            counts=counts,
+            threshold=threshold,
+            layer=layer,
+        )

@@ -1,0 +1,173 @@
+"""The pieces an explanation is made of, apart from the scores: where each token lies in the original text,
+which words of the text the tokens make up, and each token's best match on the other side.
+
+Spans come from the tokenizer's own offsets (fast tokenizers), shifted back to the text as the user gave it
+(before stripping, without the prefix space the encoder may add); Python tokenizers have no offsets, so their
+pieces are found in the text left to right instead (a piece not found gets no span). Words are the runs of
+non-space characters of the original text. Semantics: docs/explain.md.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+#: Similarity-matrix elements computed at once when a long pair is matched a block of rows at a time.
+MATCH_BLOCK_ELEMENTS = 1 << 22
+
+_WORD = re.compile(r"\S+")
+
+
+@dataclass(frozen=True)
+class TokenSpans:
+    """Each token's piece (as the tokenizer names it), character span in the original text (None for a special
+    token, or a piece that could not be placed) and whether the tokenizer added it (CLS, SEP, <s>, </s>...)."""
+
+    pieces: list[str]
+    spans: list[tuple[int, int] | None]
+    special: list[bool]
+
+
+def token_spans(encoder: Any, text: str, ids: Sequence[int]) -> TokenSpans:
+    """Where the tokens `ids` (the encoder's own ids for `text`) lie in `text`.
+
+    The encoder strips the text and may put a space in front (`TextEncoder.prefix_space`); the offsets are of
+    that string, so they are shifted back by the white space stripped and the space added."""
+    tokenizer = encoder.tokenizer
+    ids = [int(i) for i in ids]
+    pieces = [str(p) for p in tokenizer.convert_ids_to_tokens(ids)]
+    stripped = text.strip()
+    lead = len(text) - len(text.lstrip())
+    seen = " " + stripped if encoder.prefix_space and stripped else stripped
+    shift = lead - (len(seen) - len(stripped))
+    found = _offsets(encoder, seen, ids)
+    if found is not None:
+        offsets, special = found
+        spans = [None if s or b == e else (b + shift, e + shift) for (b, e), s in zip(offsets, special, strict=True)]
+        return TokenSpans(pieces, [_inside(x, len(text)) for x in spans], special)
+    special = _special_mask(tokenizer, ids)
+    return TokenSpans(pieces, _aligned_spans(tokenizer, text, pieces, special), special)
+
+
+def _offsets(encoder: Any, seen: str, ids: list[int]) -> tuple[list[tuple[int, int]], list[bool]] | None:
+    """The fast tokenizer's offsets and special-token mask for `seen`, if it gives the encoder's very ids."""
+    tokenizer = encoder.tokenizer
+    if not getattr(tokenizer, "is_fast", False):
+        return None
+    kwargs: dict[str, object] = {"add_special_tokens": True}
+    if encoder.truncate and encoder.max_length is not None:
+        kwargs.update(truncation=True, max_length=encoder.max_length)
+    else:
+        kwargs["verbose"] = False
+    try:
+        enc = tokenizer(seen, return_offsets_mapping=True, return_special_tokens_mask=True, **kwargs)
+    except (NotImplementedError, TypeError, ValueError):
+        return None
+    if list(enc["input_ids"]) != ids:
+        return None
+    offsets = [(int(b), int(e)) for b, e in enc["offset_mapping"]]
+    return offsets, [bool(s) for s in enc["special_tokens_mask"]]
+
+
+def _special_mask(tokenizer: Any, ids: list[int]) -> list[bool]:
+    """Which of `ids` the tokenizer added (its special-token mask of a sequence that has them already)."""
+    try:
+        mask = tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
+        return [bool(m) for m in mask]
+    except (NotImplementedError, TypeError, ValueError, AttributeError):
+        added = {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id}
+        return [i in added for i in ids]
+
+
+def _aligned_spans(tokenizer: Any, text: str, pieces: list[str], special: list[bool]) -> list[tuple[int, int] | None]:
+    """Spans of a tokenizer without offsets: each piece, as text (markers such as ``##`` or ``▁`` removed),
+    searched in the text after the previous one, ignoring case; a piece not found gets None."""
+    lowered = text.lower()
+    cursor = 0
+    spans: list[tuple[int, int] | None] = []
+    for piece, is_special in zip(pieces, special, strict=True):
+        if is_special:
+            spans.append(None)
+            continue
+        shown = tokenizer.convert_tokens_to_string([piece]).strip().lower()
+        shown = shown.removeprefix("##")
+        at = lowered.find(shown, cursor) if shown else -1
+        if at < 0:
+            spans.append(None)
+            continue
+        spans.append((at, at + len(shown)))
+        cursor = at + len(shown)
+    return spans
+
+
+def _inside(span: tuple[int, int] | None, length: int) -> tuple[int, int] | None:
+    if span is None:
+        return None
+    start, end = max(0, span[0]), min(length, span[1])
+    return (start, end) if start < end else None
+
+
+@dataclass(frozen=True)
+class WordSpan:
+    """A word of the original text (a run of non-space characters) and its tokens' indices."""
+
+    text: str
+    start: int
+    end: int
+    tokens: list[int]
+
+
+def words_of(text: str, spans: Sequence[tuple[int, int] | None]) -> tuple[list[WordSpan], list[int | None]]:
+    """The words of `text` that hold tokens, and each token's word (None for a token without a span).
+
+    A token belongs to the word its first character lies in; a token that lies in none (a token of white
+    space, as byte-level BPE makes of runs of spaces) goes with the word before it, or the first word."""
+    found = [(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
+    starts = [start for _, start, _ in found]
+    of_token: list[int | None] = []
+    for span in spans:
+        if span is None or not found:
+            of_token.append(None)
+            continue
+        of_token.append(max(0, bisect.bisect_right(starts, span[0]) - 1))
+    used = sorted({k for k in of_token if k is not None})
+    renumber = {k: n for n, k in enumerate(used)}
+    words = [WordSpan(found[k][0], found[k][1], found[k][2], []) for k in used]
+    numbered = [None if k is None else renumber[k] for k in of_token]
+    for t, word in enumerate(numbered):
+        if word is not None:
+            words[word].tokens.append(t)
+    return words, numbered
+
+
+def best_matches(cand: Tensor, ref: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Each candidate token's best similarity over the reference's tokens and that token's index, and the same
+    for each reference token: (cand_best, cand_match, ref_best, ref_match), similarities float32 as the
+    engine keeps them, indices int64 (-1 where the other side has no token, the similarity then 0, as the
+    engine gives it). `cand` and `ref` are normalised vectors [tokens, D]; a long pair is matched a block of
+    candidate rows at a time, so its similarity matrix is never held whole. On a tie the first index wins."""
+    n_c, n_r = len(cand), len(ref)
+    if n_c == 0 or n_r == 0:
+        zeros_c, zeros_r = torch.zeros(n_c, dtype=torch.float32), torch.zeros(n_r, dtype=torch.float32)
+        return zeros_c, torch.full((n_c,), -1), zeros_r, torch.full((n_r,), -1)
+    c_best, c_match = torch.empty(n_c, dtype=torch.float32), torch.empty(n_c, dtype=torch.long)
+    r_best = torch.full((n_r,), float("-inf"), dtype=torch.float32)
+    r_match = torch.zeros(n_r, dtype=torch.long)
+    step = max(1, MATCH_BLOCK_ELEMENTS // n_r)
+    for lo in range(0, n_c, step):
+        sim = (cand[lo : lo + step] @ ref.T).float().cpu()
+        arg = sim.argmax(dim=1)
+        c_best[lo : lo + len(sim)] = sim.gather(1, arg[:, None])[:, 0]
+        c_match[lo : lo + len(sim)] = arg
+        col = sim.argmax(dim=0)
+        value = sim.gather(0, col[None, :])[0]
+        better = value > r_best  # strictly: an earlier block's equal maximum keeps its (lower) index
+        r_best = torch.where(better, value, r_best)
+        r_match = torch.where(better, col + lo, r_match)
+    return c_best, c_match, r_best, r_match
