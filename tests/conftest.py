@@ -18,6 +18,20 @@ REPO = Path(__file__).resolve().parents[1]
 WMT = REPO / "tests" / "data" / "wmt"  # vendored: see tests/data/wmt/README.md
 
 
+#: Test modules that start processes (torchrun, DDP), run a training loop or compile a model: marked `slow`, so that
+#: `pytest -m "not slow"` is a quick loop over the rest. CI runs them all.
+SLOW_MODULES = frozenset(
+    {"test_launch", "test_distributed", "test_distributed_settings", "test_lightning", "test_compile", "test_corpus"}
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 def read_lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 

@@ -50,6 +50,10 @@ def bert_score(
     return format_scores(per, built.output, scores.hash_code if built.return_hash else None)
 
 
+#: `score()`'s argument names that the Metric spells otherwise.
+_METRIC_NAMES = {"model_type": "model_name_or_path"}
+
+
 def score(
     cands: Sequence[str],
     refs: Sequence[str] | Sequence[Sequence[str]],
@@ -93,36 +97,11 @@ def score(
     >>> code.endswith("_fast-tokenizer")
     True
     """
-    if model_type is None and lang is None and model is None:
-        raise ArgumentValueError(
-            "Either lang or model_type must be given",
-            argument="model_type",
-            allowed="a model, or lang",
-            value=None,
-            others=("lang",),
-        )
-    arguments = {
-        "model_name_or_path": model_type,
-        "num_layers": num_layers,
-        "idf": idf,
-        "lang": lang,
-        "rescale_with_baseline": rescale_with_baseline,
-        "baseline_path": baseline_path,
-        "all_layers": all_layers,
-        "batch_size": batch_size,
-        "return_hash": return_hash,
-        "device": device,
-        "verbose": verbose,
-        "model_dtype": model_dtype,
-        "model": model,
-        "tokenizer": tokenizer,
-        "forward_fn": forward_fn,
-        "idf_texts": idf_texts,
-        "idf_weights": idf_weights,
-        "long_texts": long_texts,
-        "window_stride": window_stride,
-        "compile_model": compile_model,
-    }
+    # every argument but the texts, under the Metric's names (`model_type` is its `model_name_or_path`)
+    arguments = {_METRIC_NAMES.get(k, k): v for k, v in locals().items() if k not in ("cands", "refs")}
+    if model_type is None and lang is None and model is None:  # as bert-score: its lang has no default
+        message, allowed = "Either lang or model_type must be given", "a model, or lang"
+        raise ArgumentValueError(message, argument="model_type", allowed=allowed, value=None, others=("lang",))
     validate_arguments(arguments)
     cands_list, groups = normalize_inputs(cands, refs)
     if device is None and model is None:  # a model object runs where it is: it is not the function's to move

@@ -208,42 +208,17 @@ def run_plan(
     table = embedder.new_table(plan.capacity + 1)
     pad_row = plan.capacity
     table[pad_row] = 0
-    cache: dict[int, Tensor] = {}
+    aside = KeptAside(lambda t: int(last_use[t]), lambda t: int(texts.length[t]))
     for b, (lo, hi) in enumerate(plan.blocks):
         sel = plan.order[lo:hi]
         block_cand, block_ref = mc[sel].tolist(), mr[sel].tolist()
-        block_texts = list(dict.fromkeys(block_cand + block_ref))
-        fresh = [t for t in block_texts if t not in cache]
-        starts = embedder.embed_into(table, [texts[t] for t in fresh], progress=progress)
-        start_of = dict(zip(fresh, starts, strict=True))
-        row = starts[-1] + int(texts.length[fresh[-1]]) if fresh else 0
-        for t in block_texts:
-            if t in cache:  # embedded by an earlier block
-                kept = cache.pop(t) if int(last_use[t]) <= b else cache[t]
-                table[row : row + len(kept)] = kept
-                start_of[t] = row
-                row += len(kept)
+        needed = list(dict.fromkeys(block_cand + block_ref))
+        start_of, fresh = aside.fill(embedder, table, needed, texts.__getitem__, b, progress)
         c_rows = torch.tensor([start_of[t] for t in block_cand], dtype=torch.long)
         r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
-        _match_block(
-            table,
-            pad_row,
-            c_rows,
-            r_rows,
-            lc[sel],
-            lr[sel],
-            out_c[sel],
-            out_r[sel],
-            cand_best,
-            ref_best,
-            rows,
-            gather_budget,
-            tiled=long_texts,
-        )
-        # keep aside what later blocks need from this one's fresh texts
-        for t in fresh:
-            if int(last_use[t]) > b:
-                cache[t] = table[start_of[t] : start_of[t] + int(texts.length[t])].clone()
+        lens, outs = (lc[sel], lr[sel]), (out_c[sel], out_r[sel])
+        _match_block(table, pad_row, c_rows, r_rows, *lens, *outs, cand_best, ref_best, rows, gather_budget, long_texts)
+        aside.keep(table, fresh, start_of, b)
     if len(plan.streamed):  # long texts (bertscore_tm.longpairs)
         stream_matches(
             embedder,
@@ -260,9 +235,49 @@ def run_plan(
             counted=last_use >= 0,
             progress=progress,
         )
-    del table, cache
+    del table, aside
     release_freed_memory()
     return cand_best, ref_best
+
+
+class KeptAside:
+    """The vectors of texts that a later block needs again, kept between blocks of one table, so that each
+    distinct text is embedded once (and only such texts are kept). `last_use(t)` is the last block needing text
+    `t`, `length(t)` its number of table rows."""
+
+    def __init__(self, last_use: Callable[[int], int], length: Callable[[int], int]) -> None:
+        self.last_use, self.length = last_use, length
+        self.kept: dict[int, Tensor] = {}
+
+    def fill(
+        self,
+        embedder: Embedder,
+        table: Tensor,
+        needed: list[int],
+        seq_of: Callable[[int], Tensor],
+        block: int,
+        progress: object | None = None,
+    ) -> tuple[dict[int, int], list[int]]:
+        """Put the vectors of the `needed` texts of `block` into `table` from its first row: the new ones
+        embedded, the kept ones copied in (and let go after their last block). Returns each text's first row
+        and the texts embedded now."""
+        fresh = [t for t in needed if t not in self.kept]
+        starts = embedder.embed_into(table, [seq_of(t) for t in fresh], progress=progress)
+        start_of = dict(zip(fresh, starts, strict=True))
+        row = starts[-1] + self.length(fresh[-1]) if fresh else 0
+        for t in needed:
+            if t in self.kept:  # embedded by an earlier block
+                vectors = self.kept.pop(t) if self.last_use(t) <= block else self.kept[t]
+                table[row : row + len(vectors)] = vectors
+                start_of[t] = row
+                row += len(vectors)
+        return start_of, fresh
+
+    def keep(self, table: Tensor, fresh: list[int], start_of: dict[int, int], block: int) -> None:
+        """Keep aside what later blocks need from the texts `block` embedded."""
+        for t in fresh:
+            if self.last_use(t) > block:
+                self.kept[t] = table[start_of[t] : start_of[t] + self.length(t)].clone()
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:
@@ -369,12 +384,20 @@ def weighted_scores(
     rw = ref_weight.to(torch.float64)[:, None]
     p = segment_sum(cand_best.to(torch.float64) * cw, cand_len) / segment_sum(cw, cand_len)
     r = segment_sum(ref_best.to(torch.float64) * rw, ref_len) / segment_sum(rw, ref_len)
+    return torch.stack(f_measure(p, r, blank.to(p.device)[:, None]), dim=-1).to(torch.float32)
+
+
+def f_measure(p: Tensor, r: Tensor, blank: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The one F-measure rule: P, R and their harmonic mean F (0 where undefined, a NaN P or R or both 0), in
+    the precision given (float64 here); pairs with a blank side (`blank`, broadcast) score P = R = F = 0, as
+    in the reference.
+
+    >>> f_measure(torch.tensor([0.8, 0.0]), torch.tensor([0.6, 0.0]), torch.tensor([False, False]))[2]
+    tensor([0.6857, 0.0000])
+    """
     f = 2 * p * r / (p + r)
-    blank = blank.to(p.device)[:, None]
     f = f.masked_fill(torch.isnan(f) | blank, 0.0)
-    p = p.masked_fill(blank, 0.0)
-    r = r.masked_fill(blank, 0.0)
-    return torch.stack((p, r, f), dim=-1).to(torch.float32)
+    return p.masked_fill(blank, 0.0), r.masked_fill(blank, 0.0), f
 
 
 def best_of_references(scores: Tensor, ref_counts: Tensor) -> Tensor:

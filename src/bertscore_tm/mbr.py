@@ -30,6 +30,7 @@ from torch import Tensor
 from bertscore_tm.baselines import rescale
 from bertscore_tm.embedding import own_precision
 from bertscore_tm.idf import idf_weights
+from bertscore_tm.matching import KeptAside
 from bertscore_tm.pairwise import (
     DistinctTexts,
     distinct_texts,
@@ -361,41 +362,25 @@ class _Run:
     def utilities(self, progress: Any) -> list[list[float]]:
         """Each group's utilities, a block of groups at a time; a text a later block needs is kept aside."""
         utilities: list[list[float]] = [[] for _ in self.groups]
-        cache: dict[int, Tensor] = {}
+        aside = KeptAside(self.last_use.__getitem__, self.length.__getitem__)
+        embedder = self.scorer.embedder
         for b, block in enumerate(self.blocks):
-            table, row_of, fresh = self._table(block, b, cache)
+            grps = self.groups
+            needed = list(dict.fromkeys(t for batch in block for g in batch for t in (*grps[g].hyps, *grps[g].refs)))
+            table = embedder.new_table(sum(self.length[t] for t in needed))
+            row_of, fresh = aside.fill(embedder, table, needed, self.texts.seq, b)
             for batch in block:
                 f1 = _group_f1(
-                    self.scorer.embedder, table, row_of, self.groups, batch, self.texts, self.weights, self.blank,
-                    self.sim_bytes,
-                )  # fmt: skip
+                    embedder, table, row_of, grps, batch, self.texts, self.weights, self.blank, self.sim_bytes
+                )
                 for g, f in zip(batch, f1, strict=True):
                     f = f if self.f_baseline is None else rescale(f, self.f_baseline)
-                    utilities[g] = _utilities(self.groups[g], f.tolist())
-            for t in fresh:
-                if self.last_use[t] > b:
-                    cache[t] = table[row_of[t] : row_of[t] + self.length[t]].clone()
+                    utilities[g] = _utilities(grps[g], f.tolist())
+            aside.keep(table, fresh, row_of, b)
             del table
             if progress is not None:
                 progress.update(sum(len(batch) for batch in block))
         return utilities
-
-    def _table(self, block: list[list[int]], b: int, cache: dict[int, Tensor]) -> tuple[Tensor, dict[int, int], list]:
-        """The vectors of every text of `block`: the new ones embedded, the kept ones copied in."""
-        groups, length = self.groups, self.length
-        needed = list(dict.fromkeys(t for batch in block for g in batch for t in (*groups[g].hyps, *groups[g].refs)))
-        fresh = [t for t in needed if t not in cache]
-        table = self.scorer.embedder.new_table(sum(length[t] for t in needed))
-        starts = self.scorer.embedder.embed_into(table, [self.texts.seq(t) for t in fresh])
-        row_of = dict(zip(fresh, starts, strict=True))
-        row = starts[-1] + length[fresh[-1]] if fresh else 0
-        for t in needed:
-            if t in cache:
-                kept = cache.pop(t) if self.last_use[t] <= b else cache[t]
-                table[row : row + len(kept)] = kept
-                row_of[t] = row
-                row += len(kept)
-        return table, row_of, fresh
 
 
 def mbr_select(

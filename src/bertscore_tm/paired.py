@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from bertscore_tm.distinct import first_seen_ids
 from bertscore_tm.embedding import TokenTexts
 from bertscore_tm.errors import warn_undefined
 from bertscore_tm.idf import without_documents
@@ -213,32 +214,3 @@ def distinct_texts(pairs: PairTokens, is_new: Tensor) -> tuple[TokenTexts, Tenso
     texts = TokenTexts(sources=sources, which=which[first], start=start[first], length=length[first].to(torch.int32))
     match_cand = torch.repeat_interleave(text_of[is_cand], counts)
     return texts, match_cand.to(torch.int32), text_of[~is_cand].to(torch.int32)
-
-
-def first_seen_ids(sources: tuple[Tensor, ...], which: Tensor, start: Tensor, length: Tensor) -> tuple[Tensor, Tensor]:
-    """For occurrences of token sequences (``sources[which][start : start + length]``): each one's text index,
-    texts numbered by first occurrence, and each text's first occurrence. Equal sequences are found exactly
-    (rows of one length compared by `torch.unique`), never by hashing."""
-    n = len(length)
-    group = torch.empty(n, dtype=torch.long)  # equal sequences share a group, numbered length by length
-    groups = 0
-    for size in torch.unique(length).tolist():
-        members = torch.nonzero(length == size).flatten()
-        if size == 0:
-            inverse = torch.zeros(len(members), dtype=torch.long)
-        else:
-            rows = torch.empty((len(members), size), dtype=sources[0].dtype)
-            for source, flat in enumerate(sources):
-                mine = which[members] == source
-                if bool(mine.any()):
-                    offsets = start[members[mine]][:, None] + torch.arange(size)
-                    rows[mine] = flat[offsets]
-            _, inverse = torch.unique(rows, dim=0, return_inverse=True)
-        group[members] = inverse + groups
-        groups += int(inverse.max()) + 1
-    first = torch.full((groups,), n, dtype=torch.long)
-    first.scatter_reduce_(0, group, torch.arange(n), reduce="amin")
-    order = torch.argsort(first)  # texts by first occurrence
-    rank = torch.empty_like(order)
-    rank[order] = torch.arange(groups)
-    return rank[group], first[order]

@@ -32,7 +32,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from bertscore_tm import matching
 from bertscore_tm.baselines import rescale
+from bertscore_tm.distinct import first_seen_ids
 from bertscore_tm.embedding import Embedder, length_batches, own_precision
 from bertscore_tm.errors import warn_undefined
 from bertscore_tm.matching import ragged_arange
@@ -96,26 +98,17 @@ class DistinctTexts:
 
 
 def distinct_texts(ids: Tensor, lens: Tensor) -> DistinctTexts:
-    """The distinct sequences among the ragged `ids` (split by `lens`), in order of first occurrence."""
+    """The distinct sequences among the ragged `ids` (split by `lens`), in order of first occurrence, found
+    exactly (`distinct.first_seen_ids`), as the paired engine finds them."""
     lens = lens.long()
-    starts = (torch.cumsum(lens, 0) - lens).tolist()
-    flat = ids.numpy()
-    known: dict[bytes, int] = {}
-    first: list[int] = []
-    text_of: list[int] = []
-    for i, (s, n) in enumerate(zip(starts, lens.tolist(), strict=True)):
-        key = flat[s : s + n].tobytes()
-        if key not in known:
-            known[key] = len(first)
-            first.append(i)
-        text_of.append(known[key])
-    keep = torch.tensor(first, dtype=torch.long)
-    length = lens[keep]
+    starts = torch.cumsum(lens, 0) - lens
+    text_of, first = first_seen_ids((ids,), torch.zeros(len(lens), dtype=torch.uint8), starts, lens)
+    length = lens[first]
     return DistinctTexts(
-        ids=ids[ragged_arange(torch.tensor(starts, dtype=torch.long)[keep], length)],
+        ids=ids[ragged_arange(starts[first], length)],
         start=torch.cumsum(length, 0) - length,
         length=length,
-        text_of=torch.tensor(text_of, dtype=torch.long),
+        text_of=text_of,
     )
 
 
@@ -217,11 +210,8 @@ def match_tiles(left: Tile, right: Tile) -> tuple[Tensor, Tensor]:
 
 
 def f_measure(p: Tensor, r: Tensor, blank: Tensor) -> Tensor:
-    """Stack P, R and their harmonic mean F (0 where undefined) as float32 [3, ...]; pairs with a blank side
-    (`blank`, broadcast) score 0. The same float64 arithmetic as `matching.weighted_scores`."""
-    f = 2 * p * r / (p + r)
-    f = f.masked_fill(torch.isnan(f) | blank, 0.0)
-    return torch.stack((p.masked_fill(blank, 0.0), r.masked_fill(blank, 0.0), f)).to(torch.float32)
+    """P, R, F (`matching.f_measure`) stacked as float32 [3, ...]."""
+    return torch.stack(matching.f_measure(p, r, blank)).to(torch.float32)
 
 
 # -- planning: forward-batch chunks and tiles --------------------------------------------------------------
@@ -301,97 +291,129 @@ def score_all_pairs(
     in the same forward batches as the store's (fewer and fuller batches: a set of a few hundred texts a
     side would otherwise run twice as many forward passes) and wait, as tiles, for the store to be complete.
     """
-    device = embedder.device
-    rows = embedder.num_rows
     sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
     chunk_tokens = 2 * embedder.max_tokens if chunk_tokens is None else chunk_tokens
     keep_bytes = embedder.block_bytes // 2 if keep_bytes is None else keep_bytes
-    tile_tokens = tile_tokens_for(sim_bytes, rows)
-    n, m = len(cand_text), len(ref_text)
-    out = torch.empty((3, rows, n, m), dtype=torch.float32, device=device)
-    cand_texts, ref_texts = torch.unique(cand_text), torch.unique(ref_text)
-    length = texts.length
-    store_is_ref = int(length[ref_texts].sum()) <= int(length[cand_texts].sum())
-    store, stream = (ref_texts, cand_texts) if store_is_ref else (cand_texts, ref_texts)
-    positions = (Positions(cand_text, len(texts)), Positions(ref_text, len(texts)))
-    blank_d = blank.to(device)
+    run = _AllPairs(embedder, texts, token_weights, blank, cand_text, ref_text, sim_bytes)
+    run.plan(chunk_tokens, keep_bytes)
+    run.embed_store(progress)
+    run.stream(progress)
+    return run.out, run.info
 
-    def by_length(ids: Tensor) -> Tensor:
-        return ids[torch.argsort(length[ids], descending=True, stable=True)]
 
-    # the plan: the store's texts (longest first) in runs of whole forward batches, with the stream's texts
-    # not in the store where those fit the keep budget; otherwise the latter after the store likewise; then
-    # the stream's texts in the store (copied, not embedded) in runs of as many tokens
-    in_store = torch.zeros(len(texts), dtype=torch.bool)
-    in_store[store] = True
-    stream = by_length(stream)
-    fresh, reused = stream[~in_store[stream]], stream[in_store[stream]]
-    keep = int(length[fresh].sum()) * rows * (embedder.hidden_size + 2) * 4 <= keep_bytes
-    first = by_length(torch.cat((store, fresh)) if keep else store)
-    batching = (embedder.batch_size, embedder.max_tokens, chunk_tokens)
-    first_chunks = [first[torch.tensor(c, dtype=torch.long)] for c in forward_chunks(length[first].tolist(), *batching)]
-    later = [] if keep else forward_chunks(length[fresh].tolist(), *batching)
-    stream_chunks = [(fresh[torch.tensor(c, dtype=torch.long)], True) for c in later]
-    stream_chunks += [(reused[lo:hi], False) for lo, hi in tile_cuts(length[reused].tolist(), chunk_tokens)]
-    # one table for every run, allocated once: full size as soon as a side fills a run, so the working memory
-    # does not depend on how many texts there are
-    sizes = [int(length[c].sum()) for c in first_chunks] + [int(length[c].sum()) for c, _ in stream_chunks]
-    capacity = max(sizes, default=0)
-    if max(int(length[store].sum()), int(length[stream].sum())) >= chunk_tokens:
-        capacity = max(capacity, chunk_tokens)
-    table = embedder.new_table(capacity)
+class _AllPairs:
+    """One all-pairs computation: the store side (the one whose distinct texts hold fewer tokens) embedded and
+    kept as tiles, the stream side matched against it tile by tile, the scores written to `out`."""
 
-    def tiles(ids: Tensor, starts: Tensor, left: bool) -> Iterator[tuple[Tensor, Tile]]:
-        for lo, hi in tile_cuts(length[ids].tolist(), tile_tokens, MIN_FILL):
+    def __init__(
+        self,
+        embedder: Embedder,
+        texts: DistinctTexts,
+        token_weights: Tensor,
+        blank: Tensor,
+        cand_text: Tensor,
+        ref_text: Tensor,
+        sim_bytes: int,
+    ) -> None:
+        self.embedder, self.texts, self.token_weights = embedder, texts, token_weights
+        rows = embedder.num_rows
+        self.tile_tokens = tile_tokens_for(sim_bytes, rows)
+        self.out = torch.empty((3, rows, len(cand_text), len(ref_text)), dtype=torch.float32, device=embedder.device)
+        cand_texts, ref_texts = torch.unique(cand_text), torch.unique(ref_text)
+        self.length = length = texts.length
+        self.store_is_ref = int(length[ref_texts].sum()) <= int(length[cand_texts].sum())
+        self.store, stream = (ref_texts, cand_texts) if self.store_is_ref else (cand_texts, ref_texts)
+        self.stream_side = self.by_length(stream)
+        self.positions = (Positions(cand_text, len(texts)), Positions(ref_text, len(texts)))
+        self.blank = blank.to(embedder.device)
+        self.in_store = torch.zeros(len(texts), dtype=torch.bool)
+        self.in_store[self.store] = True
+        self.info = {"store_bytes": 0, "kept_bytes": 0, "tiles": 0, "undefined": 0}
+
+    def by_length(self, ids: Tensor) -> Tensor:
+        return ids[torch.argsort(self.length[ids], descending=True, stable=True)]
+
+    def plan(self, chunk_tokens: int, keep_bytes: int) -> None:
+        """The store's texts (longest first) in runs of whole forward batches, with the stream's texts not in
+        the store where those fit the keep budget, otherwise the latter after the store likewise; then the
+        stream's texts in the store (copied, not embedded) in runs of as many tokens. One table for every run,
+        allocated once: full size as soon as a side fills a run, so the working memory does not depend on how
+        many texts there are."""
+        embedder, length, stream = self.embedder, self.length, self.stream_side
+        fresh, reused = stream[~self.in_store[stream]], stream[self.in_store[stream]]
+        keep = int(length[fresh].sum()) * embedder.num_rows * (embedder.hidden_size + 2) * 4 <= keep_bytes
+        first = self.by_length(torch.cat((self.store, fresh)) if keep else self.store)
+        batching = (embedder.batch_size, embedder.max_tokens, chunk_tokens)
+        chunks = forward_chunks(length[first].tolist(), *batching)
+        self.first_chunks = [first[torch.tensor(c, dtype=torch.long)] for c in chunks]
+        later = [] if keep else forward_chunks(length[fresh].tolist(), *batching)
+        self.stream_chunks = [(fresh[torch.tensor(c, dtype=torch.long)], True) for c in later]
+        self.stream_chunks += [(reused[lo:hi], False) for lo, hi in tile_cuts(length[reused].tolist(), chunk_tokens)]
+        sizes = [int(length[c].sum()) for c in self.first_chunks] + [
+            int(length[c].sum()) for c, _ in self.stream_chunks
+        ]
+        capacity = max(sizes, default=0)
+        if max(int(length[self.store].sum()), int(length[stream].sum())) >= chunk_tokens:
+            capacity = max(capacity, chunk_tokens)
+        self.table = embedder.new_table(capacity)
+
+    def tiles(self, ids: Tensor, starts: Tensor, left: bool) -> Iterator[tuple[Tensor, Tile]]:
+        length = self.length
+        for lo, hi in tile_cuts(length[ids].tolist(), self.tile_tokens, MIN_FILL):
             part = ids[lo:hi]
-            weights = token_weights[texts.token_index(part)]
-            yield part, make_tile(table, starts[lo:hi], length[part], weights, part, left)
+            weights = self.token_weights[self.texts.token_index(part)]
+            yield part, make_tile(self.table, starts[lo:hi], length[part], weights, part, left)
 
-    # the store (and the kept stream): embedded run by run, cut into tiles, kept
-    store_tiles: list[Tile] = []
-    kept: list[tuple[Tensor, Tile]] = []
-    where: dict[int, tuple[int, int]] = {}  # store text -> (tile, slot)
-    for ids in first_chunks:
-        starts = torch.tensor(embedder.embed_into(table, [texts.seq(t) for t in ids.tolist()]), dtype=torch.long)
-        mine = in_store[ids]
-        for part, tile in tiles(ids[mine], starts[mine], left=False):
-            for slot, t in enumerate(part.tolist()):
-                where[t] = (len(store_tiles), slot)
-            store_tiles.append(tile)
-        kept += tiles(ids[~mine], starts[~mine], left=True)
-        if progress is not None:
-            progress.update(len(ids))
-    store_bytes = sum(t.nbytes for t in store_tiles)
-    kept_bytes = sum(t.nbytes for _, t in kept)
-    store_side = [_Occurrences(positions[1 if store_is_ref else 0], t.texts[0], blank_d) for t in store_tiles]
+    def embedded(self, ids: Tensor) -> Tensor:
+        seqs = [self.texts.seq(t) for t in ids.tolist()]
+        return torch.tensor(self.embedder.embed_into(self.table, seqs), dtype=torch.long)
 
-    info = {"store_bytes": store_bytes, "kept_bytes": kept_bytes, "tiles": 0, "undefined": 0}
+    def embed_store(self, progress: Any) -> None:
+        """The store (and the kept stream): embedded run by run, cut into tiles, kept."""
+        self.store_tiles: list[Tile] = []
+        self.kept: list[tuple[Tensor, Tile]] = []
+        self.where: dict[int, tuple[int, int]] = {}  # store text -> (tile, slot)
+        for ids in self.first_chunks:
+            starts = self.embedded(ids)
+            mine = self.in_store[ids]
+            for part, tile in self.tiles(ids[mine], starts[mine], left=False):
+                for slot, t in enumerate(part.tolist()):
+                    self.where[t] = (len(self.store_tiles), slot)
+                self.store_tiles.append(tile)
+            self.kept += self.tiles(ids[~mine], starts[~mine], left=True)
+            if progress is not None:
+                progress.update(len(ids))
+        self.info["store_bytes"] = sum(t.nbytes for t in self.store_tiles)
+        self.info["kept_bytes"] = sum(t.nbytes for _, t in self.kept)
+        side = self.positions[1 if self.store_is_ref else 0]
+        self.store_side = [_Occurrences(side, t.texts[0], self.blank) for t in self.store_tiles]
 
-    def match(part: Tensor, left: Tile) -> None:
+    def match(self, part: Tensor, left: Tile) -> None:
         """One stream tile against every tile of the store."""
-        left_side = _Occurrences(positions[0 if store_is_ref else 1], part, blank_d)
-        for right, right_side in zip(store_tiles, store_side, strict=True):
+        left_side = _Occurrences(self.positions[0 if self.store_is_ref else 1], part, self.blank)
+        for right, right_side in zip(self.store_tiles, self.store_side, strict=True):
             a, b = match_tiles(left, right)
-            if store_is_ref:  # the stream holds the candidates
-                info["undefined"] += _write(out, a[0], b[0], left_side, right_side)
+            if self.store_is_ref:  # the stream holds the candidates
+                self.info["undefined"] += _write(self.out, a[0], b[0], left_side, right_side)
             else:
-                info["undefined"] += _write(out, b[0].transpose(1, 2), a[0].transpose(1, 2), right_side, left_side)
-            info["tiles"] += 1
+                t = (b[0].transpose(1, 2), a[0].transpose(1, 2))
+                self.info["undefined"] += _write(self.out, *t, right_side, left_side)
+            self.info["tiles"] += 1
 
-    # the kept stream, then the rest of the stream run by run, each tile matched against every tile of the store
-    while kept:
-        match(*kept.pop(0))
-    for ids, embed in stream_chunks:
-        if embed:
-            starts = torch.tensor(embedder.embed_into(table, [texts.seq(t) for t in ids.tolist()]), dtype=torch.long)
-        else:
-            starts = _copy_from_store(table, store_tiles, where, ids, length)
-        for part, left in tiles(ids, starts, left=True):
-            match(part, left)
-            del left
-        if progress is not None:
-            progress.update(len(ids))
-    return out, info
+    def stream(self, progress: Any) -> None:
+        """The kept stream, then the rest of the stream run by run, each tile against every tile of the store."""
+        while self.kept:
+            self.match(*self.kept.pop(0))
+        for ids, embed in self.stream_chunks:
+            if embed:
+                starts = self.embedded(ids)
+            else:
+                starts = _copy_from_store(self.table, self.store_tiles, self.where, ids, self.length)
+            for part, left in self.tiles(ids, starts, left=True):
+                self.match(part, left)
+                del left
+            if progress is not None:
+                progress.update(len(ids))
 
 
 class _Occurrences:

@@ -207,19 +207,7 @@ def paired_test(
             f"method must be one of {METHODS} (paired bootstrap or approximate randomization); got {method!r}"
         )
     check_settings(confidence, num_samples, seed)
-    a, b = _as_scores(scores_a, "scores_a"), _as_scores(scores_b, "scores_b")
-    if a.shape[-1] != b.shape[-1]:
-        raise ValueError(
-            f"scores_a has {a.shape[-1]} pairs but scores_b has {b.shape[-1]}: a paired test needs both systems' "
-            "scores of the same pairs, in the same order"
-        )
-    try:
-        diffs = b - a
-    except RuntimeError:
-        raise ValueError(
-            f"the leading axes of scores_a {tuple(a.shape)} and scores_b {tuple(b.shape)} do not broadcast"
-        ) from None
-    _check_pairs(diffs.shape[-1])
+    diffs = _differences(scores_a, scores_b)
     flat = diffs.reshape(-1, diffs.shape[-1])
     delta = flat.mean(dim=-1)
     resampled = _resampled_means(flat, num_samples, seed)
@@ -234,6 +222,24 @@ def paired_test(
     return PairedTestResult(
         delta.reshape(lead), low.reshape(lead), high.reshape(lead), p_value.reshape(lead), method, num_samples
     )
+
+
+def _differences(scores_a: Tensor | Sequence[float], scores_b: Tensor | Sequence[float]) -> Tensor:
+    """B's scores less A's, pair by pair, once both are checked to hold the same pairs."""
+    a, b = _as_scores(scores_a, "scores_a"), _as_scores(scores_b, "scores_b")
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(
+            f"scores_a has {a.shape[-1]} pairs but scores_b has {b.shape[-1]}: a paired test needs both systems' "
+            "scores of the same pairs, in the same order"
+        )
+    try:
+        diffs = b - a
+    except RuntimeError:
+        raise ValueError(
+            f"the leading axes of scores_a {tuple(a.shape)} and scores_b {tuple(b.shape)} do not broadcast"
+        ) from None
+    _check_pairs(diffs.shape[-1])
+    return diffs
 
 
 def _check_pairs(n: int) -> None:

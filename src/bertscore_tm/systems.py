@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
+from bertscore_tm.arguments import OUTPUTS
+
 if TYPE_CHECKING:
     from bertscore_tm.metric import BERTScore
-
-_OUTPUTS = ("precision", "recall", "f1")
 
 
 def score_systems(
@@ -52,22 +52,8 @@ def score_systems(
     >>> tuple(scores["f1"].shape), metric.embedder.rows_embedded   # 2 systems x 2 pairs; 6 distinct texts
     ((2, 2), 6)
     """
-    if metric.reduction != "none" or metric.output is not None:
-        raise ValueError(
-            "score_systems needs per-pair scores of every output: create the metric with reduction='none' and "
-            f"output=None (got reduction={metric.reduction!r}, output={metric.output!r})"
-        )
-    if metric.update_count:
-        raise ValueError("score_systems needs a fresh metric: it already holds pairs; call metric.reset() first")
-    if not systems:
-        raise ValueError("score_systems needs at least one system")
     size = len(target)
-    for i, cands in enumerate(systems):
-        if len(cands) != size:
-            raise ValueError(
-                f"system {i} has {len(cands)} candidates but there are {size} reference entries: every system "
-                "must have one candidate per reference entry, in the same order"
-            )
+    _check_systems(metric, systems, size)
     idf_counts = None
     for cands in systems:
         metric.update(list(cands), list(target))
@@ -81,13 +67,36 @@ def score_systems(
     assert isinstance(result, dict)
     k = len(systems)
     out: dict[str, Tensor] = {}
-    for key in _OUTPUTS:
+    for key in OUTPUTS:
         value = result[key]
         assert isinstance(value, Tensor)
-        if shard_sizes is None:
-            out[key] = value.reshape(*value.shape[:-1], k, size)  # the pairs are system-major: [..., k * N]
-        else:  # rank-major blocks, each system-major over its rank's lines: [..., k * n_0 | k * n_1 | ...]
-            blocks = value.split([k * n for n in shard_sizes], dim=-1)
-            parts = [b.reshape(*value.shape[:-1], k, n) for b, n in zip(blocks, shard_sizes, strict=True)]
-            out[key] = torch.cat(parts, dim=-1)
+        out[key] = _per_system(value, k, size, shard_sizes)
     return out
+
+
+def _check_systems(metric: BERTScore, systems: Sequence[Sequence[str]], size: int) -> None:
+    if metric.reduction != "none" or metric.output is not None:
+        raise ValueError(
+            "score_systems needs per-pair scores of every output: create the metric with reduction='none' and "
+            f"output=None (got reduction={metric.reduction!r}, output={metric.output!r})"
+        )
+    if metric.update_count:
+        raise ValueError("score_systems needs a fresh metric: it already holds pairs; call metric.reset() first")
+    if not systems:
+        raise ValueError("score_systems needs at least one system")
+    for i, cands in enumerate(systems):
+        if len(cands) != size:
+            raise ValueError(
+                f"system {i} has {len(cands)} candidates but there are {size} reference entries: every system "
+                "must have one candidate per reference entry, in the same order"
+            )
+
+
+def _per_system(value: Tensor, k: int, size: int, shard_sizes: Sequence[int] | None) -> Tensor:
+    """[..., k, N] from compute()'s pairs, system-major ([..., k * N]), or under DDP rank-major blocks each
+    system-major over its rank's lines ([..., k * n_0 | k * n_1 | ...])."""
+    if shard_sizes is None:
+        return value.reshape(*value.shape[:-1], k, size)
+    blocks = value.split([k * n for n in shard_sizes], dim=-1)
+    parts = [b.reshape(*value.shape[:-1], k, n) for b, n in zip(blocks, shard_sizes, strict=True)]
+    return torch.cat(parts, dim=-1)
