@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from bertscore_tm.errors import ArgumentValueError, ModelNotFoundError
+from bertscore_tm.model_family import final_norm
 from bertscore_tm.registry import PACKAGED_MINILM
 
 
@@ -157,17 +158,10 @@ def model_depth(model: nn.Module) -> int:
     return len(getattr(owner, attr))
 
 
-#: Norms applied after the last block, by model type. For these models hidden_states[k] is block k's output
-#: before the norm for k < depth (only the last hidden state comes after it), so a model cut to k < depth blocks
-#: skips the norm: layer k is hidden_states[k] of the whole model, as for every other family. T5 is left out on
-#: purpose: the reference keeps its final_layer_norm at every layer (tests/test_architectures.py pins that).
-FINAL_NORMS = {"modernbert": "final_norm", "eurobert": "norm"}
-
-
 def cut_to_layers(model: nn.Module, num_layers: int) -> nn.Module:
     """Keep only the first `num_layers` blocks, in place, so later layers are never computed (and, below the
-    full depth, skip a final norm that hidden_states[num_layers] does not include: `FINAL_NORMS`)."""
-    norm = FINAL_NORMS.get(str(getattr(getattr(model, "config", None), "model_type", "")))
+    full depth, skip a final norm that hidden_states[num_layers] does not include: `model_family.final_norm`)."""
+    norm = final_norm(getattr(model, "config", None))
     if norm is not None and num_layers < model_depth(model) and isinstance(getattr(model, norm, None), nn.Module):
         setattr(model, norm, nn.Identity())
     if hasattr(model, "n_layers"):

@@ -1,14 +1,16 @@
-"""Facts about model families that scoring depends on, read from a model's config.
-
-Why a module of its own: a family's facts (how long a text its position table takes, which layer norm ends
-it, whether its tokenizer wants a prefix space, where its special tokens sit) used to be read in six places.
-This one holds the config-level facts; the others name it (docs/architecture.md lists where each fact lives).
-"""
+"""Facts about model families that scoring depends on, in one place: how long a text the position table takes,
+which final norm a cut model skips, whether the tokenizer wants a prefix space, where its special tokens sit,
+which families run packed, and how wide the token vectors are. They used to be read in six modules; those now
+ask here (docs/architecture.md)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+import torch
+
+from bertscore_tm.resources import load_config
 
 #: Families whose position ids start after the padding id (RoBERTa's layout), so that the last
 #: ``pad_token_id + 1`` rows of the position table can never be used.
@@ -46,3 +48,65 @@ def model_config(path: Path | str) -> Any:
     from transformers import AutoConfig
 
     return AutoConfig.from_pretrained(str(path), local_files_only=True)
+
+
+#: Norms applied after the last block, by model type. For these models hidden_states[k] is block k's output
+#: before the norm for k < depth (only the last hidden state comes after it), so a model cut to k < depth blocks
+#: skips the norm: layer k is hidden_states[k] of the whole model, as for every other family. T5 is left out on
+#: purpose: the reference keeps its final_layer_norm at every layer (tests/test_architectures.py pins that).
+FINAL_NORMS = {"modernbert": "final_norm", "eurobert": "norm"}
+
+
+def final_norm(config: Any) -> str | None:
+    """The attribute of a pre-norm family's final layer norm (`FINAL_NORMS`), or None."""
+    return FINAL_NORMS.get(str(getattr(config, "model_type", "")))
+
+
+def uses_prefix_space(tokenizer: object) -> bool:
+    """The reference's rule: GPT-2 and RoBERTa-family (byte-level BPE) tokenizers get `add_prefix_space`."""
+    from transformers import GPT2Tokenizer, RobertaTokenizer
+
+    classes: list[type] = [GPT2Tokenizer, RobertaTokenizer]
+    for name in ("GPT2TokenizerFast", "RobertaTokenizerFast"):  # transformers 4 keeps separate fast classes
+        import transformers
+
+        cls = getattr(transformers, name, None)
+        if isinstance(cls, type):
+            classes.append(cls)
+    return isinstance(tokenizer, tuple(classes))
+
+
+def special_layout(tokenizer: object) -> tuple[int, int]:
+    """How many special tokens the tokenizer puts before a text's tokens and after them."""
+    probe = "a b"
+    bare = tokenizer(probe, add_special_tokens=False)["input_ids"]  # type: ignore[operator]
+    full = tokenizer(probe, add_special_tokens=True)["input_ids"]  # type: ignore[operator]
+    for lead in range(len(full) - len(bare) + 1):
+        if full[lead : lead + len(bare)] == bare:
+            return lead, len(full) - len(bare) - lead
+    raise ValueError(f"cannot find where {type(tokenizer).__name__} puts its special tokens around a text")
+
+
+def can_pack(model: Any) -> bool:
+    """Whether `model` (a loaded encoder) is of a family that runs packed (`configs/packing.json`): an encoder
+    of absolute positions whose blocks reach attention through transformers' interface."""
+    config = getattr(model, "config", None)
+    if config is None or getattr(config, "model_type", None) not in load_config("packing.json")["model_types"]:
+        return False
+    if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
+        return False
+    if getattr(config, "position_embedding_type", "absolute") not in (None, "absolute"):
+        return False
+    return isinstance(getattr(model, "embeddings", None), torch.nn.Module) and isinstance(
+        getattr(model, "encoder", None), torch.nn.Module
+    )
+
+
+def hidden_size(encoder: Any) -> int | None:
+    """The width of the model's token vectors, from its config (families name it differently)."""
+    config = getattr(encoder, "config", None)
+    for name in ("hidden_size", "d_model", "dim", "emb_dim"):
+        size = getattr(config, name, None)
+        if isinstance(size, int):
+            return size
+    return None

@@ -32,7 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from bertscore_tm.loading import model_depth
-from bertscore_tm.resources import load_config
+from bertscore_tm.model_family import can_pack as can_pack  # the family fact, asked for through packing
 
 #: The name our attention function is registered under with transformers.
 ATTENTION_NAME = "bertscore_tm_packed"
@@ -108,21 +108,6 @@ def _register() -> None:
     from transformers import AttentionInterface
 
     AttentionInterface.register(ATTENTION_NAME, packed_attention)
-
-
-def can_pack(model: nn.Module) -> bool:
-    """Whether `model` (a loaded encoder) is of a family that runs packed (`configs/packing.json`): an encoder
-    of absolute positions whose blocks reach attention through transformers' interface."""
-    config = getattr(model, "config", None)
-    if config is None or getattr(config, "model_type", None) not in load_config("packing.json")["model_types"]:
-        return False
-    if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
-        return False
-    if getattr(config, "position_embedding_type", "absolute") not in (None, "absolute"):
-        return False
-    return isinstance(getattr(model, "embeddings", None), nn.Module) and isinstance(
-        getattr(model, "encoder", None), nn.Module
-    )
 
 
 def packed_forward(model: Any, seqs: Sequence[Tensor], score_budget: int) -> tuple[Tensor, list[int]] | None:

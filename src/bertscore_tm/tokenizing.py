@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.errors import ArgumentValueError, ModelSetupError, warn_user
+from bertscore_tm.model_family import uses_prefix_space
 
 #: Tokenizers report this (or more) when they know no maximum length.
 _NO_LIMIT = 10**8
@@ -92,20 +93,6 @@ def _text(value: object, position: str) -> str:
             f"character {err.start}: {value!a:.60}. Decode the text with errors='replace' or fix its source."
         ) from None
     return value
-
-
-def uses_prefix_space(tokenizer: object) -> bool:
-    """The reference's rule: GPT-2 and RoBERTa-family (byte-level BPE) tokenizers get `add_prefix_space`."""
-    from transformers import GPT2Tokenizer, RobertaTokenizer
-
-    classes: list[type] = [GPT2Tokenizer, RobertaTokenizer]
-    for name in ("GPT2TokenizerFast", "RobertaTokenizerFast"):  # transformers 4 keeps separate fast classes
-        import transformers
-
-        cls = getattr(transformers, name, None)
-        if isinstance(cls, type):
-            classes.append(cls)
-    return isinstance(tokenizer, tuple(classes))
 
 
 def check_tokenizer_files(tokenizer: object, model_path: Path) -> None:

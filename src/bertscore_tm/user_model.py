@@ -30,6 +30,7 @@ from torch import Tensor, nn
 
 from bertscore_tm.errors import ArgumentValueError, ModelSetupError
 from bertscore_tm.loading import cut_to_layers, encoder_of, model_depth
+from bertscore_tm.model_family import hidden_size as family_hidden_size
 from bertscore_tm.registry import is_known_model
 
 #: `forward_fn(model, input_ids, attention_mask) -> Tensor`: [B, T, D], or [B, T, L + 1, D] with all_layers.
@@ -185,15 +186,6 @@ def check_vocabulary(encoder: nn.Module, tokenizer: Any) -> None:
         )
 
 
-def _hidden_size(encoder: nn.Module) -> int | None:
-    config = getattr(encoder, "config", None)
-    for name in ("hidden_size", "d_model", "dim", "emb_dim"):
-        size = getattr(config, name, None)
-        if isinstance(size, int):
-            return size
-    return None
-
-
 def _probe(view: nn.Module, forward_fn: ForwardFn, tokenizer: Any, all_layers: bool) -> Tensor:
     """forward_fn's output for one short input of special tokens only (no user text): its shape tells the
     hidden size and (with all_layers) the layer count, and a wrong shape fails before any text is scored."""
@@ -233,7 +225,7 @@ def prepare_user_model(
                 "attention_mask) -> [B, T, D] returning the layer to score with.",
                 argument="forward_fn",
             )
-        size = _hidden_size(view)
+        size = family_hidden_size(view)
         if size is None:
             raise ModelSetupError(
                 f"Cannot tell the hidden size of {type(encoder).__name__} (its config has no hidden_size): pass "

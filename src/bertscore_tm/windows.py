@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.model_family import special_layout
 
 if TYPE_CHECKING:
     from bertscore_tm.tokenizing import TextEncoder
@@ -160,17 +161,6 @@ def piece_ids(seq: Tensor, piece: Piece, rule: WindowRule | None) -> Tensor:
 
 
 # -- the setting ---------------------------------------------------------------------------------------------
-
-
-def special_layout(tokenizer: object) -> tuple[int, int]:
-    """How many special tokens the tokenizer puts before a text's tokens and after them."""
-    probe = "a b"
-    bare = tokenizer(probe, add_special_tokens=False)["input_ids"]  # type: ignore[operator]
-    full = tokenizer(probe, add_special_tokens=True)["input_ids"]  # type: ignore[operator]
-    for lead in range(len(full) - len(bare) + 1):
-        if full[lead : lead + len(bare)] == bare:
-            return lead, len(full) - len(bare) - lead
-    raise ValueError(f"cannot find where {type(tokenizer).__name__} puts its special tokens around a text")
 
 
 def window_rule(long_texts: str, window_stride: int | None, encoder: TextEncoder) -> WindowRule | None:
