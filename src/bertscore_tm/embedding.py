@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from bertscore_tm.errors import warn_user
+from bertscore_tm.errors import DeviceMemoryError, warn_user
 from bertscore_tm.packing import can_pack, packed_forward, packs
 from bertscore_tm.prepacked_linear import PrepackedLinears
 from bertscore_tm.windows import WindowRule, piece_ids, plan_pieces
@@ -169,6 +169,13 @@ def _warn_reduced_products(kind: str, reduced: str) -> None:
         'from the exact ones. For exact scores call torch.set_float32_matmul_precision("highest") before '
         "scoring."
     )
+
+
+def _out_of_memory(err: BaseException) -> bool:
+    """Whether `err` is an accelerator running out of memory (CUDA's and torch's own error, or a backend's
+    message saying so)."""
+    kinds = tuple(k for k in (getattr(torch, "OutOfMemoryError", None), torch.cuda.OutOfMemoryError) if k)
+    return isinstance(err, kinds) or (isinstance(err, RuntimeError) and "out of memory" in str(err).lower())
 
 
 def _normalised(hidden: Tensor) -> Tensor:
@@ -367,7 +374,7 @@ class Embedder:
             and not self.all_layers
             and not self.compile_model
             and self.device.type == "cpu"
-            and can_pack(self.model)  # type: ignore[arg-type]
+            and can_pack(self.model)
         )
 
     def _batches(self, lengths: Sequence[int]) -> Iterator[list[int]]:
@@ -411,6 +418,10 @@ class Embedder:
 
         A text longer than the window rule's window runs as its windows (`bertscore_tm.windows`), batched
         with everything else. `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text.
+
+        A forward pass that runs out of accelerator memory is retried with half the token budget (down to one
+        text), the pieces not yet written planned again; the budget that worked is kept for later calls and
+        said in one warning. Scores do not change: a text's vectors do not depend on its batch.
         """
         lengths = [len(s) for s in seqs] if ranges is None else [hi - lo for lo, hi in ranges]
         starts = table_rows(table, lengths)
@@ -418,19 +429,49 @@ class Embedder:
         left = [0] * len(seqs)  # pieces still to run per text, for the progress bar (which counts texts)
         for piece in pieces:
             left[piece.text] += 1
-        for batch in self._batches([p.size for p in pieces]):
-            chosen = [pieces[i] for i in batch]
-            rows = self.embed_rows([piece_ids(seqs[p.text], p, self.windows) for p in chosen])
-            done = 0
-            for r, p in enumerate(chosen):
-                at = starts[p.text] + p.dst - (0 if ranges is None else ranges[p.text][0])
-                table[at : at + p.length] = rows[r][p.src : p.src + p.length]
-                left[p.text] -= 1
-                done += left[p.text] == 0
-            del rows
-            if progress is not None:
-                progress.update(done)  # type: ignore[attr-defined]
+        todo, first_budget = list(range(len(pieces))), self.max_tokens
+        while todo:
+            done_now: set[int] = set()
+            for batch in self._batches([pieces[i].size for i in todo]):
+                chosen = [pieces[todo[i]] for i in batch]
+                try:
+                    rows = self.embed_rows([piece_ids(seqs[p.text], p, self.windows) for p in chosen])
+                except Exception as err:
+                    if not _out_of_memory(err):
+                        raise
+                    self._halve_budget(max(p.size for p in chosen))
+                    break
+                done = 0
+                for r, p in enumerate(chosen):
+                    at = starts[p.text] + p.dst - (0 if ranges is None else ranges[p.text][0])
+                    table[at : at + p.length] = rows[r][p.src : p.src + p.length]
+                    left[p.text] -= 1
+                    done += left[p.text] == 0
+                del rows
+                done_now.update(todo[i] for i in batch)
+                if progress is not None:
+                    progress.update(done)  # type: ignore[attr-defined]
+            todo = [i for i in todo if i not in done_now]
+        if self.max_tokens != first_budget:
+            warn_user(
+                f"The accelerator ran out of memory in a forward pass with a budget of {first_budget} padded tokens; "
+                f"it went on with {self.max_tokens}, which worked (kept for later passes; scores are unchanged)."
+            )
         return starts
+
+    def _halve_budget(self, longest: int) -> None:
+        """After an out-of-memory error: half the token budget, or, where one text of `longest` tokens already
+        ran alone, a clear error naming its length."""
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        if self.max_tokens <= longest:
+            raise DeviceMemoryError(
+                f"One text of {longest} tokens does not fit in the memory of {self.device} even alone. Score it in "
+                "windows of fewer tokens (long_texts='window' with a smaller max_length), in bfloat16 "
+                "(model_dtype=torch.bfloat16), or on the CPU.",
+                tokens=longest,
+            )
+        self.max_tokens = max(longest, self.max_tokens // 2)
 
     def new_table(self, rows: int) -> Tensor:
         """An uninitialised float32 table for `rows` token vectors on the model's device."""

@@ -98,6 +98,15 @@ class ModelSetupError(BERTScoreError, ValueError):
         self.path = path
 
 
+class DeviceMemoryError(BERTScoreError, MemoryError):
+    """One text alone does not fit in the accelerator's memory, even after the token budget was halved down to
+    that text (`Embedder.embed_into`). `tokens` is its length in the forward pass."""
+
+    def __init__(self, message: str, *, tokens: int) -> None:
+        super().__init__(message, argument="max_length")
+        self.tokens = tokens
+
+
 class BaselineNotFoundError(BERTScoreError, FileNotFoundError):
     """No rescale baseline for this model and language, or the baseline file given does not exist."""
 
