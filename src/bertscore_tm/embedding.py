@@ -15,14 +15,13 @@ bfloat16 with a model object of the user's (`UserModel`: never cast, never switc
 bfloat16 on a CPU also runs packed where the model's family allows (`bertscore_tm.packing`: many lengths in
 one stream, the very same vectors in less time); everything else runs in batches of one length. In bfloat16 on
 a CPU, a model we loaded (packed or not, not compiled) also multiplies its linear layers with weights put in
-oneDNN's layout once (`bertscore_tm.prepacked_linear`: the very same bits, about an eighth less time).
+oneDNN's layout once (`bertscore_tm.prepacked_linear`: the very same bits, in less time).
 
 `compile_model=True` (opt-in, a model we loaded) runs the forward pass through `torch.compile` (dynamic shapes,
 frozen weights): its first batches wait for the compilation (tens of seconds on a CPU), then the forward pass
 is a little faster. A compiled model runs in batches of one length, never packed or prepacked, so in bfloat16 on
-a 2-core CPU it is slower than the default (the whole metric 0.57x-0.67x the float32 bare forward pass,
-against 0.54x-0.56x packed and prepacked, in six `make bench` runs). Its fused kernels round differently from
-the eager ones (about 1e-6 in F1 in float32), so it is never on by default.
+a small CPU it is slower than the default (measured: docs/performance.md). Its fused kernels round differently
+from the eager ones (about 1e-6 in F1 in float32), so it is never on by default.
 
 A text's vectors do not depend on the batch it runs in: padding would change the summation order of the
 attention (so the last bits of every vector) with the longest text of the batch, and tiny matrices take other

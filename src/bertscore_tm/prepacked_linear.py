@@ -4,9 +4,7 @@ In bfloat16 on a CPU, torch multiplies every linear layer through oneDNN, which 
 its own blocked layout, again in every call, for every batch. Doing that once per model
 (`torch.ops.mkldnn._reorder_linear_weight`) and calling oneDNN's product on the reordered weight
 (`torch.ops.mkldnn._linear_pointwise`, the operator torch's own compiler uses for frozen CPU graphs) skips the
-copy. On a 2-core CPU the forward passes of 1000 WMT pairs' texts through MiniLM took 0.87x-0.88x the time
-(two scratch runs), and the whole bfloat16 metric 0.92x in two `make bench` runs (0.92x the model's own
-bfloat16 forward pass against 1.00x without prepacking in one, 0.98x against 1.07x in the other).
+copy (what that saves is measured in docs/performance.md, from `make bench`).
 
 It is the same oneDNN kernel on the same numbers, so the outputs are the bits of torch's `F.linear`, whatever
 the number of rows. That is checked, not assumed: when a model's weights are prepacked, every layer multiplies
@@ -15,8 +13,7 @@ the model runs as it is. Float32 is never prepacked: there torch multiplies thro
 bits oneDNN's do not reproduce.
 
 The cost is a second copy of the linear weights in bfloat16, for as long as the embedder lives: 2 bytes per
-parameter of the cut model's linear layers (measured: 30 MiB more resident memory for MiniLM cut to 5 layers,
-0.4 GiB for 17 layers of roberta-large).
+parameter of the cut model's linear layers (docs/performance.md gives it for MiniLM and roberta-large).
 
 >>> prepackable(torch.device("cpu"), torch.float32)
 False
