@@ -115,11 +115,8 @@ class Scorer:
         num_layers = s.num_layers
         if num_layers is None and (not s.all_layers or is_known_model(self.model_name)):
             num_layers = default_num_layers(self.model_name)
-        config = model_config(path)  # the tokenizer first: the window is checked before the model loads
-        self.encoder = TextEncoder(
-            path, s.max_length, model_window=position_limit(config), truncate=s.long_texts == "truncate"
-        )
-        self.windows = window_rule(s.long_texts, s.window_stride, self.encoder)
+        config = model_config(path)
+        self._tokenize_with(path, config, s)  # the tokenizer first: the window is checked before the model loads
         # with all_layers an untabled model needs no layer: its hash code then names the full depth
         encoder, self.model_depth = load_encoder(path, 0 if num_layers is None else int(num_layers), s.all_layers)
         check_vocabulary(self.encoder.tokenizer, embedding_rows(encoder), path)
@@ -144,10 +141,7 @@ class Scorer:
             num_layers = _object_default_layer(s.model, known)
         runner, self.model_depth = prepare_user_model(s.model, s.tokenizer, num_layers, s.all_layers, s.forward_fn)
         config = getattr(runner.view, "config", None)
-        self.encoder = TextEncoder(
-            s.tokenizer, s.max_length, model_window=position_limit(config), truncate=s.long_texts == "truncate"
-        )
-        self.windows = window_rule(s.long_texts, s.window_stride, self.encoder)
+        self._tokenize_with(s.tokenizer, config, s)
         self.embedder = Embedder(
             runner,
             self.encoder.pad_id,
@@ -159,6 +153,12 @@ class Scorer:
             windows=self.windows,
         )
         return config, num_layers
+
+    def _tokenize_with(self, tokenizer: Any, config: Any, s: ScoringSettings) -> None:
+        """The text encoder (a tokenizer object, or a model folder to load one from) and the window rule."""
+        truncate = s.long_texts == "truncate"
+        self.encoder = TextEncoder(tokenizer, s.max_length, model_window=position_limit(config), truncate=truncate)
+        self.windows = window_rule(s.long_texts, s.window_stride, self.encoder)
 
     def _fixed_weights(self, s: ScoringSettings) -> Tensor | None:
         if s.idf_texts is not None:
