@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from bertscore_tm.cli import inputs, metrics, options, outputs
+from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.cli.options import Once
 from bertscore_tm.launch import processes
 
@@ -41,7 +42,28 @@ def add_parser(sub: Any) -> None:
     a.add_argument("--format", choices=("tsv", "json"), default="tsv", help="output format (default: tsv)")
     options.add_long_text_options(a)
     options.add_run_options(a)
+    add_checkpoint_options(a, "candidate rows")
     a.set_defaults(run=run)
+
+
+def add_checkpoint_options(p: Any, items: str) -> None:
+    """--checkpoint DIR and --shard-size N: keep each finished shard of `items` in DIR, so that the same command
+    run again after a kill scores only what is missing (`bertscore_tm.resumable`, docs/corpus-scale.md)."""
+    p.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="DIR",
+        help=f"keep the scores of each finished shard of {items} in DIR; run the same command again after an "
+        "interruption to score only the rest (same output, bit for bit). A DIR made from other inputs or settings "
+        "is refused. See docs/corpus-scale.md",
+    )
+    p.add_argument(
+        "--shard-size",
+        type=int,
+        default=1000,
+        metavar="N",
+        help=f"{items} per checkpoint shard (default: 1000): an interruption loses at most one shard's work",
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -53,7 +75,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         target = outputs.check_output(args.output, "matrix.tsv", [args.cand, args.ref])
     metric = metrics.scoring_metric(args)
     names = ("precision", "recall", "f1") if args.format == "json" else ("f1",)
-    matrices = _matrices(metric, cands, refs, names)
+    if args.checkpoint is not None and args.shard_size < 1:
+        raise UsageError(f"--shard-size must be at least 1, got {args.shard_size}")
+    matrices = _matrices(metric, cands, refs, names, args.checkpoint, args.shard_size)
     if matrices is None:  # a torchrun process other than rank 0
         return 0
     if args.format == "json":
@@ -73,22 +97,30 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _matrices(metric: Any, cands: list[str], refs: list[str], names: tuple[str, ...]) -> dict[str, Any] | None:
+def _matrices(
+    metric: Any, cands: list[str], refs: list[str], names: tuple[str, ...], checkpoint: str | None, shard_size: int
+) -> dict[str, Any] | None:
     """The matrices `names` (float64, on the CPU); under torchrun each process scores a contiguous block of rows
-    and rank 0 gathers them (None on the other processes)."""
+    and rank 0 gathers them (None on the other processes). With a `checkpoint` folder, the rows go in shards kept
+    there (`bertscore_tm.resumable`), so that a run again after a kill scores only the missing ones."""
     import torch
 
     with processes(str(metric.device)) as job:
         start, stop = job.shard(len(cands))
         if not job.writes_output:
             metric.verbose = False
-        if start < stop:
+        if checkpoint is not None:
+            from bertscore_tm.resumable import pairwise_resumable
+
+            stacked = pairwise_resumable(metric, cands, refs, checkpoint, shard_size)
+            rows = {k: stacked[("precision", "recall", "f1").index(k)] for k in names}
+        elif start < stop:
             result = metric.pairwise(cands[start:stop], refs)
             assert isinstance(result, dict)
             rows = {k: result[k] for k in names}
         else:  # fewer candidates than processes: this one has no rows
             rows = {k: torch.zeros((0, len(refs)), device=metric.device) for k in names}
-        if job.world_size > 1:
+        if job.world_size > 1 and checkpoint is None:  # (pairwise_resumable gathers its rows itself)
             from bertscore_tm.distributed import gather
 
             rows = {k: torch.cat([x.cpu() for x in gather(m.float(), None)]) for k, m in rows.items()}

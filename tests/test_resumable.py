@@ -1,0 +1,233 @@
+"""Resumable corpus runs (`bertscore_tm.resumable`, issue 26 item 1): a run stopped after some shards (an
+exception, a real SIGKILL) and run again gives exactly the scores of an uninterrupted run; a checkpoint of other
+texts or another setting is refused, naming what differs; a torn shard is scored again; ``pairwise
+--checkpoint`` resumes to the same output bytes."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bertscore_tm import BERTScore, resumable
+from bertscore_tm.cli import main
+from bertscore_tm.resumable import CheckpointMismatchError, score_resumable
+from tests.conftest import MINILM, REPO, WMT
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+PAIRS, SHARD = 24, 6  # four shards
+
+
+@pytest.fixture(scope="module")
+def texts(wmt: dict[str, list[str]]) -> tuple[list[str], list[list[str]]]:
+    """Pairs with one or two references each (the second: another pair's reference), so best-of counts."""
+    cands, refs = wmt["hyps_long"][:PAIRS], wmt["refs_long"][:PAIRS]
+    groups = [[r] if i % 3 else [r, refs[(i + 7) % PAIRS]] for i, r in enumerate(refs)]
+    return cands, groups
+
+
+@pytest.fixture(scope="module")
+def plain(texts: tuple[list[str], list[list[str]]]) -> tuple[BERTScore, object]:
+    """A plain metric and its uninterrupted scores, from the metric itself."""
+    metric = BERTScore(MINILM)
+    metric.update(*texts)
+    expected = metric.compute_scores()
+    metric.reset()
+    return metric, expected
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["plain", "idf"])
+def setting(request: pytest.FixtureRequest, texts: tuple[list[str], list[list[str]]]) -> tuple[BERTScore, object]:
+    """A metric (plain, or IDF counted over the references) and its uninterrupted scores, from the metric itself."""
+    if not request.param:
+        return request.getfixturevalue("plain")
+    metric = BERTScore(MINILM, idf=True)
+    metric.update(*texts)
+    expected = metric.compute_scores()
+    metric.reset()
+    return metric, expected
+
+
+def assert_same(a: object, b: object) -> None:
+    for name in ("precision", "recall", "f1", "best_reference"):
+        assert torch.equal(getattr(a, name), getattr(b, name)), name
+
+
+def failing_after(monkeypatch: pytest.MonkeyPatch, k: int) -> list[int]:
+    """Make the (k + 1)-th shard scored raise, as a kill inside the loop would stop it; returns the call log."""
+    calls: list[int] = []
+    real = resumable._pair_scores
+
+    def scoring(*args: object, **kwargs: object) -> torch.Tensor:
+        calls.append(1)
+        if len(calls) > k:
+            raise KeyboardInterrupt("killed")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(resumable, "_pair_scores", scoring)
+    return calls
+
+
+def test_uninterrupted_equals_the_metric(setting, texts, tmp_path: Path) -> None:
+    metric, expected = setting
+    got = score_resumable(metric, *texts, tmp_path, shard_size=SHARD)
+    assert_same(got, expected)
+    shards = sorted(tmp_path.glob("rank0-shard*.npy"))
+    assert len(shards) == PAIRS // SHARD
+    assert np.load(shards[0]).shape == (SHARD, 1, 4)
+    manifest = json.loads((tmp_path / "manifest-rank0.json").read_text())
+    assert manifest["hash_code"] == metric.hash_code and manifest["world_size"] == 1
+    assert (manifest["idf_counts"] is not None) == metric.idf
+    assert_same(score_resumable(metric, *texts, tmp_path, shard_size=SHARD), expected)  # all read back
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_resume_after_an_interruption(setting, texts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, k: int) -> None:
+    metric, expected = setting
+    failing_after(monkeypatch, k)
+    with pytest.raises(KeyboardInterrupt):
+        score_resumable(metric, *texts, tmp_path, shard_size=SHARD)
+    assert len(list(tmp_path.glob("rank0-shard*.npy"))) == k
+    assert not list(tmp_path.glob(".*.tmp"))  # no half-written file left behind
+    monkeypatch.undo()
+    assert_same(score_resumable(metric, *texts, tmp_path, shard_size=SHARD), expected)
+
+
+def test_a_torn_shard_is_scored_again(plain, texts, tmp_path: Path) -> None:
+    metric, expected = plain
+    score_resumable(metric, *texts, tmp_path, shard_size=SHARD)
+    torn = tmp_path / "rank0-shard000002.npy"
+    torn.write_bytes(torn.read_bytes()[:100])
+    (tmp_path / "rank0-shard000003.npy").write_bytes(b"")
+    with pytest.warns(UserWarning, match="incomplete or damaged") as warned:
+        assert_same(score_resumable(metric, *texts, tmp_path, shard_size=SHARD), expected)
+    assert sorted(str(w.message).split()[2][-10:] for w in warned) == ["000002.npy", "000003.npy"]
+    assert np.load(torn).shape == (SHARD, 1, 4)
+
+
+def test_other_inputs_or_settings_are_refused(plain, texts, tmp_path: Path) -> None:
+    cands, groups = texts
+    plain = plain[0]
+    score_resumable(plain, cands[:16], groups[:16], tmp_path, shard_size=SHARD)
+    changed = [*cands[:16]]
+    changed[11] += " (edited)"
+    with pytest.raises(CheckpointMismatchError, match=r"the texts of inputs 6 to 11 \(shard 1") as err:
+        score_resumable(plain, changed, groups[:16], tmp_path, shard_size=SHARD)
+    assert err.value.what == "texts"
+    with pytest.raises(CheckpointMismatchError, match="the setting") as err:
+        score_resumable(BERTScore(MINILM, num_layers=4), cands[:16], groups[:16], tmp_path, shard_size=SHARD)
+    assert err.value.what == "hash_code"
+    with pytest.raises(CheckpointMismatchError, match="the shard size"):
+        score_resumable(plain, cands[:16], groups[:16], tmp_path, shard_size=4)
+    with pytest.raises(CheckpointMismatchError, match="the number of inputs"):
+        score_resumable(plain, cands[:24], groups[:24], tmp_path, shard_size=SHARD)
+    manifest = tmp_path / "manifest-rank0.json"
+    record = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**record, "world_size": 2}))
+    with pytest.raises(CheckpointMismatchError, match="made by 2 process") as err:
+        score_resumable(plain, cands[:16], groups[:16], tmp_path, shard_size=SHARD)
+    assert (err.value.saved, err.value.given) == (2, 1)
+
+
+def test_idf_counts_over_other_references_are_refused(texts, tmp_path: Path) -> None:
+    """With IDF counted, every shard depends on all references: another last reference is refused up front."""
+    cands, groups = texts
+    metric = BERTScore(MINILM, idf=True)
+    score_resumable(metric, cands[:16], groups[:16], tmp_path, shard_size=SHARD)
+    other = [*groups[:15], ["Something else entirely, with new words."]]
+    with pytest.raises(CheckpointMismatchError, match="the IDF counts") as err:
+        score_resumable(metric, cands[:16], other, tmp_path, shard_size=SHARD)
+    assert err.value.what == "idf_counts"
+
+
+KILLED_RUN = """
+import sys, time, torch
+from bertscore_tm import BERTScore, resumable
+torch.set_num_threads(1)
+cands, refs = (open(p, encoding="utf-8").read().splitlines()[:{pairs}] for p in sys.argv[1:3])
+folder = sys.argv[3]
+real = resumable._pair_scores
+def slow(*args, **kwargs):  # the scores are the real ones; the pause gives the test time to kill mid-run
+    out = real(*args, **kwargs)
+    time.sleep(0.3)
+    return out
+resumable._pair_scores = slow
+resumable.score_resumable(BERTScore("{model}", idf=True), cands, refs, folder, shard_size={shard})
+print("finished")
+"""
+
+
+def test_resume_after_sigkill(texts, tmp_path: Path) -> None:
+    """A real SIGKILL of a process scoring with a checkpoint, then the rest in this process: the same scores."""
+    folder, script = tmp_path / "ckpt", tmp_path / "run.py"
+    script.write_text(KILLED_RUN.format(pairs=PAIRS, model=MINILM, shard=3))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    files = [str(WMT / "hyps_long.txt"), str(WMT / "refs_long.txt"), str(folder)]
+    proc = subprocess.Popen([sys.executable, str(script), *files], env=env, stdout=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(list(folder.glob("rank0-shard*.npy"))) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    done = len(list(folder.glob("rank0-shard*.npy")))
+    assert 2 <= done < PAIRS // 3
+    cands, refs = (
+        f.read_text(encoding="utf-8").splitlines()[:PAIRS] for f in (WMT / "hyps_long.txt", WMT / "refs_long.txt")
+    )
+    metric = BERTScore(MINILM, idf=True)
+    got = score_resumable(metric, cands, refs, folder, shard_size=3)
+    metric.update(cands, refs)
+    assert_same(got, metric.compute_scores())
+
+
+def run_cli(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(argv)
+    return code, out.getvalue()
+
+
+def read(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def test_pairwise_cli_resumes_to_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interrupted after two shards of rows and run again: the bytes of an uninterrupted run with the same shard
+    size; within float32 rounding of a run without a checkpoint (the all-pairs engine's tiles, and so its last
+    bit, depend on which candidates are scored together)."""
+    lines = read(WMT / "hyps_long.txt")
+    (tmp_path / "c.txt").write_text("\n".join(lines[:10]) + "\n", encoding="utf-8")
+    (tmp_path / "r.txt").write_text("\n".join(lines[100:106]) + "\n", encoding="utf-8")
+    base = ["pairwise", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt"), "-m", MINILM, "--idf"]
+    base += ["--device", "cpu", "--shard-size", "3"]
+    assert run_cli([*base, "-o", str(tmp_path / "plain.out")])[0] == 0
+    assert run_cli([*base, "-o", str(tmp_path / "whole.out"), "--checkpoint", str(tmp_path / "ck1")])[0] == 0
+    resumed = [*base, "-o", str(tmp_path / "resumed.out"), "--checkpoint", str(tmp_path / "ck2")]
+    real, calls = resumable.pairwise_scores, []
+
+    def failing(*args: object, **kwargs: object) -> torch.Tensor:
+        calls.append(1)
+        if len(calls) > 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(resumable, "pairwise_scores", failing)
+    assert run_cli(resumed)[0] == 130
+    assert len(list((tmp_path / "ck2").glob("rank0-shard*.npy"))) == 2 and not (tmp_path / "resumed.out").exists()
+    monkeypatch.setattr(resumable, "pairwise_scores", real)
+    assert run_cli(resumed)[0] == 0
+    assert (tmp_path / "resumed.out").read_bytes() == (tmp_path / "whole.out").read_bytes()
+    whole, plain = (np.loadtxt(tmp_path / f"{n}.out") for n in ("whole", "plain"))
+    np.testing.assert_allclose(whole, plain, rtol=0, atol=1e-6)
