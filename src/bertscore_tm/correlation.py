@@ -9,8 +9,8 @@ Definitions:
 * Pearson's r from its definition; Spearman's rho as Pearson's r of the average ranks (ties share the mean of
   the ranks they span); Kendall's tau-b, ``(C - D) / sqrt((n0 - n1) (n0 - n2))`` over the ``n0 = n (n - 1) / 2``
   pairs, ``n1`` and ``n2`` the pairs tied in the metric and in the human scores (Kendall 1945). Kendall's tau is
-  computed from the n x n matrix of pair signs, a block of rows at a time: O(n^2) vectorised, a fraction of a
-  second for n of a few thousand.
+  computed from the n x n matrix of pair signs, a block of rows at a time (O(n^2), vectorised). The resampled
+  correlations are computed by `bertscore_tm.weighted_correlation`.
 * Groups (language pairs): the correlation is computed within each group, and the figure of merit is the
   unweighted mean of the group correlations, as WMT reports its averages. A group of fewer than
   `MIN_SEGMENTS` (3) segments is warned about and left out; fewer than 3 segments in all is an error.
@@ -50,6 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, warn_user
+from bertscore_tm.weighted_correlation import GroupResamples, weighted, weighted_average_ranks
 
 Method = Literal["pearson", "spearman", "kendall"]
 METHODS: tuple[str, ...] = get_args(Method)
@@ -57,8 +58,6 @@ METHODS: tuple[str, ...] = get_args(Method)
 MIN_SEGMENTS = 3
 #: Differences of averaged correlations within this count as no difference in the paired test.
 _TIE = 1e-12
-#: Entries of one block of the pair-sign matrix (Kendall), and of one block of resample rows.
-_BLOCK = 1 << 22
 Floats = NDArray[np.float64]
 
 
@@ -100,88 +99,9 @@ def _check_method(method: str) -> None:
         )
 
 
-def _is_constant(x: Floats, weights: Floats) -> NDArray[np.bool_]:
-    """Per resample row of `weights` [B, n]: whether the segments it draws all have the same value of `x`."""
-    drawn = weights > 0
-    return np.where(drawn, x, np.inf).min(axis=1) == np.where(drawn, x, -np.inf).max(axis=1)
-
-
-def _tie_totals(x: Floats, weights: Floats) -> tuple[Floats, Floats, NDArray[np.intp], NDArray[np.intp]]:
-    """For the tie groups of `x` (equal values) in ascending order: per resample, the weight drawn below each
-    group and in it ([B, g] each); the sort order of the segments, and each sorted segment's group."""
-    order = np.argsort(x, kind="stable")
-    sorted_x = x[order]
-    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
-    group_of = np.cumsum(np.r_[True, sorted_x[1:] != sorted_x[:-1]]) - 1
-    cumulative = np.cumsum(weights[:, order], axis=1)
-    ends = np.r_[starts[1:], len(x)] - 1
-    upto = cumulative[:, ends]
-    below = np.concatenate([np.zeros((len(weights), 1)), upto[:, :-1]], axis=1)
-    return below, upto - below, order, group_of
-
-
-def _weighted_pearson(x: Floats, y: Floats, weights: Floats) -> Floats:
-    """Pearson's r of each resample ([B, n] counts of draws; x, y of shape [n] or [B, n]), NaN where undefined.
-    Centred on each resample's own mean first (two passes), so that sums of squares of scores near 0.9 with a
-    spread of 0.05 do not cancel."""
-    total = weights.sum(axis=1)
-    xc = x - (weights * x).sum(axis=1, keepdims=True) / total[:, None]
-    yc = y - (weights * y).sum(axis=1, keepdims=True) / total[:, None]
-    cov = (weights * xc * yc).sum(axis=1)
-    var_x, var_y = (weights * xc * xc).sum(axis=1), (weights * yc * yc).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(cov / np.sqrt(var_x * var_y), dtype=np.float64)
-
-
-def _average_ranks(x: Floats, weights: Floats) -> Floats:
-    """Each segment's average rank in each resample ([B, n]): the draws below its tie group plus the mean
-    position within the group, ``below + (in_group + 1) / 2``."""
-    below, within, order, group_of = _tie_totals(x, weights)
-    ranks = np.empty_like(weights)
-    ranks[:, order] = (below + (within + 1) / 2)[:, group_of]
-    return ranks
-
-
-def _kendall_numerator(x: Floats, y: Floats, weights: Floats) -> Floats:
-    """``C - D`` of each resample: half the sum over ordered segment pairs of ``w_i w_j sign(dx) sign(dy)``
-    (copies of one segment tie in both), from the pair-sign matrix a block of rows at a time."""
-    n = len(x)
-    rows = max(1, _BLOCK // max(n, len(weights)))
-    numerator = np.zeros(len(weights))
-    for start in range(0, n, rows):
-        part = slice(start, min(n, start + rows))
-        signs = np.sign(x[part, None] - x[None, :]) * np.sign(y[part, None] - y[None, :])
-        numerator += ((weights @ signs.T) * weights[:, part]).sum(axis=1)
-    return numerator / 2
-
-
-def _weighted_kendall(x: Floats, y: Floats, weights: Floats) -> Floats:
-    """Kendall's tau-b of each resample ([B, n] counts of draws), NaN where undefined."""
-    total = weights.sum(axis=1)
-    pairs = total * (total - 1) / 2
-    within_x, within_y = _tie_totals(x, weights)[1], _tie_totals(y, weights)[1]
-    tied_x, tied_y = ((within * (within - 1) / 2).sum(axis=1) for within in (within_x, within_y))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        denominator = np.sqrt((pairs - tied_x) * (pairs - tied_y))
-        return np.asarray(_kendall_numerator(x, y, weights) / denominator, dtype=np.float64)
-
-
-def _weighted(x: Floats, y: Floats, weights: Floats, method: str) -> Floats:
-    """The correlation `method` of metric `x` with human `y` in each resample (row of `weights`), NaN where
-    either is constant in the resample."""
-    if method == "pearson":
-        values = _weighted_pearson(x, y, weights)
-    elif method == "spearman":
-        values = _weighted_pearson(_average_ranks(x, weights), _average_ranks(y, weights), weights)
-    else:
-        values = _weighted_kendall(x, y, weights)
-    values[_is_constant(x, weights) | _is_constant(y, weights)] = np.nan
-    return values
-
-
 def _single(x: ArrayLike, y: ArrayLike, method: str) -> float:
     a, b = _pair(x, y)
-    value = float(_weighted(a, b, np.ones((1, len(a))), method)[0])
+    value = float(weighted(a, b, np.ones((1, len(a))), method)[0])
     for values, name in ((a, "x"), (b, "y")):
         if np.all(values == values[0]):
             warn_user(f"{method}: {name} is constant ({values[0]!r}), so the correlation is NaN", CorrelationWarning)
@@ -220,7 +140,7 @@ def average_ranks(values: ArrayLike) -> Floats:
     [2.0, 3.5, 3.5, 1.0]
     """
     array = _vector(values, "values")
-    return _average_ranks(array, np.ones((1, len(array))))[0]
+    return weighted_average_ranks(array, np.ones((1, len(array))))[0]
 
 
 @dataclass(frozen=True)
@@ -276,7 +196,7 @@ def _group_values(metric: Floats, human: Floats, groups: _Groups, method: str) -
     values = {}
     for name, idx in groups.members.items():
         x, y = metric[idx], human[idx]
-        values[name] = float(_weighted(x, y, np.ones((1, len(idx))), method)[0])
+        values[name] = float(weighted(x, y, np.ones((1, len(idx))), method)[0])
         for array, what in ((x, "metric"), (y, "human")):
             if np.all(array == array[0]):
                 warn_user(
@@ -417,6 +337,10 @@ class GroupedBootstrap:
             name: rng.multinomial(len(idx), np.full(len(idx), 1 / len(idx)), size=num_samples).astype(np.float64)
             for name, idx in self.index.members.items()
         }
+        #: Per group, its resamples with what every column correlated on them shares (computed once).
+        self.groups = {
+            name: GroupResamples(self.weights[name], self.human[idx]) for name, idx in self.index.members.items()
+        }
 
     def _metric(self, metric: ArrayLike, method: str) -> Floats:
         _check_method(method)
@@ -432,10 +356,20 @@ class GroupedBootstrap:
 
     def statistics(self, metric: ArrayLike, method: str = "pearson") -> Floats:
         """The group-averaged correlation of each resample ([num_samples]; NaN where a group's is undefined)."""
-        x = self._metric(metric, method)
-        total = np.zeros(self.num_samples)
+        return self.statistics_of(self._metric(metric, method)[None, :], method)[0]
+
+    def statistics_of(self, columns: ArrayLike, method: str = "pearson") -> Floats:
+        """`statistics` of several score columns at once ([k, segments] -> [k, num_samples]): what the columns
+        share (the human side, the resamples' ties) is computed once for all of them."""
+        _check_method(method)
+        array = np.asarray(columns, dtype=np.float64)
+        if array.ndim != 2 or array.shape[1] != len(self.human):
+            raise ValueError(f"columns must be [k, {len(self.human)}] (a row of scores per column), got {array.shape}")
+        for row in array:
+            _vector(row, "metric")
+        total = np.zeros((len(array), self.num_samples))
         for name, idx in self.index.members.items():
-            total += _weighted(x[idx], self.human[idx], self.weights[name], method)
+            total += self.groups[name].correlations(array[:, idx], method)
         return total / len(self.index.members)
 
     def interval(self, metric: ArrayLike, method: str = "pearson", confidence: float = 0.95) -> tuple[float, float]:
@@ -455,7 +389,8 @@ class GroupedBootstrap:
         so read a small p-value as "B is not worse", not as an unbiased estimate of how much better."""
         _check_bootstrap(self.num_samples, confidence)
         a, b = self.estimate(metric_a, method).mean, self.estimate(metric_b, method).mean
-        differences = self.statistics(metric_b, method) - self.statistics(metric_a, method)
+        both = self.statistics_of(np.stack([self._metric(metric_a, method), self._metric(metric_b, method)]), method)
+        differences = both[1] - both[0]
         defined = _defined(differences, "the difference")
         p_value = (1 + int(np.sum(defined <= _TIE))) / (len(defined) + 1)
         return PairedTest(

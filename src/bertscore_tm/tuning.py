@@ -5,7 +5,7 @@ default layer by its correlation with WMT16 human judgements. `tune_layers` does
 judged data: the metric runs once with ``all_layers=True`` (each distinct text embedded once, every layer
 kept), and the precision, recall and F1 of every layer are correlated with the human scores (Pearson, Spearman,
 Kendall's tau-b; per group, such as the language pair, and averaged over groups as WMT reports them), with
-bootstrap intervals and a paired bootstrap test of the best layer against the model's default layer
+bootstrap intervals for the tuned score and a paired bootstrap test of the best layer against the model's default layer
 (`bertscore_tm.correlation` has the definitions). The best layer can then be recorded in a user layer table
 (`bertscore_tm.registry`), after which the model scores with it without ``num_layers``.
 
@@ -120,7 +120,8 @@ def score_all_layers(
 @dataclass(frozen=True)
 class Figures:
     """One correlation of one score at one layer: the mean over groups, each group's value, and the percentile
-    bootstrap interval of the mean (None without bootstrap)."""
+    bootstrap interval of the mean (None without bootstrap, and for the scores other than the tuned one: an
+    interval of another score is one `tune_from_scores` away, on the same scores)."""
 
     mean: float
     groups: dict[str, float]
@@ -284,16 +285,16 @@ def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, L
 
 
 def _layer_result(
-    boot: GroupedBootstrap, scores: LayerScores, layer: int, rows: Judgements, confidence: float, with_ci: bool
+    boot: GroupedBootstrap, scores: LayerScores, layer: int, rows: Judgements, confidence: float, ci_for: str | None
 ) -> LayerResult:
-    """Every correlation of every score at one layer, with intervals from the shared resamples."""
-    figures: dict[str, dict[str, Figures]] = {}
+    """Every correlation of every score at one layer, with intervals from the shared resamples for the score
+    `ci_for` (None: no intervals)."""
+    figures: dict[str, dict[str, Figures]] = {name: {} for name in SCORES}
     for name in SCORES:
         column = scores.of(name)[layer]
-        figures[name] = {}
         for method in METHODS:
             estimate = boot.estimate(column, method)
-            ci = percentile_interval(boot.statistics(column, method), confidence) if with_ci else None
+            ci = percentile_interval(boot.statistics(column, method), confidence) if name == ci_for else None
             figures[name][method] = Figures(estimate.mean, estimate.groups, ci)
     system = None
     if rows.systems is not None:
@@ -351,7 +352,7 @@ def tune_from_scores(
     from tqdm.auto import tqdm
 
     layers = [
-        _layer_result(boot, scores, layer, rows, confidence, bootstrap > 0)
+        _layer_result(boot, scores, layer, rows, confidence, score if bootstrap > 0 else None)
         for layer in tqdm(range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not progress)
     ]
     best = _best_layer(layers, criterion, score)
@@ -406,7 +407,8 @@ def tune_layers(
         criterion: the correlation that picks the best layer: ``"pearson"`` (WMT's segment-level DA figure),
             ``"spearman"`` or ``"kendall"`` (tau-b).
         score: the score whose correlation picks it: ``"precision"``, ``"recall"`` or ``"f1"``.
-        bootstrap: resamples for the intervals and the paired test (0: neither).
+        bootstrap: resamples for the intervals of the tuned `score`'s correlations and for the paired test
+            (0: neither).
         seed: the resamples' seed (the same seed, the same figures).
         default_layer: the layer to test the best against; default: the registry's layer for `model` (a user
             layer table's, else configs/models.json's), or no test for a model it does not know.

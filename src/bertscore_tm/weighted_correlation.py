@@ -1,0 +1,259 @@
+"""Correlations of bootstrap resamples: the kernels behind `bertscore_tm.correlation` (pure numpy, float64).
+
+A resample of a group of m segments is a row of counts ([B, m] for B resamples: how often each segment is drawn);
+its correlation is that of the segments it draws, copies included (copies of one segment tie in both columns),
+as defined in `bertscore_tm.correlation`'s docstring. `weighted` computes one column's correlation in every
+resample; `GroupResamples` holds one group's counts and what every column correlated with the same human
+scores shares (their centred values, ranks, ties, which resamples leave them constant), computed once, and
+evaluates many columns at a time.
+
+Why a module of its own: layer tuning (`bertscore_tm.tuning`) correlates every layer's precision, recall and F1
+(21 columns for a 6-layer model) three ways on the same resamples; recomputing the human side for each column
+and testing every column for constant resamples the long way was most of its cost, and these kernels are
+where that is avoided. The shortcuts are exact: Pearson's sums are taken around the group's own mean
+(`GroupResamples.correlations`), ranks are averages of whole counts (exact in float64), and Kendall's
+pair-sign products of whole counts are summed in float32, exact for integers below 2**24.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+Floats = NDArray[np.float64]
+#: Entries of one block of the pair-sign matrix (Kendall).
+BLOCK = 1 << 22
+#: Whole numbers below this are exact in float32, which Kendall's sums of counts use while they stay below it.
+_FLOAT32_EXACT = 1 << 24
+
+
+def is_constant(x: Floats, weights: Floats) -> NDArray[np.bool_]:
+    """Per resample row of `weights` [B, n]: whether the segments it draws all have the same value of `x`."""
+    drawn = weights > 0
+    return np.where(drawn, x, np.inf).min(axis=1) == np.where(drawn, x, -np.inf).max(axis=1)
+
+
+def tie_totals(x: Floats, weights: Floats) -> tuple[Floats, Floats, NDArray[np.intp], NDArray[np.intp]]:
+    """For the tie groups of `x` (equal values) in ascending order: per resample, the weight drawn below each
+    group and in it ([B, g] each); the sort order of the segments, and each sorted segment's group."""
+    order = np.argsort(x, kind="stable")
+    sorted_x = x[order]
+    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
+    group_of = np.cumsum(np.r_[True, sorted_x[1:] != sorted_x[:-1]]) - 1
+    cumulative = np.cumsum(weights[:, order], axis=1)
+    ends = np.r_[starts[1:], len(x)] - 1
+    upto = cumulative[:, ends]
+    below = np.concatenate([np.zeros((len(weights), 1)), upto[:, :-1]], axis=1)
+    return below, upto - below, order, group_of
+
+
+def weighted_pearson(x: Floats, y: Floats, weights: Floats) -> Floats:
+    """Pearson's r of each resample ([B, n] counts of draws; x, y of shape [n] or [B, n]), NaN where undefined.
+    Centred on each resample's own mean first (two passes), so that sums of squares of scores near 0.9 with a
+    spread of 0.05 do not cancel."""
+    total = weights.sum(axis=1)
+    xc = x - (weights * x).sum(axis=1, keepdims=True) / total[:, None]
+    yc = y - (weights * y).sum(axis=1, keepdims=True) / total[:, None]
+    cov = (weights * xc * yc).sum(axis=1)
+    var_x, var_y = (weights * xc * xc).sum(axis=1), (weights * yc * yc).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(cov / np.sqrt(var_x * var_y), dtype=np.float64)
+
+
+def weighted_average_ranks(x: Floats, weights: Floats) -> Floats:
+    """Each segment's average rank in each resample ([B, n]): the draws below its tie group plus the mean
+    position within the group, ``below + (in_group + 1) / 2``."""
+    below, within, order, group_of = tie_totals(x, weights)
+    ranks = np.empty_like(weights)
+    ranks[:, order] = (below + (within + 1) / 2)[:, group_of]
+    return ranks
+
+
+def exact_counts(weights: Floats) -> NDArray[Any]:
+    """`weights` in float32 where they are whole counts whose row sums stay below 2**24 (every product with
+    signs and every partial sum of one is then a whole number float32 holds exactly); else as they are."""
+    whole = bool(np.all(weights == np.round(weights)))
+    return (
+        weights.astype(np.float32) if whole and float(np.abs(weights).sum(axis=1).max()) < _FLOAT32_EXACT else weights
+    )
+
+
+def kendall_numerator(x: Floats, y: Floats, weights: Floats, counts: NDArray[Any] | None = None) -> Floats:
+    """``C - D`` of each resample: half the sum over ordered segment pairs of ``w_i w_j sign(dx) sign(dy)``
+    (copies of one segment tie in both), from the pair-sign matrix a block of rows at a time. The product of
+    the counts with the signs is summed in float32 where that is exact (`exact_counts`; float32 products are
+    the faster), the rest in float64; `counts` is `exact_counts(weights)` where the caller keeps it. Without
+    resampling (one row of ones) it is the plain sum of the signs."""
+    n = len(x)
+    rows = max(1, BLOCK // max(n, len(weights)))
+    once = len(weights) == 1 and bool(np.all(weights == 1))  # no resampling: a plain sum of the signs
+    counts = exact_counts(weights) if counts is None and not once else counts
+    numerator = np.zeros(len(weights))
+    for start in range(0, n, rows):
+        part = slice(start, min(n, start + rows))
+        if once or counts is None:  # each pair once, from its segment with the larger x: concordant or not
+            larger = x[part, None] > x[None, :]
+            concordant = np.count_nonzero(larger & (y[part, None] > y[None, :]))
+            numerator += 2 * (concordant - np.count_nonzero(larger & (y[part, None] < y[None, :])))
+            continue
+        signs = np.sign(x[part, None] - x[None, :]) * np.sign(y[part, None] - y[None, :])
+        products = counts @ signs.astype(counts.dtype).T
+        numerator += np.einsum("bi,bi->b", products.astype(np.float64), weights[:, part])
+    return numerator / 2
+
+
+def weighted_kendall(x: Floats, y: Floats, weights: Floats) -> Floats:
+    """Kendall's tau-b of each resample ([B, n] counts of draws), NaN where undefined."""
+    total = weights.sum(axis=1)
+    pairs = total * (total - 1) / 2
+    within_x, within_y = tie_totals(x, weights)[1], tie_totals(y, weights)[1]
+    tied_x, tied_y = ((within * (within - 1) / 2).sum(axis=1) for within in (within_x, within_y))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        denominator = np.sqrt((pairs - tied_x) * (pairs - tied_y))
+        return np.asarray(kendall_numerator(x, y, weights) / denominator, dtype=np.float64)
+
+
+def weighted(x: Floats, y: Floats, weights: Floats, method: str) -> Floats:
+    """The correlation `method` of metric `x` with human `y` in each resample (row of `weights`), NaN where
+    either is constant in the resample."""
+    if method == "pearson":
+        values = weighted_pearson(x, y, weights)
+    elif method == "spearman":
+        values = weighted_pearson(weighted_average_ranks(x, weights), weighted_average_ranks(y, weights), weights)
+    else:
+        values = weighted_kendall(x, y, weights)
+    values[is_constant(x, weights) | is_constant(y, weights)] = np.nan
+    return values
+
+
+class _Ties:
+    """A column's sort order and its tie groups (runs of equal values in that order): their first positions
+    in the sorted column, their sizes, and each sorted position's group."""
+
+    def __init__(self, x: Floats) -> None:
+        self.order = np.argsort(x, kind="stable")
+        ordered = x[self.order]
+        new = np.r_[True, ordered[1:] != ordered[:-1]]
+        self.starts = np.flatnonzero(new)
+        self.sizes = np.diff(np.r_[self.starts, len(x)])
+        self.group_of = np.cumsum(new) - 1
+        self.largest = int(self.sizes.max())
+
+
+class GroupResamples:
+    """One group's resamples (`weights`: [B, m] counts) with its `human` scores, and what every metric column
+    correlated on them shares, computed once: the resamples that draw a single segment (constant in any column
+    without ties), the pairs of copies (tied in any column), and per method the human side (lazily).
+
+    >>> counts = np.array([[1.0, 1, 1, 1], [2, 0, 1, 1], [0, 4, 0, 0]])
+    >>> group = GroupResamples(counts, np.array([0.1, 0.4, 0.3, 0.9]))
+    >>> columns = np.array([[0.2, 0.5, 0.4, 0.8], [0.3, 0.3, 0.1, 0.2]])
+    >>> fast = group.correlations(columns, "kendall")
+    >>> slow = np.stack([weighted(c, group.human, counts, "kendall") for c in columns])
+    >>> bool(np.allclose(fast, slow, equal_nan=True)), bool(np.isnan(fast[:, 2]).all())
+    (True, True)
+    """
+
+    def __init__(self, weights: Floats, human: Floats) -> None:
+        self.weights = weights
+        self.human = human
+        self.total = weights.sum(axis=1)
+        self.distinct = (weights > 0).sum(axis=1)
+        self.single = self.distinct <= 1
+        self.copy_ties = (weights * (weights - 1) / 2).sum(axis=1)
+        self.counts = exact_counts(weights)
+        self._human: dict[str, Any] = {}
+
+    def _constant(self, x: Floats, ties: _Ties) -> NDArray[np.bool_]:
+        """The resamples constant in `x`: those drawing one segment, and where `x` has ties, those whose
+        segments are all tied (only a resample drawing no more segments than the largest tie group can be)."""
+        constant = self.single.copy()
+        if ties.largest > 1:
+            rows = np.flatnonzero((self.distinct <= ties.largest) & ~constant)
+            constant[rows] = is_constant(x, self.weights[rows])
+        return constant
+
+    def _human_side(self, method: str) -> Any:
+        """What `method` needs of the human scores in every resample, computed on first use."""
+        if method not in self._human:
+            y, w = self.human, self.weights
+            if method == "constant":
+                self._human[method] = is_constant(y, w)
+            elif method == "spearman":
+                centred = weighted_average_ranks(y, w) - (self.total[:, None] + 1) / 2
+                self._human[method] = (centred, np.einsum("bi,bi,bi->b", w, centred, centred))
+            else:  # kendall: the pairs tied in the human scores
+                within = tie_totals(y, w)[1]
+                self._human[method] = (within * (within - 1) / 2).sum(axis=1)
+        return self._human[method]
+
+    def correlations(self, columns: Floats, method: str) -> Floats:
+        """The correlation `method` of each metric column ([k, m]) with the human scores in every resample:
+        [k, B], NaN where either side is constant in the resample."""
+        ties = [_Ties(x) for x in columns]
+        if method == "pearson":
+            values = self._pearson(columns)
+        elif method == "spearman":
+            values = np.stack([self._spearman(t) for t in ties])
+        else:
+            values = np.stack([self._kendall(x, t) for x, t in zip(columns, ties, strict=True)])
+        for row, (x, tied) in enumerate(zip(columns, ties, strict=True)):
+            values[row, self._constant(x, tied) | self._human_side("constant")] = np.nan
+        return values
+
+    def _pearson(self, columns: Floats) -> Floats:
+        """From the resamples' sums, taken around the group's mean: a resample's mean lies close to it, so the
+        sums of squares do not cancel as raw ones would. The sums are einsum's own loops (a matrix-vector
+        product through BLAS is no faster here, and slower where its threads wait for busy cores)."""
+        w, total = self.weights, self.total
+        yc = self.human - self.human.mean()
+        sy, syy = np.einsum("bi,i->b", w, yc), np.einsum("bi,i->b", w, yc * yc)
+        values = np.empty((len(columns), len(w)))
+        for row, x in enumerate(columns):
+            xc = x - x.mean()
+            sx, sxx, sxy = (np.einsum("bi,i->b", w, v) for v in (xc, xc * xc, xc * yc))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                values[row] = (sxy - sx * sy / total) / np.sqrt((sxx - sx * sx / total) * (syy - sy * sy / total))
+        return values
+
+    def _spearman(self, ties: _Ties) -> Floats:
+        """Pearson's r of the average ranks, centred on the mean rank ``(total + 1) / 2`` (exact: ranks are
+        halves of whole numbers), summed in the column's sort order. A tie group's average rank is
+        ``(draws up to before it + draws up to its end + 1) / 2``."""
+        w = self.weights[:, ties.order]
+        upto = np.cumsum(w, axis=1)
+        if ties.largest == 1:
+            ranks = upto - (w - 1) / 2
+        else:
+            ends = upto[:, ties.starts + ties.sizes - 1]
+            before = np.concatenate([np.zeros((len(w), 1)), ends[:, :-1]], axis=1)
+            ranks = ((before + ends + 1) / 2)[:, ties.group_of]
+        ranks -= (self.total[:, None] + 1) / 2
+        human, human_square = self._human_side("spearman")
+        weighted_ranks = w * ranks
+        cov = np.einsum("bi,bi->b", weighted_ranks, human[:, ties.order])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.asarray(cov / np.sqrt(np.einsum("bi,bi->b", weighted_ranks, ranks) * human_square))
+
+    def _tied_pairs(self, ties: _Ties) -> Floats:
+        """Per resample, the pairs of draws tied in the column: copies of one segment, plus within each tie
+        group of several segments the pairs of draws of different segments."""
+        if ties.largest == 1:
+            return self.copy_ties
+        several = ties.sizes > 1
+        members = ties.order[np.repeat(several, ties.sizes)]
+        drawn = self.weights[:, members]
+        firsts = np.r_[0, np.cumsum(ties.sizes[several])[:-1]]
+        within = np.add.reduceat(drawn, firsts, axis=1)
+        copies = (drawn * (drawn - 1) / 2).sum(axis=1)
+        return np.asarray(self.copy_ties + (within * (within - 1) / 2).sum(axis=1) - copies)
+
+    def _kendall(self, x: Floats, ties: _Ties) -> Floats:
+        pairs = self.total * (self.total - 1) / 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            denominator = np.sqrt((pairs - self._tied_pairs(ties)) * (pairs - self._human_side("kendall")))
+            return np.asarray(
+                kendall_numerator(x, self.human, self.weights, self.counts) / denominator, dtype=np.float64
+            )
