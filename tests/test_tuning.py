@@ -12,12 +12,14 @@ import pytest
 from bertscore_tm import PACKAGED_MINILM, BERTScore
 from bertscore_tm.correlation import grouped_correlation, system_correlation
 from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.judgements import JudgementsError
 from bertscore_tm.registry import default_num_layers
 from bertscore_tm.tuning import (
     SCORES,
     JudgementFileError,
     Judgements,
     LayerScores,
+    layer_scores,
     read_judgements,
     tune_from_scores,
     tune_layers,
@@ -219,3 +221,38 @@ def test_reader_refuses_missing_columns_and_too_few_rows(tmp_path):
         read_judgements(tmp_path / "latin1.tsv")
     with pytest.raises(ValueError, match="human has 2 entries for 3 candidates"):
         Judgements.from_columns(["a", "b", "c"], ["a", "b", "c"], [1.0, 2.0])
+
+
+def test_uncorrelatable_judgements_are_refused_before_scoring(rows, tuned):
+    constant = Judgements.from_columns(rows.candidates, rows.references, [0.5] * 20 + rows.human[20:], rows.groups)
+    with pytest.raises(JudgementsError, match=r"the human scores of group 'cs-en' are all 0.5: .* undefined"):
+        tune_layers(constant, model="no/such-model")  # refused before the model is looked for
+    with pytest.raises(JudgementsError, match="the human scores of group 'cs-en'"):
+        tune_from_scores(constant, tuned.scores, bootstrap=0)
+    tiny = Judgements.from_columns(rows.candidates[:4], rows.references[:4], [1, 2, 3, 4], ["a", "b", "c", "c"])
+    with pytest.raises(JudgementsError, match=r"no group has 3 judgements or more \('a' 1, 'b' 1, 'c' 2\)"):
+        tune_layers(tiny, model="no/such-model")
+    one_system = Judgements.from_columns(rows.candidates, rows.references, rows.human, rows.groups, ["s"] * 40)
+    with pytest.warns(UserWarning, match="no group has 3 systems or more"):
+        assert tune_from_scores(one_system, tuned.scores, bootstrap=0).layers[0].system is None
+
+
+def test_layer_scores_takes_the_callers_metric(rows, tuned):
+    few = rows.select(list(range(4)) + list(range(20, 24)))
+    metric = BERTScore(PACKAGED_MINILM, all_layers=True)
+    scores = layer_scores(metric, few)
+    pick = np.asarray(list(range(4)) + list(range(20, 24)))
+    np.testing.assert_allclose(scores.f1, tuned.scores.f1[:, pick], atol=1e-6, rtol=0)
+    with pytest.raises(ArgumentValueError, match="all_layers=True and reduction='none'"):
+        layer_scores(BERTScore(PACKAGED_MINILM), few)
+
+
+def test_file_errors_name_their_remedy(tmp_path):
+    path = write(tmp_path, HEADER + GOOD[0] + "cs-en\tA\t4\tgood\tx\ty\n" + GOOD[1])
+    with pytest.raises(JudgementFileError) as err:
+        read_judgements(path)
+    assert err.value.remedy == "skip_bad" and err.value.problem.endswith("is not a number: 'good'")
+    assert str(err.value) == err.value.problem + " (pass skip_bad=True to leave bad lines out)"
+    with pytest.raises(JudgementFileError) as err:
+        read_judgements(path, human="score")
+    assert err.value.remedy == "columns" and "(name the right ones with the column arguments)" in str(err.value)

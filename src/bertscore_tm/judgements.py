@@ -15,18 +15,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bertscore_tm.errors import InputFileError, warn_user
+from bertscore_tm.errors import BERTScoreError, InputFileError, warn_user
 
 #: Fewest judgements tuning accepts (a correlation needs 3 points).
 MIN_ROWS = 3
 
 
-class JudgementFileError(InputFileError):
-    """A judgement file that cannot be used: missing columns, a bad line (`line`, 1 = the header), too few rows."""
+#: What fixes a `JudgementFileError`, in Python's terms (the command line says it in its own).
+REMEDIES = {
+    "skip_bad": "pass skip_bad=True to leave bad lines out",
+    "columns": "name the right ones with the column arguments",
+}
 
-    def __init__(self, message: str, *, path: str, line: int | None = None) -> None:
-        super().__init__(message, path=path, what="judgements")
-        self.line = line
+
+class JudgementFileError(InputFileError):
+    """A judgement file that cannot be used: missing columns, a bad line (`line`, 1 = the header), too few rows.
+    `problem` is what is wrong and `remedy` the key in `REMEDIES` of what fixes it (None: nothing to pass), so
+    that the command line can say it with its own flags."""
+
+    def __init__(self, problem: str, *, path: str, line: int | None = None, remedy: str | None = None) -> None:
+        super().__init__(problem + (f" ({REMEDIES[remedy]})" if remedy else ""), path=path, what="judgements")
+        self.problem, self.line, self.remedy = problem, line, remedy
+
+
+class JudgementsError(BERTScoreError, ValueError):
+    """Judgements that cannot be correlated as they are: human scores constant within a group, or no group
+    of `MIN_ROWS` segments."""
 
 
 @dataclass(frozen=True)
@@ -96,9 +110,10 @@ def _header_positions(header: list[str], wanted: dict[str, str | None], path: st
     if missing:
         raise JudgementFileError(
             f"{path}: the header has no column {', no column '.join(missing)}; its columns are "
-            f"{', '.join(repr(n) for n in names)} (name the right ones with the column arguments)",
+            f"{', '.join(repr(n) for n in names)}",
             path=path,
             line=1,
+            remedy="columns",
         )
     return {role: names.index(column) for role, column in wanted.items() if column}
 
@@ -161,9 +176,10 @@ def read_judgements(
                 except ValueError as err:
                     if not skip_bad:
                         raise JudgementFileError(
-                            f"{where}, line {reader.line_num} {err} (pass skip_bad=True to leave bad lines out)",
+                            f"{where}, line {reader.line_num} {err}",
                             path=where,
                             line=reader.line_num,
+                            remedy="skip_bad",
                         ) from None
                     skipped += 1
     except (OSError, UnicodeDecodeError) as err:
@@ -198,3 +214,32 @@ def _judgements(
         skipped,
         where,
     )
+
+
+def check_variation(rows: Judgements) -> None:
+    """Refuse judgements that no correlation can be computed on, before anything is scored: no group (or, without
+    groups, not the whole) of at least `MIN_ROWS` segments, or human scores that are the same in every segment of
+    a group counted. A constant group's correlation is undefined, and so is the average over groups (WMT's
+    figure); smaller groups are left out later, with a warning."""
+    members: dict[str, list[float]] = {}
+    for label, score in zip(rows.groups or ["all"] * len(rows), rows.human, strict=True):
+        members.setdefault(label, []).append(score)
+    counted = {label: scores for label, scores in members.items() if len(scores) >= MIN_ROWS}
+    where = f"{rows.source}: " if rows.source else ""
+    if not counted:
+        sizes = ", ".join(f"{label!r} {len(scores)}" for label, scores in list(members.items())[:5])
+        raise JudgementsError(
+            f"{where}no group has {MIN_ROWS} judgements or more ({sizes}{', ...' if len(members) > 5 else ''}): "
+            "a correlation needs at least 3 segments",
+            argument="group",
+        )
+    constant = [label for label, scores in counted.items() if min(scores) == max(scores)]
+    if constant:
+        name = "the judgements" if rows.groups is None else f"group {constant[0]!r}"
+        raise JudgementsError(
+            f"{where}the human scores of {name} are all {counted[constant[0]][0]!r}: a correlation with constant "
+            f"scores is undefined{'' if rows.groups is None else ', and so is the average over groups'}"
+            f"{f' ({len(constant)} groups are so)' if len(constant) > 1 else ''}: check the human column"
+            f"{'' if rows.groups is None else ', or leave the group out'}",
+            argument="human",
+        )

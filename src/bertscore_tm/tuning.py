@@ -40,7 +40,7 @@ from bertscore_tm.correlation import (
     system_correlation,
 )
 from bertscore_tm.errors import ArgumentValueError, warn_user
-from bertscore_tm.judgements import MIN_ROWS, JudgementFileError, Judgements, read_judgements
+from bertscore_tm.judgements import MIN_ROWS, JudgementFileError, Judgements, check_variation, read_judgements
 from bertscore_tm.registry import LayerTable, add_to_layer_table, default_num_layers, is_known_model
 
 #: The scores correlated, in the order BERTScore returns them.
@@ -55,6 +55,7 @@ __all__ = [
     "LayerResult",
     "LayerScores",
     "LayerTuning",
+    "layer_scores",
     "read_judgements",
     "score_all_layers",
     "tune_from_scores",
@@ -110,11 +111,24 @@ def score_all_layers(
     from bertscore_tm.metric import BERTScore
 
     metric_kwargs.setdefault("sync_on_compute", False)  # this process's pairs, even inside a distributed job
-    metric = BERTScore(model, all_layers=True, idf=idf, verbose=progress, **metric_kwargs)
+    return layer_scores(BERTScore(model, all_layers=True, idf=idf, verbose=progress, **metric_kwargs), rows)
+
+
+def layer_scores(metric: Any, rows: Judgements) -> LayerScores:
+    """`score_all_layers` with a metric built by the caller (the command line builds it with its own checks): a
+    fresh `bertscore_tm.BERTScore` with ``all_layers=True`` and one score per pair (``reduction="none"``)."""
+    if not metric.all_layers or metric.reduction != "none":
+        raise ArgumentValueError(
+            "layer tuning needs a metric with all_layers=True and reduction='none'",
+            argument="all_layers",
+            allowed="True",
+            value=metric.all_layers,
+        )
+    metric.reset()
     metric.update(rows.candidates, rows.references)
     scores = metric.compute_scores()
     p, r, f = (t.detach().to("cpu").double().numpy() for t in scores.as_tuple())
-    return LayerScores(p, r, f, metric.model_name, scores.hash_code, idf)
+    return LayerScores(p, r, f, metric.model_name, scores.hash_code, bool(metric.idf))
 
 
 @dataclass(frozen=True)
@@ -297,11 +311,22 @@ def _layer_result(
             ci = percentile_interval(boot.statistics(column, method), confidence) if name == ci_for else None
             figures[name][method] = Figures(estimate.mean, estimate.groups, ci)
     system = None
-    if rows.systems is not None:
+    if _system_level(rows):
+        assert rows.systems is not None
         system = {
             name: system_correlation(scores.of(name)[layer], rows.systems, rows.human, rows.groups) for name in SCORES
         }
     return LayerResult(layer, figures, system)
+
+
+def _system_level(rows: Judgements) -> bool:
+    """Whether the judgements name systems, at least 3 in some group (a system-level correlation needs 3)."""
+    if rows.systems is None:
+        return False
+    systems: dict[str, set[str]] = {}
+    for label, system in zip(rows.groups or ["all"] * len(rows), rows.systems, strict=True):
+        systems.setdefault(label, set()).add(system)
+    return max(len(names) for names in systems.values()) >= MIN_ROWS
 
 
 def _default_layer(model: str, default_layer: int | None, depth: int, layer_table: LayerTable) -> int | None:
@@ -347,6 +372,9 @@ def tune_from_scores(
     scores made once can be analysed several ways. Arguments as `tune_layers`."""
     _check_choices(criterion, score, bootstrap, confidence)
     rows, scores, dropped = _defined_pairs(rows, scores)
+    check_variation(rows)
+    if rows.systems is not None and not _system_level(rows):
+        warn_user(f"no group has {MIN_ROWS} systems or more: the system-level correlation is left out")
     # the resamples are drawn once and shared by every layer, score and correlation (and the paired test)
     boot = GroupedBootstrap(rows.human, rows.groups, max(bootstrap, 1), seed)
     from tqdm.auto import tqdm
@@ -422,6 +450,7 @@ def tune_layers(
     held-out judgements (`tune_from_scores` on another `Judgements`).
     """
     _check_choices(criterion, score, bootstrap, confidence)
+    check_variation(rows)  # before the model runs
     scores = score_all_layers(rows, model, idf=idf, progress=progress, **metric_kwargs)
     return tune_from_scores(
         rows, scores, criterion, score, bootstrap, seed, default_layer, confidence, alpha, layer_table, progress
