@@ -256,3 +256,12 @@ def test_file_errors_name_their_remedy(tmp_path):
     with pytest.raises(JudgementFileError) as err:
         read_judgements(path, human="score")
     assert err.value.remedy == "columns" and "(name the right ones with the column arguments)" in str(err.value)
+
+
+def test_plot_layers_draws_the_curve(tuned, tmp_path):
+    pytest.importorskip("matplotlib")
+    from bertscore_tm.tuning_plot import plot_layers
+
+    plot_layers(tuned, tmp_path / "layers.svg")
+    svg = (tmp_path / "layers.svg").read_text(encoding="utf-8")
+    assert "<svg" in svg and f"best: {tuned.best_layer}" in svg and "default: 5" in svg

@@ -196,7 +196,7 @@ def _judgements(
     with_systems: bool,
 ) -> Judgements:
     if skipped:
-        warn_user(f"{where}: {skipped} bad line(s) left out (skip_bad=True); {len(rows)} judgements kept")
+        warn_user(f"{where}: {skipped} bad line(s) left out; {len(rows)} judgements kept")
     if len(rows) < MIN_ROWS:
         raise JudgementFileError(
             f"{where} has {len(rows)} usable judgement(s){f' ({skipped} bad line(s) left out)' if skipped else ''}: "
