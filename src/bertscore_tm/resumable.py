@@ -251,9 +251,8 @@ def _compare(folder: Path, saved: dict[str, Any], given: dict[str, Any]) -> None
         else:
             what, saved_value, given_value = _MEANINGS[key], saved.get(key), given.get(key)
         raise CheckpointMismatchError(
-            f"checkpoint {folder} was made from other inputs or another setting: {what} differ(s) "
-            f"({saved_value!r} there, {given_value!r} here). Run with the same inputs and settings to resume, "
-            "or start in a new folder.",
+            f"checkpoint {folder} was made from other inputs or another setting, {what}: {saved_value!r} there, "
+            f"{given_value!r} here. Run with the same inputs and settings to resume, or start in a new folder.",
             what="texts" if key == "shards" else key,
             saved=saved_value,
             given=given_value,
