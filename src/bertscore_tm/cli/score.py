@@ -86,7 +86,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     p, r, f = (x.double().cpu().tolist() for x in scores.as_tuple())
     ci = None if resampling is None else f1_interval(resampling, f, args.cand)
-    report = _report(args, metric, (p, r, f), ci, resampling)
+    best = None if scores.best_reference is None else scores.best_reference.cpu().tolist()
+    report = _report(args, metric, (p, r, f), ci, resampling, best)
     outputs.write_output(target, args.output, [report], out)
     return 0
 
@@ -100,13 +101,14 @@ def _report(
     scores: Scores,
     ci: tuple[float, float] | None,
     resampling: Resampling | None,
+    best: list[int] | None = None,
 ) -> str:
-    """What `score` prints, in the --format asked for."""
+    """What `score` prints, in the --format asked for (`best`: each pair's best reference, for JSON)."""
     means = [math.fsum(x) / len(x) for x in scores]
     if args.format == "text":
         lines = _text(metric.hash_code, means, scores, ci, resampling, args.seg_level)
     elif args.format == "json":
-        lines = [json.dumps(_json(args, metric, means, scores, ci, resampling), indent=2)]
+        lines = [json.dumps(_json(args, metric, means, scores, ci, resampling, best), indent=2)]
     else:
         lines = _tsv(metric.hash_code, means, scores, ci, args.seg_level)
     return "".join(line + "\n" for line in lines)
@@ -134,6 +136,7 @@ def _json(
     scores: Scores,
     ci: tuple[float, float] | None,
     resampling: Resampling | None,
+    best: list[int] | None = None,
 ) -> dict[str, Any]:
     num = outputs.json_number
     doc: dict[str, Any] = {
@@ -156,6 +159,9 @@ def _json(
         doc["segments"] = [
             {"precision": num(a), "recall": num(b), "f1": num(c)} for a, b, c in zip(*scores, strict=True)
         ]
+        if best is not None:  # the index among the pair's references of the one with the highest F1
+            for segment, index in zip(doc["segments"], best, strict=True):
+                segment["best_reference"] = index
     return doc
 
 
