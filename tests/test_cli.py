@@ -397,16 +397,17 @@ def test_show_writes_png(tmp_path: Path) -> None:
 
 
 def test_show_matrix_and_rescaling(tmp_path: Path, baseline_file: Path) -> None:
-    """The plotted matrix is the cosine similarity of the ordinary tokens; rescaled with the F baseline."""
+    """The plotted matrix is the cosine similarity of every token, the special ones included (they take part in
+    the matching); rescaled with the F baseline."""
     pytest.importorskip("matplotlib")
     from bertscore_tm.baselines import read_baseline
     from bertscore_tm.plotting import plot_similarity
 
     cand, ref = "The cat sat on the mat.", "A cat was sitting on the mat."
     plain = plot_similarity(BERTScore(MINILM), cand, ref, tmp_path / "a.png")
-    assert plain.cand_tokens == ["the", "cat", "sat", "on", "the", "mat", "."]
-    assert plain.similarity.shape == (7, 8)
-    assert float(plain.similarity.max()) <= 1 + 1e-5 and float(plain.similarity[1, 1]) > 0.9  # cat ~ cat
+    assert plain.cand_tokens == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
+    assert plain.similarity.shape == (9, 10)
+    assert float(plain.similarity.max()) <= 1 + 1e-5 and float(plain.similarity[2, 2]) > 0.9  # cat ~ cat
     rescaled = plot_similarity(
         BERTScore(MINILM, rescale_with_baseline=True, baseline_path=baseline_file), cand, ref, tmp_path / "b.png"
     )
