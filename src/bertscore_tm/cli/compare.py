@@ -10,13 +10,16 @@ import math
 import warnings
 from typing import Any, TextIO
 
-from bertscore_tm.cli import inputs, metrics, options
+from bertscore_tm.cli import inputs, metrics, options, outputs
 from bertscore_tm.cli.errors import PROG, UsageError
 from bertscore_tm.cli.inputs import n_lines
 from bertscore_tm.cli.intervals import check_finite, p_text, percent
 from bertscore_tm.cli.options import Resampling
 from bertscore_tm.cli.outputs import json_number
 from bertscore_tm.launch import Processes, processes
+
+#: How many segments per system the --html page explains: those where it differs most from the baseline.
+HTML_SEGMENTS = 5
 
 
 def add_parser(sub: Any) -> None:
@@ -62,6 +65,13 @@ def add_parser(sub: Any) -> None:
         help="paired bootstrap resampling or approximate randomization (default: bootstrap)",
     )
     c.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    c.add_argument(
+        "--html",
+        default=None,
+        metavar="FILE",
+        help=f"also write one self-contained HTML page there: the table, the F1 differences per segment as a plot, "
+        f"and the {HTML_SEGMENTS} segments per system where it differs most from the baseline, both sides explained",
+    )
     options.add_long_text_options(c)
     options.add_run_options(c)
     c.set_defaults(run=run)
@@ -77,6 +87,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     settings = options.resampling(args)
     assert settings is not None  # compare's --confidence has a default
     systems, targets = _read(names, args.ref)
+    html = None if args.html is None else outputs.check_output(args.html, "compare.html", [*names, *args.ref])
 
     metric = metrics.scoring_metric(args)
     scores = _score(metric, systems, targets)
@@ -95,6 +106,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         out.write(json.dumps(doc, indent=2) + "\n")
     else:
         out.write(_table(metric.hash_code, args.method, settings, rows))
+    if html is not None:
+        page = _page(metric, (systems, targets), scores["f1"], rows, _how(args.method, settings))
+        outputs.write_text(html, args.html, [page])
     return 0
 
 
@@ -167,8 +181,8 @@ def _rows(names: list[str], scores: dict[str, Any], method: str, settings: Resam
     return rows
 
 
-def _table(code: str, method: str, settings: Resampling, rows: list[dict[str, Any]]) -> str:
-    """The text output of compare: the hash code, what was done, one row per system."""
+def _how(method: str, settings: Resampling) -> str:
+    """What was done, in words."""
     if method == "bootstrap":
         how = f"paired bootstrap resampling (Koehn 2004), {settings.num_samples} resamples"
     else:
@@ -176,6 +190,35 @@ def _table(code: str, method: str, settings: Resampling, rows: list[dict[str, An
             f"approximate randomization (Riezler and Maxwell 2005), {settings.num_samples} shuffles; "
             f"intervals from {settings.num_samples} bootstrap resamples"
         )
+    return f"{how}, seed {settings.seed}"
+
+
+def _page(metric: Any, texts: tuple[list[list[str]], Any], f1: Any, rows: list[dict[str, Any]], how: str) -> str:
+    """The --html page: for each system after the baseline, its `HTML_SEGMENTS` lines of largest absolute F1
+    difference (the earlier line on a tie), the baseline's candidate and the system's explained against the
+    references, with the IDF (where --idf) over all the references once, as the scores count it."""
+    import torch
+
+    from bertscore_tm.compare_html import Segment, compare_page
+    from bertscore_tm.explain import explain_pairs, weighting
+
+    systems, targets = texts
+    f1 = f1.double().cpu()
+    groups = [[t] if isinstance(t, str) else list(t) for t in targets]
+    weights = weighting(metric.scorer, groups, idf_references=[r for g in groups for r in g])
+    chosen = []
+    for s in range(1, len(systems)):
+        gap = (f1[s] - f1[0]).abs().nan_to_num(nan=-1.0)
+        chosen += [(s, int(i)) for i in torch.argsort(gap, descending=True, stable=True)[:HTML_SEGMENTS]]
+    cands = [systems[0][i] for _, i in chosen] + [systems[s][i] for s, i in chosen]
+    whys = explain_pairs(metric.scorer, cands, [groups[i] for _, i in chosen] * 2, weights, device=metric.device)
+    n = len(chosen)
+    segments = [Segment(s, i + 1, whys[k], whys[n + k]) for k, (s, i) in enumerate(chosen)]
+    return compare_page(metric.hash_code, how, rows, f1.tolist(), segments)
+
+
+def _table(code: str, method: str, settings: Resampling, rows: list[dict[str, Any]]) -> str:
+    """The text output of compare: the hash code, what was done, one row per system."""
     table = [["system", "P", "R", "F1", f"F1 {percent(settings.confidence)} CI", "delta F1", "p-value"]]
     for row in rows:
         cells = [row["name"]] + [_cell(row[k]) for k in ("precision", "recall", "f1")]
@@ -186,7 +229,7 @@ def _table(code: str, method: str, settings: Resampling, rows: list[dict[str, An
             cells += [f"{row['delta_f1']:+.6f}", p_text(row["p_value"]) + (" *" if row["p_value"] < 0.05 else "")]
         table.append(cells)
     widths = [max(len(r[j]) for r in table) for j in range(len(table[0]))]
-    lines = [code, f"{how}, seed {settings.seed}; * p < 0.05 (difference to the baseline, two-sided)"]
+    lines = [code, f"{_how(method, settings)}; * p < 0.05 (difference to the baseline, two-sided)"]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table]
     return "\n".join(lines) + "\n"
 
