@@ -32,7 +32,7 @@ def test_no_module_and_no_function_is_too_long() -> None:
 
 def test_each_command_is_a_module_with_its_parser_and_its_run() -> None:
     names = [command.__name__.rsplit(".", 1)[1] for command in app.COMMANDS]
-    assert names == ["score", "compare", "show", "explain", "baseline", "pairwise", "mbr"]
+    assert names == ["score", "compare", "show", "explain", "baseline", "pairwise", "mbr", "tune_layers"]
     for command in app.COMMANDS:
         assert callable(command.add_parser) and callable(command.run)
     parser = app.build_parser()
@@ -50,4 +50,5 @@ def _minimal(name: str) -> list[str]:
         "baseline": ["baseline", "--corpus", "c", "-o", "b.tsv"],
         "pairwise": ["pairwise", "-c", "c", "-r", "r"],
         "mbr": ["mbr", "-i", "h", "--group-size", "2"],
+        "tune_layers": ["tune-layers", "--data", "judged.tsv"],
     }[name]

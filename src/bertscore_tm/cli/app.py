@@ -9,7 +9,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from bertscore_tm.cli import baseline, compare, explain, mbr, pairwise, score, show
+from bertscore_tm.cli import baseline, compare, explain, mbr, pairwise, score, show, tune_layers
 from bertscore_tm.cli.errors import (
     INTERRUPTED,
     PROG,
@@ -26,7 +26,7 @@ from bertscore_tm.errors import BERTScoreError
 from bertscore_tm.registry import PACKAGED_MINILM
 
 #: The commands, in the order --help lists them: each module declares its parser (`add_parser`) and its `run`.
-COMMANDS = (score, compare, show, explain, baseline, pairwise, mbr)
+COMMANDS = (score, compare, show, explain, baseline, pairwise, mbr, tune_layers)
 
 
 def build_parser() -> argparse.ArgumentParser:
