@@ -103,6 +103,7 @@ def check_layer(args: argparse.Namespace, model_name: str) -> None:
 
     if args.num_layers is None and not is_known_model(model_name):
         raise UsageError(
-            f"no default layer is known for {model_name}: pass -l N (0 = the embeddings, up to the model's depth; "
-            "configs/models.json lists the models with a tuned default layer)"
+            f"no default layer is known for {model_name}: pass -l N (0 = the embeddings, up to the model's depth), "
+            "or add the model to a layer table, the JSON file BERTSCORE_TM_LAYERS names (bertscore-tm tune-layers "
+            "--add-to-table finds its best layer and writes it there; configs/models.json lists the built-in layers)"
         )
