@@ -99,7 +99,7 @@ def weak_threshold(scorer: Scorer, layer: int, threshold: float | None) -> Thres
 
 @dataclass(frozen=True)
 class _Side:
-    """One side of the explained match: its text, token ids, best similarities and matches, weights and P or R."""
+    """One side of the explained match: its text, token ids, best similarities and matches, weights, blankness."""
 
     text: str
     ids: Tensor
@@ -124,6 +124,8 @@ def explain_pairs(
     model is), every match's best similarities and matches kept, P/R/F weighed by the core's rules."""
     layer, row = _layer(scorer, layer)
     limit = weak_threshold(scorer, layer, threshold)
+    if not cands:
+        return []
     device = scorer.embedder.device if device is None else torch.device(device)
     refs = [r for group in groups for r in group]
     counts = torch.tensor([len(g) for g in groups], dtype=torch.long)
@@ -193,8 +195,13 @@ def _vectors(scorer: Scorer, seqs: Sequence[Tensor], row: int) -> list[Tensor]:
     """Each sequence's normalised vectors at the explained layer, as the engine makes them (each distinct text
     embedded once, long texts in windows where the setting has them, through the embedding cache if any)."""
     first: dict[tuple[int, ...], int] = {}
-    index = [first.setdefault(tuple(s.tolist()), len(first)) for s in seqs]
-    distinct = [seqs[index.index(n)] for n in range(len(first))]
+    index: list[int] = []
+    distinct: list[Tensor] = []
+    for seq in seqs:
+        n = first.setdefault(tuple(seq.tolist()), len(first))
+        if n == len(distinct):
+            distinct.append(seq)
+        index.append(n)
     source = scorer.embedding_source()
     table = source.new_table(sum(len(s) for s in distinct))
     starts = source.embed_into(table, distinct)
