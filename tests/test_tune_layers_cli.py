@@ -168,6 +168,10 @@ def test_bad_files_are_one_line_before_the_model_loads(capsys, tmp_path):
     assert "must be a JSON object" in error(HEADER + good, "--add-to-table", str(tmp_path / "table.json"))
     assert "--default-layer must be 0 or more" in error(HEADER + good, "--default-layer", "-1")
     assert "--bootstrap must be at least 1" in error(HEADER + good, "--bootstrap", "0")
+    same = str(tmp_path / "out.json")
+    assert f"-o and --add-to-table name the same file {same}" in error(
+        HEADER + good, "-o", same, "--add-to-table", same
+    )
 
 
 def test_plot_without_matplotlib_and_a_layer_beyond_the_model(capsys, tmp_path, judged, monkeypatch):

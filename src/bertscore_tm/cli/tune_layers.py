@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any, TextIO
@@ -140,6 +141,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     target = None if args.output is None else outputs.check_output(args.output, "tuning.txt", [args.data])
     plot = _plot_target(args)
     table = _table_target(args)
+    _distinct({"-o": target, "--plot": None if plot is None else plot[0], "--add-to-table": table})
     metric = _metric(args)
     from bertscore_tm.tuning import layer_scores, tune_from_scores
 
@@ -212,6 +214,18 @@ def _table_target(args: argparse.Namespace) -> Path | None:
 
         user_layer_table(target)  # a LayerTableError (one line) for a file that is no layer table
     return target
+
+
+def _distinct(files: dict[str, Path | None]) -> None:
+    """Each output its own file: two options naming one file would leave only the last one written."""
+    seen: dict[str, str] = {}
+    for flag, path in files.items():
+        if path is None:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"{seen[real]} and {flag} name the same file {path}: give each its own file")
+        seen[real] = flag
 
 
 def _metric(args: argparse.Namespace) -> Any:
