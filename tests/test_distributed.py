@@ -255,8 +255,8 @@ def test_only_counts_and_per_pair_results_cross_ranks(ranks, single):
         for op, dtype, shape in traffic:
             if op != "all_gather":
                 continue
-            if dtype == "torch.float32":  # per-pair P, R, F (padded to the longest shard)
-                assert len(shape) == 3 and shape[0] <= n_max and shape[1:] == (1, 3), shape
+            if dtype == "torch.float32":  # per-pair P, R, F and best reference (padded to the longest shard)
+                assert len(shape) == 3 and shape[0] <= n_max and shape[1:] == (1, 4), shape
             else:  # settings digest, shapes, pair counts, dataset indexes (none here): never token ids or embeddings
                 assert dtype == "torch.int64" and len(shape) <= 1 and (not shape or shape[0] <= 3), (dtype, shape)
 
