@@ -49,3 +49,21 @@ def test_no_module_reads_the_private_names_of_a_metric_or_a_scorer() -> None:
             if isinstance(node.value, ast.Name) and node.value.id in ("metric", "scorer", "built"):
                 readers.append(f"{module.relative_to(PACKAGE)}:{node.lineno} {node.value.id}.{node.attr}")
     assert readers == []
+
+
+def test_no_exported_name_is_also_a_module_name() -> None:
+    # importing a submodule binds it on the package: one named like a lazy export would replace the function
+    # for every later `from bertscore_tm import name` (CI saw `explain` turn into a module this way)
+    modules = {path.stem for path in PACKAGE.glob("*.py")} | {path.name for path in PACKAGE.iterdir() if path.is_dir()}
+    assert sorted(set(bertscore_tm.__all__) & modules) == []
+
+
+def test_exports_stay_functions_after_every_module_is_imported() -> None:
+    import importlib
+
+    for path in PACKAGE.glob("*.py"):
+        if path.stem not in {"__init__", "__main__"}:
+            importlib.import_module(f"bertscore_tm.{path.stem}")
+    from bertscore_tm import explain, score
+
+    assert callable(explain) and callable(score)

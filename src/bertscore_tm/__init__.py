@@ -17,7 +17,7 @@ _EXPORTS = {
     "score": "bertscore_tm.functional",
     "pairwise_bert_score": "bertscore_tm.pairwise",
     "mbr_select": "bertscore_tm.mbr",
-    "explain": "bertscore_tm.explain",
+    "explain": "bertscore_tm.explanation",
     "BaselineNotFoundError": "bertscore_tm.errors",
     "ModelNotFoundError": "bertscore_tm.errors",
     "PACKAGED_MINILM": "bertscore_tm.registry",
@@ -39,7 +39,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from bertscore_tm.errors import BaselineNotFoundError, ModelNotFoundError
-    from bertscore_tm.explain import explain
+    from bertscore_tm.explanation import explain
     from bertscore_tm.functional import bert_score, score
     from bertscore_tm.mbr import mbr_select
     from bertscore_tm.metric import BERTScore

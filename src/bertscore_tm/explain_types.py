@@ -1,4 +1,4 @@
-"""What an explanation of one pair holds (`bertscore_tm.explain` makes them): its tokens, its words, its
+"""What an explanation of one pair holds (`bertscore_tm.explanation` makes them): its tokens, its words, its
 scores, and where its weights and weak-word threshold come from; each with its JSON form. Semantics:
 docs/explain.md.
 """

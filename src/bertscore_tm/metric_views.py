@@ -109,7 +109,7 @@ class SettingViews:
         >>> round(why.recall, 4), round(sum(t.contribution for t in why.reference_tokens), 4)
         (0.9053, 0.9053)
         """
-        from bertscore_tm.explain import explain_with
+        from bertscore_tm.explanation import explain_with
 
         counts = None
         if self.scorer.counts_idf and int(self.num_refs) > 0:

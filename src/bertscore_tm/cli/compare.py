@@ -200,7 +200,7 @@ def _page(metric: Any, texts: tuple[list[list[str]], Any], f1: Any, rows: list[d
     import torch
 
     from bertscore_tm.compare_html import Segment, compare_page
-    from bertscore_tm.explain import explain_pairs, weighting
+    from bertscore_tm.explanation import explain_pairs, weighting
 
     systems, targets = texts
     f1 = f1.double().cpu()

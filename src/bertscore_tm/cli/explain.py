@@ -92,7 +92,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"--html and -o name the same file {args.html}: give two files")
     idf_references = _idf_references(args)
     metric = metrics.scoring_metric(args)
-    from bertscore_tm.explain import explain_pairs, weighting
+    from bertscore_tm.explanation import explain_pairs, weighting
 
     lines: list[int | None]
     if args.text:
