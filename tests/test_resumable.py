@@ -211,8 +211,9 @@ def test_pairwise_cli_resumes_to_the_same_bytes(tmp_path: Path, monkeypatch: pyt
     (tmp_path / "c.txt").write_text("\n".join(lines[:10]) + "\n", encoding="utf-8")
     (tmp_path / "r.txt").write_text("\n".join(lines[100:106]) + "\n", encoding="utf-8")
     base = ["pairwise", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt"), "-m", MINILM, "--idf"]
-    base += ["--device", "cpu", "--shard-size", "3"]
+    base += ["--device", "cpu"]
     assert run_cli([*base, "-o", str(tmp_path / "plain.out")])[0] == 0
+    base += ["--shard-size", "3"]
     assert run_cli([*base, "-o", str(tmp_path / "whole.out"), "--checkpoint", str(tmp_path / "ck1")])[0] == 0
     resumed = [*base, "-o", str(tmp_path / "resumed.out"), "--checkpoint", str(tmp_path / "ck2")]
     real, calls = resumable.pairwise_scores, []
@@ -231,3 +232,69 @@ def test_pairwise_cli_resumes_to_the_same_bytes(tmp_path: Path, monkeypatch: pyt
     assert (tmp_path / "resumed.out").read_bytes() == (tmp_path / "whole.out").read_bytes()
     whole, plain = (np.loadtxt(tmp_path / f"{n}.out") for n in ("whole", "plain"))
     np.testing.assert_allclose(whole, plain, rtol=0, atol=1e-6)
+
+
+def interrupted_then_resumed(argv: list[str], monkeypatch: pytest.MonkeyPatch, shards_first: int) -> str:
+    """`argv` stopped (as a kill would) after `shards_first` shards are scored, then run again: its output."""
+    real, calls = resumable._pair_scores, []
+
+    def failing(*args: object, **kwargs: object) -> torch.Tensor:
+        calls.append(1)
+        if len(calls) > shards_first:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(resumable, "_pair_scores", failing)
+    assert run_cli(argv)[0] == 130
+    monkeypatch.setattr(resumable, "_pair_scores", real)
+    code, out = run_cli(argv)
+    assert code == 0 and len(calls) == shards_first + 1
+    return out
+
+
+def test_score_cli_resumes_to_the_output_of_a_run_without_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`score --checkpoint`, killed after two of four shards and run again: the very bytes of `score` without a
+    checkpoint (pairs score the same in any batch), two reference files and IDF included."""
+    files = [tmp_path / n for n in ("c.txt", "r1.txt", "r2.txt")]
+    for path, name, lo in zip(files, ("hyps_long", "refs_long", "refs_long"), (0, 0, 50), strict=True):
+        path.write_text("\n".join(read(WMT / f"{name}.txt")[lo : lo + 8]) + "\n", encoding="utf-8")
+    base = ["score", "-c", str(files[0]), "-r", str(files[1]), str(files[2]), "-m", MINILM, "--idf", "-s"]
+    base += ["--format", "json", "--device", "cpu"]
+    code, plain = run_cli(base)
+    assert code == 0
+    resumed = interrupted_then_resumed(
+        [*base, "--checkpoint", str(tmp_path / "ck"), "--shard-size", "2"], monkeypatch, 2
+    )
+    assert resumed == plain
+    assert len(list((tmp_path / "ck").glob("rank0-shard*.npy"))) == 4
+    capsys.readouterr()
+    other = [a for a in base if a != "--idf"]  # another setting into the same folder: one line, exit 2
+    assert run_cli([*other, "--checkpoint", str(tmp_path / "ck"), "--shard-size", "2"])[0] == 2
+    err = capsys.readouterr().err
+    assert "made from other inputs or another setting" in err and "--checkpoint" in err and err.count("\n") == 1
+
+
+def test_compare_cli_resumes_each_system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`compare --checkpoint`: each system's shards in their own folder; interrupted in the second system and run
+    again, the same table as a run without a checkpoint."""
+    lines, refs = read(WMT / "hyps_long.txt"), read(WMT / "refs_long.txt")
+    files = {n: tmp_path / f"{n}.txt" for n in ("a", "b", "r")}
+    for path, part in zip(files.values(), (lines[:6], lines[6:12], refs[:6]), strict=True):
+        path.write_text("\n".join(part) + "\n", encoding="utf-8")
+    base = ["compare", "-c", str(files["a"]), str(files["b"]), "-r", str(files["r"]), "-m", MINILM]
+    base += ["--bootstrap", "200", "--device", "cpu"]
+    code, plain = run_cli(base)
+    assert code == 0
+    resumed = interrupted_then_resumed(
+        [*base, "--checkpoint", str(tmp_path / "ck"), "--shard-size", "4"], monkeypatch, 3
+    )
+    assert resumed == plain
+    assert sorted(p.name for p in (tmp_path / "ck").iterdir()) == ["system0", "system1"]
+
+
+def test_shard_size_without_a_checkpoint_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["score", "-c", str(WMT / "hyps.txt"), "-r", str(WMT / "refs.txt"), "--shard-size", "5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--shard-size only matters with --checkpoint" in err and "Traceback" not in err

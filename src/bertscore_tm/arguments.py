@@ -55,6 +55,10 @@ OUTPUTS: tuple[str, ...] = get_args(OutputName)
 #: The usual 1000 to 10,000 are far below it; the smallest p-value is then about 1e-6.
 MAX_RESAMPLES = 1_000_000
 
+#: Inputs (pairs, or matrix rows) per shard of a resumable run by default (`bertscore_tm.resumable`, and
+#: ``--shard-size`` on the command line): a kill loses at most one shard's work.
+SHARD_SIZE = 1000
+
 
 @dataclass(frozen=True)
 class Setting:

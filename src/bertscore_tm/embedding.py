@@ -79,6 +79,10 @@ MIN_BATCH_TOKENS = 64
 #: memory is bounded however long its texts are); a packed pass's attention pieces keep to the same bound.
 SCORES_LENGTH = 32
 
+#: With all_layers, a compute's working memory grows with the layers kept up to this many (MiniLM's 7 rows fit;
+#: a 25-row large model keeps 8 layers' worth and a table of fewer tokens rather than 25 times the memory).
+BUDGET_LAYERS = 8
+
 
 def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: int) -> Iterator[list[int]]:
     """Indices of `lengths` sorted longest first, cut into batches of a single length (so no batch is padded
@@ -268,8 +272,11 @@ class Embedder:
     @property
     def block_bytes(self) -> int:
         """Working memory of a compute() for its table of token vectors, results and plan: 32 MiB on a CPU,
-        256 MiB on accelerators (where forward batches are eight times larger)."""
-        return 32 << 20 if self.device.type == "cpu" else 256 << 20
+        256 MiB on accelerators (where forward batches are eight times larger); that much per layer kept, up to
+        `BUDGET_LAYERS` layers, so that with all_layers a table holds about as many tokens as with one layer
+        (a table of few tokens means many part-filled forward batches, docs/performance.md)."""
+        per_layer = 32 << 20 if self.device.type == "cpu" else 256 << 20
+        return per_layer * min(self.num_rows, BUDGET_LAYERS)
 
     @property
     def device(self) -> torch.device:

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from bertscore_tm.arguments import SHARD_SIZE
 from bertscore_tm.distributed import gather, settings_digest
 from bertscore_tm.embedding import own_precision
 from bertscore_tm.errors import BERTScoreError, warn_user
@@ -47,8 +48,6 @@ from bertscore_tm.tokenizing import normalize_inputs
 
 #: The manifest's format; a checkpoint of another format is refused.
 FORMAT = 1
-#: Inputs per shard by default: at most this many pairs (or matrix rows) are lost to a kill.
-SHARD_SIZE = 1000
 
 
 class CheckpointMismatchError(BERTScoreError, ValueError):

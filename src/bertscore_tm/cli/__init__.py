@@ -8,6 +8,8 @@ Subcommands, one module each (its parser and its run):
 * ``compare``: several systems against the same references: F1 intervals and paired significance tests.
 * ``pairwise``: every candidate line against every reference line, an N x M matrix (TSV or JSON).
 * ``mbr``: minimum-Bayes-risk selection, the hypothesis of each group that agrees most with the others.
+* ``explain``: why a pair scores what it does, token by token (text, JSON or an HTML page).
+* ``tune-layers``: which layer's scores agree best with a file of human judgements.
 
 What they share, once each: `inputs` (files, standard input, texts), `outputs` (output files, written atomically,
 and standard output), `options` (the option groups several commands take), `metrics` (the metric, built from
@@ -23,10 +25,11 @@ input (one of them at most). Options that take several files (``-r``, compare's 
 occurrence (``-r a -r b`` is ``-r a b``); an option that takes one is refused when given twice. Output files
 appear whole or not at all. SIGINT and SIGTERM stop a command with one line and exit codes 130 and 143.
 
-``score``, ``compare``, ``pairwise`` and ``baseline`` also run on torch's launcher (``torchrun
---nproc-per-node N -m bertscore_tm ...``, `bertscore_tm.launch`): each process scores a contiguous shard of the
-lines (``pairwise``: of the candidate rows) and rank 0 writes the output, the same as one process's. ``show``
-and ``mbr`` refuse to run on several processes. ``score`` reads its files as a stream, in chunks
+``score``, ``compare`` and ``pairwise`` take ``--checkpoint DIR``: a run killed part way and started again scores
+only what is missing (`bertscore_tm.resumable`). ``score``, ``compare``, ``pairwise`` and ``baseline`` also run on
+torch's launcher (``torchrun --nproc-per-node N -m bertscore_tm ...``, `bertscore_tm.launch`): each process scores a
+contiguous shard of the lines (``pairwise``: of the candidate rows) and rank 0 writes the output, the same as one
+process's. ``show`` and ``mbr`` refuse to run on several processes. ``score`` reads its files as a stream, in chunks
 (`bertscore_tm.corpus`), so a file of millions of lines is never held as millions of strings.
 
 Nothing here imports torch until a command runs, so ``--help`` answers at once.

@@ -32,23 +32,11 @@ def add_parser(sub: Any) -> None:
         "baseline and the p-value of a paired test: paired bootstrap resampling (Koehn 2004) or approximate "
         "randomization (Riezler and Maxwell 2005). Same seed, same numbers.",
     )
-    c.add_argument(
-        "-r",
-        "--ref",
-        required=True,
-        nargs="+",
-        action="extend",  # -r a.txt -r b.txt is -r a.txt b.txt, not b.txt alone
-        metavar="FILE",
-        help="references, one per line; several files give several references per line",
+    options.add_many(
+        c, "-r", "--ref", "FILE", "references, one per line; several files give several references per line"
     )
-    c.add_argument(
-        "-c",
-        "--cand",
-        required=True,
-        nargs="+",
-        action="extend",  # -c a.txt -c b.txt is -c a.txt b.txt, not b.txt alone
-        metavar="SYS",
-        help="two or more system files, one candidate per line; the first is the baseline",
+    options.add_many(
+        c, "-c", "--cand", "SYS", "two or more system files, one candidate per line; the first is the baseline"
     )
     options.add_model_options(c)
     c.add_argument(
@@ -74,6 +62,7 @@ def add_parser(sub: Any) -> None:
     )
     options.add_long_text_options(c)
     options.add_run_options(c)
+    options.add_checkpoint_options(c, "lines (per system)")
     c.set_defaults(run=run)
 
 
@@ -88,9 +77,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     assert settings is not None  # compare's --confidence has a default
     systems, targets = _read(names, args.ref)
     html = None if args.html is None else outputs.check_output(args.html, "compare.html", [*names, *args.ref])
+    shard_size = options.shard_size(args)
 
     metric = metrics.scoring_metric(args)
-    scores = _score(metric, systems, targets)
+    if args.checkpoint is None:
+        scores = _score(metric, systems, targets)
+    else:
+        scores = _score_resumable(metric, systems, targets, args.checkpoint, shard_size)
     if scores is None:  # a torchrun process other than rank 0
         return 0
     rows = _rows(names, scores, args.method, settings)
@@ -153,6 +146,28 @@ def _score(metric: Any, systems: list[list[str]], targets: list[str] | list[list
                 metric, [s[start:stop] for s in systems], targets[start:stop], shard_sizes=[b - a for a, b in shards]
             )
     return scores if job.writes_output else None
+
+
+def _score_resumable(
+    metric: Any, systems: list[list[str]], targets: list[str] | list[list[str]], checkpoint: str, shard_size: int
+) -> dict[str, Any] | None:
+    """As `_score`, each system in its own resumable run (`bertscore_tm.resumable`), its shards kept in
+    `checkpoint`/system<i>: a run again after a kill scores only the missing shards. The references are embedded
+    again for each system (the price of shards that stand alone); the scores are the same."""
+    import torch
+
+    from bertscore_tm.resumable import score_resumable
+
+    with processes(str(metric.device)) as job:
+        if not job.writes_output:
+            metric.verbose = False
+        per = [
+            score_resumable(metric, system, targets, f"{checkpoint}/system{i}", shard_size)
+            for i, system in enumerate(systems)
+        ]
+    if not job.writes_output:
+        return None
+    return {k: torch.stack([getattr(s, k) for s in per]) for k in ("precision", "recall", "f1")}
 
 
 def _rows(names: list[str], scores: dict[str, Any], method: str, settings: Resampling) -> list[dict[str, Any]]:

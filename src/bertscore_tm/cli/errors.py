@@ -83,6 +83,8 @@ FLAGS = {
     "verbose": "--progress",
     "long_texts": "--long-texts",
     "window_stride": "--window-stride",
+    "checkpoint_dir": "--checkpoint",
+    "shard_size": "--shard-size",
 }
 #: What to do on the command line where the library's message ends with what to pass in Python.
 ADVICE = {

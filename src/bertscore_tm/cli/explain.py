@@ -27,14 +27,8 @@ def add_parser(sub: Any) -> None:
         "read as score reads them; with --worst K only the K pairs of lowest F1 are explained.",
     )
     e.add_argument("-c", "--cand", required=True, action=Once, metavar="FILE", help="candidates, one per line")
-    e.add_argument(
-        "-r",
-        "--ref",
-        required=True,
-        nargs="+",
-        action="extend",
-        metavar="FILE",
-        help="references, one per line; several files give several references per candidate",
+    options.add_many(
+        e, "-r", "--ref", "FILE", "references, one per line; several files give several references per candidate"
     )
     e.add_argument(
         "--text",

@@ -13,7 +13,7 @@ import math
 import sys
 from typing import Any, NamedTuple
 
-from bertscore_tm.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES, default
+from bertscore_tm.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES, SHARD_SIZE, default
 from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.registry import PACKAGED_MINILM
 
@@ -39,6 +39,12 @@ class Once(argparse.Action):
 
 
 # -- declarations ---------------------------------------------------------------------------------------------
+
+
+def add_many(p: argparse.ArgumentParser, short: str, long: str, metavar: str, help: str) -> None:
+    """A required option of one or more files that collects every occurrence: ``-r a.txt -r b.txt`` is
+    ``-r a.txt b.txt``, not ``b.txt`` alone."""
+    p.add_argument(short, long, required=True, nargs="+", action="extend", metavar=metavar, help=help)
 
 
 def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
@@ -155,6 +161,33 @@ def add_resampling_options(p: argparse.ArgumentParser, confidence: str | None) -
     p.add_argument(
         "--seed", default=None, metavar="S", help="seed of the resampling: same seed, same numbers (default: 0)"
     )
+
+
+def add_checkpoint_options(p: argparse.ArgumentParser, items: str) -> None:
+    """--checkpoint DIR and --shard-size N: keep each finished shard of `items` in DIR, so that the same command
+    run again after a kill scores only what is missing (`bertscore_tm.resumable`, docs/corpus-scale.md)."""
+    p.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="DIR",
+        help=f"keep the scores of each finished shard of {items} in DIR; run the same command again after an "
+        "interruption to score only the rest (same output, bit for bit). A DIR made from other inputs or settings "
+        "is refused. See docs/corpus-scale.md",
+    )
+    p.add_argument(
+        "--shard-size",
+        default=None,
+        metavar="N",
+        help=f"{items} per checkpoint shard (default: {SHARD_SIZE}): an interruption loses at most one shard's work",
+    )
+
+
+def shard_size(args: argparse.Namespace) -> int:
+    """--shard-size, checked before any model loads (it only matters with --checkpoint)."""
+    if args.shard_size is not None and args.checkpoint is None:
+        raise UsageError("--shard-size only matters with --checkpoint DIR")
+    given = str(SHARD_SIZE) if args.shard_size is None else args.shard_size
+    return _whole(given, "--shard-size", "inputs per checkpoint shard", 1)
 
 
 # -- reading them back ----------------------------------------------------------------------------------------

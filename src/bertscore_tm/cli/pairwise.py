@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from bertscore_tm.cli import inputs, metrics, options, outputs
-from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.cli.options import Once
 from bertscore_tm.launch import processes
 
@@ -42,28 +41,8 @@ def add_parser(sub: Any) -> None:
     a.add_argument("--format", choices=("tsv", "json"), default="tsv", help="output format (default: tsv)")
     options.add_long_text_options(a)
     options.add_run_options(a)
-    add_checkpoint_options(a, "candidate rows")
+    options.add_checkpoint_options(a, "candidate rows")
     a.set_defaults(run=run)
-
-
-def add_checkpoint_options(p: Any, items: str) -> None:
-    """--checkpoint DIR and --shard-size N: keep each finished shard of `items` in DIR, so that the same command
-    run again after a kill scores only what is missing (`bertscore_tm.resumable`, docs/corpus-scale.md)."""
-    p.add_argument(
-        "--checkpoint",
-        default=None,
-        metavar="DIR",
-        help=f"keep the scores of each finished shard of {items} in DIR; run the same command again after an "
-        "interruption to score only the rest (same output, bit for bit). A DIR made from other inputs or settings "
-        "is refused. See docs/corpus-scale.md",
-    )
-    p.add_argument(
-        "--shard-size",
-        type=int,
-        default=1000,
-        metavar="N",
-        help=f"{items} per checkpoint shard (default: 1000): an interruption loses at most one shard's work",
-    )
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -73,11 +52,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     target = None
     if args.output is not None:
         target = outputs.check_output(args.output, "matrix.tsv", [args.cand, args.ref])
+    shard_size = options.shard_size(args)
     metric = metrics.scoring_metric(args)
     names = ("precision", "recall", "f1") if args.format == "json" else ("f1",)
-    if args.checkpoint is not None and args.shard_size < 1:
-        raise UsageError(f"--shard-size must be at least 1, got {args.shard_size}")
-    matrices = _matrices(metric, cands, refs, names, args.checkpoint, args.shard_size)
+    matrices = _matrices(metric, cands, refs, names, args.checkpoint, shard_size)
     if matrices is None:  # a torchrun process other than rank 0
         return 0
     if args.format == "json":

@@ -32,14 +32,12 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="candidates, one per line ('-': standard input)",
     )
-    s.add_argument(
+    options.add_many(
+        s,
         "-r",
         "--ref",
-        required=True,
-        nargs="+",
-        action="extend",  # -r a.txt -r b.txt is -r a.txt b.txt, not b.txt alone
-        metavar="FILE",
-        help="references, one per line; several files give several references per candidate ('-': standard input)",
+        "FILE",
+        "references, one per line; several files give several references per candidate ('-': standard input)",
     )
     options.add_model_options(s)
     s.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
@@ -62,6 +60,7 @@ def add_parser(sub: Any) -> None:
     options.add_long_text_options(s)
     options.add_resampling_options(s, confidence=None)
     options.add_run_options(s)
+    options.add_checkpoint_options(s, "pairs")
     s.set_defaults(run=run)
 
 
@@ -72,16 +71,19 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.output is not None:
         target = outputs.check_output(args.output, "scores.txt", [args.cand, *args.ref])
     resampling = options.resampling(args)
+    shard_size = options.shard_size(args)
 
     metric = metrics.scoring_metric(args)
     with processes(str(metric.device)) as job:
         if not job.writes_output:
             metric.verbose = False
-        for cands, targets in pairs.chunks(*job.shard(len(pairs))):
-            metric.update(cands, targets)
-        with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
-            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
-            scores = metric.compute_scores()
+        if args.checkpoint is None:
+            scores = _stream(metric, pairs, job)
+        else:  # every process reads all the lines; score_resumable scores this one's part and gathers the rest
+            from bertscore_tm.resumable import score_resumable
+
+            cands, targets = _all_lines(pairs)
+            scores = score_resumable(metric, cands, targets, args.checkpoint, shard_size)
     if not job.writes_output:
         return 0
     p, r, f = (x.double().cpu().tolist() for x in scores.as_tuple())
@@ -90,6 +92,25 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     report = _report(args, metric, (p, r, f), ci, resampling, best)
     outputs.write_output(target, args.output, [report], out)
     return 0
+
+
+def _stream(metric: Any, pairs: Any, job: Any) -> Any:
+    """This process's share of the lines, read and scored a chunk at a time; the gathered scores."""
+    for cands, targets in pairs.chunks(*job.shard(len(pairs))):
+        metric.update(cands, targets)
+    with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
+        warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+        return metric.compute_scores()
+
+
+def _all_lines(pairs: Any) -> tuple[list[str], list[Any]]:
+    """Every candidate line and its references, in memory (a resumable run digests the texts of each shard)."""
+    cands: list[str] = []
+    targets: list[Any] = []
+    for chunk_cands, chunk_targets in pairs.chunks():
+        cands += chunk_cands
+        targets += chunk_targets
+    return cands, targets
 
 
 Scores = tuple[list[float], list[float], list[float]]
