@@ -25,9 +25,10 @@ setup: $(STAMP)
 demo: setup
 	HF_HUB_OFFLINE=1 $(PY) examples/demo.py
 
-# the tests and the `>>>` examples of the package's docstrings (offline, on the packaged MiniLM)
+# the tests and the `>>>` examples of the package's docstrings (offline, on the packaged MiniLM), one worker
+# per core (pytest-xdist; each worker runs one torch thread, tests/conftest.py); TEST_ARGS adds pytest options
 test: setup
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q --doctest-modules src/bertscore_tm tests
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n auto --doctest-modules src/bertscore_tm tests $(TEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check src tests examples benchmarks

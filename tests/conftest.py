@@ -12,6 +12,11 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs one worker per core: one thread each, so that
+    os.environ["OMP_NUM_THREADS"] = "1"  # they (and the processes their tests start) do not wait on each other
+    import torch
+
+    torch.set_num_threads(1)
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 REPO = Path(__file__).resolve().parents[1]
