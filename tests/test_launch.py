@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,53 @@ def test_torchrun_runs_the_module_itself(tmp_path, wmt, capsys):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert main(args) == 0
     assert proc.stdout == capsys.readouterr().out
+
+
+KILLED = str(Path(__file__).with_name("torchrun_killed.py"))
+
+
+@pytest.mark.parametrize(("rank", "shards", "signal_name"), [(1, 1, "KILL"), (0, 2, "TERM")])
+def test_a_job_with_a_process_killed_ends_and_resumes_to_the_bytes_of_one_process(
+    tmp_path, wmt, capsys, rank, shards, signal_name
+):
+    """`score --checkpoint` on two processes, one of them killed when it starts a shard (SIGKILL: a lost peer;
+    SIGTERM: a scheduler's stop): the job ends on every process within a bounded time, leaving no output and
+    the finished shards; run again, it scores the rest and writes the bytes one process writes."""
+    n = 12  # 6 lines, 3 shards of 2, per process
+    for name, lines in {"c.txt": wmt["hyps_long"][:n], "r.txt": wmt["refs_long"][:n]}.items():
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out, folder = tmp_path / "scores.tsv", tmp_path / "ckpt"
+    args = ["score", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt"), "-m", MINILM, "--idf", "-s"]
+    args += ["--format", "tsv", "--no-progress"]
+    resumable = [*args, "--checkpoint", str(folder), "--shard-size", "2", "-o", str(out)]
+    start = time.monotonic()
+    killed = _torchrun(KILLED, str(rank), str(shards), signal_name, "--", *resumable)
+    assert killed.returncode != 0 and time.monotonic() - start < LAUNCH_TIMEOUT_S / 2, killed.stderr[-3000:]
+    frames = [line for line in killed.stderr.splitlines() if line.lstrip().startswith('File "')]
+    assert not [f for f in frames if "bertscore_tm" in f], killed.stderr[-3000:]  # torchrun's own report only
+    assert not out.exists()
+    assert len(list(folder.glob(f"rank{rank}-shard*.npy"))) == shards
+    resumed = _torchrun(KILLED, "-1", "0", "KILL", "--", *resumable)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert main(args) == 0  # one process, without a checkpoint
+    assert out.read_text(encoding="utf-8") == capsys.readouterr().out
+
+
+def test_a_lost_process_is_one_line_not_a_traceback(monkeypatch, capsys, tmp_path):
+    """What a process says when a collective fails because another process went away."""
+    import torch.distributed as dist
+
+    from bertscore_tm.cli import score
+
+    def lost(*args, **kwargs):
+        raise dist.DistBackendError("[gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:4321")
+
+    monkeypatch.setattr(score, "run", lost)
+    (tmp_path / "c.txt").write_text("a\n", encoding="utf-8")
+    assert main(["score", "-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "c.txt")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("bertscore-tm: error: another process of this torchrun job stopped") and err.count("\n") == 1
+    assert "Connection closed by peer" in err and "--checkpoint" in err
 
 
 def test_commands_that_do_not_split_refuse_several_processes(monkeypatch, capsys):

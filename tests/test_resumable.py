@@ -298,3 +298,46 @@ def test_shard_size_without_a_checkpoint_is_refused(capsys: pytest.CaptureFixtur
     code = main(["score", "-c", str(WMT / "hyps.txt"), "-r", str(WMT / "refs.txt"), "--shard-size", "5"])
     err = capsys.readouterr().err
     assert code == 2 and "--shard-size only matters with --checkpoint" in err and "Traceback" not in err
+
+
+# -- a stream of pairs, in the user's own loop ------------------------------------------------------------------
+def stream_of(texts: tuple[list[str], list[list[str]]]) -> list[tuple[str, list[str]]]:
+    return list(zip(*texts, strict=True))
+
+
+def test_a_stream_yields_the_metrics_scores_a_shard_at_a_time(plain, texts, tmp_path: Path) -> None:
+    metric, expected = plain
+    shards = list(resumable.score_stream(metric, iter(stream_of(texts)), tmp_path, shard_size=SHARD))
+    assert [len(s.f1) for s in shards] == [SHARD] * (PAIRS // SHARD)
+    for name in ("precision", "recall", "f1", "best_reference"):
+        assert torch.equal(torch.cat([getattr(s, name) for s in shards]), getattr(expected, name)), name
+
+
+def test_a_stream_resumes_after_an_interruption(plain, texts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loop stopped in its third shard and run again over the same pairs: the two finished shards are read
+    back, not scored, and every shard equals an uninterrupted loop's."""
+    metric, expected = plain
+    calls = failing_after(monkeypatch, 2)
+    got = []
+    with pytest.raises(KeyboardInterrupt):
+        for scores in resumable.score_stream(metric, stream_of(texts), tmp_path, shard_size=SHARD):
+            got.append(scores)
+    assert len(got) == 2 and len(calls) == 3
+    monkeypatch.undo()
+    calls = failing_after(monkeypatch, 99)
+    again = list(resumable.score_stream(metric, stream_of(texts), tmp_path, shard_size=SHARD))
+    assert len(calls) == PAIRS // SHARD - 2  # only the shards not finished before
+    assert torch.equal(torch.cat([s.f1 for s in again]), expected.f1)
+    assert torch.equal(torch.cat([s.f1 for s in got]), expected.f1[: 2 * SHARD])
+
+
+def test_a_stream_of_other_pairs_or_counted_idf_is_refused(plain, texts, tmp_path: Path) -> None:
+    metric, _ = plain
+    pairs = stream_of(texts)
+    list(resumable.score_stream(metric, pairs[:SHARD], tmp_path, shard_size=SHARD))
+    other = [(c + " Indeed.", r) for c, r in pairs]
+    with pytest.raises(CheckpointMismatchError, match="shard 0") as err:
+        next(resumable.score_stream(metric, other, tmp_path, shard_size=SHARD))
+    assert err.value.what == "texts"
+    with pytest.raises(ValueError, match="cannot count IDF over references it has not read yet"):
+        next(resumable.score_stream(BERTScore(MINILM, idf=True), pairs, tmp_path / "idf", shard_size=SHARD))

@@ -1,8 +1,9 @@
 """Resumable corpus runs: score a large corpus in shards, keeping each finished shard's scores in a checkpoint
 folder, so that a run killed at 90% (SIGTERM, pre-emption, an OOM kill) starts again where it stopped.
 
-`score_resumable` scores pairs (as :func:`bertscore_tm.score` does) and `pairwise_resumable` the rows of an
-all-pairs matrix (as ``BERTScore.pairwise``), a shard of ``shard_size`` inputs at a time. Each finished shard
+`score_resumable` scores pairs (as :func:`bertscore_tm.score` does), `score_stream` an iterable of pairs in a
+user's own loop, and `pairwise_resumable` the rows of an all-pairs matrix (as ``BERTScore.pairwise``), a shard
+of ``shard_size`` inputs at a time. Each finished shard
 goes to a small ``.npy`` file (float32 P, R, F and best reference: 16 bytes a pair), written atomically (a
 temporary file in the same folder, flushed, synced and moved onto its name), so a kill leaves a shard whole or
 absent and costs at most the shard under way. A manifest (JSON) names what the scores depend on: the setting
@@ -21,11 +22,12 @@ is refused. Docs: docs/corpus-scale.md ("Resumable runs").
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import tempfile
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -37,7 +39,7 @@ from torch import Tensor
 from bertscore_tm.arguments import SHARD_SIZE
 from bertscore_tm.distributed import gather, settings_digest
 from bertscore_tm.embedding import own_precision
-from bertscore_tm.errors import BERTScoreError, warn_user
+from bertscore_tm.errors import ArgumentValueError, BERTScoreError, warn_user
 from bertscore_tm.idf import document_frequency
 from bertscore_tm.launch import Processes
 from bertscore_tm.paired import PairTokens, match_pairs, weigh_pairs
@@ -170,6 +172,30 @@ class Checkpoint:
         path = self.shard_path(k)
         if not path.exists():
             return None
+        return self._read(path, rows)
+
+    def stream_path(self, k: int, digest: str) -> Path:
+        """The file of shard `k` of a stream, named with (the start of) the digest of its texts, since a stream's
+        manifest cannot list the texts of shards not yet read."""
+        return self.folder / f"rank{self.rank}-shard{k:06d}-{digest[:16]}.npy"
+
+    def load_stream(self, k: int, rows: int, digest: str) -> Tensor | None:
+        """Shard `k` of a stream, if finished and whole and made from texts of this `digest`; a shard `k` of
+        other texts is refused (`CheckpointMismatchError`)."""
+        found = sorted(self.folder.glob(f"rank{self.rank}-shard{k:06d}-*.npy"))
+        path = self.stream_path(k, digest)
+        if found and path not in found:
+            raise CheckpointMismatchError(
+                f"checkpoint {self.folder} was made from other inputs: shard {k} (pairs {k * rows} on, of process "
+                f"{self.rank}) holds other texts. Pass the same pairs in the same order to resume, or start in a "
+                "new folder.",
+                what="texts",
+                saved=found[0].stem.rsplit("-", 1)[-1],
+                given=digest[:16],
+            )
+        return self._read(path, rows) if path.exists() else None
+
+    def _read(self, path: Path, rows: int) -> Tensor | None:
         shape = (rows, *self.record["row_shape"])
         try:
             array = np.load(path, allow_pickle=False)
@@ -180,10 +206,10 @@ class Checkpoint:
             return None
         return torch.from_numpy(array)
 
-    def save(self, k: int, scores: Tensor) -> None:
-        """Keep shard `k`'s scores, atomically."""
+    def save(self, k: int, scores: Tensor, path: Path | None = None) -> None:
+        """Keep shard `k`'s scores (in `path`, default its `shard_path`), atomically."""
         array = scores.detach().cpu().contiguous().numpy()
-        write_atomically(self.shard_path(k), lambda fh: np.save(fh, array, allow_pickle=False))
+        write_atomically(path or self.shard_path(k), lambda fh: np.save(fh, array, allow_pickle=False))
 
     def run(self, ranges: list[tuple[int, int]], score: Callable[[int, int], Tensor]) -> Tensor:
         """Every shard's scores in order ([items, *row_shape]): those saved read back, the rest made by
@@ -221,7 +247,7 @@ def _read_manifest(path: Path) -> dict[str, Any] | None:
 #: The manifest's fields in the order they are compared, with what a difference in each means.
 _MEANINGS = {
     "format": "the checkpoint format (written by another version of bertscore-tm)",
-    "kind": "the kind of run (pairs or an all-pairs matrix)",
+    "kind": "the kind of run (pairs, a stream of pairs or an all-pairs matrix)",
     "world_size": "the number of processes",
     "hash_code": "the setting (model, layer, IDF, rescaling, ...)",
     "setting": "the setting (a value that changes scores but not the hash code)",
@@ -324,10 +350,58 @@ def score_resumable(
     return scores_of(per, scorer.all_layers, scorer.hash_code)
 
 
+def score_stream(
+    metric: Any,
+    pairs: Iterable[tuple[str, str | Sequence[str]]],
+    checkpoint_dir: str | os.PathLike[str],
+    shard_size: int = SHARD_SIZE,
+) -> Iterator[Scores]:
+    """Score an iterable of ``(candidate, reference or references)`` pairs a shard of `shard_size` pairs at a
+    time, yielding each shard's :class:`~bertscore_tm.results.Scores` in order and keeping them in
+    `checkpoint_dir`: a loop run again over the same pairs after a kill reads the finished shards back instead
+    of scoring them, so memory holds one shard however long the stream. The scores equal the metric's on the
+    same pairs bit for bit. IDF counted over the references is refused (every pair's weights would depend on
+    references not read yet): pass ``idf_texts`` or ``idf_weights`` to the metric, or use `score_resumable`.
+    Under torchrun each process passes its own pairs and keeps its own shards; nothing is gathered.
+    Docs: docs/corpus-scale.md ("Resumable runs").
+
+    >>> import tempfile
+    >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
+    >>> pairs = [("The cat sat on the mat.", "A cat was sitting on the mat."), ("Hi.", ["Hello.", "Hi there."])]
+    >>> [round(float(s.f1[0]), 4) for s in score_stream(BERTScore(PACKAGED_MINILM), pairs, tempfile.mkdtemp(), 1)]
+    [0.9183, 0.8819]
+    """
+    scorer, device = _scorer_and_device(metric)
+    verbose = bool(getattr(metric, "verbose", False))
+    _check_shard_size(shard_size)
+    if scorer.counts_idf:
+        raise ArgumentValueError(
+            "score_stream cannot count IDF over references it has not read yet: give the metric idf_texts or "
+            "idf_weights, or score a list of pairs with score_resumable",
+            argument="idf",
+            allowed="idf=False, or idf_texts / idf_weights",
+            value=True,
+        )
+    rank, world = job_place()
+    with own_precision(device):
+        scorer.follow(device)
+        weights = scorer.weights(device=device)
+    record = {"kind": "stream", **_setting_record(scorer), "rank": rank, "world_size": world}
+    record.update(shard_size=shard_size, dtype="float32", row_shape=[scorer.embedder.num_rows, 4])
+    checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
+    stream = iter(pairs)
+    for k, chunk in enumerate(iter(lambda: list(itertools.islice(stream, shard_size)), [])):
+        cands, groups = normalize_inputs([pair[0] for pair in chunk], [pair[1] for pair in chunk])
+        digest = texts_digest([*cands, *groups])
+        per = checkpoint.load_stream(k, len(cands), digest)
+        if per is None:
+            per = _pair_scores(scorer, cands, groups, weights, device, verbose).cpu()
+            checkpoint.save(k, per, checkpoint.stream_path(k, digest))
+        yield scores_of(per, scorer.all_layers, scorer.hash_code)
+
+
 def _check_shard_size(shard_size: int) -> None:
     if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
-        from bertscore_tm.errors import ArgumentValueError
-
         raise ArgumentValueError(
             f"shard_size must be a positive int, got {shard_size!r}",
             argument="shard_size",

@@ -12,12 +12,15 @@ from collections.abc import Sequence
 from bertscore_tm.cli import baseline, compare, explain, mbr, pairwise, score, show, tune_layers
 from bertscore_tm.cli.errors import (
     INTERRUPTED,
+    LOST_PROCESS,
     PROG,
     TERMINATED,
     USER_ERROR,
     Terminated,
     UsageError,
     error_line,
+    lost_process,
+    lost_process_line,
     show_warning,
     terminable,
 )
@@ -73,5 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reports_errors():  # under torchrun every process finds the mistake; rank 0 says it once
             print(error_line(err), file=sys.stderr)
         return USER_ERROR
+    except RuntimeError as err:  # a peer lost under torchrun is not a bug here: one line on each process
+        if not lost_process(err):
+            raise
+        print(lost_process_line(err), file=sys.stderr)
+        return LOST_PROCESS
     finally:
         warnings.showwarning = previous

@@ -18,8 +18,9 @@ from typing import TextIO
 from bertscore_tm.errors import BERTScoreError
 
 PROG = "bertscore-tm"
-#: Exit codes: a user error; SIGINT and SIGTERM (128 + the signal's number, as a shell reports them).
-USER_ERROR, INTERRUPTED, TERMINATED = 2, 130, 143
+#: Exit codes: a process of a torchrun job lost; a user error; SIGINT and SIGTERM (128 + the signal's number, as a
+#: shell reports them).
+LOST_PROCESS, USER_ERROR, INTERRUPTED, TERMINATED = 1, 2, 130, 143
 
 
 class UsageError(Exception):
@@ -59,6 +60,28 @@ def one_line(err: BaseException) -> str:
     'EOFError'
     """
     return " ".join((str(err) or type(err).__name__).split())
+
+
+def lost_process(err: BaseException) -> bool:
+    """Whether `err` is torch.distributed saying that another process of the job went away (killed, out of
+    memory, its node lost) or stopped answering within the collectives' timeout (`bertscore_tm.launch.TIMEOUT`).
+    torch is not imported for this: without it there is no process group either."""
+    distributed = sys.modules.get("torch.distributed")
+    kinds = tuple(getattr(distributed, name) for name in ("DistError",) if hasattr(distributed, name))
+    if kinds and isinstance(err, kinds):
+        return True
+    text = str(err)
+    return isinstance(err, RuntimeError) and any(
+        sign in text for sign in ("Connection closed by peer", "Connection reset by peer", "gloo/transport")
+    )
+
+
+def lost_process_line(err: BaseException) -> str:
+    """What a process of a job whose peer was lost says, instead of a traceback from inside the collective."""
+    return (
+        f"{PROG}: error: another process of this torchrun job stopped or stopped answering ({one_line(err)}); "
+        "nothing was written. Run the command again; with --checkpoint DIR only the unfinished shards are scored"
+    )
 
 
 def error_line(err: BaseException) -> str:
