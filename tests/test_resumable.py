@@ -341,3 +341,42 @@ def test_a_stream_of_other_pairs_or_counted_idf_is_refused(plain, texts, tmp_pat
     assert err.value.what == "texts"
     with pytest.raises(ValueError, match="cannot count IDF over references it has not read yet"):
         next(resumable.score_stream(BERTScore(MINILM, idf=True), pairs, tmp_path / "idf", shard_size=SHARD))
+
+
+def test_a_full_disk_stops_with_one_error_and_keeps_the_shards_before(
+    plain, texts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No space left while keeping the third shard: a `CheckpointWriteError` (a BERTScoreError) saying so, the
+    two shards before it whole; with space again, the run goes on from them to the uninterrupted scores."""
+    import errno
+
+    metric, expected = plain
+    real, writes = resumable.write_atomically, []
+
+    def full_disk(target: Path, write: object) -> None:
+        writes.append(target)
+        if len(writes) > 3:  # the manifest, then two shards
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(target, write)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(resumable, "write_atomically", full_disk)
+    with pytest.raises(resumable.CheckpointWriteError, match=r"No space left on device.*shards written before"):
+        score_resumable(metric, *texts, tmp_path, shard_size=SHARD)
+    assert len(list(tmp_path.glob("rank0-shard*.npy"))) == 2 and not list(tmp_path.glob(".*.tmp"))
+    monkeypatch.undo()
+    calls = failing_after(monkeypatch, 99)
+    assert_same(score_resumable(metric, *texts, tmp_path, shard_size=SHARD), expected)
+    assert len(calls) == PAIRS // SHARD - 2
+
+
+def test_an_unusable_checkpoint_folder_is_one_line_before_the_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    afile = tmp_path / "a-file"
+    afile.write_text("x", encoding="utf-8")
+    args = ["score", "-c", str(WMT / "hyps.txt"), "-r", str(WMT / "refs.txt"), "-m", MINILM]
+    assert main([*args, "--checkpoint", str(afile / "ckpt")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"bertscore-tm: error: cannot keep a checkpoint in {afile / 'ckpt'}: ") and err.count("\n") == 1
+    )

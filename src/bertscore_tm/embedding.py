@@ -271,11 +271,12 @@ class Embedder:
 
     @property
     def block_bytes(self) -> int:
-        """Working memory of a compute() for its table of token vectors, results and plan: 32 MiB on a CPU,
+        """Working memory of a compute() for its table of token vectors, results and plan: 64 MiB on a CPU,
         256 MiB on accelerators (where forward batches are eight times larger); that much per layer kept, up to
-        `BUDGET_LAYERS` layers, so that with all_layers a table holds about as many tokens as with one layer
-        (a table of few tokens means many part-filled forward batches, docs/performance.md)."""
-        per_layer = 32 << 20 if self.device.type == "cpu" else 256 << 20
+        `BUDGET_LAYERS` layers, so that with all_layers a table holds about as many tokens as with one layer.
+        A table of few tokens splits the texts of one length over many small forward batches, one per block
+        (docs/performance.md)."""
+        per_layer = 64 << 20 if self.device.type == "cpu" else 256 << 20
         return per_layer * min(self.num_rows, BUDGET_LAYERS)
 
     @property

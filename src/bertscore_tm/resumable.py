@@ -21,6 +21,7 @@ is refused. Docs: docs/corpus-scale.md ("Resumable runs").
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -60,6 +61,25 @@ class CheckpointMismatchError(BERTScoreError, ValueError):
     def __init__(self, message: str, *, what: str, saved: object, given: object) -> None:
         super().__init__(message, argument="checkpoint_dir")
         self.what, self.saved, self.given = what, saved, given
+
+
+class CheckpointWriteError(BERTScoreError, OSError):
+    """A checkpoint folder that cannot be made or written (no space left, no permission, not a folder): the
+    shards written before are kept, so free space (or fix the folder) and run again to go on from them."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, argument="checkpoint_dir")
+
+
+@contextlib.contextmanager
+def _writing(what: Path) -> Iterator[None]:
+    try:
+        yield
+    except OSError as err:
+        raise CheckpointWriteError(
+            f"cannot write the checkpoint's {what}: {err.strerror or err}. The shards written before are kept: "
+            "free space or fix the folder, then run again to go on from them."
+        ) from err
 
 
 def write_atomically(target: Path, write: Callable[[BinaryIO], object]) -> None:
@@ -135,7 +155,8 @@ class Checkpoint:
         """This process's checkpoint in `folder` (made if missing), checked against `record`; a new manifest is
         written where there is none."""
         path = Path(folder).expanduser()
-        path.mkdir(parents=True, exist_ok=True)
+        with _writing(path):
+            path.mkdir(parents=True, exist_ok=True)
         record = {"format": FORMAT, **record}
         this = cls(path, rank, record)
         this._check_world_size()
@@ -143,7 +164,8 @@ class Checkpoint:
         saved = _read_manifest(manifest)
         if saved is None:
             text = json.dumps(record, indent=1, sort_keys=True).encode("utf-8")
-            write_atomically(manifest, lambda fh: fh.write(text))
+            with _writing(manifest):
+                write_atomically(manifest, lambda fh: fh.write(text))
         else:
             _compare(path, saved, record)
         return this
@@ -209,7 +231,9 @@ class Checkpoint:
     def save(self, k: int, scores: Tensor, path: Path | None = None) -> None:
         """Keep shard `k`'s scores (in `path`, default its `shard_path`), atomically."""
         array = scores.detach().cpu().contiguous().numpy()
-        write_atomically(path or self.shard_path(k), lambda fh: np.save(fh, array, allow_pickle=False))
+        target = path or self.shard_path(k)
+        with _writing(target):
+            write_atomically(target, lambda fh: np.save(fh, array, allow_pickle=False))
 
     def run(self, ranges: list[tuple[int, int]], score: Callable[[int, int], Tensor]) -> Tensor:
         """Every shard's scores in order ([items, *row_shape]): those saved read back, the rest made by

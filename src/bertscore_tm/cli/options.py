@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from bertscore_tm.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES, SHARD_SIZE, default
@@ -183,9 +185,17 @@ def add_checkpoint_options(p: argparse.ArgumentParser, items: str) -> None:
 
 
 def shard_size(args: argparse.Namespace) -> int:
-    """--shard-size, checked before any model loads (it only matters with --checkpoint)."""
+    """--shard-size, checked before any model loads (it only matters with --checkpoint), and the --checkpoint
+    folder: made where missing, and one that takes new files (probed with a nameless temporary file)."""
     if args.shard_size is not None and args.checkpoint is None:
         raise UsageError("--shard-size only matters with --checkpoint DIR")
+    if args.checkpoint is not None:
+        folder = Path(args.checkpoint).expanduser()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tempfile.TemporaryFile(dir=folder).close()
+        except OSError as err:
+            raise UsageError(f"cannot keep a checkpoint in {args.checkpoint}: {err.strerror or err}") from None
     given = str(SHARD_SIZE) if args.shard_size is None else args.shard_size
     return _whole(given, "--shard-size", "inputs per checkpoint shard", 1)
 
