@@ -2,9 +2,9 @@
 a process once died now and then with SIGABRT, "terminate called without an active exception").
 
 Each launch is ``torchrun --standalone --nproc-per-node 2 -m bertscore_tm score ... --idf -s`` on CPU (gloo), as
-`tests/test_launch.py` runs it, with Python's faulthandler on so that an abort prints every thread's stack. The
-output of every launch is checked against the first one's (the same bytes); the stderr of any launch that fails
-is kept in the --keep folder. Prints one line per launch and a summary for benchmarks/RESULTS.md.
+`tests/integration/test_launch.py` runs it, with Python's faulthandler on so that an abort prints every thread's
+stack. The output of every launch is checked against the first one's (the same bytes); the stderr of any launch that
+fails is kept in the --keep folder. Prints one line per launch and a summary for benchmarks/RESULTS.md.
 
     python benchmarks/torchrun_launches.py                 # 50 launches
     python benchmarks/torchrun_launches.py --launches 5    # a quick look

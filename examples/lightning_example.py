@@ -18,7 +18,8 @@ validation pairs with that very encoder, in memory (``BERTScore(model=..., token
 epoch. The metric only looks at it: the encoder is this module's, trained by its optimizer and saved in its
 checkpoints, and the metric adds nothing to ``parameters()`` or ``state_dict()``.
 
-The tests (tests/test_lightning.py) train these very modules, on one process (both) and on two DDP processes.
+The tests (tests/integration/test_lightning.py) train these very modules, on one process (both) and on two
+DDP processes.
 
 Run:  python examples/lightning_example.py [--log-dir DIR] [--devices N] [--own-encoder]
 Then: tensorboard --logdir DIR

@@ -1,4 +1,5 @@
-"""Shared fixtures: the packaged MiniLM, the vendored WMT sample pairs, and the reference implementation."""
+"""Shared fixtures: the packaged MiniLM, the vendored WMT sample pairs, and the reference implementation. The tests
+are in unit/, cli/, integration/ and parity/ (docs/development.md, "Tests")."""
 
 from __future__ import annotations
 

@@ -500,7 +500,7 @@ FAMILIES: dict[str, Family] = {
 }
 
 
-#: Encoders newer than the reference (not in FAMILIES, which tests/test_architectures.py compares with it).
+#: Encoders newer than the reference (not in FAMILIES, which tests/parity/test_architectures.py compares with it).
 MODERN: dict[str, Family] = {
     f.name: f
     for f in (

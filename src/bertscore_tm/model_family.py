@@ -53,7 +53,7 @@ def model_config(path: Path | str) -> Any:
 #: Norms applied after the last block, by model type. For these models hidden_states[k] is block k's output
 #: before the norm for k < depth (only the last hidden state comes after it), so a model cut to k < depth blocks
 #: skips the norm: layer k is hidden_states[k] of the whole model, as for every other family. T5 is left out on
-#: purpose: the reference keeps its final_layer_norm at every layer (tests/test_architectures.py pins that).
+#: purpose: the reference keeps its final_layer_norm at every layer (tests/parity/test_architectures.py pins that).
 FINAL_NORMS = {"modernbert": "final_norm", "eurobert": "norm"}
 
 

@@ -38,7 +38,7 @@ Nothing here imports torch until a command runs, so ``--help`` answers at once.
 from __future__ import annotations
 
 from bertscore_tm.cli.app import build_parser, main
-from bertscore_tm.cli.devices import process_device as _process_device  # noqa: F401 (tests/test_launch.py)
+from bertscore_tm.cli.devices import process_device as _process_device  # noqa: F401 (tests/integration/test_launch.py)
 from bertscore_tm.cli.errors import PROG, UsageError
 from bertscore_tm.cli.inputs import STDIN, read_lines
 

@@ -1,5 +1,5 @@
 """Run several command lines in each process torchrun starts, in one process group (set up here once, so a
-test pays for one launch): ``python -m torch.distributed.run --nproc-per-node 2 tests/torchrun_jobs.py OUT
+test pays for one launch): ``python -m torch.distributed.run --nproc-per-node 2 tests/integration/torchrun_jobs.py OUT
 JOBS.json``, JOBS.json a list of argument lists. Rank 0's standard output of job i goes to OUT/i.out, every
 rank's exit code to OUT/i.rank<r>.rc."""
 

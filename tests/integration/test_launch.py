@@ -66,7 +66,8 @@ def _torchrun(*argv: str) -> subprocess.CompletedProcess[str]:
 
 def test_two_processes_write_exactly_what_one_process_writes(tmp_path, wmt, capsys):
     """score (through `-m bertscore_tm`, torchrun's own way), then score, compare and pairwise in one process
-    group (tests/torchrun_jobs.py: one launch for three jobs): rank 0 writes every digit one process writes."""
+    group (tests/integration/torchrun_jobs.py: one launch for three jobs): rank 0 writes every digit one
+    process writes."""
     # an odd number of lines, so the shards differ in size; two references per candidate; IDF over both shards
     n = 11
     files = {

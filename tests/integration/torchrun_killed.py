@@ -1,7 +1,7 @@
 """One process of a torchrun job killed part way: ``python -m torch.distributed.run --nproc-per-node 2
-tests/torchrun_killed.py RANK SHARDS SIGNAL -- bertscore-tm arguments...`` runs the command line in each process;
-the process of rank RANK sends itself SIGNAL (KILL or TERM) when it starts its shard number SHARDS + 1 (after
-SHARDS finished), a kill at a chosen point. RANK -1 kills none (the run to resume)."""
+tests/integration/torchrun_killed.py RANK SHARDS SIGNAL -- bertscore-tm arguments...`` runs the command line in each
+process; the process of rank RANK sends itself SIGNAL (KILL or TERM) when it starts its shard number SHARDS + 1
+(after SHARDS finished), a kill at a chosen point. RANK -1 kills none (the run to resume)."""
 
 from __future__ import annotations
 

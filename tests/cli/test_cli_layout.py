@@ -1,5 +1,5 @@
 """The command line stays a package of small parts: one module per command, each declaring its own options, the
-shared parts once each (the size limits, for the whole package, are tests/test_layout.py's)."""
+shared parts once each (the size limits, for the whole package, are tests/unit/test_layout.py's)."""
 
 from __future__ import annotations
 

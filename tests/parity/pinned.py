@@ -1,7 +1,7 @@
 """Scores of today's code, pinned across settings, so that restructuring the package cannot move them.
 
-`python tests/pinned.py` records them into `tests/data/pinned_scores.json` (done once, before the scoring core
-was restructured, from the code at 982c09c); `tests/test_pinned.py` recomputes every case and compares to 1e-6.
+`python tests/parity/pinned.py` records them into `tests/data/pinned_scores.json` (done once, before the scoring core
+was restructured, from the code at 982c09c); `tests/parity/test_pinned.py` recomputes every case and compares to 1e-6.
 Only public names are used, so the cases survive any move of the code behind them.
 """
 
@@ -18,7 +18,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WMT = REPO / "tests" / "data" / "wmt"
 PINNED = REPO / "tests" / "data" / "pinned_scores.json"
 #: WMT pairs: the 10 short ones and 6 of the long file (lines 200-205); two references each for some cases.

@@ -10,7 +10,7 @@
   each epoch's value is that epoch's weights, and the metric adds nothing to the module's parameters.
 
 The modules, data and trainer are those of examples/lightning_example.py (loaded from there, not copied).
-This file is also the script that the DDP test runs (`python tests/test_lightning.py DIR PORT`): Lightning's
+This file is also the script that the DDP test runs (`python tests/integration/test_lightning.py DIR PORT`): Lightning's
 "ddp" strategy starts the second rank by running the same command again.
 """
 
@@ -35,7 +35,7 @@ TOL = 1e-5
 LAYER = 5
 DDP_TIMEOUT_S = 300
 HERE = Path(__file__).resolve()
-WMT = HERE.parent / "data" / "wmt"
+WMT = HERE.parents[1] / "data" / "wmt"
 pytest.importorskip("lightning")
 pytest.importorskip("tensorboard")
 
@@ -51,7 +51,8 @@ STATES = (
     "indexes",
     "doc_freq",
     "num_refs",
-    "state_setting",  # two digests of the setting that made the ids and the similarities (tests/test_checkpoints.py)
+    # two digests of the setting that made the ids and the similarities (tests/unit/test_checkpoints.py)
+    "state_setting",
 )
 
 
@@ -61,7 +62,7 @@ STATES = (
 def _load_example():
     """examples/lightning_example.py as a module: the tests train the documented example itself."""
     spec = importlib.util.spec_from_file_location(
-        "lightning_example", HERE.parents[1] / "examples" / "lightning_example.py"
+        "lightning_example", HERE.parents[2] / "examples" / "lightning_example.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

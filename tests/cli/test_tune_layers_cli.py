@@ -13,8 +13,8 @@ import pytest
 
 from bertscore_tm import BERTScore
 from bertscore_tm.tuning import read_judgements, tune_layers
+from tests.cli.test_cli import no_model, one_line_error, run_main  # noqa: F401 (no_model is a fixture)
 from tests.conftest import MINILM, REPO
-from tests.test_cli import no_model, one_line_error, run_main  # noqa: F401 (no_model is a fixture)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 DATA = REPO / "tests" / "data" / "wmt17-da" / "da-seglevel-toen.tsv"

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-import pinned
+from tests.parity import pinned
 
 RECORDED = json.loads(pinned.PINNED.read_text(encoding="utf-8"))
 

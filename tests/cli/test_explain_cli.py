@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bertscore_tm import BERTScore
+from tests.cli.test_cli import api, one_line_error, run_main
 from tests.conftest import MINILM, WMT
-from tests.test_cli import api, one_line_error, run_main
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TOL = 1e-6
