@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.embedding import Embedder, TokenTexts
+from bertscore_tm.similarity import similarities
 
 
 def tile_size(rows: int, budget: int) -> int:
@@ -54,7 +55,7 @@ def match_in_tiles(c: Tensor, r: Tensor, c_best: Tensor, r_best: Tensor, budget:
         tile_c = _layers_first(c[a : a + side])
         for b in range(0, len(r), side):
             tile_r = _layers_first(r[b : b + side])
-            sim = torch.bmm(tile_c, tile_r.transpose(1, 2))  # [layers, tile c, tile r]
+            sim = similarities(tile_c, tile_r)  # [layers, tile c, tile r]
             best_c, best_r = c_best[a : a + side], r_best[b : b + side]
             best_c.copy_(torch.maximum(best_c, sim.amax(dim=2).T))
             best_r.copy_(torch.maximum(best_r, sim.amax(dim=1).T))

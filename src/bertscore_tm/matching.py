@@ -20,6 +20,7 @@ from torch import Tensor
 
 from bertscore_tm.embedding import Embedder, TokenTexts
 from bertscore_tm.longpairs import match_large_in_tiles, stream_matches
+from bertscore_tm.similarity import similarities
 
 
 def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:
@@ -346,7 +347,7 @@ def _match_block(
         if rows > 1:
             c = c.permute(2, 0, 1, 3).reshape(rows * len(idx), bc, -1)
             r = r.permute(2, 0, 1, 3).reshape(rows * len(idx), br, -1)
-        sim = torch.bmm(c, r.transpose(1, 2)).view(rows, len(idx), bc, br)
+        sim = similarities(c, r).view(rows, len(idx), bc, br)
         valid = cmask_d[:, :, None] & rmask_d[:, None, :]
         sim = sim.masked_fill(~valid, float("-inf"))
         best_c = sim.amax(dim=3)  # [rows, B, Lc]

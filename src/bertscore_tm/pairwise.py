@@ -7,13 +7,13 @@ length) of candidates against tiles of references: one product gives a tile pair
 [texts, tokens, texts, tokens], whose maxima over each side's tokens give every pair's best similarities.
 
 Memory: the side whose distinct texts hold fewer tokens is the *store*: its token vectors are embedded first
-and kept, float32 (they grow with min(N, M) texts, never with N x M). The other side *streams*: a couple of
-forward batches of its texts at a time are embedded, matched against every tile of the store and dropped.
-Where the stream's vectors fit a fixed budget (16 MiB on a CPU: a few hundred sentences), they are instead
-embedded in the same forward batches as the store's and kept until the store is complete: half as many,
-fuller forward passes. Tiles are sized so that one tile pair's similarities stay within a fixed budget (4 MiB
-on a CPU) and cut where the texts' lengths drop by a quarter (less padding to multiply), so beyond the store
-and the N x M outputs the working memory is bounded whatever N and M are.
+and kept, float32 (they grow with min(N, M) texts, never with N x M). The other side *streams*: a couple of forward
+batches of its texts at a time are embedded, matched against every tile of the store and dropped. Where the stream's
+vectors fit a fixed budget (half the embedder's working budget: a few hundred sentences), they are instead embedded
+in the same forward batches as the store's and kept until the store is complete: half as many, fuller forward
+passes. Tiles are sized so that one tile pair's similarities stay within a fixed budget (an eighth of the working
+budget) and cut where the texts' lengths drop by a quarter (less padding to multiply), so beyond the store and the N
+x M outputs the working memory is bounded whatever N and M are.
 
 Semantics are `matching.py`'s: padding never matches (each token vector carries two extra coordinates that
 make any similarity with a padding position -3, below every cosine, with no masking pass), the weighted sums

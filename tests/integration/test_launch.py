@@ -44,24 +44,15 @@ def _env() -> dict[str, str]:
 def _torchrun(*argv: str) -> subprocess.CompletedProcess[str]:
     """`torchrun --standalone --nproc-per-node 2 <argv>` in a clean offline environment, its output captured.
 
-    Launched again, once, where a process was killed by SIGABRT ("terminate called without an active
-    exception", a C++ thread torn down while running): on this 2-core machine rank 1 of the first test's
-    launch aborted so in 3 of about 20 launches (2026-11-22: 2 locally, 1 in CI), its cause not found; not
-    seen since in 12 launches of the score job alone, 27 of the three jobs (15 of them with both cores kept
-    busy) and 5 runs of this file. The processes run with Python's faulthandler on, so the next abort prints
-    where each thread was. Any other failure fails at once."""
+    Launched once. A process of the first test's launch used to die now and then with SIGABRT ("terminate
+    called without an active exception"), 3 of about 20 launches on 2026-11-22, and the test launched again;
+    not seen since in 94 launches (44 by hand, then 50 in a row by benchmarks/torchrun_launches.py on
+    2026-11-26, benchmarks/RESULTS.md), so the relaunch is gone. The processes run with Python's faulthandler
+    on: should it happen again, the failure shows every thread's stack."""
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-
-    def launch() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*launcher, *argv], capture_output=True, text=True, env=_env(), timeout=LAUNCH_TIMEOUT_S, check=False
-        )
-
-    proc = launch()
-    if proc.returncode != 0 and "(SIGABRT)" in proc.stderr:
-        print(f"torchrun: a process aborted (SIGABRT); launching again:\n{proc.stderr[-8000:]}", file=sys.stderr)
-        proc = launch()
-    return proc
+    return subprocess.run(
+        [*launcher, *argv], capture_output=True, text=True, env=_env(), timeout=LAUNCH_TIMEOUT_S, check=False
+    )
 
 
 def test_two_processes_write_exactly_what_one_process_writes(tmp_path, wmt, capsys):
