@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.baselines import baseline_rows, find_baseline, read_baseline, rescale
+from bertscore_tm.distinct import first_seen_ids
 from bertscore_tm.embedding import own_precision
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, BERTScoreError, warn_undefined
 from bertscore_tm.explain_tokens import TokenSpans, WordSpan, best_matches, token_spans, words_of
@@ -194,14 +195,11 @@ def _layer(scorer: Scorer, layer: int | None) -> tuple[int, int]:
 def _vectors(scorer: Scorer, seqs: Sequence[Tensor], row: int) -> list[Tensor]:
     """Each sequence's normalised vectors at the explained layer, as the engine makes them (each distinct text
     embedded once, long texts in windows where the setting has them, through the embedding cache if any)."""
-    first: dict[tuple[int, ...], int] = {}
-    index: list[int] = []
-    distinct: list[Tensor] = []
-    for seq in seqs:
-        n = first.setdefault(tuple(seq.tolist()), len(first))
-        if n == len(distinct):
-            distinct.append(seq)
-        index.append(n)
+    lens = torch.tensor([len(s) for s in seqs], dtype=torch.long)
+    flat = torch.cat(list(seqs)) if seqs else torch.zeros(0, dtype=torch.long)
+    which = torch.zeros(len(seqs), dtype=torch.uint8)
+    text_of, first = first_seen_ids((flat,), which, torch.cumsum(lens, 0) - lens, lens)
+    index, distinct = text_of.tolist(), [seqs[int(f)] for f in first]
     source = scorer.embedding_source()
     table = source.new_table(sum(len(s) for s in distinct))
     starts = source.embed_into(table, distinct)
