@@ -13,9 +13,8 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.arguments import LongTexts, validate_arguments
-from bertscore_tm.embedding import own_precision
 from bertscore_tm.errors import ArgumentValueError
-from bertscore_tm.paired import PairTokens, match_pairs, weigh_pairs
+from bertscore_tm.paired import score_texts
 from bertscore_tm.results import Scores, format_scores, scores_of
 from bertscore_tm.scorer import Scorer, build_scorer
 from bertscore_tm.tokenizing import normalize_inputs
@@ -120,15 +119,5 @@ def score_pairs(
 ) -> Scores:
     """Each candidate against its references (a list per candidate), with IDF (if counted) over these
     references: the paired engine from texts to per-pair scores, as the Metric's compute() runs it."""
-    refs = [r for group in groups for r in group]
-    with own_precision(device):
-        scorer.follow(device)
-        c_ids, c_lens, r_ids, r_lens = scorer.encoder.encode_pairs(cands, refs)  # one warning per kind
-        scorer.check_known_weights(torch.cat([c_ids, r_ids]))
-        counts = torch.tensor([len(g) for g in groups], dtype=torch.long)
-        pairs = PairTokens(c_ids, c_lens.long(), r_ids, r_lens.long(), counts)
-        matches = match_pairs(scorer, pairs, torch.ones(len(cands), dtype=torch.bool), verbose)
-        weights = scorer.reference_weights(r_ids, r_lens, len(refs)).to(device)
-        on = PairTokens(*(t.to(device) for t in (c_ids, pairs.cand_lens, r_ids, pairs.ref_lens, counts)))
-        scores = weigh_pairs(scorer, on, matches, weights)
+    scores = score_texts(scorer, cands, groups, device, verbose)
     return scores_of(scores, scorer.all_layers, scorer.hash_code)

@@ -4,7 +4,7 @@ Two stages, so that the Metric can stream: `match_pairs` embeds the distinct tex
 (candidate, reference) match, each token's best similarity (`TokenMatches`: the kept per-token best
 similarities, the one intermediate every later step reads); `weigh_pairs` turns those into per-candidate
 P/R/F with the setting's weights, the best reference and rescaling. The Metric keeps `TokenMatches` as state
-and weighs at compute(); the functional API runs both stages at once (`score_pairs`). Semantics:
+and weighs at compute(); the functional API runs both stages at once (`score_pairs`, `score_texts`). Semantics:
 docs/semantics.md.
 """
 
@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.distinct import first_seen_ids
-from bertscore_tm.embedding import TokenTexts
+from bertscore_tm.embedding import TokenTexts, own_precision
 from bertscore_tm.errors import warn_undefined
 from bertscore_tm.idf import without_documents
 from bertscore_tm.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
@@ -61,6 +61,32 @@ def match_pairs(scorer: Scorer, pairs: PairTokens, is_new: Tensor, verbose: bool
     with progress_bar(verbose, len(texts), "BERTScore: embedding", "text") as progress:
         cand_best, ref_best = greedy_match(scorer.embedding_source(), texts, match_cand, match_ref, progress=progress)
     return TokenMatches(cand_best, ref_best)
+
+
+def score_texts(
+    scorer: Scorer,
+    cands: list[str],
+    groups: list[list[str]],
+    device: torch.device,
+    verbose: bool,
+    weights: Tensor | None = None,
+) -> Tensor:
+    """Each candidate against its references (a list per candidate), from texts to P, R, F and best reference
+    ([pairs, rows, 4], as `weigh_pairs` gives them): tokenise, embed and match (`match_pairs`), weigh with
+    `weights` (on `device`) or, where None, the setting's own weights with IDF (if counted) over these
+    references. Both stages at once, as the functional API and resumable shards run them."""
+    refs = [r for group in groups for r in group]
+    with own_precision(device):
+        scorer.follow(device)
+        c_ids, c_lens, r_ids, r_lens = scorer.encoder.encode_pairs(cands, refs)  # one warning per kind
+        scorer.check_known_weights(torch.cat([c_ids, r_ids]))
+        counts = torch.tensor([len(g) for g in groups], dtype=torch.long)
+        pairs = PairTokens(c_ids, c_lens.long(), r_ids, r_lens.long(), counts)
+        matches = match_pairs(scorer, pairs, torch.ones(len(cands), dtype=torch.bool), verbose)
+        if weights is None:
+            weights = scorer.reference_weights(r_ids, r_lens, len(refs)).to(device)
+        on = PairTokens(*(t.to(device) for t in (c_ids, pairs.cand_lens, r_ids, pairs.ref_lens, counts)))
+        return weigh_pairs(scorer, on, matches, weights)
 
 
 def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weights: Tensor) -> Tensor:

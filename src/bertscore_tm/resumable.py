@@ -43,7 +43,7 @@ from bertscore_tm.embedding import own_precision
 from bertscore_tm.errors import ArgumentValueError, BERTScoreError, warn_user
 from bertscore_tm.idf import document_frequency
 from bertscore_tm.launch import Processes
-from bertscore_tm.paired import PairTokens, match_pairs, weigh_pairs
+from bertscore_tm.paired import score_texts
 from bertscore_tm.pairwise import pairwise_scores
 from bertscore_tm.results import Scores, scores_of
 from bertscore_tm.scorer import Scorer
@@ -366,7 +366,7 @@ def score_resumable(
     checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
 
     def score(lo: int, hi: int) -> Tensor:
-        return _pair_scores(scorer, cand_list[lo:hi], groups[lo:hi], weights, device, verbose)
+        return score_texts(scorer, cand_list[lo:hi], groups[lo:hi], device, verbose, weights)
 
     per = checkpoint.run(ranges, score)
     if world > 1:
@@ -419,7 +419,7 @@ def score_stream(
         digest = texts_digest([*cands, *groups])
         per = checkpoint.load_stream(k, len(cands), digest)
         if per is None:
-            per = _pair_scores(scorer, cands, groups, weights, device, verbose).cpu()
+            per = score_texts(scorer, cands, groups, device, verbose, weights).cpu()
             checkpoint.save(k, per, checkpoint.stream_path(k, digest))
         yield scores_of(per, scorer.all_layers, scorer.hash_code)
 
@@ -452,23 +452,6 @@ def _corpus_weights(scorer: Scorer, groups: list[list[str]], device: torch.devic
             doc_freq += document_frequency(ids, lens, scorer.vocab_size).cpu()
     digest = hashlib.sha256(doc_freq.numpy().tobytes() + len(refs).to_bytes(8, "little")).hexdigest()
     return scorer.weights(doc_freq.to(device), len(refs), device), digest
-
-
-def _pair_scores(
-    scorer: Scorer, cands: list[str], groups: list[list[str]], weights: Tensor, device: torch.device, verbose: bool
-) -> Tensor:
-    """One shard's P, R, F and best reference ([pairs, rows, 4], float32): the paired engine, as
-    `functional.score_pairs` runs it, with the corpus's `weights`."""
-    refs = [r for group in groups for r in group]
-    with own_precision(device):
-        scorer.follow(device)
-        c_ids, c_lens, r_ids, r_lens = scorer.encoder.encode_pairs(cands, refs)
-        scorer.check_known_weights(torch.cat([c_ids, r_ids]))
-        counts = torch.tensor([len(g) for g in groups], dtype=torch.long)
-        pairs = PairTokens(c_ids, c_lens.long(), r_ids, r_lens.long(), counts)
-        matches = match_pairs(scorer, pairs, torch.ones(len(cands), dtype=torch.bool), verbose)
-        on = PairTokens(*(t.to(device) for t in (c_ids, pairs.cand_lens, r_ids, pairs.ref_lens, counts)))
-        return weigh_pairs(scorer, on, matches, weights)
 
 
 def pairwise_resumable(

@@ -14,7 +14,7 @@ from bertscore_tm.cli import main
 
 
 def kill_at(shards: int, signum: int) -> None:
-    real, started = resumable._pair_scores, []
+    real, started = resumable.score_texts, []
 
     def scoring(*args, **kwargs):  # type: ignore[no-untyped-def]
         started.append(1)
@@ -22,7 +22,7 @@ def kill_at(shards: int, signum: int) -> None:
             os.kill(os.getpid(), signum)
         return real(*args, **kwargs)
 
-    resumable._pair_scores = scoring
+    resumable.score_texts = scoring
 
 
 if __name__ == "__main__":

@@ -67,7 +67,7 @@ def assert_same(a: object, b: object) -> None:
 def failing_after(monkeypatch: pytest.MonkeyPatch, k: int) -> list[int]:
     """Make the (k + 1)-th shard scored raise, as a kill inside the loop would stop it; returns the call log."""
     calls: list[int] = []
-    real = resumable._pair_scores
+    real = resumable.score_texts
 
     def scoring(*args: object, **kwargs: object) -> torch.Tensor:
         calls.append(1)
@@ -75,7 +75,7 @@ def failing_after(monkeypatch: pytest.MonkeyPatch, k: int) -> list[int]:
             raise KeyboardInterrupt("killed")
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(resumable, "_pair_scores", scoring)
+    monkeypatch.setattr(resumable, "score_texts", scoring)
     return calls
 
 
@@ -157,12 +157,12 @@ from bertscore_tm import BERTScore, resumable
 torch.set_num_threads(1)
 cands, refs = (open(p, encoding="utf-8").read().splitlines()[:{pairs}] for p in sys.argv[1:3])
 folder = sys.argv[3]
-real = resumable._pair_scores
+real = resumable.score_texts
 def slow(*args, **kwargs):  # the scores are the real ones; the pause gives the test time to kill mid-run
     out = real(*args, **kwargs)
     time.sleep(0.3)
     return out
-resumable._pair_scores = slow
+resumable.score_texts = slow
 resumable.score_resumable(BERTScore("{model}", idf=True), cands, refs, folder, shard_size={shard})
 print("finished")
 """
@@ -236,7 +236,7 @@ def test_pairwise_cli_resumes_to_the_same_bytes(tmp_path: Path, monkeypatch: pyt
 
 def interrupted_then_resumed(argv: list[str], monkeypatch: pytest.MonkeyPatch, shards_first: int) -> str:
     """`argv` stopped (as a kill would) after `shards_first` shards are scored, then run again: its output."""
-    real, calls = resumable._pair_scores, []
+    real, calls = resumable.score_texts, []
 
     def failing(*args: object, **kwargs: object) -> torch.Tensor:
         calls.append(1)
@@ -244,9 +244,9 @@ def interrupted_then_resumed(argv: list[str], monkeypatch: pytest.MonkeyPatch, s
             raise KeyboardInterrupt
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(resumable, "_pair_scores", failing)
+    monkeypatch.setattr(resumable, "score_texts", failing)
     assert run_cli(argv)[0] == 130
-    monkeypatch.setattr(resumable, "_pair_scores", real)
+    monkeypatch.setattr(resumable, "score_texts", real)
     code, out = run_cli(argv)
     assert code == 0 and len(calls) == shards_first + 1
     return out
