@@ -66,9 +66,8 @@ def lost_process(err: BaseException) -> bool:
     """Whether `err` is torch.distributed saying that another process of the job went away (killed, out of
     memory, its node lost) or stopped answering within the collectives' timeout (`bertscore_tm.launch.TIMEOUT`).
     torch is not imported for this: without it there is no process group either."""
-    distributed = sys.modules.get("torch.distributed")
-    kinds = tuple(getattr(distributed, name) for name in ("DistError",) if hasattr(distributed, name))
-    if kinds and isinstance(err, kinds):
+    dist_error = getattr(sys.modules.get("torch.distributed"), "DistError", None)
+    if dist_error is not None and isinstance(err, dist_error):
         return True
     text = str(err)
     return isinstance(err, RuntimeError) and any(
