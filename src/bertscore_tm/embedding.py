@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from bertscore_tm.errors import DeviceMemoryError, warn_user
+from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
 from bertscore_tm.packing import can_pack, packed_forward, packs
 from bertscore_tm.prepacked_linear import PrepackedLinears
 from bertscore_tm.windows import WindowRule, piece_ids, plan_pieces
@@ -481,9 +481,23 @@ class Embedder:
         self.max_tokens = max(longest, self.max_tokens // 2)
 
     def new_table(self, rows: int) -> Tensor:
-        """An uninitialised float32 table for `rows` token vectors on the model's device."""
+        """An uninitialised float32 table for `rows` token vectors on the model's device; where the accelerator
+        has no room for it, a `TableMemoryError` saying how large it was."""
         shape = (rows, self.num_rows, self.hidden_size) if self.all_layers else (rows, self.hidden_size)
-        return torch.empty(shape, dtype=torch.float32, device=self.device)
+        try:
+            return torch.empty(shape, dtype=torch.float32, device=self.device)
+        except Exception as err:
+            if not _out_of_memory(err):
+                raise
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        mib = rows * self.num_rows * self.hidden_size * 4 / 2**20
+        raise TableMemoryError(
+            f"The memory of {self.device} has no room for the token vectors of {rows} tokens ({mib:.0f} MiB) "
+            "that this call needs at once. Score fewer texts per call, free memory on the device, or score on the "
+            "CPU.",
+            tokens=rows,
+        )
 
     def embed(self, seqs: Sequence[Tensor], progress: object | None = None) -> tuple[Tensor, Tensor]:
         """All sequences' vectors packed end to end: ([sum of lengths, D] or [.., layers, D], float32,

@@ -107,6 +107,11 @@ class DeviceMemoryError(BERTScoreError, MemoryError):
         self.tokens = tokens
 
 
+class TableMemoryError(DeviceMemoryError):
+    """The accelerator has no room for a table of token vectors (`Embedder.new_table`); `tokens` is its rows.
+    Matching plans again with a smaller table where it can (`matching.greedy_match`)."""
+
+
 class BaselineNotFoundError(BERTScoreError, FileNotFoundError):
     """No rescale baseline for this model and language, or the baseline file given does not exist."""
 

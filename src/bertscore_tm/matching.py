@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.embedding import Embedder, TokenTexts
+from bertscore_tm.errors import DeviceMemoryError, warn_user
 from bertscore_tm.longpairs import match_large_in_tiles, stream_matches
 from bertscore_tm.similarity import similarities
 
@@ -169,19 +170,41 @@ def greedy_match(
     state, until the table would hold less than two full forward batches; it never gets smaller than that.
     A text a later block needs again is kept aside (and only such texts), so each distinct text is embedded
     once. Matching batches hold at most `gather_budget` gathered vector elements.
+
+    Where the accelerator has no room for the table, or for one text's forward pass beside it, the plan is made
+    again with half the budget (smaller blocks), for as long as that makes the table smaller, with one warning.
     """
-    plan = plan_matches(
-        texts,
-        match_cand,
-        match_ref,
-        rows=embedder.num_rows,
-        row_bytes=4 * embedder.num_rows * embedder.hidden_size,
-        budget_bytes=embedder.block_bytes if block_bytes is None else block_bytes,
-        min_block_tokens=max(512, 2 * embedder.max_tokens),
-        plan_in_budget=embedder.device.type == "cpu",
-        long_texts=embedder.windows is not None,
-    )
-    return run_plan(embedder, texts, match_cand, match_ref, plan, gather_budget=gather_budget, progress=progress)
+    first = budget = embedder.block_bytes if block_bytes is None else block_bytes
+    tokens = embedder.max_tokens
+    lost: DeviceMemoryError | None = None  # the last plan's error, and its table's rows
+    capacity = 0
+    while True:
+        plan = plan_matches(
+            texts,
+            match_cand,
+            match_ref,
+            rows=embedder.num_rows,
+            row_bytes=4 * embedder.num_rows * embedder.hidden_size,
+            budget_bytes=budget,
+            min_block_tokens=max(512, 2 * embedder.max_tokens),
+            plan_in_budget=embedder.device.type == "cpu",
+            long_texts=embedder.windows is not None,
+        )
+        if lost is not None and plan.capacity >= capacity:  # a smaller budget no longer shrinks the table
+            raise lost
+        try:
+            best = run_plan(embedder, texts, match_cand, match_ref, plan, gather_budget, progress)
+        except DeviceMemoryError as err:  # the work of this plan is dropped; the next starts from the first block
+            lost, capacity, budget = err, plan.capacity, budget // 2
+            embedder.max_tokens = tokens  # the forward passes beside a smaller table may fit in larger batches
+            continue
+        if budget != first:
+            warn_user(
+                f"The memory of {embedder.device} could not hold the table of token vectors of a {first >> 20} MiB "
+                f"working budget together with the forward passes; it went on with {budget >> 20} MiB (smaller "
+                "blocks; the same scores, to the last float32 bit of an accelerator's products: docs/semantics.md)."
+            )
+        return best
 
 
 def run_plan(

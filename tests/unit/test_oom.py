@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore
+from bertscore_tm.embedding import Embedder
 from bertscore_tm.errors import DeviceMemoryError
 from tests.conftest import MINILM
 
@@ -69,3 +70,73 @@ def test_other_errors_of_a_forward_pass_are_not_taken_for_memory(wmt):
     metric.update(["A cat."], ["A dog."])
     with pytest.raises(RuntimeError, match="shape mismatch"):
         metric.compute()
+
+
+SMALLER_TABLE = r"table of token vectors of a 16 MiB working budget .*; it went on with 8 MiB"
+
+
+def _tables_above(limit: int, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
+    """Make every float32 table of more than `limit` rows run out of memory; returns the shapes asked for."""
+    empty, asked = torch.empty, []
+
+    def fake_empty(*args, **kwargs):
+        if args and isinstance(args[0], tuple) and kwargs.get("dtype") is torch.float32:
+            asked.append(args[0])
+            if args[0][0] > limit:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 MiB")
+        return empty(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "empty", fake_empty)
+    return asked
+
+
+def test_a_table_without_room_is_planned_again_smaller_with_the_same_scores(wmt, monkeypatch):
+    # a 16 MiB working budget: 400 long WMT pairs (18,000 tokens) take two blocks of about 10,900 rows
+    monkeypatch.setattr(Embedder, "block_bytes", property(lambda self: 16 << 20))
+    cands, refs = wmt["hyps_long"][:400], wmt["refs_long"][:400]
+    plain = BERTScore(MINILM)
+    plain.update(cands, refs)
+    want = plain.compute()
+    metric = BERTScore(MINILM)
+    metric.update(cands, refs)
+    asked = _tables_above(8000, monkeypatch)
+    with pytest.warns(UserWarning, match=SMALLER_TABLE):
+        got = metric.compute()
+    for key in ("precision", "recall", "f1"):
+        assert torch.equal(got[key], want[key]), key
+    assert asked[0][0] > 8000 and any(rows <= 8000 for rows, *_ in asked)
+
+
+def test_a_table_that_fits_in_no_plan_is_a_clear_error_naming_its_size(monkeypatch):
+    metric = BERTScore(MINILM)
+    metric.update(["A cat sat on the mat."], ["The cat was on the mat."])
+    _tables_above(3, monkeypatch)
+    with pytest.raises(DeviceMemoryError, match=r"has no room for the token vectors of \d+ tokens \(\d+ MiB\)") as err:
+        metric.compute()
+    assert err.value.tokens > 3
+
+
+def test_a_text_that_fits_only_beside_a_smaller_table_is_planned_again(wmt, monkeypatch):
+    # the forward passes run out of memory while the table has more than 8000 rows, whatever their size
+    monkeypatch.setattr(Embedder, "block_bytes", property(lambda self: 16 << 20))
+    cands, refs = wmt["hyps_long"][:400], wmt["refs_long"][:400]
+    plain = BERTScore(MINILM)
+    plain.update(cands, refs)
+    want = plain.compute()
+    metric = BERTScore(MINILM)
+    metric.update(cands, refs)
+    asked = _tables_above(10**9, monkeypatch)
+    _failing_above(metric, limit=10**9)
+    real = metric.embedder.embed_rows
+
+    def embed_rows(seqs):
+        if asked[-1][0] > 8000:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 MiB")
+        return real(seqs)
+
+    metric.embedder.embed_rows = embed_rows  # type: ignore[method-assign]
+    with pytest.warns(UserWarning, match=SMALLER_TABLE):
+        got = metric.compute()
+    for key in ("precision", "recall", "f1"):
+        assert torch.equal(got[key], want[key]), key
+    assert metric.embedder.max_tokens == 2048  # the forward budget as before: it fit beside the smaller table
