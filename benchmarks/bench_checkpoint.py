@@ -9,6 +9,7 @@ its texts and one small file, so the ratio does not grow with the corpus.
 
     python benchmarks/bench_checkpoint.py                          # 3,003 lines, 3 rounds
     python benchmarks/bench_checkpoint.py --lines 1000 --rounds 2  # a quick run
+    python benchmarks/bench_checkpoint.py --lines 30030 --shard-size 10000 --rounds 2  # lines past 3,003: repeats
 
 Texts: `tests/data/wmt/hyps_long.txt` and `refs_long.txt`. Docs: docs/corpus-scale.md ("Resumable runs").
 """
@@ -30,18 +31,33 @@ DATA = HERE.parent / "tests" / "data" / "wmt"
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from bertscore_tm import PACKAGED_MINILM, BERTScore  # noqa: E402
+from bertscore_tm.arguments import SHARD_SIZE  # noqa: E402
 from bertscore_tm.resumable import score_resumable  # noqa: E402
 
 
 def _lines(name: str, n: int) -> list[str]:
-    return (DATA / name).read_text(encoding="utf-8").splitlines()[:n]
+    """The file's first n lines; past its end, its lines again, each ending in " (k)" for the k-th repeat, so that
+    every text is distinct (repeated texts would be embedded once, which flatters the run without shards)."""
+    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
+    return [lines[i % len(lines)] + (f" ({i // len(lines)})" if i >= len(lines) else "") for i in range(n)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lines", type=int, default=3003, help="pairs scored (default: 3003, the whole files)")
+    parser.add_argument(
+        "--lines",
+        type=int,
+        default=3003,
+        help="pairs scored (default: 3003, the whole files; more repeat them, each made distinct)",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the two runs taking turns (default: 3)")
-    parser.add_argument("--shard-size", type=int, default=1000, help="pairs per shard (default: 1000)")
+    parser.add_argument("--shard-size", type=int, default=SHARD_SIZE, help=f"pairs per shard (default: {SHARD_SIZE})")
+    parser.add_argument(
+        "--first",
+        choices=("plain", "checkpoint"),
+        default="plain",
+        help="the run that goes first in odd rounds (a process's first long run tends to be the slower)",
+    )
     parser.add_argument("--idf", action="store_true", help="with IDF counted over the references")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args()
@@ -55,7 +71,8 @@ def main() -> None:
     for round_ in range(args.rounds):
         times: dict[str, float] = {}
         # the two runs take turns, the first of each round alternating, so neither always runs on a warmer machine
-        for run in ("plain", "checkpoint") if round_ % 2 == 0 else ("checkpoint", "plain"):
+        order = ("plain", "checkpoint") if args.first == "plain" else ("checkpoint", "plain")
+        for run in order if round_ % 2 == 0 else order[::-1]:
             start, cpu = time.perf_counter(), time.process_time()
             if run == "plain":
                 metric.reset()

@@ -55,9 +55,14 @@ OUTPUTS: tuple[str, ...] = get_args(OutputName)
 #: The usual 1000 to 10,000 are far below it; the smallest p-value is then about 1e-6.
 MAX_RESAMPLES = 1_000_000
 
-#: Inputs (pairs, or matrix rows) per shard of a resumable run by default (`bertscore_tm.resumable`, and
-#: ``--shard-size`` on the command line): a kill loses at most one shard's work.
-SHARD_SIZE = 1000
+#: Pairs (or lines per system) per shard of a resumable run by default (`score_resumable`, `score_stream`,
+#: ``score``/``compare --shard-size``): a kill loses at most one shard's work. Shards of 10,000 pairs plan their
+#: forward batches as fully as a run without a checkpoint; shards of 1,000 cost about 5% more time
+#: (docs/corpus-scale.md, "What a checkpoint costs").
+SHARD_SIZE = 10_000
+#: Candidates (matrix rows) per shard of a resumable all-pairs run by default (`pairwise_resumable`,
+#: ``pairwise --shard-size``): each row is scored against every reference, so a row is much more work than a pair.
+ROW_SHARD_SIZE = 1000
 
 
 @dataclass(frozen=True)

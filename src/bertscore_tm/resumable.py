@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bertscore_tm.arguments import SHARD_SIZE
+from bertscore_tm.arguments import ROW_SHARD_SIZE, SHARD_SIZE
 from bertscore_tm.distributed import gather, settings_digest
 from bertscore_tm.embedding import own_precision
 from bertscore_tm.errors import ArgumentValueError, BERTScoreError, warn_user
@@ -459,7 +459,7 @@ def pairwise_resumable(
     cands: Sequence[str],
     refs: Sequence[str],
     checkpoint_dir: str | os.PathLike[str],
-    shard_size: int = SHARD_SIZE,
+    shard_size: int = ROW_SHARD_SIZE,
 ) -> Tensor:
     """Every candidate against every reference as ``metric.pairwise`` scores them, stacked P, R, F ([3, N, M];
     [3, L + 1, N, M] with all_layers), keeping each finished shard of `shard_size` candidate rows in

@@ -5,6 +5,7 @@ texts or another setting is refused, naming what differs; a torn shard is scored
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import os
@@ -380,3 +381,14 @@ def test_an_unusable_checkpoint_folder_is_one_line_before_the_model_loads(
     assert (
         err.startswith(f"bertscore-tm: error: cannot keep a checkpoint in {afile / 'ckpt'}: ") and err.count("\n") == 1
     )
+
+
+def test_shards_hold_10000_pairs_and_1000_matrix_rows_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    # a pair shard as large as the command line's chunks of lines plans full batches (docs/corpus-scale.md); a
+    # matrix row is scored against every reference, so its shards are smaller
+    for command, default in (("score", "10,000"), ("compare", "10,000"), ("pairwise", "1,000")):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert f"per checkpoint shard (default: {default})" in " ".join(capsys.readouterr().out.split()), command
+    assert inspect.signature(score_resumable).parameters["shard_size"].default == 10_000
+    assert inspect.signature(resumable.pairwise_resumable).parameters["shard_size"].default == 1000

@@ -165,9 +165,11 @@ def add_resampling_options(p: argparse.ArgumentParser, confidence: str | None) -
     )
 
 
-def add_checkpoint_options(p: argparse.ArgumentParser, items: str) -> None:
-    """--checkpoint DIR and --shard-size N: keep each finished shard of `items` in DIR, so that the same command
-    run again after a kill scores only what is missing (`bertscore_tm.resumable`, docs/corpus-scale.md)."""
+def add_checkpoint_options(p: argparse.ArgumentParser, items: str, default: int = SHARD_SIZE) -> None:
+    """--checkpoint DIR and --shard-size N (`default` of them): keep each finished shard of `items` in DIR, so
+    that the same command run again after a kill scores only what is missing (`bertscore_tm.resumable`,
+    docs/corpus-scale.md)."""
+    p.set_defaults(shard_default=default)
     p.add_argument(
         "--checkpoint",
         default=None,
@@ -180,7 +182,7 @@ def add_checkpoint_options(p: argparse.ArgumentParser, items: str) -> None:
         "--shard-size",
         default=None,
         metavar="N",
-        help=f"{items} per checkpoint shard (default: {SHARD_SIZE}): an interruption loses at most one shard's work",
+        help=f"{items} per checkpoint shard (default: {default:,}): an interruption loses at most one shard's work",
     )
 
 
@@ -196,7 +198,7 @@ def shard_size(args: argparse.Namespace) -> int:
             tempfile.TemporaryFile(dir=folder).close()
         except OSError as err:
             raise UsageError(f"cannot keep a checkpoint in {args.checkpoint}: {err.strerror or err}") from None
-    given = str(SHARD_SIZE) if args.shard_size is None else args.shard_size
+    given = str(args.shard_default) if args.shard_size is None else args.shard_size
     return _whole(given, "--shard-size", "inputs per checkpoint shard", 1)
 
 

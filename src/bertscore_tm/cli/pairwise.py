@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from bertscore_tm.arguments import ROW_SHARD_SIZE
 from bertscore_tm.cli import inputs, metrics, options, outputs
 from bertscore_tm.cli.options import Once
 from bertscore_tm.launch import processes
@@ -41,7 +42,7 @@ def add_parser(sub: Any) -> None:
     a.add_argument("--format", choices=("tsv", "json"), default="tsv", help="output format (default: tsv)")
     options.add_long_text_options(a)
     options.add_run_options(a)
-    options.add_checkpoint_options(a, "candidate rows")
+    options.add_checkpoint_options(a, "candidate rows", ROW_SHARD_SIZE)
     a.set_defaults(run=run)
 
 
