@@ -90,20 +90,28 @@ def _tables_above(limit: int, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int
     return asked
 
 
-def test_a_table_without_room_is_planned_again_smaller_with_the_same_scores(wmt, monkeypatch):
-    # a 16 MiB working budget: 400 long WMT pairs (18,000 tokens) take two blocks of about 10,900 rows
+@pytest.fixture
+def two_blocks(wmt, monkeypatch):
+    """A 16 MiB working budget, in which 400 long WMT pairs (18,000 tokens) take two blocks of about 10,900 rows:
+    the scores of a run with room enough, and a metric updated with the same pairs."""
     monkeypatch.setattr(Embedder, "block_bytes", property(lambda self: 16 << 20))
     cands, refs = wmt["hyps_long"][:400], wmt["refs_long"][:400]
-    plain = BERTScore(MINILM)
+    plain, metric = BERTScore(MINILM), BERTScore(MINILM)
     plain.update(cands, refs)
-    want = plain.compute()
-    metric = BERTScore(MINILM)
     metric.update(cands, refs)
-    asked = _tables_above(8000, monkeypatch)
-    with pytest.warns(UserWarning, match=SMALLER_TABLE):
-        got = metric.compute()
+    return plain.compute(), metric
+
+
+def _same_scores(got: dict, want: dict) -> None:
     for key in ("precision", "recall", "f1"):
         assert torch.equal(got[key], want[key]), key
+
+
+def test_a_table_without_room_is_planned_again_smaller_with_the_same_scores(two_blocks, monkeypatch):
+    want, metric = two_blocks
+    asked = _tables_above(8000, monkeypatch)
+    with pytest.warns(UserWarning, match=SMALLER_TABLE):
+        _same_scores(metric.compute(), want)
     assert asked[0][0] > 8000 and any(rows <= 8000 for rows, *_ in asked)
 
 
@@ -116,17 +124,10 @@ def test_a_table_that_fits_in_no_plan_is_a_clear_error_naming_its_size(monkeypat
     assert err.value.tokens > 3
 
 
-def test_a_text_that_fits_only_beside_a_smaller_table_is_planned_again(wmt, monkeypatch):
+def test_a_text_that_fits_only_beside_a_smaller_table_is_planned_again(two_blocks, monkeypatch):
     # the forward passes run out of memory while the table has more than 8000 rows, whatever their size
-    monkeypatch.setattr(Embedder, "block_bytes", property(lambda self: 16 << 20))
-    cands, refs = wmt["hyps_long"][:400], wmt["refs_long"][:400]
-    plain = BERTScore(MINILM)
-    plain.update(cands, refs)
-    want = plain.compute()
-    metric = BERTScore(MINILM)
-    metric.update(cands, refs)
+    want, metric = two_blocks
     asked = _tables_above(10**9, monkeypatch)
-    _failing_above(metric, limit=10**9)
     real = metric.embedder.embed_rows
 
     def embed_rows(seqs):
@@ -136,7 +137,5 @@ def test_a_text_that_fits_only_beside_a_smaller_table_is_planned_again(wmt, monk
 
     metric.embedder.embed_rows = embed_rows  # type: ignore[method-assign]
     with pytest.warns(UserWarning, match=SMALLER_TABLE):
-        got = metric.compute()
-    for key in ("precision", "recall", "f1"):
-        assert torch.equal(got[key], want[key]), key
+        _same_scores(metric.compute(), want)
     assert metric.embedder.max_tokens == 2048  # the forward budget as before: it fit beside the smaller table
