@@ -466,11 +466,16 @@ class Embedder:
             )
         return starts
 
+    def _drop_cached_memory(self) -> None:
+        """After an out-of-memory error on CUDA: hand the allocator's cached, unused blocks back, so that the
+        next try (a smaller batch or table) sees all the memory that is free."""
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
     def _halve_budget(self, longest: int) -> None:
         """After an out-of-memory error: half the token budget, or, where one text of `longest` tokens already
         ran alone, a clear error naming its length."""
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
+        self._drop_cached_memory()
         if self.max_tokens <= longest:
             raise DeviceMemoryError(
                 f"One text of {longest} tokens does not fit in the memory of {self.device} even alone. Score it in "
@@ -489,8 +494,7 @@ class Embedder:
         except Exception as err:
             if not _out_of_memory(err):
                 raise
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
+        self._drop_cached_memory()
         mib = rows * self.num_rows * self.hidden_size * 4 / 2**20
         raise TableMemoryError(
             f"The memory of {self.device} has no room for the token vectors of {rows} tokens ({mib:.0f} MiB) "

@@ -176,8 +176,8 @@ def greedy_match(
     """
     first = budget = embedder.block_bytes if block_bytes is None else block_bytes
     tokens = embedder.max_tokens
-    lost: DeviceMemoryError | None = None  # the last plan's error, and its table's rows
-    capacity = 0
+    lost: DeviceMemoryError | None = None  # the error of the last plan that ran out of memory
+    capacity = 0  # that plan's table rows
     while True:
         plan = plan_matches(
             texts,
