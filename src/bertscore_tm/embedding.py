@@ -181,11 +181,21 @@ def _out_of_memory(err: BaseException) -> bool:
     return isinstance(err, kinds) or (isinstance(err, RuntimeError) and "out of memory" in str(err).lower())
 
 
-def _normalised(hidden: Tensor) -> Tensor:
+def _normalised(hidden: Tensor, out: Tensor | None = None) -> Tensor:
     """Token vectors in float32, each divided by its L2 norm: one formula for packed passes and batches alike,
-    so both give the same bits."""
+    so both give the same bits. `out` (float32, of `hidden`'s shape, any strides) receives them where given."""
     hidden = hidden.float()
-    return hidden / hidden.norm(dim=-1, keepdim=True)
+    return torch.div(hidden, hidden.norm(dim=-1, keepdim=True), out=out)
+
+
+def _normalised_layers(states: Sequence[Tensor], count: int) -> Tensor:
+    """Every layer's vectors of the first `count` rows of a batch, normalised (`_normalised`) straight into
+    one [count, T, layers, D] float32 tensor: no stacked copy of the hidden states is made first."""
+    first = states[0]
+    hidden = torch.empty((count, first.shape[1], len(states), first.shape[-1]), device=first.device)
+    for layer, state in enumerate(states):
+        _normalised(state[:count], out=hidden[:, :, layer])
+    return hidden
 
 
 def table_rows(table: Tensor, lengths: Sequence[int]) -> list[int]:
@@ -364,8 +374,7 @@ class Embedder:
         ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
         with torch.inference_mode(), self._autocast(), self._linears():
             out = self._forward()(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
-            hidden = torch.stack(tuple(out.hidden_states), dim=2) if self.all_layers else out[0]
-            hidden = _normalised(hidden[:count])
+            hidden = _normalised_layers(out.hidden_states, count) if self.all_layers else _normalised(out[0][:count])
         self.rows_embedded += count
         return hidden
 
