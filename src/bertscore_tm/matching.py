@@ -367,10 +367,11 @@ def _match_block(
         cmask_d, rmask_d = cmask.to(device), rmask.to(device)
         c = table[cgather.to(device)]  # [B, Lc, (rows,) D]
         r = table[rgather.to(device)]
-        if rows > 1:
-            c = c.permute(2, 0, 1, 3).reshape(rows * len(idx), bc, -1)
-            r = r.permute(2, 0, 1, 3).reshape(rows * len(idx), br, -1)
-        sim = similarities(c, r).view(rows, len(idx), bc, br)
+        if rows > 1:  # [rows, B, L, D], as views: similarities() makes them contiguous as it converts them
+            c, r = c.permute(2, 0, 1, 3), r.permute(2, 0, 1, 3)
+        else:
+            c, r = c[None], r[None]
+        sim = similarities(c, r)  # [rows, B, Lc, Lr]
         valid = cmask_d[:, :, None] & rmask_d[:, None, :]
         sim = sim.masked_fill(~valid, float("-inf"))
         best_c = sim.amax(dim=3)  # [rows, B, Lc]
