@@ -107,7 +107,9 @@ def plan_matches(
 ) -> MatchPlan:
     """Plan the blocks of a greedy matching (pure: no model, nothing embedded).
 
-    Matches are sorted by length (similar lengths in a block keep padding small). The results (`rows` float32
+    Matches are sorted by their two texts' total length, so a block's texts are of similar lengths on both
+    sides: its forward batches (of one length each) are fewer and fuller than with the candidates sorted and the
+    references of any length, and its matching batches hold little padding. The results (`rows` float32
     per token of every match) and, where `plan_in_budget` (on the CPU, where they share memory), the plan's own
     tensors are taken from `budget_bytes` first; the table gets the rest, `row_bytes` a token, but never less
     than `min_block_tokens` rows. With `long_texts` (window mode), a match whose texts alone outgrow the table
@@ -123,7 +125,7 @@ def plan_matches(
     mc, mr = match_cand.int(), match_ref.int()
     lc, lr = texts.length[mc].long(), texts.length[mr].long()
     out_c, out_r = torch.cumsum(lc, 0) - lc, torch.cumsum(lr, 0) - lr  # where each match's rows go
-    order = torch.argsort(lc * 4096 + lr, stable=True)
+    order = torch.argsort(lc + lr, stable=True)
     if len(mc) == 0:
         return MatchPlan(order, [], 0, torch.full((len(texts),), -1, dtype=torch.int32), lc, lr, out_c, out_r)
     held_bytes = 4 * rows * int(lc.sum() + lr.sum())  # the results
