@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -79,6 +79,24 @@ def local_device(device: str, local_rank: int) -> str:
     return f"cuda:{local_rank}" if device == "cuda" else device
 
 
+def import_collectives_first() -> None:
+    """Import `torch.distributed.nn` while no process group is up, so that it never holds one.
+
+    Its functions take the default group as a default argument (``group=group.WORLD``), evaluated when the
+    module is first imported; loading a transformers model imports it (through torch's FSDP). First imported
+    inside a process group, it holds that group after ``destroy_process_group()``: the group's gloo threads
+    then run until the interpreter's teardown, where the group is destroyed with them (torch's known cause of
+    "terminate called without an active exception" at exit). The model loader imports it with itself, and
+    `processes` before it sets up a group (docs/corpus-scale.md). Importing it inside a group is what would
+    hold the group, so then it is left to whoever imports it.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and not dist.is_initialized():
+        with suppress(ImportError):
+            import torch.distributed.nn  # noqa: F401
+
+
 @contextmanager
 def processes(device: str) -> Iterator[Processes]:
     """This process's part of the job, in a process group while inside when torchrun launched several.
@@ -100,11 +118,10 @@ def processes(device: str) -> Iterator[Processes]:
     if dist.is_initialized():
         yield Processes(dist.get_rank(), dist.get_world_size(), local_rank, device)
         return
+    import_collectives_first()  # so that destroy_process_group() below really ends the group
     dist.init_process_group("nccl" if gpu else "gloo", rank=rank, world_size=world, timeout=TIMEOUT)
     try:
         yield Processes(rank, world, local_rank, device)
-        # every process done before any tears down its connections (a rare SIGABRT of one process under torchrun
-        # here, "terminate called without an active exception", has another cause: it struck with this too)
-        dist.barrier()
+        dist.barrier()  # every process done before any tears down its connections
     finally:
         dist.destroy_process_group()

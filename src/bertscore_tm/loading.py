@@ -15,8 +15,13 @@ import torch
 from torch import nn
 
 from bertscore_tm.errors import ArgumentValueError, ModelNotFoundError
+from bertscore_tm.launch import import_collectives_first
 from bertscore_tm.model_family import final_norm
 from bertscore_tm.registry import PACKAGED_MINILM
+
+# before any model is loaded, and with every entry point that loads one (the Metric, the functions, the command
+# line): a program that sets up its process group after importing them gets a group it can end
+import_collectives_first()
 
 
 def resolve_model_path(name_or_path: str | os.PathLike[str]) -> Path:

@@ -45,10 +45,12 @@ def _torchrun(*argv: str) -> subprocess.CompletedProcess[str]:
     """`torchrun --standalone --nproc-per-node 2 <argv>` in a clean offline environment, its output captured.
 
     Launched once. A process of the first test's launch used to die now and then with SIGABRT ("terminate
-    called without an active exception"), 3 of about 20 launches on 2026-11-22, and the test launched again;
-    not seen since in 94 launches (44 by hand, then 50 in a row by benchmarks/torchrun_launches.py on
-    2026-11-26, benchmarks/RESULTS.md), so the relaunch is gone. The processes run with Python's faulthandler
-    on: should it happen again, the failure shows every thread's stack."""
+    called without an active exception"), 3 of about 20 launches on 2026-11-22. That launch alone kept its
+    destroyed process group's gloo threads running into the interpreter's teardown (torch.distributed.nn,
+    first imported inside the group by the model's loading, held the group); its job runner now imports it
+    first, as bertscore_tm's entry points do, and the test checks that the threads end (benchmarks/RESULTS.md).
+    The processes run with Python's faulthandler on: should an abort happen again, it shows every thread's
+    stack."""
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     return subprocess.run(
         [*launcher, *argv], capture_output=True, text=True, env=_env(), timeout=LAUNCH_TIMEOUT_S, check=False
@@ -89,6 +91,44 @@ def test_two_processes_write_exactly_what_one_process_writes(tmp_path, wmt, caps
     score = json.loads((out / "0.out").read_text(encoding="utf-8"))
     assert score["pairs"] == n and len(score["segments"]) == n
     assert len(json.loads((out / "2.out").read_text(encoding="utf-8"))["f1"]) == n  # every row gathered
+    # the destroyed group's threads ended with it (none left to be torn down with the interpreter)
+    assert [(out / f"threads.rank{r}").read_text() for r in (0, 1)] == ["", ""]
+
+
+GROUP_ENDS = """
+import glob, sys
+if sys.argv[1] == "first":
+    import bertscore_tm.loading  # imports torch.distributed.nn before the group, as every entry point does
+import torch.distributed as dist
+dist.init_process_group("gloo", init_method="file://" + sys.argv[2], rank=0, world_size=1)
+import torch.distributed.fsdp  # what loading a transformers model imports (and torch.distributed.nn with it)
+dist.barrier()
+dist.destroy_process_group()
+print(sorted(n for n in (open(t + "/comm").read().strip() for t in glob.glob("/proc/self/task/*")) if "gloo" in n))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's threads from /proc")
+def test_a_destroyed_process_group_ends_when_bertscore_tm_was_imported_first(tmp_path):
+    """torch.distributed.nn takes the default process group as its functions' default argument when first
+    imported; imported inside a group (as loading a model does), it keeps the group, and its gloo threads,
+    alive after destroy_process_group() until the interpreter's teardown. Imported with bertscore_tm's model
+    loader, before the group, it holds nothing: the group's threads end when it is destroyed."""
+    left = {}
+    for when in ("first", "inside"):
+        store = tmp_path / f"store-{when}"
+        proc = subprocess.run(
+            [sys.executable, "-c", GROUP_ENDS, when, str(store)],
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        left[when] = proc.stdout.strip()
+    assert left["first"] == "[]"
+    assert "gloo" in left["inside"]  # the same program importing it inside the group: its threads are left
 
 
 def test_torchrun_runs_the_module_itself(tmp_path, wmt, capsys):

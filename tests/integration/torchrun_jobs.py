@@ -1,7 +1,8 @@
 """Run several command lines in each process torchrun starts, in one process group (set up here once, so a
 test pays for one launch): ``python -m torch.distributed.run --nproc-per-node 2 tests/integration/torchrun_jobs.py OUT
 JOBS.json``, JOBS.json a list of argument lists. Rank 0's standard output of job i goes to OUT/i.out, every
-rank's exit code to OUT/i.rank<r>.rc."""
+rank's exit code to OUT/i.rank<r>.rc, and the names of the process group's threads still running after the
+group was destroyed to OUT/threads.rank<r> (none, one per line)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,20 @@ from pathlib import Path
 import torch.distributed as dist
 
 from bertscore_tm.cli import main
+from bertscore_tm.launch import import_collectives_first
+
+
+def group_threads() -> list[str]:
+    """The names of this process's gloo threads (Linux; none where /proc is not there)."""
+    names = []
+    for task in Path("/proc/self/task").glob("*"):
+        with contextlib.suppress(OSError):
+            names.append((task / "comm").read_text().strip())
+    return sorted(name for name in names if "gloo" in name)
 
 
 def run(out: Path, jobs: list[list[str]]) -> None:
+    import_collectives_first()  # as importing the Metric or the functions before setting up a group does
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     try:
@@ -32,6 +44,7 @@ def run(out: Path, jobs: list[list[str]]) -> None:
         dist.barrier()  # as bertscore_tm.launch does: every process done before any tears down
     finally:
         dist.destroy_process_group()
+    (out / f"threads.rank{rank}").write_text("\n".join(group_threads()))  # none: the group really ended
 
 
 if __name__ == "__main__":
