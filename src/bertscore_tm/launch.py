@@ -85,8 +85,8 @@ def import_collectives_first() -> None:
     Its functions take the default group as a default argument (``group=group.WORLD``), evaluated when the
     module is first imported; loading a transformers model imports it (through torch's FSDP). First imported
     inside a process group, it holds that group after ``destroy_process_group()``: the group's gloo threads
-    then run until the interpreter's teardown, where the group is destroyed with them (torch's known cause of
-    "terminate called without an active exception" at exit). The model loader imports it with itself, and
+    then run until the interpreter's teardown destroys the group with them (where PyTorch's own reports place
+    aborts with "terminate called without an active exception"). The model loader imports it with itself, and
     `processes` before it sets up a group (docs/corpus-scale.md). Importing it inside a group is what would
     hold the group, so then it is left to whoever imports it.
     """
