@@ -45,7 +45,7 @@ from torch import Tensor, nn
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
 from bertscore_tm.packing import can_pack, packed_forward, packs
 from bertscore_tm.prepacked_linear import PrepackedLinears
-from bertscore_tm.windows import WindowRule, piece_ids, plan_pieces
+from bertscore_tm.windows import Piece, WindowRule, piece_ids, plan_pieces
 
 if TYPE_CHECKING:
     from bertscore_tm.user_model import UserModel
@@ -188,14 +188,29 @@ def _normalised(hidden: Tensor, out: Tensor | None = None) -> Tensor:
     return torch.div(hidden, hidden.norm(dim=-1, keepdim=True), out=out)
 
 
-def _normalised_layers(states: Sequence[Tensor], count: int) -> Tensor:
+def _normalised_layers(states: Sequence[Tensor], count: int, out: Tensor | None = None) -> Tensor:
     """Every layer's vectors of the first `count` rows of a batch, normalised (`_normalised`) straight into
-    one [count, T, layers, D] float32 tensor: no stacked copy of the hidden states is made first."""
+    one [count, T, layers, D] float32 tensor (`out` where given): no stacked copy of the hidden states is made
+    first."""
     first = states[0]
-    hidden = torch.empty((count, first.shape[1], len(states), first.shape[-1]), device=first.device)
+    shape = (count, first.shape[1], len(states), first.shape[-1])
+    hidden = torch.empty(shape, device=first.device) if out is None else out
     for layer, state in enumerate(states):
         _normalised(state[:count], out=hidden[:, :, layer])
     return hidden
+
+
+def _table_rows_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece]) -> Tensor | None:
+    """The table's rows of a batch of one length as a [count, length, ...] view, where the batch's pieces are
+    whole texts laid end to end in the table in batch order (`embed_into`'s callers that pass their texts
+    longest first get that for every batch); else None."""
+    size = chosen[0].size
+    first = starts[chosen[0].text]
+    for k, piece in enumerate(chosen):
+        whole = piece.src == 0 and piece.dst == 0 and piece.length == piece.size == size
+        if not whole or starts[piece.text] != first + k * size:
+            return None
+    return table[first : first + len(chosen) * size].view(len(chosen), size, *table.shape[1:])
 
 
 def table_rows(table: Tensor, lengths: Sequence[int]) -> list[int]:
@@ -355,10 +370,11 @@ class Embedder:
             return own_precision(self.device)  # float32, or bfloat16 weights cast once: never a caller's autocast
         return torch.autocast(device_type=self.device.type, dtype=self.model_dtype)
 
-    def embed_batch(self, seqs: Sequence[Tensor]) -> Tensor:
+    def embed_batch(self, seqs: Sequence[Tensor], out: Tensor | None = None) -> Tensor:
         """Normalised vectors of a batch of non-empty sequences: [B, T, D] (or [B, T, layers, D]), padding
         rows undefined; the caller masks them by the sequence lengths. A batch of fewer than
-        `MIN_BATCH_TOKENS` tokens runs with copies of its sequences (see the module's docstring)."""
+        `MIN_BATCH_TOKENS` tokens runs with copies of its sequences (see the module's docstring). `out` (float32,
+        of that shape) receives the vectors where given (the same bits), and is returned."""
         device = self.device
         longest = max(len(s) for s in seqs)
         count = len(seqs)
@@ -373,8 +389,11 @@ class Embedder:
             mask[count:] = mask[:count].repeat(copies - 1, 1)
         ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
         with torch.inference_mode(), self._autocast(), self._linears():
-            out = self._forward()(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
-            hidden = _normalised_layers(out.hidden_states, count) if self.all_layers else _normalised(out[0][:count])
+            states = self._forward()(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
+            if self.all_layers:
+                hidden = _normalised_layers(states.hidden_states, count, out)
+            else:
+                hidden = _normalised(states[0][:count], out)
         self.rows_embedded += count
         return hidden
 
@@ -398,12 +417,13 @@ class Embedder:
             return packs(lengths, self.max_tokens, self.batch_size)
         return length_batches(lengths, self.batch_size, self.max_tokens)
 
-    def embed_rows(self, seqs: Sequence[Tensor]) -> list[Tensor]:
+    def embed_rows(self, seqs: Sequence[Tensor], out: Tensor | None = None) -> list[Tensor]:
         """Each sequence's normalised float32 vectors ([length, D] or [length, layers, D]) from one forward
         pass: packed where the embedder packs (a pack of fewer than `MIN_BATCH_TOKENS` tokens runs with copies
-        of its sequences), else as one batch (of one length: `embed_into` cuts them so)."""
-        if not self.packing:
-            hidden = self.embed_batch(seqs)
+        of its sequences), else as one batch (of one length: `embed_into` cuts them so), written into `out` where
+        given (a batch of one length that does not pack: see `embed_batch`)."""
+        if not self.packing or out is not None:
+            hidden = self.embed_batch(seqs, out)
             return [hidden[r, : len(s)] for r, s in enumerate(seqs)]
         total = sum(len(s) for s in seqs)
         copies = max(1, -(-MIN_BATCH_TOKENS // total))
@@ -430,7 +450,8 @@ class Embedder:
     ) -> list[int]:
         """Write the sequences' vectors end to end into `table` from its first row on and return each
         sequence's first row. Empty sequences take no rows and are never run. Each batch's output is copied
-        and dropped before the next batch runs, so only one batch of activations is alive at a time.
+        (or normalised straight into its rows, where its texts lie one after another there) and dropped before the
+        next batch runs, so only one batch of activations is alive at a time.
 
         A text longer than the window rule's window runs as its windows (`bertscore_tm.windows`), batched
         with everything else. `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text.
@@ -450,8 +471,10 @@ class Embedder:
             done_now: set[int] = set()
             for batch in self._batches([pieces[i].size for i in todo]):
                 chosen = [pieces[todo[i]] for i in batch]
+                # a batch of whole texts lying one after another in the table is normalised straight into it
+                direct = None if ranges is not None or self.packing else _table_rows_of(table, starts, chosen)
                 try:
-                    rows = self.embed_rows([piece_ids(seqs[p.text], p, self.windows) for p in chosen])
+                    rows = self.embed_rows([piece_ids(seqs[p.text], p, self.windows) for p in chosen], out=direct)
                 except Exception as err:
                     if not _out_of_memory(err):
                         raise
@@ -459,8 +482,9 @@ class Embedder:
                     break
                 done = 0
                 for r, p in enumerate(chosen):
-                    at = starts[p.text] + p.dst - (0 if ranges is None else ranges[p.text][0])
-                    table[at : at + p.length] = rows[r][p.src : p.src + p.length]
+                    if direct is None:  # else the rows are in the table already
+                        at = starts[p.text] + p.dst - (0 if ranges is None else ranges[p.text][0])
+                        table[at : at + p.length] = rows[r][p.src : p.src + p.length]
                     left[p.text] -= 1
                     done += left[p.text] == 0
                 del rows

@@ -286,8 +286,9 @@ class KeptAside:
     ) -> tuple[dict[int, int], list[int]]:
         """Put the vectors of the `needed` texts of `block` into `table` from its first row: the new ones
         embedded, the kept ones copied in (and let go after their last block). Returns each text's first row
-        and the texts embedded now."""
-        fresh = [t for t in needed if t not in self.kept]
+        and the texts embedded now. The new ones are laid out longest first, the order of the embedder's batches,
+        so that each batch is normalised straight into its rows (`Embedder.embed_into`)."""
+        fresh = sorted((t for t in needed if t not in self.kept), key=lambda t: -self.length(t))
         starts = embedder.embed_into(table, [seq_of(t) for t in fresh], progress=progress)
         start_of = dict(zip(fresh, starts, strict=True))
         row = starts[-1] + self.length(fresh[-1]) if fresh else 0

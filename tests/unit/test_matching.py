@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore
+from bertscore_tm import embedding as embedding_module
 from bertscore_tm.embedding import TokenTexts, length_batches
 from bertscore_tm.matching import greedy_match
 from tests.conftest import MINILM
@@ -119,6 +120,22 @@ def test_working_memory_stays_within_its_budget_whatever_the_number_of_pairs(met
     assert tables[1] < tables[0]  # the table gives way to the larger plan and results
     # what the two runs hold besides their own ids differs by less than a plan's worth (int64 orders, counts)
     assert abs(held[1] - held[0]) <= 64 * 400
+
+
+@pytest.mark.parametrize("all_layers", [False, True])
+def test_batches_of_texts_laid_out_longest_first_are_normalised_straight_into_the_table(wmt, all_layers, monkeypatch):
+    """Texts passed longest first fill the table batch by batch, with no copy of a batch's output, and get
+    the very bits that copying each text's rows in gives."""
+    metric = BERTScore(MINILM, all_layers=all_layers)
+    longest_first = sorted((metric.token_ids(line) for line in wmt["hyps_long"][:300]), key=len, reverse=True)
+    views = []
+    real = embedding_module._table_rows_of
+    monkeypatch.setattr(embedding_module, "_table_rows_of", lambda *args: views.append(real(*args)) or views[-1])
+    direct, starts = metric.embedder.embed(longest_first)
+    assert any(len(v) > 1 for v in views) and all(view is not None for view in views)
+    monkeypatch.setattr(embedding_module, "_table_rows_of", lambda *args: None)  # every batch copied in
+    copied, copied_starts = metric.embedder.embed(longest_first)
+    assert torch.equal(starts, copied_starts) and torch.equal(direct, copied)
 
 
 def test_embed_into_refuses_a_table_too_small(metric):

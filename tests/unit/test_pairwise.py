@@ -295,7 +295,9 @@ def test_mbr_batches_groups_and_embeds_each_text_once(wmt, metric, monkeypatch) 
     groups = [[lines[(g * 7 + i * 13) % len(lines)] for i in range(5)] for g in range(100)]
     calls = []
     original = metric.embedder.embed_batch
-    monkeypatch.setattr(metric.embedder, "embed_batch", lambda seqs: calls.append(len(seqs)) or original(seqs))
+    monkeypatch.setattr(
+        metric.embedder, "embed_batch", lambda seqs, out=None: calls.append(len(seqs)) or original(seqs, out)
+    )
     chosen, u = metric.mbr_select(groups, return_utilities=True)
     ids = {tuple(metric.token_ids(t).tolist()) for group in groups for t in group}
     distinct, lengths = len(ids), len({len(x) for x in ids})
