@@ -9,6 +9,7 @@ The ids are returned ragged (one flat int32 tensor and the lengths) so that no p
 
 from __future__ import annotations
 
+import copy
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -196,6 +197,21 @@ class TextEncoder:
         #: Tokens that weigh 0 without IDF, as in the reference: the CLS and SEP ids.
         self.zero_weight_ids = [i for i in (tokenizer.cls_token_id, tokenizer.sep_token_id) if i is not None]
         self.vocab_size = len(tokenizer)
+        #: Whether this encoder loaded the tokenizer itself (a user's tokenizer object is only ever called).
+        self.own_tokenizer = isinstance(source, (str, os.PathLike))
+        self._rust: Any = None
+        self._rust_checked = False
+
+    def rust_tokenizer(self) -> Any | None:
+        """A copy of the Rust tokenizer under a tokenizer this encoder loaded, set up as the Python wrapper sets
+        it for `_ids` (truncation to the window, no padding, the same special-token splitting), or None where
+        there is none or its class encodes in a way of its own (`_wrapper_encodes_plainly`). The copy's settings
+        never change, whatever a caller does with `tokenizer`."""
+        if not self._rust_checked:
+            self._rust_checked = True
+            if self.own_tokenizer and self.is_fast and _wrapper_encodes_plainly(type(self.tokenizer)):
+                self._rust = _configured_copy(self.tokenizer, self.max_length if self.truncate else None)
+        return self._rust
 
     @staticmethod
     def model_window(tokenizer: object, model_window: int | None) -> int | None:
@@ -215,45 +231,73 @@ class TextEncoder:
         """Flat ids and lengths of the candidates, then of the references, as `encode` gives them, with one
         warning per kind (truncated, blank) counting both sides: two warnings of the same text would show as
         one under Python's default warning filter, hiding the second side's count. The warnings name the
-        user's line (`warn_user`)."""
-        c_ids, c_lens, c_truncated = self._tokenize(cands)
-        r_ids, r_lens, r_truncated = self._tokenize(refs)
+        user's line (`warn_user`). Both sides are tokenised in one call, so a text on both is tokenised once."""
+        ids, lens, cut = self._tokenize_each([*cands, *refs])
+        n, split = len(cands), int(lens[: len(cands)].sum())
+        c_lens, r_lens = lens[:n], lens[n:]
         self._warn(
-            {"candidate": c_truncated, "reference": r_truncated},
+            {"candidate": int(cut[:n].sum()), "reference": int(cut[n:].sum())},
             {"candidate": int(self.is_blank(c_lens).sum()), "reference": int(self.is_blank(r_lens).sum())},
         )
-        return c_ids, c_lens, r_ids, r_lens
+        return ids[:split], c_lens, ids[split:], r_lens
 
     def _tokenize(self, texts: Sequence[str]) -> tuple[Tensor, Tensor, int]:
         """Flat int32 ids, int32 lengths, and how many texts were truncated; no warning."""
+        ids, lens, cut = self._tokenize_each(texts)
+        return ids, lens, int(cut.sum())
+
+    def _tokenize_each(self, texts: Sequence[str]) -> tuple[Tensor, Tensor, Tensor]:
+        """Flat int32 ids, int32 lengths and which texts were truncated (bool); each distinct text is
+        tokenised once (a reference judged with several candidates, say)."""
         stripped = [t.strip() for t in texts]
         if self.prefix_space:
             stripped = [" " + t if t else t for t in stripped]
-        if not stripped:
-            return torch.zeros(0, dtype=torch.int32), torch.zeros(0, dtype=torch.int32), 0
+        distinct = list(dict.fromkeys(stripped))
+        ids, cut = self._ids(distinct) if distinct else ([], [])
+        lens = torch.tensor([len(x) for x in ids], dtype=torch.int32)
+        flat = torch.tensor([t for seq in ids for t in seq], dtype=torch.int32)
+        cut_each = torch.tensor(cut, dtype=torch.bool)
+        if len(distinct) == len(stripped):
+            return flat, lens, cut_each
+        position = {text: i for i, text in enumerate(distinct)}
+        which = torch.tensor([position[text] for text in stripped], dtype=torch.long)
+        starts = torch.cumsum(lens, 0, dtype=torch.long) - lens
+        each = lens[which].long()
+        # each text's ids: its distinct text's start, plus 0 .. length - 1
+        offsets = torch.arange(int(each.sum())) + torch.repeat_interleave(
+            starts[which] - (torch.cumsum(each, 0) - each), each
+        )
+        return flat[offsets], lens[which], cut_each[which]
+
+    def _ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
+        """Each text's ids and whether it was truncated: from the Rust tokenizer itself where `rust_tokenizer`
+        gives one (the same ids, without the Python wrapper's per-text dictionaries), else from the
+        tokenizer."""
+        rust = self.rust_tokenizer()
+        if rust is not None:
+            encodings = rust.encode_batch(texts, add_special_tokens=True)
+            return [e.ids for e in encodings], [bool(e.overflowing) for e in encodings]
         kwargs: dict[str, object] = {"add_special_tokens": True}
         if not self.truncate:  # long texts: keep every token, and no "longer than the model" log line
             kwargs["verbose"] = False
         elif self.max_length is not None:
             kwargs.update(truncation=True, max_length=self.max_length, return_overflowing_tokens=True, stride=0)
-        truncated = 0
         if not self.is_fast:  # Python tokenizers report overflow per text, not as extra rows
-            ids = []
-            for text in stripped:
+            ids, cut = [], []
+            for text in texts:
                 one = self.tokenizer(text, **kwargs)
                 ids.append(one["input_ids"])
-                truncated += bool(one.get("num_truncated_tokens", 0) > 0)
-        else:
-            enc = self.tokenizer(stripped, **kwargs)
-            ids = enc["input_ids"]
-            if self.truncate and self.max_length is not None and len(ids) != len(stripped):
-                mapping = enc["overflow_to_sample_mapping"]
-                first = [i for i, sample in enumerate(mapping) if i == 0 or mapping[i - 1] != sample]
-                ids = [ids[i] for i in first]
-                truncated = sum(1 for count in Counter(mapping).values() if count > 1)
-        lens = torch.tensor([len(x) for x in ids], dtype=torch.int32)
-        flat = torch.tensor([t for seq in ids for t in seq], dtype=torch.int32)
-        return flat, lens, truncated
+                cut.append(bool(one.get("num_truncated_tokens", 0) > 0))
+            return ids, cut
+        enc = self.tokenizer(texts, **kwargs)
+        ids, cut = enc["input_ids"], [False] * len(texts)
+        if self.truncate and self.max_length is not None and len(ids) != len(texts):
+            mapping = enc["overflow_to_sample_mapping"]
+            first = [i for i, sample in enumerate(mapping) if i == 0 or mapping[i - 1] != sample]
+            ids = [ids[i] for i in first]
+            for sample, count in Counter(mapping).items():
+                cut[sample] = count > 1
+        return ids, cut
 
     def _warn(self, truncated: Mapping[str, int], blank: Mapping[str, int]) -> None:
         """One warning per kind, its count the total over `truncated` (or `blank`): counts by side, e.g.
@@ -276,6 +320,35 @@ class TextEncoder:
     def is_blank(self, lens: Tensor) -> Tensor:
         """Which sequences hold nothing but the special tokens (blank text, or text the tokenizer drops)."""
         return lens <= self.num_special
+
+
+def _wrapper_encodes_plainly(cls: type) -> bool:
+    """Whether tokenizer class `cls` encodes as transformers' fast base class does: its Rust tokenizer's
+    ``encode_batch`` on the texts as given. A class overriding a step of that (some prepare texts or ids
+    their own way) is only ever called through its wrapper."""
+    try:  # transformers 5
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend as base
+    except ImportError:  # transformers 4
+        from transformers import PreTrainedTokenizerFast as base
+    steps = ("__call__", "_call_one", "encode_plus", "batch_encode_plus", "_encode_plus", "_batch_encode_plus")
+    return issubclass(cls, base) and all(getattr(cls, step, None) is getattr(base, step, None) for step in steps)
+
+
+def _configured_copy(tokenizer: Any, max_length: int | None) -> Any | None:
+    """A copy of `tokenizer`'s Rust tokenizer truncating to `max_length` (None: not at all) on the tokenizer's
+    truncation side, without padding, splitting special tokens where the tokenizer does: what its wrapper sets
+    before each call of `_ids`. None where the backend offers no such settings."""
+    try:
+        rust = copy.deepcopy(tokenizer.backend_tokenizer)
+        rust.no_padding()
+        if max_length is None:
+            rust.no_truncation()
+        else:
+            rust.enable_truncation(max_length, stride=0, strategy="longest_first", direction=tokenizer.truncation_side)
+        rust.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
+    except Exception:  # a backend without one of these settings: the wrapper it is
+        return None
+    return rust
 
 
 def _counted(by_side: Mapping[str, int], kind: str = "") -> str:

@@ -18,6 +18,7 @@ import torch
 
 from bertscore_tm import BERTScore, score
 from bertscore_tm.loading import load_encoder, model_depth
+from bertscore_tm.tokenizing import TextEncoder
 from tiny_models import FAMILIES, build_tiny_model, with_prefix_space_tokenizer
 
 ALL = list(FAMILIES)
@@ -106,6 +107,24 @@ def test_loads_and_a_text_scores_one_against_itself(tiny, family: str) -> None:
 
 
 # -- cutting ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", ALL)
+@pytest.mark.parametrize("truncate", [True, False])
+def test_the_rust_tokenizer_gives_the_wrappers_ids_and_truncations(tiny, family: str, truncate: bool) -> None:
+    """Texts go straight to a copy of the Rust tokenizer (no per-text dictionaries): the same ids, lengths and
+    truncated texts as the tokenizer's own call, with a repeated text, blanks, special-token strings, accents,
+    CJK and a text past the window, truncated or kept whole (window mode)."""
+    needs_tokenizer(family)
+    texts = [*CANDS, *REFS, CANDS[0], "", " \t ", "Ünïcödé café «quotes» [SEP] <s> </s> <pad> <mask>", "中文 text"]
+    texts.append(" ".join(["word"] * 300))
+    fast, wrapper = TextEncoder(tiny(family), truncate=truncate), TextEncoder(tiny(family), truncate=truncate)
+    wrapper._rust_checked = True  # no Rust copy: the tokenizer's own call
+    if family in ("bert", "roberta", "t5"):  # the families whose classes leave encoding to the base class
+        assert fast.rust_tokenizer() is not None
+    got, want = fast._tokenize_each(texts), wrapper._tokenize_each(texts)
+    assert [x.tolist() for x in got] == [x.tolist() for x in want]
+    assert bool(got[2][-1]) == truncate  # the long text is cut only when truncating
 
 
 @pytest.mark.parametrize("family", [f for f in ALL if f != "t5"])
