@@ -25,6 +25,9 @@ from numpy.typing import NDArray
 Floats = NDArray[np.float64]
 #: Entries of one block of the pair-sign matrix (Kendall).
 BLOCK = 1 << 22
+#: Resamples taken at a time by the rank-based kernels: a few [rows, segments] float64 arrays of a WMT-sized
+#: group (hundreds of segments) then stay in a core's cache between passes.
+_CHUNK_ROWS = 32
 #: Whole numbers below this are exact in float32, which Kendall's sums of counts use while they stay below it.
 _FLOAT32_EXACT = 1 << 24
 
@@ -221,21 +224,26 @@ class GroupResamples:
     def _spearman(self, ties: _Ties) -> Floats:
         """Pearson's r of the average ranks, centred on the mean rank ``(total + 1) / 2`` (exact: ranks are
         halves of whole numbers), summed in the column's sort order. A tie group's average rank is
-        ``(draws up to before it + draws up to its end + 1) / 2``."""
-        w = self.weights[:, ties.order]
-        upto = np.cumsum(w, axis=1)
-        if ties.largest == 1:
-            ranks = upto - (w - 1) / 2
-        else:
-            ends = upto[:, ties.starts + ties.sizes - 1]
-            before = np.concatenate([np.zeros((len(w), 1)), ends[:, :-1]], axis=1)
-            ranks = ((before + ends + 1) / 2)[:, ties.group_of]
-        ranks -= (self.total[:, None] + 1) / 2
+        ``(draws up to before it + draws up to its end + 1) / 2``. Taken `_CHUNK_ROWS` resamples at a time, so
+        that the passes over each chunk's [rows, m] arrays run in cache (each row's figures are the same)."""
         human, human_square = self._human_side("spearman")
-        weighted_ranks = w * ranks
-        cov = np.einsum("bi,bi->b", weighted_ranks, human[:, ties.order])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.asarray(cov / np.sqrt(np.einsum("bi,bi->b", weighted_ranks, ranks) * human_square))
+        values = np.empty(len(self.weights))
+        for lo in range(0, len(values), _CHUNK_ROWS):
+            rows = slice(lo, lo + _CHUNK_ROWS)
+            w = self.weights[rows, ties.order]
+            upto = np.cumsum(w, axis=1)
+            if ties.largest == 1:
+                ranks = upto - (w - 1) / 2
+            else:
+                ends = upto[:, ties.starts + ties.sizes - 1]
+                before = np.concatenate([np.zeros((len(w), 1)), ends[:, :-1]], axis=1)
+                ranks = ((before + ends + 1) / 2)[:, ties.group_of]
+            ranks -= (self.total[rows, None] + 1) / 2
+            weighted_ranks = w * ranks
+            cov = np.einsum("bi,bi->b", weighted_ranks, human[rows][:, ties.order])
+            with np.errstate(invalid="ignore", divide="ignore"):
+                values[rows] = cov / np.sqrt(np.einsum("bi,bi->b", weighted_ranks, ranks) * human_square[rows])
+        return values
 
     def _tied_pairs(self, ties: _Ties) -> Floats:
         """Per resample, the pairs of draws tied in the column: copies of one segment, plus within each tie
