@@ -362,39 +362,34 @@ def _match_block(
             table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget
         )
         order = order[~done[order]]
-    pos = 0
-    n = len(order)
+    # the matches in that order; each batch below is a slice of them (their lengths read as Python integers)
+    lc, lr, c_rows, r_rows, out_c, out_r = (t[order].to(device) for t in (lc, lr, c_rows, r_rows, out_c, out_r))
+    sizes_c, sizes_r = lc.tolist(), lr.tolist()
+    pos, n = 0, len(sizes_c)
     while pos < n:
         # sorted by the longer side, so no later match has a side longer than this one's longer side
-        longest = int(torch.maximum(lc[order[pos]], lr[order[pos]]))
+        longest = max(sizes_c[pos], sizes_r[pos])
         per = max(1, 2 * longest * width * rows, longest * longest * rows)
         count = max(1, min(n - pos, gather_budget // per))
-        idx = order[pos : pos + count]
+        part = slice(pos, pos + count)
         pos += count
-        bc, br = int(lc[idx].max()), int(lr[idx].max())
-        ar_c, ar_r = torch.arange(bc), torch.arange(br)
-        cmask = ar_c[None, :] < lc[idx][:, None]
-        rmask = ar_r[None, :] < lr[idx][:, None]
-        cgather = torch.where(cmask, c_rows[idx][:, None] + ar_c[None, :], pad_row)
-        rgather = torch.where(rmask, r_rows[idx][:, None] + ar_r[None, :], pad_row)
-        cmask_d, rmask_d = cmask.to(device), rmask.to(device)
-        c = table[cgather.to(device)]  # [B, Lc, (rows,) D]
-        r = table[rgather.to(device)]
+        ar_c = torch.arange(max(sizes_c[part]), device=device)
+        ar_r = torch.arange(max(sizes_r[part]), device=device)
+        cmask, rmask = ar_c < lc[part, None], ar_r < lr[part, None]
+        c = table[torch.where(cmask, c_rows[part, None] + ar_c, pad_row)]  # [B, Lc, (rows,) D]
+        r = table[torch.where(rmask, r_rows[part, None] + ar_r, pad_row)]
         if rows > 1:  # [rows, B, L, D], as views: similarities() makes them contiguous as it converts them
             c, r = c.permute(2, 0, 1, 3), r.permute(2, 0, 1, 3)
         else:
             c, r = c[None], r[None]
-        sim = similarities(c, r)  # [rows, B, Lc, Lr]
-        valid = cmask_d[:, :, None] & rmask_d[:, None, :]
-        sim = sim.masked_fill(~valid, float("-inf"))
+        sim = similarities(c, r)  # [rows, B, Lc, Lr], a new tensor
+        sim.masked_fill_(~(cmask[:, :, None] & rmask[:, None, :]), float("-inf"))
         best_c = sim.amax(dim=3)  # [rows, B, Lc]
         best_r = sim.amax(dim=2)  # [rows, B, Lr]
-        best_c = best_c.masked_fill(torch.isinf(best_c), 0.0)
-        best_r = best_r.masked_fill(torch.isinf(best_r), 0.0)
-        dest_c = (out_c[idx][:, None] + ar_c[None, :])[cmask].to(device)
-        dest_r = (out_r[idx][:, None] + ar_r[None, :])[rmask].to(device)
-        cand_best[dest_c] = best_c.permute(1, 2, 0)[cmask_d]
-        ref_best[dest_r] = best_r.permute(1, 2, 0)[rmask_d]
+        best_c.masked_fill_(torch.isinf(best_c), 0.0)  # a token with nothing to match against
+        best_r.masked_fill_(torch.isinf(best_r), 0.0)
+        cand_best[(out_c[part, None] + ar_c)[cmask]] = best_c.permute(1, 2, 0)[cmask]
+        ref_best[(out_r[part, None] + ar_r)[rmask]] = best_r.permute(1, 2, 0)[rmask]
 
 
 def segment_sum(values: Tensor, lengths: Tensor) -> Tensor:
