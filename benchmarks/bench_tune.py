@@ -6,8 +6,10 @@ then run with ``output_hidden_states=True`` in batches of one length within the 
 no matching and nothing else. The tuning is the whole command, run in this process as a user runs it: reading
 the file, loading the model, tokenising, embedding every layer once, matching at every layer, correlating
 P/R/F per layer and language pair, the bootstrap intervals and the paired test, writing the JSON. Both take
-turns, round after round, and each round's ratio is the tuning's time over that round's limit (the median
-round is reported), so the machine's drift between rounds cancels. Target: at most 1.15x.
+turns, limit first and last (limit, tuning, limit, tuning, ..., limit), and each round's ratio is a tuning's
+time over the mean of the limits run just before and just after it (the median round is reported), so that the
+machine's drift, which moves the limit itself by 10% over minutes on a shared 2-core machine, cancels to first
+order. Target: at most 1.15x.
 
     python benchmarks/bench_tune.py                      # all 2,800 rows, 3 rounds, 2 threads
     python benchmarks/bench_tune.py --rows 400 --rounds 1  # a quick look
@@ -159,6 +161,7 @@ def report(args: argparse.Namespace, rounds: list[dict], info: dict, split: dict
     verdict = "met" if median <= 1.15 else "NOT met"
     lines += [
         "",
+        "- a round's limit is the mean of the limits run just before and just after its tuning",
         f"- median ratio {median:.3f} (CPU {cpu_median:.3f}): target at most 1.15x, {verdict}",
         "- where the tuning's time goes (one more run, each part alone, wall s / CPU s): "
         + "; ".join(f"{name} {wall:.2f} / {cpu:.2f}" for name, (wall, cpu) in split.items()),
@@ -193,14 +196,14 @@ def main() -> None:
         bare()  # warm-up: first-call allocations and kernel choices, for both
         result = tune()
         rounds = []
-        for n in range(args.rounds):  # which goes first alternates, so a drift within a round favours neither
-            if n % 2:
-                tune_s, tune_cpu, result = timed(tune)
-            bare_s, bare_cpu, batches = timed(bare)
-            if not n % 2:
-                tune_s, tune_cpu, result = timed(tune)
+        before = timed(bare)[:2]
+        for _ in range(args.rounds):  # limit, tuning, limit, tuning, ..., limit: each tuning between two limits
+            tune_s, tune_cpu, result = timed(tune)
+            after_s, after_cpu, batches = timed(bare)
+            bare_s, bare_cpu = (before[0] + after_s) / 2, (before[1] + after_cpu) / 2
             rounds.append({"bare": bare_s, "bare_cpu": bare_cpu, "tune": tune_s, "tune_cpu": tune_cpu})
-            print(f"limit {bare_s:.1f} s, tune-layers {tune_s:.1f} s, ratio {tune_s / bare_s:.3f}", flush=True)
+            print(f"limit {before[0]:.1f} s / {after_s:.1f} s, tune-layers {tune_s:.1f} s, ratio {tune_s / bare_s:.3f}")
+            before = after_s, after_cpu
         split = parts(data, args.model, args.bootstrap)
         info = {
             "command": " ".join(["python", "benchmarks/bench_tune.py", *sys.argv[1:]]),
