@@ -25,6 +25,9 @@ from numpy.typing import NDArray
 Floats = NDArray[np.float64]
 #: Entries of one block of the pair-sign matrix (Kendall).
 BLOCK = 1 << 22
+#: Blocks of rows the resampled Kendall kernel cuts the pair-sign matrix into (at least; more where a block
+#: would pass `BLOCK`): with k blocks it takes (1 + 1/k) / 2 of the matrix's products.
+_KENDALL_BLOCKS = 4
 #: Resamples taken at a time by the rank-based kernels: a few [rows, segments] float64 arrays of a WMT-sized
 #: group (hundreds of segments) then stay in a core's cache between passes.
 _CHUNK_ROWS = 32
@@ -89,22 +92,35 @@ def kendall_numerator(x: Floats, y: Floats, weights: Floats, counts: NDArray[Any
     the counts with the signs is summed in float32 where that is exact (`exact_counts`; float32 products are
     the faster), the rest in float64; `counts` is `exact_counts(weights)` where the caller keeps it. Without
     resampling (one row of ones) it is the plain sum of the signs."""
-    n = len(x)
-    rows = max(1, BLOCK // max(n, len(weights)))
     once = len(weights) == 1 and bool(np.all(weights == 1))  # no resampling: a plain sum of the signs
     counts = exact_counts(weights) if counts is None and not once else counts
+    if not once and counts is not None:
+        return _resampled_kendall_numerator(x, y, weights, counts)
+    n = len(x)
+    rows = max(1, BLOCK // max(n, len(weights)))
+    numerator = np.zeros(len(weights))
+    for start in range(0, n, rows):  # each pair once, from its segment with the larger x: concordant or not
+        part = slice(start, min(n, start + rows))
+        larger = x[part, None] > x[None, :]
+        concordant = np.count_nonzero(larger & (y[part, None] > y[None, :]))
+        numerator += 2 * (concordant - np.count_nonzero(larger & (y[part, None] < y[None, :])))
+    return numerator / 2
+
+
+def _resampled_kendall_numerator(x: Floats, y: Floats, weights: Floats, counts: NDArray[Any]) -> Floats:
+    """`kendall_numerator` of resamples: the pair-sign matrix is symmetric, so each block of rows is taken
+    against the columns from its own first row on only (the pairs of its own block counted twice, then
+    halved), which leaves out nearly half the products of the whole matrix."""
+    n = len(x)
+    rows = max(1, min(-(-n // _KENDALL_BLOCKS), BLOCK // max(n, len(weights))))
     numerator = np.zeros(len(weights))
     for start in range(0, n, rows):
-        part = slice(start, min(n, start + rows))
-        if once or counts is None:  # each pair once, from its segment with the larger x: concordant or not
-            larger = x[part, None] > x[None, :]
-            concordant = np.count_nonzero(larger & (y[part, None] > y[None, :]))
-            numerator += 2 * (concordant - np.count_nonzero(larger & (y[part, None] < y[None, :])))
-            continue
-        signs = np.sign(x[part, None] - x[None, :]) * np.sign(y[part, None] - y[None, :])
-        products = counts @ signs.astype(counts.dtype).T
-        numerator += np.einsum("bi,bi->b", products.astype(np.float64), weights[:, part])
-    return numerator / 2
+        end = min(n, start + rows)
+        signs = np.sign(x[start:end, None] - x[None, start:]) * np.sign(y[start:end, None] - y[None, start:])
+        products = (counts[:, start:end] @ signs.astype(counts.dtype)).astype(np.float64)  # [B, n - start]
+        within = np.einsum("bi,bi->b", products[:, : end - start], weights[:, start:end])
+        numerator += within / 2 + np.einsum("bi,bi->b", products[:, end - start :], weights[:, end:])
+    return numerator
 
 
 def weighted_kendall(x: Floats, y: Floats, weights: Floats) -> Floats:
