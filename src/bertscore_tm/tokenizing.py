@@ -254,20 +254,13 @@ class TextEncoder:
             stripped = [" " + t if t else t for t in stripped]
         distinct = list(dict.fromkeys(stripped))
         ids, cut = self._ids(distinct) if distinct else ([], [])
+        if len(distinct) != len(stripped):  # each text's ids and truncation are its distinct text's
+            position = {text: i for i, text in enumerate(distinct)}
+            which = [position[text] for text in stripped]
+            ids, cut = [ids[i] for i in which], [cut[i] for i in which]
         lens = torch.tensor([len(x) for x in ids], dtype=torch.int32)
         flat = torch.tensor([t for seq in ids for t in seq], dtype=torch.int32)
-        cut_each = torch.tensor(cut, dtype=torch.bool)
-        if len(distinct) == len(stripped):
-            return flat, lens, cut_each
-        position = {text: i for i, text in enumerate(distinct)}
-        which = torch.tensor([position[text] for text in stripped], dtype=torch.long)
-        starts = torch.cumsum(lens, 0, dtype=torch.long) - lens
-        each = lens[which].long()
-        # each text's ids: its distinct text's start, plus 0 .. length - 1
-        offsets = torch.arange(int(each.sum())) + torch.repeat_interleave(
-            starts[which] - (torch.cumsum(each, 0) - each), each
-        )
-        return flat[offsets], lens[which], cut_each[which]
+        return flat, lens, torch.tensor(cut, dtype=torch.bool)
 
     def _ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
         """Each text's ids and whether it was truncated: from the Rust tokenizer itself where `rust_tokenizer`
