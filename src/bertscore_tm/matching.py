@@ -152,8 +152,8 @@ def plan_matches(
 def gather_elements(device: torch.device) -> int:
     """Gathered vector elements per matching batch: on a CPU few enough (4 MiB of float32) that a batch's
     gathered vectors and their float64 copies stay in the processor's cache from the gather through the
-    conversion to the product, which took about 15% off matching in blocks of WMT pairs (docs/performance.md);
-    accelerators take batches four times larger, for fewer launches."""
+    conversion to the product (docs/performance.md, Memory); accelerators take batches four times larger, for
+    fewer launches."""
     return 1 << 20 if device.type == "cpu" else 1 << 22
 
 
@@ -185,7 +185,6 @@ def greedy_match(
     again with half the budget (smaller blocks), for as long as that makes the table smaller, with one warning.
     """
     first = budget = embedder.block_bytes if block_bytes is None else block_bytes
-    gather_budget = gather_elements(embedder.device) if gather_budget is None else gather_budget
     tokens = embedder.max_tokens
     lost: DeviceMemoryError | None = None  # the error of the last plan that ran out of memory
     capacity = 0  # that plan's table rows
@@ -228,7 +227,7 @@ def run_plan(
     progress: object | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Run a plan of `plan_matches`: embed each block's new texts into the one table, match, keep the best
-    similarities; returns (cand_best, ref_best) as `greedy_match` describes them."""
+    similarities; returns (cand_best, ref_best) as `greedy_match` describes them (`gather_budget` too)."""
     device = embedder.device
     gather_budget = gather_elements(device) if gather_budget is None else gather_budget
     rows = embedder.num_rows
