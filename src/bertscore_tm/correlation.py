@@ -18,7 +18,7 @@ Definitions:
   correlation is NaN, with a `CorrelationWarning` naming the group; the mean over groups is then NaN too, since
   it would otherwise average other groups than its neighbours'. Non-finite inputs are refused (ValueError).
 * Bootstrap (`GroupedBootstrap`): each resample draws, within every group, as many segments as the group has,
-  with replacement (a multinomial count per segment, from a seeded `numpy.random.Generator`), so the groups
+  with replacement (uniform draws from a seeded `numpy.random.Generator`, counted per segment), so the groups
   keep their sizes; the statistic is the group-averaged correlation of the resample. The interval is the
   percentile bootstrap: sorted resample statistics, ``k = floor(B (1 - confidence) / 2)`` cut off each end.
   Resamples whose correlation is undefined (all copies of one segment, say) are left out, with a warning.
@@ -191,12 +191,18 @@ class _Groups:
         return {k: len(v) for k, v in self.members.items()}
 
 
-def _group_values(metric: Floats, human: Floats, groups: _Groups, method: str) -> dict[str, float]:
-    """Each group's correlation, warning where it is undefined (constant scores within the group)."""
+def _group_values(
+    metric: Floats, human: Floats, groups: _Groups, method: str, plain: Mapping[str, GroupResamples] | None = None
+) -> dict[str, float]:
+    """Each group's correlation (from `plain[group]` where given, which keeps what its human side shares),
+    warning where it is undefined (constant scores within the group)."""
     values = {}
     for name, idx in groups.members.items():
         x, y = metric[idx], human[idx]
-        values[name] = float(weighted(x, y, np.ones((1, len(idx))), method)[0])
+        if plain is None:
+            values[name] = float(weighted(x, y, np.ones((1, len(idx))), method)[0])
+        else:
+            values[name] = plain[name].plain(x, method)
         for array, what in ((x, "metric"), (y, "human")):
             if np.all(array == array[0]):
                 warn_user(
@@ -306,6 +312,15 @@ def percentile_interval(statistics: ArrayLike, confidence: float = 0.95) -> tupl
     return float(values[cut]), float(values[len(values) - 1 - cut])
 
 
+def _resample_counts(rng: np.random.Generator, size: int, num_samples: int) -> Floats:
+    """How often each of `size` segments is drawn in each of `num_samples` resamples of `size` draws with
+    replacement ([num_samples, size], float64): uniform draws, counted (a multinomial count, drawn several times
+    faster than by `Generator.multinomial`)."""
+    draws = rng.integers(0, size, size=(num_samples, size))
+    draws += np.arange(num_samples)[:, None] * size  # each resample's draws counted in its own row
+    return np.bincount(draws.ravel(), minlength=num_samples * size).reshape(num_samples, size).astype(np.float64)
+
+
 class GroupedBootstrap:
     """Bootstrap resamples of the segments within their groups, drawn once from `seed` and shared by every
     score column evaluated, so that intervals of different columns and paired tests between them see the same
@@ -333,10 +348,7 @@ class GroupedBootstrap:
         self.num_samples = num_samples
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         #: Per group, [num_samples, group size]: how often each segment is drawn in each resample.
-        self.weights = {
-            name: rng.multinomial(len(idx), np.full(len(idx), 1 / len(idx)), size=num_samples).astype(np.float64)
-            for name, idx in self.index.members.items()
-        }
+        self.weights = {name: _resample_counts(rng, len(idx), num_samples) for name, idx in self.index.members.items()}
         #: Per group, its resamples with what every column correlated on them shares (computed once).
         self.groups = {
             name: GroupResamples(self.weights[name], self.human[idx]) for name, idx in self.index.members.items()
@@ -352,7 +364,7 @@ class GroupedBootstrap:
     def estimate(self, metric: ArrayLike, method: str = "pearson") -> GroupedCorrelation:
         """The correlation on all the segments, per group and averaged (no resampling)."""
         x = self._metric(metric, method)
-        return _grouped(_group_values(x, self.human, self.index, method), self.index, method)
+        return _grouped(_group_values(x, self.human, self.index, method, self.groups), self.index, method)
 
     def statistics(self, metric: ArrayLike, method: str = "pearson") -> Floats:
         """The group-averaged correlation of each resample ([num_samples]; NaN where a group's is undefined)."""

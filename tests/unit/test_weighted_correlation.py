@@ -64,3 +64,50 @@ def test_bootstrap_statistics_of_many_columns_equal_one_at_a_time():
     bad[1, 5] = np.nan
     with pytest.raises(ValueError, match="not finite"):
         boot.statistics_of(bad)
+
+
+@pytest.mark.parametrize("method", ["pearson", "spearman", "kendall"])
+def test_plain_correlations_equal_the_one_column_kernel(method):
+    """Without resampling a group's figures come from the resample kernels (the human side kept): the same
+    bits as the definition's kernel, ties included, and NaN for a constant column."""
+    human, columns, counts = columns_and_counts(5)
+    group = GroupResamples(counts, human)
+    for x in [*columns, np.full(len(human), 0.3)]:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            slow = weighted(x, human, np.ones((1, len(x))), method)[0]
+        fast = group.plain(x, method)
+        assert fast == slow or (np.isnan(fast) and np.isnan(slow))
+
+
+@pytest.mark.parametrize("method", ["spearman", "kendall"])
+def test_groups_too_large_to_keep_their_human_signs_give_the_same_figures(method, monkeypatch):
+    from bertscore_tm import weighted_correlation
+
+    human, columns, counts = columns_and_counts(6)
+    kept = GroupResamples(counts, human)
+    expected = kept.correlations(columns, method), [kept.plain(x, method) for x in columns]
+    monkeypatch.setattr(weighted_correlation, "CACHED_SIGNS", 0)
+    unkept = GroupResamples(counts, human)
+    np.testing.assert_array_equal(unkept.correlations(columns, method), expected[0])
+    assert [unkept.plain(x, method) for x in columns] == expected[1]
+
+
+def test_resample_counts_are_whole_draws_of_every_segment_and_reproducible():
+    human = np.linspace(0, 1, 50)
+    groups = ["a"] * 20 + ["b"] * 30
+    boot = GroupedBootstrap(human, groups, num_samples=4000, seed=3)
+    for name, size in (("a", 20), ("b", 30)):
+        counts = boot.weights[name]
+        assert counts.shape == (4000, size) and counts.dtype == np.float64
+        assert (counts.sum(axis=1) == size).all() and (counts >= 0).all() and (counts == np.round(counts)).all()
+        # multinomial(size, uniform): each count has mean 1 and variance 1 - 1/size
+        assert counts.mean() == pytest.approx(1.0, abs=0.02)
+        assert counts.var() == pytest.approx(1 - 1 / size, abs=0.05)
+    again = GroupedBootstrap(human, groups, num_samples=4000, seed=3)
+    assert all(np.array_equal(boot.weights[k], again.weights[k]) for k in boot.weights)
+
+
+def test_resample_weights_must_be_whole_counts():
+    human, _, counts = columns_and_counts(7)
+    with pytest.raises(ValueError, match="whole counts"):
+        GroupResamples(counts / 2, human)
