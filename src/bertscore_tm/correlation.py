@@ -470,21 +470,37 @@ def darr_tau(better: ArrayLike, worse: ArrayLike, groups: Sequence[Any] | None =
     return _grouped(values, index, "darr")
 
 
-def _system_means(
-    metric: Floats, human: Floats | None, systems: list[str], groups: list[str]
-) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]]:
-    """Per (group, system): the mean metric score and the mean human score of its segments."""
-    keys = list(zip(groups, systems, strict=True))
-    order = list(dict.fromkeys(keys))
-    position = {key: i for i, key in enumerate(order)}
-    at = np.asarray([position[key] for key in keys])
-    counts = np.bincount(at, minlength=len(order))
-    metric_means = np.bincount(at, weights=metric, minlength=len(order)) / counts
-    human_means = None if human is None else np.bincount(at, weights=human, minlength=len(order)) / counts
-    return (
-        {key: float(metric_means[i]) for i, key in enumerate(order)},
-        {} if human_means is None else {key: float(human_means[i]) for i, key in enumerate(order)},
-    )
+class _Systems:
+    """The (group, system) of every segment: each key's position in order of first appearance, its segment
+    count, and the mean of any per-segment values over its segments."""
+
+    def __init__(self, systems: Sequence[Any], groups: Sequence[Any] | None, n: int) -> None:
+        names = [str(s) for s in systems]
+        labels = ["all"] * n if groups is None else [str(g) for g in groups]
+        if len(names) != n or len(labels) != n:
+            raise ValueError(f"systems and groups need one label per segment ({n})")
+        keys = list(zip(labels, names, strict=True))
+        self.keys = list(dict.fromkeys(keys))
+        position = {key: i for i, key in enumerate(self.keys)}
+        self.at = np.asarray([position[key] for key in keys])
+        self.counts = np.bincount(self.at, minlength=len(self.keys))
+
+    def means(self, values: Floats) -> Floats:
+        """Per key, the mean of `values` over its segments."""
+        return np.bincount(self.at, weights=values, minlength=len(self.keys)) / self.counts
+
+    def human(self, human: Floats | None, human_systems: Mapping[Any, float] | None) -> Floats:
+        """Per key, the human score: `human_systems[(group, system)]` or `[system]`, else its segments' mean."""
+        if human_systems is None:
+            assert human is not None
+            return self.means(human)
+        scores = []
+        for group, system in self.keys:
+            value = human_systems.get((group, system), human_systems.get(system))
+            if value is None:
+                raise ValueError(f"human_systems has no score for system {system!r} (group {group!r})")
+            scores.append(float(value))
+        return np.asarray(scores)
 
 
 def system_correlation(
@@ -502,25 +518,28 @@ def system_correlation(
     ...                    human_systems={"a": 1.0, "b": 2.0, "c": 3.5}).groups
     {'all': 0.9778448696431339}
     """
-    x = _vector(metric, "metric")
+    return system_correlations([_vector(metric, "metric")], systems, human, groups, human_systems)[0]
+
+
+def system_correlations(
+    metrics: ArrayLike,
+    systems: Sequence[Any],
+    human: ArrayLike | None = None,
+    groups: Sequence[Any] | None = None,
+    human_systems: Mapping[Any, float] | None = None,
+) -> list[GroupedCorrelation]:
+    """`system_correlation` of each row of `metrics` ([k, segments]), the systems and their human scores
+    found once for all the rows (layer tuning correlates every layer's P, R and F1)."""
+    rows = np.asarray(metrics, dtype=np.float64)
+    if rows.ndim != 2:
+        raise ValueError(f"metrics must be [k, segments] (a row of scores per metric), got shape {rows.shape}")
+    for row in rows:
+        _vector(row, "metric")
     if (human is None) == (human_systems is None):
         raise ValueError("give the human scores either per segment (human=) or per system (human_systems=)")
     y = None if human is None else _vector(human, "human")
-    if y is not None and len(y) != len(x):
-        raise ValueError(f"metric has {len(x)} scores and human {len(y)}: one of each per segment")
-    names = [str(s) for s in systems]
-    labels = ["all"] * len(x) if groups is None else [str(g) for g in groups]
-    if len(names) != len(x) or len(labels) != len(x):
-        raise ValueError(f"systems and groups need one label per segment ({len(x)})")
-    metric_means, human_means = _system_means(x, y, names, labels)
-    if human_systems is not None:
-        human_means = {}
-        for group, system in metric_means:
-            value = human_systems.get((group, system), human_systems.get(system))
-            if value is None:
-                raise ValueError(f"human_systems has no score for system {system!r} (group {group!r})")
-            human_means[(group, system)] = float(value)
-    keys = list(metric_means)
-    return grouped_correlation(
-        [metric_means[k] for k in keys], [human_means[k] for k in keys], [k[0] for k in keys], "pearson"
-    )
+    if y is not None and len(y) != rows.shape[1]:
+        raise ValueError(f"metric has {rows.shape[1]} scores and human {len(y)}: one of each per segment")
+    index = _Systems(systems, groups, rows.shape[1])
+    human_means, labels = index.human(y, human_systems), [group for group, _ in index.keys]
+    return [grouped_correlation(index.means(row), human_means, labels, "pearson") for row in rows]

@@ -37,7 +37,7 @@ from bertscore_tm.correlation import (
     GroupedCorrelation,
     PairedTest,
     percentile_interval,
-    system_correlation,
+    system_correlations,
 )
 from bertscore_tm.errors import ArgumentValueError, warn_user
 from bertscore_tm.judgements import MIN_ROWS, JudgementFileError, Judgements, check_variation, read_judgements
@@ -299,10 +299,15 @@ def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, L
 
 
 def _layer_result(
-    boot: GroupedBootstrap, scores: LayerScores, layer: int, rows: Judgements, confidence: float, ci_for: str | None
+    boot: GroupedBootstrap,
+    scores: LayerScores,
+    layer: int,
+    confidence: float,
+    ci_for: str | None,
+    system: dict[str, GroupedCorrelation] | None,
 ) -> LayerResult:
     """Every correlation of every score at one layer, with intervals from the shared resamples for the score
-    `ci_for` (None: no intervals)."""
+    `ci_for` (None: no intervals), and its system-level figures (`_system_figures`)."""
     figures: dict[str, dict[str, Figures]] = {name: {} for name in SCORES}
     for name in SCORES:
         column = scores.of(name)[layer]
@@ -310,13 +315,19 @@ def _layer_result(
             estimate = boot.estimate(column, method)
             ci = percentile_interval(boot.statistics(column, method), confidence) if name == ci_for else None
             figures[name][method] = Figures(estimate.mean, estimate.groups, ci)
-    system = None
-    if _system_level(rows):
-        assert rows.systems is not None
-        system = {
-            name: system_correlation(scores.of(name)[layer], rows.systems, rows.human, rows.groups) for name in SCORES
-        }
     return LayerResult(layer, figures, system)
+
+
+def _system_figures(rows: Judgements, scores: LayerScores) -> list[dict[str, GroupedCorrelation] | None]:
+    """Per layer, the system-level correlation of each score, where the judgements name systems enough for
+    one (`_system_level`; else None per layer): every layer's P, R and F1 against the systems found once."""
+    depth = scores.depth + 1
+    if not _system_level(rows):
+        return [None] * depth
+    assert rows.systems is not None
+    columns = np.concatenate([scores.of(name) for name in SCORES])  # [3 (depth), pairs], score after score
+    found = system_correlations(columns, rows.systems, rows.human, rows.groups)
+    return [{name: found[k * depth + layer] for k, name in enumerate(SCORES)} for layer in range(depth)]
 
 
 def _system_level(rows: Judgements) -> bool:
@@ -379,8 +390,9 @@ def tune_from_scores(
     boot = GroupedBootstrap(rows.human, rows.groups, max(bootstrap, 1), seed)
     from tqdm.auto import tqdm
 
+    systems = _system_figures(rows, scores)
     layers = [
-        _layer_result(boot, scores, layer, rows, confidence, score if bootstrap > 0 else None)
+        _layer_result(boot, scores, layer, confidence, score if bootstrap > 0 else None, systems[layer])
         for layer in tqdm(range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not progress)
     ]
     best = _best_layer(layers, criterion, score)

@@ -23,6 +23,7 @@ from bertscore_tm.correlation import (
     percentile_interval,
     spearman,
     system_correlation,
+    system_correlations,
 )
 
 
@@ -207,6 +208,25 @@ def test_system_level_by_hand():
     assert two_groups.sizes == {"p": 3, "q": 3}
     with pytest.raises(ValueError, match="no score for system 'C'"):
         system_correlation(metric, systems, human_systems={"A": 1.0, "B": 2.0})
+
+
+def test_system_level_of_many_rows_equals_one_at_a_time():
+    rng = np.random.default_rng(5)
+    systems = [f"s{i % 4}" for i in range(40)]
+    groups = ["p"] * 20 + ["q"] * 20
+    human, rows = rng.normal(size=40), rng.normal(size=(3, 40))
+    many = system_correlations(rows, systems, human, groups)
+    assert [r.groups for r in many] == [system_correlation(row, systems, human, groups).groups for row in rows]
+    for row, result in zip(rows, many, strict=True):  # by hand: per group, Pearson of the systems' means
+        for name, lo in (("p", 0), ("q", 20)):
+            at = np.array([int(s[1]) for s in systems[lo : lo + 20]])
+            x = np.bincount(at, weights=row[lo : lo + 20]) / np.bincount(at)
+            y = np.bincount(at, weights=human[lo : lo + 20]) / np.bincount(at)
+            assert result.groups[name] == pytest.approx(np.corrcoef(x, y)[0, 1], abs=1e-12)
+    with pytest.raises(ValueError, match=r"metrics must be \[k, segments\]"):
+        system_correlations(rows[0], systems, human, groups)
+    with pytest.raises(ValueError, match="one label per segment"):
+        system_correlations(rows, systems[:-1], human, groups)
 
 
 # -- undefined cases and bad input ----------------------------------------------------------------------------
