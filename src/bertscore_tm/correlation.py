@@ -324,7 +324,10 @@ def _resample_counts(rng: np.random.Generator, size: int, num_samples: int) -> F
 class GroupedBootstrap:
     """Bootstrap resamples of the segments within their groups, drawn once from `seed` and shared by every
     score column evaluated, so that intervals of different columns and paired tests between them see the same
-    resamples. Holds a float64 count per segment and resample (8 bytes x segments x `num_samples`).
+    resamples. Holds each count per segment and resample in float64 and float32 (12 bytes x segments x
+    `num_samples`), what the human side of each method needs (a few float64 numbers per segment and resample,
+    made on first use), and for Kendall the human pair signs of each group of at most 1,024 segments (4 bytes
+    a pair: `bertscore_tm.weighted_correlation.CACHED_SIGNS`).
 
     >>> human = [0.1, 0.4, 0.35, 0.8, 0.5, 0.2]
     >>> boot = GroupedBootstrap(human, num_samples=200, seed=1)
