@@ -113,9 +113,8 @@ def kendall_numerator(
     the faster), the rest in float64; `counts` is `exact_counts(weights)` and `signs` is `human_signs(y)` where
     the caller keeps them. Without resampling (one row of ones) it is the plain count of concordant minus
     discordant pairs."""
-    once = len(weights) == 1 and bool(np.all(weights == 1))  # no resampling: a plain count of the signs
-    counts = exact_counts(weights) if counts is None and not once else counts
-    if not once and counts is not None:
+    if len(weights) != 1 or not bool(np.all(weights == 1)):  # resamples (one row of ones: a plain count)
+        counts = exact_counts(weights) if counts is None else counts
         return _resampled_kendall_numerator(x, y, weights, counts, signs)
     n = len(x)
     rows = max(1, BLOCK // max(n, len(weights)))
@@ -151,27 +150,26 @@ def _resampled_kendall_numerator(
     return numerator
 
 
-def weighted_kendall(x: Floats, y: Floats, weights: Floats, signs: NDArray[np.float32] | None = None) -> Floats:
-    """Kendall's tau-b of each resample ([B, n] counts of draws), NaN where undefined (`signs`: as
-    `kendall_numerator` takes them)."""
+def weighted_kendall(x: Floats, y: Floats, weights: Floats) -> Floats:
+    """Kendall's tau-b of each resample ([B, n] counts of draws), NaN where undefined."""
     total = weights.sum(axis=1)
     pairs = total * (total - 1) / 2
     within_x, within_y = tie_totals(x, weights)[1], tie_totals(y, weights)[1]
     tied_x, tied_y = ((within * (within - 1) / 2).sum(axis=1) for within in (within_x, within_y))
     with np.errstate(invalid="ignore", divide="ignore"):
         denominator = np.sqrt((pairs - tied_x) * (pairs - tied_y))
-        return np.asarray(kendall_numerator(x, y, weights, signs=signs) / denominator, dtype=np.float64)
+        return np.asarray(kendall_numerator(x, y, weights) / denominator, dtype=np.float64)
 
 
-def weighted(x: Floats, y: Floats, weights: Floats, method: str, signs: NDArray[np.float32] | None = None) -> Floats:
+def weighted(x: Floats, y: Floats, weights: Floats, method: str) -> Floats:
     """The correlation `method` of metric `x` with human `y` in each resample (row of `weights`), NaN where
-    either is constant in the resample (`signs`: `human_signs(y)`, for Kendall, where the caller keeps them)."""
+    either is constant in the resample."""
     if method == "pearson":
         values = weighted_pearson(x, y, weights)
     elif method == "spearman":
         values = weighted_pearson(weighted_average_ranks(x, weights), weighted_average_ranks(y, weights), weights)
     else:
-        values = weighted_kendall(x, y, weights, signs)
+        values = weighted_kendall(x, y, weights)
     values[is_constant(x, weights) | is_constant(y, weights)] = np.nan
     return values
 
