@@ -24,6 +24,7 @@ import pytest
 import bertscore_tm
 from bertscore_tm.cli import main, outputs
 from bertscore_tm.cli.errors import Terminated, UsageError
+from bertscore_tm.cli.signals import terminable
 from tests.conftest import MINILM
 
 OLD = b"the results of an earlier run\n"
@@ -247,6 +248,67 @@ def _env() -> dict[str, str]:
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
         env.pop(name, None)
     return env
+
+
+class RaisesInFinaliser:
+    """An object whose finaliser makes `signum` arrive: its handler runs there, where Python cannot raise."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+    def __del__(self) -> None:
+        signal.raise_signal(self.signum)
+
+
+@pytest.mark.parametrize(("signum", "raised"), [(signal.SIGTERM, Terminated), (signal.SIGINT, KeyboardInterrupt)])
+def test_an_interrupt_that_lands_in_a_finaliser_is_raised_again_outside(signum: int, raised: type) -> None:
+    """Python prints ``Exception ignored in ...`` for an exception raised in a finaliser (or in a weakref callback,
+    as importlib's module locks have) and goes on: a SIGTERM or SIGINT landing there would be lost, and the command
+    would run to the end. Inside `terminable` it is raised again, outside, and nothing is printed; afterwards
+    every hook is as it was."""
+    hook, alarm = sys.unraisablehook, signal.getsignal(signal.SIGALRM)
+    reached = []
+    with pytest.raises(raised) as caught, terminable():
+        RaisesInFinaliser(signum)  # dropped at once: the finaliser runs here, and its interrupt is lost
+        reached.append("after the finaliser")
+        time.sleep(5)  # the interrupt comes again, a millisecond later
+        reached.append("after the sleep")
+    assert caught.type is raised and reached == ["after the finaliser"]
+    assert (sys.unraisablehook, signal.getsignal(signal.SIGALRM)) == (hook, alarm)
+
+
+def test_an_interrupt_that_lands_in_an_import_waits_for_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Raised inside an import, an interrupt would leave the module half set up; it is held until the import is
+    over, then raised from the code that imported."""
+    (tmp_path / "interrupted_module.py").write_text(
+        "import signal\nsignal.raise_signal(signal.SIGTERM)\nWHOLE = True\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "interrupted_module", raising=False)
+    reached = []
+    with pytest.raises(Terminated), terminable():
+        import interrupted_module  # type: ignore[import-not-found]
+
+        reached.append(interrupted_module.WHOLE)
+        time.sleep(5)
+    assert reached == [True] and sys.modules["interrupted_module"].WHOLE
+    monkeypatch.delitem(sys.modules, "interrupted_module")
+
+
+def test_other_unraisable_exceptions_still_reach_the_previous_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[BaseException | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: seen.append(info.exc_value))
+
+    class FailsInFinaliser:
+        def __del__(self) -> None:
+            raise ValueError("from a finaliser")
+
+    with terminable():
+        FailsInFinaliser()
+        time.sleep(0.01)
+    assert [type(err) for err in seen] == [ValueError]
 
 
 @pytest.mark.parametrize("when", ["reading its input", "loading and scoring"])

@@ -22,9 +22,9 @@ from bertscore_tm.cli.errors import (
     lost_process,
     lost_process_line,
     show_warning,
-    terminable,
 )
 from bertscore_tm.cli.outputs import StandardOutput, silence_stdout
+from bertscore_tm.cli.signals import terminable
 from bertscore_tm.errors import BERTScoreError
 from bertscore_tm.registry import PACKAGED_MINILM
 

@@ -8,11 +8,7 @@ away (``... | head``) ends quietly with 1. Anything else is a bug, and keeps its
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
-from collections.abc import Iterator
-from types import FrameType
 from typing import TextIO
 
 from bertscore_tm.errors import BERTScoreError
@@ -28,27 +24,8 @@ class UsageError(Exception):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised wherever the process is, as SIGINT raises KeyboardInterrupt: the same unwinding (a
-    half-written output's temporary file is removed), then one line and exit code 143."""
-
-
-@contextlib.contextmanager
-def terminable() -> Iterator[None]:
-    """While inside, SIGTERM raises `Terminated` (in the main thread, the only one that can set a handler;
-    elsewhere SIGTERM is left as it is); the previous handler is put back afterwards."""
-
-    def terminate(signum: int, frame: FrameType | None) -> None:
-        raise Terminated
-
-    try:
-        previous = signal.signal(signal.SIGTERM, terminate)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    """SIGTERM, raised as SIGINT raises KeyboardInterrupt (`bertscore_tm.cli.signals.terminable`): the same
+    unwinding (a half-written output's temporary file is removed), then one line and exit code 143."""
 
 
 def one_line(err: BaseException) -> str:
