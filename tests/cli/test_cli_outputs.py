@@ -297,6 +297,24 @@ def test_an_interrupt_that_lands_in_an_import_waits_for_its_end(
     monkeypatch.delitem(sys.modules, "interrupted_module")
 
 
+def test_a_command_run_from_inside_an_import_is_not_held_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only imports begun inside `terminable` hold a signal: a module that runs a command as it is imported
+    still stops at once."""
+    (tmp_path / "runs_a_command.py").write_text(
+        "import signal, time\nfrom bertscore_tm.cli.signals import terminable\n"
+        "with terminable():\n    signal.raise_signal(signal.SIGTERM)\n    time.sleep(5)\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "runs_a_command", raising=False)
+    start = time.perf_counter()
+    with pytest.raises(Terminated):
+        import runs_a_command  # type: ignore[import-not-found]  # noqa: F401
+    assert time.perf_counter() - start < 4
+
+
 def test_other_unraisable_exceptions_still_reach_the_previous_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[BaseException | None] = []
     monkeypatch.setattr(sys, "unraisablehook", lambda info: seen.append(info.exc_value))

@@ -38,6 +38,7 @@ def terminable() -> Iterator[None]:
     Every handler and `sys.unraisablehook` are put back afterwards."""
     held: list[type[BaseException]] = []
     in_hook = False
+    outer_imports = imports_under_way(sys._getframe())  # a command run from inside an import is not held for it
 
     def raising(kind: type[BaseException]) -> _Handler:
         def handler(signum: int, frame: FrameType | None) -> None:
@@ -49,7 +50,7 @@ def terminable() -> Iterator[None]:
     def raise_held(signum: int, frame: FrameType | None) -> None:
         if not held:
             return
-        if in_hook or importing(frame):
+        if in_hook or imports_under_way(frame) > outer_imports:
             signal.setitimer(signal.ITIMER_REAL, RETRY_S)
             return
         kind = held[0]
@@ -87,10 +88,11 @@ def terminable() -> Iterator[None]:
             signal.signal(signum, former)
 
 
-def importing(frame: FrameType | None) -> bool:
-    """Whether `frame` runs inside an import (importlib's own frames are on its stack)."""
+def imports_under_way(frame: FrameType | None) -> int:
+    """How many of the frames from `frame` down its stack are importlib's own: more than at the start of
+    `terminable` means an import begun since is still running."""
+    count = 0
     while frame is not None:
-        if frame.f_code.co_filename.startswith(_IMPORTLIB):
-            return True
+        count += frame.f_code.co_filename.startswith(_IMPORTLIB)
         frame = frame.f_back
-    return False
+    return count
