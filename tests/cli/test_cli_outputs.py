@@ -297,6 +297,21 @@ def test_an_interrupt_that_lands_in_an_import_waits_for_its_end(
     monkeypatch.delitem(sys.modules, "interrupted_module")
 
 
+def test_a_signal_still_held_when_the_command_ends_is_raised_as_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "interrupted_last.py").write_text(
+        "import signal\nsignal.raise_signal(signal.SIGTERM)\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "interrupted_last", raising=False)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated), terminable():
+        import interrupted_last  # type: ignore[import-not-found]  # noqa: F401  # the command's last step
+    assert signal.getsignal(signal.SIGTERM) == before  # put back before the signal was raised
+    monkeypatch.delitem(sys.modules, "interrupted_last")
+
+
 def test_a_command_run_from_inside_an_import_is_not_held_for_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

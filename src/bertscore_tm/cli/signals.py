@@ -82,10 +82,14 @@ def terminable() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        pending = held[:1]  # a signal still held as the command ends is raised as it ends, never dropped
+        if pending:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # the retry armed for it (only then: a caller's alarm stays)
         sys.unraisablehook = previous_hook
         for signum, former in previous.items():
             signal.signal(signum, former)
+        if pending:
+            raise pending[0]
 
 
 def imports_under_way(frame: FrameType | None) -> int:
