@@ -277,16 +277,25 @@ def test_an_interrupt_that_lands_in_a_finaliser_is_raised_again_outside(signum: 
     assert (sys.unraisablehook, signal.getsignal(signal.SIGALRM)) == (hook, alarm)
 
 
-def test_an_interrupt_that_lands_in_an_import_waits_for_its_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture()
+def module_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str, str], None]]:
+    """Writes a module for the test to import (`module_file(name, source)`); it is forgotten afterwards."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names: list[str] = []
+
+    def write(name: str, source: str) -> None:
+        (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
+        names.append(name)
+
+    yield write
+    for name in names:
+        sys.modules.pop(name, None)
+
+
+def test_an_interrupt_that_lands_in_an_import_waits_for_its_end(module_file: Callable[[str, str], None]) -> None:
     """Raised inside an import, an interrupt would leave the module half set up; it is held until the import is
     over, then raised from the code that imported."""
-    (tmp_path / "interrupted_module.py").write_text(
-        "import signal\nsignal.raise_signal(signal.SIGTERM)\nWHOLE = True\n", encoding="utf-8"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "interrupted_module", raising=False)
+    module_file("interrupted_module", "import signal\nsignal.raise_signal(signal.SIGTERM)\nWHOLE = True\n")
     reached = []
     with pytest.raises(Terminated), terminable():
         import interrupted_module  # type: ignore[import-not-found]
@@ -294,36 +303,26 @@ def test_an_interrupt_that_lands_in_an_import_waits_for_its_end(
         reached.append(interrupted_module.WHOLE)
         time.sleep(5)
     assert reached == [True] and sys.modules["interrupted_module"].WHOLE
-    monkeypatch.delitem(sys.modules, "interrupted_module")
 
 
 def test_a_signal_still_held_when_the_command_ends_is_raised_as_it_ends(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    module_file: Callable[[str, str], None],
 ) -> None:
-    (tmp_path / "interrupted_last.py").write_text(
-        "import signal\nsignal.raise_signal(signal.SIGTERM)\n", encoding="utf-8"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "interrupted_last", raising=False)
+    module_file("interrupted_last", "import signal\nsignal.raise_signal(signal.SIGTERM)\n")
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(Terminated), terminable():
         import interrupted_last  # type: ignore[import-not-found]  # noqa: F401  # the command's last step
     assert signal.getsignal(signal.SIGTERM) == before  # put back before the signal was raised
-    monkeypatch.delitem(sys.modules, "interrupted_last")
 
 
-def test_a_command_run_from_inside_an_import_is_not_held_for_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_command_run_from_inside_an_import_is_not_held_for_it(module_file: Callable[[str, str], None]) -> None:
     """Only imports begun inside `terminable` hold a signal: a module that runs a command as it is imported
     still stops at once."""
-    (tmp_path / "runs_a_command.py").write_text(
+    module_file(
+        "runs_a_command",
         "import signal, time\nfrom bertscore_tm.cli.signals import terminable\n"
         "with terminable():\n    signal.raise_signal(signal.SIGTERM)\n    time.sleep(5)\n",
-        encoding="utf-8",
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "runs_a_command", raising=False)
     start = time.perf_counter()
     with pytest.raises(Terminated):
         import runs_a_command  # type: ignore[import-not-found]  # noqa: F401
