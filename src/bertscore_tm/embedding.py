@@ -7,6 +7,11 @@ output is dropped before the next batch runs. With a window rule (`bertscore_tm.
 a long text runs as several window sequences in the same batch stream, and the rows each token keeps are
 stitched into that text's rows of the table.
 
+In float32 on a CPU, a batch of sequences of at most `EAGER_CPU_TOKENS` tokens runs the model's eager attention
+where its own is scaled-dot-product attention, whose CPU kernel is built for long sequences: a few percent
+faster on sentences, slower on longer texts (docs/performance.md). Which one a text runs with depends on its
+length alone, so its vectors still depend on nothing but the text.
+
 The opt-in lower precisions (inexact, about 1e-3 in F1): bfloat16 casts the weights of a model we loaded once
 (autocast would cast every weight again in every forward pass, about a sixth of the time on a CPU; bfloat16
 has float32's range, so nothing overflows) and, on a CPU, uses the model's eager attention (its bfloat16
@@ -74,6 +79,11 @@ class TokenTexts:
 #: (matrix-vector paths, other thread splits), whose sums round differently; a smaller batch runs with copies
 #: of its texts. A multiple of 16 and well past the sizes seen to differ (under 12 rows, MKL on AVX-512).
 MIN_BATCH_TOKENS = 64
+
+#: Float32 on a CPU: a batch of sequences of at most this many tokens runs the model's eager attention where its
+#: own is scaled-dot-product attention, whose CPU kernel is built for long sequences: a few percent faster on
+#: sentences, slower from about 64 tokens on (docs/performance.md, Attention on a CPU).
+EAGER_CPU_TOKENS = 48
 
 #: A forward batch's attention scores hold no more than those of its token budget at this length (so its
 #: memory is bounded however long its texts are); a packed pass's attention pieces keep to the same bound.
@@ -327,16 +337,21 @@ class Embedder:
             self._compiled = torch.compile(self.model, dynamic=True, options={"freezing": True})
         return self._compiled
 
-    def _choose_attention(self) -> None:
-        """bfloat16 on a CPU: the eager attention where a model we loaded would use scaled-dot-product
-        attention (twice as fast there on sentences: the CPU kernel is built for long sequences); elsewhere the
-        model's own. A user's model is never switched."""
-        if self.user_supplied:
+    def _choose_attention(self, length: int | None = None) -> None:
+        """The attention of a model we loaded whose own is scaled-dot-product attention, for a batch of
+        sequences of `length` tokens (None: between batches). Its CPU kernel is built for long sequences, so on
+        a CPU bfloat16 runs the eager attention (twice as fast on sentences), and float32 does for sequences of
+        at most `EAGER_CPU_TOKENS` tokens (a few percent faster; a compiled model keeps one attention);
+        elsewhere the model's own. A batch holds one length, so a text's vectors still depend on nothing but
+        the text. A user's model is never switched."""
+        if self.user_supplied or self._own_attention != "sdpa":
             return
-        cpu_bf16 = self.model_dtype == torch.bfloat16 and self.device.type == "cpu"
-        wanted = "eager" if cpu_bf16 and self._own_attention == "sdpa" else self._own_attention
+        cpu = self.device.type == "cpu"
+        short = length is not None and length <= EAGER_CPU_TOKENS and not self.compile_model
+        eager = cpu and (self.model_dtype == torch.bfloat16 or (self.model_dtype == torch.float32 and short))
+        wanted = "eager" if eager else self._own_attention
         config = getattr(self.model, "config", None)
-        if wanted is None or getattr(config, "_attn_implementation", None) == wanted:
+        if getattr(config, "_attn_implementation", None) == wanted:
             return
         with suppress(AttributeError, ValueError, ImportError):  # a model that cannot switch keeps its own
             self.model.set_attn_implementation(wanted)  # type: ignore[operator, union-attr]
@@ -388,6 +403,7 @@ class Embedder:
             ids[count:] = ids[:count].repeat(copies - 1, 1)
             mask[count:] = mask[:count].repeat(copies - 1, 1)
         ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
+        self._choose_attention(longest)
         with torch.inference_mode(), self._autocast(), self._linears():
             states = self._forward()(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
             if self.all_layers:
