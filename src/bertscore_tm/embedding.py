@@ -339,11 +339,12 @@ class Embedder:
 
     def _choose_attention(self, length: int | None = None) -> None:
         """The attention of a model we loaded whose own is scaled-dot-product attention, for a batch of
-        sequences of `length` tokens (None: between batches). Its CPU kernel is built for long sequences, so on
-        a CPU bfloat16 runs the eager attention (twice as fast on sentences), and float32 does for sequences of
-        at most `EAGER_CPU_TOKENS` tokens (a few percent faster; a compiled model keeps one attention);
-        elsewhere the model's own. A batch holds one length, so a text's vectors still depend on nothing but
-        the text. A user's model is never switched."""
+        sequences of `length` tokens (None: at construction and after a move, when no batch runs; after a batch
+        the model keeps that batch's attention until the next batch chooses). Its CPU kernel is built for long
+        sequences, so on a CPU bfloat16 runs the eager attention (twice as fast on sentences), and float32 does
+        for sequences of at most `EAGER_CPU_TOKENS` tokens (a few percent faster; a compiled model keeps one
+        attention); elsewhere the model's own. A batch holds one length, so a text's vectors still depend on
+        nothing but the text. A user's model is never switched."""
         if self.user_supplied or self._own_attention != "sdpa":
             return
         cpu = self.device.type == "cpu"

@@ -39,7 +39,7 @@ def test_a_float32_cpu_batch_runs_the_eager_attention_only_on_short_sequences(le
     for layer in range(len(want)):
         assert torch.equal(got[:, :, layer], want[layer]), layer
     assert not all(torch.equal(got[:, :, k], other[k]) for k in range(1, len(other)))  # the choice shows
-    embedder.to("cpu")  # between batches the model is its own again
+    embedder.to("cpu")  # a move (with no batch running) gives the model its own attention back
     assert model.config._attn_implementation == "sdpa"
 
 
