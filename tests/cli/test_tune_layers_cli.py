@@ -181,3 +181,18 @@ def test_plot_without_matplotlib_and_a_layer_beyond_the_model(capsys, tmp_path, 
     assert "--plot needs matplotlib: pip install 'bertscore-tm[plot]'" in line
     line = one_line_error(capsys, "tune-layers", "--data", str(judged), "-m", MINILM, "--default-layer", "9")
     assert line.endswith(f"--default-layer 9 is not a layer of {MINILM}: it has layers 0 (the embeddings) to 6")
+
+
+@pytest.mark.parametrize(
+    ("command", "says", "never"),
+    [
+        ("tune-layers", "intervals of the correlations", "--method randomization"),
+        ("compare", "each F1 difference", "the F1 mean at level"),
+        ("score", "interval of the F1 mean at level C", "--method randomization"),
+    ],
+)
+def test_resampling_help_says_what_each_command_resamples(capsys, command, says, never):
+    with pytest.raises(SystemExit):
+        run_main(capsys, command, "--help")
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps the help at the terminal's width
+    assert says in text and never not in text

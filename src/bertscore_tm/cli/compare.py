@@ -45,7 +45,7 @@ def add_parser(sub: Any) -> None:
         help="weigh tokens by inverse document frequency over the references (counted once for all systems)",
     )
     options.add_rescale_options(c)
-    options.add_resampling_options(c, confidence="0.95")
+    options.add_resampling_options(c, "0.95", "each system's F1 mean and each F1 difference", shuffles=True)
     c.add_argument(
         "--method",
         choices=("bootstrap", "randomization"),

@@ -144,20 +144,26 @@ def _add_speed_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_resampling_options(p: argparse.ArgumentParser, confidence: str | None) -> None:
+def add_resampling_options(
+    p: argparse.ArgumentParser, confidence: str | None, intervals: str = "the F1 mean", shuffles: bool = False
+) -> None:
+    """--confidence C (the level of the bootstrap `intervals`; `confidence` its default, None: no interval),
+    --bootstrap N (resamples, and with `shuffles` the shuffles of --method randomization) and --seed S."""
     # read as text and checked by resampling(), so that a bad value is a one-line error like any other
-    default = "none: no interval" if confidence is None else confidence
+    what = f"bootstrap confidence intervals of {intervals}"
     p.add_argument(
         "--confidence",
         default=confidence,
         metavar="C",
-        help=f"add the F1 mean's bootstrap confidence interval at level C, e.g. 0.95 (default: {default})",
+        help=f"add a bootstrap confidence interval of {intervals} at level C, e.g. 0.95 (default: none)"
+        if confidence is None
+        else f"level of the {what}, e.g. 0.95 (default: {confidence})",
     )
     p.add_argument(
         "--bootstrap",
         default=None,
         metavar="N",
-        help="resamples (and, with --method randomization, shuffles) to draw "
+        help=f"resamples{' (and, with --method randomization, shuffles)' if shuffles else ''} to draw "
         f"(default: {DEFAULT_RESAMPLES}; at most {MAX_RESAMPLES:,})",
     )
     p.add_argument(

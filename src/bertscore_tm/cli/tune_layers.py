@@ -54,7 +54,7 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     _add_tuning_options(t)
     _add_output_options(t)
-    options.add_resampling_options(t, confidence="0.95")
+    options.add_resampling_options(t, "0.95", "the correlations and of the paired test's difference")
     options.add_long_text_options(t)
     options.add_run_options(t)
     t.set_defaults(run=run)
