@@ -30,7 +30,7 @@ Definitions:
   better and of the worse one; Kendall-like tau ``(Concordant - Discordant) / (Concordant + Discordant)``, a
   metric tie counting as Discordant, as defined for segment level in Ma, Bojar and Graham (2018), "Results of
   the WMT18 Metrics Shared Task", WMT 2018, segment-level evaluation (its daRR formulation).
-* System level (`system_correlation`): Pearson's r between each system's mean metric score and its human
+* System level (`bertscore_tm.system_level`): Pearson's r between each system's mean metric score and its human
   score (given, or the mean of its segments' human scores), within each group, averaged over groups.
 
 >>> human = [0.1, 0.4, 0.35, 0.8]
@@ -65,7 +65,7 @@ class CorrelationWarning(UserWarning):
     """A correlation that is undefined (NaN) or a group left out of an average, and why."""
 
 
-def _vector(values: ArrayLike, name: str) -> Floats:
+def finite_scores(values: ArrayLike, name: str) -> Floats:
     """`values` as a finite float64 vector; a clear ValueError otherwise."""
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1:
@@ -81,7 +81,7 @@ def _vector(values: ArrayLike, name: str) -> Floats:
 
 def _pair(x: ArrayLike, y: ArrayLike, names: tuple[str, str] = ("x", "y")) -> tuple[Floats, Floats]:
     """Two finite vectors of the same length, at least `MIN_SEGMENTS` long."""
-    a, b = _vector(x, names[0]), _vector(y, names[1])
+    a, b = finite_scores(x, names[0]), finite_scores(y, names[1])
     if len(a) != len(b):
         raise ValueError(f"{names[0]} has {len(a)} values and {names[1]} {len(b)}: they must pair up one to one")
     if len(a) < MIN_SEGMENTS:
@@ -139,7 +139,7 @@ def average_ranks(values: ArrayLike) -> Floats:
     >>> average_ranks([10, 20, 20, 5]).tolist()
     [2.0, 3.5, 3.5, 1.0]
     """
-    array = _vector(values, "values")
+    array = finite_scores(values, "values")
     return weighted_average_ranks(array, np.ones((1, len(array))))[0]
 
 
@@ -346,7 +346,7 @@ class GroupedBootstrap:
         seed: int | np.random.Generator = 0,
     ) -> None:
         _check_bootstrap(num_samples, 0.95)
-        self.human = _vector(human, "human")
+        self.human = finite_scores(human, "human")
         self.index = _Groups(groups, len(self.human))
         self.num_samples = num_samples
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -359,7 +359,7 @@ class GroupedBootstrap:
 
     def _metric(self, metric: ArrayLike, method: str) -> Floats:
         _check_method(method)
-        x = _vector(metric, "metric")
+        x = finite_scores(metric, "metric")
         if len(x) != len(self.human):
             raise ValueError(f"metric has {len(x)} scores for {len(self.human)} human judgements")
         return x
@@ -381,7 +381,7 @@ class GroupedBootstrap:
         if array.ndim != 2 or array.shape[1] != len(self.human):
             raise ValueError(f"columns must be [k, {len(self.human)}] (a row of scores per column), got {array.shape}")
         for row in array:
-            _vector(row, "metric")
+            finite_scores(row, "metric")
         total = np.zeros((len(array), self.num_samples))
         for name, idx in self.index.members.items():
             total += self.groups[name].correlations(array[:, idx], method)
@@ -405,20 +405,24 @@ class GroupedBootstrap:
         _check_bootstrap(self.num_samples, confidence)
         a, b = self.estimate(metric_a, method).mean, self.estimate(metric_b, method).mean
         both = self.statistics_of(np.stack([self._metric(metric_a, method), self._metric(metric_b, method)]), method)
-        differences = both[1] - both[0]
-        defined = _defined(differences, "the difference")
-        p_value = (1 + int(np.sum(defined <= _TIE))) / (len(defined) + 1)
-        return PairedTest(
-            method=method,
-            estimate_a=a,
-            estimate_b=b,
-            difference=b - a,
-            interval=percentile_interval(defined, confidence),
-            p_value=p_value,
-            significant=p_value < alpha,
-            alpha=alpha,
-            num_samples=len(defined),
-        )
+        return _paired_test(method, a, b, both[1] - both[0], confidence, alpha)
+
+
+def _paired_test(method: str, a: float, b: float, differences: Floats, confidence: float, alpha: float) -> PairedTest:
+    """The paired test of B against A from their estimates and the resamples' differences of B minus A."""
+    defined = _defined(differences, "the difference")
+    p_value = (1 + int(np.sum(defined <= _TIE))) / (len(defined) + 1)
+    return PairedTest(
+        method=method,
+        estimate_a=a,
+        estimate_b=b,
+        difference=b - a,
+        interval=percentile_interval(defined, confidence),
+        p_value=p_value,
+        significant=p_value < alpha,
+        alpha=alpha,
+        num_samples=len(defined),
+    )
 
 
 def bootstrap_interval(
@@ -462,87 +466,81 @@ def darr_tau(better: ArrayLike, worse: ArrayLike, groups: Sequence[Any] | None =
     >>> darr_tau([0.9, 0.8, 0.5, 0.6], [0.7, 0.8, 0.6, 0.1]).mean   # 2 concordant, a tie and 1 discordant
     0.0
     """
-    b, w = _vector(better, "better"), _vector(worse, "worse")
+    signs = _darr_signs(better, worse)
+    return _darr_grouped(signs, _Groups(groups, len(signs), minimum=1))
+
+
+def _darr_grouped(signs: Floats, index: _Groups) -> GroupedCorrelation:
+    """Each group's tau, the mean of its judgements' signs, and their mean."""
+    return _grouped({name: float(np.mean(signs[idx])) for name, idx in index.members.items()}, index, "darr")
+
+
+def _darr_signs(better: ArrayLike, worse: ArrayLike) -> Floats:
+    """+1 for a concordant judgement (``better > worse``), -1 for a discordant one (a metric tie included)."""
+    b, w = finite_scores(better, "better"), finite_scores(worse, "worse")
     if len(b) != len(w):
         raise ValueError(f"better has {len(b)} scores and worse {len(w)}: one of each per judgement")
-    index = _Groups(groups, len(b), minimum=1)
-    values = {}
-    for name, idx in index.members.items():
-        concordant = int(np.sum(b[idx] > w[idx]))
-        values[name] = (2 * concordant - len(idx)) / len(idx)
-    return _grouped(values, index, "darr")
+    return np.where(b > w, 1.0, -1.0)
 
 
-class _Systems:
-    """The (group, system) of every segment: each key's position in order of first appearance, its segment
-    count, and the mean of any per-segment values over its segments."""
+class DarrBootstrap:
+    """Bootstrap resamples of relative-ranking judgements within their groups, drawn once from `seed` (as
+    `GroupedBootstrap` draws segments) and shared by every pair of score columns evaluated, for intervals of
+    WMT18's Kendall-like tau (`darr_tau`) and paired tests between columns. A resample's tau in a group is
+    ``sum_i c_i s_i / n``: ``c_i`` how often judgement i is drawn, ``s_i`` its sign (+1 concordant, -1
+    discordant) and n the group's size; the statistic is its mean over groups.
 
-    def __init__(self, systems: Sequence[Any], groups: Sequence[Any] | None, n: int) -> None:
-        names = [str(s) for s in systems]
-        labels = ["all"] * n if groups is None else [str(g) for g in groups]
-        if len(names) != n or len(labels) != n:
-            raise ValueError(f"systems and groups need one label per segment ({n})")
-        keys = list(zip(labels, names, strict=True))
-        self.keys = list(dict.fromkeys(keys))
-        position = {key: i for i, key in enumerate(self.keys)}
-        self.at = np.asarray([position[key] for key in keys])
-        self.counts = np.bincount(self.at, minlength=len(self.keys))
-
-    def means(self, values: Floats) -> Floats:
-        """Per key, the mean of `values` over its segments."""
-        return np.bincount(self.at, weights=values, minlength=len(self.keys)) / self.counts
-
-    def human(self, human: Floats | None, human_systems: Mapping[Any, float] | None) -> Floats:
-        """Per key, the human score: `human_systems[(group, system)]` or `[system]`, else its segments' mean."""
-        if human_systems is None:
-            assert human is not None
-            return self.means(human)
-        scores = []
-        for group, system in self.keys:
-            value = human_systems.get((group, system), human_systems.get(system))
-            if value is None:
-                raise ValueError(f"human_systems has no score for system {system!r} (group {group!r})")
-            scores.append(float(value))
-        return np.asarray(scores)
-
-
-def system_correlation(
-    metric: ArrayLike,
-    systems: Sequence[Any],
-    human: ArrayLike | None = None,
-    groups: Sequence[Any] | None = None,
-    human_systems: Mapping[Any, float] | None = None,
-) -> GroupedCorrelation:
-    """System-level Pearson's r: each system's mean metric score against its human score, within each group
-    (at least 3 systems), averaged over groups. The human score of a system is `human_systems[(group, system)]`
-    or `human_systems[system]` where given, else the mean of its segments' `human` scores.
-
-    >>> system_correlation([0.1, 0.3, 0.5, 0.6, 0.9, 0.7], ["a", "a", "b", "b", "c", "c"],
-    ...                    human_systems={"a": 1.0, "b": 2.0, "c": 3.5}).groups
-    {'all': 0.9778448696431339}
+    >>> boot = DarrBootstrap(4, num_samples=500, seed=1)
+    >>> better, worse = [0.9, 0.8, 0.7, 0.6], [0.7, 0.8, 0.6, 0.1]
+    >>> boot.estimate(better, worse).mean
+    0.5
+    >>> low, high = boot.interval(better, worse)
+    >>> bool(low <= 0.5 <= high)
+    True
     """
-    return system_correlations([_vector(metric, "metric")], systems, human, groups, human_systems)[0]
 
+    def __init__(
+        self, n: int, groups: Sequence[Any] | None = None, num_samples: int = 1000, seed: int | np.random.Generator = 0
+    ) -> None:
+        _check_bootstrap(num_samples, 0.95)
+        self.index = _Groups(groups, n, minimum=1)
+        self.size, self.num_samples = n, num_samples
+        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        #: Per group, [num_samples, group size]: how often each judgement is drawn in each resample.
+        self.weights = {name: _resample_counts(rng, len(idx), num_samples) for name, idx in self.index.members.items()}
 
-def system_correlations(
-    metrics: ArrayLike,
-    systems: Sequence[Any],
-    human: ArrayLike | None = None,
-    groups: Sequence[Any] | None = None,
-    human_systems: Mapping[Any, float] | None = None,
-) -> list[GroupedCorrelation]:
-    """`system_correlation` of each row of `metrics` ([k, segments]), the systems and their human scores
-    found once for all the rows (layer tuning correlates every layer's P, R and F1)."""
-    rows = np.asarray(metrics, dtype=np.float64)
-    if rows.ndim != 2:
-        raise ValueError(f"metrics must be [k, segments] (a row of scores per metric), got shape {rows.shape}")
-    for row in rows:
-        _vector(row, "metric")
-    if (human is None) == (human_systems is None):
-        raise ValueError("give the human scores either per segment (human=) or per system (human_systems=)")
-    y = None if human is None else _vector(human, "human")
-    if y is not None and len(y) != rows.shape[1]:
-        raise ValueError(f"metric has {rows.shape[1]} scores and human {len(y)}: one of each per segment")
-    index = _Systems(systems, groups, rows.shape[1])
-    human_means, labels = index.human(y, human_systems), [group for group, _ in index.keys]
-    return [grouped_correlation(index.means(row), human_means, labels, "pearson") for row in rows]
+    def _signs(self, better: ArrayLike, worse: ArrayLike) -> Floats:
+        signs = _darr_signs(better, worse)
+        if len(signs) != self.size:
+            raise ValueError(f"got the scores of {len(signs)} judgements for {self.size} judgements")
+        return signs
+
+    def estimate(self, better: ArrayLike, worse: ArrayLike) -> GroupedCorrelation:
+        """The tau on all the judgements, per group and averaged (no resampling)."""
+        return _darr_grouped(self._signs(better, worse), self.index)
+
+    def statistics(self, better: ArrayLike, worse: ArrayLike) -> Floats:
+        """The group-averaged tau of each resample ([num_samples])."""
+        signs = self._signs(better, worse)
+        total = np.zeros(self.num_samples)
+        for name, idx in self.index.members.items():
+            total += self.weights[name] @ signs[idx] / len(idx)
+        return total / len(self.index.members)
+
+    def interval(self, better: ArrayLike, worse: ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
+        """The percentile bootstrap interval of the group-averaged tau."""
+        return percentile_interval(self.statistics(better, worse), confidence)
+
+    def paired_test(
+        self,
+        columns_a: tuple[ArrayLike, ArrayLike],
+        columns_b: tuple[ArrayLike, ArrayLike],
+        confidence: float = 0.95,
+        alpha: float = 0.05,
+    ) -> PairedTest:
+        """Whether the scores B (better, worse) rank the judgements better than the scores A, on the same
+        resamples (the p-value as `GroupedBootstrap.paired_test`'s)."""
+        _check_bootstrap(self.num_samples, confidence)
+        a, b = self.estimate(*columns_a).mean, self.estimate(*columns_b).mean
+        differences = self.statistics(*columns_b) - self.statistics(*columns_a)
+        return _paired_test("darr", a, b, differences, confidence, alpha)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +103,52 @@ class Judgements:
         )
 
 
+@dataclass(frozen=True)
+class RelativeRankings:
+    """Relative-ranking judgements (WMT's DARR): per judgement a reference and two candidates of the same source,
+    `better` the one humans judged better, with optional group labels (e.g. the language pair). `lines`,
+    `skipped` and `source` as in `Judgements`."""
+
+    references: list[str]
+    better: list[str]
+    worse: list[str]
+    groups: list[str] | None = None
+    lines: list[int] = field(default_factory=list)
+    skipped: int = 0
+    source: str | None = None
+
+    @classmethod
+    def from_columns(
+        cls,
+        references: Sequence[str],
+        better: Sequence[str],
+        worse: Sequence[str],
+        groups: Sequence[str] | None = None,
+    ) -> RelativeRankings:
+        """Relative rankings from parallel lists (one entry per judgement), checked for equal lengths."""
+        for name, column in {"better": better, "worse": worse, "groups": groups}.items():
+            if column is not None and len(column) != len(references):
+                raise ValueError(f"{name} has {len(column)} entries for {len(references)} references")
+        return cls(list(references), list(better), list(worse), None if groups is None else [str(g) for g in groups])
+
+    def __len__(self) -> int:
+        return len(self.references)
+
+    def select(self, indices: Sequence[int]) -> RelativeRankings:
+        """These judgements only."""
+        refs, better, worse = ([column[i] for i in indices] for column in (self.references, self.better, self.worse))
+        groups = None if self.groups is None else [self.groups[i] for i in indices]
+        lines = [self.lines[i] for i in indices] if self.lines else []
+        return RelativeRankings(refs, better, worse, groups, lines, self.skipped, self.source)
+
+    def as_pairs(self) -> Judgements:
+        """The 2n pairs to score: every better candidate with its reference, then every worse one (human scores
+        1 and 0: which of the two was judged better)."""
+        n = len(self)
+        groups = None if self.groups is None else self.groups * 2
+        return Judgements(self.better + self.worse, self.references * 2, [1.0] * n + [0.0] * n, groups)
+
+
 def _header_positions(header: list[str], wanted: dict[str, str | None], path: str) -> dict[str, int]:
     """Each wanted column's position in the header; the missing ones named together."""
     names = [h.strip() for h in header]
@@ -157,6 +203,16 @@ def read_judgements(
     `JudgementFileError` naming the line, or, with `skip_bad`, left out and counted (`Judgements.skipped`,
     with a warning). Missing columns are named; fewer than 3 judgements is an error.
     """
+    wanted = {"candidate": candidate, "reference": reference, "human": human, "group": group, "system": system}
+    rows, lines, skipped = _read_rows(path, wanted, _parse_row, skip_bad)
+    return _judgements(rows, lines, skipped, str(path), group is not None, system is not None)
+
+
+def _read_rows(
+    path: str | os.PathLike[str], wanted: dict[str, str | None], parse: Callable[..., Any], skip_bad: bool
+) -> tuple[list[Any], list[int], int]:
+    """The parsed rows of a judgement file (`parse(row, positions, width)` each), their line numbers, and how
+    many bad lines were skipped; a bad line is an error naming it unless `skip_bad`."""
     where = str(path)
     try:
         with open(path, encoding="utf-8-sig", newline="") as handle:
@@ -164,14 +220,13 @@ def read_judgements(
             header = next(reader, None)
             if header is None:
                 raise JudgementFileError(f"{where} is empty: it needs a header line and judgements", path=where)
-            wanted = {"candidate": candidate, "reference": reference, "human": human, "group": group, "system": system}
             at = _header_positions(header, wanted, where)
             rows, lines, skipped = [], [], 0
             for row in reader:
                 if not any(cell.strip() for cell in row):
                     continue
                 try:
-                    rows.append(_parse_row(row, at, len(header)))
+                    rows.append(parse(row, at, len(header)))
                     lines.append(reader.line_num)
                 except ValueError as err:
                     if not skip_bad:
@@ -184,7 +239,45 @@ def read_judgements(
                     skipped += 1
     except (OSError, UnicodeDecodeError) as err:
         raise JudgementFileError(f"{where} cannot be read: {err}", path=where) from None
-    return _judgements(rows, lines, skipped, where, group is not None, system is not None)
+    return rows, lines, skipped
+
+
+def _enough(kept: int, skipped: int, where: str) -> None:
+    if skipped:
+        warn_user(f"{where}: {skipped} bad line(s) left out; {kept} judgements kept")
+    if kept < MIN_ROWS:
+        raise JudgementFileError(
+            f"{where} has {kept} usable judgement(s){f' ({skipped} bad line(s) left out)' if skipped else ''}: "
+            f"a correlation needs at least {MIN_ROWS}",
+            path=where,
+        )
+
+
+def read_relative_rankings(
+    path: str | os.PathLike[str],
+    reference: str = "reference",
+    better: str = "better",
+    worse: str = "worse",
+    group: str | None = None,
+    skip_bad: bool = False,
+) -> RelativeRankings:
+    """Read relative-ranking judgements (WMT's DARR) from a UTF-8 tab-separated file with a header line: a
+    reference, the candidate judged better and the one judged worse per line (column names as given), optionally
+    a group column. The format's rules and errors are `read_judgements`'."""
+    wanted = {"reference": reference, "better": better, "worse": worse, "group": group}
+    rows, lines, skipped = _read_rows(path, wanted, _parse_ranking, skip_bad)
+    _enough(len(rows), skipped, str(path))
+    refs, betters, worses, groups = (list(column) for column in zip(*rows, strict=True))
+    return RelativeRankings(refs, betters, worses, groups if group else None, lines, skipped, str(path))
+
+
+def _parse_ranking(row: list[str], at: dict[str, int], width: int) -> tuple[str, str, str, str | None]:
+    if len(row) != width:
+        raise ValueError(f"has {len(row)} tab-separated fields where the header has {width}")
+    label = row[at["group"]].strip() if "group" in at else None
+    if label == "":
+        raise ValueError("has an empty group label")
+    return row[at["reference"]], row[at["better"]], row[at["worse"]], label
 
 
 def _judgements(
@@ -195,14 +288,7 @@ def _judgements(
     grouped: bool,
     with_systems: bool,
 ) -> Judgements:
-    if skipped:
-        warn_user(f"{where}: {skipped} bad line(s) left out; {len(rows)} judgements kept")
-    if len(rows) < MIN_ROWS:
-        raise JudgementFileError(
-            f"{where} has {len(rows)} usable judgement(s){f' ({skipped} bad line(s) left out)' if skipped else ''}: "
-            f"a correlation needs at least {MIN_ROWS}",
-            path=where,
-        )
+    _enough(len(rows), skipped, where)
     cands, refs, human, groups, systems = (list(column) for column in zip(*rows, strict=True))
     return Judgements(
         cands,

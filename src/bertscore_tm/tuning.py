@@ -37,11 +37,17 @@ from bertscore_tm.correlation import (
     GroupedCorrelation,
     PairedTest,
     percentile_interval,
-    system_correlations,
 )
 from bertscore_tm.errors import ArgumentValueError, warn_user
-from bertscore_tm.judgements import MIN_ROWS, JudgementFileError, Judgements, check_variation, read_judgements
+from bertscore_tm.judgements import (
+    MIN_ROWS,
+    JudgementFileError,
+    Judgements,
+    check_variation,
+    read_judgements,
+)
 from bertscore_tm.registry import LayerTable, add_to_layer_table, default_num_layers, is_known_model
+from bertscore_tm.system_level import system_correlations
 
 #: The scores correlated, in the order BERTScore returns them.
 SCORES = ("precision", "recall", "f1")
@@ -255,8 +261,10 @@ def _test_dict(test: PairedTest, best: int, default: int | None) -> dict[str, An
     }
 
 
-def _check_choices(criterion: str, score: str, bootstrap: int, confidence: float) -> None:
-    for argument, value, allowed in (("criterion", criterion, METHODS), ("score", score, SCORES)):
+def check_choices(criterion: str | None, score: str, bootstrap: int, confidence: float) -> None:
+    """The arguments' values (`criterion` None: none to check, relative rankings have one measure)."""
+    checked = (("criterion", criterion, METHODS), ("score", score, SCORES))
+    for argument, value, allowed in checked[criterion is None :]:
         if value not in allowed:
             raise ArgumentValueError(
                 f"{argument} must be one of {', '.join(allowed)}; got {value!r}",
@@ -340,7 +348,7 @@ def _system_level(rows: Judgements) -> bool:
     return max(len(names) for names in systems.values()) >= MIN_ROWS
 
 
-def _default_layer(model: str, default_layer: int | None, depth: int, layer_table: LayerTable) -> int | None:
+def layer_to_test(model: str, default_layer: int | None, depth: int, layer_table: LayerTable) -> int | None:
     """The layer to test the best against: `default_layer`, else the registry's (a user layer table first,
     then configs/models.json), else None."""
     if default_layer is None:
@@ -357,7 +365,7 @@ def _default_layer(model: str, default_layer: int | None, depth: int, layer_tabl
     return default_layer
 
 
-def _best_layer(layers: list[LayerResult], criterion: str, score: str) -> int:
+def best_layer_by(layers: list[LayerResult], criterion: str, score: str) -> int:
     """The layer with the highest group-averaged `criterion` on `score` (the lowest such layer on a tie)."""
     means = np.array([result.figures[score][criterion].mean for result in layers])
     if np.isnan(means).all():
@@ -381,7 +389,7 @@ def tune_from_scores(
     """The correlations of every layer of `scores` (from `score_all_layers`) with `rows`' human scores, the
     best layer and the paired test against the default layer: `tune_layers` without the scoring, so that
     scores made once can be analysed several ways. Arguments as `tune_layers`."""
-    _check_choices(criterion, score, bootstrap, confidence)
+    check_choices(criterion, score, bootstrap, confidence)
     rows, scores, dropped = _defined_pairs(rows, scores)
     check_variation(rows)
     if rows.systems is not None and not _system_level(rows):
@@ -395,8 +403,8 @@ def tune_from_scores(
         _layer_result(boot, scores, layer, confidence, score if bootstrap > 0 else None, systems[layer])
         for layer in tqdm(range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not progress)
     ]
-    best = _best_layer(layers, criterion, score)
-    default = _default_layer(scores.model, default_layer, scores.depth, layer_table)
+    best = best_layer_by(layers, criterion, score)
+    default = layer_to_test(scores.model, default_layer, scores.depth, layer_table)
     test = None
     if bootstrap and default is not None:
         column = scores.of(score)
@@ -461,7 +469,7 @@ def tune_layers(
     says the best layer is really better than the default on this kind of data; its size is best confirmed on
     held-out judgements (`tune_from_scores` on another `Judgements`).
     """
-    _check_choices(criterion, score, bootstrap, confidence)
+    check_choices(criterion, score, bootstrap, confidence)
     check_variation(rows)  # before the model runs
     scores = score_all_layers(rows, model, idf=idf, progress=progress, **metric_kwargs)
     return tune_from_scores(

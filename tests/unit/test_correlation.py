@@ -22,9 +22,8 @@ from bertscore_tm.correlation import (
     pearson,
     percentile_interval,
     spearman,
-    system_correlation,
-    system_correlations,
 )
+from bertscore_tm.system_level import system_correlation, system_correlations
 
 
 # -- references: a few lines each, straight from the definitions ---------------------------------------------

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from bertscore_tm import PACKAGED_MINILM, BERTScore
-from bertscore_tm.correlation import grouped_correlation, system_correlation
+from bertscore_tm.correlation import grouped_correlation
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.judgements import JudgementsError
 from bertscore_tm.registry import default_num_layers
+from bertscore_tm.system_level import system_correlation
 from bertscore_tm.tuning import (
     SCORES,
     JudgementFileError,
