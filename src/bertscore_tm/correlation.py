@@ -321,6 +321,12 @@ def _resample_counts(rng: np.random.Generator, size: int, num_samples: int) -> F
     return np.bincount(draws.ravel(), minlength=num_samples * size).reshape(num_samples, size).astype(np.float64)
 
 
+def _group_counts(index: _Groups, num_samples: int, seed: int | np.random.Generator) -> dict[str, Floats]:
+    """Per group of `index`, `_resample_counts` of its members, the groups drawn in order from one generator."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    return {name: _resample_counts(rng, len(idx), num_samples) for name, idx in index.members.items()}
+
+
 class GroupedBootstrap:
     """Bootstrap resamples of the segments within their groups, drawn once from `seed` and shared by every
     score column evaluated, so that intervals of different columns and paired tests between them see the same
@@ -349,9 +355,8 @@ class GroupedBootstrap:
         self.human = finite_scores(human, "human")
         self.index = _Groups(groups, len(self.human))
         self.num_samples = num_samples
-        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         #: Per group, [num_samples, group size]: how often each segment is drawn in each resample.
-        self.weights = {name: _resample_counts(rng, len(idx), num_samples) for name, idx in self.index.members.items()}
+        self.weights = _group_counts(self.index, num_samples, seed)
         #: Per group, its resamples with what every column correlated on them shares (computed once).
         self.groups = {
             name: GroupResamples(self.weights[name], self.human[idx]) for name, idx in self.index.members.items()
@@ -505,9 +510,8 @@ class DarrBootstrap:
         _check_bootstrap(num_samples, 0.95)
         self.index = _Groups(groups, n, minimum=1)
         self.size, self.num_samples = n, num_samples
-        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         #: Per group, [num_samples, group size]: how often each judgement is drawn in each resample.
-        self.weights = {name: _resample_counts(rng, len(idx), num_samples) for name, idx in self.index.members.items()}
+        self.weights = _group_counts(self.index, num_samples, seed)
 
     def _signs(self, better: ArrayLike, worse: ArrayLike) -> Floats:
         signs = _darr_signs(better, worse)

@@ -164,10 +164,8 @@ def _header_positions(header: list[str], wanted: dict[str, str | None], path: st
     return {role: names.index(column) for role, column in wanted.items() if column}
 
 
-def _parse_row(row: list[str], at: dict[str, int], width: int) -> tuple[str, str, float, str | None, str | None]:
+def _parse_row(row: list[str], at: dict[str, int]) -> tuple[str, str, float, str | None, str | None]:
     """One data row's fields; ValueError saying what is wrong with it."""
-    if len(row) != width:
-        raise ValueError(f"has {len(row)} tab-separated fields where the header has {width}")
     cell = row[at["human"]].strip()
     if not cell:
         raise ValueError("has no human score")
@@ -177,13 +175,17 @@ def _parse_row(row: list[str], at: dict[str, int], width: int) -> tuple[str, str
         raise ValueError(f"has a human score that is not a number: {cell!r}") from None
     if not math.isfinite(human):
         raise ValueError(f"has a human score that is not finite: {cell!r}")
-    labels: list[str | None] = []
-    for role in ("group", "system"):
-        value = row[at[role]].strip() if role in at else None
-        if value == "":
-            raise ValueError(f"has an empty {role} label")
-        labels.append(value)
-    return row[at["candidate"]], row[at["reference"]], human, labels[0], labels[1]
+    return row[at["candidate"]], row[at["reference"]], human, _label(row, at, "group"), _label(row, at, "system")
+
+
+def _label(row: list[str], at: dict[str, int], role: str) -> str | None:
+    """The row's `role` label (None where the file has no such column); ValueError where it is empty."""
+    if role not in at:
+        return None
+    value = row[at[role]].strip()
+    if not value:
+        raise ValueError(f"has an empty {role} label")
+    return value
 
 
 def read_judgements(
@@ -211,8 +213,9 @@ def read_judgements(
 def _read_rows(
     path: str | os.PathLike[str], wanted: dict[str, str | None], parse: Callable[..., Any], skip_bad: bool
 ) -> tuple[list[Any], list[int], int]:
-    """The parsed rows of a judgement file (`parse(row, positions, width)` each), their line numbers, and how
-    many bad lines were skipped; a bad line is an error naming it unless `skip_bad`."""
+    """The parsed rows of a judgement file (`parse(row, positions)` each, once the row has the header's number
+    of fields), their line numbers, and how many bad lines were skipped; a bad line is an error naming it
+    unless `skip_bad`."""
     where = str(path)
     try:
         with open(path, encoding="utf-8-sig", newline="") as handle:
@@ -226,7 +229,9 @@ def _read_rows(
                 if not any(cell.strip() for cell in row):
                     continue
                 try:
-                    rows.append(parse(row, at, len(header)))
+                    if len(row) != len(header):
+                        raise ValueError(f"has {len(row)} tab-separated fields where the header has {len(header)}")
+                    rows.append(parse(row, at))
                     lines.append(reader.line_num)
                 except ValueError as err:
                     if not skip_bad:
@@ -271,13 +276,8 @@ def read_relative_rankings(
     return RelativeRankings(refs, betters, worses, groups if group else None, lines, skipped, str(path))
 
 
-def _parse_ranking(row: list[str], at: dict[str, int], width: int) -> tuple[str, str, str, str | None]:
-    if len(row) != width:
-        raise ValueError(f"has {len(row)} tab-separated fields where the header has {width}")
-    label = row[at["group"]].strip() if "group" in at else None
-    if label == "":
-        raise ValueError("has an empty group label")
-    return row[at["reference"]], row[at["better"]], row[at["worse"]], label
+def _parse_ranking(row: list[str], at: dict[str, int]) -> tuple[str, str, str, str | None]:
+    return row[at["reference"]], row[at["better"]], row[at["worse"]], _label(row, at, "group")
 
 
 def _judgements(

@@ -96,7 +96,7 @@ def _defined_rankings(rankings: RelativeRankings, scores: LayerScores) -> tuple[
     n = len(rankings)
     if scores.f1.shape[1] != 2 * n:
         raise ValueError(f"the scores hold {scores.f1.shape[1]} pairs for {n} judgements' {2 * n} candidates")
-    defined = np.all([np.isfinite(scores.of(name)).all(axis=0) for name in SCORES], axis=0)
+    defined = scores.defined()
     keep = np.flatnonzero(defined[:n] & defined[n:])
     if len(keep) == n:
         return rankings, scores, 0

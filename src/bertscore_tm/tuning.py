@@ -39,13 +39,7 @@ from bertscore_tm.correlation import (
     percentile_interval,
 )
 from bertscore_tm.errors import ArgumentValueError, warn_user
-from bertscore_tm.judgements import (
-    MIN_ROWS,
-    JudgementFileError,
-    Judgements,
-    check_variation,
-    read_judgements,
-)
+from bertscore_tm.judgements import MIN_ROWS, JudgementFileError, Judgements, check_variation, read_judgements
 from bertscore_tm.registry import LayerTable, add_to_layer_table, default_num_layers, is_known_model
 from bertscore_tm.system_level import system_correlations
 
@@ -91,6 +85,10 @@ class LayerScores:
     def depth(self) -> int:
         """The model's number of layers L (rows are layers 0, the embeddings, to L)."""
         return int(self.f1.shape[0]) - 1
+
+    def defined(self) -> np.ndarray:
+        """Per pair, whether its precision, recall and F1 are defined (finite) at every layer ([pairs], bool)."""
+        return np.all([np.isfinite(self.of(name)).all(axis=0) for name in SCORES], axis=0)
 
     def select(self, indices: np.ndarray) -> LayerScores:
         """These pairs only."""
@@ -293,7 +291,7 @@ def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, L
     NaN score), so that every layer is correlated on the same segments; the others are warned about."""
     if scores.f1.shape[1] != len(rows):
         raise ValueError(f"the scores hold {scores.f1.shape[1]} pairs for {len(rows)} judgements")
-    defined = np.all([np.isfinite(a).all(axis=0) for a in (scores.precision, scores.recall, scores.f1)], axis=0)
+    defined = scores.defined()
     if defined.all():
         return rows, scores, 0
     keep = np.flatnonzero(defined)
