@@ -96,6 +96,7 @@ def _defined_rankings(rankings: RelativeRankings, scores: LayerScores) -> tuple[
     n = len(rankings)
     if scores.f1.shape[1] != 2 * n:
         raise ValueError(f"the scores hold {scores.f1.shape[1]} pairs for {n} judgements' {2 * n} candidates")
+    _check_size(n)
     defined = scores.defined()
     keep = np.flatnonzero(defined[:n] & defined[n:])
     if len(keep) == n:
@@ -104,9 +105,15 @@ def _defined_rankings(rankings: RelativeRankings, scores: LayerScores) -> tuple[
         f"{n - len(keep)} judgement(s) have a candidate with an undefined (NaN) BERTScore at some layer and are "
         "left out of every layer's figures"
     )
-    if len(keep) < MIN_ROWS:
-        raise ValueError(f"only {len(keep)} judgement(s) have defined scores: at least {MIN_ROWS} are needed")
+    _check_size(len(keep), " with defined scores")
     return rankings.select(keep.tolist()), scores.select(np.concatenate([keep, keep + n])), n - len(keep)
+
+
+def _check_size(n: int, which: str = "") -> None:
+    """Refuse fewer than `MIN_ROWS` judgements, as `read_relative_rankings` does (a tau of one or two judgements
+    says nothing about a layer)."""
+    if n < MIN_ROWS:
+        raise ValueError(f"{n} judgement(s){which}: layer tuning needs at least {MIN_ROWS}")
 
 
 def _ranking_layer(
@@ -147,6 +154,7 @@ def tune_layers_on_rankings(
     arguments as `tune_layers`.
     """
     check_choices(None, score, bootstrap, confidence)
+    _check_size(len(rankings))  # before the model runs
     if idf:
         metric_kwargs.setdefault("idf_texts", rankings.references)
     scores = score_all_layers(rankings.as_pairs(), model, idf=idf, progress=progress, **metric_kwargs)

@@ -133,6 +133,19 @@ def test_undefined_scores_leave_their_judgement_out(rankings, tuned):
     keep = [i for i in range(n) if i != 3]
     expected = hand_tau(f1[2, keep], f1[2, [n + i for i in keep]], [rankings.groups[i] for i in keep])
     assert result.figures(2).mean == pytest.approx(expected, abs=1e-12)
+    f1[4, n + 4 : 2 * n] = math.nan  # judgements 0 to 2 left (3 was undefined already), then 0 and 1
+    few = LayerScores(tuned.scores.precision, tuned.scores.recall, f1, PACKAGED_MINILM, "code", False)
+    with pytest.warns(UserWarning, match=r"21 judgement\(s\) have a candidate"):
+        assert tune_rankings_from_scores(rankings, few, bootstrap=0).segments == 3
+    f1[4, 2:n] = math.nan
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match=r"2 judgement\(s\) with defined scores: layer"):
+        tune_rankings_from_scores(rankings, few, bootstrap=0)
+
+
+def test_fewer_than_three_judgements_are_refused_before_the_model_loads(rankings):
+    two = RelativeRankings.from_columns(rankings.references[:2], rankings.better[:2], rankings.worse[:2])
+    with pytest.raises(ValueError, match=r"2 judgement\(s\): layer tuning needs at least 3"):
+        tune_layers_on_rankings(two, "no/such-model")
 
 
 def test_reader_reads_columns_by_name_and_names_bad_lines(tmp_path):
