@@ -55,8 +55,8 @@ ROBERTA_LARGE = dict(
 
 def _model(shape: str) -> tuple[str, int, str]:
     """(model directory, layer, description) of a benchmark shape."""
-    from bertscore_tm.loading import resolve_model_path
-    from bertscore_tm.registry import default_num_layers
+    from bertscore_tm.models.loading import resolve_model_path
+    from bertscore_tm.models.registry import default_num_layers
 
     minilm = str(resolve_model_path(MINILM))
     if shape == "minilm":
@@ -178,8 +178,8 @@ def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: st
     if kind in ("limit", "limit-padded", "limit-bf16"):
         from transformers import AutoTokenizer
 
-        from bertscore_tm.embedding import Embedder, length_batches
-        from bertscore_tm.loading import load_encoder
+        from bertscore_tm.embedding.embedder import Embedder, length_batches
+        from bertscore_tm.models.loading import load_encoder
 
         model, _ = load_encoder(Path(path), layers, all_layers=False)
         model.to(device)
@@ -650,8 +650,8 @@ def main() -> None:
             f"{ratio['limit-bf16']:.2f}x the float32 one (rounds {spread['limit-bf16'][0]:.2f}x-"
             f"{spread['limit-bf16'][1]:.2f}x); the metric in bfloat16 took {over_bf16['ours-bf16']:.2f}x that bare "
             f"bfloat16 pass, packed and prepacked (its forward passes run many lengths as one stream: "
-            f"`bertscore_tm.packing`; its linear layers multiply with weights reordered once: "
-            f"`bertscore_tm.prepacked_linear`; the same vectors bit for bit), "
+            f"`bertscore_tm.embedding.packing`; its linear layers multiply with weights reordered once: "
+            f"`bertscore_tm.embedding.prepacked_linear`; the same vectors bit for bit), "
             f"{over_bf16['ours-bf16-unprepacked']:.2f}x packed without prepacking, "
             f"{over_bf16['ours-bf16-unpacked']:.2f}x in batches of one length (prepacked) and "
             f"{over_bf16['ours-bf16-compiled']:.2f}x compiled (in batches of one length: a compiled model does not "

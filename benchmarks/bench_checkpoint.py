@@ -1,4 +1,4 @@
-"""What a checkpoint costs (issue 26, item 1): the time of a resumable run (`bertscore_tm.resumable`, every shard
+"""What a checkpoint costs (issue 26, item 1): the time of a resumable run (`bertscore_tm.corpus.resumable`, every shard
 written atomically to a checkpoint folder) against the same pairs scored without one (``BERTScore.update`` then
 ``compute_scores()``, as ``bertscore-tm score`` runs), and the checkpoint's bytes per pair.
 
@@ -31,8 +31,8 @@ DATA = HERE.parent / "tests" / "data" / "wmt"
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from bertscore_tm import PACKAGED_MINILM, BERTScore  # noqa: E402
-from bertscore_tm.arguments import SHARD_SIZE  # noqa: E402
-from bertscore_tm.resumable import score_resumable  # noqa: E402
+from bertscore_tm.corpus.resumable import score_resumable  # noqa: E402
+from bertscore_tm.settings.arguments import SHARD_SIZE  # noqa: E402
 
 
 def _lines(name: str, n: int) -> list[str]:

@@ -82,8 +82,8 @@ def main() -> None:
     import torch
 
     from bertscore_tm import BERTScore
-    from bertscore_tm.significance import bootstrap_interval, paired_test
-    from bertscore_tm.systems import score_systems
+    from bertscore_tm.comparison.significance import bootstrap_interval, paired_test
+    from bertscore_tm.comparison.systems import score_systems
 
     torch.set_num_threads(args.threads)
     hyps = (DATA / "hyps_long.txt").read_text(encoding="utf-8").splitlines()

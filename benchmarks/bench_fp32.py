@@ -27,7 +27,7 @@ import bench  # noqa: E402
 
 def with_budget(mib: int | None, run):
     """`run` with the embedder's working budget per layer set to `mib` while it runs (None: as shipped)."""
-    from bertscore_tm.embedding import Embedder
+    from bertscore_tm.embedding.embedder import Embedder
 
     shipped = Embedder.block_bytes
 

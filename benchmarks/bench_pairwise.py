@@ -103,7 +103,7 @@ def _timing(args: argparse.Namespace) -> dict:
 
 def _memory(args: argparse.Namespace) -> dict:
     """One N x N run: time and peak RSS, then a second run under torch's allocation record."""
-    from bertscore_tm.pairwise import all_pairs
+    from bertscore_tm.engines.pairwise import all_pairs
 
     cands, refs = _texts(args.data, args.n)
     metric = _metric()

@@ -57,8 +57,8 @@ def bare_pass(model_name: str, texts: list[str]):
     import torch
     from transformers import AutoTokenizer
 
-    from bertscore_tm.embedding import length_batches
-    from bertscore_tm.loading import load_encoder, resolve_model_path
+    from bertscore_tm.embedding.embedder import length_batches
+    from bertscore_tm.models.loading import load_encoder, resolve_model_path
 
     path = resolve_model_path(model_name)
     model, _ = load_encoder(path, 0, all_layers=True)
@@ -94,7 +94,7 @@ def tuning_run(way: str, data: Path, model_name: str, bootstrap: int):
             return json.loads(out.getvalue())
 
         return run
-    from bertscore_tm.tuning import read_judgements, tune_layers
+    from bertscore_tm.tuning.layer_tuning import read_judgements, tune_layers
 
     def run_library() -> dict:
         rows = read_judgements(data, group="lp", system="system")
@@ -111,7 +111,7 @@ def timed(fn):
 
 def parts(data: Path, model_name: str, bootstrap: int) -> dict[str, tuple[float, float]]:
     """Where the tuning's time goes: each part on its own (wall and CPU seconds)."""
-    from bertscore_tm.tuning import read_judgements, score_all_layers, tune_from_scores
+    from bertscore_tm.tuning.layer_tuning import read_judgements, score_all_layers, tune_from_scores
 
     took: dict[str, tuple[float, float]] = {}
     seconds, cpu, rows = timed(lambda: read_judgements(data, group="lp", system="system"))
@@ -184,7 +184,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from bertscore_tm.judgements import read_judgements
+    from bertscore_tm.tuning.judgements import read_judgements
 
     with tempfile.TemporaryDirectory() as folder:
         data = slice_file(args.data, args.rows, folder)

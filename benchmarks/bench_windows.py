@@ -51,7 +51,7 @@ def _documents(count: int, tokens: int, seed: int, first_line: int | None = None
     """`count` candidate documents of about `tokens` tokens and their reference documents."""
     from transformers import AutoTokenizer
 
-    from bertscore_tm.loading import resolve_model_path
+    from bertscore_tm.models.loading import resolve_model_path
 
     hyps = (DATA / "hyps_long.txt").read_text(encoding="utf-8").splitlines()
     refs = (DATA / "refs_long.txt").read_text(encoding="utf-8").splitlines()
@@ -76,8 +76,8 @@ def _limit_runner(cands: list[str], refs: list[str], threads: int):
     import torch
 
     from bertscore_tm import BERTScore
-    from bertscore_tm.embedding import length_batches
-    from bertscore_tm.windows import piece_ids, plan_pieces
+    from bertscore_tm.embedding.embedder import length_batches
+    from bertscore_tm.embedding.windows import piece_ids, plan_pieces
 
     metric = BERTScore(MINILM, long_texts="window")
     rule, embedder = metric.windows, metric.embedder

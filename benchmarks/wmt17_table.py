@@ -6,10 +6,10 @@ sentence BLEU and chrF, against the 2,800 WMT17 segment-level direct assessments
 
 Every figure is the Pearson correlation of a metric's segment scores with the human (z-scored DA) scores within
 each language pair, and their unweighted average, as the WMT17 metrics task reports segment-level DA
-(`bertscore_tm.correlation`); the average's 95% interval is the percentile bootstrap over 1000 resamples drawn
+(`bertscore_tm.tuning.correlation`); the average's 95% interval is the percentile bootstrap over 1000 resamples drawn
 within the language pairs, the same resamples for every row (`GroupedBootstrap`, seed 0), so that the paired
 tests below the table compare rows on the same draws. BERTScore comes from one all-layers pass
-(`bertscore_tm.tuning.score_all_layers`); sentence BLEU and chrF from sacrebleu's `sentence_bleu` and
+(`bertscore_tm.tuning.layer_tuning.score_all_layers`); sentence BLEU and chrF from sacrebleu's `sentence_bleu` and
 `sentence_chrf` with their defaults (BLEU with exponential smoothing and effective order, chrF with character
 6-grams and beta 2). sacrebleu is a test and docs tool here, not a dependency: ``pip install sacrebleu``.
 Prints markdown for docs/tuning.md.
@@ -46,7 +46,7 @@ def sentence_metrics(candidates: list[str], references: list[str]) -> dict[str, 
 
 def table(rows, columns: dict[str, np.ndarray], boot) -> list[str]:
     """One markdown row per metric column: Pearson per language pair, the average and its interval."""
-    from bertscore_tm.correlation import grouped_correlation
+    from bertscore_tm.tuning.correlation import grouped_correlation
 
     pairs = list(dict.fromkeys(rows.groups))
     lines = [
@@ -63,7 +63,7 @@ def table(rows, columns: dict[str, np.ndarray], boot) -> list[str]:
 
 def other_methods(rows, columns: dict[str, np.ndarray]) -> list[str]:
     """The averages of Spearman's rho and Kendall's tau-b, for the same columns (no intervals)."""
-    from bertscore_tm.correlation import METHODS, grouped_correlation
+    from bertscore_tm.tuning.correlation import METHODS, grouped_correlation
 
     lines = ["| metric | Pearson | Spearman | Kendall tau-b |", "| --- | ---: | ---: | ---: |"]
     for name, values in columns.items():
@@ -98,9 +98,9 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from bertscore_tm.correlation import GroupedBootstrap
-    from bertscore_tm.registry import default_num_layers
-    from bertscore_tm.tuning import read_judgements, score_all_layers
+    from bertscore_tm.models.registry import default_num_layers
+    from bertscore_tm.tuning.correlation import GroupedBootstrap
+    from bertscore_tm.tuning.layer_tuning import read_judgements, score_all_layers
 
     rows = read_judgements(args.data, group="lp", system="system")
     if args.rows is not None:

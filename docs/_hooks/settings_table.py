@@ -1,4 +1,4 @@
-"""MkDocs hook: the table of the Metric's arguments in docs/metric.md is made from `bertscore_tm.arguments.SETTINGS`
+"""MkDocs hook: the table of the Metric's arguments in docs/metric.md is made from `bertscore_tm.settings.arguments.SETTINGS`
 (each setting's default, what it does and where to read more, declared once in the code), in place of the marker
 ``<!-- settings-table -->``. A page without the marker is left as it is."""
 
@@ -17,6 +17,6 @@ def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
     source = str(Path(__file__).resolve().parents[2] / "src")
     if source not in sys.path:
         sys.path.insert(0, source)
-    from bertscore_tm.arguments import settings_table
+    from bertscore_tm.settings.arguments import settings_table
 
     return markdown.replace(MARKER, settings_table())

@@ -23,8 +23,8 @@ import torch
 
 import bertscore_tm
 from bertscore_tm import BERTScore, errors, score
-from bertscore_tm.baseline_building import sample_pairs
 from bertscore_tm.cli import main
+from bertscore_tm.tuning.baseline_building import sample_pairs
 from tests.conftest import MINILM, WMT
 
 SUMMARY = re.compile(r"^(?P<hash>\S+) P: (?P<p>-?\d+\.\d{6}) R: (?P<r>-?\d+\.\d{6}) F1: (?P<f>-?\d+\.\d{6})$")
@@ -114,7 +114,7 @@ def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         pytest.fail("a metric was built (a model loaded) before the mistake was reported")
 
-    monkeypatch.setattr(bertscore_tm.metric, "BERTScore", refuse)
+    monkeypatch.setattr(bertscore_tm.metric.bertscore, "BERTScore", refuse)
 
 
 def parse_text(out: str) -> tuple[str, list[float], list[list[float]]]:
@@ -283,7 +283,7 @@ def test_baseline_placed_under_lang_folder(
     target = tmp_path / "xx" / f"{MINILM}.tsv"
     target.parent.mkdir(parents=True)
     shutil.copy(baseline_file, target)
-    monkeypatch.setattr(bertscore_tm.baselines, "data_dir", lambda name: tmp_path)
+    monkeypatch.setattr(bertscore_tm.scoring.baselines, "data_dir", lambda name: tmp_path)
     rc, out, _ = run_main(
         capsys,
         "score",
@@ -400,8 +400,8 @@ def test_show_matrix_and_rescaling(tmp_path: Path, baseline_file: Path) -> None:
     """The plotted matrix is the cosine similarity of every token, the special ones included (they take part in
     the matching); rescaled with the F baseline."""
     pytest.importorskip("matplotlib")
-    from bertscore_tm.baselines import read_baseline
-    from bertscore_tm.plotting import plot_similarity
+    from bertscore_tm.reports.similarity_plot import plot_similarity
+    from bertscore_tm.scoring.baselines import read_baseline
 
     cand, ref = "The cat sat on the mat.", "A cat was sitting on the mat."
     plain = plot_similarity(BERTScore(MINILM), cand, ref, tmp_path / "a.png")
@@ -431,7 +431,7 @@ def test_show_reports_the_file_it_wrote(capsys, tmp_path: Path, name: str, writt
 
 
 def _heatmap(n_c: int, n_r: int):
-    from bertscore_tm.plotting import draw_heatmap
+    from bertscore_tm.reports.similarity_plot import draw_heatmap
 
     sim = torch.rand(n_c, n_r, generator=torch.Generator().manual_seed(0))
     return draw_heatmap(sim, [f"c{i}" for i in range(n_c)], [f"r{j}" for j in range(n_r)], "P = 1", "cosine similarity")
@@ -523,7 +523,7 @@ def test_sample_pairs_contract() -> None:
 
 
 def test_packaged_minilm_baseline_is_sane() -> None:
-    table = _read_table(Path(bertscore_tm.baselines.packaged_baseline_path("en", MINILM)))
+    table = _read_table(Path(bertscore_tm.scoring.baselines.packaged_baseline_path("en", MINILM)))
     assert table.shape == (7, 3)
     assert bool(((table > 0.1) & (table < 0.9)).all())
 
@@ -676,7 +676,7 @@ def test_library_errors_are_one_line_with_the_flag(
     def raise_it(*args: object, **kwargs: object) -> None:
         raise error
 
-    monkeypatch.setattr(bertscore_tm.metric, "BERTScore", raise_it)
+    monkeypatch.setattr(bertscore_tm.metric.bertscore, "BERTScore", raise_it)
     line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
     assert line.startswith(f"bertscore-tm: error: {error}")
     for word in words:
@@ -690,7 +690,7 @@ def test_hints_follow_the_message_as_a_sentence(capsys, monkeypatch, small: dict
     def raise_it(*args: object, **kwargs: object) -> None:
         raise errors.ModelSetupError(f"num_layers must be between 0 and 6, got 7{ending}", argument="num_layers")
 
-    monkeypatch.setattr(bertscore_tm.metric, "BERTScore", raise_it)
+    monkeypatch.setattr(bertscore_tm.metric.bertscore, "BERTScore", raise_it)
     line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
     assert line.endswith("got 7. On the command line, num_layers is -l/--num-layers."), line
 
@@ -701,7 +701,7 @@ def test_hints_come_from_fields_not_from_messages(capsys, monkeypatch, small: di
     def raise_it(*args: object, **kwargs: object) -> None:
         raise errors.BERTScoreError("pass baseline_path='x' or num_layers=<int> (model_name_or_path)")
 
-    monkeypatch.setattr(bertscore_tm.metric, "BERTScore", raise_it)
+    monkeypatch.setattr(bertscore_tm.metric.bertscore, "BERTScore", raise_it)
     line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
     assert line == "bertscore-tm: error: pass baseline_path='x' or num_layers=<int> (model_name_or_path)"
 

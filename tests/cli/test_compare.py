@@ -3,7 +3,7 @@ sample pairs with the packaged MiniLM.
 
 Each system's scores must equal scoring that system alone (with IDF too: one IDF over the references, not
 one per system), the references must be embedded once for all systems, and the intervals and p-values must
-be those of `bertscore_tm.significance` on the per-pair scores. Variants run in-process through
+be those of `bertscore_tm.comparison.significance` on the per-pair scores. Variants run in-process through
 `cli.main(argv)`; one run goes through a real process, as a user runs it.
 """
 
@@ -22,8 +22,8 @@ import torch
 
 import bertscore_tm
 from bertscore_tm import BERTScore, cli, score
-from bertscore_tm.significance import bootstrap_interval, paired_test
-from bertscore_tm.systems import score_systems
+from bertscore_tm.comparison.significance import bootstrap_interval, paired_test
+from bertscore_tm.comparison.systems import score_systems
 from conftest import MINILM, WMT
 
 TOL = 1e-6  # per-pair scores of texts embedded in differently composed batches agree to float noise

@@ -1,4 +1,4 @@
-"""Input files read as a stream (`bertscore_tm.corpus`): the same lines as reading the whole file, never the
+"""Input files read as a stream (`bertscore_tm.corpus.files`): the same lines as reading the whole file, never the
 whole file in memory, any contiguous shard of it, and the same one-line errors as before."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bertscore_tm.cli import read_lines
-from bertscore_tm.corpus import ParallelFiles, count_lines
+from bertscore_tm.corpus.files import ParallelFiles, count_lines
 from bertscore_tm.errors import InputFileError
 
 #: Every way a line can end, blank lines, non-ASCII text (characters of 2 to 4 bytes) and no final newline.

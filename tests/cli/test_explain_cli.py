@@ -121,7 +121,7 @@ def test_compare_html_page(capsys, tmp_path: Path):
 
 def test_show_draws_the_special_tokens_and_idf_weights(tmp_path: Path):
     pytest.importorskip("matplotlib")
-    from bertscore_tm.plotting import plot_similarity
+    from bertscore_tm.reports.similarity_plot import plot_similarity
 
     metric = BERTScore(MINILM, idf=True)
     shown = plot_similarity(metric, "The cat sat.", "A cat sat down.", tmp_path / "s.png", idf_references=["A cat."])

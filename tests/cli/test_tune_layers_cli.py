@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bertscore_tm import BERTScore
-from bertscore_tm.tuning import read_judgements, tune_layers
+from bertscore_tm.tuning.layer_tuning import read_judgements, tune_layers
 from tests.cli.test_cli import no_model, one_line_error, run_main  # noqa: F401 (no_model is a fixture)
 from tests.conftest import MINILM, REPO
 

@@ -49,7 +49,7 @@ def test_the_functional_twin_takes_the_setting() -> None:
 def test_a_model_object_of_the_users_is_not_compiled_here() -> None:
     from transformers import AutoModel, AutoTokenizer
 
-    from bertscore_tm.loading import resolve_model_path
+    from bertscore_tm.models.loading import resolve_model_path
 
     path = resolve_model_path(MINILM)
     model: nn.Module = AutoModel.from_pretrained(path)
@@ -63,7 +63,7 @@ def test_the_setting_must_be_a_bool() -> None:
 
 
 def test_compiled_vectors_are_cached_apart_from_eager_ones() -> None:
-    from bertscore_tm.embedding_cache import embedding_setting
+    from bertscore_tm.embedding.cache import embedding_setting
 
     eager = BERTScore(MINILM, num_layers=1)
     compiled = BERTScore(MINILM, num_layers=1, compile_model=True)

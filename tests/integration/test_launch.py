@@ -16,9 +16,9 @@ import pytest
 import torch
 
 import bertscore_tm
-import bertscore_tm.launch
+import bertscore_tm.distributed.launch
 from bertscore_tm.cli import UsageError, main
-from bertscore_tm.launch import Processes, processes
+from bertscore_tm.distributed.launch import Processes, processes
 from tests.conftest import MINILM
 
 LAUNCH_TIMEOUT_S = 420  # two processes loading the model on a busy two-core machine
@@ -98,7 +98,7 @@ def test_two_processes_write_exactly_what_one_process_writes(tmp_path, wmt, caps
 GROUP_ENDS = """
 import sys
 if sys.argv[1] == "first":
-    import bertscore_tm.loading  # imports torch.distributed.nn before the group, as every entry point does
+    import bertscore_tm.models.loading  # imports torch.distributed.nn before the group, as every entry point does
 import torch.distributed as dist
 dist.init_process_group("gloo", init_method="file://" + sys.argv[2], rank=0, world_size=1)
 import torch.distributed.fsdp  # what loading a transformers model imports (and torch.distributed.nn with it)
@@ -179,7 +179,7 @@ def test_a_lost_process_is_one_line_not_a_traceback(monkeypatch, capsys, tmp_pat
     """What a process says when a collective fails because another process went away."""
     import torch.distributed as dist
 
-    from bertscore_tm.cli import score
+    from bertscore_tm.cli.commands import score
 
     def lost(*args, **kwargs):
         raise dist.DistBackendError("[gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:4321")
@@ -238,9 +238,9 @@ def test_each_process_takes_its_local_gpu(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "4")
     monkeypatch.setenv("RANK", "3")
     monkeypatch.setenv("LOCAL_RANK", "1")
-    assert bertscore_tm.launch.launched() == (3, 4, 1)
-    assert bertscore_tm.launch.local_device("cuda", 1) == "cuda:1"
-    assert not bertscore_tm.launch.reports_errors()
+    assert bertscore_tm.distributed.launch.launched() == (3, 4, 1)
+    assert bertscore_tm.distributed.launch.local_device("cuda", 1) == "cuda:1"
+    assert not bertscore_tm.distributed.launch.reports_errors()
 
 
 @pytest.fixture(autouse=True)

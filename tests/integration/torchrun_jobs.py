@@ -15,7 +15,7 @@ from pathlib import Path
 import torch.distributed as dist
 
 from bertscore_tm.cli import main
-from bertscore_tm.launch import import_collectives_first
+from bertscore_tm.distributed.launch import import_collectives_first
 
 
 def group_threads() -> list[str]:
@@ -41,7 +41,7 @@ def run(out: Path, jobs: list[list[str]]) -> None:
                 (out / f"{i}.out").write_text(buffer.getvalue(), encoding="utf-8")
             else:
                 assert buffer.getvalue() == "", "only rank 0 writes"
-        dist.barrier()  # as bertscore_tm.launch does: every process done before any tears down
+        dist.barrier()  # as bertscore_tm.distributed.launch does: every process done before any tears down
     finally:
         dist.destroy_process_group()
     (out / f"threads.rank{rank}").write_text("\n".join(group_threads()))  # none: the group really ended

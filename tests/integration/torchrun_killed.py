@@ -9,8 +9,8 @@ import os
 import signal
 import sys
 
-from bertscore_tm import resumable
 from bertscore_tm.cli import main
+from bertscore_tm.corpus import resumable
 
 
 def kill_at(shards: int, signum: int) -> None:

@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore, score
-from bertscore_tm.loading import load_encoder, model_depth
-from bertscore_tm.tokenizing import TextEncoder
+from bertscore_tm.models.loading import load_encoder, model_depth
+from bertscore_tm.models.tokenizing import TextEncoder
 from tiny_models import FAMILIES, build_tiny_model, with_prefix_space_tokenizer
 
 ALL = list(FAMILIES)
@@ -212,9 +212,9 @@ def test_byte_level_bpe_adds_a_prefix_space_and_it_changes_scores(
     metric.update(CANDS, REFS)
     with_prefix = metric.compute()["f1"]
 
-    import bertscore_tm.tokenizing
+    import bertscore_tm.models.tokenizing
 
-    monkeypatch.setattr(bertscore_tm.tokenizing, "uses_prefix_space", lambda tokenizer: False)
+    monkeypatch.setattr(bertscore_tm.models.tokenizing, "uses_prefix_space", lambda tokenizer: False)
     without = BERTScore(model_name_or_path=model_dir, num_layers=2)
     assert without.tokenizer("hello")["input_ids"] == plain("hello")["input_ids"]
     without.update(CANDS, REFS)

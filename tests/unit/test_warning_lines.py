@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore
-from bertscore_tm.significance import paired_test
+from bertscore_tm.comparison.significance import paired_test
 from conftest import MINILM
 
 

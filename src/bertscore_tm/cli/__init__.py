@@ -26,11 +26,12 @@ occurrence (``-r a -r b`` is ``-r a b``); an option that takes one is refused wh
 appear whole or not at all. SIGINT and SIGTERM stop a command with one line and exit codes 130 and 143.
 
 ``score``, ``compare`` and ``pairwise`` take ``--checkpoint DIR``: a run killed part way and started again scores
-only what is missing (`bertscore_tm.resumable`). ``score``, ``compare``, ``pairwise`` and ``baseline`` also run on
-torch's launcher (``torchrun --nproc-per-node N -m bertscore_tm ...``, `bertscore_tm.launch`): each process scores a
-contiguous shard of the lines (``pairwise``: of the candidate rows) and rank 0 writes the output, the same as one
-process's. ``show`` and ``mbr`` refuse to run on several processes. ``score`` reads its files as a stream, in chunks
-(`bertscore_tm.corpus`), so a file of millions of lines is never held as millions of strings.
+only what is missing (`bertscore_tm.corpus.resumable`). ``score``, ``compare``, ``pairwise`` and ``baseline`` also
+run on torch's launcher (``torchrun --nproc-per-node N -m bertscore_tm ...``, `bertscore_tm.distributed.launch`):
+each process scores a contiguous shard of the lines (``pairwise``: of the candidate rows) and rank 0 writes the
+output, the same as one process's. ``show`` and ``mbr`` refuse to run on several processes. ``score`` reads its files
+as a stream, in chunks (`bertscore_tm.corpus.files`), so a file of millions of lines is never held as millions of
+strings.
 
 Nothing here imports torch until a command runs, so ``--help`` answers at once.
 """

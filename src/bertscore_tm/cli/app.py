@@ -9,7 +9,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from bertscore_tm.cli import baseline, compare, explain, mbr, pairwise, score, show, tune_layers
+from bertscore_tm.cli.commands import baseline, compare, explain, mbr, pairwise, score, show, tune_layers
 from bertscore_tm.cli.errors import (
     INTERRUPTED,
     LOST_PROCESS,
@@ -26,7 +26,7 @@ from bertscore_tm.cli.errors import (
 from bertscore_tm.cli.outputs import StandardOutput, silence_stdout
 from bertscore_tm.cli.signals import terminable
 from bertscore_tm.errors import BERTScoreError
-from bertscore_tm.registry import PACKAGED_MINILM
+from bertscore_tm.models.registry import PACKAGED_MINILM
 
 #: The commands, in the order --help lists them: each module declares its parser (`add_parser`) and its `run`.
 COMMANDS = (score, compare, show, explain, baseline, pairwise, mbr, tune_layers)
@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         silence_stdout()
         return 1
     except (UsageError, BERTScoreError) as err:  # the user's to fix: one line; anything else is a bug
-        from bertscore_tm.launch import reports_errors
+        from bertscore_tm.distributed.launch import reports_errors
 
         if reports_errors():  # under torchrun every process finds the mistake; rank 0 says it once
             print(error_line(err), file=sys.stderr)

@@ -8,11 +8,11 @@ import warnings
 from typing import Any
 
 from bertscore_tm.cli.errors import UsageError, one_line
-from bertscore_tm.launch import launched, local_device
+from bertscore_tm.distributed.launch import launched, local_device
 
 
 def dtype(name: str) -> Any:
-    """The torch dtype of a ``--dtype`` choice (one of `bertscore_tm.arguments.MODEL_DTYPES`)."""
+    """The torch dtype of a ``--dtype`` choice (one of `bertscore_tm.settings.arguments.MODEL_DTYPES`)."""
     import torch
 
     return getattr(torch, name)

@@ -41,8 +41,9 @@ def one_line(err: BaseException) -> str:
 
 def lost_process(err: BaseException) -> bool:
     """Whether `err` is torch.distributed saying that another process of the job went away (killed, out of
-    memory, its node lost) or stopped answering within the collectives' timeout (`bertscore_tm.launch.TIMEOUT`).
-    torch is not imported for this: without it there is no process group either."""
+    memory, its node lost) or stopped answering within the collectives' timeout
+    (`bertscore_tm.distributed.launch.TIMEOUT`). torch is not imported for this: without it there is no process group
+    either."""
     dist_error = getattr(sys.modules.get("torch.distributed"), "DistError", None)
     if dist_error is not None and isinstance(err, dist_error):
         return True

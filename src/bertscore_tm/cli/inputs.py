@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bertscore_tm.cli.errors import UsageError
-from bertscore_tm.launch import launched
+from bertscore_tm.distributed.launch import launched
 
 #: The file name that means standard input.
 STDIN = "-"
@@ -55,7 +55,7 @@ def _read_file(path: str, what: str) -> str:
     if not file.exists():
         raise UsageError(f"{what} file {path} does not exist")
     if not file.is_file():
-        from bertscore_tm.corpus import not_a_file
+        from bertscore_tm.corpus.files import not_a_file
 
         raise UsageError(f"{what} file {path} {not_a_file(file)}")
     try:
@@ -129,7 +129,7 @@ def references(paths: Sequence[str], lines: int, mismatch: str) -> list[str] | l
 
 class LinesInMemory:
     """Candidates and references read whole (standard input cannot be read twice), with the interface of
-    `bertscore_tm.corpus.ParallelFiles`."""
+    `bertscore_tm.corpus.files.ParallelFiles`."""
 
     def __init__(self, cands: list[str], targets: list[str] | list[list[str]]) -> None:
         self.cands, self.targets = cands, targets
@@ -145,10 +145,10 @@ class LinesInMemory:
 
 def pair_lines(cand: str, refs: Sequence[str]) -> Any:
     """The candidate file and its reference files, checked (exist, UTF-8, not empty, as many lines each) before
-    any model loads: files are counted now and read as a stream later (`bertscore_tm.corpus`); standard input
+    any model loads: files are counted now and read as a stream later (`bertscore_tm.corpus.files`); standard input
     is read whole."""
     if STDIN not in (cand, *refs):
-        from bertscore_tm.corpus import ParallelFiles
+        from bertscore_tm.corpus.files import ParallelFiles
 
         return ParallelFiles.open(cand, refs)
     cands = read_lines(cand, "candidate")

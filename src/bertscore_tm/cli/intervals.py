@@ -28,7 +28,7 @@ def f1_interval(settings: Resampling, f1: list[float], cand: str) -> tuple[float
     """The bootstrap interval of the mean of one file's per-line F1."""
     import torch
 
-    from bertscore_tm.significance import bootstrap_interval
+    from bertscore_tm.comparison.significance import bootstrap_interval
 
     values = torch.tensor(f1, dtype=torch.float64)
     check_finite(values[None], [cand])

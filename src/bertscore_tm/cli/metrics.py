@@ -15,7 +15,7 @@ from bertscore_tm.errors import BERTScoreError
 
 def make_metric(**kwargs: Any) -> Any:
     """A BERTScore metric; a bad setting (layer out of range, unreadable model or baseline) is a user error."""
-    from bertscore_tm.metric import BERTScore
+    from bertscore_tm.metric.bertscore import BERTScore
 
     try:
         return BERTScore(**kwargs)
@@ -72,7 +72,7 @@ def scoring_metric(args: argparse.Namespace) -> Any:
 def model_name(args: argparse.Namespace) -> str:
     """The model asked for (or the language's default), checked to be on this machine, with weights files
     that are whole, before anything loads."""
-    from bertscore_tm.registry import default_model
+    from bertscore_tm.models.registry import default_model
 
     name = args.model if args.model is not None else default_model(args.lang)
     model_files.check_weights(model_folder(name))  # ModelNotFoundError first, before any other complaint
@@ -81,7 +81,7 @@ def model_name(args: argparse.Namespace) -> str:
 
 def model_folder(name: str) -> Path:
     """The model's folder on this machine; ModelNotFoundError (from bertscore_tm.errors) otherwise."""
-    from bertscore_tm.loading import resolve_model_path
+    from bertscore_tm.models.loading import resolve_model_path
 
     return resolve_model_path(name)
 
@@ -92,14 +92,14 @@ def check_baseline(args: argparse.Namespace, model_name: str) -> None:
         args.rescale_with_baseline = True  # a baseline file means: rescale with it
     if not args.rescale_with_baseline:
         return
-    from bertscore_tm.baselines import find_baseline, read_baseline
+    from bertscore_tm.scoring.baselines import find_baseline, read_baseline
 
     read_baseline(find_baseline(args.lang, model_name, args.baseline_path))  # a malformed file, before the model
 
 
 def check_layer(args: argparse.Namespace, model_name: str) -> None:
     """A model without a tuned default layer needs -l: said in the command line's terms, before loading it."""
-    from bertscore_tm.registry import is_known_model
+    from bertscore_tm.models.registry import is_known_model
 
     if args.num_layers is None and not is_known_model(model_name):
         raise UsageError(

@@ -2,7 +2,7 @@
 terms, before anything is loaded: the model (``-m``, ``-l``, ``--lang``), rescaling, long texts, how to run
 (batch size, device, dtype, compile, progress) and resampling (``--confidence``, ``--bootstrap``, ``--seed``).
 
-The choices and defaults are the library's own (`bertscore_tm.arguments.SETTINGS`); what the library checks as
+The choices and defaults are the library's own (`bertscore_tm.settings.arguments.SETTINGS`); what the library checks as
 clearly is left to it.
 """
 
@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from bertscore_tm.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES, SHARD_SIZE, default
 from bertscore_tm.cli.errors import UsageError
-from bertscore_tm.registry import PACKAGED_MINILM
+from bertscore_tm.models.registry import PACKAGED_MINILM
+from bertscore_tm.settings.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES, SHARD_SIZE, default
 
 #: Resamples (and shuffles) drawn without --bootstrap.
 DEFAULT_RESAMPLES = 1000
@@ -173,7 +173,7 @@ def add_resampling_options(
 
 def add_checkpoint_options(p: argparse.ArgumentParser, items: str, default: int = SHARD_SIZE) -> None:
     """--checkpoint DIR and --shard-size N (`default` of them): keep each finished shard of `items` in DIR, so
-    that the same command run again after a kill scores only what is missing (`bertscore_tm.resumable`,
+    that the same command run again after a kill scores only what is missing (`bertscore_tm.corpus.resumable`,
     docs/corpus-scale.md)."""
     p.set_defaults(shard_default=default)
     p.add_argument(

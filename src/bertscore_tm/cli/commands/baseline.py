@@ -1,0 +1,91 @@
+"""``bertscore-tm baseline``: a rescale baseline (``LAYER,P,R,F``) from random pairs of a monolingual corpus."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from typing import Any, TextIO
+
+from bertscore_tm.cli import devices, inputs, metrics, options, outputs
+from bertscore_tm.cli.errors import UsageError
+from bertscore_tm.cli.options import Once
+from bertscore_tm.distributed.launch import processes
+
+
+def add_parser(sub: Any) -> None:
+    b = sub.add_parser(
+        "baseline",
+        help="compute a rescale baseline from a monolingual corpus",
+        description="Draw --pairs random candidate/reference pairs of distinct corpus lines (no line used "
+        "twice; seeded, so reproducible), score them at every layer (no idf, no rescaling) and write the mean "
+        "P, R, F per layer as a LAYER,P,R,F file, usable with --baseline-path or, placed at "
+        "baselines/LANG/MODEL.tsv, with --lang.",
+    )
+    b.add_argument(
+        "--corpus",
+        required=True,
+        action=Once,
+        metavar="FILE",
+        help="monolingual corpus, one sentence per line ('-': standard input)",
+    )
+    options.add_model_options(b, layers=False)
+    b.add_argument(
+        "--pairs",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="number of random pairs (default: 1000; needs 2N distinct lines)",
+    )
+    b.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    b.add_argument("-o", "--output", required=True, metavar="OUT.tsv", help="where to write the baseline")
+    options.add_long_text_options(b)
+    options.add_run_options(b)
+    b.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    lines = inputs.read_lines(args.corpus, "corpus")
+    if args.pairs < 1:
+        raise UsageError(f"--pairs must be at least 1, got {args.pairs}")
+    options.check_run_options(args)
+    from bertscore_tm.tuning.baseline_building import distinct_lines
+
+    distinct = len(distinct_lines(lines))
+    if distinct < 2 * args.pairs:
+        raise UsageError(
+            f"{inputs.input_name(args.corpus, 'corpus')} has {distinct} distinct non-blank lines, but --pairs "
+            f"{args.pairs} needs {2 * args.pairs} (each line is used at most once): use a larger corpus or fewer pairs"
+        )
+    target = outputs.check_output(args.output, "baseline.tsv", [args.corpus])
+    long_texts = options.long_texts(args)
+    model_name = metrics.model_name(args)
+    device = devices.device(args.device)
+
+    from bertscore_tm.tuning.baseline_building import layer_means, sample_pairs, write_baseline
+
+    cands, refs = sample_pairs(lines, args.pairs, args.seed)
+    with processes(device) as job:
+        metric = metrics.make_metric(
+            model_name_or_path=model_name,
+            all_layers=True,  # every layer is scored, so a model without a tabled default layer is fine
+            lang=args.lang,
+            batch_size=args.batch_size,
+            device=job.device,
+            model_dtype=devices.dtype(args.dtype),
+            compile_model=args.compile,
+            verbose=options.progress(args) and job.writes_output,
+            **long_texts,
+        )
+        start, stop = job.shard(len(cands))
+        with warnings.catch_warnings():  # a process without pairs (fewer pairs than processes) is fine
+            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+            table = layer_means(metric, cands[start:stop], refs[start:stop])
+    if not job.writes_output:
+        return 0
+    with outputs.replacing(target, args.output) as temp:
+        write_baseline(temp, table)
+    out.write(
+        f"Wrote the baseline of {model_name} ({table.shape[0]} layers, {args.pairs} pairs of {distinct} distinct "
+        f"lines, seed {args.seed}) to {target}\n"
+    )
+    return 0

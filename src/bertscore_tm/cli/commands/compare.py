@@ -1,0 +1,253 @@
+"""``bertscore-tm compare``: several systems against the same references in one run (the references embedded
+once), per system the P, R, F1 means and a bootstrap interval of F1, and for each system after the first (the
+baseline) its F1 difference to the baseline and the p-value of a paired test."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import warnings
+from typing import Any, TextIO
+
+from bertscore_tm.cli import inputs, metrics, options, outputs
+from bertscore_tm.cli.errors import PROG, UsageError
+from bertscore_tm.cli.inputs import n_lines
+from bertscore_tm.cli.intervals import check_finite, p_text, percent
+from bertscore_tm.cli.options import Resampling
+from bertscore_tm.cli.outputs import json_number
+from bertscore_tm.distributed.launch import Processes, processes
+
+#: How many segments per system the --html page explains: those where it differs most from the baseline.
+HTML_SEGMENTS = 5
+
+
+def add_parser(sub: Any) -> None:
+    c = sub.add_parser(
+        "compare",
+        help="is B better than A? F1 intervals and paired significance tests",
+        description="Score several systems (files of candidates, one per line) against the same references in "
+        "one run (the references are embedded once) and print per system the P, R, F1 means and a bootstrap "
+        "interval of F1, and for each system after the first (the baseline) the F1 difference to the "
+        "baseline and the p-value of a paired test: paired bootstrap resampling (Koehn 2004) or approximate "
+        "randomization (Riezler and Maxwell 2005). Same seed, same numbers.",
+    )
+    options.add_many(
+        c, "-r", "--ref", "FILE", "references, one per line; several files give several references per line"
+    )
+    options.add_many(
+        c, "-c", "--cand", "SYS", "two or more system files, one candidate per line; the first is the baseline"
+    )
+    options.add_model_options(c)
+    c.add_argument(
+        "--idf",
+        action="store_true",
+        help="weigh tokens by inverse document frequency over the references (counted once for all systems)",
+    )
+    options.add_rescale_options(c)
+    options.add_resampling_options(c, "0.95", "each system's F1 mean and each F1 difference", shuffles=True)
+    c.add_argument(
+        "--method",
+        choices=("bootstrap", "randomization"),
+        default="bootstrap",
+        help="paired bootstrap resampling or approximate randomization (default: bootstrap)",
+    )
+    c.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    c.add_argument(
+        "--html",
+        default=None,
+        metavar="FILE",
+        help=f"also write one self-contained HTML page there: the table, the F1 differences per segment as a plot, "
+        f"and the {HTML_SEGMENTS} segments per system where it differs most from the baseline, both sides explained",
+    )
+    options.add_long_text_options(c)
+    options.add_run_options(c)
+    options.add_checkpoint_options(c, "lines (per system)")
+    c.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    names: list[str] = args.cand
+    if len(names) < 2:
+        raise UsageError(
+            f"compare needs at least two systems after -c (the first is the baseline), got {len(names)}: "
+            f"to score one system use: {PROG} score -c {names[0]} -r ..."
+        )
+    settings = options.resampling(args)
+    assert settings is not None  # compare's --confidence has a default
+    systems, targets = _read(names, args.ref)
+    html = None if args.html is None else outputs.check_output(args.html, "compare.html", [*names, *args.ref])
+    shard_size = options.shard_size(args)
+
+    metric = metrics.scoring_metric(args)
+    if args.checkpoint is None:
+        scores = _score(metric, systems, targets)
+    else:
+        scores = _score_resumable(metric, systems, targets, args.checkpoint, shard_size)
+    if scores is None:  # a torchrun process other than rank 0
+        return 0
+    rows = _rows(names, scores, args.method, settings)
+    if args.format == "json":
+        doc = {
+            "hash": metric.hash_code,
+            "method": args.method,
+            "bootstrap": settings.num_samples,
+            "seed": settings.seed,
+            "confidence": settings.confidence,
+            "systems": rows,
+        }
+        out.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        out.write(_table(metric.hash_code, args.method, settings, rows))
+    if html is not None:
+        page = _page(metric, (systems, targets), scores["f1"], rows, _how(args.method, settings))
+        outputs.write_text(html, args.html, [page])
+    return 0
+
+
+def _read(names: list[str], refs: list[str]) -> tuple[list[list[str]], list[str] | list[list[str]]]:
+    """The system files and the references, checked to have as many lines each (and at least 2)."""
+    inputs.check_stdin([*names, *refs], "-c/-r")
+    systems = [inputs.read_lines(path, "system") for path in names]
+    lines = len(systems[0])
+    for path, system in zip(names[1:], systems[1:], strict=True):
+        if len(system) != lines:
+            raise UsageError(
+                f"system file {path} has {n_lines(len(system))} but the baseline {names[0]} has {n_lines(lines)}: "
+                "every system must answer the same inputs, line for line"
+            )
+    mismatch = (
+        f"the system files have {n_lines(lines)}: line i of every reference file is a reference for line i of "
+        "every system file"
+    )
+    targets = inputs.references(refs, lines, mismatch)
+    if lines < 2:
+        raise UsageError(
+            f"the system files have {n_lines(lines)}: a paired test needs at least 2 lines (on one line "
+            "every resample is that line, so any difference would look significant); score more lines, or use "
+            f"{PROG} score on each system"
+        )
+    return systems, targets
+
+
+def _score(metric: Any, systems: list[list[str]], targets: list[str] | list[list[str]]) -> dict[str, Any] | None:
+    """Every system's per-line scores in one compute (references and shared lines embedded once); under torchrun
+    each process scores a contiguous shard of the lines, and only rank 0 gets the scores (None elsewhere)."""
+    from bertscore_tm.comparison.systems import score_systems
+
+    with processes(str(metric.device)) as job:
+        if not job.writes_output:
+            metric.verbose = False
+        start, stop = job.shard(len(targets))
+        shards = [Processes(rank, job.world_size).shard(len(targets)) for rank in range(job.world_size)]
+        with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
+            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+            scores = score_systems(
+                metric, [s[start:stop] for s in systems], targets[start:stop], shard_sizes=[b - a for a, b in shards]
+            )
+    return scores if job.writes_output else None
+
+
+def _score_resumable(
+    metric: Any, systems: list[list[str]], targets: list[str] | list[list[str]], checkpoint: str, shard_size: int
+) -> dict[str, Any] | None:
+    """As `_score`, each system in its own resumable run (`bertscore_tm.corpus.resumable`), its shards kept in
+    `checkpoint`/system<i>: a run again after a kill scores only the missing shards. The references are embedded
+    again for each system (the price of shards that stand alone); the scores are the same."""
+    import torch
+
+    from bertscore_tm.corpus.resumable import score_resumable
+
+    with processes(str(metric.device)) as job:
+        if not job.writes_output:
+            metric.verbose = False
+        per = [
+            score_resumable(metric, system, targets, f"{checkpoint}/system{i}", shard_size)
+            for i, system in enumerate(systems)
+        ]
+    if not job.writes_output:
+        return None
+    return {k: torch.stack([getattr(s, k) for s in per]) for k in ("precision", "recall", "f1")}
+
+
+def _rows(names: list[str], scores: dict[str, Any], method: str, settings: Resampling) -> list[dict[str, Any]]:
+    """One row per system: means, the F1 interval, and (after the baseline) the F1 difference and p-value."""
+    from bertscore_tm.comparison.significance import bootstrap_interval, paired_test
+
+    f1 = scores["f1"].double().cpu()
+    check_finite(f1, names)
+    intervals = bootstrap_interval(f1, settings.confidence, settings.num_samples, settings.seed)
+    test = paired_test(f1[0], f1[1:], method, settings.num_samples, settings.seed, settings.confidence)
+    rows = []
+    for i, name in enumerate(names):
+        per_pair = (scores[k][i].double().cpu().tolist() for k in ("precision", "recall", "f1"))
+        means = [math.fsum(x) / len(x) for x in per_pair]  # as score computes them
+        rows.append(
+            {
+                "name": name,
+                "precision": json_number(means[0]),
+                "recall": json_number(means[1]),
+                "f1": json_number(means[2]),
+                "f1_ci": [float(intervals.low[i]), float(intervals.high[i])],
+                "p_value": None if i == 0 else float(test.p_value[i - 1]),
+                "delta_f1": None if i == 0 else float(test.delta[i - 1]),
+            }
+        )
+    return rows
+
+
+def _how(method: str, settings: Resampling) -> str:
+    """What was done, in words."""
+    if method == "bootstrap":
+        how = f"paired bootstrap resampling (Koehn 2004), {settings.num_samples} resamples"
+    else:
+        how = (
+            f"approximate randomization (Riezler and Maxwell 2005), {settings.num_samples} shuffles; "
+            f"intervals from {settings.num_samples} bootstrap resamples"
+        )
+    return f"{how}, seed {settings.seed}"
+
+
+def _page(metric: Any, texts: tuple[list[list[str]], Any], f1: Any, rows: list[dict[str, Any]], how: str) -> str:
+    """The --html page: for each system after the baseline, its `HTML_SEGMENTS` lines of largest absolute F1
+    difference (the earlier line on a tie), the baseline's candidate and the system's explained against the
+    references, with the IDF (where --idf) over all the references once, as the scores count it."""
+    import torch
+
+    from bertscore_tm.explanations.explanation import explain_pairs, weighting
+    from bertscore_tm.reports.compare_html import Segment, compare_page
+
+    systems, targets = texts
+    f1 = f1.double().cpu()
+    groups = [[t] if isinstance(t, str) else list(t) for t in targets]
+    weights = weighting(metric.scorer, groups, idf_references=[r for g in groups for r in g])
+    chosen = []
+    for s in range(1, len(systems)):
+        gap = (f1[s] - f1[0]).abs().nan_to_num(nan=-1.0)
+        chosen += [(s, int(i)) for i in torch.argsort(gap, descending=True, stable=True)[:HTML_SEGMENTS]]
+    cands = [systems[0][i] for _, i in chosen] + [systems[s][i] for s, i in chosen]
+    whys = explain_pairs(metric.scorer, cands, [groups[i] for _, i in chosen] * 2, weights, device=metric.device)
+    n = len(chosen)
+    segments = [Segment(s, i + 1, whys[k], whys[n + k]) for k, (s, i) in enumerate(chosen)]
+    return compare_page(metric.hash_code, how, rows, f1.tolist(), segments)
+
+
+def _table(code: str, method: str, settings: Resampling, rows: list[dict[str, Any]]) -> str:
+    """The text output of compare: the hash code, what was done, one row per system."""
+    table = [["system", "P", "R", "F1", f"F1 {percent(settings.confidence)} CI", "delta F1", "p-value"]]
+    for row in rows:
+        cells = [row["name"]] + [_cell(row[k]) for k in ("precision", "recall", "f1")]
+        cells.append(f"[{row['f1_ci'][0]:.6f}, {row['f1_ci'][1]:.6f}]")
+        if row["p_value"] is None:
+            cells += ["baseline", ""]
+        else:
+            cells += [f"{row['delta_f1']:+.6f}", p_text(row["p_value"]) + (" *" if row["p_value"] < 0.05 else "")]
+        table.append(cells)
+    widths = [max(len(r[j]) for r in table) for j in range(len(table[0]))]
+    lines = [code, f"{_how(method, settings)}; * p < 0.05 (difference to the baseline, two-sided)"]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(x: float | None) -> str:
+    return "nan" if x is None else f"{x:.6f}"

@@ -1,0 +1,174 @@
+"""``bertscore-tm explain``: why a pair scores as it does, token by token (docs/explain.md). Files are taken as
+``score`` takes them; every pair is scored once with the paired engine, then only the pairs asked for (``--worst
+K``: the K of lowest F1; default: all) are explained, with the IDF of all the files' references where ``--idf``.
+``--text`` makes ``-c``/``-r`` the texts of one pair. Text (colour on a terminal), JSON, and ``--html`` a page."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import warnings
+from typing import Any, TextIO
+
+from bertscore_tm.cli import devices, inputs, metrics, options, outputs
+from bertscore_tm.cli.errors import UsageError
+from bertscore_tm.cli.options import Once
+
+
+def add_parser(sub: Any) -> None:
+    e = sub.add_parser(
+        "explain",
+        help="why this score? token-level explanations of pairs",
+        description="Explain pairs token by token: each token's best match on the other side, its similarity, "
+        "weight and contribution (the contributions add up to P and R), each reference's scores and the best one, "
+        "and the words weakly supported (possible additions) or weakly covered (possible omissions). Files are "
+        "read as score reads them; with --worst K only the K pairs of lowest F1 are explained.",
+    )
+    e.add_argument("-c", "--cand", required=True, action=Once, metavar="FILE", help="candidates, one per line")
+    options.add_many(
+        e, "-r", "--ref", "FILE", "references, one per line; several files give several references per candidate"
+    )
+    e.add_argument(
+        "--text",
+        action="store_true",
+        help="-c and -r are the texts of one pair themselves, not files (several -r texts: several references)",
+    )
+    e.add_argument("--worst", type=int, default=None, metavar="K", help="explain the K pairs of lowest F1 only")
+    options.add_model_options(e)
+    e.add_argument("--idf", action="store_true", help="weigh tokens by IDF over the references of all the files")
+    e.add_argument(
+        "--idf-references",
+        default=None,
+        metavar="FILE",
+        help="with --idf --text: count the IDF over these references (one per line) instead of the pair's own",
+    )
+    options.add_rescale_options(e)
+    _add_output_options(e)
+    options.add_long_text_options(e)
+    options.add_run_options(e)
+    e.set_defaults(run=run)
+
+
+def _add_output_options(e: argparse.ArgumentParser) -> None:
+    e.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        metavar="T",
+        help="a word is weak when its support is below T (default: the layer's rescale baseline, where known)",
+    )
+    e.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    e.add_argument("--html", default=None, metavar="FILE", help="also write one self-contained HTML page there")
+    e.add_argument("-o", "--output", default=None, metavar="FILE", help="write the text or JSON there")
+    e.add_argument(
+        "--tokens",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="show the token tables in the text output (default: yes)",
+    )
+    e.add_argument(
+        "--color",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="colour the weak words (default: on a terminal, unless NO_COLOR is set)",
+    )
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    devices.one_process("explain")
+    _check(args)
+    read = [] if args.text else [args.cand, *args.ref]
+    html = None if args.html is None else outputs.check_output(args.html, "explain.html", read)
+    target = None if args.output is None else outputs.check_output(args.output, "explain.txt", read)
+    if html is not None and target is not None and os.path.realpath(html) == os.path.realpath(target):
+        raise UsageError(f"--html and -o name the same file {args.html}: give two files")
+    idf_references = _idf_references(args)
+    metric = metrics.scoring_metric(args)
+    from bertscore_tm.explanations.explanation import explain_pairs, weighting
+
+    lines: list[int | None]
+    if args.text:
+        cand = inputs.text_argument(args.cand, "candidate", "-c")
+        refs = [inputs.text_argument(r, "reference", "-r") for r in args.ref]
+        lines, cands, groups = [None], [cand], [refs]
+        weights = weighting(metric.scorer, groups, idf_references)
+    else:
+        lines, cands, groups = _chosen(args, metric)
+        counts = (metric.doc_freq, metric.num_refs) if metric.scorer.counts_idf else None
+        weights = weighting(metric.scorer, groups, counts=counts)
+    whys = explain_pairs(metric.scorer, cands, groups, weights, device=metric.device, threshold=args.threshold)
+    outputs.write_output(target, args.output, [_report(args, whys, lines, target is None and _colour(args))], out)
+    if html is not None:
+        from bertscore_tm.reports.explanation_html import render_html
+
+        outputs.write_text(html, args.html, [render_html(whys, lines)])
+        if args.format == "text":
+            out.write(f"Saved the explanation page to {html}\n")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> None:
+    """The options in the command line's terms, before any model loads."""
+    if args.worst is not None and args.worst < 1:
+        raise UsageError(f"--worst must be at least 1 (the number of pairs to explain), got {args.worst}")
+    if args.text and args.worst is not None:
+        raise UsageError("--worst picks among the lines of files: with --text there is one pair")
+    if args.idf_references is not None and not (args.idf and args.text):
+        raise UsageError(
+            "--idf-references needs --idf and --text (with files, --idf counts over all the files' references)"
+        )
+    if args.threshold is not None and args.threshold != args.threshold:
+        raise UsageError("--threshold must be a number, got nan")
+    if not args.text:
+        inputs.check_stdin([args.cand, *args.ref], "-c/-r")
+
+
+def _idf_references(args: argparse.Namespace) -> list[str] | None:
+    if args.idf_references is None:
+        return None
+    return inputs.read_lines(args.idf_references, "IDF reference")
+
+
+def _chosen(args: argparse.Namespace, metric: Any) -> tuple[list[int | None], list[str], list[list[str]]]:
+    """Score every pair of the files once (the paired engine), then read back the pairs to explain: the
+    `--worst` K of lowest F1, worst first (a tie: the earlier line), or every pair in order. Line numbers
+    count from 1."""
+    import torch
+
+    pairs = inputs.pair_lines(args.cand, args.ref)
+    for cands, targets in pairs.chunks():
+        metric.update(cands, targets)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the engine warned about blank or NaN pairs already, once
+        f1 = metric.compute_scores().f1.double().cpu()
+    if args.worst is None:
+        order = list(range(len(f1)))
+    else:
+        order = torch.argsort(torch.nan_to_num(f1, nan=-float("inf")), stable=True)[: args.worst].tolist()
+    wanted = set(order)
+    found: dict[int, tuple[str, list[str]]] = {}
+    line = 0
+    for cands, targets in pairs.chunks():
+        for cand, target in zip(cands, targets, strict=True):
+            if line in wanted:
+                found[line] = (cand, [target] if isinstance(target, str) else list(target))
+            line += 1
+    return [n + 1 for n in order], [found[n][0] for n in order], [found[n][1] for n in order]
+
+
+def _colour(args: argparse.Namespace) -> bool:
+    if args.color is not None:
+        return bool(args.color)
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _report(args: argparse.Namespace, whys: list[Any], lines: list[int | None], colour: bool) -> str:
+    if args.format == "json":
+        pairs = [{"line": line, **why.to_json()} for line, why in zip(lines, whys, strict=True)]
+        doc = {"hash": whys[0].hash_code if whys else None, "pairs": pairs}
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    from bertscore_tm.reports.explanation_text import render_text
+
+    return render_text(whys, lines, color=colour, tokens=args.tokens)

@@ -1,0 +1,202 @@
+"""``bertscore-tm score``: candidates and references from files, one text per line; corpus means and, with
+``-s``, per-pair scores, as text, JSON or TSV; with ``--confidence``, a bootstrap interval of the F1 mean."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import warnings
+from typing import Any, TextIO
+
+from bertscore_tm.cli import inputs, metrics, options, outputs
+from bertscore_tm.cli.intervals import f1_interval, percent
+from bertscore_tm.cli.options import Once, Resampling
+from bertscore_tm.distributed.launch import processes
+
+
+def add_parser(sub: Any) -> None:
+    s = sub.add_parser(
+        "score",
+        help="score candidate lines against reference lines",
+        description="Score a file of candidates against one or more files of references, one text per line "
+        "(line i of every reference file is a reference for candidate i; with several, the best counts). "
+        "Prints '<hash> P: .. R: .. F1: ..' (corpus means) and, with -s, one 'P<TAB>R<TAB>F1' line per candidate. "
+        "A FILE of '-' is standard input (for one of -c/-r at most).",
+    )
+    s.add_argument(
+        "-c",
+        "--cand",
+        required=True,
+        action=Once,
+        metavar="FILE",
+        help="candidates, one per line ('-': standard input)",
+    )
+    options.add_many(
+        s,
+        "-r",
+        "--ref",
+        "FILE",
+        "references, one per line; several files give several references per candidate ('-': standard input)",
+    )
+    options.add_model_options(s)
+    s.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
+    options.add_rescale_options(s)
+    s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
+    s.add_argument(
+        "--format",
+        choices=("text", "json", "tsv"),
+        default="text",
+        help="output format (default: text); tsv with -s starts with '# hash<TAB>CODE' and "
+        "'# mean<TAB>P<TAB>R<TAB>F1' comment lines, then a 'line<TAB>P<TAB>R<TAB>F1' table",
+    )
+    s.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="FILE",
+        help="write the results to FILE, once they are computed (default: standard output)",
+    )
+    options.add_long_text_options(s)
+    options.add_resampling_options(s, confidence=None)
+    options.add_run_options(s)
+    options.add_checkpoint_options(s, "pairs")
+    s.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    inputs.check_stdin([args.cand, *args.ref], "-c/-r")
+    pairs = inputs.pair_lines(args.cand, args.ref)
+    target = None
+    if args.output is not None:
+        target = outputs.check_output(args.output, "scores.txt", [args.cand, *args.ref])
+    resampling = options.resampling(args)
+    shard_size = options.shard_size(args)
+
+    metric = metrics.scoring_metric(args)
+    with processes(str(metric.device)) as job:
+        if not job.writes_output:
+            metric.verbose = False
+        if args.checkpoint is None:
+            scores = _stream(metric, pairs, job)
+        else:  # every process reads all the lines; score_resumable scores this one's part and gathers the rest
+            from bertscore_tm.corpus.resumable import score_resumable
+
+            cands, targets = _all_lines(pairs)
+            scores = score_resumable(metric, cands, targets, args.checkpoint, shard_size)
+    if not job.writes_output:
+        return 0
+    p, r, f = (x.double().cpu().tolist() for x in scores.as_tuple())
+    ci = None if resampling is None else f1_interval(resampling, f, args.cand)
+    best = None if scores.best_reference is None else scores.best_reference.cpu().tolist()
+    report = _report(args, metric, (p, r, f), ci, resampling, best)
+    outputs.write_output(target, args.output, [report], out)
+    return 0
+
+
+def _stream(metric: Any, pairs: Any, job: Any) -> Any:
+    """This process's share of the lines, read and scored a chunk at a time; the gathered scores."""
+    for cands, targets in pairs.chunks(*job.shard(len(pairs))):
+        metric.update(cands, targets)
+    with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
+        warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+        return metric.compute_scores()
+
+
+def _all_lines(pairs: Any) -> tuple[list[str], list[Any]]:
+    """Every candidate line and its references, in memory (a resumable run digests the texts of each shard)."""
+    cands: list[str] = []
+    targets: list[Any] = []
+    for chunk_cands, chunk_targets in pairs.chunks():
+        cands += chunk_cands
+        targets += chunk_targets
+    return cands, targets
+
+
+Scores = tuple[list[float], list[float], list[float]]
+
+
+def _report(
+    args: argparse.Namespace,
+    metric: Any,
+    scores: Scores,
+    ci: tuple[float, float] | None,
+    resampling: Resampling | None,
+    best: list[int] | None = None,
+) -> str:
+    """What `score` prints, in the --format asked for (`best`: each pair's best reference, for JSON)."""
+    means = [math.fsum(x) / len(x) for x in scores]
+    if args.format == "text":
+        lines = _text(metric.hash_code, means, scores, ci, resampling, args.seg_level)
+    elif args.format == "json":
+        lines = [json.dumps(_json(args, metric, means, scores, ci, resampling, best), indent=2)]
+    else:
+        lines = _tsv(metric.hash_code, means, scores, ci, args.seg_level)
+    return "".join(line + "\n" for line in lines)
+
+
+def _text(
+    code: str,
+    means: list[float],
+    scores: Scores,
+    ci: tuple[float, float] | None,
+    resampling: Resampling | None,
+    seg_level: bool,
+) -> list[str]:
+    summary = f"{code} P: {means[0]:.6f} R: {means[1]:.6f} F1: {means[2]:.6f}"
+    if ci is not None and resampling is not None:
+        summary += f" F1 {percent(resampling.confidence)} CI: [{ci[0]:.6f}, {ci[1]:.6f}]"
+    rows = ["\t".join(f"{x:.6f}" for x in row) for row in zip(*scores, strict=True)] if seg_level else []
+    return [summary, *rows]
+
+
+def _json(
+    args: argparse.Namespace,
+    metric: Any,
+    means: list[float],
+    scores: Scores,
+    ci: tuple[float, float] | None,
+    resampling: Resampling | None,
+    best: list[int] | None = None,
+) -> dict[str, Any]:
+    num = outputs.json_number
+    doc: dict[str, Any] = {
+        "hash": metric.hash_code,
+        "model": metric.model_name,
+        "num_layers": metric.num_layers,
+        "idf": args.idf,
+        "rescaled": args.rescale_with_baseline,
+        "pairs": len(scores[0]),
+        "references_per_candidate": len(args.ref),
+        "precision": num(means[0]),
+        "recall": num(means[1]),
+        "f1": num(means[2]),
+    }
+    if ci is not None and resampling is not None:
+        doc.update(
+            f1_ci=list(ci), confidence=resampling.confidence, bootstrap=resampling.num_samples, seed=resampling.seed
+        )
+    if args.seg_level:
+        doc["segments"] = [
+            {"precision": num(a), "recall": num(b), "f1": num(c)} for a, b, c in zip(*scores, strict=True)
+        ]
+        if best is not None:  # the index among the pair's references of the one with the highest F1
+            for segment, index in zip(doc["segments"], best, strict=True):
+                segment["best_reference"] = index
+    return doc
+
+
+def _tsv(code: str, means: list[float], scores: Scores, ci: tuple[float, float] | None, seg_level: bool) -> list[str]:
+    if not seg_level:
+        extra = ([], []) if ci is None else (["F1_low", "F1_high"], list(ci))
+        return [
+            "\t".join(["hash", "P", "R", "F1", *extra[0]]),
+            f"{code}\t" + "\t".join(repr(x) for x in [*means, *extra[1]]),
+        ]
+    # one row per pair: the hash and the means stay, as comment lines before the table
+    lines = [f"# hash\t{code}", "# mean\t" + "\t".join(repr(x) for x in means)]
+    if ci is not None:
+        lines.append("# f1_ci\t" + "\t".join(repr(x) for x in ci))
+    lines.append("line\tP\tR\tF1")
+    lines.extend(f"{n}\t" + "\t".join(repr(x) for x in row) for n, row in enumerate(zip(*scores, strict=True), start=1))
+    return lines

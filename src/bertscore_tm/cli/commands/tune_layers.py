@@ -1,0 +1,366 @@
+"""``bertscore-tm tune-layers``: which layer of a model agrees best with human judgements on your data.
+
+Reads judgements from a tab-separated file with a header (a candidate, its reference and a human score per line;
+optionally a group column, such as the language pair, and a system column), scores every pair at every layer in
+one pass and correlates each layer's scores with the human ones (`bertscore_tm.tuning.layer_tuning`): a row per layer
+with the averaged correlations and their bootstrap intervals and each group's figure, the best layer, a paired bootstrap
+test of it against the model's default layer, and the line to add to a layer table (``--add-to-table`` writes it;
+``BERTSCORE_TM_LAYERS`` names the table the metric reads). ``--plot`` draws the correlation per layer. The file, the
+options, the outputs and the model are checked before the model loads. Guide: docs/tuning.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, TextIO
+
+from bertscore_tm.cli import devices, metrics, options, outputs
+from bertscore_tm.cli.errors import UsageError
+from bertscore_tm.cli.intervals import p_text, percent
+from bertscore_tm.cli.options import Once
+
+#: How the command line says what fixes a judgement file (`bertscore_tm.tuning.judgements.REMEDIES` says it in Python).
+REMEDIES = {
+    "skip_bad": "--skip-bad leaves bad lines out",
+    "columns": "name the right ones with --candidate-column, --reference-column, --human-column, --group-by "
+    "and --system-column",
+}
+METHODS = ("pearson", "spearman", "kendall")
+_SCORE_NAMES = {"precision": "P", "recall": "R", "f1": "F1"}
+
+
+def add_parser(sub: Any) -> None:
+    t = sub.add_parser(
+        "tune-layers",
+        help="find the layer that correlates best with human judgements",
+        description="Score judged pairs at every layer of a model in one pass and correlate each layer's scores "
+        "with the human scores (Pearson, Spearman, Kendall's tau-b; per group and averaged over groups, as WMT "
+        "reports them), with bootstrap intervals; print the best layer, whether it is significantly better than "
+        "the model's default layer, and the line to add to a layer table (BERTSCORE_TM_LAYERS).",
+    )
+    t.add_argument(
+        "--data",
+        required=True,
+        action=Once,
+        metavar="FILE",
+        help="the judgements: UTF-8, tab-separated, a header line naming the columns, one judged pair a line",
+    )
+    _add_column_options(t)
+    options.add_model_options(t, layers=False)
+    t.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
+    _add_tuning_options(t)
+    _add_output_options(t)
+    options.add_resampling_options(t, "0.95", "the correlations and of the paired test's difference")
+    options.add_long_text_options(t)
+    options.add_run_options(t)
+    t.set_defaults(run=run)
+
+
+def _add_column_options(t: argparse.ArgumentParser) -> None:
+    for flag, default, role in (
+        ("--candidate-column", "candidate", "the candidates"),
+        ("--reference-column", "reference", "the references"),
+        ("--human-column", "human", "the human scores (numbers, higher is better)"),
+    ):
+        t.add_argument(flag, default=default, metavar="NAME", help=f"the column of {role} (default: {default})")
+    t.add_argument(
+        "--group-by",
+        default=None,
+        metavar="NAME",
+        help="correlate within the groups of this column (e.g. the language pair) and average over groups, as WMT "
+        "does; groups of fewer than 3 lines are left out, with a warning (default: one group)",
+    )
+    t.add_argument(
+        "--system-column",
+        default=None,
+        metavar="NAME",
+        help="the column naming each line's system: adds the system-level Pearson correlation of the mean scores",
+    )
+    t.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="leave out lines with a missing or non-numeric human score or a wrong number of fields, and count them "
+        "(default: such a line is an error naming it)",
+    )
+
+
+def _add_tuning_options(t: argparse.ArgumentParser) -> None:
+    t.add_argument(
+        "--criterion",
+        choices=METHODS,
+        default="pearson",
+        help="the correlation that picks the best layer (default: pearson, WMT's segment-level figure)",
+    )
+    t.add_argument(
+        "--score",
+        choices=("precision", "recall", "f1"),
+        default="f1",
+        help="the score whose correlation picks it, and that the intervals are drawn for (default: f1)",
+    )
+    t.add_argument(
+        "--default-layer",
+        type=int,
+        default=None,
+        metavar="K",
+        help="test the best layer against layer K (default: the model's default layer, from the layer table "
+        "BERTSCORE_TM_LAYERS names or configs/models.json; none for a model in neither)",
+    )
+
+
+def _add_output_options(t: argparse.ArgumentParser) -> None:
+    t.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    t.add_argument("-o", "--output", default=None, metavar="FILE", help="write the text or JSON there")
+    t.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE",
+        help="also draw the correlation per layer with its interval band (needs matplotlib; the format is the "
+        "extension: png, svg, pdf, ...)",
+    )
+    t.add_argument(
+        "--add-to-table",
+        default=None,
+        metavar="FILE",
+        help="write the model's best layer into this layer table (a JSON file, created if missing, other entries "
+        "kept); point BERTSCORE_TM_LAYERS at it for the metric to use that layer",
+    )
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    devices.one_process("tune-layers")
+    options.check_run_options(args)
+    resampling = options.resampling(args)
+    assert resampling is not None  # --confidence has a default
+    if args.default_layer is not None and args.default_layer < 0:
+        raise UsageError(f"--default-layer must be 0 or more (0 = the embeddings), got {args.default_layer}")
+    rows = _judgements(args)
+    target = None if args.output is None else outputs.check_output(args.output, "tuning.txt", [args.data])
+    plot = _plot_target(args)
+    table = _table_target(args)
+    _distinct({"-o": target, "--plot": None if plot is None else plot[0], "--add-to-table": table})
+    metric = _metric(args)
+    from bertscore_tm.tuning.layer_tuning import layer_scores, tune_from_scores
+
+    scores = layer_scores(metric, rows)
+    result = tune_from_scores(
+        rows,
+        scores,
+        criterion=args.criterion,
+        score=args.score,
+        bootstrap=resampling.num_samples,
+        seed=resampling.seed,
+        default_layer=args.default_layer,
+        confidence=resampling.confidence,
+        progress=options.progress(args),
+    )
+    if plot is not None:
+        from bertscore_tm.reports.tuning_plot import plot_layers
+
+        with outputs.replacing(plot[0], str(plot[0])) as temp:
+            plot_layers(result, temp, format=plot[1])
+    if table is not None:
+        _add_to_table(table, args.add_to_table, result)
+    grouped = args.group_by is not None
+    text = _json(result, plot, table) if args.format == "json" else _text(result, grouped, plot, table)
+    outputs.write_output(target, args.output, [text], out)
+    return 0
+
+
+def _judgements(args: argparse.Namespace) -> Any:
+    """The judgement file, read and checked before any model loads; its problems in the command line's terms."""
+    from bertscore_tm.tuning.judgements import JudgementFileError, check_variation, read_judgements
+
+    try:
+        rows = read_judgements(
+            args.data,
+            candidate=args.candidate_column,
+            reference=args.reference_column,
+            human=args.human_column,
+            group=args.group_by,
+            system=args.system_column,
+            skip_bad=args.skip_bad,
+        )
+    except JudgementFileError as err:
+        remedy = f" ({REMEDIES[err.remedy]})" if err.remedy in REMEDIES else ""
+        raise UsageError(f"{err.problem}{remedy}") from None
+    check_variation(rows)
+    return rows
+
+
+def _plot_target(args: argparse.Namespace) -> tuple[Path, str] | None:
+    """The picture's file and format, checked before any model loads (as ``show -f``)."""
+    if args.plot is None:
+        return None
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "--plot needs matplotlib: pip install 'bertscore-tm[plot]' (or pip install matplotlib)"
+        ) from None
+    return outputs.image_target(args.plot)
+
+
+def _table_target(args: argparse.Namespace) -> Path | None:
+    """The layer table to add to, checked before any model loads: writable, and, where it exists, a table."""
+    if args.add_to_table is None:
+        return None
+    target = outputs.check_output(args.add_to_table, "layers.json", [args.data])
+    if target.exists():
+        from bertscore_tm.models.registry import user_layer_table
+
+        user_layer_table(target)  # a LayerTableError (one line) for a file that is no layer table
+    return target
+
+
+def _distinct(files: dict[str, Path | None]) -> None:
+    """Each output its own file: two options naming one file would leave only the last one written."""
+    seen: dict[str, str] = {}
+    for flag, path in files.items():
+        if path is None:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"{seen[real]} and {flag} name the same file {path}: give each its own file")
+        seen[real] = flag
+
+
+def _metric(args: argparse.Namespace) -> Any:
+    """A metric keeping every layer, from the checked options; --default-layer checked against its depth."""
+    long_texts = options.long_texts(args)
+    name = metrics.model_name(args)
+    metric = metrics.make_metric(
+        model_name_or_path=name,
+        all_layers=True,
+        lang=args.lang,
+        idf=args.idf,
+        batch_size=args.batch_size,
+        model_dtype=devices.dtype(args.dtype),
+        device=devices.process_device(args.device),
+        compile_model=args.compile,
+        verbose=options.progress(args),
+        **long_texts,
+    )
+    if args.default_layer is not None and args.default_layer > metric.model_depth:
+        raise UsageError(
+            f"--default-layer {args.default_layer} is not a layer of {name}: it has layers 0 (the embeddings) to "
+            f"{metric.model_depth}"
+        )
+    return metric
+
+
+def _add_to_table(target: Path, name: str, result: Any) -> None:
+    """Write the best layer into the layer table at `target`: the registry merges it into a copy of the table,
+    which then replaces the table in one step (`outputs.replacing`)."""
+    from bertscore_tm.models.registry import add_to_layer_table
+
+    with outputs.replacing(target, name) as temp:
+        if target.exists():
+            shutil.copyfile(target, temp)
+        else:
+            temp.unlink()
+        add_to_layer_table(temp, result.model, result.best_layer)
+
+
+def _json(result: Any, plot: tuple[Path, str] | None, table: Path | None) -> str:
+    doc = result.to_dict()
+    doc["layer_table_line"] = result.layer_table_line()
+    doc["plot"] = None if plot is None else str(plot[0])
+    doc["layer_table"] = None if table is None else str(table)
+    return json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def _text(result: Any, grouped: bool, plot: tuple[Path, str] | None, table: Path | None) -> str:
+    lines = [result.hash_code, _summary(result, grouped), "", *_table(result, grouped), *_legend(result, grouped)]
+    lines += ["", *_verdict(result)]
+    if plot is not None:
+        lines.append(f"Saved the plot to {plot[0]}")
+    if table is not None:
+        lines.append(f"Added {result.layer_table_line()} to the layer table {table}")
+    return "".join(line + "\n" for line in lines)
+
+
+def _summary(result: Any, grouped: bool) -> str:
+    """What was correlated, on what, and how the intervals were drawn."""
+    text = f"{result.segments - sum(result.left_out.values())} judgements"
+    if grouped:
+        text += f" in {len(result.groups)} group(s) ({', '.join(f'{k} {v}' for k, v in result.groups.items())})"
+    left = [f"{name} ({size})" for name, size in result.left_out.items()]
+    text += f"; left out: groups of fewer than 3 lines, {', '.join(left)}" if left else ""
+    text += f"; {result.skipped} bad line(s) skipped" if result.skipped else ""
+    text += f"; {result.dropped} pair(s) with an undefined score left out" if result.dropped else ""
+    how = "within each group, averaged over groups" if grouped else "over all judgements"
+    return (
+        f"{text}. Correlation of {_SCORE_NAMES[result.score]} with the human scores {how}; "
+        f"{percent(result.confidence)} intervals from {result.bootstrap} bootstrap resamples (seed {result.seed})"
+    )
+
+
+def _table(result: Any, grouped: bool) -> list[str]:
+    """A row per layer: each correlation's mean and interval, the criterion's figure per group, the system level."""
+    groups = list(result.groups) if grouped else []
+    with_systems = result.layers[0].system is not None
+    header = ["layer", *(f"{m} [{percent(result.confidence)}]" for m in METHODS), *groups]
+    header += ["system r"] * with_systems + [""]
+    rows = []
+    for layer in result.layers:
+        cells = [str(layer.layer)]
+        for method in METHODS:
+            figures = result.figures(layer.layer, method)
+            cells.append(_number(figures.mean) + ("" if figures.ci is None else f" [{_pair(figures.ci)}]"))
+        crit = result.figures(layer.layer)
+        cells += [_number(crit.groups[name]) for name in groups]
+        cells += [_number(layer.system[result.score].mean)] if with_systems else []
+        notes = ["best"] * (layer.layer == result.best_layer) + ["default"] * (layer.layer == result.default_layer)
+        rows.append([*cells, " ".join(f"<- {note}" for note in notes)])
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    ]
+
+
+def _legend(result: Any, grouped: bool) -> list[str]:
+    """What the columns after the averages are."""
+    parts = [f"{', '.join(result.groups)}: {result.criterion} within the group"] if grouped else []
+    if result.layers[0].system is not None:
+        parts.append(
+            "system r: Pearson's r of the systems' mean scores" + (", averaged over groups" if grouped else "")
+        )
+    return [f"({'; '.join(parts)})"] if parts else []
+
+
+def _verdict(result: Any) -> list[str]:
+    """The best layer, the test against the default layer, and the layer table's line."""
+    best = result.figures(result.best_layer)
+    lines = [
+        f"best layer: {result.best_layer} ({result.criterion} of {_SCORE_NAMES[result.score]} {_number(best.mean)})"
+    ]
+    test, default = result.test, result.default_layer
+    if default is None:
+        lines.append(
+            f"no default layer is known for {result.model} (neither the layer table BERTSCORE_TM_LAYERS names nor "
+            "configs/models.json has it): --default-layer K tests the best layer against layer K"
+        )
+    elif result.best_layer == default:
+        lines.append(f"the best layer is the model's default layer {default}")
+    elif test is not None:
+        verdict = "significantly better" if test.significant else "not significantly better"
+        lines.append(
+            f"against the default layer {default}: {test.difference:+.4f} ({percent(result.confidence)} interval "
+            f"[{_pair(test.interval, signed=True)}]), p = {p_text(test.p_value)}: {verdict} (one-sided paired "
+            f"bootstrap, alpha {test.alpha:g})"
+        )
+    lines.append(f"layer table line (BERTSCORE_TM_LAYERS): {result.layer_table_line()}")
+    return lines
+
+
+def _number(value: float) -> str:
+    return "nan" if value != value else f"{value:.4f}"
+
+
+def _pair(values: tuple[float, float], signed: bool = False) -> str:
+    return ", ".join("nan" if v != v else (f"{v:+.4f}" if signed else f"{v:.4f}") for v in values)

@@ -1,0 +1,102 @@
+"""Several systems scored against the same references by one metric in one `compute()`.
+
+Comparing systems needs each system's per-pair scores. Scoring them one metric run at a time embeds the
+references once per system; one run over every system's pairs embeds each distinct text once (the metric
+already does that within a compute), so the references, and any line two systems share, are embedded once.
+
+IDF needs care: the metric counts document frequencies over the references of every update, so k updates
+with the same references would count them k times, and ln((kM + 1) / (k df + 1)) is not ln((M + 1) / (df + 1)).
+The counts the first system's update made are therefore kept through the other systems' updates: one IDF
+over the references, exactly the IDF a run over that one system computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.settings.arguments import OUTPUTS
+
+if TYPE_CHECKING:
+    from bertscore_tm.metric.bertscore import BERTScore
+
+
+def score_systems(
+    metric: BERTScore,
+    systems: Sequence[Sequence[str]],
+    target: Sequence[str] | Sequence[Sequence[str]],
+    shard_sizes: Sequence[int] | None = None,
+) -> dict[str, Tensor]:
+    """Per-pair P, R, F1 of every system's candidates against the same references, in one `compute()`.
+
+    Args:
+        metric: a fresh metric (no pairs yet) with ``reduction="none"`` and ``output=None``; it holds the
+            pairs of every system afterwards (call ``metric.reset()`` to reuse it).
+        systems: k lists of candidates, each one per reference entry of `target`.
+        target: one reference (or a list of references) per candidate, shared by all systems.
+        shard_sizes: under DDP, where each rank passes a contiguous shard of the lines (every system's and the
+            references' same lines), how many lines each rank holds, in rank order: the result is then every
+            rank's lines in order, ``[k, sum(shard_sizes)]`` on every rank (the metric's compute() is collective).
+
+    Returns:
+        ``{"precision": ..., "recall": ..., "f1": ...}``, each ``[k, N]`` (``[L + 1, k, N]`` with
+        ``all_layers``): row i holds what scoring ``systems[i]`` alone against `target` gives.
+
+    >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
+    >>> metric = BERTScore(PACKAGED_MINILM)
+    >>> refs = ["The cat sat on the mat.", "It rained all day."]
+    >>> scores = score_systems(metric, [["A cat sat on a mat.", "Rain all day."], ["The cat sat.", "It rained."]], refs)
+    >>> tuple(scores["f1"].shape), metric.embedder.rows_embedded   # 2 systems x 2 pairs; 6 distinct texts
+    ((2, 2), 6)
+    """
+    size = len(target)
+    _check_systems(metric, systems, size)
+    idf_counts = None
+    for cands in systems:
+        metric.update(list(cands), list(target))
+        if not metric.idf:
+            continue
+        if idf_counts is None:  # the first system's update counted the references once: keep those counts
+            idf_counts = (metric.doc_freq.clone(), metric.num_refs.clone())
+        else:
+            metric.doc_freq, metric.num_refs = idf_counts[0].clone(), idf_counts[1].clone()
+    result = metric.compute()
+    assert isinstance(result, dict)
+    k = len(systems)
+    out: dict[str, Tensor] = {}
+    for key in OUTPUTS:
+        value = result[key]
+        assert isinstance(value, Tensor)
+        out[key] = _per_system(value, k, size, shard_sizes)
+    return out
+
+
+def _check_systems(metric: BERTScore, systems: Sequence[Sequence[str]], size: int) -> None:
+    if metric.reduction != "none" or metric.output is not None:
+        raise ValueError(
+            "score_systems needs per-pair scores of every output: create the metric with reduction='none' and "
+            f"output=None (got reduction={metric.reduction!r}, output={metric.output!r})"
+        )
+    if metric.update_count:
+        raise ValueError("score_systems needs a fresh metric: it already holds pairs; call metric.reset() first")
+    if not systems:
+        raise ValueError("score_systems needs at least one system")
+    for i, cands in enumerate(systems):
+        if len(cands) != size:
+            raise ValueError(
+                f"system {i} has {len(cands)} candidates but there are {size} reference entries: every system "
+                "must have one candidate per reference entry, in the same order"
+            )
+
+
+def _per_system(value: Tensor, k: int, size: int, shard_sizes: Sequence[int] | None) -> Tensor:
+    """[..., k, N] from compute()'s pairs, system-major ([..., k * N]), or under DDP rank-major blocks each
+    system-major over its rank's lines ([..., k * n_0 | k * n_1 | ...])."""
+    if shard_sizes is None:
+        return value.reshape(*value.shape[:-1], k, size)
+    blocks = value.split([k * n for n in shard_sizes], dim=-1)
+    parts = [b.reshape(*value.shape[:-1], k, n) for b, n in zip(blocks, shard_sizes, strict=True)]
+    return torch.cat(parts, dim=-1)

@@ -1,0 +1,495 @@
+"""Resumable corpus runs: score a large corpus in shards, keeping each finished shard's scores in a checkpoint
+folder, so that a run killed at 90% (SIGTERM, pre-emption, an OOM kill) starts again where it stopped.
+
+`score_resumable` scores pairs (as :func:`bertscore_tm.score` does), `score_stream` an iterable of pairs in a
+user's own loop, and `pairwise_resumable` the rows of an all-pairs matrix (as ``BERTScore.pairwise``), a shard
+of ``shard_size`` inputs at a time. Each finished shard
+goes to a small ``.npy`` file (float32 P, R, F and best reference: 16 bytes a pair), written atomically (a
+temporary file in the same folder, flushed, synced and moved onto its name), so a kill leaves a shard whole or
+absent and costs at most the shard under way. A manifest (JSON) names what the scores depend on: the setting
+(its hash code and a digest of everything that changes scores), the shard size, the texts (sha256 per shard)
+and, with IDF counted over the references, a digest of the counts, made over *all* references in a cheap
+tokenisation pass before any shard is scored (a shard's weights depend on every reference). Run again with the
+same arguments, the finished shards are read back and the rest scored: the result equals an uninterrupted run
+bit for bit, since a pair's scores do not depend on the batch it runs in. A checkpoint of other texts or
+another setting is refused (`CheckpointMismatchError`, saying what differs); a torn shard file is scored again.
+
+Under torchrun each process scores its contiguous part of the inputs (`launch.Processes.shard`) and keeps its
+own shard files and manifest (named by rank, with the world size); a resume with another number of processes
+is refused. Docs: docs/corpus-scale.md ("Resumable runs").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from bertscore_tm.distributed.launch import Processes
+from bertscore_tm.distributed.ranks import gather, settings_digest
+from bertscore_tm.embedding.embedder import own_precision
+from bertscore_tm.engines.paired import score_texts
+from bertscore_tm.engines.pairwise import pairwise_scores
+from bertscore_tm.errors import ArgumentValueError, BERTScoreError, warn_user
+from bertscore_tm.models.tokenizing import normalize_inputs
+from bertscore_tm.scoring.idf import document_frequency
+from bertscore_tm.scoring.results import Scores, scores_of
+from bertscore_tm.scoring.scorer import Scorer
+from bertscore_tm.settings.arguments import ROW_SHARD_SIZE, SHARD_SIZE
+
+#: The manifest's format; a checkpoint of another format is refused.
+FORMAT = 1
+
+
+class CheckpointMismatchError(BERTScoreError, ValueError):
+    """A checkpoint folder made from other inputs, another setting or another number of processes than this
+    run's. `what` names what differs (``"setting"``, ``"texts"``, ``"world_size"``...), `saved` and `given`
+    the checkpoint's value and this run's."""
+
+    def __init__(self, message: str, *, what: str, saved: object, given: object) -> None:
+        super().__init__(message, argument="checkpoint_dir")
+        self.what, self.saved, self.given = what, saved, given
+
+
+class CheckpointWriteError(BERTScoreError, OSError):
+    """A checkpoint folder that cannot be made or written (no space left, no permission, not a folder): the
+    shards written before are kept, so free space (or fix the folder) and run again to go on from them."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, argument="checkpoint_dir")
+
+
+@contextlib.contextmanager
+def _writing(what: Path) -> Iterator[None]:
+    try:
+        yield
+    except OSError as err:
+        raise CheckpointWriteError(
+            f"cannot write the checkpoint's {what}: {err.strerror or err}. The shards written before are kept: "
+            "free space or fix the folder, then run again to go on from them."
+        ) from err
+
+
+def write_atomically(target: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write `target` through `write(file)` so that a kill leaves the old file or the new one, never part of
+    one: a temporary file in the same folder, flushed and synced, then moved onto `target` (`os.replace`),
+    and the folder synced so the move itself survives a crash. The temporary file is removed on any failure."""
+    handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+    if hasattr(os, "O_DIRECTORY"):  # POSIX: make the rename durable
+        folder = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
+def texts_digest(items: Sequence[str | Sequence[str]]) -> str:
+    """sha256 of a run of texts (a string, or a group of strings, each), every text and group length-prefixed so
+    that no two different inputs give the same bytes.
+
+    >>> texts_digest(["ab", "c"]) == texts_digest(["a", "bc"])
+    False
+    """
+    digest = hashlib.sha256()
+    for item in items:
+        group = [item] if isinstance(item, str) else list(item)
+        digest.update(len(group).to_bytes(4, "little"))
+        for text in group:
+            data = text.encode("utf-8", "surrogatepass")
+            digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
+def job_place() -> tuple[int, int]:
+    """(rank, world size) of this process: torch.distributed's where a process group is up, else (0, 1)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def shard_ranges(start: int, stop: int, size: int) -> list[tuple[int, int]]:
+    """Consecutive ranges of at most `size` items covering `start` to `stop`.
+
+    >>> shard_ranges(2, 9, 3)
+    [(2, 5), (5, 8), (8, 9)]
+    """
+    return [(lo, min(lo + size, stop)) for lo in range(start, stop, size)]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One process's part of a checkpoint folder: its manifest and its shard files, all named by rank.
+
+    `record` is what the scores depend on (setting, shard size, inputs, IDF counts, world size, the shape of a
+    shard's rows): a folder whose manifest holds another record is refused, naming the first difference.
+    """
+
+    folder: Path
+    rank: int
+    record: dict[str, Any]
+
+    @classmethod
+    def open(cls, folder: str | os.PathLike[str], record: dict[str, Any], rank: int) -> Checkpoint:
+        """This process's checkpoint in `folder` (made if missing), checked against `record`; a new manifest is
+        written where there is none."""
+        path = Path(folder).expanduser()
+        with _writing(path):
+            path.mkdir(parents=True, exist_ok=True)
+        record = {"format": FORMAT, **record}
+        this = cls(path, rank, record)
+        this._check_world_size()
+        manifest = this.folder / f"manifest-rank{rank}.json"
+        saved = _read_manifest(manifest)
+        if saved is None:
+            text = json.dumps(record, indent=1, sort_keys=True).encode("utf-8")
+            with _writing(manifest):
+                write_atomically(manifest, lambda fh: fh.write(text))
+        else:
+            _compare(path, saved, record)
+        return this
+
+    def _check_world_size(self) -> None:
+        world = self.record["world_size"]
+        for manifest in sorted(self.folder.glob("manifest-rank*.json")):
+            saved = _read_manifest(manifest)
+            if saved is not None and saved.get("world_size") != world:
+                raise CheckpointMismatchError(
+                    f"checkpoint {self.folder} was made by {saved.get('world_size')} process(es), this run has "
+                    f"{world}: each process keeps the shards of its own part of the inputs, so resume with the "
+                    "same number of processes (torchrun --nproc-per-node), or start in a new folder.",
+                    what="world_size",
+                    saved=saved.get("world_size"),
+                    given=world,
+                )
+
+    def shard_path(self, k: int) -> Path:
+        """The file of this process's shard `k`."""
+        return self.folder / f"rank{self.rank}-shard{k:06d}.npy"
+
+    def load(self, k: int, rows: int) -> Tensor | None:
+        """Shard `k`'s saved scores ([rows, *row_shape]) if it is finished and whole, else None (a torn or
+        unreadable file is warned about and scored again)."""
+        path = self.shard_path(k)
+        if not path.exists():
+            return None
+        return self._read(path, rows)
+
+    def stream_path(self, k: int, digest: str) -> Path:
+        """The file of shard `k` of a stream, named with (the start of) the digest of its texts, since a stream's
+        manifest cannot list the texts of shards not yet read."""
+        return self.folder / f"rank{self.rank}-shard{k:06d}-{digest[:16]}.npy"
+
+    def load_stream(self, k: int, rows: int, digest: str) -> Tensor | None:
+        """Shard `k` of a stream, if finished and whole and made from texts of this `digest`; a shard `k` of
+        other texts is refused (`CheckpointMismatchError`)."""
+        found = sorted(self.folder.glob(f"rank{self.rank}-shard{k:06d}-*.npy"))
+        path = self.stream_path(k, digest)
+        if found and path not in found:
+            raise CheckpointMismatchError(
+                f"checkpoint {self.folder} was made from other inputs: shard {k} (pairs {k * rows} on, of process "
+                f"{self.rank}) holds other texts. Pass the same pairs in the same order to resume, or start in a "
+                "new folder.",
+                what="texts",
+                saved=found[0].stem.rsplit("-", 1)[-1],
+                given=digest[:16],
+            )
+        return self._read(path, rows) if path.exists() else None
+
+    def _read(self, path: Path, rows: int) -> Tensor | None:
+        shape = (rows, *self.record["row_shape"])
+        try:
+            array = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError):
+            array = None
+        if array is None or array.shape != shape or str(array.dtype) != self.record["dtype"]:
+            warn_user(f"checkpoint shard {path} is incomplete or damaged: scoring its inputs again")
+            return None
+        return torch.from_numpy(array)
+
+    def save(self, k: int, scores: Tensor, path: Path | None = None) -> None:
+        """Keep shard `k`'s scores (in `path`, default its `shard_path`), atomically."""
+        array = scores.detach().cpu().contiguous().numpy()
+        target = path or self.shard_path(k)
+        with _writing(target):
+            write_atomically(target, lambda fh: np.save(fh, array, allow_pickle=False))
+
+    def run(self, ranges: list[tuple[int, int]], score: Callable[[int, int], Tensor]) -> Tensor:
+        """Every shard's scores in order ([items, *row_shape]): those saved read back, the rest made by
+        `score(start, stop)` and saved before the next begins."""
+        pieces = []
+        for k, (lo, hi) in enumerate(ranges):
+            done = self.load(k, hi - lo)
+            if done is None:
+                done = score(lo, hi).cpu()
+                self.save(k, done)
+            pieces.append(done)
+        if not pieces:
+            shape = (0, *self.record["row_shape"])
+            return torch.zeros(shape, dtype=getattr(torch, self.record["dtype"]))
+        return torch.cat(pieces)
+
+
+def _read_manifest(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        loaded = None
+    if not isinstance(loaded, dict):
+        raise CheckpointMismatchError(
+            f"checkpoint manifest {path} is unreadable: it is not one this package wrote; start in a new folder.",
+            what="manifest",
+            saved=None,
+            given=None,
+        )
+    return loaded
+
+
+#: The manifest's fields in the order they are compared, with what a difference in each means.
+_MEANINGS = {
+    "format": "the checkpoint format (written by another version of bertscore-tm)",
+    "kind": "the kind of run (pairs, a stream of pairs or an all-pairs matrix)",
+    "world_size": "the number of processes",
+    "hash_code": "the setting (model, layer, IDF, rescaling, ...)",
+    "setting": "the setting (a value that changes scores but not the hash code)",
+    "dtype": "the scores' type",
+    "row_shape": "the scores' shape (all_layers)",
+    "shard_size": "the shard size",
+    "items": "the number of inputs",
+    "references": "the references (all of them, which every score here depends on)",
+    "idf_counts": "the IDF counts over all the references",
+    "range": "this process's part of the inputs",
+}
+
+
+def _compare(folder: Path, saved: dict[str, Any], given: dict[str, Any]) -> None:
+    """Refuse a checkpoint whose manifest differs from this run's record, naming the first difference."""
+    for key in [*_MEANINGS, "shards"]:
+        if saved.get(key) == given.get(key):
+            continue
+        if key == "shards":
+            old, new = saved.get("shards") or [], given["shards"]
+            k = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
+            lo = given["range"][0] + k * given["shard_size"]
+            hi = min(lo + given["shard_size"], given["range"][1]) - 1
+            what = f"the texts of inputs {lo} to {hi} (shard {k} of process {given['rank']})"
+            saved_value, given_value = (old[k] if k < len(old) else None), (new[k] if k < len(new) else None)
+        else:
+            what, saved_value, given_value = _MEANINGS[key], saved.get(key), given.get(key)
+        raise CheckpointMismatchError(
+            f"checkpoint {folder} was made from other inputs or another setting, {what}: {saved_value!r} there, "
+            f"{given_value!r} here. Run with the same inputs and settings to resume, or start in a new folder.",
+            what="texts" if key == "shards" else key,
+            saved=saved_value,
+            given=given_value,
+        )
+
+
+def _setting_record(scorer: Scorer) -> dict[str, Any]:
+    """What of the setting changes scores: the hash code, and a digest of every setting record value."""
+    record = scorer.settings_record()
+    fixed = scorer.fixed_idf
+    extra = {"fixed_idf": None if fixed is None else hashlib.sha256(fixed.double().cpu().numpy().tobytes()).hexdigest()}
+    return {"hash_code": scorer.hash_code, "setting": str(settings_digest({**record, **extra}))}
+
+
+def _scorer_and_device(metric_or_scorer: Any) -> tuple[Scorer, torch.device]:
+    """The scoring core and device of a `BERTScore` metric (or a `Scorer`, on its model's device)."""
+    if isinstance(metric_or_scorer, Scorer):
+        return metric_or_scorer, torch.device(metric_or_scorer.embedder.device)
+    return metric_or_scorer.scorer, torch.device(metric_or_scorer.device)
+
+
+def score_resumable(
+    metric: Any,
+    cands: Sequence[str],
+    refs: Sequence[str] | Sequence[Sequence[str]],
+    checkpoint_dir: str | os.PathLike[str],
+    shard_size: int = SHARD_SIZE,
+) -> Scores:
+    """Per-pair scores of `cands` against `refs` (one string or a list per candidate) with `metric`'s setting
+    (a :class:`BERTScore`, or its ``scorer``), keeping each finished shard of `shard_size` pairs in
+    `checkpoint_dir`; run again with the same arguments after a kill, it scores only what is missing. The
+    result equals ``metric.update(cands, refs); metric.compute_scores()`` (IDF, if counted, over all `refs`)
+    bit for bit, and does not touch the metric's state. Under torchrun every process passes all the pairs,
+    scores its own part and gets every pair's scores back. Docs: docs/corpus-scale.md ("Resumable runs").
+
+    >>> import tempfile
+    >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
+    >>> scores = score_resumable(BERTScore(PACKAGED_MINILM), ["The cat sat on the mat."],
+    ...                          ["A cat was sitting on the mat."], tempfile.mkdtemp())
+    >>> round(float(scores.f1[0]), 4)
+    0.9183
+    """
+    scorer, device = _scorer_and_device(metric)
+    verbose = bool(getattr(metric, "verbose", False))
+    cand_list, groups = normalize_inputs(cands, refs)
+    _check_shard_size(shard_size)
+    rank, world = job_place()
+    start, stop = Processes(rank, world).shard(len(cand_list))
+    ranges = shard_ranges(start, stop, shard_size)
+    with own_precision(device):
+        scorer.follow(device)
+        weights, idf_counts = _corpus_weights(scorer, groups, device)
+    record = {
+        "kind": "pairs",
+        **_setting_record(scorer),
+        **_place(rank, world, start, stop, shard_size, len(cand_list)),
+        "dtype": "float32",
+        "row_shape": [scorer.embedder.num_rows, 4],
+        "idf_counts": idf_counts,
+        "shards": [texts_digest([*cand_list[lo:hi], *groups[lo:hi]]) for lo, hi in ranges],
+    }
+    checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
+
+    def score(lo: int, hi: int) -> Tensor:
+        return score_texts(scorer, cand_list[lo:hi], groups[lo:hi], device, verbose, weights)
+
+    per = checkpoint.run(ranges, score)
+    if world > 1:
+        per = torch.cat([x.cpu() for x in gather(per.to(device), None)])
+    return scores_of(per, scorer.all_layers, scorer.hash_code)
+
+
+def score_stream(
+    metric: Any,
+    pairs: Iterable[tuple[str, str | Sequence[str]]],
+    checkpoint_dir: str | os.PathLike[str],
+    shard_size: int = SHARD_SIZE,
+) -> Iterator[Scores]:
+    """Score an iterable of ``(candidate, reference or references)`` pairs a shard of `shard_size` pairs at a
+    time, yielding each shard's :class:`~bertscore_tm.scoring.results.Scores` in order and keeping them in
+    `checkpoint_dir`: a loop run again over the same pairs after a kill reads the finished shards back instead
+    of scoring them, so memory holds one shard however long the stream. The scores equal the metric's on the
+    same pairs bit for bit. IDF counted over the references is refused (every pair's weights would depend on
+    references not read yet): pass ``idf_texts`` or ``idf_weights`` to the metric, or use `score_resumable`.
+    Under torchrun each process passes its own pairs and keeps its own shards; nothing is gathered.
+    Docs: docs/corpus-scale.md ("Resumable runs").
+
+    >>> import tempfile
+    >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
+    >>> pairs = [("The cat sat on the mat.", "A cat was sitting on the mat."), ("Hi.", ["Hello.", "Hi there."])]
+    >>> [round(float(s.f1[0]), 4) for s in score_stream(BERTScore(PACKAGED_MINILM), pairs, tempfile.mkdtemp(), 1)]
+    [0.9183, 0.8819]
+    """
+    scorer, device = _scorer_and_device(metric)
+    verbose = bool(getattr(metric, "verbose", False))
+    _check_shard_size(shard_size)
+    if scorer.counts_idf:
+        raise ArgumentValueError(
+            "score_stream cannot count IDF over references it has not read yet: give the metric idf_texts or "
+            "idf_weights, or score a list of pairs with score_resumable",
+            argument="idf",
+            allowed="idf=False, or idf_texts / idf_weights",
+            value=True,
+        )
+    rank, world = job_place()
+    with own_precision(device):
+        scorer.follow(device)
+        weights = scorer.weights(device=device)
+    record = {"kind": "stream", **_setting_record(scorer), "rank": rank, "world_size": world}
+    record.update(shard_size=shard_size, dtype="float32", row_shape=[scorer.embedder.num_rows, 4])
+    checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
+    stream = iter(pairs)
+    for k, chunk in enumerate(iter(lambda: list(itertools.islice(stream, shard_size)), [])):
+        cands, groups = normalize_inputs([pair[0] for pair in chunk], [pair[1] for pair in chunk])
+        digest = texts_digest([*cands, *groups])
+        per = checkpoint.load_stream(k, len(cands), digest)
+        if per is None:
+            per = score_texts(scorer, cands, groups, device, verbose, weights).cpu()
+            checkpoint.save(k, per, checkpoint.stream_path(k, digest))
+        yield scores_of(per, scorer.all_layers, scorer.hash_code)
+
+
+def _check_shard_size(shard_size: int) -> None:
+    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
+        raise ArgumentValueError(
+            f"shard_size must be a positive int, got {shard_size!r}",
+            argument="shard_size",
+            allowed="an int of at least 1",
+            value=shard_size,
+        )
+
+
+def _place(rank: int, world: int, start: int, stop: int, shard_size: int, items: int) -> dict[str, Any]:
+    return {"rank": rank, "world_size": world, "range": [start, stop], "shard_size": shard_size, "items": items}
+
+
+def _corpus_weights(scorer: Scorer, groups: list[list[str]], device: torch.device) -> tuple[Tensor, str | None]:
+    """The token weights for every shard, on `device`, and a digest of the IDF counts where IDF is counted: then
+    over all the references (a tokenisation pass, in chunks), as one uninterrupted run counts them."""
+    if not scorer.counts_idf:
+        return scorer.weights(device=device), None
+    doc_freq = torch.zeros(scorer.vocab_size, dtype=torch.long)
+    refs = [r for group in groups for r in group]
+    with warnings.catch_warnings():  # long or blank references are warned about when their shard is scored
+        warnings.simplefilter("ignore")
+        for lo in range(0, len(refs), 4096):
+            ids, lens = scorer.encoder.encode(refs[lo : lo + 4096])
+            doc_freq += document_frequency(ids, lens, scorer.vocab_size).cpu()
+    digest = hashlib.sha256(doc_freq.numpy().tobytes() + len(refs).to_bytes(8, "little")).hexdigest()
+    return scorer.weights(doc_freq.to(device), len(refs), device), digest
+
+
+def pairwise_resumable(
+    metric: Any,
+    cands: Sequence[str],
+    refs: Sequence[str],
+    checkpoint_dir: str | os.PathLike[str],
+    shard_size: int = ROW_SHARD_SIZE,
+) -> Tensor:
+    """Every candidate against every reference as ``metric.pairwise`` scores them, stacked P, R, F ([3, N, M];
+    [3, L + 1, N, M] with all_layers), keeping each finished shard of `shard_size` candidate rows in
+    `checkpoint_dir` so that a run again after a kill scores only the missing rows; bit for bit the matrices of
+    one uninterrupted run. Under torchrun each process scores its part of the rows and every process gets the
+    whole matrices. Docs: docs/corpus-scale.md ("Resumable runs")."""
+    scorer, device = _scorer_and_device(metric)
+    verbose = bool(getattr(metric, "verbose", False))
+    cand_list, ref_list = list(cands), list(refs)
+    _check_shard_size(shard_size)
+    rank, world = job_place()
+    start, stop = Processes(rank, world).shard(len(cand_list))
+    ranges = shard_ranges(start, stop, shard_size)
+    rows = [3, scorer.embedder.num_rows, len(ref_list)] if scorer.all_layers else [3, len(ref_list)]
+    record = {
+        "kind": "pairwise",
+        **_setting_record(scorer),
+        **_place(rank, world, start, stop, shard_size, len(cand_list)),
+        "dtype": "float32",
+        "row_shape": rows,
+        "references": texts_digest(ref_list),
+        "shards": [texts_digest(cand_list[lo:hi]) for lo, hi in ranges],
+    }
+    checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
+
+    def score(lo: int, hi: int) -> Tensor:
+        block = pairwise_scores(scorer, cand_list[lo:hi], ref_list, device, verbose=verbose)
+        return block.float().movedim(-2, 0).contiguous()  # [rows of the shard, 3, (L + 1,) M]
+
+    per = checkpoint.run(ranges, score)
+    if world > 1:
+        per = torch.cat([x.cpu() for x in gather(per.to(device), None)])
+    return per.movedim(0, -2)

@@ -1,0 +1,188 @@
+"""The embedding cache: vectors of texts already embedded, kept across compute() and reset() so that a text
+scored again (the references of a validation set, every epoch) is never run through the model again.
+
+Texts are keyed by their token ids. One cache serves one embedding setting (the model object and its name, the
+layer or all_layers, the long-text mode with its window and stride, max_length, the compute dtype, the device)
+and empties itself when the setting it is used with changes, so a hit is always what a fresh forward pass
+would give: embedding is batch-invariant (`bertscore_tm.embedding.embedder`), so cached scores equal uncached ones bit
+for bit. Vectors are kept in float32 on
+the model's device, the least recently used evicted first once the budget is full: a token costs its hidden
+size x 4 bytes x the layers kept (1, or depth + 1 with all_layers), plus a few hundred bytes of bookkeeping per
+text. The cache is not metric state: never in state_dict(), never synced across ranks, never pickled; deep
+copies (clones) share it, as they share the model.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.embedding.embedder import Embedder, table_rows
+
+#: Bookkeeping per cached text besides its vectors and key (the dict entry, the tensor object), counted in the
+#: budget so that a budget of many short texts is not overrun by their overheads.
+ENTRY_OVERHEAD = 256
+
+
+def text_key(ids: Tensor) -> bytes:
+    """The cache key of a token-id sequence: its ids as int32 bytes.
+
+    >>> text_key(torch.tensor([101, 7592, 102], dtype=torch.int32)) == text_key(torch.tensor([101, 7592, 102]))
+    True
+    """
+    return ids.to("cpu", torch.int32).numpy().tobytes()
+
+
+def embedding_setting(embedder: Embedder, extra: tuple[Any, ...] = ()) -> tuple[Any, ...]:
+    """Everything of `embedder` that changes the vectors it gives a token-id sequence, after `extra` (what the
+    metric adds: its model name, layer, long-text mode and max_length)."""
+    return (
+        *extra,
+        id(embedder.model),
+        str(embedder.device),
+        embedder.model_dtype,
+        getattr(embedder, "compile_model", False),  # compiled kernels round differently
+        embedder.all_layers,
+        embedder.num_rows,
+        embedder.hidden_size,
+        repr(getattr(embedder, "windows", None)),  # how long texts are cut into windows, where that is set
+    )
+
+
+class EmbeddingCache:
+    """Token vectors of whole texts, least recently used evicted first, within `budget_bytes`.
+
+    >>> cache = EmbeddingCache(budget_bytes=4096)
+    >>> cache.put(b"a", torch.zeros(2, 384))   # 3 KiB of vectors: kept
+    >>> cache.put(b"b", torch.zeros(2, 384))   # another 3 KiB: the least recently used ("a") makes way
+    >>> (cache.get(b"a") is None, cache.get(b"b").shape, len(cache))
+    (True, torch.Size([2, 384]), 1)
+    """
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget_bytes = int(budget_bytes)
+        self._entries: OrderedDict[bytes, Tensor] = OrderedDict()
+        self._bytes = 0
+        self._setting: tuple[Any, ...] | None = None
+        self._device: torch.device | None = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held now, as the budget counts them (vectors, keys and bookkeeping)."""
+        return self._bytes
+
+    @property
+    def device(self) -> torch.device | None:
+        """Where the cached vectors are (None while empty and never used)."""
+        return self._device
+
+    @staticmethod
+    def _cost(key: bytes, vectors: Tensor) -> int:
+        return vectors.numel() * vectors.element_size() + len(key) + ENTRY_OVERHEAD
+
+    def get(self, key: bytes) -> Tensor | None:
+        """The vectors cached for `key` (now the most recently used), or None."""
+        vectors = self._entries.get(key)
+        if vectors is not None:
+            self._entries.move_to_end(key)
+        return vectors
+
+    def put(self, key: bytes, vectors: Tensor) -> None:
+        """Keep a copy of `vectors` (float32) for `key`, evicting the least recently used texts to make room;
+        a text larger than the whole budget is not kept."""
+        cost = self._cost(key, vectors)
+        if cost > self.budget_bytes or key in self._entries:
+            return
+        while self._bytes + cost > self.budget_bytes:
+            old_key, old = self._entries.popitem(last=False)
+            self._bytes -= self._cost(old_key, old)
+        self._entries[key] = vectors.detach().to(dtype=torch.float32, copy=True)
+        self._bytes += cost
+        self._device = vectors.device
+
+    def clear(self) -> None:
+        """Drop every cached vector."""
+        self._entries.clear()
+        self._bytes = 0
+
+    def use_with(self, setting: tuple[Any, ...]) -> None:
+        """Serve `setting` from now on: a cache filled under another setting is emptied first."""
+        if setting != self._setting:
+            self.clear()
+            self._setting = setting
+
+    def to(self, device: torch.device | str) -> EmbeddingCache:
+        """Follow the metric to `device`: vectors computed on another device could differ from the new one's
+        in their last bits, so a move to another device empties the cache (and frees the old device's memory)."""
+        device = torch.device(device)
+        if self._device is not None and device != self._device:
+            self.clear()
+            self._setting = None
+        self._device = device
+        return self
+
+    def __deepcopy__(self, memo: dict) -> EmbeddingCache:
+        """Clones share the cache, as they share the model: their vectors are the same (MetricTracker's
+        clone of each epoch and BootStrapper's resamples reuse what the others embedded)."""
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (sent to spawned processes, saved) empty: the vectors are a cache, not state."""
+        state = self.__dict__.copy()
+        state.update(_entries=OrderedDict(), _bytes=0, _setting=None, _device=None)
+        return state
+
+
+class CachingEmbedder:
+    """An :class:`Embedder` that serves texts from an :class:`EmbeddingCache` where it can: `embed_into` keeps
+    its contract (vectors end to end from the table's first row, each text's first row returned) and runs
+    only the texts the cache lacks through the model, then caches them. Everything else is the embedder's."""
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache, setting: tuple[Any, ...] = ()) -> None:
+        self._embedder = embedder
+        self._cache = cache
+        self._setting = setting
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+    def embed_into(
+        self, table: Tensor, seqs: Sequence[Tensor], progress: object | None = None, **options: Any
+    ) -> list[int]:
+        """As :meth:`Embedder.embed_into`; texts found in the cache are copied, the others embedded and cached."""
+        if options:  # more than whole texts asked for (e.g. row ranges): nothing to look up or keep
+            return self._embedder.embed_into(table, seqs, progress=progress, **options)
+        cache = self._cache
+        cache.use_with(embedding_setting(self._embedder, self._setting))
+        lengths = [len(s) for s in seqs]
+        starts = table_rows(table, lengths)
+        keys = [text_key(s) if n > 0 else b"" for s, n in zip(seqs, lengths, strict=True)]
+        found = [cache.get(k) if n > 0 else None for k, n in zip(keys, lengths, strict=True)]
+        missing = [i for i, n in enumerate(lengths) if n > 0 and found[i] is None]
+        if missing:
+            packed = self._embedder.embed_into(table, [seqs[i] for i in missing], progress=progress)
+            # the missing texts were written end to end; move each to its own rows, the last first (each
+            # moves towards the end, so no text still to move is overwritten)
+            for j in reversed(range(len(missing))):
+                i, src = missing[j], packed[j]
+                dst, n = starts[i], lengths[i]
+                if dst != src:
+                    rows = table[src : src + n]
+                    table[dst : dst + n] = rows.clone() if dst < src + n else rows
+            for i in missing:
+                cache.put(keys[i], table[starts[i] : starts[i] + lengths[i]])
+        hits = 0
+        for i, vectors in enumerate(found):
+            if vectors is not None:
+                table[starts[i] : starts[i] + lengths[i]] = vectors
+                hits += 1
+        if progress is not None and hits:
+            progress.update(hits)  # type: ignore[attr-defined]
+        return starts

@@ -1,0 +1,573 @@
+"""Embedding: runs the cut model over token-id sequences and writes L2-normalised token vectors.
+
+Sequences are sorted by length and cut into batches of one length each (so nothing is padded) by a token
+budget (and optionally a count), so memory stays bounded; the forward pass runs under `inference_mode`. Vectors
+come back in float32 whatever the compute dtype, written straight into a table the caller owns, so a batch's
+output is dropped before the next batch runs. With a window rule (`bertscore_tm.embedding.windows`, long_texts="window")
+a long text runs as several window sequences in the same batch stream, and the rows each token keeps are
+stitched into that text's rows of the table.
+
+In float32 on a CPU, a batch of sequences of at most `EAGER_CPU_TOKENS` tokens runs the model's eager attention
+where its own is scaled-dot-product attention, whose CPU kernel is built for long sequences: a few percent
+faster on sentences, slower on longer texts (docs/performance.md). Which one a text runs with depends on its
+length alone, so its vectors still depend on nothing but the text.
+
+The opt-in lower precisions (inexact, about 1e-3 in F1): bfloat16 casts the weights of a model we loaded once
+(autocast would cast every weight again in every forward pass, about a sixth of the time on a CPU; bfloat16
+has float32's range, so nothing overflows) and, on a CPU, uses the model's eager attention (its bfloat16
+products and softmax take half the time of the CPU's scaled-dot-product kernel on sentences); float16, and
+bfloat16 with a model object of the user's (`UserModel`: never cast, never switched), run under autocast.
+bfloat16 on a CPU also runs packed where the model's family allows (`bertscore_tm.embedding.packing`: many lengths in
+one stream, the very same vectors in less time); everything else runs in batches of one length. In bfloat16 on
+a CPU, a model we loaded (packed or not, not compiled) also multiplies its linear layers with weights put in
+oneDNN's layout once (`bertscore_tm.embedding.prepacked_linear`: the very same bits, in less time).
+
+`compile_model=True` (opt-in, a model we loaded) runs the forward pass through `torch.compile` (dynamic shapes,
+frozen weights): its first batches wait for the compilation (tens of seconds on a CPU), then the forward pass
+is a little faster. A compiled model runs in batches of one length, never packed or prepacked, so in bfloat16 on
+a small CPU it is slower than the default (measured: docs/performance.md). Its fused kernels round differently
+from the eager ones (about 1e-6 in F1 in float32), so it is never on by default.
+
+A text's vectors do not depend on the batch it runs in: padding would change the summation order of the
+attention (so the last bits of every vector) with the longest text of the batch, and tiny matrices take other
+code paths in the matrix-multiply libraries, so batches are never padded and never hold fewer than
+`MIN_BATCH_TOKENS` tokens (a short text alone runs with copies of itself). That holds for windows (each window
+is a sequence like any other) and for user models alike, and it is what lets a cached vector, or a text scored
+on another process or in another compute(), give exactly the scores of a fresh one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, nullcontext, suppress
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor, nn
+
+from bertscore_tm.embedding.packing import can_pack, packed_forward, packs
+from bertscore_tm.embedding.prepacked_linear import PrepackedLinears
+from bertscore_tm.embedding.windows import Piece, WindowRule, piece_ids, plan_pieces
+from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
+
+if TYPE_CHECKING:
+    from bertscore_tm.models.user_model import UserModel
+
+
+@dataclass
+class TokenTexts:
+    """Token-id sequences held by reference into a few flat id tensors (`sources`): text i is
+    ``sources[which[i]][start[i] : start[i] + length[i]]``. A dozen bytes a text and no Python object per
+    text, so the list of texts a compute() embeds costs next to nothing beside the ids themselves."""
+
+    sources: tuple[Tensor, ...]
+    which: Tensor  # uint8
+    start: Tensor  # int64
+    length: Tensor  # int32
+
+    def __len__(self) -> int:
+        return len(self.length)
+
+    def __getitem__(self, i: int) -> Tensor:
+        start = int(self.start[i])
+        return self.sources[int(self.which[i])][start : start + int(self.length[i])]
+
+
+#: The fewest tokens a forward batch runs: below this CPU matrix-multiply libraries switch to other kernels
+#: (matrix-vector paths, other thread splits), whose sums round differently; a smaller batch runs with copies
+#: of its texts. A multiple of 16 and well past the sizes seen to differ (under 12 rows, MKL on AVX-512).
+MIN_BATCH_TOKENS = 64
+
+#: Float32 on a CPU: a batch of sequences of at most this many tokens runs the model's eager attention where its
+#: own is scaled-dot-product attention, whose CPU kernel is built for long sequences: a few percent faster on
+#: sentences, slower from about 64 tokens on (docs/performance.md, Attention on a CPU).
+EAGER_CPU_TOKENS = 48
+
+#: A forward batch's attention scores hold no more than those of its token budget at this length (so its
+#: memory is bounded however long its texts are); a packed pass's attention pieces keep to the same bound.
+SCORES_LENGTH = 32
+
+#: With all_layers, a compute's working memory grows with the layers kept up to this many (MiniLM's 7 rows fit;
+#: a 25-row large model keeps 8 layers' worth and a table of fewer tokens rather than 25 times the memory).
+BUDGET_LAYERS = 8
+
+
+def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: int) -> Iterator[list[int]]:
+    """Indices of `lengths` sorted longest first, cut into batches of a single length (so no batch is padded
+    and a sequence's vectors do not depend on what it runs with) of at most `max_tokens` tokens (where a
+    batch holds more than one) whose attention matrices hold no more than those of `max_tokens` tokens at
+    length `SCORES_LENGTH` (32), and of at most `batch_size` sequences where one is given: so a batch's memory
+    is bounded however long its texts are, and about the same for every full batch, whatever their lengths.
+
+    >>> list(length_batches([3, 5, 3, 5, 5], batch_size=2, max_tokens=2048))
+    [[1, 3], [4], [0, 2]]
+    """
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batch: list[int] = []
+    for i in order:
+        length = lengths[i]
+        n = len(batch) + 1
+        other_length = bool(batch) and lengths[batch[0]] != length
+        too_big = n * length > max_tokens or n * length * length > max_tokens * SCORES_LENGTH
+        too_many = batch_size is not None and len(batch) >= batch_size
+        if batch and (other_length or too_many or too_big):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
+def own_precision(device: torch.device | str) -> ExitStack:
+    """A context for the metric's own arithmetic, in the precision its setting names. The caller's autocast
+    (Lightning's "16-mixed" or "bf16-mixed" steps, a user's `torch.autocast` block) is switched off for the CPU
+    and `device`: float32 stays float32 (as the hash code says), and the lower precisions are the metric's own
+    choice (`Embedder` enters its own autocast inside this). Without it, compute() under a caller's autocast got
+    half-precision similarities it could not store, and pairwise() rounded its scores. Float32 products that
+    torch was told to run at reduced precision (TF32 or bfloat16: `torch.set_float32_matmul_precision`) are
+    process-wide settings, not ours to change: they get a warning, once per setting.
+
+    >>> with torch.autocast("cpu", dtype=torch.bfloat16), own_precision("cpu"):
+    ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+    torch.float32
+    """
+    own = torch.device(device).type
+    stack = ExitStack()
+    for kind in dict.fromkeys(("cpu", "cuda", own)):
+        if _autocast_enabled(kind):
+            stack.enter_context(torch.autocast(kind, enabled=False))
+    reduced = reduced_float32_products(own)
+    if reduced is not None:
+        _warn_reduced_products(own, reduced)
+    return stack
+
+
+def _autocast_enabled(kind: str) -> bool:
+    try:
+        return torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind)
+    except (AttributeError, TypeError):  # torch before 2.4: one query per device type, CPU and CUDA only
+        query = {"cpu": torch.is_autocast_cpu_enabled, "cuda": torch.is_autocast_enabled}.get(kind)
+        return query is not None and query()
+
+
+def reduced_float32_products(kind: str) -> str | None:
+    """The reduced precision ("tf32", "bf16") that float32 matrix products on a device of this kind were set to
+    run in (`torch.set_float32_matmul_precision("high" / "medium")`, or torch's `fp32_precision` settings);
+    None where they run in full float32.
+
+    >>> reduced_float32_products("cpu") is None  # torch's default
+    True
+    """
+    backends = {"cpu": torch.backends.mkldnn, "cuda": torch.backends.cuda}
+    if kind not in backends:
+        return None
+    try:  # torch's newer settings (readable whichever API set them); older torch has only the legacy one
+        own = backends[kind].matmul.fp32_precision
+        setting = own if own != "none" else torch.backends.fp32_precision  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):
+        try:
+            setting = {"highest": "ieee", "high": "tf32", "medium": "bf16"}[torch.get_float32_matmul_precision()]
+        except (AttributeError, RuntimeError, KeyError):
+            return None
+    return None if setting in ("none", "ieee") else str(setting)
+
+
+@cache
+def _warn_reduced_products(kind: str, reduced: str) -> None:
+    warn_user(
+        f"float32 matrix products on {kind} are set to run in {reduced} (torch.set_float32_matmul_precision or "
+        "torch.backends' fp32_precision), so BERTScore's similarities are not exact float32 and its scores move "
+        'from the exact ones. For exact scores call torch.set_float32_matmul_precision("highest") before '
+        "scoring."
+    )
+
+
+def _out_of_memory(err: BaseException) -> bool:
+    """Whether `err` is an accelerator running out of memory (CUDA's and torch's own error, or a backend's
+    message saying so)."""
+    kinds = tuple(k for k in (getattr(torch, "OutOfMemoryError", None), torch.cuda.OutOfMemoryError) if k)
+    return isinstance(err, kinds) or (isinstance(err, RuntimeError) and "out of memory" in str(err).lower())
+
+
+def _normalised(hidden: Tensor, out: Tensor | None = None) -> Tensor:
+    """Token vectors in float32, each divided by its L2 norm: one formula for packed passes and batches alike,
+    so both give the same bits. `out` (float32, of `hidden`'s shape, any strides) receives them where given."""
+    hidden = hidden.float()
+    return torch.div(hidden, hidden.norm(dim=-1, keepdim=True), out=out)
+
+
+def _normalised_layers(states: Sequence[Tensor], count: int, out: Tensor | None = None) -> Tensor:
+    """Every layer's vectors of the first `count` rows of a batch, normalised (`_normalised`) straight into
+    one [count, T, layers, D] float32 tensor (`out` where given): no stacked copy of the hidden states is made
+    first."""
+    first = states[0]
+    shape = (count, first.shape[1], len(states), first.shape[-1])
+    hidden = torch.empty(shape, device=first.device) if out is None else out
+    for layer, state in enumerate(states):
+        _normalised(state[:count], out=hidden[:, :, layer])
+    return hidden
+
+
+def _table_rows_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece]) -> Tensor | None:
+    """The table's rows of a batch of one length as a [count, length, ...] view, where the batch's pieces are
+    whole texts laid end to end in the table in batch order (`embed_into`'s callers that pass their texts
+    longest first get that for every batch); else None."""
+    size = chosen[0].size
+    first = starts[chosen[0].text]
+    for k, piece in enumerate(chosen):
+        whole = piece.src == 0 and piece.dst == 0 and piece.length == piece.size == size
+        if not whole or starts[piece.text] != first + k * size:
+            return None
+    return table[first : first + len(chosen) * size].view(len(chosen), size, *table.shape[1:])
+
+
+def table_rows(table: Tensor, lengths: Sequence[int]) -> list[int]:
+    """Each sequence's first row when `lengths` rows are laid end to end from the table's first row; refuses
+    a table too small for them all."""
+    starts, row = [], 0
+    for n in lengths:
+        starts.append(row)
+        row += n
+    if row > table.shape[0]:
+        raise ValueError(f"table has {table.shape[0]} rows; these sequences need {row}")
+    return starts
+
+
+class Embedder:
+    """Holds the frozen encoder (outside any module tree, so it never enters a state_dict) and embeds.
+
+    `model` is a loaded encoder or a `UserModel` (a model object the user passed); `hidden_size` and `depth`
+    default to what the model's config and blocks say.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module | UserModel,
+        pad_id: int,
+        all_layers: bool,
+        model_dtype: torch.dtype = torch.float32,
+        batch_size: int | None = None,
+        max_tokens: int | None = None,
+        hidden_size: int | None = None,
+        depth: int | None = None,
+        windows: WindowRule | None = None,
+        compile_model: bool = False,
+    ) -> None:
+        if model_dtype not in (torch.float32, torch.float16, torch.bfloat16):
+            raise ValueError(f"model_dtype must be torch.float32, torch.float16 or torch.bfloat16, got {model_dtype}")
+        #: Whether the model is a model object of the user's (a `UserModel`): never cast, never switched.
+        self.user_supplied = not isinstance(model, nn.Module)
+        if model_dtype == torch.bfloat16 and isinstance(model, nn.Module):
+            model.to(torch.bfloat16)  # a model we loaded: cast once (see the module's docstring)
+        self.model = model
+        config = None if self.user_supplied else getattr(model, "config", None)
+        self._own_attention = getattr(config, "_attn_implementation", None)
+        self.pad_id = pad_id
+        self.all_layers = all_layers
+        self.model_dtype = model_dtype
+        self.batch_size = batch_size
+        self._max_tokens = max_tokens
+        self._hidden_size = hidden_size
+        self._depth = depth
+        #: Long texts: the window rule (None: every sequence runs whole, as truncate mode has it).
+        self.windows = windows
+        #: Whether the forward pass runs through `torch.compile` (opt-in, inexact: see the module's docstring).
+        self.compile_model = compile_model
+        self._compiled: Any = None  # the compiled forward, made on first use on the model's device
+        #: How many sequences (rows) this embedder has run through the model: lets tests count the work.
+        self.rows_embedded = 0
+        #: Whether a packed pass was seen to bypass our attention function (then never packed again).
+        self._packing_refused = False
+        #: The model's linear layers prepacked (`bertscore_tm.embedding.prepacked_linear`), made on first use; None
+        #: where they do not prepack, or before that use (`_prepack_tried`).
+        self._prepacked: PrepackedLinears | None = None
+        self._prepack_tried = False
+        self._choose_attention()
+
+    def __deepcopy__(self, memo: dict) -> Embedder:
+        """Deep copies of a metric share its embedder: the model is frozen and nothing writes to it, so a
+        copy per clone (torchmetrics' `MetricTracker` clones once an epoch, `BootStrapper` once a
+        bootstrap) would only cost its size again. Each compute() moves it to its own metric's device."""
+        return self
+
+    @property
+    def max_tokens(self) -> int:
+        """Padded tokens per forward pass: small on a CPU, whose throughput is flat past ~2k tokens (so
+        memory stays low and does not depend on how long the longest texts are), larger on accelerators."""
+        if self._max_tokens is not None:
+            return self._max_tokens
+        return 2048 if self.device.type == "cpu" else 16384
+
+    @max_tokens.setter
+    def max_tokens(self, value: int | None) -> None:
+        self._max_tokens = value
+
+    @property
+    def block_bytes(self) -> int:
+        """Working memory of a compute() for its table of token vectors, results and plan: 64 MiB on a CPU,
+        256 MiB on accelerators (where forward batches are eight times larger); that much per layer kept, up to
+        `BUDGET_LAYERS` layers, so that with all_layers a table holds about as many tokens as with one layer.
+        A table of few tokens splits the texts of one length over many small forward batches, one per block
+        (docs/performance.md)."""
+        per_layer = 64 << 20 if self.device.type == "cpu" else 256 << 20
+        return per_layer * min(self.num_rows, BUDGET_LAYERS)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def to(self, device: torch.device | str) -> Embedder:
+        before = self.device
+        self.model.to(device)
+        if self.device != before:
+            self._compiled = None  # compiled for the old device: compile again where the model now is
+            self._prepacked, self._prepack_tried = None, False  # the weights moved: prepack again if they can
+        self._choose_attention()
+        return self
+
+    def _forward(self) -> Any:
+        """The model, or its compiled forward with `compile_model`: shapes dynamic (one compilation serves every
+        batch size and length, besides the one or two specialised ones the compiler keeps for size 1), with the
+        compiler's `freezing` option (weights treated as constants of an inference graph)."""
+        if not self.compile_model:
+            return self.model
+        if self._compiled is None:
+            self._compiled = torch.compile(self.model, dynamic=True, options={"freezing": True})
+        return self._compiled
+
+    def _choose_attention(self, length: int | None = None) -> None:
+        """The attention of a model we loaded whose own is scaled-dot-product attention, for a batch of
+        sequences of `length` tokens (None: at construction and after a move, when no batch runs; after a batch
+        the model keeps that batch's attention until the next batch chooses). Its CPU kernel is built for long
+        sequences, so on a CPU bfloat16 runs the eager attention (twice as fast on sentences), and float32 does
+        for sequences of at most `EAGER_CPU_TOKENS` tokens (a few percent faster; a compiled model keeps one
+        attention); elsewhere the model's own. A batch holds one length, so a text's vectors still depend on
+        nothing but the text. A user's model is never switched."""
+        if self.user_supplied or self._own_attention != "sdpa":
+            return
+        cpu = self.device.type == "cpu"
+        short = length is not None and length <= EAGER_CPU_TOKENS and not self.compile_model
+        eager = cpu and (self.model_dtype == torch.bfloat16 or (self.model_dtype == torch.float32 and short))
+        wanted = "eager" if eager else self._own_attention
+        config = getattr(self.model, "config", None)
+        if getattr(config, "_attn_implementation", None) == wanted:
+            return
+        with suppress(AttributeError, ValueError, ImportError):  # a model that cannot switch keeps its own
+            self.model.set_attn_implementation(wanted)  # type: ignore[operator, union-attr]
+
+    @property
+    def hidden_size(self) -> int:
+        if self._hidden_size is not None:
+            return self._hidden_size
+        config = getattr(self.model, "config", None)
+        return int(config.hidden_size if hasattr(config, "hidden_size") else config.d_model)  # type: ignore[union-attr]
+
+    def _linears(self) -> AbstractContextManager[object]:
+        """bfloat16 on a CPU, a model we loaded and not compiled: its linear layers multiply with prepacked
+        weights (`bertscore_tm.embedding.prepacked_linear`: the same bits in less time); elsewhere as they are."""
+        if self.user_supplied or self.compile_model or self.model_dtype != torch.bfloat16:
+            return nullcontext()
+        if not self._prepack_tried or (self._prepacked is not None and not self._prepacked.current()):
+            self._prepacked = PrepackedLinears.of(self.model)  # type: ignore[arg-type]
+            self._prepack_tried = True
+        return nullcontext() if self._prepacked is None else self._prepacked.active()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled embedder leaves its prepacked weights behind (oneDNN's layout has no storage to
+        pickle); the copy prepacks again on first use."""
+        state = self.__dict__.copy()
+        state["_prepacked"], state["_prepack_tried"] = None, False
+        return state
+
+    def _autocast(self) -> AbstractContextManager[object]:
+        if self.model_dtype == torch.float32 or (self.model_dtype == torch.bfloat16 and not self.user_supplied):
+            return own_precision(self.device)  # float32, or bfloat16 weights cast once: never a caller's autocast
+        return torch.autocast(device_type=self.device.type, dtype=self.model_dtype)
+
+    def embed_batch(self, seqs: Sequence[Tensor], out: Tensor | None = None) -> Tensor:
+        """Normalised vectors of a batch of non-empty sequences: [B, T, D] (or [B, T, layers, D]), padding
+        rows undefined; the caller masks them by the sequence lengths. A batch of fewer than
+        `MIN_BATCH_TOKENS` tokens runs with copies of its sequences (see the module's docstring). `out` (float32,
+        of that shape) receives the vectors where given (the same bits), and is returned."""
+        device = self.device
+        longest = max(len(s) for s in seqs)
+        count = len(seqs)
+        copies = max(1, -(-MIN_BATCH_TOKENS // (count * longest)))
+        ids = torch.full((count * copies, longest), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((count * copies, longest), dtype=torch.long)
+        for row, seq in enumerate(seqs):
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
+        if copies > 1:
+            ids[count:] = ids[:count].repeat(copies - 1, 1)
+            mask[count:] = mask[:count].repeat(copies - 1, 1)
+        ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
+        self._choose_attention(longest)
+        with torch.inference_mode(), self._autocast(), self._linears():
+            states = self._forward()(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
+            if self.all_layers:
+                hidden = _normalised_layers(states.hidden_states, count, out)
+            else:
+                hidden = _normalised(states[0][:count], out)
+        self.rows_embedded += count
+        return hidden
+
+    @property
+    def packing(self) -> bool:
+        """Whether forward passes run packed (`bertscore_tm.embedding.packing`): bfloat16 on a CPU, a model we loaded of
+        a family that packs, its last layer only, not compiled. There packing gives the very vectors of batches of one
+        length, in less time."""
+        return (
+            not self.user_supplied
+            and not self._packing_refused
+            and self.model_dtype == torch.bfloat16
+            and not self.all_layers
+            and not self.compile_model
+            and self.device.type == "cpu"
+            and can_pack(self.model)
+        )
+
+    def _batches(self, lengths: Sequence[int]) -> Iterator[list[int]]:
+        if self.packing:
+            return packs(lengths, self.max_tokens, self.batch_size)
+        return length_batches(lengths, self.batch_size, self.max_tokens)
+
+    def embed_rows(self, seqs: Sequence[Tensor], out: Tensor | None = None) -> list[Tensor]:
+        """Each sequence's normalised float32 vectors ([length, D] or [length, layers, D]) from one forward
+        pass: packed where the embedder packs (a pack of fewer than `MIN_BATCH_TOKENS` tokens runs with copies
+        of its sequences), else as one batch (of one length: `embed_into` cuts them so), written into `out` where
+        given (a batch of one length that does not pack: see `embed_batch`)."""
+        if not self.packing or out is not None:
+            hidden = self.embed_batch(seqs, out)
+            return [hidden[r, : len(s)] for r, s in enumerate(seqs)]
+        total = sum(len(s) for s in seqs)
+        copies = max(1, -(-MIN_BATCH_TOKENS // total))
+        with torch.inference_mode(), self._linears():
+            packed = packed_forward(self.model, list(seqs) * copies, self.max_tokens * SCORES_LENGTH)
+            if packed is None:  # the model's blocks bypassed our attention: batches of one length from now on
+                self._packing_refused = True
+                return [
+                    row
+                    for batch in length_batches([len(s) for s in seqs], self.batch_size, self.max_tokens)
+                    for row in self.embed_rows([seqs[i] for i in batch])
+                ]
+            hidden, starts = packed
+            hidden = _normalised(hidden)
+        self.rows_embedded += len(seqs)
+        return [hidden[starts[r] : starts[r] + len(s)] for r, s in enumerate(seqs)]
+
+    def embed_into(
+        self,
+        table: Tensor,
+        seqs: Sequence[Tensor],
+        progress: object | None = None,
+        ranges: Sequence[tuple[int, int]] | None = None,
+    ) -> list[int]:
+        """Write the sequences' vectors end to end into `table` from its first row on and return each
+        sequence's first row. Empty sequences take no rows and are never run. Each batch's output is copied
+        (or normalised straight into its rows, where its texts lie one after another there) and dropped before the
+        next batch runs, so only one batch of activations is alive at a time.
+
+        A text longer than the window rule's window runs as its windows (`bertscore_tm.embedding.windows`), batched
+        with everything else. `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text.
+
+        A forward pass that runs out of accelerator memory is retried with half the token budget (down to one
+        text), the pieces not yet written planned again; the budget that worked is kept for later calls and
+        said in one warning. Scores do not change: a text's vectors do not depend on its batch.
+        """
+        lengths = [len(s) for s in seqs] if ranges is None else [hi - lo for lo, hi in ranges]
+        starts = table_rows(table, lengths)
+        pieces = plan_pieces([len(s) for s in seqs], self.windows, ranges)
+        left = [0] * len(seqs)  # pieces still to run per text, for the progress bar (which counts texts)
+        for piece in pieces:
+            left[piece.text] += 1
+        todo, first_budget = list(range(len(pieces))), self.max_tokens
+        while todo:
+            done_now: set[int] = set()
+            for batch in self._batches([pieces[i].size for i in todo]):
+                chosen = [pieces[todo[i]] for i in batch]
+                # a batch of whole texts lying one after another in the table is normalised straight into it
+                direct = None if ranges is not None or self.packing else _table_rows_of(table, starts, chosen)
+                try:
+                    rows = self.embed_rows([piece_ids(seqs[p.text], p, self.windows) for p in chosen], out=direct)
+                except Exception as err:
+                    if not _out_of_memory(err):
+                        raise
+                    self._halve_budget(max(p.size for p in chosen))
+                    break
+                done = 0
+                for r, p in enumerate(chosen):
+                    if direct is None:  # else the rows are in the table already
+                        at = starts[p.text] + p.dst - (0 if ranges is None else ranges[p.text][0])
+                        table[at : at + p.length] = rows[r][p.src : p.src + p.length]
+                    left[p.text] -= 1
+                    done += left[p.text] == 0
+                del rows
+                done_now.update(todo[i] for i in batch)
+                if progress is not None:
+                    progress.update(done)  # type: ignore[attr-defined]
+            todo = [i for i in todo if i not in done_now]
+        if self.max_tokens != first_budget:
+            warn_user(
+                f"The accelerator ran out of memory in a forward pass with a budget of {first_budget} padded tokens; "
+                f"it went on with {self.max_tokens}, which worked (kept for later passes; scores are unchanged)."
+            )
+        return starts
+
+    def _drop_cached_memory(self) -> None:
+        """After an out-of-memory error on CUDA: hand the allocator's cached, unused blocks back, so that the
+        next try (a smaller batch or table) sees all the memory that is free."""
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    def _halve_budget(self, longest: int) -> None:
+        """After an out-of-memory error: half the token budget, or, where one text of `longest` tokens already
+        ran alone, a clear error naming its length."""
+        self._drop_cached_memory()
+        if self.max_tokens <= longest:
+            raise DeviceMemoryError(
+                f"One text of {longest} tokens does not fit in the memory of {self.device} even alone. Score it in "
+                "windows of fewer tokens (long_texts='window' with a smaller max_length), in bfloat16 "
+                "(model_dtype=torch.bfloat16), or on the CPU.",
+                tokens=longest,
+            )
+        self.max_tokens = max(longest, self.max_tokens // 2)
+
+    def new_table(self, rows: int) -> Tensor:
+        """An uninitialised float32 table for `rows` token vectors on the model's device; where the accelerator
+        has no room for it, a `TableMemoryError` saying how large it was."""
+        shape = (rows, self.num_rows, self.hidden_size) if self.all_layers else (rows, self.hidden_size)
+        try:
+            return torch.empty(shape, dtype=torch.float32, device=self.device)
+        except Exception as err:
+            if not _out_of_memory(err):
+                raise
+        self._drop_cached_memory()
+        mib = rows * self.num_rows * self.hidden_size * 4 / 2**20
+        raise TableMemoryError(
+            f"The memory of {self.device} has no room for the token vectors of {rows} tokens ({mib:.0f} MiB) "
+            "that this call needs at once. Score fewer texts per call, free memory on the device, or score on the "
+            "CPU.",
+            tokens=rows,
+        )
+
+    def embed(self, seqs: Sequence[Tensor], progress: object | None = None) -> tuple[Tensor, Tensor]:
+        """All sequences' vectors packed end to end: ([sum of lengths, D] or [.., layers, D], float32,
+        normalised) and the start row of each sequence."""
+        table = self.new_table(sum(len(s) for s in seqs))
+        starts = self.embed_into(table, seqs, progress=progress)
+        return table, torch.tensor(starts, dtype=torch.long)
+
+    @property
+    def num_rows(self) -> int:
+        """How many layers of scores each token gives: 1, or depth + 1 with all_layers."""
+        if not self.all_layers:
+            return 1
+        if self._depth is not None:
+            return self._depth + 1
+        from bertscore_tm.models.loading import model_depth
+
+        assert isinstance(self.model, nn.Module)  # a UserModel comes with its depth
+        return model_depth(self.model) + 1

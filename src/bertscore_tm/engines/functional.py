@@ -1,0 +1,123 @@
+"""The functional API: `bert_score` (torchmetrics-style twin of the Metric) and `score` (a drop-in for
+`bert_score.score`). Both build the scoring core (`scorer.py`) and run the paired engine (`paired.py`), the very
+code the Metric's compute() runs, so results are identical; no Metric (and no torchmetrics state) is made.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.engines.paired import score_texts
+from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.models.tokenizing import normalize_inputs
+from bertscore_tm.models.user_model import ForwardFn
+from bertscore_tm.scoring.results import Scores, format_scores, scores_of
+from bertscore_tm.scoring.scorer import Scorer, build_scorer
+from bertscore_tm.settings.arguments import LongTexts, validate_arguments
+
+
+def bert_score(
+    preds: str | Sequence[str],
+    target: str | Sequence[str | Sequence[str]],
+    model_name_or_path: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+) -> dict[str, Tensor | str] | Tensor:
+    """Score `preds` against `target` in one call: the same arguments and result as :class:`BERTScore`.
+
+    Scores only this process's pairs, also inside a distributed job (it never waits on other ranks).
+    Arguments and inputs are checked before the model is loaded. A model object goes in `kwargs` as
+    ``model=..., tokenizer=...`` (in place of `model_name_or_path`), like IDF from ``idf_texts`` or ``idf_weights``.
+
+    >>> from bertscore_tm import PACKAGED_MINILM
+    >>> f1 = bert_score(["The cat sat on the mat."], ["A cat was sitting on the mat."], PACKAGED_MINILM,
+    ...                 reduction="mean", output="f1")
+    >>> round(float(f1), 4)
+    0.9183
+    """
+    arguments = {"model_name_or_path": model_name_or_path, **kwargs}
+    validate_arguments(arguments)
+    cands, groups = normalize_inputs(preds, target)
+    built = build_scorer(arguments)
+    scores = score_pairs(built.scorer, cands, groups, built.device, built.verbose)
+    per = torch.stack(scores.as_tuple())
+    per = per.mean(dim=-1) if kwargs.get("reduction", "none") == "mean" else per
+    return format_scores(per, built.output, scores.hash_code if built.return_hash else None)
+
+
+#: `score()`'s argument names that the Metric spells otherwise.
+_METRIC_NAMES = {"model_type": "model_name_or_path"}
+
+
+def score(
+    cands: Sequence[str],
+    refs: Sequence[str] | Sequence[Sequence[str]],
+    model_type: str | None = None,
+    num_layers: int | None = None,
+    idf: bool = False,
+    lang: str | None = None,
+    rescale_with_baseline: bool = False,
+    baseline_path: str | os.PathLike[str] | None = None,
+    all_layers: bool = False,
+    batch_size: int | None = 64,
+    return_hash: bool = False,
+    device: torch.device | str | None = None,
+    verbose: bool = False,
+    model_dtype: torch.dtype = torch.float32,
+    *,
+    model: torch.nn.Module | None = None,
+    tokenizer: Any = None,
+    forward_fn: ForwardFn | None = None,
+    idf_texts: Sequence[str] | None = None,
+    idf_weights: Mapping[int, float] | None = None,
+    long_texts: LongTexts = "truncate",
+    window_stride: int | None = None,
+    compile_model: bool = False,
+) -> tuple[Tensor, Tensor, Tensor] | tuple[tuple[Tensor, Tensor, Tensor], str]:
+    """BERTScore of candidates against references, as `bert_score.score` returns it: ``(P, R, F)``, each
+    ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`.
+
+    `refs` may hold one string per candidate or a list of references per candidate (the best is taken).
+    `model`, `tokenizer`, `forward_fn`, `idf_texts` and `idf_weights` are :class:`BERTScore`'s (a model object
+    in place of `model_type`; IDF from a corpus, as bert-score's ``BERTScorer(idf_sents=...)``, or from weights).
+    `long_texts="window"` scores texts longer than the model's window whole, `compile_model=True` runs the
+    model through `torch.compile` (opt-in, inexact; see :class:`BERTScore`).
+    Arguments and inputs are checked as :class:`BERTScore` checks them, before the model is loaded.
+
+    >>> from bertscore_tm import PACKAGED_MINILM
+    >>> (P, R, F), code = score(["The cat sat on the mat."], ["A cat was sitting on the mat."],
+    ...                         model_type=PACKAGED_MINILM, return_hash=True)
+    >>> [round(float(x), 4) for x in (P[0], R[0], F[0])]
+    [0.9316, 0.9053, 0.9183]
+    >>> code.endswith("_fast-tokenizer")
+    True
+    """
+    # every argument but the texts, under the Metric's names (`model_type` is its `model_name_or_path`)
+    arguments = {_METRIC_NAMES.get(k, k): v for k, v in locals().items() if k not in ("cands", "refs")}
+    if model_type is None and lang is None and model is None:  # as bert-score: its lang has no default
+        message, allowed = "Either lang or model_type must be given", "a model, or lang"
+        raise ArgumentValueError(message, argument="model_type", allowed=allowed, value=None, others=("lang",))
+    validate_arguments(arguments)
+    cands_list, groups = normalize_inputs(cands, refs)
+    if device is None and model is None:  # a model object runs where it is: it is not the function's to move
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    arguments.update(device=device, return_hash=False)  # score() returns the hash itself, beside the tuple
+    built = build_scorer(arguments)
+    scores = score_pairs(built.scorer, cands_list, groups, built.device, verbose)
+    out = (scores.precision.cpu(), scores.recall.cpu(), scores.f1.cpu())
+    if return_hash:
+        return out, scores.hash_code
+    return out
+
+
+def score_pairs(
+    scorer: Scorer, cands: list[str], groups: list[list[str]], device: torch.device, verbose: bool
+) -> Scores:
+    """Each candidate against its references (a list per candidate), with IDF (if counted) over these
+    references: the paired engine from texts to per-pair scores, as the Metric's compute() runs it."""
+    scores = score_texts(scorer, cands, groups, device, verbose)
+    return scores_of(scores, scorer.all_layers, scorer.hash_code)

@@ -1,0 +1,421 @@
+"""Minimum-Bayes-risk (MBR) selection: per group of hypotheses, the one with the highest mean BERTScore F1
+against the others (or against separate pseudo-references).
+
+Why: MBR decoding samples n hypotheses per source and keeps the one the others agree with most; that needs
+every hypothesis scored against every other, for every source. Groups are small, so scoring them one by one
+would run the model on a handful of texts at a time: instead groups are taken together, a block of groups
+at a time: each distinct text of the block is embedded once (in full forward batches, across groups; a
+text a later block needs again is kept aside, so no text is embedded twice), and similar groups are matched
+together in one batched matrix product (`pairwise.match_tiles`), a group too large for that in tiles of its
+own. Within a group, a hypothesis repeated (common with sampling) is scored once.
+
+Utility of hypothesis i: the mean of F1(h_i, h_j) over the other hypotheses j of its group (every position
+but its own, repeats included), or over all of the group's `references`; each F1 exactly as `bert_score`
+gives it for that pair, with IDF (if on) over the group's references as given (its hypotheses, or its
+`references`). Means are summed exactly (`math.fsum`), so equal texts get equal utilities and ties go to
+the lowest index.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.embedding.embedder import own_precision
+from bertscore_tm.engines.pairwise import (
+    DistinctTexts,
+    distinct_texts,
+    f_measure,
+    make_tile,
+    match_tiles,
+    tile_cuts,
+    tile_tokens_for,
+)
+from bertscore_tm.scoring.baselines import rescale
+from bertscore_tm.scoring.idf import idf_weights
+from bertscore_tm.scoring.matching import KeptAside
+from bertscore_tm.scoring.results import progress_bar
+from bertscore_tm.scoring.scorer import Scorer, build_scorer
+
+if TYPE_CHECKING:
+    from bertscore_tm.embedding.embedder import Embedder
+
+
+# -- input checks (before any model is loaded) --------------------------------------------------------------
+
+
+def check_groups(groups: Sequence[Sequence[str]], name: str = "groups", what: str = "hypothesis") -> list[list[str]]:
+    """`groups` as lists of strings: ValueError for no group or an empty group, TypeError naming the
+    position of anything that is not a list of strings.
+
+    >>> check_groups([["a", "b"], ["c"]])
+    [['a', 'b'], ['c']]
+    >>> check_groups([["a"], []])
+    Traceback (most recent call last):
+    ValueError: groups[1] is empty: every group needs at least one hypothesis
+    """
+    if isinstance(groups, str) or not isinstance(groups, Sequence):
+        raise TypeError(
+            f"{name} must be a sequence of lists of strings (one list per source), got {type(groups).__name__}"
+        )
+    if len(groups) == 0:
+        raise ValueError(f"{name} is empty: give at least one group")
+    out: list[list[str]] = []
+    for g, group in enumerate(groups):
+        if isinstance(group, str) or not isinstance(group, Sequence):
+            raise TypeError(
+                f"{name}[{g}] must be a list of strings (one group), got {type(group).__name__}: {group!r:.60}"
+            )
+        if len(group) == 0:
+            raise ValueError(f"{name}[{g}] is empty: every group needs at least one {what}")
+        for i, text in enumerate(group):
+            if not isinstance(text, str):
+                raise TypeError(f"{name}[{g}][{i}] must be a string, got {type(text).__name__}: {text!r:.60}")
+        out.append(list(group))
+    return out
+
+
+def check_mbr_inputs(
+    groups: Sequence[Sequence[str]], references: Sequence[Sequence[str]] | None
+) -> tuple[list[list[str]], list[list[str]] | None]:
+    """Both checked, and as many reference groups as groups."""
+    hyps = check_groups(groups)
+    if references is None:
+        return hyps, None
+    refs = check_groups(references, "references", "reference")
+    if len(refs) != len(hyps):
+        raise ValueError(
+            f"references has {len(refs)} groups but groups has {len(hyps)}: "
+            "give one list of pseudo-references per group"
+        )
+    return hyps, refs
+
+
+# -- the groups, as distinct texts --------------------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    """One group: its distinct hypotheses and references (text ids) with how often each occurs."""
+
+    hyps: list[int]  # distinct hypothesis texts
+    hyp_slot: list[int]  # for each hypothesis as given, its index in `hyps`
+    refs: list[int]  # distinct reference texts (the hypotheses again without `references`)
+    ref_count: list[int]  # how often each occurs among the references as given
+    ref_docs: list[int]  # the references as given (for IDF)
+    own: bool  # references are the hypotheses themselves: leave each one's own position out
+
+
+def _distinct(ids: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """(distinct values in order, each value's index among them, how often each occurs)."""
+    index: dict[int, int] = {}
+    slot = [index.setdefault(t, len(index)) for t in ids]
+    counts = [0] * len(index)
+    for s in slot:
+        counts[s] += 1
+    return list(index), slot, counts
+
+
+def _groups(texts: DistinctTexts, hyps: list[list[str]], refs: list[list[str]] | None) -> list[_Group]:
+    out = []
+    text_of = texts.text_of.tolist()
+    pos = 0
+    hyp_ids = []
+    for group in hyps:
+        hyp_ids.append(text_of[pos : pos + len(group)])
+        pos += len(group)
+    for g, ids in enumerate(hyp_ids):
+        uniq, slot, counts = _distinct(ids)
+        if refs is None:
+            out.append(_Group(uniq, slot, uniq, counts, ids, own=True))
+        else:
+            r_ids = text_of[pos : pos + len(refs[g])]
+            pos += len(refs[g])
+            r_uniq, _, r_counts = _distinct(r_ids)
+            out.append(_Group(uniq, slot, r_uniq, r_counts, r_ids, own=False))
+    return out
+
+
+class _Weights:
+    """Token weights per group: the scorer's policy (`Scorer.weights`), with IDF counted over each group's
+    references as given (its hypotheses, or its `references`)."""
+
+    def __init__(self, scorer: Scorer, texts: DistinctTexts, groups: list[_Group]) -> None:
+        self.texts = texts
+        self.vocab = scorer.vocab_size
+        self.idf = scorer.counts_idf
+        if not self.idf:  # fixed IDF (idf_texts, idf_weights) or plain: one table for every group
+            self.plain = scorer.weights()
+            return
+        docs = torch.tensor([t for grp in groups for t in grp.ref_docs], dtype=torch.long)
+        doc_group = torch.repeat_interleave(
+            torch.arange(len(groups)), torch.tensor([len(grp.ref_docs) for grp in groups])
+        )
+        lengths = texts.length[docs]
+        tokens = texts.ids[texts.token_index(docs)].long()
+        doc = torch.repeat_interleave(torch.arange(len(docs)), lengths)
+        first = torch.unique(doc * self.vocab + tokens)  # each (document, token) once
+        keys = doc_group[first // self.vocab] * self.vocab + first % self.vocab
+        self.keys, self.df = torch.unique(keys, return_counts=True)
+        self.num_refs = torch.tensor([len(grp.ref_docs) for grp in groups], dtype=torch.float64)
+
+    def of(self, group_of_slot: Tensor, slot_texts: Tensor) -> Tensor:
+        """Float64 weights of the tokens of `slot_texts` (end to end), each text in group `group_of_slot`."""
+        ids = self.texts.ids[self.texts.token_index(slot_texts)].long()
+        if not self.idf:
+            return self.plain[ids]
+        group = torch.repeat_interleave(group_of_slot, self.texts.length[slot_texts])
+        keys = group * self.vocab + ids
+        at = torch.searchsorted(self.keys, keys).clamp(max=len(self.keys) - 1)
+        df = torch.where(self.keys[at] == keys, self.df[at], 0)
+        return idf_weights(df, self.num_refs[group])
+
+
+# -- planning: batches of similar groups, blocks of batches -------------------------------------------------
+
+
+def _plan(groups: list[_Group], length: list[int], sim_bytes: int, block_tokens: int) -> list[list[list[int]]]:
+    """Blocks (lists of batches, each a list of group indices). Groups sorted by size and length are batched
+    while their padded similarities fit `sim_bytes`; a group that alone does not gets a batch of its own
+    (matched in tiles). A block takes batches until their texts not in earlier blocks hold `block_tokens`."""
+
+    def longest(ids: list[int]) -> int:
+        return max(1, max(length[t] for t in ids))
+
+    order = sorted(
+        range(len(groups)),
+        key=lambda g: (
+            -len(groups[g].hyps),
+            -len(groups[g].refs),
+            -max(longest(groups[g].hyps), longest(groups[g].refs)),
+        ),
+    )
+    batches: list[list[int]] = []
+    dims: tuple[int, ...] = (0, 0, 0, 0)
+    for g in order:
+        grp = groups[g]
+        new = (len(grp.hyps), longest(grp.hyps), len(grp.refs), longest(grp.refs))
+        if batches:
+            merged = tuple(max(a, b) for a, b in zip(dims, new, strict=True))
+            if (len(batches[-1]) + 1) * math.prod(merged) * 4 <= sim_bytes:
+                batches[-1].append(g)
+                dims = merged
+                continue
+        batches.append([g])
+        dims = new
+    blocks: list[list[list[int]]] = []
+    seen: set[int] = set()
+    tokens = 0
+    for batch in batches:
+        if not blocks or tokens >= block_tokens:
+            blocks.append([])
+            tokens = 0
+        blocks[-1].append(batch)
+        for g in batch:
+            for t in (*groups[g].hyps, *groups[g].refs):
+                if t not in seen:
+                    seen.add(t)
+                    tokens += length[t]
+    return blocks
+
+
+# -- scoring ------------------------------------------------------------------------------------------------
+
+
+def _group_f1(
+    embedder: Embedder,
+    table: Tensor,
+    row_of: dict[int, int],
+    groups: list[_Group],
+    batch: list[int],
+    texts: DistinctTexts,
+    weights: _Weights,
+    blank: Tensor,
+    sim_bytes: int,
+) -> list[Tensor]:
+    """F1 of each distinct hypothesis against each distinct reference, per group of `batch`: [hyps, refs]."""
+    length = texts.length
+
+    def tile(slots: list[list[int]], left: bool) -> Any:
+        k = max(len(s) for s in slots)
+        ids = torch.tensor([s[i] if i < len(s) else -1 for s in slots for i in range(k)], dtype=torch.long)
+        real = ids >= 0
+        group_of = torch.tensor([g for g in batch for _ in range(k)], dtype=torch.long)
+        starts = torch.tensor([row_of.get(t, 0) for t in ids.tolist()], dtype=torch.long)
+        lengths = torch.where(real, length[ids.clamp(min=0)], 0)
+        return make_tile(table, starts, lengths, weights.of(group_of[real], ids[real]), ids, left, groups=len(slots))
+
+    if len(batch) > 1 or _fits(groups[batch[0]], length, sim_bytes):
+        left = tile([groups[g].hyps for g in batch], left=True)
+        right = tile([groups[g].refs for g in batch], left=False)
+        p, r = match_tiles(left, right)  # [G, 1, Kh, Kr]
+        pair_blank = _blank_of(left.texts, blank)[:, :, None] | _blank_of(right.texts, blank)[:, None, :]
+        f = f_measure(p[:, 0], r[:, 0], pair_blank)[2]
+        return [f[i, : len(groups[g].hyps), : len(groups[g].refs)] for i, g in enumerate(batch)]
+    # one large group: tiles of its own hypotheses against tiles of its references
+    grp = groups[batch[0]]
+    tile_tokens = tile_tokens_for(sim_bytes, 1)
+    f = torch.empty((len(grp.hyps), len(grp.refs)), dtype=torch.float32, device=table.device)
+    h_order = sorted(range(len(grp.hyps)), key=lambda i: -int(length[grp.hyps[i]]))
+    r_order = sorted(range(len(grp.refs)), key=lambda i: -int(length[grp.refs[i]]))
+    for hl, hh in tile_cuts([int(length[grp.hyps[i]]) for i in h_order], tile_tokens):
+        h_at = h_order[hl:hh]
+        left = tile([[grp.hyps[i] for i in h_at]], left=True)
+        for rl, rh in tile_cuts([int(length[grp.refs[i]]) for i in r_order], tile_tokens):
+            r_at = r_order[rl:rh]
+            right = tile([[grp.refs[i] for i in r_at]], left=False)
+            p, r = match_tiles(left, right)
+            pair_blank = _blank_of(left.texts, blank)[0][:, None] | _blank_of(right.texts, blank)[0][None, :]
+            part = f_measure(p[0, 0], r[0, 0], pair_blank)[2]
+            f[torch.tensor(h_at)[:, None], torch.tensor(r_at)[None, :]] = part
+    return [f]
+
+
+def _fits(grp: _Group, length: Tensor, sim_bytes: int) -> bool:
+    lh = max(1, int(length[grp.hyps].max()))
+    lr = max(1, int(length[grp.refs].max()))
+    return len(grp.hyps) * lh * len(grp.refs) * lr * 4 <= sim_bytes
+
+
+def _blank_of(slot_texts: Tensor, blank: Tensor) -> Tensor:
+    return blank[slot_texts.clamp(min=0).to(blank.device)]
+
+
+def _utilities(grp: _Group, f: list[list[float]]) -> list[float]:
+    """Mean F1 of each hypothesis as given, summed exactly (so equal texts tie exactly)."""
+    total = sum(grp.ref_count)
+    per_text = []
+    for d, row in enumerate(f):
+        terms = [c * x for c, x in zip(grp.ref_count, row, strict=True)]
+        if grp.own:
+            terms.append(-row[d])  # its own position
+            per_text.append(math.fsum(terms) / (total - 1) if total > 1 else math.nan)
+        else:
+            per_text.append(math.fsum(terms) / total)
+    return [per_text[s] for s in grp.hyp_slot]
+
+
+def select(
+    scorer: Scorer,
+    device: torch.device,
+    groups: Sequence[Sequence[str]],
+    references: Sequence[Sequence[str]] | None = None,
+    return_utilities: bool = False,
+    verbose: bool = False,
+    sim_bytes: int | None = None,
+    block_tokens: int | None = None,
+) -> list[int] | tuple[list[int], list[Tensor]]:
+    """MBR with `scorer`, made where `device` says: see :func:`mbr_select`. `sim_bytes` bounds one batch's
+    similarities (default: the embedder's block budget / 8), `block_tokens` the new texts embedded per block
+    (default: four forward batches)."""
+    hyps, refs = check_mbr_inputs(groups, references)
+    if scorer.all_layers:
+        raise ValueError("mbr_select scores with one layer: use a metric with all_layers=False")
+    with own_precision(device):  # the setting's precision, whatever autocast the caller runs under
+        run = _Run(scorer, device, hyps, refs, sim_bytes, block_tokens)
+        with progress_bar(verbose, len(run.groups), "BERTScore: MBR", "group") as progress:
+            utilities = run.utilities(progress)
+    chosen = [max(range(len(u)), key=lambda i: (u[i], -i)) if len(u) > 1 else 0 for u in utilities]
+    if return_utilities:
+        return chosen, [torch.tensor(u, dtype=torch.float64) for u in utilities]
+    return chosen
+
+
+class _Run:
+    """One MBR run: the distinct texts, the groups, their weights and the plan of blocks."""
+
+    def __init__(
+        self,
+        scorer: Scorer,
+        device: torch.device,
+        hyps: list[list[str]],
+        refs: list[list[str]] | None,
+        sim_bytes: int | None,
+        block_tokens: int | None,
+    ) -> None:
+        scorer.follow(device)
+        self.scorer, embedder = scorer, scorer.embedder
+        self.sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
+        block_tokens = 4 * embedder.max_tokens if block_tokens is None else block_tokens
+        flat = [h for group in hyps for h in group] + ([r for group in refs for r in group] if refs else [])
+        ids, lens = scorer.encoder.encode(flat)
+        self.texts = distinct_texts(ids, lens)
+        self.groups = _groups(self.texts, hyps, refs)
+        self.weights = _Weights(scorer, self.texts, self.groups)
+        self.blank = scorer.encoder.is_blank(self.texts.length).to(embedder.device)
+        baseline = scorer.baseline
+        self.f_baseline = None if baseline is None else baseline[0, 2].to(embedder.device)
+        self.length = self.texts.length.tolist()
+        self.blocks = _plan(self.groups, self.length, self.sim_bytes, block_tokens)
+        self.last_use = {}
+        for b, block in enumerate(self.blocks):
+            for g in (g for batch in block for g in batch):
+                for t in (*self.groups[g].hyps, *self.groups[g].refs):
+                    self.last_use[t] = b
+
+    def utilities(self, progress: Any) -> list[list[float]]:
+        """Each group's utilities, a block of groups at a time; a text a later block needs is kept aside."""
+        utilities: list[list[float]] = [[] for _ in self.groups]
+        aside = KeptAside(self.last_use.__getitem__, self.length.__getitem__)
+        embedder = self.scorer.embedder
+        for b, block in enumerate(self.blocks):
+            grps = self.groups
+            needed = list(dict.fromkeys(t for batch in block for g in batch for t in (*grps[g].hyps, *grps[g].refs)))
+            table = embedder.new_table(sum(self.length[t] for t in needed))
+            row_of, fresh = aside.fill(embedder, table, needed, self.texts.seq, b)
+            for batch in block:
+                f1 = _group_f1(
+                    embedder, table, row_of, grps, batch, self.texts, self.weights, self.blank, self.sim_bytes
+                )
+                for g, f in zip(batch, f1, strict=True):
+                    f = f if self.f_baseline is None else rescale(f, self.f_baseline)
+                    utilities[g] = _utilities(grps[g], f.tolist())
+            aside.keep(table, fresh, row_of, b)
+            del table
+            if progress is not None:
+                progress.update(sum(len(batch) for batch in block))
+        return utilities
+
+
+def mbr_select(
+    groups: Sequence[Sequence[str]],
+    model_name_or_path: str | os.PathLike[str] | None = None,
+    *,
+    references: Sequence[Sequence[str]] | None = None,
+    return_utilities: bool = False,
+    **kwargs: Any,
+) -> list[int] | tuple[list[int], list[Tensor]]:
+    """Minimum-Bayes-risk selection with BERTScore F1 as the utility: for each group of hypotheses (one
+    group per source, any sizes >= 1), the index of the one with the highest mean F1 against the other
+    hypotheses of its group (ties: the lowest index; a group of one: 0).
+
+    Args:
+        groups: one list of hypotheses per source.
+        model_name_or_path: as for :class:`BERTScore`.
+        references: optional pseudo-references, one list per group: then the mean is over all of them.
+        return_utilities: also return each group's mean F1s (a float64 tensor per group, NaN for a lone
+            hypothesis without references).
+        kwargs: :class:`BERTScore`'s settings (``num_layers``, ``lang``, ``idf``, ``rescale_with_baseline``,
+            ``baseline_path``, ``batch_size``, ``max_length``, ``device``, ``model_dtype``, ``verbose``);
+            with ``idf=True`` each group's IDF is over its references as given (its hypotheses, or its
+            ``references``). To select for many batches with one model, call :meth:`BERTScore.mbr_select`.
+
+    Returns:
+        The chosen index per group; with ``return_utilities``, ``(indices, utilities)``.
+
+    >>> from bertscore_tm import PACKAGED_MINILM
+    >>> mbr_select([["The cat sat on the mat.", "A cat sat on the mat.", "Dogs bark loudly."], ["Hello."]],
+    ...            PACKAGED_MINILM)
+    [0, 0]
+    """
+    check_mbr_inputs(groups, references)
+    if kwargs.get("all_layers"):
+        raise ValueError("mbr_select scores with one layer: all_layers does not apply")
+    built = build_scorer({"model_name_or_path": model_name_or_path, **kwargs})
+    return select(built.scorer, built.device, groups, references, return_utilities, verbose=built.verbose)

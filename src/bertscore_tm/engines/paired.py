@@ -1,0 +1,242 @@
+"""The paired engine: each candidate against its own references, from token ids to P, R and F.
+
+Two stages, so that the Metric can stream: `match_pairs` embeds the distinct texts and keeps, for every
+(candidate, reference) match, each token's best similarity (`TokenMatches`: the kept per-token best
+similarities, the one intermediate every later step reads); `weigh_pairs` turns those into per-candidate
+P/R/F with the setting's weights, the best reference and rescaling. The Metric keeps `TokenMatches` as state
+and weighs at compute(); the functional API runs both stages at once (`score_pairs`, `score_texts`). Semantics:
+docs/semantics.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.embedding.embedder import TokenTexts, own_precision
+from bertscore_tm.errors import warn_undefined
+from bertscore_tm.scoring.distinct import first_seen_ids
+from bertscore_tm.scoring.idf import without_documents
+from bertscore_tm.scoring.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
+from bertscore_tm.scoring.results import progress_bar
+from bertscore_tm.scoring.scorer import Scorer
+
+#: Working bytes per token of the weighing step (weights, float64 products and sums, index arithmetic):
+#: pairs are weighed in chunks of the working budget over this.
+BYTES_PER_SCORED_TOKEN = 128
+
+
+@dataclass
+class PairTokens:
+    """Pairs as token ids, ragged (no padding): candidate i is ``cand_ids`` over ``cand_lens[i]`` tokens, its
+    ``ref_counts[i]`` references follow one another in ``ref_ids`` over ``ref_lens``."""
+
+    cand_ids: Tensor
+    cand_lens: Tensor
+    ref_ids: Tensor
+    ref_lens: Tensor
+    ref_counts: Tensor
+
+    def __len__(self) -> int:
+        return len(self.cand_lens)
+
+
+@dataclass
+class TokenMatches:
+    """The kept per-token best similarities of pairs (float32, one column per layer kept): ``cand_best`` has,
+    match after match (a candidate with each of its references in turn), a row per candidate token (its best
+    similarity over that reference's tokens); ``ref_best`` a row per reference token."""
+
+    cand_best: Tensor
+    ref_best: Tensor
+
+
+def match_pairs(scorer: Scorer, pairs: PairTokens, is_new: Tensor, verbose: bool = False) -> TokenMatches:
+    """Embed the distinct texts of the pairs marked `is_new` (each once) and keep their per-token best
+    similarities, on the embedder's device; a progress bar over the texts with `verbose`."""
+    texts, match_cand, match_ref = distinct_texts(pairs, is_new)
+    with progress_bar(verbose, len(texts), "BERTScore: embedding", "text") as progress:
+        cand_best, ref_best = greedy_match(scorer.embedding_source(), texts, match_cand, match_ref, progress=progress)
+    return TokenMatches(cand_best, ref_best)
+
+
+def score_texts(
+    scorer: Scorer,
+    cands: list[str],
+    groups: list[list[str]],
+    device: torch.device,
+    verbose: bool,
+    weights: Tensor | None = None,
+) -> Tensor:
+    """Each candidate against its references (a list per candidate), from texts to P, R, F and best reference
+    ([pairs, rows, 4], as `weigh_pairs` gives them): tokenise, embed and match (`match_pairs`), weigh with
+    `weights` (on `device`) or, where None, the setting's own weights with IDF (if counted) over these
+    references. Both stages at once, as the functional API and resumable shards run them."""
+    refs = [r for group in groups for r in group]
+    with own_precision(device):
+        scorer.follow(device)
+        c_ids, c_lens, r_ids, r_lens = scorer.encoder.encode_pairs(cands, refs)  # one warning per kind
+        scorer.check_known_weights(torch.cat([c_ids, r_ids]))
+        counts = torch.tensor([len(g) for g in groups], dtype=torch.long)
+        pairs = PairTokens(c_ids, c_lens.long(), r_ids, r_lens.long(), counts)
+        matches = match_pairs(scorer, pairs, torch.ones(len(cands), dtype=torch.bool), verbose)
+        if weights is None:
+            weights = scorer.reference_weights(r_ids, r_lens, len(refs)).to(device)
+        on = PairTokens(*(t.to(device) for t in (c_ids, pairs.cand_lens, r_ids, pairs.ref_lens, counts)))
+        return weigh_pairs(scorer, on, matches, weights)
+
+
+def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weights: Tensor) -> Tensor:
+    """Each candidate's P, R, F and best reference ([pairs, rows, 4]): weighted per match, the best over its
+    references (each score's own maximum, as the reference takes them), rescaled; the fourth column is the
+    index among the candidate's references of the one with the highest F (the lowest on a tie), an integer held
+    exactly in float32, so that it travels with the scores through gathering and de-duplication.
+    Pairs are weighed a chunk at a time, so that the per-token float64 sums stay within the working budget.
+    Pairs whose weights sum to 0 (a NaN P or R, as in the reference) are warned about once."""
+    device = weights.device
+    rows = scorer.embedder.num_rows
+    c_lens, r_lens, ref_counts = pairs.cand_lens.long(), pairs.ref_lens.long(), pairs.ref_counts.long()
+    if c_lens.numel() == 0:
+        return torch.zeros((0, rows, 4), dtype=torch.float32, device=device)
+    best_len = c_lens * ref_counts
+    spans = _Spans(c_lens, r_lens, ref_counts)
+    pieces, undefined = [], 0
+    for lo, hi in pair_chunks(best_len + spans.ref_tokens, scorer.embedder.block_bytes // BYTES_PER_SCORED_TOKEN):
+        c_tok, refs, r_tok, best = spans.of(lo, hi)
+        counts = ref_counts[lo:hi]
+        owner = torch.repeat_interleave(torch.arange(hi - lo, device=device), counts)
+        lens = c_lens[lo:hi]
+        match_c_lens = lens[owner]
+        local_start = torch.cumsum(lens, 0) - lens
+        cand_tokens = pairs.cand_ids[c_tok][ragged_arange(local_start[owner], match_c_lens)].long()
+        blank = scorer.encoder.is_blank(match_c_lens) | scorer.encoder.is_blank(r_lens[refs])
+        scores = weighted_scores(
+            matches.cand_best[best],
+            weights[cand_tokens],
+            match_c_lens,
+            matches.ref_best[r_tok],
+            weights[pairs.ref_ids[r_tok].long()],
+            r_lens[refs],
+            blank,
+        )
+        undefined += int((torch.isnan(scores[..., :2]).any(dim=(1, 2)) & ~blank).sum())
+        top = best_of_references(scores, counts)
+        which = best_reference(scores[..., 2], top[..., 2], counts)
+        pieces.append(torch.cat((scorer.rescaled(top), which[..., None].to(top.dtype)), dim=-1))
+    warn_undefined(undefined)
+    return torch.cat(pieces)
+
+
+def best_reference(f1: Tensor, best_f1: Tensor, ref_counts: Tensor) -> Tensor:
+    """Per candidate (and row), the index among its references of the one whose F (`f1`, [matches, rows]) is
+    its best (`best_f1`, [cands, rows]): the lowest index on a tie. int64 [cands, rows].
+
+    >>> best_reference(torch.tensor([[0.5], [0.7], [0.7], [0.2]]), torch.tensor([[0.7], [0.2]]), torch.tensor([3, 1]))
+    tensor([[1],
+            [0]])
+    """
+    counts = ref_counts.to(f1.device)
+    owner = torch.repeat_interleave(torch.arange(len(counts), device=f1.device), counts)
+    position = torch.arange(len(owner), device=f1.device) - (torch.cumsum(counts, 0) - counts)[owner]
+    hits = torch.where(f1 == best_f1[owner], position[:, None], len(owner))
+    out = torch.full_like(best_f1, len(owner), dtype=torch.long)
+    return out.scatter_reduce(0, owner[:, None].expand_as(hits), hits, reduce="amin")
+
+
+class _Spans:
+    """Where a range of pairs lies in the ragged tensors: its candidate tokens, its references, their tokens
+    and its rows of kept best similarities."""
+
+    def __init__(self, c_lens: Tensor, r_lens: Tensor, ref_counts: Tensor) -> None:
+        self.c_lens, self.r_lens, self.ref_counts = c_lens, r_lens, ref_counts
+        self.c_start, self.r_start = torch.cumsum(c_lens, 0) - c_lens, torch.cumsum(r_lens, 0) - r_lens
+        self.first_ref = torch.cumsum(ref_counts, 0) - ref_counts
+        self.best_len = c_lens * ref_counts
+        self.best_start = torch.cumsum(self.best_len, 0) - self.best_len
+        self.ref_tokens = segment_sum(r_lens, ref_counts)
+
+    def of(self, lo: int, hi: int) -> tuple[slice, slice, slice, slice]:
+        last = hi - 1
+        refs = slice(int(self.first_ref[lo]), int(self.first_ref[last] + self.ref_counts[last]))
+        c_tok = slice(int(self.c_start[lo]), int(self.c_start[last] + self.c_lens[last]))
+        r_tok = slice(int(self.r_start[refs.start]), int(self.r_start[refs.stop - 1] + self.r_lens[refs.stop - 1]))
+        best = slice(int(self.best_start[lo]), int(self.best_start[last] + self.best_len[last]))
+        return c_tok, refs, r_tok, best
+
+
+def corpus_counts(
+    doc_freq: Tensor, num_refs: Tensor, pairs: PairTokens, dropped: Tensor | None, collective: bool, group: Any
+) -> tuple[Tensor, Tensor]:
+    """The IDF document counts and reference count of the whole corpus: this rank's (`doc_freq`, `num_refs`,
+    counted over `pairs`' references), less the references of its `dropped` pairs (index repeats), summed over
+    the ranks when `collective`. Counts are summed before any weight is applied, so the weights equal one
+    process's over all pairs."""
+    if dropped is not None and bool(dropped.any()):
+        ref_dropped = torch.repeat_interleave(dropped.to(doc_freq.device), pairs.ref_counts)
+        tok_dropped = torch.repeat_interleave(ref_dropped, pairs.ref_lens)
+        doc_freq, num_refs = without_documents(
+            doc_freq, num_refs, pairs.ref_ids[tok_dropped].long(), pairs.ref_lens[ref_dropped], len(doc_freq)
+        )
+    if collective:
+        torch.distributed.all_reduce(doc_freq, group=group)
+        torch.distributed.all_reduce(num_refs, group=group)
+    return doc_freq, num_refs
+
+
+def pair_chunks(cost: Tensor, budget: int) -> list[tuple[int, int]]:
+    """Consecutive ranges of items whose `cost` sums to at most `budget` (an item alone may exceed it).
+
+    >>> pair_chunks(torch.tensor([3, 3, 3, 9, 1]), budget=6)
+    [(0, 2), (2, 3), (3, 4), (4, 5)]
+    """
+    ends = torch.cumsum(cost.long(), 0)
+    chunks, lo, n = [], 0, len(cost)
+    while lo < n:
+        before = int(ends[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(torch.searchsorted(ends, before + budget, right=True)))
+        chunks.append((lo, min(hi, n)))
+        lo = hi
+    return chunks
+
+
+def interleave(old: Tensor, new: Tensor, is_new: Tensor, counts: Tensor) -> Tensor:
+    """The per-pair concatenation in pair order, from the old pairs' part and the new pairs' part."""
+    if bool(is_new.all()):
+        return new
+    starts = torch.cumsum(counts, 0) - counts
+    out = torch.empty((int(counts.sum()), *new.shape[1:]), dtype=new.dtype, device=new.device)
+    out[ragged_arange(starts[~is_new], counts[~is_new]).to(new.device)] = old.to(new.device)
+    out[ragged_arange(starts[is_new], counts[is_new]).to(new.device)] = new
+    return out
+
+
+def distinct_texts(pairs: PairTokens, is_new: Tensor) -> tuple[TokenTexts, Tensor, Tensor]:
+    """The distinct token sequences of the new pairs (held by reference into the id tensors, numbered in order
+    of first appearance: a pair's candidate, its references, the next pair's candidate...) and, for each
+    (candidate, reference) match of those pairs in order, the index of its candidate and reference text.
+
+    Tensor operations only (no Python object per text or per pair), so a corpus of millions of pairs costs
+    a few integers a text here."""
+    c_lens, r_lens, ref_counts = pairs.cand_lens.long(), pairs.ref_lens.long(), pairs.ref_counts.long()
+    c_start = torch.cumsum(c_lens, 0) - c_lens
+    r_start = torch.cumsum(r_lens, 0) - r_lens
+    new_pairs = torch.nonzero(is_new).flatten()
+    new_refs = torch.nonzero(torch.repeat_interleave(is_new, ref_counts)).flatten()
+    counts = ref_counts[new_pairs]
+    # every occurrence of a text, in the order a pair-by-pair walk meets them: candidate, then its references
+    cand_at = torch.cumsum(counts + 1, 0) - (counts + 1)
+    is_cand = torch.zeros(len(new_pairs) + len(new_refs), dtype=torch.bool)
+    is_cand[cand_at] = True
+    which = (~is_cand).to(torch.uint8)
+    start = torch.empty(len(is_cand), dtype=torch.long)
+    length = torch.empty(len(is_cand), dtype=torch.long)
+    start[is_cand], length[is_cand] = c_start[new_pairs], c_lens[new_pairs]
+    start[~is_cand], length[~is_cand] = r_start[new_refs], r_lens[new_refs]
+    sources = (pairs.cand_ids, pairs.ref_ids)
+    text_of, first = first_seen_ids(sources, which, start, length)
+    texts = TokenTexts(sources=sources, which=which[first], start=start[first], length=length[first].to(torch.int32))
+    match_cand = torch.repeat_interleave(text_of[is_cand], counts)
+    return texts, match_cand.to(torch.int32), text_of[~is_cand].to(torch.int32)

@@ -1,0 +1,526 @@
+"""All pairs at once: the N x M matrices of P, R and F of every candidate against every reference.
+
+Why: MBR decoding and reranking score every hypothesis against every other. Repeating the pairs (N x M
+texts through the scorer) embeds each text N or M times and pads N x M batches; here each distinct text is
+embedded once and matching runs as large matrix products of *tiles* (padded blocks of texts of similar
+length) of candidates against tiles of references: one product gives a tile pair's similarities
+[texts, tokens, texts, tokens], whose maxima over each side's tokens give every pair's best similarities.
+
+Memory: the side whose distinct texts hold fewer tokens is the *store*: its token vectors are embedded first
+and kept, float32 (they grow with min(N, M) texts, never with N x M). The other side *streams*: a couple of forward
+batches of its texts at a time are embedded, matched against every tile of the store and dropped. Where the stream's
+vectors fit a fixed budget (half the embedder's working budget: a few hundred sentences), they are instead embedded
+in the same forward batches as the store's and kept until the store is complete: half as many, fuller forward
+passes. Tiles are sized so that one tile pair's similarities stay within a fixed budget (an eighth of the working
+budget) and cut where the texts' lengths drop by a quarter (less padding to multiply), so beyond the store and the N
+x M outputs the working memory is bounded whatever N and M are.
+
+Semantics are `matching.py`'s: padding never matches (each token vector carries two extra coordinates that
+make any similarity with a padding position -3, below every cosine, with no masking pass), the weighted sums
+run in float64, blank texts score 0 (with a warning), and with IDF the weights come from the M references
+as given.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.embedding.embedder import Embedder, length_batches, own_precision
+from bertscore_tm.errors import warn_undefined
+from bertscore_tm.scoring import matching
+from bertscore_tm.scoring.baselines import rescale
+from bertscore_tm.scoring.distinct import first_seen_ids
+from bertscore_tm.scoring.matching import ragged_arange
+from bertscore_tm.scoring.results import format_scores, progress_bar
+from bertscore_tm.scoring.scorer import Scorer, build_scorer
+
+#: The similarity of any token with a padding position: below every cosine similarity, so never a best match.
+PAD_SIMILARITY = -3.0
+#: A tile is cut where a text's length falls below this share of the tile's first (longest) text: padding
+#: would otherwise take up to half of the similarities computed for a few hundred texts a side.
+MIN_FILL = 0.75
+
+
+# -- input checks (before any model is loaded) --------------------------------------------------------------
+
+
+def check_texts(texts: str | Sequence[str], name: str, what: str) -> list[str]:
+    """`texts` as a list of strings (one string is one text); ValueError if empty, TypeError naming the
+    position of anything that is not a string.
+
+    >>> check_texts(["a", "b"], "cands", "candidate")
+    ['a', 'b']
+    >>> check_texts(["a", 3], "cands", "candidate")
+    Traceback (most recent call last):
+    TypeError: cands[1] must be a string, got int: 3
+    """
+    if isinstance(texts, str):
+        return [texts]
+    if not isinstance(texts, Sequence):
+        raise TypeError(f"{name} must be a string or a sequence of strings, got {type(texts).__name__}")
+    if len(texts) == 0:
+        raise ValueError(f"{name} is empty: all-pairs scoring needs at least one {what}")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"{name}[{i}] must be a string, got {type(text).__name__}: {text!r:.60}")
+    return list(texts)
+
+
+# -- distinct texts and where they occur --------------------------------------------------------------------
+
+
+@dataclass
+class DistinctTexts:
+    """Distinct token sequences, end to end in `ids`, and which of them each input sequence is (`text_of`)."""
+
+    ids: Tensor  # int32, flat
+    start: Tensor  # int64 [texts]
+    length: Tensor  # int64 [texts]
+    text_of: Tensor  # int64 [input sequences]
+
+    def __len__(self) -> int:
+        return len(self.length)
+
+    def seq(self, t: int) -> Tensor:
+        start = int(self.start[t])
+        return self.ids[start : start + int(self.length[t])]
+
+    def token_index(self, texts: Tensor) -> Tensor:
+        """Indices into `ids` of the tokens of `texts`, text after text."""
+        return ragged_arange(self.start[texts], self.length[texts])
+
+
+def distinct_texts(ids: Tensor, lens: Tensor) -> DistinctTexts:
+    """The distinct sequences among the ragged `ids` (split by `lens`), in order of first occurrence, found
+    exactly (`distinct.first_seen_ids`), as the paired engine finds them."""
+    lens = lens.long()
+    starts = torch.cumsum(lens, 0) - lens
+    text_of, first = first_seen_ids((ids,), torch.zeros(len(lens), dtype=torch.uint8), starts, lens)
+    length = lens[first]
+    return DistinctTexts(
+        ids=ids[ragged_arange(starts[first], length)],
+        start=torch.cumsum(length, 0) - length,
+        length=length,
+        text_of=text_of,
+    )
+
+
+class Positions:
+    """Where each distinct text occurs among one side's inputs (a text may occur several times)."""
+
+    def __init__(self, text_of: Tensor, num_texts: int) -> None:
+        self.order = torch.argsort(text_of, stable=True)
+        self.counts = torch.bincount(text_of, minlength=num_texts)
+        self.offsets = torch.cumsum(self.counts, 0) - self.counts
+
+    def of(self, texts: Tensor) -> tuple[Tensor, Tensor]:
+        """(input positions, index into `texts`) of every occurrence of `texts`."""
+        counts = self.counts[texts]
+        positions = self.order[ragged_arange(self.offsets[texts], counts)]
+        return positions, torch.repeat_interleave(torch.arange(len(texts)), counts)
+
+
+# -- tiles and their matching -------------------------------------------------------------------------------
+
+
+@dataclass
+class Tile:
+    """Padded, augmented token vectors of G groups of K texts, ready to be one operand of a matrix product.
+
+    `vectors` [G, rows, L * K, D + 2], token-major: token l of text k at row l * K + k (so that the maxima
+    over either side's tokens reduce over an outer dimension, which is fast), zero vectors on padding. The
+    two extra columns hold (bias, 1) on the left operand and (1, bias) on the right one, bias being 0 on a
+    token and -3 on padding, so a left-right product is the cosine between tokens and -3 (or -6) with
+    padding. `weights` [G, K, L] float64: the token weights, 0 on padding. `texts` [G, K]: distinct-text
+    ids, -1 for an empty slot.
+    """
+
+    vectors: Tensor
+    weights: Tensor
+    texts: Tensor
+
+    @property
+    def width(self) -> int:
+        """L, the padded length."""
+        return self.weights.shape[-1]
+
+    @property
+    def nbytes(self) -> int:
+        """What the tile keeps: its float32 vectors and float64 weights."""
+        return self.vectors.numel() * 4 + self.weights.numel() * 8
+
+    def token_vectors(self, slot: int, length: int) -> Tensor:
+        """The [rows, length, D] vectors of the text in `slot` of the first group."""
+        k = self.weights.shape[1]
+        return self.vectors[0, :, slot : slot + length * k : k, :-2]
+
+
+def make_tile(
+    table: Tensor, starts: Tensor, lengths: Tensor, token_weights: Tensor, texts: Tensor, left: bool, groups: int = 1
+) -> Tile:
+    """A tile of the texts whose vectors start at `starts` rows of `table` ([tokens, D] or [tokens, rows, D])
+    with `lengths` tokens (0 for an empty slot); `token_weights` float64, their tokens' weights end to end."""
+    device = table.device
+    n = len(lengths)
+    k = n // groups
+    width = max(1, int(lengths.max()))
+    rows = table.shape[1] if table.dim() == 3 else 1
+    dim = table.shape[-1]
+    lengths, starts = lengths.to(device), starts.to(device)
+    pos = torch.arange(width, device=device)
+    mask = pos[None, :] < lengths[:, None]  # [n, L]
+    vectors = torch.zeros((groups, rows, k * width, dim + 2), dtype=torch.float32, device=device)
+    slot = torch.arange(n, device=device)[:, None].expand(n, width)[mask]
+    tok = pos[None, :].expand(n, width)[mask]
+    got = table[(starts[:, None] + pos[None, :])[mask]]
+    got = got[:, None, :] if table.dim() == 2 else got
+    vectors.permute(0, 2, 1, 3)[slot // k, tok * k + slot % k, :, :dim] = got
+    bias = torch.where(mask, 0.0, PAD_SIMILARITY).view(groups, k, width).transpose(1, 2).reshape(groups, 1, width * k)
+    vectors[..., dim if left else dim + 1] = bias
+    vectors[..., dim + 1 if left else dim] = 1.0
+    weights = torch.zeros((n, width), dtype=torch.float64, device=device)
+    weights[mask] = token_weights.to(device)
+    return Tile(vectors, weights.view(groups, k, width), texts.view(groups, k))
+
+
+def match_tiles(left: Tile, right: Tile) -> tuple[Tensor, Tensor]:
+    """Every left text against every right text of the same group: (left scores, right scores), each float64
+    [G, rows, K_left, K_right]: the weighted mean over the left (right) text's tokens of their best
+    similarity with the other text's tokens. NaN where a text's weights sum to 0."""
+    g, rows = left.vectors.shape[:2]
+    kl, ll = left.weights.shape[1:]
+    kr, lr = right.weights.shape[1:]
+    sim = torch.matmul(left.vectors, right.vectors.transpose(-1, -2)).view(g, rows, ll, kl, lr, kr)
+    best_left = sim.amax(dim=4)  # [G, rows, Ll, Kl, Kr]: each left token's best over the right text's tokens
+    best_right = sim.amax(dim=2)  # [G, rows, Kl, Lr, Kr]
+    del sim
+    left_num = torch.einsum("grlis,gil->gris", best_left.double(), left.weights)
+    right_num = torch.einsum("grils,gsl->gris", best_right.double(), right.weights)
+    return (
+        left_num / left.weights.sum(-1)[:, None, :, None],
+        right_num / right.weights.sum(-1)[:, None, None, :],
+    )
+
+
+def f_measure(p: Tensor, r: Tensor, blank: Tensor) -> Tensor:
+    """P, R, F (`matching.f_measure`) stacked as float32 [3, ...]."""
+    return torch.stack(matching.f_measure(p, r, blank)).to(torch.float32)
+
+
+# -- planning: forward-batch chunks and tiles --------------------------------------------------------------
+
+
+def forward_chunks(
+    lengths: list[int], batch_size: int | None, max_tokens: int, chunk_tokens: int
+) -> Iterator[list[int]]:
+    """Indices of `lengths`, longest first, in runs of whole forward batches (as `Embedder.embed_into` will
+    cut them) holding at most `chunk_tokens` padded tokens (one batch at least), so that a run's vectors
+    take the same room whatever the number of texts.
+
+    >>> list(forward_chunks([5, 5, 5, 5, 5], None, 10, 20))
+    [[0, 1, 2, 3], [4]]
+    """
+    chunk: list[int] = []
+    tokens = 0
+    for batch in length_batches(lengths, batch_size, max_tokens):
+        size = len(batch) * lengths[batch[0]]
+        if chunk and tokens + size > chunk_tokens:
+            yield chunk
+            chunk, tokens = [], 0
+        chunk += batch
+        tokens += size
+    if chunk:
+        yield chunk
+
+
+def tile_cuts(lengths: list[int], tile_tokens: int, min_fill: float = 0.0) -> list[tuple[int, int]]:
+    """Ranges of `lengths` (sorted longest first) whose count times the first length is at most `tile_tokens`
+    (one text at least), cut early where a length falls below `min_fill` times the range's first (so padding
+    takes at most 1 - `min_fill` of a tile's rows).
+
+    >>> tile_cuts([9, 8, 4, 4, 2], 20), tile_cuts([9, 8, 4, 4, 2], 20, min_fill=0.75)
+    ([(0, 2), (2, 5)], [(0, 2), (2, 4), (4, 5)])
+    """
+    cuts: list[tuple[int, int]] = []
+    lo = 0
+    while lo < len(lengths):
+        hi = min(len(lengths), lo + max(1, tile_tokens // max(1, lengths[lo])))
+        floor = min_fill * lengths[lo]
+        hi = next((i for i in range(lo + 1, hi) if lengths[i] < floor), hi)
+        cuts.append((lo, hi))
+        lo = hi
+    return cuts
+
+
+def tile_tokens_for(sim_bytes: int, rows: int) -> int:
+    """Padded tokens per tile side, so that one tile pair's similarities take about `sim_bytes`."""
+    return max(64, math.isqrt(sim_bytes // (4 * rows)))
+
+
+# -- the all-pairs computation ------------------------------------------------------------------------------
+
+
+def score_all_pairs(
+    embedder: Embedder,
+    texts: DistinctTexts,
+    token_weights: Tensor,
+    blank: Tensor,
+    cand_text: Tensor,
+    ref_text: Tensor,
+    sim_bytes: int | None = None,
+    chunk_tokens: int | None = None,
+    keep_bytes: int | None = None,
+    progress: Any = None,
+) -> tuple[Tensor, dict[str, int]]:
+    """P, R, F of every candidate against every reference: float32 [3, rows, N, M] on the embedder's device,
+    and counts: `store_bytes` (the kept token vectors and weights), `kept_bytes` (the stream's, when kept),
+    `tiles` (tile pairs matched) and `undefined` (pairs whose precision or recall is NaN: weights summing to 0).
+
+    `texts` are the distinct token sequences, `token_weights` (float64) the weight of each of their tokens,
+    `blank` which texts are blank; candidate i is text `cand_text[i]`, reference j text `ref_text[j]`.
+    `sim_bytes` bounds one tile pair's similarities (default: the embedder's block budget / 8), `chunk_tokens`
+    the padded tokens of the texts embedded at a time (default: two forward batches), `keep_bytes` the
+    stream's vectors that may be kept (default: the block budget / 2): when they fit, the stream's texts run
+    in the same forward batches as the store's (fewer and fuller batches: a set of a few hundred texts a
+    side would otherwise run twice as many forward passes) and wait, as tiles, for the store to be complete.
+    """
+    sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
+    chunk_tokens = 2 * embedder.max_tokens if chunk_tokens is None else chunk_tokens
+    keep_bytes = embedder.block_bytes // 2 if keep_bytes is None else keep_bytes
+    run = _AllPairs(embedder, texts, token_weights, blank, cand_text, ref_text, sim_bytes)
+    run.plan(chunk_tokens, keep_bytes)
+    run.embed_store(progress)
+    run.stream(progress)
+    return run.out, run.info
+
+
+class _AllPairs:
+    """One all-pairs computation: the store side (the one whose distinct texts hold fewer tokens) embedded and
+    kept as tiles, the stream side matched against it tile by tile, the scores written to `out`."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        texts: DistinctTexts,
+        token_weights: Tensor,
+        blank: Tensor,
+        cand_text: Tensor,
+        ref_text: Tensor,
+        sim_bytes: int,
+    ) -> None:
+        self.embedder, self.texts, self.token_weights = embedder, texts, token_weights
+        rows = embedder.num_rows
+        self.tile_tokens = tile_tokens_for(sim_bytes, rows)
+        self.out = torch.empty((3, rows, len(cand_text), len(ref_text)), dtype=torch.float32, device=embedder.device)
+        cand_texts, ref_texts = torch.unique(cand_text), torch.unique(ref_text)
+        self.length = length = texts.length
+        self.store_is_ref = int(length[ref_texts].sum()) <= int(length[cand_texts].sum())
+        self.store, stream = (ref_texts, cand_texts) if self.store_is_ref else (cand_texts, ref_texts)
+        self.stream_side = self.by_length(stream)
+        self.positions = (Positions(cand_text, len(texts)), Positions(ref_text, len(texts)))
+        self.blank = blank.to(embedder.device)
+        self.in_store = torch.zeros(len(texts), dtype=torch.bool)
+        self.in_store[self.store] = True
+        self.info = {"store_bytes": 0, "kept_bytes": 0, "tiles": 0, "undefined": 0}
+
+    def by_length(self, ids: Tensor) -> Tensor:
+        return ids[torch.argsort(self.length[ids], descending=True, stable=True)]
+
+    def plan(self, chunk_tokens: int, keep_bytes: int) -> None:
+        """The store's texts (longest first) in runs of whole forward batches, with the stream's texts not in
+        the store where those fit the keep budget, otherwise the latter after the store likewise; then the
+        stream's texts in the store (copied, not embedded) in runs of as many tokens. One table for every run,
+        allocated once: full size as soon as a side fills a run, so the working memory does not depend on how
+        many texts there are."""
+        embedder, length, stream = self.embedder, self.length, self.stream_side
+        fresh, reused = stream[~self.in_store[stream]], stream[self.in_store[stream]]
+        keep = int(length[fresh].sum()) * embedder.num_rows * (embedder.hidden_size + 2) * 4 <= keep_bytes
+        first = self.by_length(torch.cat((self.store, fresh)) if keep else self.store)
+        batching = (embedder.batch_size, embedder.max_tokens, chunk_tokens)
+        chunks = forward_chunks(length[first].tolist(), *batching)
+        self.first_chunks = [first[torch.tensor(c, dtype=torch.long)] for c in chunks]
+        later = [] if keep else forward_chunks(length[fresh].tolist(), *batching)
+        self.stream_chunks = [(fresh[torch.tensor(c, dtype=torch.long)], True) for c in later]
+        self.stream_chunks += [(reused[lo:hi], False) for lo, hi in tile_cuts(length[reused].tolist(), chunk_tokens)]
+        sizes = [int(length[c].sum()) for c in self.first_chunks] + [
+            int(length[c].sum()) for c, _ in self.stream_chunks
+        ]
+        capacity = max(sizes, default=0)
+        if max(int(length[self.store].sum()), int(length[stream].sum())) >= chunk_tokens:
+            capacity = max(capacity, chunk_tokens)
+        self.table = embedder.new_table(capacity)
+
+    def tiles(self, ids: Tensor, starts: Tensor, left: bool) -> Iterator[tuple[Tensor, Tile]]:
+        length = self.length
+        for lo, hi in tile_cuts(length[ids].tolist(), self.tile_tokens, MIN_FILL):
+            part = ids[lo:hi]
+            weights = self.token_weights[self.texts.token_index(part)]
+            yield part, make_tile(self.table, starts[lo:hi], length[part], weights, part, left)
+
+    def embedded(self, ids: Tensor) -> Tensor:
+        seqs = [self.texts.seq(t) for t in ids.tolist()]
+        return torch.tensor(self.embedder.embed_into(self.table, seqs), dtype=torch.long)
+
+    def embed_store(self, progress: Any) -> None:
+        """The store (and the kept stream): embedded run by run, cut into tiles, kept."""
+        self.store_tiles: list[Tile] = []
+        self.kept: list[tuple[Tensor, Tile]] = []
+        self.where: dict[int, tuple[int, int]] = {}  # store text -> (tile, slot)
+        for ids in self.first_chunks:
+            starts = self.embedded(ids)
+            mine = self.in_store[ids]
+            for part, tile in self.tiles(ids[mine], starts[mine], left=False):
+                for slot, t in enumerate(part.tolist()):
+                    self.where[t] = (len(self.store_tiles), slot)
+                self.store_tiles.append(tile)
+            self.kept += self.tiles(ids[~mine], starts[~mine], left=True)
+            if progress is not None:
+                progress.update(len(ids))
+        self.info["store_bytes"] = sum(t.nbytes for t in self.store_tiles)
+        self.info["kept_bytes"] = sum(t.nbytes for _, t in self.kept)
+        side = self.positions[1 if self.store_is_ref else 0]
+        self.store_side = [_Occurrences(side, t.texts[0], self.blank) for t in self.store_tiles]
+
+    def match(self, part: Tensor, left: Tile) -> None:
+        """One stream tile against every tile of the store."""
+        left_side = _Occurrences(self.positions[0 if self.store_is_ref else 1], part, self.blank)
+        for right, right_side in zip(self.store_tiles, self.store_side, strict=True):
+            a, b = match_tiles(left, right)
+            if self.store_is_ref:  # the stream holds the candidates
+                self.info["undefined"] += _write(self.out, a[0], b[0], left_side, right_side)
+            else:
+                t = (b[0].transpose(1, 2), a[0].transpose(1, 2))
+                self.info["undefined"] += _write(self.out, *t, right_side, left_side)
+            self.info["tiles"] += 1
+
+    def stream(self, progress: Any) -> None:
+        """The kept stream, then the rest of the stream run by run, each tile against every tile of the store."""
+        while self.kept:
+            self.match(*self.kept.pop(0))
+        for ids, embed in self.stream_chunks:
+            if embed:
+                starts = self.embedded(ids)
+            else:
+                starts = _copy_from_store(self.table, self.store_tiles, self.where, ids, self.length)
+            for part, left in self.tiles(ids, starts, left=True):
+                self.match(part, left)
+                del left
+            if progress is not None:
+                progress.update(len(ids))
+
+
+class _Occurrences:
+    """For a tile's texts: every input position where they occur, which text of the tile each one is, and
+    which texts are blank; on the device where the outputs are written."""
+
+    def __init__(self, positions: Positions, texts: Tensor, blank: Tensor) -> None:
+        device = blank.device
+        pos, local = positions.of(texts.cpu())
+        self.positions, self.local = pos.to(device), local.to(device)
+        self.all_once = bool(torch.equal(local, torch.arange(len(texts))))
+        self.blank = blank[texts.to(device)]
+
+
+def _copy_from_store(
+    table: Tensor, store_tiles: list[Tile], where: dict[int, tuple[int, int]], ids: Tensor, length: Tensor
+) -> Tensor:
+    """Copy the vectors of store texts `ids` into `table`, end to end from its first row; each one's first row."""
+    lens = length[ids]
+    starts = torch.cumsum(lens, 0) - lens
+    for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist(), strict=True):
+        tile, slot = where[t]
+        rows_of = store_tiles[tile].token_vectors(slot, n)
+        table[start : start + n] = rows_of.permute(1, 0, 2) if table.dim() == 3 else rows_of[0]
+    return starts
+
+
+def _write(out: Tensor, p: Tensor, r: Tensor, cands: _Occurrences, refs: _Occurrences) -> int:
+    """Write the P and R ([rows, candidate texts, reference texts]) of one tile pair, with their F, to every
+    position of `out` [3, rows, N, M] where those texts occur; return how many of those pairs have a NaN
+    precision or recall (weights summing to 0)."""
+    scores = f_measure(p, r, cands.blank[:, None] | refs.blank[None, :])
+    if not (cands.all_once and refs.all_once):  # a text occurring more than once: repeat its scores
+        scores = scores[:, :, cands.local[:, None], refs.local[None, :]]
+    out[:, :, cands.positions[:, None], refs.positions[None, :]] = scores
+    return int(torch.isnan(scores[:2]).any(dim=1).any(dim=0).sum())
+
+
+# -- the public entry points ------------------------------------------------------------------------------
+
+
+def pairwise_scores(
+    scorer: Scorer, cands: str | Sequence[str], refs: str | Sequence[str], device: torch.device, verbose: bool = False
+) -> Tensor:
+    """P, R, F of every candidate against every reference, stacked: [3, N, M] ([3, L + 1, N, M] with all_layers),
+    made where `device` says (a model object of the user's stays where it is)."""
+    cands = check_texts(cands, "cands", "candidate")
+    refs = check_texts(refs, "refs", "reference")
+    with own_precision(device):  # the setting's precision, whatever autocast the caller runs under
+        out, _ = all_pairs(scorer, cands, refs, device, verbose)
+    return out
+
+
+def all_pairs(
+    scorer: Scorer, cands: list[str], refs: list[str], device: torch.device, verbose: bool = False
+) -> tuple[Tensor, dict[str, int]]:
+    """The stacked scores as `pairwise_scores` returns them, and what the computation held (for benchmarks)."""
+    encoder = scorer.encoder
+    scorer.follow(device)
+    c_ids, c_lens, r_ids, r_lens = encoder.encode_pairs(cands, refs)  # one warning per kind, both sides counted
+    texts = distinct_texts(torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)))
+    weights = scorer.reference_weights(r_ids, r_lens, len(refs))  # IDF over the M references as given
+    del c_ids, r_ids
+    token_weights = weights[texts.ids.long()]
+    blank = encoder.is_blank(texts.length)
+    cand_text, ref_text = texts.text_of[: len(cands)], texts.text_of[len(cands) :]
+    total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
+    with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:
+        out, info = score_all_pairs(
+            scorer.embedder, texts, token_weights, blank, cand_text, ref_text, progress=progress
+        )
+    held = (texts.ids, texts.start, texts.length, texts.text_of, token_weights, blank, c_lens, r_lens)
+    info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
+    warn_undefined(info["undefined"])
+    if scorer.baseline is not None:  # in place: the N x M outputs are the largest thing held
+        rescale(out, scorer.baseline.to(out.device).T[:, :, None, None], in_place=True)
+    return (out if scorer.all_layers else out[:, 0]), info
+
+
+def pairwise_bert_score(
+    cands: str | Sequence[str],
+    refs: str | Sequence[str],
+    model_name_or_path: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+) -> dict[str, Tensor | str] | Tensor:
+    """BERTScore of every candidate against every reference: ``{"precision", "recall", "f1"}``, each
+    ``[N, M]`` (``[L + 1, N, M]`` with ``all_layers=True``), entry (i, j) the score of ``cands[i]`` against
+    ``refs[j]`` exactly as :func:`bert_score` gives it for that one pair, rescaling included; with
+    ``idf=True`` the IDF is over the M references as given.
+
+    Keyword arguments are :class:`BERTScore`'s (``num_layers``, ``all_layers``, ``lang``, ``idf``,
+    ``rescale_with_baseline``, ``baseline_path``, ``batch_size``, ``max_length``, ``device``,
+    ``model_dtype``, ``output``, ``return_hash``, ``verbose``); ``reduction`` does not apply. Each distinct
+    text is embedded once. To score many sets with one model, call :meth:`BERTScore.pairwise` on one metric.
+
+    >>> from bertscore_tm import PACKAGED_MINILM
+    >>> s = pairwise_bert_score(["The cat sat.", "A dog barked."], ["A cat was sitting.", "It rained.", "Dogs bark."],
+    ...                         PACKAGED_MINILM)
+    >>> s["f1"].shape
+    torch.Size([2, 3])
+    >>> s["f1"].argmax(dim=1).tolist()  # each candidate's closest reference
+    [0, 2]
+    """
+    cands = check_texts(cands, "cands", "candidate")
+    refs = check_texts(refs, "refs", "reference")
+    if kwargs.get("reduction", "none") != "none":
+        raise ValueError("pairwise_bert_score returns the N x M matrices; reduction does not apply (leave it 'none')")
+    built = build_scorer({"model_name_or_path": model_name_or_path, **kwargs})
+    per = pairwise_scores(built.scorer, cands, refs, built.device, verbose=built.verbose)
+    return format_scores(per, built.output, built.scorer.hash_code if built.return_hash else None)

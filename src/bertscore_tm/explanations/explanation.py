@@ -1,0 +1,514 @@
+"""Why this score? The token-level account of one pair's BERTScore, adding up exactly to its P and R.
+
+For each candidate token: its piece, its characters in the original text, whether the tokenizer added it, its
+best match among the (best) reference's tokens, that similarity, its weight and its contribution, weight x
+similarity / the side's sum of weights, so that the candidate's contributions add up to P (the reference's to
+R). The same for the reference's tokens. Words of the original text are the pieces merged; a word is *weak*
+(weakly supported: a possible addition on the candidate's side, a possible omission on the reference's) when
+its support falls below a threshold. Every rule is the scoring core's own: the weights come from the Scorer,
+P/R/F from `matching.weighted_scores` and `best_of_references`, the best reference from
+`paired.best_reference`, rescaling from `baselines.rescale`. Semantics and examples: docs/explain.md.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.embedding.embedder import own_precision
+from bertscore_tm.engines.paired import best_reference
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, BERTScoreError, warn_undefined
+from bertscore_tm.explanations.tokens import TokenSpans, WordSpan, best_matches, token_spans, words_of
+from bertscore_tm.explanations.types import (
+    PairExplanation,
+    PairScores,
+    ScoreTriple,
+    Threshold,
+    TokenExplanation,
+    WordExplanation,
+)
+from bertscore_tm.models.tokenizing import normalize_inputs
+from bertscore_tm.scoring.baselines import baseline_rows, find_baseline, read_baseline, rescale
+from bertscore_tm.scoring.distinct import first_seen_ids
+from bertscore_tm.scoring.matching import best_of_references, weighted_scores
+from bertscore_tm.scoring.scorer import Scorer, build_scorer
+
+# -- where the weights come from -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Weighting:
+    """The weight of every token id (float64, on the CPU) and, in words, where the weights come from."""
+
+    table: Tensor
+    note: str
+
+
+def weighting(
+    scorer: Scorer,
+    groups: Sequence[Sequence[str]],
+    idf_references: Sequence[str] | None = None,
+    counts: tuple[Tensor, Tensor] | None = None,
+) -> Weighting:
+    """The weights an explanation uses: the setting's own where they are fixed (plain, ``idf_texts``,
+    ``idf_weights``); with IDF counted over references, over `idf_references` where given (a corpus run's
+    references, so that the explanation matches its scores), else over the document `counts` (a metric's,
+    ``(doc_freq, num_refs)``), else over the pairs' own references (`groups`), which is what scoring these
+    pairs alone gives."""
+    if not scorer.idf:
+        return Weighting(scorer.weights().cpu(), "plain: every token weighs 1, the CLS and SEP tokens 0")
+    if not scorer.counts_idf:
+        return Weighting(scorer.weights().cpu(), "IDF fixed beforehand (idf_texts or idf_weights)")
+    if counts is not None and idf_references is None:
+        doc_freq, num_refs = counts
+        note = f"IDF over the metric's {int(num_refs)} references"
+        return Weighting(scorer.weights(doc_freq.cpu(), int(num_refs)).cpu(), note)
+    if idf_references is not None:
+        refs, note = list(idf_references), f"IDF over the {len(idf_references)} references of idf_references"
+    else:
+        refs = [r for group in groups for r in group]
+        note = f"IDF over the pair's own {len(refs)} reference(s) (idf_references= counts over a corpus)"
+    ids, lens = scorer.encoder.encode(refs)
+    return Weighting(scorer.reference_weights(ids, lens, len(refs)).cpu(), note)
+
+
+def weak_threshold(scorer: Scorer, layer: int, threshold: float | None) -> Threshold:
+    """Below what support a word is weak: `threshold` where given; else the layer's rescale baseline (P for
+    the candidate's words, R for the reference's), the setting's own or, without rescaling, the packaged one
+    of (lang, model) where there is one; else none (no word is marked)."""
+    if threshold is not None:
+        return Threshold(threshold, threshold, "given (threshold)")
+    if scorer.baseline is not None:
+        row = scorer.baseline[layer] if scorer.all_layers else scorer.baseline[0]
+        return Threshold(float(row[0]), float(row[1]), f"the rescale baseline of layer {layer}")
+    try:
+        file = find_baseline(scorer.settings.lang, scorer.model_name, None)
+        row = baseline_rows(read_baseline(file), layer, False, file)[0]
+    except (BERTScoreError, ValueError, OSError):
+        return Threshold(None, None, "none: no baseline is known for this model and layer (give a threshold)")
+    return Threshold(float(row[0]), float(row[1]), f"the packaged baseline of layer {layer}")
+
+
+# -- the engine ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One side of the explained match: its text, token ids, best similarities and matches, weights, blankness."""
+
+    text: str
+    ids: Tensor
+    best: Tensor
+    match: Tensor
+    weights: Tensor
+    blank: bool
+
+
+def explain_pairs(
+    scorer: Scorer,
+    cands: Sequence[str],
+    groups: Sequence[Sequence[str]],
+    weights: Weighting,
+    *,
+    device: torch.device | str | None = None,
+    layer: int | None = None,
+    threshold: float | None = None,
+) -> list[PairExplanation]:
+    """Explain each candidate against its references (a list per candidate) with `scorer`'s model and rules
+    and the given `weights`: each distinct text embedded once, on `device` (default: where the scorer's
+    model is), every match's best similarities and matches kept, P/R/F weighed by the core's rules."""
+    layer, row = _layer(scorer, layer)
+    limit = weak_threshold(scorer, layer, threshold)
+    if not cands:
+        return []
+    device = scorer.embedder.device if device is None else torch.device(device)
+    refs = [r for group in groups for r in group]
+    counts = torch.tensor([len(g) for g in groups], dtype=torch.long)
+    owner = torch.repeat_interleave(torch.arange(len(cands)), counts).tolist()
+    with own_precision(device):
+        scorer.follow(device)
+        c_ids, c_lens, r_ids, r_lens = scorer.encoder.encode_pairs(cands, refs)
+        scorer.check_known_weights(torch.cat([c_ids, r_ids]))
+        c_seqs, r_seqs = torch.split(c_ids, c_lens.tolist()), torch.split(r_ids, r_lens.tolist())
+        vectors = _vectors(scorer, [*c_seqs, *r_seqs], row)
+        found = [best_matches(vectors[i], vectors[len(cands) + j]) for j, i in enumerate(owner)]
+    raw, per_ref, top, best = _scores(scorer, weights.table, (c_seqs, r_seqs, owner), found, counts, row)
+    out, first = [], 0
+    for i, group in enumerate(groups):
+        k = first + int(best[i])
+        c_best, c_match, r_best, r_match = found[k]
+        blank = scorer.encoder.is_blank(torch.tensor([len(c_seqs[i]), len(r_seqs[k])])).tolist()
+        sides = (
+            _Side(cands[i], c_seqs[i], c_best, c_match, weights.table[c_seqs[i].long()], blank[0]),
+            _Side(refs[k], r_seqs[k], r_best, r_match, weights.table[r_seqs[k].long()], blank[1]),
+        )
+        scores = PairScores(
+            ScoreTriple(*top[i].tolist()),
+            tuple(ScoreTriple(*s.tolist()) for s in per_ref[first : first + len(group)]),
+            ScoreTriple(*raw[k].tolist()),
+            int(best[i]),
+        )
+        out.append(_explanation(scorer, sides, tuple(group), scores, (limit, layer, row, weights.note)))
+        first += len(group)
+    return out
+
+
+def _layer(scorer: Scorer, layer: int | None) -> tuple[int, int]:
+    """The layer explained and its row among the scorer's vectors: the setting's layer, or with all_layers
+    any layer (default: the setting's `num_layers`)."""
+    if layer is None:
+        layer = scorer.num_layers
+    elif isinstance(layer, bool) or not isinstance(layer, int):
+        raise ArgumentTypeError(
+            f"layer must be an integer or None, got {type(layer).__name__}",
+            argument="layer",
+            expected="int",
+            value=layer,
+        )
+    if not scorer.all_layers:
+        if layer != scorer.num_layers:
+            raise ArgumentValueError(
+                f"layer={layer}: this setting scores with layer {scorer.num_layers} only; explain another layer "
+                "with a setting of num_layers=<that layer> (or all_layers=True)",
+                argument="layer",
+                allowed=f"{scorer.num_layers} or None",
+                value=layer,
+            )
+        return layer, 0
+    rows = scorer.embedder.num_rows
+    if not 0 <= layer < rows:
+        raise ArgumentValueError(
+            f"layer={layer} is not a layer of this model (0 to {rows - 1})",
+            argument="layer",
+            allowed=f"0 to {rows - 1}",
+            value=layer,
+        )
+    return layer, layer
+
+
+def _vectors(scorer: Scorer, seqs: Sequence[Tensor], row: int) -> list[Tensor]:
+    """Each sequence's normalised vectors at the explained layer, as the engine makes them (each distinct text
+    embedded once, long texts in windows where the setting has them, through the embedding cache if any)."""
+    lens = torch.tensor([len(s) for s in seqs], dtype=torch.long)
+    flat = torch.cat(list(seqs)) if seqs else torch.zeros(0, dtype=torch.long)
+    which = torch.zeros(len(seqs), dtype=torch.uint8)
+    text_of, first = first_seen_ids((flat,), which, torch.cumsum(lens, 0) - lens, lens)
+    index, distinct = text_of.tolist(), [seqs[int(f)] for f in first]
+    source = scorer.embedding_source()
+    table = source.new_table(sum(len(s) for s in distinct))
+    starts = source.embed_into(table, distinct)
+    if scorer.all_layers:
+        table = table[:, row]
+    return [table[starts[n] : starts[n] + len(distinct[n])] for n in index]
+
+
+def _scores(
+    scorer: Scorer,
+    table: Tensor,
+    texts: tuple[Sequence[Tensor], Sequence[Tensor], list[int]],
+    found: list[tuple[Tensor, Tensor, Tensor, Tensor]],
+    counts: Tensor,
+    row: int,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Per match its raw P, R, F ([matches, 3]) and rescaled ones; per pair the best over its references,
+    rescaled ([pairs, 3]), and the best reference's index ([pairs]): the core's rules, as `weigh_pairs`
+    applies them."""
+    c_seqs, r_seqs, owner = texts
+    cand = [c_seqs[i] for i in owner]
+    c_len = torch.tensor([len(s) for s in cand], dtype=torch.long)
+    r_len = torch.tensor([len(s) for s in r_seqs], dtype=torch.long)
+    blank = scorer.encoder.is_blank(c_len) | scorer.encoder.is_blank(r_len)
+    raw = weighted_scores(
+        torch.cat([f[0] for f in found])[:, None],
+        table[torch.cat(cand).long()],
+        c_len,
+        torch.cat([f[2] for f in found])[:, None],
+        table[torch.cat(list(r_seqs)).long()],
+        r_len,
+        blank,
+    )
+    warn_undefined(int((torch.isnan(raw[..., :2]).any(dim=(1, 2)) & ~blank).sum()))
+    top = best_of_references(raw, counts)
+    best = best_reference(raw[..., 2], top[..., 2], counts)
+    return raw[:, 0], _rescaled(scorer, raw, row)[:, 0], _rescaled(scorer, top, row)[:, 0], best[:, 0]
+
+
+def _rescaled(scorer: Scorer, scores: Tensor, row: int) -> Tensor:
+    """`scores` ([..., 1, 3]) rescaled with the explained layer's baseline, or as they are without one."""
+    if scorer.baseline is None:
+        return scores
+    return rescale(scores, scorer.baseline[row : row + 1] if scorer.all_layers else scorer.baseline)
+
+
+def _explanation(
+    scorer: Scorer,
+    sides: tuple[_Side, _Side],
+    references: tuple[str, ...],
+    scores: PairScores,
+    context: tuple[Threshold, int, int, str],
+) -> PairExplanation:
+    """One pair's explanation from its best match's two sides."""
+    limit, layer, row, note = context
+    blank = sides[0].blank or sides[1].blank
+    spans = [token_spans(scorer.encoder, side.text, side.ids.tolist()) for side in sides]
+    words = [words_of(side.text, s.spans) for side, s in zip(sides, spans, strict=True)]
+    c_tokens, r_tokens = (
+        _tokens(side, s, word_of, blank) for side, s, (_, word_of) in zip(sides, spans, words, strict=True)
+    )
+    baseline = None
+    if scorer.baseline is not None:
+        b = scorer.baseline[row] if scorer.all_layers else scorer.baseline[0]
+        baseline = (float(b[0]), float(b[1]), float(b[2]))
+    return PairExplanation(
+        candidate=sides[0].text,
+        references=references,
+        precision=scores.pair.precision,
+        recall=scores.pair.recall,
+        f1=scores.pair.f1,
+        best_reference=scores.best,
+        reference_scores=scores.references,
+        raw=scores.raw,
+        candidate_tokens=c_tokens,
+        reference_tokens=r_tokens,
+        candidate_words=_words(words[0][0], c_tokens, r_tokens, words[1][0], limit.candidate),
+        reference_words=_words(words[1][0], r_tokens, c_tokens, words[0][0], limit.reference),
+        hash_code=scorer.hash_code,
+        layer=layer,
+        baseline=baseline,
+        threshold=limit,
+        weighting=note,
+        blank=blank,
+        notes=_notes(sides, scores, baseline),
+    )
+
+
+def _tokens(side: _Side, spans: TokenSpans, word_of: list[int | None], blank: bool) -> tuple[TokenExplanation, ...]:
+    """A side's tokens: contribution = weight x similarity / the side's sum of weights (0 in a blank pair)."""
+    weights = side.weights.double()
+    best = side.best.double()
+    contributions = torch.zeros_like(weights) if blank else weights * best / weights.sum()
+    where = [(None, None) if span is None else span for span in spans.spans]
+    return tuple(
+        TokenExplanation(
+            index=t,
+            token=spans.pieces[t],
+            token_id=int(side.ids[t]),
+            start=where[t][0],
+            end=where[t][1],
+            special=spans.special[t],
+            match=None if int(side.match[t]) < 0 else int(side.match[t]),
+            similarity=float(best[t]),
+            weight=float(weights[t]),
+            contribution=float(contributions[t]),
+            word=word_of[t],
+        )
+        for t in range(len(side.ids))
+    )
+
+
+def _words(
+    words: list[WordSpan],
+    tokens: tuple[TokenExplanation, ...],
+    other: tuple[TokenExplanation, ...],
+    other_words: list[WordSpan],
+    threshold: float | None,
+) -> tuple[WordExplanation, ...]:
+    """A side's words: support = the weight-averaged similarity of its tokens (their plain mean where they
+    weigh 0); counterpart = the other side's word holding the best match of its heaviest token (ties: the
+    more similar, then the first)."""
+    out = []
+    for n, word in enumerate(words):
+        mine = [tokens[t] for t in word.tokens]
+        weight = math.fsum(t.weight for t in mine)
+        if weight > 0:
+            support = math.fsum(t.weight * t.similarity for t in mine) / weight
+        else:
+            support = math.fsum(t.similarity for t in mine) / len(mine)
+        heaviest = max(mine, key=lambda t: (t.weight, t.similarity))
+        match = None if heaviest.match is None else other[heaviest.match]
+        counterpart = None if match is None else match.word
+        shown = other_words[counterpart].text if counterpart is not None else (match.token if match else "")
+        out.append(
+            WordExplanation(
+                index=n,
+                text=word.text,
+                start=word.start,
+                end=word.end,
+                tokens=tuple(word.tokens),
+                weight=weight,
+                support=support,
+                contribution=math.fsum(t.contribution for t in mine),
+                counterpart=counterpart,
+                counterpart_text=shown,
+                weak=threshold is not None and weight > 0 and support < threshold,
+            )
+        )
+    return tuple(out)
+
+
+def _notes(
+    sides: tuple[_Side, _Side], scores: PairScores, baseline: tuple[float, float, float] | None
+) -> tuple[str, ...]:
+    """What a reader of the explanation must know to read its numbers right."""
+    notes = []
+    blank = sides[0].blank or sides[1].blank
+    if blank:
+        which = " and the ".join(
+            name for side, name in zip(sides, ("candidate", "reference"), strict=True) if side.blank
+        )
+        notes.append(
+            f"The {which} is blank (nothing but special tokens): a pair with a blank side scores P = R = F = 0 by "
+            "definition (docs/semantics.md); its tokens are shown but contribute nothing."
+        )
+    for side, name, score in ((sides[0], "candidate", "P"), (sides[1], "reference", "R")):
+        if not blank and float(side.weights.double().sum()) == 0:
+            notes.append(
+                f"Every {name} token weighs 0 (with IDF: each is in every reference): {score} is undefined (NaN)."
+            )
+    if len(scores.references) > 1:
+        notes.append(
+            f"{len(scores.references)} references: P, R and F are each the maximum over them; the tokens are those "
+            f"of reference {scores.best} (the highest F) and add up to its own P and R."
+        )
+    if baseline is not None:
+        notes.append(
+            "Rescaled: the contributions add up to the raw P and R; each score x maps to (x - b) / (1 - b) with "
+            f"b = {baseline[0]:.6f} (P), {baseline[1]:.6f} (R), {baseline[2]:.6f} (F)."
+        )
+    return tuple(notes)
+
+
+# -- the public function -------------------------------------------------------------------------------------
+
+
+def explain(
+    candidate: str,
+    references: str | Sequence[str],
+    model_name_or_path: str | os.PathLike[str] | None = None,
+    *,
+    idf_references: Sequence[str] | None = None,
+    threshold: float | None = None,
+    layer: int | None = None,
+    **kwargs: Any,
+) -> PairExplanation:
+    """Explain the BERTScore of `candidate` against `references` (one text, or several: the best counts), token
+    by token: see :class:`PairExplanation` and docs/explain.md.
+
+    `kwargs` are :class:`BERTScore`'s (``idf``, ``rescale_with_baseline``, ``long_texts``, ``model=``...).
+    With ``idf=True`` the IDF is counted over `idf_references` where given (e.g. every reference of the
+    corpus, as a corpus run counts it), else over this pair's own references. `threshold` sets below what
+    support a word is weak (default: the layer's rescale baseline where one is known); `layer` picks a layer
+    of an ``all_layers=True`` setting.
+
+    >>> from bertscore_tm import PACKAGED_MINILM
+    >>> why = explain("The cat sat on the mat.", "A cat was sitting on the mat.", PACKAGED_MINILM)
+    >>> round(why.precision, 4), round(sum(t.contribution for t in why.candidate_tokens), 4)
+    (0.9316, 0.9316)
+    >>> [(w.text, w.counterpart_text) for w in why.candidate_words][:3]
+    [('The', 'A'), ('cat', 'cat'), ('sat', 'sitting')]
+    """
+    arguments = {"model_name_or_path": model_name_or_path, **kwargs}
+    _pair_arguments(candidate, references)  # before anything loads
+    _checked_options(threshold, idf_references, bool(kwargs.get("idf", False)), kwargs)
+    built = build_scorer(arguments)
+    return explain_with(
+        built.scorer,
+        built.device,
+        candidate,
+        references,
+        idf_references=idf_references,
+        threshold=threshold,
+        layer=layer,
+    )
+
+
+def explain_with(
+    scorer: Scorer,
+    device: torch.device | str | None,
+    candidate: str,
+    references: str | Sequence[str],
+    *,
+    idf_references: Sequence[str] | None = None,
+    counts: tuple[Tensor, Tensor] | None = None,
+    threshold: float | None = None,
+    layer: int | None = None,
+) -> PairExplanation:
+    """`explain` with a scoring core already built (a metric's: `BERTScore.explain`), on `device`; with IDF
+    counted, over `idf_references`, else the document `counts` where given, else the pair's own references."""
+    cand, refs = _pair_arguments(candidate, references)
+    settings = scorer.settings
+    flat = _checked_options(
+        threshold, idf_references, scorer.idf, {"idf_texts": settings.idf_texts, "idf_weights": settings.idf_weights}
+    )
+    weights = weighting(scorer, [refs], flat, counts)
+    return explain_pairs(scorer, [cand], [refs], weights, device=device, layer=layer, threshold=threshold)[0]
+
+
+def _pair_arguments(candidate: object, references: object) -> tuple[str, list[str]]:
+    """The candidate and its references, checked (a string; a string or a non-empty sequence of strings)."""
+    if not isinstance(candidate, str):
+        raise TypeError(f"candidate must be a string, got {type(candidate).__name__}")
+    if isinstance(references, str):
+        references = [references]
+    if not isinstance(references, Sequence) or isinstance(references, (bytes, bytearray)):
+        raise TypeError(f"references must be a string or a sequence of strings, got {type(references).__name__}")
+    if not references:
+        raise ValueError("references is empty: give at least one reference text")
+    for j, ref in enumerate(references):
+        if not isinstance(ref, str):
+            raise TypeError(f"references[{j}] must be a string, got {type(ref).__name__}")
+    cands, groups = normalize_inputs([candidate], [list(references)])  # the UTF-8 checks
+    return cands[0], groups[0]
+
+
+def _checked_options(threshold: object, idf_references: object, idf: bool, kwargs: dict[str, Any]) -> list[str] | None:
+    """`threshold` a finite number or None; `idf_references` texts, only where the IDF is counted."""
+    if threshold is not None:
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+            raise ArgumentTypeError(
+                f"threshold must be a number or None, got {type(threshold).__name__}",
+                argument="threshold",
+                expected="float",
+                value=threshold,
+            )
+        if not math.isfinite(threshold):
+            raise ArgumentValueError(
+                f"threshold must be finite, got {threshold}",
+                argument="threshold",
+                allowed="a finite number",
+                value=threshold,
+            )
+    if idf_references is None:
+        return None
+    if not idf or kwargs.get("idf_texts") is not None or kwargs.get("idf_weights") is not None:
+        raise ArgumentValueError(
+            "idf_references counts the IDF over these references: it needs idf=True, without idf_texts or idf_weights",
+            argument="idf_references",
+            allowed="None, or texts with idf=True",
+            value="...",
+            others=("idf",),
+        )
+    return reference_texts(idf_references, "idf_references")
+
+
+def reference_texts(texts: object, name: str) -> list[str]:
+    """References for counting IDF: strings, or sequences of strings (several per candidate), flattened."""
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise TypeError(
+            f"{name} must be a sequence of reference texts (or of lists of them), got {type(texts).__name__}"
+        )
+    flat: list[str] = []
+    for j, item in enumerate(texts):
+        group = [item] if isinstance(item, str) else item
+        if not isinstance(group, Sequence) or not all(isinstance(t, str) for t in group):
+            raise TypeError(f"{name}[{j}] must be a string or a sequence of strings, got {type(item).__name__}")
+        flat.extend(group)
+    if not flat:
+        raise ValueError(f"{name} is empty: give the references to count the IDF over, or None")
+    return flat

@@ -1,0 +1,24 @@
+"""The torchmetrics Metric: its states, update and compute, checkpoints and dataset indexes.
+
+Public names are imported on first use (`bertscore_tm.lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bertscore_tm.lazy import exports
+
+__all__ = [
+    "BERTScore",
+]
+
+__getattr__ = exports(
+    __name__,
+    {
+        "BERTScore": "bertscore",
+    },
+)
+
+if TYPE_CHECKING:
+    from bertscore_tm.metric.bertscore import BERTScore

@@ -1,0 +1,347 @@
+"""The Metric: BERTScore as a `torchmetrics.Metric` that streams, syncs across ranks and equals the reference.
+
+It owns the states and the torchmetrics protocol and delegates scoring to the core (`scorer.py`, `paired.py`):
+`update()` only tokenises; `compute()` embeds the pairs not scored yet (each rank its own share), keeps their
+per-token best similarities, all-reduces IDF counts and gathers only per-pair P/R/F (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
+
+from bertscore_tm.distributed.ranks import check_same_settings, gather
+from bertscore_tm.embedding.embedder import own_precision
+from bertscore_tm.engines.mbr import select
+from bertscore_tm.engines.paired import PairTokens, TokenMatches, corpus_counts, interleave, match_pairs, weigh_pairs
+from bertscore_tm.engines.pairwise import pairwise_scores
+from bertscore_tm.metric.checkpoint import check_loadable, fitted_counts, setting_digests
+from bertscore_tm.metric.indexes import PairPlan, checked_indexes
+from bertscore_tm.metric.views import SettingViews
+from bertscore_tm.models.tokenizing import normalize_inputs
+from bertscore_tm.models.user_model import ForwardFn
+from bertscore_tm.scoring.idf import document_frequency
+from bertscore_tm.scoring.results import Scores, format_scores, scores_of
+from bertscore_tm.scoring.scorer import Scorer, ScoringSettings
+from bertscore_tm.settings.arguments import LongTexts, OutputName, Reduction, validate_arguments
+
+_STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes")
+
+
+def _cat(items: list[Tensor] | Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
+    if isinstance(items, Tensor):
+        return items.to(device)
+    if not items:
+        return torch.zeros(0, dtype=dtype, device=device)
+    return dim_zero_cat([x.to(device) for x in items])
+
+
+class BERTScore(SettingViews, Metric):
+    """BERTScore (Zhang et al., 2019): precision, recall and F1 of greedy cosine matching of contextual
+    token embeddings, equal to bert-score 0.3.13 to floating-point noise. Every argument: docs/metric.md.
+
+    Args (each in full, with its default and range: docs/metric.md):
+        model_name_or_path: a local model folder, a name in the local Hugging Face cache, or the packaged
+            ``"sentence-transformers/all-MiniLM-L6-v2"``. Default: ``lang``'s model.
+        num_layers: score with this layer's output (0 = embeddings). Default: the model's tuned layer.
+        all_layers: score with every layer; outputs gain a leading ``L + 1`` dimension.
+        lang: language code, for the default model and the packaged rescale baseline.
+        idf: weigh tokens by IDF over all references (of every rank), ``idf_texts`` or ``idf_weights``.
+        rescale_with_baseline: rescale with the baseline of (``lang``, model) or ``baseline_path``.
+        baseline_path: a ``LAYER,P,R,F`` baseline file of your own.
+        batch_size: at most this many texts per forward pass (default: the token budget alone).
+        max_length: the window in tokens, special ones included (default: the model's own).
+        long_texts: ``"truncate"`` (the reference's semantics) or ``"window"`` (docs/long-texts.md).
+        window_stride: tokens between consecutive windows' starts (default: half the window).
+        device: where the model runs and states live; ``None`` follows the metric (``.to(...)``).
+        model_dtype: ``torch.float32`` (exact), ``torch.bfloat16`` or ``torch.float16`` (about 1e-3 error).
+        reduction: ``"none"`` for per-pair scores, ``"mean"`` for their means.
+        output: ``"precision"``, ``"recall"`` or ``"f1"`` to return that tensor alone (for Lightning logging).
+        return_hash: add the setting's hash code to the dict under ``"hash"``.
+        verbose: show a progress bar while embedding.
+        embedding_cache_mb: MiB of vectors kept for texts scored again in a later ``compute()``; 0: off.
+        compile_model: run a loaded model through ``torch.compile`` (opt-in, inexact: about 1e-6 in F1).
+        model: a model object of your own, scored through a view that never changes it (docs/own-model.md).
+        tokenizer: the tokenizer object of ``model`` (required with it).
+        forward_fn: ``forward_fn(model, input_ids, attention_mask) -> [B, T, D]`` for a non-standard forward.
+        idf_texts: with ``idf=True``, count document frequencies in these texts instead.
+        idf_weights: with ``idf=True``, a mapping token id -> weight (``metric.idf_weights()``).
+        kwargs: torchmetrics' own Metric arguments (``compute_on_cpu``, ``process_group``, ...).
+
+    Every argument is checked before the model is loaded (`arguments.py`): a wrong type is a TypeError, a value
+    out of range a ValueError, each naming the argument. `compute_scores()` gives the per-pair result typed.
+
+    Example (the packaged MiniLM; a candidate with several references takes the best of each score):
+
+    >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
+    >>> metric = BERTScore(PACKAGED_MINILM)
+    >>> metric.update(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+    >>> metric.update(["It rained all day."], [["It was raining.", "Rain fell all day long."]])
+    >>> scores = metric.compute()
+    >>> {name: [round(float(x), 4) for x in value] for name, value in scores.items()}
+    {'precision': [0.9316, 0.887], 'recall': [0.9053, 0.8059], 'f1': [0.9183, 0.8408]}
+    >>> metric.hash_code.split("_version")[0]
+    'sentence-transformers/all-MiniLM-L6-v2_L5_no-idf'
+    """
+
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+
+    cand_ids: list[Tensor]
+    cand_lens: list[Tensor]
+    ref_ids: list[Tensor]
+    ref_lens: list[Tensor]
+    ref_counts: list[Tensor]
+    scored: list[Tensor]
+    cand_best: list[Tensor]
+    ref_best: list[Tensor]
+    indexes: list[Tensor]
+    doc_freq: Tensor
+    num_refs: Tensor
+    state_setting: Tensor
+
+    def __init__(
+        self,
+        model_name_or_path: str | os.PathLike[str] | None = None,
+        num_layers: int | None = None,
+        all_layers: bool = False,
+        lang: str | None = "en",
+        idf: bool = False,
+        rescale_with_baseline: bool = False,
+        baseline_path: str | os.PathLike[str] | None = None,
+        batch_size: int | None = None,
+        max_length: int | None = None,
+        long_texts: LongTexts = "truncate",
+        window_stride: int | None = None,
+        device: torch.device | str | None = None,
+        model_dtype: torch.dtype = torch.float32,
+        reduction: Reduction = "none",
+        output: OutputName | None = None,
+        return_hash: bool = False,
+        verbose: bool = False,
+        embedding_cache_mb: int = 0,
+        compile_model: bool = False,
+        *,
+        model: torch.nn.Module | None = None,
+        tokenizer: Any = None,
+        forward_fn: ForwardFn | None = None,
+        idf_texts: Sequence[str] | None = None,
+        idf_weights: Mapping[int, float] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        arguments = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
+        validate_arguments(arguments)
+        super().__init__(**kwargs)
+        self.reduction, self.output, self.return_hash, self.verbose = reduction, output, return_hash, verbose
+        #: The scoring core: model, tokenizer, weights policy, baseline, hash signature (`scorer.py`).
+        self.scorer = Scorer(ScoringSettings.of(arguments))
+        s = self.scorer
+        self.lang, self.idf, self.all_layers, self.long_texts = lang, idf, all_layers, long_texts
+        self.model_name, self.num_layers, self.model_depth = s.model_name, s.num_layers, s.model_depth
+        self.user_supplied, self.signature = s.user_supplied, s.signature
+        for name in _STATES:
+            self.add_state(name, default=[], dist_reduce_fx="cat")
+        counted = s.vocab_size if s.counts_idf else 0
+        self.add_state("doc_freq", torch.zeros(counted, dtype=torch.long), dist_reduce_fx="sum")
+        self.add_state("num_refs", torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")
+        # which tokenisation made the token ids and which embedding the best similarities (checkpoint.py); "max"
+        # keeps this constant through forward()'s state merge; never exchanged between ranks
+        self.add_state("state_setting", setting_digests(s), dist_reduce_fx="max")
+        self._collective = False
+        if device is not None:
+            self.to(device)
+
+    # -- device handling: the model follows the metric but is never part of its module tree or state_dict.
+    # States follow the device but never a dtype (`.half()`, `set_dtype()`...): they are token ids, lengths,
+    # counts and exact float32 similarities, and casting them would corrupt or round them.
+    def _apply(self, fn: Callable, exclude_state: Sequence[str] = "") -> torch.nn.Module:
+        def device_only(t: Tensor) -> Tensor:
+            moved = fn(t)
+            return moved if moved.dtype == t.dtype else t.to(moved.device)
+
+        before = self.device
+        this = super()._apply(device_only, exclude_state)
+        scorer = this.__dict__.get("scorer")  # (none yet while torchmetrics' constructor runs)
+        if scorer is not None:
+            scorer.move_with_metric(this.device, moved=this.device != before)
+        return this
+
+    def _wrap_compute(self, compute: Callable) -> Callable:
+        # torchmetrics squeezes one-element results to 0-d; per-pair outputs keep their [N] / [L + 1, N] shape
+        wrapped = super()._wrap_compute(compute)
+
+        @functools.wraps(compute)
+        def keep_pair_axis(*args: Any, **kwargs: Any) -> Any:
+            with warnings.catch_warnings():
+                # a rank without pairs is fine under DDP; with no pairs anywhere compute() raises, saying so
+                warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+                value = wrapped(*args, **kwargs)
+            if self.reduction != "none":
+                return value
+            shape = (1, 1) if self.all_layers else (1,)
+            return apply_to_collection(value, Tensor, lambda x: x.reshape(shape) if x.dim() == 0 else x)
+
+        return keep_pair_axis
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any) -> None:
+        """Load a state made fit for this setting (`checkpoint.py`): pairs another tokenisation made are refused
+        before any state changes; best similarities another embedding kept are dropped (compute() embeds those
+        pairs again); IDF counts are counted again from the references where the state has none."""
+        keeps_similarities = check_loadable(self.scorer, state_dict, prefix)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        home = self.cand_ids[0].device if self.cand_ids else self.device
+        if not keeps_similarities:
+            self.cand_best, self.ref_best = [], []
+            self.scored = [torch.zeros(sum(len(x) for x in self.scored), dtype=torch.bool, device=home)]
+        refs = (_cat(self.ref_ids, torch.int32, home), _cat(self.ref_lens, torch.int32, home))
+        self.doc_freq = fitted_counts(self.scorer, self.doc_freq, *refs)
+        self.state_setting = setting_digests(self.scorer).to(self.state_setting.device)
+
+    # -- the torchmetrics protocol ---------------------------------------------------------------------------
+    def update(
+        self,
+        preds: str | Sequence[str],
+        target: str | Sequence[str | Sequence[str]],
+        indexes: Tensor | Sequence[int] | None = None,
+    ) -> None:
+        """Tokenise a batch of candidates and their references (one string, or a sequence per candidate).
+
+        `indexes` (optional) are dataset indexes of the candidates: `compute()` then orders the pairs by
+        index and keeps one pair per index, so the duplicates a distributed sampler pads in do not count; an
+        index repeated with another pair (another candidate or reference) is a mistake it warns about.
+        """
+        cands, groups = normalize_inputs(preds, target)
+        index_tensor = None if indexes is None else checked_indexes(indexes, len(cands))
+        if not cands:
+            return
+        refs = [r for group in groups for r in group]
+        c_ids, c_lens, r_ids, r_lens = self.scorer.encoder.encode_pairs(cands, refs)  # one warning per kind
+        self.scorer.check_known_weights(torch.cat([c_ids, r_ids]))
+        device = self.device
+        for name, value in zip(_STATES[:4], (c_ids, c_lens, r_ids, r_lens), strict=True):
+            getattr(self, name).append(value.to(device))
+        self.ref_counts.append(torch.tensor([len(g) for g in groups], dtype=torch.int32, device=device))
+        self.scored.append(torch.zeros(len(cands), dtype=torch.bool, device=device))
+        if index_tensor is not None:
+            self.indexes.append(index_tensor.to(device=device, dtype=torch.long))
+        if self.scorer.counts_idf:
+            self.doc_freq += document_frequency(r_ids, r_lens, self.scorer.vocab_size).to(self.doc_freq.device)
+        self.num_refs += len(refs)
+
+    # torchmetrics would gather every state onto every rank before compute(); we keep states local and
+    # exchange only IDF counts and per-pair scores inside compute(), so sync() only notes whether to.
+    def sync(
+        self,
+        dist_sync_fn: Callable | None = None,
+        process_group: Any | None = None,
+        should_sync: bool = True,
+        distributed_available: Callable | None = None,
+    ) -> None:
+        """Record whether the next `compute()` runs across processes; no state is gathered."""
+        available = distributed_available if distributed_available is not None else self.distributed_available_fn
+        self._collective = bool(should_sync and callable(available) and available())
+        self._collective_group = process_group if process_group is not None else self.process_group
+
+    def compute(self) -> dict[str, Tensor | str] | Tensor:
+        """Scores of every pair seen (by every rank), in input order (rank-major across ranks): a dict of
+        ``precision``, ``recall``, ``f1`` (and ``hash`` with `return_hash`), or one of them with `output`;
+        per pair, or their means with ``reduction="mean"``."""
+        scores = self._compute_scores()
+        per = torch.stack(scores.as_tuple())
+        per = per.mean(dim=-1) if self.reduction == "mean" else per
+        return format_scores(per, self.output, self.hash_code if self.return_hash else None)
+
+    def compute_scores(self) -> Scores:
+        """The per-pair scores of every pair seen, as a typed :class:`Scores`, whatever `reduction` and
+        `output` are: what `compute()` reduces and formats. Collective like `compute()` under DDP.
+
+        >>> metric = BERTScore("sentence-transformers/all-MiniLM-L6-v2")
+        >>> metric.update(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+        >>> scores = metric.compute_scores()
+        >>> scores.f1.shape, scores.hash_code == metric.hash_code
+        (torch.Size([1]), True)
+        """
+        with self.sync_context(
+            dist_sync_fn=self.dist_sync_fn, should_sync=self._to_sync, should_unsync=self._should_unsync
+        ):
+            return self._compute_scores()
+
+    def _compute_scores(self) -> Scores:
+        with own_precision(self.device):  # the setting's precision, whatever autocast the caller runs under
+            collective, self._collective = self._collective, False
+            group = self._collective_group if collective else None  # None: the default group, or no exchange
+            if collective:  # the first exchange, of one fixed size whatever the setting: mismatched ranks never hang
+                check_same_settings(self.settings(), group, self.device)
+            self._score_pending()
+            local = sum(len(x) for x in self.scored)
+            plan = PairPlan(local, _cat(self.indexes, torch.long, self.device), collective, group)
+            scores = self._local_scores(collective, group, plan.dropped)
+            if collective:
+                scores = torch.cat(gather(scores, group))
+            scores = plan.kept(scores)
+        return scores_of(scores, self.all_layers, self.hash_code)
+
+    def _pairs(self, device: torch.device) -> PairTokens:
+        """The state's pairs as one set of tensors on `device` (ids int32, lengths and counts int64)."""
+        ids, lens = (_cat(getattr(self, n), torch.int32, device) for n in _STATES[:2])
+        r_ids, r_lens, counts = (_cat(getattr(self, n), torch.int32, device) for n in _STATES[2:5])
+        return PairTokens(ids, lens.long(), r_ids, r_lens.long(), counts.long())
+
+    def _score_pending(self) -> None:
+        """Embed and match the pairs no earlier compute() scored; keep their per-token best similarities."""
+        self.scorer.follow(self.device)  # clones share a loaded model: it goes where this one computes
+        scored = _cat(self.scored, torch.bool, self.device)
+        if scored.numel() == 0 or bool(scored.all()):
+            return
+        # one tensor per state from now on (so the chunks are freed, not held twice), where the states live
+        home = self.cand_ids[0].device
+        for name in _STATES[:5]:
+            setattr(self, name, [_cat(getattr(self, name), torch.int32, home)])
+        pairs, is_new = self._pairs(torch.device("cpu")), ~scored.cpu()
+        new = match_pairs(self.scorer, pairs, is_new, verbose=self.verbose)
+        old_c, old_r = (_cat(getattr(self, n), torch.float32, self.device) for n in ("cand_best", "ref_best"))
+        self.cand_best = [interleave(old_c, new.cand_best, is_new, pairs.cand_lens * pairs.ref_counts).to(home)]
+        ref_tokens = torch.repeat_interleave(is_new, pairs.ref_counts)
+        self.ref_best = [interleave(old_r, new.ref_best, ref_tokens, pairs.ref_lens).to(home)]
+        self.scored = [torch.ones_like(scored).to(home)]
+
+    def _local_scores(self, collective: bool, group: Any, dropped: Tensor | None) -> Tensor:
+        """This rank's per-candidate P, R, F and best reference ([pairs, rows, 4]); `dropped` marks pairs whose
+        index repeats an earlier pair's: their references leave the IDF counts. Counts are summed over the ranks (when
+        `collective`) before any weight is applied, so the weights equal one process's over all pairs."""
+        device = self.device
+        pairs = self._pairs(device)
+        doc_freq, num_refs = self.doc_freq.to(device, copy=True), self.num_refs.to(device, copy=True)
+        if self.scorer.counts_idf:
+            doc_freq, num_refs = corpus_counts(doc_freq, num_refs, pairs, dropped, collective, group)
+        weights = self.scorer.weights(doc_freq, int(num_refs), device)
+        best = (_cat(getattr(self, n), torch.float32, device) for n in ("cand_best", "ref_best"))
+        return weigh_pairs(self.scorer, pairs, TokenMatches(*best), weights)
+
+    # -- all pairs and MBR: this metric's model and settings, its accumulated state left alone --------------
+    def pairwise(self, cands: str | Sequence[str], refs: str | Sequence[str]) -> dict[str, Tensor | str] | Tensor:
+        """Every candidate against every reference: ``{"precision", "recall", "f1"}`` each ``[N, M]``
+        (``[L + 1, N, M]`` with all_layers), entry (i, j) this metric's score of ``cands[i]`` against
+        ``refs[j]``; IDF (if on) over these M references. Honours ``output`` and ``return_hash``, not
+        ``reduction``; reuses the loaded model and never touches the state (see `bertscore_tm.engines.pairwise`)."""
+        per = pairwise_scores(self.scorer, cands, refs, self.device, verbose=self.verbose)
+        return format_scores(per, self.output, self.hash_code if self.return_hash else None)
+
+    def mbr_select(
+        self,
+        groups: Sequence[Sequence[str]],
+        references: Sequence[Sequence[str]] | None = None,
+        return_utilities: bool = False,
+    ) -> list[int] | tuple[list[int], list[Tensor]]:
+        """Minimum-Bayes-risk choice per group with this metric's model and settings: see
+        :func:`bertscore_tm.mbr_select`. Never touches the state."""
+        return select(self.scorer, self.device, groups, references, return_utilities, verbose=self.verbose)

@@ -1,0 +1,256 @@
+"""Bring your own model: score with a model object the user owns, and leave it exactly as it was.
+
+The object may be mid-training in the user's own LightningModule, so the metric must not change it: not cut
+it, not cast it, not freeze or unfreeze it (requires_grad), not move it, not switch its train/eval flags, and
+not copy its weights. It scores through a *view* instead: a shallow copy of every submodule of the encoder that
+shares the module's parameter and buffer dictionaries (so the very same tensors, wherever the user moves them)
+but has its own child lists, hook lists and `training` flags. The view is cut to the first `num_layers` blocks
+like a model loaded from disk (later blocks are never computed), and is always in eval mode: dropout is off, so
+scores are deterministic while the user's model stays in train mode. Nothing is switched and switched back, so a
+thread training the model at the same time is not disturbed either.
+
+The view is taken when the metric is built: the user's later training is seen (the tensors are shared), a later
+change of the model's structure (new modules, `resize_token_embeddings`) is not; build a new metric then.
+Moving the metric (`metric.to(device)`, or Lightning moving the module that holds it) moves the user's whole
+object, as it would move a submodule; scoring never moves it (it runs where the model is).
+
+`forward_fn(model, input_ids, attention_mask)` replaces the standard forward for models that need another one:
+it is given the uncut eval-mode view and returns [B, T, D] ([B, T, L + 1, D] with all_layers).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from bertscore_tm.errors import ArgumentValueError, ModelSetupError
+from bertscore_tm.models.loading import cut_to_layers, encoder_of, model_depth
+from bertscore_tm.models.model_family import hidden_size as family_hidden_size
+from bertscore_tm.models.registry import is_known_model
+
+#: `forward_fn(model, input_ids, attention_mask) -> Tensor`: [B, T, D], or [B, T, L + 1, D] with all_layers.
+ForwardFn = Callable[[nn.Module, Tensor, Tensor], Tensor]
+
+
+def shallow_view(module: nn.Module) -> nn.Module:
+    """An eval-mode twin of `module` that shares its weights and changes nothing of it.
+
+    Every submodule is copied shallowly: the copy holds the same `_parameters` and `_buffers` dictionaries
+    (the same tensors, no weight copied, and a move of the original shows in the view), its own `_modules`
+    (so the view can be cut without cutting the original), its own hook dictionaries (hooks transformers
+    installs on the view stay on the view) and its own `training` flag, False. A config object is copied too,
+    since cutting ALBERT sets its layer count there. A module used twice stays one module in the view.
+
+    >>> block = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5)).train()
+    >>> view = shallow_view(block)
+    >>> view[0].weight is block[0].weight, view.training, block.training, block[1].training
+    (True, False, True, True)
+    """
+    return _view(module, {}, {})
+
+
+def _view(module: nn.Module, memo: dict[int, nn.Module], configs: dict[int, Any]) -> nn.Module:
+    if id(module) in memo:
+        return memo[id(module)]
+    view = copy.copy(module)  # a new __dict__ holding the same values
+    memo[id(module)] = view
+    state = view.__dict__
+    for name, value in list(state.items()):
+        if "hook" in name and isinstance(value, dict):
+            state[name] = type(value)(value)
+    config = state.get("config")
+    if config is not None and hasattr(config, "to_dict"):
+        if id(config) not in configs:
+            configs[id(config)] = copy.deepcopy(config)
+        state["config"] = configs[id(config)]
+    state["_modules"] = {
+        name: None if child is None else _view(child, memo, configs) for name, child in module._modules.items()
+    }
+    state["training"] = False
+    return view
+
+
+class UserModel:
+    """What the metric runs for a model object: the user's object (`owner`, moved only when the metric is
+    moved) and the eval-mode view of its encoder (`view`, cut to the layer unless all_layers or forward_fn).
+
+    It is called like a Hugging Face encoder (``input_ids=, attention_mask=, output_hidden_states=``) and gives
+    ``out[0]`` ([B, T, D]) or ``out.hidden_states`` (one [B, T, D] per layer), so the embedder runs it as it runs
+    a loaded model.
+    """
+
+    def __init__(self, owner: nn.Module, view: nn.Module, forward_fn: ForwardFn | None, hidden_size: int) -> None:
+        self.owner = owner
+        self.view = view
+        self.forward_fn = forward_fn
+        self.hidden_size = hidden_size
+
+    def __call__(self, input_ids: Tensor, attention_mask: Tensor, output_hidden_states: bool = False) -> Any:
+        if self.forward_fn is None:
+            return self.view(
+                input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=output_hidden_states
+            )
+        out = self.forward_fn(self.view, input_ids, attention_mask)
+        check_forward_output(out, tuple(input_ids.shape), output_hidden_states, self.hidden_size)
+        return SimpleNamespace(hidden_states=out.unbind(2)) if output_hidden_states else (out,)
+
+    def parameters(self) -> Iterator[nn.Parameter]:
+        return self.view.parameters()
+
+    def to(self, device: torch.device | str) -> UserModel:
+        """Move the user's whole object, as moving the metric would move a submodule."""
+        self.owner.to(device)
+        return self
+
+
+def check_forward_output(out: object, ids_shape: tuple[int, ...], all_layers: bool, hidden_size: int | None) -> None:
+    """A clear error unless `out` is a float tensor [B, T, D] ([B, T, L + 1, D] with all_layers) for input ids
+    of shape [B, T] (and D = `hidden_size` where given).
+
+    >>> check_forward_output(torch.zeros(2, 5, 8), (2, 5), all_layers=False, hidden_size=8)
+    >>> check_forward_output(torch.zeros(2, 8), (2, 5), all_layers=False, hidden_size=8)
+    Traceback (most recent call last):
+    ...
+    bertscore_tm.errors.ModelSetupError: forward_fn must return a float tensor [B, T, D] ...: [2, 5, 8] here, ...;
+    it returned a tensor of shape [2, 8]
+    """
+    layers = "L + 1, " if all_layers else ""
+    want = f"[B, T, {layers}D] (batch, tokens, {'layers, ' if all_layers else ''}hidden size"
+    example = f"[{ids_shape[0]}, {ids_shape[1]}, {layers}{hidden_size or 'D'}]"
+    if isinstance(out, Tensor):
+        got = f"a {'' if out.is_floating_point() else 'non-float '}tensor of shape {list(out.shape)}"
+        fits = out.is_floating_point() and out.dim() == (4 if all_layers else 3) and tuple(out.shape[:2]) == ids_shape
+        if fits and (hidden_size is None or out.shape[-1] == hidden_size):
+            return
+    else:
+        got = f"a {type(out).__name__}"
+    raise ModelSetupError(
+        f"forward_fn must return a float tensor {want}: {example} here, for input_ids of shape "
+        f"[{ids_shape[0]}, {ids_shape[1]}]); it returned {got}",
+        argument="forward_fn",
+    )
+
+
+def known_model_name(model: nn.Module) -> str | None:
+    """The name in the model's config (``config.name_or_path``) where `configs/models.json` knows it, else None."""
+    name = str(getattr(getattr(encoder_of(model), "config", None), "name_or_path", "") or "")
+    return name if name and is_known_model(name) else None
+
+
+def hash_model_name(model: nn.Module, forward_fn: ForwardFn | None) -> str:
+    """The model's name in the hash code: the known name of its config, or ``user-supplied-<Class>``; with a
+    forward_fn ``-custom-forward`` is appended, since the scores then come from another forward."""
+    name = known_model_name(model) or f"user-supplied-{type(model).__name__}"
+    return name + ("-custom-forward" if forward_fn is not None else "")
+
+
+def depth_of(encoder: nn.Module) -> int | None:
+    """How many blocks the encoder has: counted where its blocks are found, else its config's layer count."""
+    try:
+        return model_depth(encoder)
+    except ValueError:
+        layers = getattr(getattr(encoder, "config", None), "num_hidden_layers", None)
+        return layers if isinstance(layers, int) else None
+
+
+def _blocks_found(encoder: nn.Module) -> bool:
+    try:
+        model_depth(encoder)
+    except ValueError:
+        return False
+    return True
+
+
+def check_vocabulary(encoder: nn.Module, tokenizer: Any) -> None:
+    """A clear error when the tokenizer has more token ids than the model's embedding table has rows."""
+    rows = None
+    try:
+        get_table = getattr(encoder, "get_input_embeddings", None)
+        table = get_table() if callable(get_table) else None
+        rows = getattr(table, "num_embeddings", None)
+    except (NotImplementedError, AttributeError):
+        pass
+    if rows is None:
+        rows = getattr(getattr(encoder, "config", None), "vocab_size", None)
+    if isinstance(rows, int) and len(tokenizer) > rows:
+        raise ModelSetupError(
+            f"The tokenizer has {len(tokenizer)} token ids but the model's embedding table has {rows} rows: its "
+            "ids past the table would index out of it. Pass the tokenizer the model was trained with (or resize "
+            "the model's embeddings to the tokenizer first).",
+            argument="tokenizer",
+        )
+
+
+def _probe(view: nn.Module, forward_fn: ForwardFn, tokenizer: Any, all_layers: bool) -> Tensor:
+    """forward_fn's output for one short input of special tokens only (no user text): its shape tells the
+    hidden size and (with all_layers) the layer count, and a wrong shape fails before any text is scored."""
+    ids = list(tokenizer("", add_special_tokens=True)["input_ids"]) or [tokenizer.pad_token_id or 0]
+    device = next(view.parameters(), torch.zeros(0)).device
+    input_ids = torch.tensor([ids], dtype=torch.long, device=device)
+    mask = torch.ones_like(input_ids)
+    with torch.inference_mode():
+        out = forward_fn(view, input_ids, mask)
+    check_forward_output(out, tuple(input_ids.shape), all_layers, None)
+    return out
+
+
+def prepare_user_model(
+    model: nn.Module, tokenizer: Any, num_layers: int | None, all_layers: bool, forward_fn: ForwardFn | None
+) -> tuple[UserModel, int]:
+    """The model object set up for scoring, and its depth (number of blocks), or a clear error.
+
+    `num_layers` is the layer to score with (None only with all_layers). Checked here, before any text is
+    scored: the tokenizer fits the embedding table; the layer exists; a layer below the depth needs blocks the
+    view can be cut at, unless a forward_fn picks the layer itself; forward_fn's output has the right shape.
+    """
+    encoder = encoder_of(model)
+    check_vocabulary(encoder, tokenizer)
+    view = shallow_view(encoder)
+    depth = depth_of(view)
+    if forward_fn is not None:
+        out = _probe(view, forward_fn, tokenizer, all_layers)
+        if all_layers:
+            depth = out.shape[2] - 1
+        hidden_size = int(out.shape[-1])
+    else:
+        if depth is None:
+            raise ModelSetupError(
+                f"Cannot tell how many layers {type(encoder).__name__} has: its blocks are not in a layout "
+                "bertscore-tm knows and its config has no num_hidden_layers. Pass forward_fn=(model, input_ids, "
+                "attention_mask) -> [B, T, D] returning the layer to score with.",
+                argument="forward_fn",
+            )
+        size = family_hidden_size(view)
+        if size is None:
+            raise ModelSetupError(
+                f"Cannot tell the hidden size of {type(encoder).__name__} (its config has no hidden_size): pass "
+                "forward_fn=(model, input_ids, attention_mask) -> [B, T, D].",
+                argument="forward_fn",
+            )
+        hidden_size = size
+    if num_layers is not None and depth is not None and not 0 <= num_layers <= depth:
+        raise ArgumentValueError(
+            f"num_layers must be between 0 and {depth} for this {type(encoder).__name__}, got {num_layers}",
+            argument="num_layers",
+            allowed=f"0 to {depth}",
+            value=num_layers,
+        )
+    if forward_fn is None and not all_layers and num_layers is not None and depth is not None and num_layers < depth:
+        if not _blocks_found(view):
+            raise ModelSetupError(
+                f"num_layers={num_layers} is below the depth of {type(encoder).__name__} ({depth}), but its blocks "
+                "are not in a layout bertscore-tm knows, so it cannot stop after block "
+                f"{num_layers}. Pass forward_fn=(model, input_ids, attention_mask) -> [B, T, D] returning layer "
+                f"{num_layers} (e.g. model(input_ids, attention_mask=attention_mask, output_hidden_states=True)"
+                f".hidden_states[{num_layers}]), or num_layers={depth}.",
+                argument="num_layers",
+            )
+        cut_to_layers(view, num_layers)
+    if depth is None:
+        depth = num_layers if num_layers is not None else 0
+    return UserModel(model, view, forward_fn, hidden_size), depth

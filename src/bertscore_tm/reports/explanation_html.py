@@ -1,0 +1,198 @@
+"""Explanations as one self-contained HTML page: inline CSS and SVG and a few lines of inline script, nothing
+fetched, so the page works offline and can be mailed or archived as one file.
+
+Each pair shows its P/R/F (bars), each reference's scores, the candidate with its weakly supported words
+marked (possible additions) and the best reference with its weakly covered words marked (possible omissions);
+hovering a word (or focusing it) shows its counterpart, support, weight and contribution and highlights the
+counterpart; a table holds every token. Every text is escaped (`html.escape`), so nothing in a candidate or
+reference can become markup or script. What the page shows: docs/explain.md.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from bertscore_tm.explanations.types import PairExplanation, TokenExplanation, WordExplanation
+
+STYLE = """
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1em 2em;
+color:#1d2228;background:#fff}
+h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.15em;margin:0 0 .4em}h3{font-size:1em;margin:.8em 0 .2em}
+.hash{font:12px ui-monospace,monospace;color:#555;word-break:break-all}
+.pair{border:1px solid #d5dae0;border-radius:8px;padding:1em 1.2em;margin:1.2em 0;box-shadow:0 1px 2px #0001}
+.scores{display:flex;gap:2em;align-items:center;flex-wrap:wrap}
+.text{font-size:1.08em;line-height:2.1;background:#fafbfc;border-radius:6px;padding:.3em .6em;margin:0}
+.w{position:relative;border-radius:3px;padding:1px 2px;cursor:default;outline:none}
+.w.weak{background:#f9c9c5;border-bottom:2px solid #c62828}
+.w.hl,.w:hover,.w:focus{outline:2px solid #1565c0}
+.w .tip{display:none;position:absolute;left:0;top:1.9em;z-index:5;background:#263238;color:#fff;font-size:12px;
+line-height:1.4;padding:.35em .6em;border-radius:4px;white-space:nowrap}
+.w:hover .tip,.w:focus .tip{display:block}
+.cut{color:#9aa3ab}
+table{border-collapse:collapse;font-size:13px;margin:.3em 0}
+td,th{padding:2px 8px;text-align:left;border-bottom:1px solid #eceff1}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+tr.special td{color:#78909c}tr.best td{font-weight:600}
+.notes{color:#455a64;font-size:13px;margin:.5em 0 0;padding-left:1.2em}
+.legend{font-size:13px;color:#455a64}.legend .w{cursor:auto}
+details summary{cursor:pointer;color:#1565c0;margin-top:.6em}
+"""
+
+#: Hovering a word outlines its counterpart on the other side (ids are the page's own; texts never reach here).
+SCRIPT = """
+document.querySelectorAll('.w[data-c]').forEach(function(w){
+ var c=document.getElementById(w.getAttribute('data-c'));if(!c)return;
+ w.addEventListener('mouseenter',function(){c.classList.add('hl')});
+ w.addEventListener('mouseleave',function(){c.classList.remove('hl')});});
+"""
+
+
+def render_html(
+    explanations: Sequence[PairExplanation],
+    lines: Sequence[int | None] | None = None,
+    title: str = "BERTScore: why this score?",
+) -> str:
+    """The whole page for `explanations` (headed by their line numbers where `lines` gives them)."""
+    numbers = list(lines) if lines is not None else [None] * len(explanations)
+    sections = [pair_section(e, n, f"p{k}") for k, (e, n) in enumerate(zip(explanations, numbers, strict=True))]
+    return page(title, [legend(), *sections])
+
+
+def page(title: str, body: Sequence[str]) -> str:
+    """A complete HTML document with the page's style and script."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{STYLE}</style></head>\n<body>\n<h1>{_e(title)}</h1>\n"
+        + "\n".join(body)
+        + f"\n<script>{SCRIPT}</script>\n</body></html>\n"
+    )
+
+
+def legend() -> str:
+    return (
+        '<p class="legend"><span class="w weak">weak</span> a word whose support (the weight-averaged similarity '
+        "of its tokens to their best matches) is below the threshold: on the candidate's side a possible "
+        "addition, on the reference's a possible omission. Hover a word for its counterpart.</p>"
+    )
+
+
+def pair_section(why: PairExplanation, line: int | None, key: str) -> str:
+    """One pair: scores, references, both texts with weak words marked, notes and the token tables. `key`
+    makes the words' ids unique on the page."""
+    head = f"Line {line}" if line is not None else "Pair"
+    parts = [
+        f'<section class="pair"><h2>{_e(head)}</h2><p class="hash">{_e(why.hash_code)}</p>',
+        f'<div class="scores">{score_bars(why)}<div>{_references(why)}<p>{_e(_threshold(why))}</p></div></div>',
+        "<h3>Candidate <small>(weak words: possible additions)</small></h3>",
+        _text(why.candidate, why.candidate_words, why.candidate_tokens, f"{key}c", f"{key}r", why.reference_tokens),
+        f"<h3>Reference {why.best_reference} <small>(weak words: possible omissions)</small></h3>",
+        _text(why.reference, why.reference_words, why.reference_tokens, f"{key}r", f"{key}c", why.candidate_tokens),
+    ]
+    if why.notes:
+        parts.append('<ul class="notes">' + "".join(f"<li>{_e(n)}</li>" for n in why.notes) + "</ul>")
+    parts.append("<details><summary>Every token</summary>")
+    parts.append(_token_table("Candidate", "P", why.raw.precision, why.candidate_tokens, why.reference_tokens))
+    parts.append(_token_table("Reference", "R", why.raw.recall, why.reference_tokens, why.candidate_tokens))
+    parts.append("</details></section>")
+    return "\n".join(parts)
+
+
+def score_bars(why: PairExplanation) -> str:
+    """P, R and F1 as three horizontal bars (an inline SVG; a score below 0, possible after rescaling, shows
+    no bar)."""
+    rows = []
+    for n, (name, value) in enumerate((("P", why.precision), ("R", why.recall), ("F1", why.f1))):
+        y = 6 + 26 * n
+        width = 0.0 if value != value else max(0.0, min(1.0, value)) * 200
+        rows.append(
+            f'<text x="0" y="{y + 14}" font-size="13">{name}</text>'
+            f'<rect x="28" y="{y}" width="200" height="18" fill="#eceff1"/>'
+            f'<rect x="28" y="{y}" width="{width:.1f}" height="18" fill="#1e88e5"/>'
+            f'<text x="236" y="{y + 14}" font-size="13">{_num(value)}</text>'
+        )
+    return f'<svg width="310" height="84" role="img" aria-label="P, R and F1">{"".join(rows)}</svg>'
+
+
+def _references(why: PairExplanation) -> str:
+    rows = ['<table><tr><th>reference</th><th class="n">P</th><th class="n">R</th><th class="n">F1</th></tr>']
+    for j, s in enumerate(why.reference_scores):
+        best = ' class="best"' if j == why.best_reference else ""
+        cells = "".join(f'<td class="n">{_num(x)}</td>' for x in (s.precision, s.recall, s.f1))
+        rows.append(f"<tr{best}><td>{j}{' (best)' if best else ''}</td>{cells}</tr>")
+    return "".join(rows) + "</table>"
+
+
+def _threshold(why: PairExplanation) -> str:
+    limit = why.threshold
+    if limit.candidate is None or limit.reference is None:
+        return f"Weak words: not marked ({limit.source})."
+    return (
+        f"Weak: support below {limit.candidate:.4f} (candidate) and {limit.reference:.4f} (reference), "
+        f"from {limit.source}. Weights: {why.weighting}."
+    )
+
+
+def _text(
+    text: str,
+    words: Sequence[WordExplanation],
+    tokens: Sequence[TokenExplanation],
+    mine: str,
+    theirs: str,
+    other_tokens: Sequence[TokenExplanation],
+) -> str:
+    """The original text, each word a hoverable span; characters in no word (white space, or a part cut off
+    at the window) shown as they are."""
+    out, at = [], 0
+    for w in words:
+        out.append(_gap(text[at : w.start]))
+        tip = (
+            f"best match: {w.counterpart_text or '-'} · support {w.support:.3f} · weight {w.weight:.3f} · "
+            f"contribution {_num(w.contribution)}"
+        )
+        counterpart = "" if w.counterpart is None else f' data-c="{theirs}{w.counterpart}"'
+        weak = " weak" if w.weak else ""
+        out.append(
+            f'<span class="w{weak}" id="{mine}{w.index}"{counterpart} tabindex="0">{_e(w.text)}'
+            f'<span class="tip">{_e(tip)}</span></span>'
+        )
+        at = w.end
+    out.append(_gap(text[at:]))
+    return f'<p class="text">{"".join(out)}</p>'
+
+
+def _gap(text: str) -> str:
+    """Characters between words: white space as it is, anything else (a part past the window) greyed."""
+    if not text.strip():
+        return _e(text)
+    return f'<span class="cut">{_e(text)}</span>'
+
+
+def _token_table(
+    side: str, score: str, total: float, tokens: Sequence[TokenExplanation], other: Sequence[TokenExplanation]
+) -> str:
+    head = (
+        f"<h3>{side} tokens: the contributions add up to {score} = {_num(total)} (before any rescaling)</h3>"
+        '<table><tr><th class="n">#</th><th>token</th><th>chars</th><th>match</th><th class="n">similarity</th>'
+        '<th class="n">weight</th><th class="n">contribution</th></tr>'
+    )
+    rows = []
+    for t in tokens:
+        chars = "special" if t.special else "" if t.start is None else f"{t.start}-{t.end}"
+        match = "" if t.match is None else f"{t.match} {other[t.match].token}"
+        special = ' class="special"' if t.special else ""
+        rows.append(
+            f'<tr{special}><td class="n">{t.index}</td><td>{_e(t.token)}</td><td>{chars}</td><td>{_e(match)}</td>'
+            f'<td class="n">{t.similarity:.4f}</td><td class="n">{t.weight:.4f}</td>'
+            f'<td class="n">{_num(t.contribution)}</td></tr>'
+        )
+    return head + "".join(rows) + "</table>"
+
+
+def _e(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _num(x: float) -> str:
+    return "nan" if x != x else f"{x:.4f}"

@@ -1,0 +1,440 @@
+"""Matching: greedy cosine matching of token vectors, and the weighted P, R, F it leads to.
+
+Stage one (`greedy_match`: `plan_matches`, a pure plan of blocks, then `run_plan`) embeds the texts of a block
+of (candidate, reference) matches, each unique text once, and keeps for every token only its best similarity
+on the other side: the embeddings are dropped after each block, so memory is bounded by the block and not by
+the number of pairs. Those best similarities do not depend on the weights, so IDF (which needs every reference
+of every rank) is applied afterwards, in stage two (`weighted_scores`). Padding is masked out and never counts
+as a match.
+Windowed long texts (long_texts="window") may outgrow a block or one similarity matrix: those matches are
+streamed and tiled in the same budget by `bertscore_tm.scoring.longpairs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.embedding.embedder import Embedder, TokenTexts
+from bertscore_tm.errors import DeviceMemoryError, warn_user
+from bertscore_tm.scoring.longpairs import match_large_in_tiles, stream_matches
+from bertscore_tm.scoring.similarity import similarities
+
+
+def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:
+    """Concatenation of arange(start, start + length) for each pair; int64."""
+    lengths = lengths.long()
+    total = int(lengths.sum())
+    if total == 0:
+        return torch.zeros(0, dtype=torch.long, device=starts.device)
+    seg_start = torch.cumsum(lengths, 0) - lengths
+    shift = torch.repeat_interleave(starts.long() - seg_start, lengths)
+    return torch.arange(total, device=starts.device) + shift
+
+
+def _blocks(
+    match_cand: Sequence[int], match_ref: Sequence[int], lengths: Sequence[int], block_tokens: int
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """Consecutive ranges of matches whose distinct texts hold at most `block_tokens` tokens (or a single
+    match, where that alone holds more), and each range's token count."""
+    blocks: list[tuple[int, int]] = []
+    sizes: list[int] = []
+    start, tokens = 0, 0
+    seen: set[int] = set()
+    for m, (c, r) in enumerate(zip(match_cand, match_ref, strict=True)):
+        new = {t for t in (c, r) if t not in seen}
+        extra = sum(lengths[t] for t in new)
+        if m > start and tokens + extra > block_tokens:
+            blocks.append((start, m))
+            sizes.append(tokens)
+            start, seen, tokens = m, set(), 0
+            new = {c, r}
+            extra = sum(lengths[t] for t in new)
+        seen |= new
+        tokens += extra
+    if start < len(match_cand):
+        blocks.append((start, len(match_cand)))
+        sizes.append(tokens)
+    return blocks, sizes
+
+
+@dataclass(frozen=True)
+class MatchPlan:
+    """How `greedy_match` runs: the matches in length order, cut into blocks whose texts fit one table.
+
+    `order` lists the matches in the order they run; block b runs ``order[blocks[b][0] : blocks[b][1]]``.
+    `capacity` is the table's row count (a zero padding row comes on top). `last_use[t]` is the last block
+    that needs text t (-1: none), so a text a later block needs again is kept aside, and only such texts.
+    Match m's best similarities go to rows ``cand_rows[m] ..`` (``+ cand_lengths[m]``) of the candidate
+    results and ``ref_rows[m] ..`` of the reference results.
+    """
+
+    order: Tensor
+    blocks: list[tuple[int, int]]
+    capacity: int
+    last_use: Tensor
+    cand_lengths: Tensor
+    ref_lengths: Tensor
+    cand_rows: Tensor
+    ref_rows: Tensor
+    #: matches (window mode only) whose texts alone outgrow the table: streamed through it after the blocks
+    streamed: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+
+    @property
+    def cand_tokens(self) -> int:
+        """Rows of the candidate results: one per candidate token per match."""
+        return int(self.cand_lengths.sum())
+
+    @property
+    def ref_tokens(self) -> int:
+        return int(self.ref_lengths.sum())
+
+
+def plan_matches(
+    texts: TokenTexts,
+    match_cand: Tensor,
+    match_ref: Tensor,
+    *,
+    rows: int,
+    row_bytes: int,
+    budget_bytes: int,
+    min_block_tokens: int,
+    plan_in_budget: bool,
+    long_texts: bool = False,
+) -> MatchPlan:
+    """Plan the blocks of a greedy matching (pure: no model, nothing embedded).
+
+    Matches are sorted by their two texts' total length, so a block's texts are of similar lengths on both
+    sides: its forward batches (of one length each) are fewer and fuller than with the candidates sorted and the
+    references of any length, and its matching batches hold little padding. The results (`rows` float32
+    per token of every match) and, where `plan_in_budget` (on the CPU, where they share memory), the plan's own
+    tensors are taken from `budget_bytes` first; the table gets the rest, `row_bytes` a token, but never less
+    than `min_block_tokens` rows. With `long_texts` (window mode), a match whose texts alone outgrow the table
+    is left out of the blocks and listed in `streamed` instead (`bertscore_tm.scoring.longpairs` runs those).
+
+    >>> texts = TokenTexts((torch.arange(10, dtype=torch.int32),), torch.zeros(3, dtype=torch.uint8),
+    ...                    torch.tensor([0, 4, 7]), torch.tensor([4, 3, 3], dtype=torch.int32))
+    >>> plan = plan_matches(texts, torch.tensor([0, 1], dtype=torch.int32), torch.tensor([1, 2], dtype=torch.int32),
+    ...                     rows=1, row_bytes=16, budget_bytes=1 << 20, min_block_tokens=512, plan_in_budget=True)
+    >>> plan.order.tolist(), plan.blocks, plan.capacity, plan.last_use.tolist()
+    ([1, 0], [(0, 2)], 10, [0, 0, 0])
+    """
+    mc, mr = match_cand.int(), match_ref.int()
+    lc, lr = texts.length[mc].long(), texts.length[mr].long()
+    out_c, out_r = torch.cumsum(lc, 0) - lc, torch.cumsum(lr, 0) - lr  # where each match's rows go
+    order = torch.argsort(lc + lr, stable=True)
+    if len(mc) == 0:
+        return MatchPlan(order, [], 0, torch.full((len(texts),), -1, dtype=torch.int32), lc, lr, out_c, out_r)
+    held_bytes = 4 * rows * int(lc.sum() + lr.sum())  # the results
+    if plan_in_budget:
+        plan = [texts.which, texts.start, texts.length, match_cand, match_ref, mc, mr, lc, lr, out_c, out_r, order]
+        held_bytes += sum(t.numel() * t.element_size() for t in {t.data_ptr(): t for t in plan}.values())
+    held_bytes += 4 * len(texts)  # last_use, below
+    block_tokens = max(min_block_tokens, (budget_bytes - held_bytes) // row_bytes)
+    alone = torch.where(mc == mr, lc, lc + lr) if long_texts else torch.zeros_like(lc)
+    streamed = order[alone[order] > block_tokens]
+    order = order[alone[order] <= block_tokens]
+    sorted_c, sorted_r = mc[order].long(), mr[order].long()
+    blocks, block_sizes = _blocks(sorted_c.tolist(), sorted_r.tolist(), texts.length.tolist(), block_tokens)
+    block_of = torch.repeat_interleave(
+        torch.arange(len(blocks), dtype=torch.int32), torch.tensor([hi - lo for lo, hi in blocks], dtype=torch.long)
+    )
+    last_use = torch.full((len(texts),), -1, dtype=torch.int32)
+    last_use.scatter_reduce_(0, sorted_c, block_of, reduce="amax")
+    last_use.scatter_reduce_(0, sorted_r, block_of, reduce="amax")
+    capacity = max(block_sizes) if len(blocks) == 1 and not len(streamed) else max([block_tokens, *block_sizes])
+    return MatchPlan(order, blocks, capacity, last_use, lc, lr, out_c, out_r, streamed)
+
+
+def gather_elements(device: torch.device) -> int:
+    """Gathered vector elements per matching batch: on a CPU few enough (4 MiB of float32) that a batch's
+    gathered vectors and their float64 copies stay in the processor's cache from the gather through the
+    conversion to the product (docs/performance.md, Memory); accelerators take batches four times larger, for
+    fewer launches."""
+    return 1 << 20 if device.type == "cpu" else 1 << 22
+
+
+def greedy_match(
+    embedder: Embedder,
+    texts: TokenTexts,
+    match_cand: Tensor,
+    match_ref: Tensor,
+    block_bytes: int | None = None,
+    gather_budget: int | None = None,
+    progress: object | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Best similarity of every token of every match, float32 on the embedder's device.
+
+    `texts` are distinct token-id sequences; match m pairs candidate text `match_cand[m]` with reference
+    text `match_ref[m]`. Returns (cand_best, ref_best): cand_best holds, match after match, one row per
+    candidate token (its best similarity over the reference's tokens), ref_best one row per reference token;
+    each row has one column per layer. A token with nothing to match against gets 0.
+
+    Matches are taken in order of length, in blocks whose texts fit in one table of token vectors,
+    allocated once (`plan_matches`, then `run_plan`). The results, and on the CPU the plan itself (a few
+    integers per text and per match), share `block_bytes` (default: the embedder's) with that table: so the
+    working memory of a compute is the same whatever the number of pairs, and more pairs cost only their
+    state, until the table would hold less than two full forward batches; it never gets smaller than that.
+    A text a later block needs again is kept aside (and only such texts), so each distinct text is embedded
+    once. Matching batches hold at most `gather_budget` gathered vector elements (default: `gather_elements`).
+
+    Where the accelerator has no room for the table, or for one text's forward pass beside it, the plan is made
+    again with half the budget (smaller blocks), for as long as that makes the table smaller, with one warning.
+    """
+    first = budget = embedder.block_bytes if block_bytes is None else block_bytes
+    tokens = embedder.max_tokens
+    lost: DeviceMemoryError | None = None  # the error of the last plan that ran out of memory
+    capacity = 0  # that plan's table rows
+    while True:
+        plan = plan_matches(
+            texts,
+            match_cand,
+            match_ref,
+            rows=embedder.num_rows,
+            row_bytes=4 * embedder.num_rows * embedder.hidden_size,
+            budget_bytes=budget,
+            min_block_tokens=max(512, 2 * embedder.max_tokens),
+            plan_in_budget=embedder.device.type == "cpu",
+            long_texts=embedder.windows is not None,
+        )
+        if lost is not None and plan.capacity >= capacity:  # a smaller budget no longer shrinks the table
+            raise lost
+        try:
+            best = run_plan(embedder, texts, match_cand, match_ref, plan, gather_budget, progress)
+        except DeviceMemoryError as err:  # the work of this plan is dropped; the next starts from the first block
+            lost, capacity, budget = err, plan.capacity, budget // 2
+            embedder.max_tokens = tokens  # the forward passes beside a smaller table may fit in larger batches
+            continue
+        if budget != first:
+            warn_user(
+                f"The memory of {embedder.device} could not hold the table of token vectors of a {first >> 20} MiB "
+                f"working budget together with the forward passes; it went on with {budget >> 20} MiB (smaller "
+                "blocks; the same scores, to the last float32 bit of an accelerator's products: docs/semantics.md)."
+            )
+        return best
+
+
+def run_plan(
+    embedder: Embedder,
+    texts: TokenTexts,
+    match_cand: Tensor,
+    match_ref: Tensor,
+    plan: MatchPlan,
+    gather_budget: int | None = None,
+    progress: object | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Run a plan of `plan_matches`: embed each block's new texts into the one table, match, keep the best
+    similarities; returns (cand_best, ref_best) as `greedy_match` describes them (`gather_budget` too)."""
+    device = embedder.device
+    gather_budget = gather_elements(device) if gather_budget is None else gather_budget
+    rows = embedder.num_rows
+    cand_best = torch.zeros((plan.cand_tokens, rows), dtype=torch.float32, device=device)
+    ref_best = torch.zeros((plan.ref_tokens, rows), dtype=torch.float32, device=device)
+    if not plan.blocks and not len(plan.streamed):
+        return cand_best, ref_best
+    mc, mr = match_cand.int(), match_ref.int()
+    lc, lr, out_c, out_r = plan.cand_lengths, plan.ref_lengths, plan.cand_rows, plan.ref_rows
+    last_use = plan.last_use
+    long_texts = embedder.windows is not None
+    # one table for every block, and a zero padding row
+    table = embedder.new_table(plan.capacity + 1)
+    pad_row = plan.capacity
+    table[pad_row] = 0
+    aside = KeptAside(lambda t: int(last_use[t]), lambda t: int(texts.length[t]))
+    for b, (lo, hi) in enumerate(plan.blocks):
+        sel = plan.order[lo:hi]
+        block_cand, block_ref = mc[sel].tolist(), mr[sel].tolist()
+        needed = list(dict.fromkeys(block_cand + block_ref))
+        start_of, fresh = aside.fill(embedder, table, needed, texts.__getitem__, b, progress)
+        c_rows = torch.tensor([start_of[t] for t in block_cand], dtype=torch.long)
+        r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
+        lens, outs = (lc[sel], lr[sel]), (out_c[sel], out_r[sel])
+        _match_block(table, pad_row, c_rows, r_rows, *lens, *outs, cand_best, ref_best, rows, gather_budget, long_texts)
+        aside.keep(table, fresh, start_of, b)
+    if len(plan.streamed):  # long texts (bertscore_tm.scoring.longpairs)
+        stream_matches(
+            embedder,
+            texts,
+            table[: plan.capacity],
+            plan.streamed,
+            mc,
+            mr,
+            out_c,
+            out_r,
+            cand_best,
+            ref_best,
+            gather_budget,
+            counted=last_use >= 0,
+            progress=progress,
+        )
+    del table, aside
+    release_freed_memory()
+    return cand_best, ref_best
+
+
+class KeptAside:
+    """The vectors of texts that a later block needs again, kept between blocks of one table, so that each
+    distinct text is embedded once (and only such texts are kept). `last_use(t)` is the last block needing text
+    `t`, `length(t)` its number of table rows."""
+
+    def __init__(self, last_use: Callable[[int], int], length: Callable[[int], int]) -> None:
+        self.last_use, self.length = last_use, length
+        self.kept: dict[int, Tensor] = {}
+
+    def fill(
+        self,
+        embedder: Embedder,
+        table: Tensor,
+        needed: list[int],
+        seq_of: Callable[[int], Tensor],
+        block: int,
+        progress: object | None = None,
+    ) -> tuple[dict[int, int], list[int]]:
+        """Put the vectors of the `needed` texts of `block` into `table` from its first row: the new ones
+        embedded, the kept ones copied in (and let go after their last block). Returns each text's first row
+        and the texts embedded now. The new ones are laid out longest first, the order of the embedder's batches,
+        so that each batch is normalised straight into its rows (`Embedder.embed_into`)."""
+        fresh = sorted((t for t in needed if t not in self.kept), key=lambda t: -self.length(t))
+        starts = embedder.embed_into(table, [seq_of(t) for t in fresh], progress=progress)
+        start_of = dict(zip(fresh, starts, strict=True))
+        row = starts[-1] + self.length(fresh[-1]) if fresh else 0
+        for t in needed:
+            if t in self.kept:  # embedded by an earlier block
+                vectors = self.kept.pop(t) if self.last_use(t) <= block else self.kept[t]
+                table[row : row + len(vectors)] = vectors
+                start_of[t] = row
+                row += len(vectors)
+        return start_of, fresh
+
+    def keep(self, table: Tensor, fresh: list[int], start_of: dict[int, int], block: int) -> None:
+        """Keep aside what later blocks need from the texts `block` embedded."""
+        for t in fresh:
+            if self.last_use(t) > block:
+                self.kept[t] = table[start_of[t] : start_of[t] + self.length(t)].clone()
+
+
+def _load_malloc_trim() -> Callable[[int], int] | None:
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        return None
+
+
+_MALLOC_TRIM = _load_malloc_trim()
+
+
+def release_freed_memory() -> None:
+    """Hand the heap memory freed by a block back to the OS (glibc keeps it otherwise, so the resident
+    size would creep up block after block even though nothing is held)."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
+def _match_block(
+    table: Tensor,
+    pad_row: int,
+    c_rows: Tensor,
+    r_rows: Tensor,
+    lc: Tensor,
+    lr: Tensor,
+    out_c: Tensor,
+    out_r: Tensor,
+    cand_best: Tensor,
+    ref_best: Tensor,
+    rows: int,
+    gather_budget: int,
+    tiled: bool = False,
+) -> None:
+    """Match i pairs the candidate at table rows c_rows[i] .. + lc[i] with the reference at r_rows[i] ..
+    + lr[i]; the candidate's best similarities go to cand_best rows out_c[i] .., the reference's likewise.
+    With `tiled` (window mode), a match whose similarity matrix alone passes the budget is matched in tiles."""
+    device = table.device
+    width = table.shape[-1]
+    order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
+    if tiled:  # long texts: a match whose similarity matrix alone passes the budget is matched in tiles
+        done = match_large_in_tiles(
+            table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget
+        )
+        order = order[~done[order]]
+    # the matches in that order; each batch below is a slice of them (their lengths read as Python integers)
+    lc, lr, c_rows, r_rows, out_c, out_r = (t[order].to(device) for t in (lc, lr, c_rows, r_rows, out_c, out_r))
+    sizes_c, sizes_r = lc.tolist(), lr.tolist()
+    pos, n = 0, len(sizes_c)
+    while pos < n:
+        # sorted by the longer side, so no later match has a side longer than this one's longer side
+        longest = max(sizes_c[pos], sizes_r[pos])
+        per = max(1, 2 * longest * width * rows, longest * longest * rows)
+        count = max(1, min(n - pos, gather_budget // per))
+        part = slice(pos, pos + count)
+        pos += count
+        ar_c = torch.arange(max(sizes_c[part]), device=device)
+        ar_r = torch.arange(max(sizes_r[part]), device=device)
+        cmask, rmask = ar_c < lc[part, None], ar_r < lr[part, None]
+        c = table[torch.where(cmask, c_rows[part, None] + ar_c, pad_row)]  # [B, Lc, (rows,) D]
+        r = table[torch.where(rmask, r_rows[part, None] + ar_r, pad_row)]
+        if rows > 1:  # [rows, B, L, D], as views: similarities() makes them contiguous as it converts them
+            c, r = c.permute(2, 0, 1, 3), r.permute(2, 0, 1, 3)
+        else:
+            c, r = c[None], r[None]
+        sim = similarities(c, r)  # [rows, B, Lc, Lr], a new tensor
+        sim.masked_fill_(~(cmask[:, :, None] & rmask[:, None, :]), float("-inf"))
+        best_c = sim.amax(dim=3)  # [rows, B, Lc]
+        best_r = sim.amax(dim=2)  # [rows, B, Lr]
+        best_c.masked_fill_(torch.isinf(best_c), 0.0)  # a token with nothing to match against
+        best_r.masked_fill_(torch.isinf(best_r), 0.0)
+        cand_best[(out_c[part, None] + ar_c)[cmask]] = best_c.permute(1, 2, 0)[cmask]
+        ref_best[(out_r[part, None] + ar_r)[rmask]] = best_r.permute(1, 2, 0)[rmask]
+
+
+def segment_sum(values: Tensor, lengths: Tensor) -> Tensor:
+    """Sums of consecutive segments of `values` (first dimension) with the given lengths."""
+    seg = torch.repeat_interleave(torch.arange(len(lengths), device=values.device), lengths.to(values.device))
+    out = torch.zeros((len(lengths), *values.shape[1:]), dtype=values.dtype, device=values.device)
+    return out.index_add_(0, seg, values)
+
+
+def weighted_scores(
+    cand_best: Tensor,
+    cand_weight: Tensor,
+    cand_len: Tensor,
+    ref_best: Tensor,
+    ref_weight: Tensor,
+    ref_len: Tensor,
+    blank: Tensor,
+) -> Tensor:
+    """P, R, F of each match: [matches, rows, 3] float32.
+
+    P is the weight-averaged best similarity of the candidate's tokens, R of the reference's; F their
+    harmonic mean, 0 where undefined. Matches with a blank side (`blank`) score 0, as in the reference.
+    """
+    cw = cand_weight.to(torch.float64)[:, None]
+    rw = ref_weight.to(torch.float64)[:, None]
+    p = segment_sum(cand_best.to(torch.float64) * cw, cand_len) / segment_sum(cw, cand_len)
+    r = segment_sum(ref_best.to(torch.float64) * rw, ref_len) / segment_sum(rw, ref_len)
+    return torch.stack(f_measure(p, r, blank.to(p.device)[:, None]), dim=-1).to(torch.float32)
+
+
+def f_measure(p: Tensor, r: Tensor, blank: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The one F-measure rule: P, R and their harmonic mean F (0 where undefined, a NaN P or R or both 0), in
+    the precision given (float64 here); pairs with a blank side (`blank`, broadcast) score P = R = F = 0, as
+    in the reference.
+
+    >>> f_measure(torch.tensor([0.8, 0.0]), torch.tensor([0.6, 0.0]), torch.tensor([False, False]))[2]
+    tensor([0.6857, 0.0000])
+    """
+    f = 2 * p * r / (p + r)
+    f = f.masked_fill(torch.isnan(f) | blank, 0.0)
+    return p.masked_fill(blank, 0.0), r.masked_fill(blank, 0.0), f
+
+
+def best_of_references(scores: Tensor, ref_counts: Tensor) -> Tensor:
+    """Per candidate, the maximum over its references, separately for P, R and F: [cands, rows, 3]."""
+    owner = torch.repeat_interleave(torch.arange(len(ref_counts), device=scores.device), ref_counts.to(scores.device))
+    out = torch.full((len(ref_counts), *scores.shape[1:]), float("-inf"), dtype=scores.dtype, device=scores.device)
+    index = owner.view(-1, *([1] * (scores.dim() - 1))).expand_as(scores)
+    return out.scatter_reduce(0, index, scores, reduce="amax", include_self=True)

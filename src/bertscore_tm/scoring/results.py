@@ -1,0 +1,82 @@
+"""The typed result of a compute: per-pair precision, recall and F1 and the setting's hash code.
+
+`BERTScore.compute()` returns what torchmetrics and Lightning expect (a dict, or one tensor with `output`,
+reduced with `reduction`), so its type is a union. Callers inside the package (`score`, `layer_means`, the
+command line) need the per-pair tensors themselves: `BERTScore.compute_scores()` gives them as a `Scores`,
+whatever `reduction` and `output` are, so nobody has to narrow the union.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from torch import Tensor
+
+from bertscore_tm.settings.arguments import OUTPUTS
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Per-pair scores, in input order: each tensor is [pairs], or [layers + 1, pairs] with all_layers.
+    `as_tuple()` gives (P, R, F), as bert-score returns them.
+
+    >>> import torch
+    >>> s = Scores(torch.tensor([0.9]), torch.tensor([0.8]), torch.tensor([0.85]), "code")
+    >>> s.as_tuple()
+    (tensor([0.9000]), tensor([0.8000]), tensor([0.8500]))
+    """
+
+    precision: Tensor
+    recall: Tensor
+    f1: Tensor
+    hash_code: str
+    #: per pair, the index among its references of the best one (the highest F; the lowest index on a tie),
+    #: int64 and shaped as the scores; None where not computed
+    best_reference: Tensor | None = None
+
+    def as_tuple(self) -> tuple[Tensor, Tensor, Tensor]:
+        """(P, R, F), the order bert-score returns them in."""
+        return self.precision, self.recall, self.f1
+
+
+def format_scores(per: Tensor, output: str | None, hash_code: str | None) -> dict[str, Tensor | str] | Tensor:
+    """Scores stacked as [3, ...] (P, R, F) as the Metric and its twins return them: the tensor named by
+    `output` alone, else a dict of the three, with the hash code under ``"hash"`` when one is given.
+
+    >>> import torch
+    >>> format_scores(torch.tensor([[0.9], [0.8], [0.85]]), None, "code")["hash"]
+    'code'
+    >>> format_scores(torch.tensor([[0.9], [0.8], [0.85]]), "recall", None)
+    tensor([0.8000])
+    """
+    if output is not None:
+        return per[OUTPUTS.index(output)]
+    result: dict[str, Tensor | str] = dict(zip(OUTPUTS, per.unbind(0), strict=True))
+    if hash_code is not None:
+        result["hash"] = hash_code
+    return result
+
+
+@contextmanager
+def progress_bar(show: bool, total: int, desc: str, unit: str) -> Iterator[Any]:
+    """A tqdm bar of `total` steps when `show`, else None; closed however the work ends."""
+    if not show:
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit=unit)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def scores_of(per_pair: Tensor, all_layers: bool, hash_code: str) -> Scores:
+    """`Scores` from the paired engine's [pairs, rows, 4] (P, R, F, best reference) result."""
+    per = per_pair.permute(2, 1, 0)  # [4, rows, pairs]
+    precision, recall, f1, best = (per if all_layers else per[:, 0]).unbind(0)
+    return Scores(precision, recall, f1, hash_code, best.round().long())

@@ -1,0 +1,343 @@
+"""The scoring core: one object, built once from validated settings, a model and a tokenizer, that every
+engine scores with.
+
+It owns what makes a score: the text encoder (tokenisation and the window), the embedder (the frozen model and
+its batching), the weights policy (plain, IDF counted over references, or IDF fixed beforehand), the rescale
+baseline and the hash signature. It knows nothing of torchmetrics: the Metric (`metric.py`) keeps states and
+delegates here; the functional API, all pairs (`pairwise.py`), MBR (`mbr.py`) and the other engines take a
+`Scorer` and use its public interface only, so that no engine imports the Metric (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.embedding.cache import CachingEmbedder, EmbeddingCache
+from bertscore_tm.embedding.embedder import Embedder
+from bertscore_tm.embedding.windows import window_label, window_rule
+from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.models.loading import embedding_rows, load_encoder, resolve_model_path
+from bertscore_tm.models.model_family import model_config, position_limit, vocabulary_rows
+from bertscore_tm.models.registry import default_model, default_num_layers, is_known_model
+from bertscore_tm.models.tokenizing import TextEncoder, check_vocabulary
+from bertscore_tm.models.user_model import ForwardFn, hash_model_name, known_model_name, prepare_user_model
+from bertscore_tm.scoring.baselines import baseline_rows, find_baseline, read_baseline, rescale
+from bertscore_tm.scoring.idf import (
+    corpus_weights,
+    document_frequency,
+    idf_weights,
+    mapping_weights,
+    plain_weights,
+    table_digest,
+    unknown_ids,
+)
+from bertscore_tm.settings.arguments import RULES, LongTexts, default, validate_arguments
+from bertscore_tm.settings.hashcode import HashSignature
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoringSettings:
+    """The settings that make a score (the Metric's own, such as `reduction`, are not here). Built from
+    arguments that `arguments.validate_arguments` has checked; the defaults are those `arguments.SETTINGS`
+    declares."""
+
+    model_name_or_path: str | os.PathLike[str] | None = dataclasses.field(default=default("model_name_or_path"))
+    num_layers: int | None = dataclasses.field(default=default("num_layers"))
+    all_layers: bool = dataclasses.field(default=default("all_layers"))
+    lang: str | None = dataclasses.field(default=default("lang"))
+    idf: bool = dataclasses.field(default=default("idf"))
+    rescale_with_baseline: bool = dataclasses.field(default=default("rescale_with_baseline"))
+    baseline_path: str | os.PathLike[str] | None = dataclasses.field(default=default("baseline_path"))
+    batch_size: int | None = dataclasses.field(default=default("batch_size"))
+    max_length: int | None = dataclasses.field(default=default("max_length"))
+    long_texts: LongTexts = dataclasses.field(default=default("long_texts"))
+    window_stride: int | None = dataclasses.field(default=default("window_stride"))
+    model_dtype: torch.dtype = dataclasses.field(default=getattr(torch, default("model_dtype")))
+    embedding_cache_mb: int = dataclasses.field(default=default("embedding_cache_mb"))
+    compile_model: bool = dataclasses.field(default=default("compile_model"))
+    model: torch.nn.Module | None = dataclasses.field(default=default("model"))
+    tokenizer: Any = dataclasses.field(default=default("tokenizer"))
+    forward_fn: ForwardFn | None = dataclasses.field(default=default("forward_fn"))
+    idf_texts: Sequence[str] | None = dataclasses.field(default=default("idf_texts"))
+    idf_weights: Mapping[int, float] | None = dataclasses.field(default=default("idf_weights"))
+
+    @classmethod
+    def of(cls, arguments: Mapping[str, Any]) -> ScoringSettings:
+        """The scoring settings among `arguments` (others, such as `reduction`, are left out)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in arguments.items() if k in names})
+
+
+class Scorer:
+    """The model, tokenizer, weights policy, baseline and hash signature of one scoring setting.
+
+    >>> from bertscore_tm import PACKAGED_MINILM
+    >>> scorer = Scorer(ScoringSettings(PACKAGED_MINILM))
+    >>> scorer.num_layers, scorer.hash_code.split("_version")[0]
+    (5, 'sentence-transformers/all-MiniLM-L6-v2_L5_no-idf')
+    """
+
+    def __init__(self, settings: ScoringSettings) -> None:
+        self.settings = settings
+        self.all_layers = settings.all_layers
+        self.idf = settings.idf
+        self.long_texts = settings.long_texts
+        #: Whether the model is the user's object (then it runs where it is and is never moved by scoring).
+        self.user_supplied = settings.model is not None
+        if settings.model is None:
+            config, num_layers = self._load(settings)
+        else:
+            config, num_layers = self._wrap(settings)
+        self.num_layers: int = self.model_depth if num_layers is None else int(num_layers)
+        #: The embedding cache (`embedding_cache_mb`), or None when it is off.
+        self.cache = EmbeddingCache(settings.embedding_cache_mb << 20) if settings.embedding_cache_mb else None
+        self.vocab_size = max(self.encoder.vocab_size, vocabulary_rows(config))
+        #: IDF weights fixed beforehand (idf_texts, idf_weights): the same table on every rank, never summed.
+        self.fixed_idf = self._fixed_weights(settings)
+        self.baseline: Tensor | None = None
+        if settings.rescale_with_baseline:
+            file = find_baseline(settings.lang, self.model_name, settings.baseline_path)
+            self.baseline = baseline_rows(read_baseline(file), self.num_layers, self.all_layers, file, self.model_depth)
+        self.signature = self._signature(settings)
+
+    def _load(self, s: ScoringSettings) -> tuple[Any, int | None]:
+        """Load the model named by the settings (a model not on this machine is the first thing said)."""
+        name = s.model_name_or_path if s.model_name_or_path is not None else default_model(str(s.lang))
+        self.model_name = str(name)
+        path = resolve_model_path(self.model_name)
+        num_layers = s.num_layers
+        if num_layers is None and (not s.all_layers or is_known_model(self.model_name)):
+            num_layers = default_num_layers(self.model_name)
+        config = model_config(path)
+        self._tokenize_with(path, config, s)  # the tokenizer first: the window is checked before the model loads
+        # with all_layers an untabled model needs no layer: its hash code then names the full depth
+        encoder, self.model_depth = load_encoder(path, 0 if num_layers is None else int(num_layers), s.all_layers)
+        check_vocabulary(self.encoder.tokenizer, embedding_rows(encoder), path)
+        self.embedder = Embedder(
+            encoder,
+            self.encoder.pad_id,
+            s.all_layers,
+            s.model_dtype,
+            s.batch_size,
+            windows=self.windows,
+            compile_model=s.compile_model,
+        )
+        return config, num_layers
+
+    def _wrap(self, s: ScoringSettings) -> tuple[Any, int | None]:
+        """Score with the user's model object, through a view that leaves it as it is (`user_model.py`)."""
+        assert s.model is not None
+        known = known_model_name(s.model)
+        self.model_name = hash_model_name(s.model, s.forward_fn)
+        num_layers = s.num_layers
+        if num_layers is None and (not s.all_layers or known is not None):
+            num_layers = _object_default_layer(s.model, known)
+        runner, self.model_depth = prepare_user_model(s.model, s.tokenizer, num_layers, s.all_layers, s.forward_fn)
+        config = getattr(runner.view, "config", None)
+        self._tokenize_with(s.tokenizer, config, s)
+        self.embedder = Embedder(
+            runner,
+            self.encoder.pad_id,
+            s.all_layers,
+            s.model_dtype,
+            s.batch_size,
+            hidden_size=runner.hidden_size,
+            depth=self.model_depth,
+            windows=self.windows,
+        )
+        return config, num_layers
+
+    def _tokenize_with(self, tokenizer: Any, config: Any, s: ScoringSettings) -> None:
+        """The text encoder (a tokenizer object, or a model folder to load one from) and the window rule."""
+        truncate = s.long_texts == "truncate"
+        self.encoder = TextEncoder(tokenizer, s.max_length, model_window=position_limit(config), truncate=truncate)
+        self.windows = window_rule(s.long_texts, s.window_stride, self.encoder)
+
+    def _fixed_weights(self, s: ScoringSettings) -> Tensor | None:
+        if s.idf_texts is not None:
+            with warnings.catch_warnings():  # blank or long corpus texts count as the reference counts them
+                warnings.simplefilter("ignore")
+                return corpus_weights(self.encoder.encode, s.idf_texts, self.vocab_size)
+        if s.idf_weights is not None:
+            return mapping_weights(s.idf_weights, self.vocab_size)
+        return None
+
+    def _signature(self, s: ScoringSettings) -> HashSignature:
+        return HashSignature(
+            self.model_name,
+            self.num_layers,
+            s.idf,
+            rescaled=s.rescale_with_baseline,
+            custom_baseline=s.baseline_path is not None,
+            fast_tokenizer=self.encoder.is_fast,
+            all_layers=s.all_layers,
+            max_length=self.encoder.max_length if self.encoder.truncates_below_window else None,
+            model_dtype=None if s.model_dtype == torch.float32 else str(s.model_dtype).removeprefix("torch."),
+            idf_digest=None if self.fixed_idf is None else table_digest(self.fixed_idf),
+            window=window_label(s.long_texts, self.windows),
+        )
+
+    # -- the setting ---------------------------------------------------------------------------------------
+    @property
+    def hash_code(self) -> str:
+        """The setting's hash code, in the reference's format where our scores equal the reference's."""
+        return self.signature.format()
+
+    @property
+    def counts_idf(self) -> bool:
+        """Whether IDF weights come from document counts over the references scored (not fixed beforehand)."""
+        return self.idf and self.fixed_idf is None
+
+    def settings_record(self) -> dict[str, object]:
+        """Everything ranks must share to combine their scores: the hash signature's fields, the rescale
+        baseline's values and the vocabulary the IDF counts span."""
+        return {
+            **dataclasses.asdict(self.signature),
+            "baseline": None if self.baseline is None else self.baseline.tolist(),
+            "vocab_size": self.vocab_size,
+            "model_depth": self.model_depth,
+            "compile_model": self.embedder.compile_model,
+        }
+
+    # -- the weights policy, once: plain, IDF counted, IDF fixed ---------------------------------------------
+    def weights(
+        self, doc_freq: Tensor | None = None, num_refs: int | None = None, device: torch.device | str = "cpu"
+    ) -> Tensor:
+        """Every token id's weight (float64): the fixed IDF table if there is one; with IDF counted, the IDF of
+        `doc_freq` over `num_refs` references; else 1 for every token but the special ones (weight 0)."""
+        if self.fixed_idf is not None:
+            return self.fixed_idf.to(device)
+        if self.idf:
+            assert doc_freq is not None and num_refs is not None
+            return idf_weights(doc_freq.to(device), num_refs)
+        return plain_weights(self.vocab_size, self.encoder.zero_weight_ids, device)
+
+    def reference_weights(self, ref_ids: Tensor, ref_lens: Tensor, num_refs: int) -> Tensor:
+        """The weights for scoring against these references as given (IDF counted over them when it is)."""
+        if not self.counts_idf:
+            return self.weights()
+        return self.weights(document_frequency(ref_ids, ref_lens, self.vocab_size), num_refs)
+
+    def check_known_weights(self, ids: Tensor) -> None:
+        """Refuse texts holding a token that ``idf_weights`` gave no weight (before any state changes)."""
+        if self.fixed_idf is None:
+            return
+        unknown = unknown_ids(self.fixed_idf, ids)
+        if unknown:
+            shown = ", ".join(f"{i} {self.encoder.tokenizer.convert_ids_to_tokens(i)!r}" for i in unknown[:5])
+            raise ArgumentValueError(
+                f"idf_weights has no weight for {len(unknown)} token id(s) of these texts: {shown}"
+                f"{', ...' if len(unknown) > 5 else ''}. Pass a weight for every token id (metric.idf_weights() "
+                "gives them all), or a defaultdict whose default weighs the tokens it lacks (bert-score's "
+                "get_idf_dict returns one).",
+                argument="idf_weights",
+                allowed="a weight for every token id of the texts scored",
+                value=unknown[:5],
+            )
+
+    def rescaled(self, scores: Tensor) -> Tensor:
+        """`scores` ([..., rows, 3]) rescaled with the baseline, or as they are without one."""
+        return scores if self.baseline is None else rescale(scores, self.baseline)
+
+    # -- where vectors are made ------------------------------------------------------------------------------
+    def follow(self, device: torch.device | str) -> torch.device:
+        """Move a loaded model to `device` (a model object of the user's stays where it is); return where the
+        vectors, and so the scores, are made."""
+        if not self.user_supplied:
+            self.embedder.to(device)
+        return self.embedder.device
+
+    def move_with_metric(self, device: torch.device, moved: bool) -> None:
+        """Follow a Metric moved to `device` (`moved`: its device changed; False for a dtype-only call such as
+        `set_dtype`, which moves no model object of the user's that lives elsewhere); the cache goes where the
+        vectors are made."""
+        if self.embedder.device != device and (moved or not self.user_supplied):
+            self.embedder.to(device)
+        if self.cache is not None:
+            self.cache.to(self.embedder.device)
+
+    def embedding_source(self) -> Embedder:
+        """What texts are embedded with: the embedder, through the cache where there is one (a
+        `CachingEmbedder`, which has the embedder's interface)."""
+        if self.cache is None:
+            return self.embedder
+        return cast(Embedder, CachingEmbedder(self.embedder, self.cache, self._cache_setting()))
+
+    def _cache_setting(self) -> tuple[object, ...]:
+        """What the cache is keyed on besides a text's token ids: everything that changes its vectors (the
+        embedder adds its model object, device, dtype, layers kept and window rule)."""
+        return (
+            self.model_name,
+            self.num_layers,
+            self.all_layers,
+            self.long_texts,
+            self.windows,
+            self.encoder.max_length,
+        )
+
+
+#: torchmetrics' own Metric arguments: accepted by the functional twins as the Metric accepts them, and
+#: meaningless to a function call (it scores this process's pairs, never syncing).
+METRIC_PROTOCOL_ARGUMENTS = frozenset(
+    {
+        "compute_on_cpu",
+        "dist_sync_on_step",
+        "process_group",
+        "dist_sync_fn",
+        "distributed_available_fn",
+        "sync_on_compute",
+        "compute_with_cache",
+    }
+)
+
+
+@dataclasses.dataclass
+class BuiltScorer:
+    """A scorer built for a function call, with where it computes and how its results are returned."""
+
+    scorer: Scorer
+    device: torch.device
+    output: str | None = None
+    return_hash: bool = False
+    verbose: bool = False
+
+
+def build_scorer(arguments: Mapping[str, Any]) -> BuiltScorer:
+    """Check keyword arguments as `BERTScore` takes them (before anything is loaded) and build the core.
+
+    An unknown name is a TypeError, as Python gives for a function's unexpected keyword argument."""
+    unknown = sorted(set(arguments) - set(RULES) - METRIC_PROTOCOL_ARGUMENTS)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
+    validate_arguments(arguments)
+    device = arguments.get("device")
+    return BuiltScorer(
+        Scorer(ScoringSettings.of(arguments)),
+        torch.device("cpu") if device is None else torch.device(device),
+        output=arguments.get("output"),
+        return_hash=bool(arguments.get("return_hash", False)),
+        verbose=bool(arguments.get("verbose", False)),
+    )
+
+
+def _object_default_layer(model: torch.nn.Module, known: str | None) -> int:
+    if known is not None:
+        return default_num_layers(known)
+    config_name = getattr(getattr(model, "config", None), "name_or_path", "") or ""
+    raise ArgumentValueError(
+        f"num_layers is required with model=: no default layer is known for this {type(model).__name__} (its "
+        f"config's name_or_path {config_name!r} is in neither the user layer table (the JSON file named by "
+        "BERTSCORE_TM_LAYERS) nor configs/models.json). Pass num_layers=<int>, the layer whose output to score with "
+        "(0 = embeddings), or add the name to a layer table (bertscore_tm.tune_layers finds a layer).",
+        argument="num_layers",
+        allowed="an integer >= 0",
+        value=None,
+        others=("model",),
+    )

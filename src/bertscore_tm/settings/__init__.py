@@ -1,0 +1,33 @@
+"""Every setting once: its type, default, range and help, the checks of a combination, the hash code.
+
+Public names are imported on first use (`bertscore_tm.lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bertscore_tm.lazy import exports
+
+__all__ = [
+    "SETTINGS",
+    "HashSignature",
+    "hash_code",
+    "settings_table",
+    "validate_arguments",
+]
+
+__getattr__ = exports(
+    __name__,
+    {
+        "SETTINGS": "arguments",
+        "settings_table": "arguments",
+        "validate_arguments": "arguments",
+        "HashSignature": "hashcode",
+        "hash_code": "hashcode",
+    },
+)
+
+if TYPE_CHECKING:
+    from bertscore_tm.settings.arguments import SETTINGS, settings_table, validate_arguments
+    from bertscore_tm.settings.hashcode import HashSignature, hash_code

@@ -1,0 +1,425 @@
+"""Argument validation in one place: every constructor argument of `BERTScore` (and so of `bert_score` and
+`score`, which build one) is checked here before any model is loaded, so that a wrong setting fails at once
+with an error naming the argument, instead of deep inside transformers or, worse, as a silently odd score.
+
+Types are strict: booleans must be `bool` (``idf="no"`` is truthy, so it would turn IDF on) and integers
+must be integers (``num_layers=5.5``, ``True`` or ``"5"`` are refused, not rounded or parsed): a wrong type is
+an `ArgumentTypeError` (a TypeError), a value out of range or not among the choices an `ArgumentValueError`
+(a ValueError), each naming the argument and what is allowed.
+
+Each setting is declared once, in `SETTINGS` (its rule from `rules.py`, its default, what it does), so a new
+argument is one more entry there (and tests check the Metric's signature, the scoring core and the command line
+against it); rules about several arguments together are the functions of `COMBINATIONS`. Only limits that need
+the model (the model's depth, its window) are checked later, when it is loaded. This module imports nothing
+heavy: torch only when a dtype or a device is checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.settings.rules import (
+    MODEL_DTYPES as MODEL_DTYPES,  # the dtype names, re-exported with the other choices
+)
+from bertscore_tm.settings.rules import (
+    Rule,
+    boolean,
+    choice,
+    device,
+    function,
+    integer,
+    model_dtype,
+    module,
+    path,
+    text,
+    texts,
+    tokenizer_object,
+    weight_mapping,
+)
+
+#: The values of ``reduction``: per-pair scores, or their means.
+Reduction = Literal["none", "mean"]
+#: The values of ``output``: which score to return alone.
+OutputName = Literal["precision", "recall", "f1"]
+
+#: The values of ``long_texts``: cut texts at the model's window (the reference), or score them in windows.
+LongTexts = Literal["truncate", "window"]
+
+REDUCTIONS: tuple[str, ...] = get_args(Reduction)
+LONG_TEXTS: tuple[str, ...] = get_args(LongTexts)
+OUTPUTS: tuple[str, ...] = get_args(OutputName)
+
+#: The most resamples (or shuffles) an interval or a paired test may draw (`bertscore_tm.comparison.significance`, and
+#: ``--bootstrap`` on the command line): their means take 8 bytes each per system, so 8 MB a system at most.
+#: The usual 1000 to 10,000 are far below it; the smallest p-value is then about 1e-6.
+MAX_RESAMPLES = 1_000_000
+
+#: Pairs (or lines per system) per shard of a resumable run by default (`score_resumable`, `score_stream`,
+#: ``score``/``compare --shard-size``): a kill loses at most one shard's work. Shards of 10,000 pairs plan their
+#: forward batches as fully as a run without a checkpoint; shards of 1,000 cost about 5% more time
+#: (docs/corpus-scale.md, "What a checkpoint costs").
+SHARD_SIZE = 10_000
+#: Candidates (matrix rows) per shard of a resumable all-pairs run by default (`pairwise_resumable`,
+#: ``pairwise --shard-size``): each row is scored against every reference, so a row is much more work than a pair.
+ROW_SHARD_SIZE = 1000
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of the metric, declared once: its rule (type and range, checked before anything loads), its
+    default (a dtype by name, so this module needs no torch), what it does, what the default means where that
+    is not obvious, and the docs page that says more. The Metric's signature, the scoring core's defaults, the
+    command line's defaults and choices and the docs' table of arguments (docs/metric.md) are all read from here
+    (or checked against it by the tests)."""
+
+    rule: Rule
+    default: object
+    help: str
+    default_means: str = ""
+    see: str = ""
+
+
+#: Every constructor argument of BERTScore, in the signature's order (torchmetrics' own are left to it).
+SETTINGS: dict[str, Setting] = {
+    "model_name_or_path": Setting(
+        path(optional=True),
+        None,
+        "a local model directory, a name already in the local Hugging Face cache, or "
+        '`"sentence-transformers/all-MiniLM-L6-v2"` (the packaged MiniLM; `bertscore_tm.PACKAGED_MINILM`). '
+        "Nothing is ever downloaded",
+        "the default model of `lang`",
+        "[Models](models.md)",
+    ),
+    "num_layers": Setting(
+        integer(0, optional=True, why=" (0 is the embedding layer)"),
+        None,
+        "score with the output of this layer (0 = the embedding layer); the model is cut after it",
+        "the model's tuned layer",
+        "[Models](models.md#default-layer-per-model)",
+    ),
+    "all_layers": Setting(
+        boolean, False, "score with every layer: each output gains a leading `L + 1` axis (embedding layer included)"
+    ),
+    "lang": Setting(
+        text(optional=True),
+        "en",
+        "language code: picks the default model and the packaged rescale baseline",
+        see="[Models](models.md#default-model-per-language)",
+    ),
+    "idf": Setting(
+        boolean,
+        False,
+        "weigh tokens by inverse document frequency over all references (of every rank), or over `idf_texts`, or "
+        "with `idf_weights`",
+        see="[Semantics](semantics.md#weights-precision-recall-f1)",
+    ),
+    "rescale_with_baseline": Setting(
+        boolean,
+        False,
+        "map each score through (x - b) / (1 - b) with the baseline of (`lang`, model) or of `baseline_path`",
+        see="[Models](models.md#rescale-baselines)",
+    ),
+    "baseline_path": Setting(
+        path(optional=True),
+        None,
+        "a `LAYER,P,R,F` baseline file of your own; needs `rescale_with_baseline=True` (alone it is an error, "
+        "never silently ignored)",
+        see="[CLI: baseline](cli.md#baseline)",
+    ),
+    "batch_size": Setting(
+        integer(1, optional=True),
+        None,
+        "a cap on texts per forward pass; by default the token budget alone sizes the batches",
+    ),
+    "max_length": Setting(
+        integer(2, optional=True, why=" (room for the special tokens)"),
+        None,
+        "the window in tokens, special tokens included: longer texts are truncated to it, or windowed with "
+        '`long_texts="window"`',
+        "the model's window",
+        "[Long texts](long-texts.md)",
+    ),
+    "long_texts": Setting(
+        choice(LONG_TEXTS),
+        "truncate",
+        '`"truncate"` (the reference\'s semantics) or `"window"`: a longer text is embedded in overlapping windows '
+        "and every token scored",
+        see="[Long texts](long-texts.md)",
+    ),
+    "window_stride": Setting(
+        integer(1, optional=True, why=" (and below the window's size)"),
+        None,
+        "tokens between the starts of consecutive windows",
+        "half the window",
+        "[Long texts](long-texts.md)",
+    ),
+    "device": Setting(
+        device,
+        None,
+        "where the model runs and the states live; by default wherever `metric.to(...)` puts the metric",
+        "follow the metric",
+    ),
+    "model_dtype": Setting(
+        model_dtype,
+        "float32",
+        "the model's compute dtype: float32 is exact; `torch.bfloat16` / `torch.float16` are opt-in and inexact "
+        "(F1 within about 1e-3)",
+        see="[Precision](#precision-float32-bfloat16-float16)",
+    ),
+    "reduction": Setting(choice(REDUCTIONS), "none", '`"none"`: one score per pair; `"mean"`: their means'),
+    "output": Setting(
+        choice(OUTPUTS, optional=True),
+        None,
+        '`"precision"`, `"recall"` or `"f1"`: return that tensor alone (so Lightning can log the metric object); '
+        "`None` returns the dict",
+        see="[Lightning](lightning.md)",
+    ),
+    "return_hash": Setting(
+        boolean, False, 'add the setting\'s hash code to the dict, under `"hash"`', see="[Hash code](#hash-code)"
+    ),
+    "verbose": Setting(boolean, False, "a progress bar while embedding"),
+    "embedding_cache_mb": Setting(
+        integer(0, why=" (MiB of cached vectors; 0 turns the cache off)"),
+        0,
+        "keep the vectors of texts already embedded, up to this many MiB, across `compute()` and `reset()`: a text "
+        "scored again is never embedded again; scores unchanged",
+        "off",
+        "[Corpus scale](corpus-scale.md#the-embedding-cache)",
+    ),
+    "compile_model": Setting(
+        boolean,
+        False,
+        "run a loaded model's forward pass through `torch.compile` (opt-in, inexact)",
+        see="[compile_model](#compile_model)",
+    ),
+    "model": Setting(
+        module,
+        None,
+        "a model object of your own (any Hugging Face encoder) in place of `model_name_or_path`, scored through a "
+        "view that never modifies, casts or moves it",
+        see="[Your own model](own-model.md)",
+    ),
+    "tokenizer": Setting(
+        tokenizer_object,
+        None,
+        "the tokenizer object of `model` (required with it, refused without it)",
+        see="[Your own model](own-model.md)",
+    ),
+    "forward_fn": Setting(
+        function,
+        None,
+        "`forward_fn(model, input_ids, attention_mask)` returning `[B, T, D]` (`[B, T, L + 1, D]` with "
+        "`all_layers`), for a `model` whose forward is not the standard one",
+        see="[Your own model](own-model.md#a-forward-of-your-own-forward_fn)",
+    ),
+    "idf_texts": Setting(
+        texts,
+        None,
+        "with `idf=True`: count document frequencies in these texts instead of the references (bert-score's "
+        "`idf_sents`)",
+        see="[Your own model](own-model.md#idf-from-a-corpus-or-from-saved-weights)",
+    ),
+    "idf_weights": Setting(
+        weight_mapping,
+        None,
+        "with `idf=True`: a mapping token id -> weight (`metric.idf_weights()` of another metric, or bert-score's "
+        "`idf_dict`)",
+        see="[Your own model](own-model.md#idf-from-a-corpus-or-from-saved-weights)",
+    ),
+}
+
+#: One rule per constructor argument of BERTScore (torchmetrics' own keyword arguments are left to it).
+RULES: dict[str, Rule] = {name: setting.rule for name, setting in SETTINGS.items()}
+
+
+def default(name: str) -> Any:
+    """The declared default of setting `name` (a dtype by its name).
+
+    >>> default("long_texts"), default("model_dtype")
+    ('truncate', 'float32')
+    """
+    return SETTINGS[name].default
+
+
+def settings_table() -> str:
+    """The Markdown table of every setting (docs/metric.md shows it, made at docs build time)."""
+    rows = ["| argument | default | what it does | see |", "| --- | --- | --- | --- |"]
+    for name, s in SETTINGS.items():
+        value = f"`torch.{s.default}`" if name == "model_dtype" else f"`{s.default!r}`".replace("'", '"')
+        shown = f"{value}: {s.default_means}" if s.default_means else value
+        rows.append(f"| `{name}` | {shown} | {s.help} | {s.see} |")
+    return "\n".join(rows)
+
+
+def _model_or_lang(arguments: Mapping[str, object]) -> None:
+    both_given = "model_name_or_path" in arguments and "lang" in arguments
+    no_object = arguments.get("model") is None
+    if both_given and no_object and arguments["model_name_or_path"] is None and arguments["lang"] is None:
+        raise ArgumentValueError(
+            "Pass model_name_or_path or lang (which picks the language's default model)",
+            argument="model_name_or_path",
+            allowed="a model, or lang",
+            value=None,
+            others=("lang",),
+        )
+
+
+def _one_model(arguments: Mapping[str, object]) -> None:
+    if arguments.get("model") is not None and arguments.get("model_name_or_path") is not None:
+        raise ArgumentValueError(
+            f"Pass model_name_or_path={str(arguments['model_name_or_path'])!r} or a model object (model=...), not "
+            "both: the metric scores with one model",
+            argument="model",
+            allowed="None when model_name_or_path is given",
+            value=arguments["model"],
+            others=("model_name_or_path",),
+        )
+
+
+def _model_with_tokenizer(arguments: Mapping[str, object]) -> None:
+    model, tokenizer = arguments.get("model"), arguments.get("tokenizer")
+    if model is not None and tokenizer is None:
+        raise ArgumentValueError(
+            "model= needs its tokenizer: pass tokenizer=<the model's tokenizer object> too (e.g. "
+            "AutoTokenizer.from_pretrained(...) of the same checkpoint)",
+            argument="tokenizer",
+            allowed="a tokenizer object when model is given",
+            value=None,
+            others=("model",),
+        )
+    if tokenizer is not None and model is None:
+        raise ArgumentValueError(
+            "tokenizer= goes with model=: pass the model object too (a model from model_name_or_path brings its own "
+            "tokenizer)",
+            argument="tokenizer",
+            allowed="None unless model is given",
+            value=tokenizer,
+            others=("model",),
+        )
+
+
+def _forward_fn_needs_model(arguments: Mapping[str, object]) -> None:
+    if arguments.get("forward_fn") is not None and arguments.get("model") is None:
+        raise ArgumentValueError(
+            "forward_fn runs a model object: pass model= and tokenizer= too (load the model yourself, e.g. "
+            "AutoModel.from_pretrained(path), to use forward_fn with a model on disk)",
+            argument="forward_fn",
+            allowed="None unless model is given",
+            value=arguments["forward_fn"],
+            others=("model",),
+        )
+
+
+def _idf_sources_need_idf(arguments: Mapping[str, object]) -> None:
+    given = [name for name in ("idf_texts", "idf_weights") if arguments.get(name) is not None]
+    if len(given) == 2:
+        raise ArgumentValueError(
+            "Pass idf_texts (a corpus to count document frequencies in) or idf_weights (weights already made), "
+            "not both",
+            argument="idf_weights",
+            allowed="None when idf_texts is given",
+            value=arguments["idf_weights"],
+            others=("idf_texts",),
+        )
+    if given and not arguments.get("idf"):
+        raise ArgumentValueError(
+            f"{given[0]} is given but idf is False, so it would be ignored: pass idf=True to weigh tokens with it, "
+            f"or leave out {given[0]}",
+            argument=given[0],
+            allowed="None unless idf=True",
+            value=arguments[given[0]],
+            others=("idf",),
+        )
+
+
+def _hash_needs_the_dict(arguments: Mapping[str, object]) -> None:
+    if arguments.get("output") is not None and arguments.get("return_hash"):
+        raise ArgumentValueError(
+            "return_hash needs the dict output (output=None); the code is also at metric.hash_code",
+            argument="return_hash",
+            allowed="False when output is given",
+            value=True,
+            others=("output",),
+        )
+
+
+def _baseline_path_needs_rescaling(arguments: Mapping[str, object]) -> None:
+    if arguments.get("baseline_path") is not None and not arguments.get("rescale_with_baseline"):
+        raise ArgumentValueError(
+            f"baseline_path={str(arguments['baseline_path'])!r} is given but rescale_with_baseline is False, so the "
+            "file would be ignored: pass rescale_with_baseline=True to rescale with it, or leave out baseline_path",
+            argument="baseline_path",
+            allowed="None unless rescale_with_baseline=True",
+            value=arguments["baseline_path"],
+            others=("rescale_with_baseline",),
+        )
+
+
+#: Rules about arguments together, run after every argument passed its own rule.
+def _stride_needs_windows(arguments: Mapping[str, object]) -> None:
+    stride, mode = arguments.get("window_stride"), arguments.get("long_texts", "truncate")
+    if stride is not None and mode != "window":
+        raise ArgumentValueError(
+            f"window_stride={stride} applies only to long_texts='window' (long_texts is {mode!r})",
+            argument="window_stride",
+            allowed="None unless long_texts='window'",
+            value=stride,
+            others=("long_texts",),
+        )
+
+
+def _compile_needs_a_loaded_model(arguments: Mapping[str, object]) -> None:
+    if arguments.get("compile_model") and arguments.get("model") is not None:
+        raise ArgumentValueError(
+            "compile_model compiles a model bertscore-tm loads; a model object of yours runs as you pass it: "
+            "compile it yourself (torch.compile(model)) before passing it",
+            argument="compile_model",
+            allowed="False when model is given",
+            value=True,
+            others=("model",),
+        )
+
+
+COMBINATIONS: tuple[Callable[[Mapping[str, object]], None], ...] = (
+    _model_or_lang,
+    _one_model,
+    _model_with_tokenizer,
+    _forward_fn_needs_model,
+    _idf_sources_need_idf,
+    _hash_needs_the_dict,
+    _baseline_path_needs_rescaling,
+    _stride_needs_windows,
+    _compile_needs_a_loaded_model,
+)
+
+
+def validate_arguments(arguments: Mapping[str, object]) -> None:
+    """Check BERTScore constructor arguments by name, before anything is loaded.
+
+    Each name in `arguments` that has a rule in `RULES` is checked (names without one, such as torchmetrics'
+    own keyword arguments, are left to their owner), then the rules about several arguments together.
+
+    Raises:
+        ArgumentTypeError: a value of the wrong type (a TypeError), naming the argument and the type it needs.
+        ArgumentValueError: a value out of range or not among the choices, or arguments that do not go
+            together (a ValueError), naming the argument(s) and what is allowed.
+
+    >>> validate_arguments({"num_layers": 5, "idf": True, "reduction": "mean"})
+    >>> validate_arguments({"num_layers": 5.5})
+    Traceback (most recent call last):
+    ...
+    bertscore_tm.errors.ArgumentTypeError: num_layers must be an integer or None, got float 5.5
+    >>> validate_arguments({"batch_size": 0})
+    Traceback (most recent call last):
+    ...
+    bertscore_tm.errors.ArgumentValueError: batch_size must be an integer >= 1 or None, got 0
+    """
+    for name, value in arguments.items():
+        rule = RULES.get(name)
+        if rule is not None:
+            rule(name, value)
+    for combination in COMBINATIONS:
+        combination(arguments)

@@ -1,0 +1,550 @@
+"""Correlation of metric scores with human judgements, as the WMT metrics tasks report it (pure numpy, float64).
+
+Why a module of its own: choosing a model's layer (`bertscore_tm.tuning.layer_tuning`) means correlating the scores of
+every layer with human judgements, per language pair and averaged, with intervals that say whether one layer is really
+better than another. Everything here works on plain arrays of scores, so it serves any metric.
+
+Definitions:
+
+* Pearson's r from its definition; Spearman's rho as Pearson's r of the average ranks (ties share the mean of
+  the ranks they span); Kendall's tau-b, ``(C - D) / sqrt((n0 - n1) (n0 - n2))`` over the ``n0 = n (n - 1) / 2``
+  pairs, ``n1`` and ``n2`` the pairs tied in the metric and in the human scores (Kendall 1945). Kendall's tau is
+  computed from the n x n matrix of pair signs, a block of rows at a time (O(n^2), vectorised). The resampled
+  correlations are computed by `bertscore_tm.tuning.weighted_correlation`.
+* Groups (language pairs): the correlation is computed within each group, and the figure of merit is the
+  unweighted mean of the group correlations, as WMT reports its averages. A group of fewer than
+  `MIN_SEGMENTS` (3) segments is warned about and left out; fewer than 3 segments in all is an error.
+* Undefined cases: where the metric's or the human scores are constant (within a group, or a resample) the
+  correlation is NaN, with a `CorrelationWarning` naming the group; the mean over groups is then NaN too, since
+  it would otherwise average other groups than its neighbours'. Non-finite inputs are refused (ValueError).
+* Bootstrap (`GroupedBootstrap`): each resample draws, within every group, as many segments as the group has,
+  with replacement (uniform draws from a seeded `numpy.random.Generator`, counted per segment), so the groups
+  keep their sizes; the statistic is the group-averaged correlation of the resample. The interval is the
+  percentile bootstrap: sorted resample statistics, ``k = floor(B (1 - confidence) / 2)`` cut off each end.
+  Resamples whose correlation is undefined (all copies of one segment, say) are left out, with a warning.
+* Paired test (`GroupedBootstrap.paired_test`): two score columns on the same resamples; the one-sided p-value
+  that column B is no better than column A is ``(1 + #{d_r <= 0}) / (R + 1)``, ``d_r`` the difference of the
+  averaged correlations in resample r and R the resamples where both are defined (differences within 1e-12
+  count as 0, so identical columns get p = 1).
+* Relative ranking (`darr_tau`, WMT DARR): per judgement the metric's scores of the candidate humans judged
+  better and of the worse one; Kendall-like tau ``(Concordant - Discordant) / (Concordant + Discordant)``, a
+  metric tie counting as Discordant, as defined for segment level in Ma, Bojar and Graham (2018), "Results of
+  the WMT18 Metrics Shared Task", WMT 2018, segment-level evaluation (its daRR formulation).
+* System level (`bertscore_tm.tuning.system_level`): Pearson's r between each system's mean metric score and its human
+  score (given, or the mean of its segments' human scores), within each group, averaged over groups.
+
+>>> human = [0.1, 0.4, 0.35, 0.8]
+>>> metric = [0.2, 0.5, 0.4, 0.9]
+>>> round(pearson(metric, human), 4), spearman(metric, human), kendall_tau_b(metric, human)
+(0.9965, 1.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, warn_user
+from bertscore_tm.tuning.weighted_correlation import GroupResamples, weighted, weighted_average_ranks
+
+Method = Literal["pearson", "spearman", "kendall"]
+METHODS: tuple[str, ...] = get_args(Method)
+#: Fewer segments than this make a correlation meaningless (two points always lie on a line).
+MIN_SEGMENTS = 3
+#: Differences of averaged correlations within this count as no difference in the paired test.
+_TIE = 1e-12
+Floats = NDArray[np.float64]
+
+
+class CorrelationWarning(UserWarning):
+    """A correlation that is undefined (NaN) or a group left out of an average, and why."""
+
+
+def finite_scores(values: ArrayLike, name: str) -> Floats:
+    """`values` as a finite float64 vector; a clear ValueError otherwise."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one score per segment (a 1-d sequence), got shape {array.shape}")
+    bad = np.flatnonzero(~np.isfinite(array))
+    if len(bad):
+        raise ValueError(
+            f"{name} has {len(bad)} value(s) that are not finite numbers (NaN or infinite), the first at index "
+            f"{int(bad[0])}: leave those segments out first"
+        )
+    return array
+
+
+def _pair(x: ArrayLike, y: ArrayLike, names: tuple[str, str] = ("x", "y")) -> tuple[Floats, Floats]:
+    """Two finite vectors of the same length, at least `MIN_SEGMENTS` long."""
+    a, b = finite_scores(x, names[0]), finite_scores(y, names[1])
+    if len(a) != len(b):
+        raise ValueError(f"{names[0]} has {len(a)} values and {names[1]} {len(b)}: they must pair up one to one")
+    if len(a) < MIN_SEGMENTS:
+        raise ValueError(f"a correlation needs at least {MIN_SEGMENTS} segments, got {len(a)}")
+    return a, b
+
+
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        raise ArgumentValueError(
+            f"method must be one of {', '.join(METHODS)}; got {method!r}",
+            argument="method",
+            allowed=", ".join(METHODS),
+            value=method,
+        )
+
+
+def _single(x: ArrayLike, y: ArrayLike, method: str) -> float:
+    a, b = _pair(x, y)
+    value = float(weighted(a, b, np.ones((1, len(a))), method)[0])
+    for values, name in ((a, "x"), (b, "y")):
+        if np.all(values == values[0]):
+            warn_user(f"{method}: {name} is constant ({values[0]!r}), so the correlation is NaN", CorrelationWarning)
+    return value
+
+
+def pearson(x: ArrayLike, y: ArrayLike) -> float:
+    """Pearson's r of two score vectors (NaN, with a `CorrelationWarning`, if either is constant)."""
+    return _single(x, y, "pearson")
+
+
+def spearman(x: ArrayLike, y: ArrayLike) -> float:
+    """Spearman's rho: Pearson's r of the average ranks (ties share their mean rank)."""
+    return _single(x, y, "spearman")
+
+
+def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
+    """Kendall's tau-b, which corrects for ties in either vector.
+
+    >>> kendall_tau_b([1, 2, 2, 3], [1, 3, 2, 4])
+    0.9128709291752769
+    """
+    return _single(x, y, "kendall")
+
+
+def correlate(x: ArrayLike, y: ArrayLike, method: str = "pearson") -> float:
+    """The correlation named by `method` (``"pearson"``, ``"spearman"`` or ``"kendall"``, tau-b)."""
+    _check_method(method)
+    return _single(x, y, method)
+
+
+def average_ranks(values: ArrayLike) -> Floats:
+    """Ranks from 1 in ascending order, tied values sharing the mean of the ranks they span.
+
+    >>> average_ranks([10, 20, 20, 5]).tolist()
+    [2.0, 3.5, 3.5, 1.0]
+    """
+    array = finite_scores(values, "values")
+    return weighted_average_ranks(array, np.ones((1, len(array))))[0]
+
+
+@dataclass(frozen=True)
+class GroupedCorrelation:
+    """One correlation per group and their unweighted mean (the WMT average).
+
+    Attributes:
+        method: ``"pearson"``, ``"spearman"``, ``"kendall"`` (tau-b), or ``"darr"`` (WMT18's Kendall-like tau).
+        mean: the mean of `groups`' values (NaN if any is NaN).
+        groups: each group's correlation, in order of first appearance.
+        sizes: each group's number of segments (systems, judgements) counted.
+        left_out: the groups too small to count (fewer than `MIN_SEGMENTS`) and their sizes.
+    """
+
+    method: str
+    mean: float
+    groups: dict[str, float]
+    sizes: dict[str, int]
+    left_out: dict[str, int]
+
+
+class _Groups:
+    """Segment positions per group label (`groups` None: one group, ``"all"``), small groups left out."""
+
+    def __init__(self, groups: Sequence[Any] | None, n: int, minimum: int = MIN_SEGMENTS) -> None:
+        if n < minimum:
+            raise ValueError(f"a correlation needs at least {minimum} segments in all, got {n}")
+        labels = ["all"] * n if groups is None else [str(g) for g in groups]
+        if len(labels) != n:
+            raise ValueError(f"groups has {len(labels)} labels for {n} segments: give one group label per segment")
+        members: dict[str, list[int]] = {}
+        for i, label in enumerate(labels):
+            members.setdefault(label, []).append(i)
+        self.members = {k: np.asarray(v) for k, v in members.items() if len(v) >= minimum}
+        self.left_out = {k: len(v) for k, v in members.items() if len(v) < minimum}
+        if self.left_out:
+            shown = ", ".join(f"{k!r} ({v})" for k, v in list(self.left_out.items())[:5])
+            warn_user(
+                f"{len(self.left_out)} group(s) have fewer than {minimum} segments and are left out of the "
+                f"average: {shown}{', ...' if len(self.left_out) > 5 else ''}",
+                CorrelationWarning,
+            )
+        if not self.members:
+            raise ValueError(f"no group has at least {minimum} segments, so no correlation can be computed")
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return {k: len(v) for k, v in self.members.items()}
+
+
+def _group_values(
+    metric: Floats, human: Floats, groups: _Groups, method: str, plain: Mapping[str, GroupResamples] | None = None
+) -> dict[str, float]:
+    """Each group's correlation (from `plain[group]` where given, which keeps what its human side shares),
+    warning where it is undefined (constant scores within the group)."""
+    values = {}
+    for name, idx in groups.members.items():
+        x, y = metric[idx], human[idx]
+        if plain is None:
+            values[name] = float(weighted(x, y, np.ones((1, len(idx))), method)[0])
+        else:
+            values[name] = plain[name].plain(x, method)
+        for array, what in ((x, "metric"), (y, "human")):
+            if np.all(array == array[0]):
+                warn_user(
+                    f"group {name!r}: the {what} scores are constant ({array[0]!r}), so its {method} correlation "
+                    "is NaN (and so is the mean over groups)",
+                    CorrelationWarning,
+                )
+    return values
+
+
+def _grouped(values: dict[str, float], groups: _Groups, method: str) -> GroupedCorrelation:
+    mean = float(np.mean(list(values.values())))
+    return GroupedCorrelation(method, mean, values, groups.sizes, dict(groups.left_out))
+
+
+def grouped_correlation(
+    metric: ArrayLike, human: ArrayLike, groups: Sequence[Any] | None = None, method: str = "pearson"
+) -> GroupedCorrelation:
+    """The correlation of `metric` with `human` within each group (a label per segment, e.g. its language
+    pair; None: one group) and its unweighted mean over groups.
+
+    >>> result = grouped_correlation([1, 2, 3, 4, 3, 1], [1, 2, 4, 1, 2, 3], ["a", "a", "a", "b", "b", "b"])
+    >>> {name: round(r, 4) for name, r in result.groups.items()}, result.mean
+    ({'a': 0.982, 'b': -0.982}, 0.0)
+    """
+    _check_method(method)
+    x, y = _pair(metric, human, ("metric", "human"))
+    index = _Groups(groups, len(x))
+    return _grouped(_group_values(x, y, index, method), index, method)
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A paired bootstrap comparison of score column B against column A on the same resamples.
+
+    Attributes:
+        method: the correlation compared.
+        estimate_a, estimate_b: each column's group-averaged correlation on all the segments.
+        difference: ``estimate_b - estimate_a``.
+        interval: the percentile bootstrap interval of the difference.
+        p_value: one-sided: that B's averaged correlation is no higher than A's (``d <= 0``), in
+            ``[1 / (num_samples + 1), 1]``.
+        significant: ``p_value < alpha``.
+        alpha: the significance level.
+        num_samples: the resamples where both correlations are defined.
+    """
+
+    method: str
+    estimate_a: float
+    estimate_b: float
+    difference: float
+    interval: tuple[float, float]
+    p_value: float
+    significant: bool
+    alpha: float
+    num_samples: int
+
+
+def _check_bootstrap(num_samples: int, confidence: float) -> None:
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int):
+        raise ArgumentTypeError(
+            f"num_samples must be an integer (bootstrap resamples, e.g. 1000); got {type(num_samples).__name__}",
+            argument="num_samples",
+            expected="int",
+            value=num_samples,
+        )
+    if num_samples < 1:
+        raise ArgumentValueError(
+            f"num_samples must be at least 1 (1000 is usual); got {num_samples}",
+            argument="num_samples",
+            allowed="an integer >= 1",
+            value=num_samples,
+        )
+    if not (isinstance(confidence, (int, float)) and math.isfinite(confidence) and 0 < confidence < 1):
+        raise ArgumentValueError(
+            f"confidence must be between 0 and 1 (exclusive), e.g. 0.95; got {confidence!r}",
+            argument="confidence",
+            allowed="a number in (0, 1)",
+            value=confidence,
+        )
+
+
+def _defined(statistics: Floats, what: str) -> Floats:
+    """The finite resample statistics, warning how many were undefined."""
+    finite = statistics[np.isfinite(statistics)]
+    if len(finite) < len(statistics):
+        warn_user(
+            f"{len(statistics) - len(finite)} of {len(statistics)} bootstrap resamples leave {what} undefined (a "
+            "group's resample with constant metric or human scores, e.g. copies of one segment); they are left out",
+            CorrelationWarning,
+        )
+    return finite
+
+
+def percentile_interval(statistics: ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile bootstrap interval of resample `statistics`: sorted, ``floor(B (1 - confidence) / 2)``
+    cut off each end (NaN statistics left out with a warning; NaN, NaN when none is left).
+
+    >>> percentile_interval(np.arange(1000.0), 0.95)
+    (25.0, 974.0)
+    """
+    _check_bootstrap(1, confidence)
+    values = np.sort(_defined(np.asarray(statistics, dtype=np.float64).ravel(), "the statistic"))
+    if not len(values):
+        return math.nan, math.nan
+    cut = math.floor(len(values) * (1 - confidence) / 2 + 1e-9)  # 1 - 0.9 is 0.0999...: 50 of 1000, not 49
+    return float(values[cut]), float(values[len(values) - 1 - cut])
+
+
+def _resample_counts(rng: np.random.Generator, size: int, num_samples: int) -> Floats:
+    """How often each of `size` segments is drawn in each of `num_samples` resamples of `size` draws with
+    replacement ([num_samples, size], float64): uniform draws, counted (a multinomial count, drawn several times
+    faster than by `Generator.multinomial`)."""
+    draws = rng.integers(0, size, size=(num_samples, size))
+    draws += np.arange(num_samples)[:, None] * size  # each resample's draws counted in its own row
+    return np.bincount(draws.ravel(), minlength=num_samples * size).reshape(num_samples, size).astype(np.float64)
+
+
+def _group_counts(index: _Groups, num_samples: int, seed: int | np.random.Generator) -> dict[str, Floats]:
+    """Per group of `index`, `_resample_counts` of its members, the groups drawn in order from one generator."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    return {name: _resample_counts(rng, len(idx), num_samples) for name, idx in index.members.items()}
+
+
+class GroupedBootstrap:
+    """Bootstrap resamples of the segments within their groups, drawn once from `seed` and shared by every
+    score column evaluated, so that intervals of different columns and paired tests between them see the same
+    resamples. Holds each count per segment and resample in float64 and float32 (12 bytes x segments x
+    `num_samples`), what the human side of each method needs (a few float64 numbers per segment and resample,
+    made on first use), and for Kendall the human pair signs of each group of at most 1,024 segments (4 bytes
+    a pair: `bertscore_tm.tuning.weighted_correlation.CACHED_SIGNS`).
+
+    >>> human = [0.1, 0.4, 0.35, 0.8, 0.5, 0.2]
+    >>> boot = GroupedBootstrap(human, num_samples=200, seed=1)
+    >>> boot.estimate([0.2, 0.5, 0.4, 0.9, 0.45, 0.1], "spearman").mean
+    0.8857142857142857
+    >>> low, high = boot.interval([0.2, 0.5, 0.4, 0.9, 0.45, 0.1], "spearman")
+    >>> bool(low <= 0.8857 <= high)
+    True
+    """
+
+    def __init__(
+        self,
+        human: ArrayLike,
+        groups: Sequence[Any] | None = None,
+        num_samples: int = 1000,
+        seed: int | np.random.Generator = 0,
+    ) -> None:
+        _check_bootstrap(num_samples, 0.95)
+        self.human = finite_scores(human, "human")
+        self.index = _Groups(groups, len(self.human))
+        self.num_samples = num_samples
+        #: Per group, [num_samples, group size]: how often each segment is drawn in each resample.
+        self.weights = _group_counts(self.index, num_samples, seed)
+        #: Per group, its resamples with what every column correlated on them shares (computed once).
+        self.groups = {
+            name: GroupResamples(self.weights[name], self.human[idx]) for name, idx in self.index.members.items()
+        }
+
+    def _metric(self, metric: ArrayLike, method: str) -> Floats:
+        _check_method(method)
+        x = finite_scores(metric, "metric")
+        if len(x) != len(self.human):
+            raise ValueError(f"metric has {len(x)} scores for {len(self.human)} human judgements")
+        return x
+
+    def estimate(self, metric: ArrayLike, method: str = "pearson") -> GroupedCorrelation:
+        """The correlation on all the segments, per group and averaged (no resampling)."""
+        x = self._metric(metric, method)
+        return _grouped(_group_values(x, self.human, self.index, method, self.groups), self.index, method)
+
+    def statistics(self, metric: ArrayLike, method: str = "pearson") -> Floats:
+        """The group-averaged correlation of each resample ([num_samples]; NaN where a group's is undefined)."""
+        return self.statistics_of(self._metric(metric, method)[None, :], method)[0]
+
+    def statistics_of(self, columns: ArrayLike, method: str = "pearson") -> Floats:
+        """`statistics` of several score columns at once ([k, segments] -> [k, num_samples]): what the columns
+        share (the human side, the resamples' ties) is computed once for all of them."""
+        _check_method(method)
+        array = np.asarray(columns, dtype=np.float64)
+        if array.ndim != 2 or array.shape[1] != len(self.human):
+            raise ValueError(f"columns must be [k, {len(self.human)}] (a row of scores per column), got {array.shape}")
+        for row in array:
+            finite_scores(row, "metric")
+        total = np.zeros((len(array), self.num_samples))
+        for name, idx in self.index.members.items():
+            total += self.groups[name].correlations(array[:, idx], method)
+        return total / len(self.index.members)
+
+    def interval(self, metric: ArrayLike, method: str = "pearson", confidence: float = 0.95) -> tuple[float, float]:
+        """The percentile bootstrap interval of the group-averaged correlation."""
+        return percentile_interval(self.statistics(metric, method), confidence)
+
+    def paired_test(
+        self,
+        metric_a: ArrayLike,
+        metric_b: ArrayLike,
+        method: str = "pearson",
+        confidence: float = 0.95,
+        alpha: float = 0.05,
+    ) -> PairedTest:
+        """Whether column B correlates better than column A: both on the same resamples (see the module's
+        docstring for the p-value). Choosing B as the best of many columns on these same segments favours it,
+        so read a small p-value as "B is not worse", not as an unbiased estimate of how much better."""
+        _check_bootstrap(self.num_samples, confidence)
+        a, b = self.estimate(metric_a, method).mean, self.estimate(metric_b, method).mean
+        both = self.statistics_of(np.stack([self._metric(metric_a, method), self._metric(metric_b, method)]), method)
+        return _paired_test(method, a, b, both[1] - both[0], confidence, alpha)
+
+
+def _paired_test(method: str, a: float, b: float, differences: Floats, confidence: float, alpha: float) -> PairedTest:
+    """The paired test of B against A from their estimates and the resamples' differences of B minus A."""
+    defined = _defined(differences, "the difference")
+    p_value = (1 + int(np.sum(defined <= _TIE))) / (len(defined) + 1)
+    return PairedTest(
+        method=method,
+        estimate_a=a,
+        estimate_b=b,
+        difference=b - a,
+        interval=percentile_interval(defined, confidence),
+        p_value=p_value,
+        significant=p_value < alpha,
+        alpha=alpha,
+        num_samples=len(defined),
+    )
+
+
+def bootstrap_interval(
+    metric: ArrayLike,
+    human: ArrayLike,
+    groups: Sequence[Any] | None = None,
+    method: str = "pearson",
+    num_samples: int = 1000,
+    confidence: float = 0.95,
+    seed: int | np.random.Generator = 0,
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of the group-averaged correlation (segments resampled within groups)."""
+    _check_method(method)
+    return GroupedBootstrap(human, groups, num_samples, seed).interval(metric, method, confidence)
+
+
+def paired_bootstrap_test(
+    metric_a: ArrayLike,
+    metric_b: ArrayLike,
+    human: ArrayLike,
+    groups: Sequence[Any] | None = None,
+    method: str = "pearson",
+    num_samples: int = 1000,
+    seed: int | np.random.Generator = 0,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+) -> PairedTest:
+    """Paired bootstrap test of `metric_b` against `metric_a` (`GroupedBootstrap.paired_test`)."""
+    _check_method(method)
+    return GroupedBootstrap(human, groups, num_samples, seed).paired_test(metric_a, metric_b, method, confidence, alpha)
+
+
+def darr_tau(better: ArrayLike, worse: ArrayLike, groups: Sequence[Any] | None = None) -> GroupedCorrelation:
+    """WMT18's segment-level Kendall-like tau on relative-ranking judgements (DARR), per group and averaged.
+
+    `better[i]` and `worse[i]` are the metric's scores of the two candidates of judgement i (same source and
+    reference), the first judged better by humans. Concordant: ``better > worse``; Discordant otherwise, a metric
+    tie included (Ma, Bojar and Graham 2018, "Results of the WMT18 Metrics Shared Task", segment-level daRR):
+    ``tau = (Concordant - Discordant) / (Concordant + Discordant)``, defined from one judgement per group.
+
+    >>> darr_tau([0.9, 0.8, 0.5, 0.6], [0.7, 0.8, 0.6, 0.1]).mean   # 2 concordant, a tie and 1 discordant
+    0.0
+    """
+    signs = _darr_signs(better, worse)
+    return _darr_grouped(signs, _Groups(groups, len(signs), minimum=1))
+
+
+def _darr_grouped(signs: Floats, index: _Groups) -> GroupedCorrelation:
+    """Each group's tau, the mean of its judgements' signs, and their mean."""
+    return _grouped({name: float(np.mean(signs[idx])) for name, idx in index.members.items()}, index, "darr")
+
+
+def _darr_signs(better: ArrayLike, worse: ArrayLike) -> Floats:
+    """+1 for a concordant judgement (``better > worse``), -1 for a discordant one (a metric tie included)."""
+    b, w = finite_scores(better, "better"), finite_scores(worse, "worse")
+    if len(b) != len(w):
+        raise ValueError(f"better has {len(b)} scores and worse {len(w)}: one of each per judgement")
+    return np.where(b > w, 1.0, -1.0)
+
+
+class DarrBootstrap:
+    """Bootstrap resamples of relative-ranking judgements within their groups, drawn once from `seed` (as
+    `GroupedBootstrap` draws segments) and shared by every pair of score columns evaluated, for intervals of
+    WMT18's Kendall-like tau (`darr_tau`) and paired tests between columns. A resample's tau in a group is
+    ``sum_i c_i s_i / n``: ``c_i`` how often judgement i is drawn, ``s_i`` its sign (+1 concordant, -1
+    discordant) and n the group's size; the statistic is its mean over groups.
+
+    >>> boot = DarrBootstrap(4, num_samples=500, seed=1)
+    >>> better, worse = [0.9, 0.8, 0.7, 0.6], [0.7, 0.8, 0.6, 0.1]
+    >>> boot.estimate(better, worse).mean
+    0.5
+    >>> low, high = boot.interval(better, worse)
+    >>> bool(low <= 0.5 <= high)
+    True
+    """
+
+    def __init__(
+        self, n: int, groups: Sequence[Any] | None = None, num_samples: int = 1000, seed: int | np.random.Generator = 0
+    ) -> None:
+        _check_bootstrap(num_samples, 0.95)
+        self.index = _Groups(groups, n, minimum=1)
+        self.size, self.num_samples = n, num_samples
+        #: Per group, [num_samples, group size]: how often each judgement is drawn in each resample.
+        self.weights = _group_counts(self.index, num_samples, seed)
+
+    def _signs(self, better: ArrayLike, worse: ArrayLike) -> Floats:
+        signs = _darr_signs(better, worse)
+        if len(signs) != self.size:
+            raise ValueError(f"got the scores of {len(signs)} judgements for {self.size} judgements")
+        return signs
+
+    def estimate(self, better: ArrayLike, worse: ArrayLike) -> GroupedCorrelation:
+        """The tau on all the judgements, per group and averaged (no resampling)."""
+        return _darr_grouped(self._signs(better, worse), self.index)
+
+    def statistics(self, better: ArrayLike, worse: ArrayLike) -> Floats:
+        """The group-averaged tau of each resample ([num_samples])."""
+        signs = self._signs(better, worse)
+        total = np.zeros(self.num_samples)
+        for name, idx in self.index.members.items():
+            total += self.weights[name] @ signs[idx] / len(idx)
+        return total / len(self.index.members)
+
+    def interval(self, better: ArrayLike, worse: ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
+        """The percentile bootstrap interval of the group-averaged tau."""
+        return percentile_interval(self.statistics(better, worse), confidence)
+
+    def paired_test(
+        self,
+        columns_a: tuple[ArrayLike, ArrayLike],
+        columns_b: tuple[ArrayLike, ArrayLike],
+        confidence: float = 0.95,
+        alpha: float = 0.05,
+    ) -> PairedTest:
+        """Whether the scores B (better, worse) rank the judgements better than the scores A, on the same
+        resamples (the p-value as `GroupedBootstrap.paired_test`'s)."""
+        _check_bootstrap(self.num_samples, confidence)
+        a, b = self.estimate(*columns_a).mean, self.estimate(*columns_b).mean
+        differences = self.statistics(*columns_b) - self.statistics(*columns_a)
+        return _paired_test("darr", a, b, differences, confidence, alpha)

@@ -1,0 +1,331 @@
+"""Human judgements to correlate a metric with: candidate, reference and human score per segment, with optional
+group (e.g. language pair) and system labels, read from a tab-separated file with a header or made from lists.
+
+Why a module of its own: the layer tuning (`bertscore_tm.tuning.layer_tuning`) and the ``tune-layers`` command both read
+judgements, and a reader that names every bad line (or skips it and counts it) is worth keeping apart from the
+statistics. The file format and the command's messages: docs/tuning.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bertscore_tm.errors import BERTScoreError, InputFileError, warn_user
+
+#: Fewest judgements tuning accepts (a correlation needs 3 points).
+MIN_ROWS = 3
+
+
+#: What fixes a `JudgementFileError`, in Python's terms (the command line says it in its own).
+REMEDIES = {
+    "skip_bad": "pass skip_bad=True to leave bad lines out",
+    "columns": "name the right ones with the column arguments",
+}
+
+
+class JudgementFileError(InputFileError):
+    """A judgement file that cannot be used: missing columns, a bad line (`line`, 1 = the header), too few rows.
+    `problem` is what is wrong and `remedy` the key in `REMEDIES` of what fixes it (None: nothing to pass), so
+    that the command line can say it with its own flags."""
+
+    def __init__(self, problem: str, *, path: str, line: int | None = None, remedy: str | None = None) -> None:
+        super().__init__(problem + (f" ({REMEDIES[remedy]})" if remedy else ""), path=path, what="judgements")
+        self.problem, self.line, self.remedy = problem, line, remedy
+
+
+class JudgementsError(BERTScoreError, ValueError):
+    """Judgements that cannot be correlated as they are: human scores constant within a group, or no group
+    of `MIN_ROWS` segments."""
+
+
+@dataclass(frozen=True)
+class Judgements:
+    """Judged segments: candidate, reference and human score each, with optional group and system labels.
+
+    `lines` are the file's line numbers of the rows (1 is the header) for messages, empty for judgements made
+    from lists; `skipped` counts the bad lines `read_judgements(skip_bad=True)` left out.
+    """
+
+    candidates: list[str]
+    references: list[str]
+    human: list[float]
+    groups: list[str] | None = None
+    systems: list[str] | None = None
+    lines: list[int] = field(default_factory=list)
+    skipped: int = 0
+    source: str | None = None
+
+    @classmethod
+    def from_columns(
+        cls,
+        candidates: Sequence[str],
+        references: Sequence[str],
+        human: Sequence[float],
+        groups: Sequence[str] | None = None,
+        systems: Sequence[str] | None = None,
+    ) -> Judgements:
+        """Judgements from parallel lists (one entry per segment), checked for equal lengths."""
+        columns = {"references": references, "human": human, "groups": groups, "systems": systems}
+        for name, column in columns.items():
+            if column is not None and len(column) != len(candidates):
+                raise ValueError(f"{name} has {len(column)} entries for {len(candidates)} candidates")
+        return cls(
+            list(candidates),
+            list(references),
+            [float(h) for h in human],
+            None if groups is None else [str(g) for g in groups],
+            None if systems is None else [str(s) for s in systems],
+        )
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    def select(self, indices: Sequence[int]) -> Judgements:
+        """These rows only (a slice of a file, or the pairs left after undefined scores are dropped)."""
+
+        def pick(values: list[Any] | None) -> Any:
+            return None if values is None else [values[i] for i in indices]
+
+        return Judgements(
+            pick(self.candidates),
+            pick(self.references),
+            pick(self.human),
+            pick(self.groups),
+            pick(self.systems),
+            pick(self.lines) if self.lines else [],
+            self.skipped,
+            self.source,
+        )
+
+
+@dataclass(frozen=True)
+class RelativeRankings:
+    """Relative-ranking judgements (WMT's DARR): per judgement a reference and two candidates of the same source,
+    `better` the one humans judged better, with optional group labels (e.g. the language pair). `lines`,
+    `skipped` and `source` as in `Judgements`."""
+
+    references: list[str]
+    better: list[str]
+    worse: list[str]
+    groups: list[str] | None = None
+    lines: list[int] = field(default_factory=list)
+    skipped: int = 0
+    source: str | None = None
+
+    @classmethod
+    def from_columns(
+        cls,
+        references: Sequence[str],
+        better: Sequence[str],
+        worse: Sequence[str],
+        groups: Sequence[str] | None = None,
+    ) -> RelativeRankings:
+        """Relative rankings from parallel lists (one entry per judgement), checked for equal lengths."""
+        for name, column in {"better": better, "worse": worse, "groups": groups}.items():
+            if column is not None and len(column) != len(references):
+                raise ValueError(f"{name} has {len(column)} entries for {len(references)} references")
+        return cls(list(references), list(better), list(worse), None if groups is None else [str(g) for g in groups])
+
+    def __len__(self) -> int:
+        return len(self.references)
+
+    def select(self, indices: Sequence[int]) -> RelativeRankings:
+        """These judgements only."""
+        refs, better, worse = ([column[i] for i in indices] for column in (self.references, self.better, self.worse))
+        groups = None if self.groups is None else [self.groups[i] for i in indices]
+        lines = [self.lines[i] for i in indices] if self.lines else []
+        return RelativeRankings(refs, better, worse, groups, lines, self.skipped, self.source)
+
+    def as_pairs(self) -> Judgements:
+        """The 2n pairs to score: every better candidate with its reference, then every worse one (human scores
+        1 and 0: which of the two was judged better)."""
+        n = len(self)
+        groups = None if self.groups is None else self.groups * 2
+        return Judgements(self.better + self.worse, self.references * 2, [1.0] * n + [0.0] * n, groups)
+
+
+def _header_positions(header: list[str], wanted: dict[str, str | None], path: str) -> dict[str, int]:
+    """Each wanted column's position in the header; the missing ones named together."""
+    names = [h.strip() for h in header]
+    missing = [f"{column!r} (the {role} column)" for role, column in wanted.items() if column and column not in names]
+    if missing:
+        raise JudgementFileError(
+            f"{path}: the header has no column {', no column '.join(missing)}; its columns are "
+            f"{', '.join(repr(n) for n in names)}",
+            path=path,
+            line=1,
+            remedy="columns",
+        )
+    return {role: names.index(column) for role, column in wanted.items() if column}
+
+
+def _parse_row(row: list[str], at: dict[str, int]) -> tuple[str, str, float, str | None, str | None]:
+    """One data row's fields; ValueError saying what is wrong with it."""
+    cell = row[at["human"]].strip()
+    if not cell:
+        raise ValueError("has no human score")
+    try:
+        human = float(cell)
+    except ValueError:
+        raise ValueError(f"has a human score that is not a number: {cell!r}") from None
+    if not math.isfinite(human):
+        raise ValueError(f"has a human score that is not finite: {cell!r}")
+    return row[at["candidate"]], row[at["reference"]], human, _label(row, at, "group"), _label(row, at, "system")
+
+
+def _label(row: list[str], at: dict[str, int], role: str) -> str | None:
+    """The row's `role` label (None where the file has no such column); ValueError where it is empty."""
+    if role not in at:
+        return None
+    value = row[at[role]].strip()
+    if not value:
+        raise ValueError(f"has an empty {role} label")
+    return value
+
+
+def read_judgements(
+    path: str | os.PathLike[str],
+    candidate: str = "candidate",
+    reference: str = "reference",
+    human: str = "human",
+    group: str | None = None,
+    system: str | None = None,
+    skip_bad: bool = False,
+) -> Judgements:
+    """Read a UTF-8 tab-separated file with a header line: a candidate, its reference and a human score per
+    line (column names as given), optionally a group (e.g. language pair) and a system column. Quotes are
+    literal (no CSV quoting), blank lines are ignored.
+
+    A line with a missing or non-numeric human score, an empty label or the wrong number of fields is a
+    `JudgementFileError` naming the line, or, with `skip_bad`, left out and counted (`Judgements.skipped`,
+    with a warning). Missing columns are named; fewer than 3 judgements is an error.
+    """
+    wanted = {"candidate": candidate, "reference": reference, "human": human, "group": group, "system": system}
+    rows, lines, skipped = _read_rows(path, wanted, _parse_row, skip_bad)
+    return _judgements(rows, lines, skipped, str(path), group is not None, system is not None)
+
+
+def _read_rows(
+    path: str | os.PathLike[str], wanted: dict[str, str | None], parse: Callable[..., Any], skip_bad: bool
+) -> tuple[list[Any], list[int], int]:
+    """The parsed rows of a judgement file (`parse(row, positions)` each, once the row has the header's number
+    of fields), their line numbers, and how many bad lines were skipped; a bad line is an error naming it
+    unless `skip_bad`."""
+    where = str(path)
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+            header = next(reader, None)
+            if header is None:
+                raise JudgementFileError(f"{where} is empty: it needs a header line and judgements", path=where)
+            at = _header_positions(header, wanted, where)
+            rows, lines, skipped = [], [], 0
+            for row in reader:
+                if not any(cell.strip() for cell in row):
+                    continue
+                try:
+                    if len(row) != len(header):
+                        raise ValueError(f"has {len(row)} tab-separated fields where the header has {len(header)}")
+                    rows.append(parse(row, at))
+                    lines.append(reader.line_num)
+                except ValueError as err:
+                    if not skip_bad:
+                        raise JudgementFileError(
+                            f"{where}, line {reader.line_num} {err}",
+                            path=where,
+                            line=reader.line_num,
+                            remedy="skip_bad",
+                        ) from None
+                    skipped += 1
+    except (OSError, UnicodeDecodeError) as err:
+        raise JudgementFileError(f"{where} cannot be read: {err}", path=where) from None
+    return rows, lines, skipped
+
+
+def _enough(kept: int, skipped: int, where: str) -> None:
+    if skipped:
+        warn_user(f"{where}: {skipped} bad line(s) left out; {kept} judgements kept")
+    if kept < MIN_ROWS:
+        raise JudgementFileError(
+            f"{where} has {kept} usable judgement(s){f' ({skipped} bad line(s) left out)' if skipped else ''}: "
+            f"a correlation needs at least {MIN_ROWS}",
+            path=where,
+        )
+
+
+def read_relative_rankings(
+    path: str | os.PathLike[str],
+    reference: str = "reference",
+    better: str = "better",
+    worse: str = "worse",
+    group: str | None = None,
+    skip_bad: bool = False,
+) -> RelativeRankings:
+    """Read relative-ranking judgements (WMT's DARR) from a UTF-8 tab-separated file with a header line: a
+    reference, the candidate judged better and the one judged worse per line (column names as given), optionally
+    a group column. The format's rules and errors are `read_judgements`'."""
+    wanted = {"reference": reference, "better": better, "worse": worse, "group": group}
+    rows, lines, skipped = _read_rows(path, wanted, _parse_ranking, skip_bad)
+    _enough(len(rows), skipped, str(path))
+    refs, betters, worses, groups = (list(column) for column in zip(*rows, strict=True))
+    return RelativeRankings(refs, betters, worses, groups if group else None, lines, skipped, str(path))
+
+
+def _parse_ranking(row: list[str], at: dict[str, int]) -> tuple[str, str, str, str | None]:
+    return row[at["reference"]], row[at["better"]], row[at["worse"]], _label(row, at, "group")
+
+
+def _judgements(
+    rows: list[tuple[str, str, float, str | None, str | None]],
+    lines: list[int],
+    skipped: int,
+    where: str,
+    grouped: bool,
+    with_systems: bool,
+) -> Judgements:
+    _enough(len(rows), skipped, where)
+    cands, refs, human, groups, systems = (list(column) for column in zip(*rows, strict=True))
+    return Judgements(
+        cands,
+        refs,
+        human,
+        groups if grouped else None,
+        systems if with_systems else None,
+        lines,
+        skipped,
+        where,
+    )
+
+
+def check_variation(rows: Judgements) -> None:
+    """Refuse judgements that no correlation can be computed on, before anything is scored: no group (or, without
+    groups, not the whole) of at least `MIN_ROWS` segments, or human scores that are the same in every segment of
+    a group counted. A constant group's correlation is undefined, and so is the average over groups (WMT's
+    figure); smaller groups are left out later, with a warning."""
+    members: dict[str, list[float]] = {}
+    for label, score in zip(rows.groups or ["all"] * len(rows), rows.human, strict=True):
+        members.setdefault(label, []).append(score)
+    counted = {label: scores for label, scores in members.items() if len(scores) >= MIN_ROWS}
+    where = f"{rows.source}: " if rows.source else ""
+    if not counted:
+        sizes = ", ".join(f"{label!r} {len(scores)}" for label, scores in list(members.items())[:5])
+        raise JudgementsError(
+            f"{where}no group has {MIN_ROWS} judgements or more ({sizes}{', ...' if len(members) > 5 else ''}): "
+            "a correlation needs at least 3 segments",
+            argument="group",
+        )
+    constant = [label for label, scores in counted.items() if min(scores) == max(scores)]
+    if constant:
+        name = "the judgements" if rows.groups is None else f"group {constant[0]!r}"
+        raise JudgementsError(
+            f"{where}the human scores of {name} are all {counted[constant[0]][0]!r}: a correlation with constant "
+            f"scores is undefined{'' if rows.groups is None else ', and so is the average over groups'}"
+            f"{f' ({len(constant)} groups are so)' if len(constant) > 1 else ''}: check the human column"
+            f"{'' if rows.groups is None else ', or leave the group out'}",
+            argument="human",
+        )

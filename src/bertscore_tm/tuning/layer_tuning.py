@@ -1,0 +1,475 @@
+"""Layer tuning: how well BERTScore at every layer of a model correlates with human judgements, from one pass.
+
+BERTScore's quality depends on which layer's embeddings it matches; the BERTScore authors picked each model's
+default layer by its correlation with WMT16 human judgements. `tune_layers` does the same for any model and any
+judged data: the metric runs once with ``all_layers=True`` (each distinct text embedded once, every layer
+kept), and the precision, recall and F1 of every layer are correlated with the human scores (Pearson, Spearman,
+Kendall's tau-b; per group, such as the language pair, and averaged over groups as WMT reports them), with
+bootstrap intervals for the tuned score and a paired bootstrap test of the best layer against the model's default layer
+(`bertscore_tm.tuning.correlation` has the definitions). The best layer can then be recorded in a user layer table
+(`bertscore_tm.models.registry`), after which the model scores with it without ``num_layers``.
+
+The judgements come from a tab-separated file with a header (`read_judgements`): a candidate, its reference
+and a human score per line, optionally a group and a system column; or from lists (`Judgements.from_columns`).
+
+>>> rows = Judgements.from_columns(
+...     ["The cat sat.", "A dog ran off.", "It rained.", "Birds sing loudly."],
+...     ["The cat sat down.", "The dog ran away.", "It was raining.", "Some birds are singing."],
+...     [0.9, 0.4, 0.7, 0.2])
+>>> result = tune_layers(rows, model="sentence-transformers/all-MiniLM-L6-v2", bootstrap=0)
+>>> len(result.layers), result.default_layer, result.layer_table_line()[:41]
+(7, 5, '"sentence-transformers/all-MiniLM-L6-v2":')
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bertscore_tm.errors import ArgumentValueError, warn_user
+from bertscore_tm.models.registry import LayerTable, add_to_layer_table, default_num_layers, is_known_model
+from bertscore_tm.tuning.correlation import (
+    METHODS,
+    GroupedBootstrap,
+    GroupedCorrelation,
+    PairedTest,
+    percentile_interval,
+)
+from bertscore_tm.tuning.judgements import MIN_ROWS, JudgementFileError, Judgements, check_variation, read_judgements
+from bertscore_tm.tuning.system_level import system_correlations
+
+#: The scores correlated, in the order BERTScore returns them.
+SCORES = ("precision", "recall", "f1")
+#: The reader lives in `bertscore_tm.tuning.judgements`; these names stay importable from here.
+__all__ = [
+    "MIN_ROWS",
+    "SCORES",
+    "Figures",
+    "JudgementFileError",
+    "Judgements",
+    "LayerResult",
+    "LayerScores",
+    "LayerTuning",
+    "layer_scores",
+    "read_judgements",
+    "score_all_layers",
+    "tune_from_scores",
+    "tune_layers",
+]
+#: Metric arguments `tune_layers` sets itself.
+_OWN_ARGUMENTS = frozenset({"num_layers", "all_layers", "reduction", "output", "verbose", "idf", "return_hash"})
+
+
+@dataclass(frozen=True)
+class LayerScores:
+    """Per-pair precision, recall and F1 at every layer, each [layers + 1, pairs] in float64, from one
+    ``all_layers`` run of the metric; `model` is the metric's model name, `hash_code` its setting."""
+
+    precision: np.ndarray
+    recall: np.ndarray
+    f1: np.ndarray
+    model: str
+    hash_code: str
+    idf: bool
+
+    def of(self, score: str) -> np.ndarray:
+        """The array of one score (``"precision"``, ``"recall"`` or ``"f1"``)."""
+        return {"precision": self.precision, "recall": self.recall, "f1": self.f1}[score]
+
+    @property
+    def depth(self) -> int:
+        """The model's number of layers L (rows are layers 0, the embeddings, to L)."""
+        return int(self.f1.shape[0]) - 1
+
+    def defined(self) -> np.ndarray:
+        """Per pair, whether its precision, recall and F1 are defined (finite) at every layer ([pairs], bool)."""
+        return np.all([np.isfinite(self.of(name)).all(axis=0) for name in SCORES], axis=0)
+
+    def select(self, indices: np.ndarray) -> LayerScores:
+        """These pairs only."""
+        p, r, f = (a[:, indices] for a in (self.precision, self.recall, self.f1))
+        return LayerScores(p, r, f, self.model, self.hash_code, self.idf)
+
+
+def score_all_layers(
+    rows: Judgements, model: str | os.PathLike[str], idf: bool = False, progress: bool = False, **metric_kwargs: Any
+) -> LayerScores:
+    """Score every pair at every layer in one pass: `bertscore_tm.BERTScore` with ``all_layers=True`` embeds each
+    distinct text once and keeps every layer. `progress` shows a progress bar while embedding; `metric_kwargs`
+    go to the metric (``device``, ``batch_size``, ``model_dtype``, ``max_length``, ``long_texts``, ``lang``...).
+    With `idf`, the weights come from the references of `rows` as given (a reference judged with several
+    systems counts each time, as it does in bert-score and in a metric run on the same pairs)."""
+    clash = sorted(_OWN_ARGUMENTS & metric_kwargs.keys())
+    if clash:
+        raise ArgumentValueError(
+            f"{', '.join(clash)} cannot be passed to layer tuning: it scores every layer itself",
+            argument=clash[0],
+            allowed="metric arguments other than " + ", ".join(sorted(_OWN_ARGUMENTS)),
+            value=metric_kwargs[clash[0]],
+        )
+    from bertscore_tm.metric.bertscore import BERTScore
+
+    metric_kwargs.setdefault("sync_on_compute", False)  # this process's pairs, even inside a distributed job
+    return layer_scores(BERTScore(model, all_layers=True, idf=idf, verbose=progress, **metric_kwargs), rows)
+
+
+def layer_scores(metric: Any, rows: Judgements) -> LayerScores:
+    """`score_all_layers` with a metric built by the caller (the command line builds it with its own checks): a
+    fresh `bertscore_tm.BERTScore` with ``all_layers=True`` and one score per pair (``reduction="none"``)."""
+    if not metric.all_layers or metric.reduction != "none":
+        raise ArgumentValueError(
+            "layer tuning needs a metric with all_layers=True and reduction='none'",
+            argument="all_layers",
+            allowed="True",
+            value=metric.all_layers,
+        )
+    metric.reset()
+    metric.update(rows.candidates, rows.references)
+    scores = metric.compute_scores()
+    p, r, f = (t.detach().to("cpu").double().numpy() for t in scores.as_tuple())
+    return LayerScores(p, r, f, metric.model_name, scores.hash_code, bool(metric.idf))
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One correlation of one score at one layer: the mean over groups, each group's value, and the percentile
+    bootstrap interval of the mean (None without bootstrap, and for the scores other than the tuned one: an
+    interval of another score is one `tune_from_scores` away, on the same scores)."""
+
+    mean: float
+    groups: dict[str, float]
+    ci: tuple[float, float] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: NaN becomes None."""
+        ci = None if self.ci is None else [_finite(v) for v in self.ci]
+        return {"mean": _finite(self.mean), "groups": {k: _finite(v) for k, v in self.groups.items()}, "ci": ci}
+
+
+@dataclass(frozen=True)
+class LayerResult:
+    """Every figure of one layer: ``figures[score][method]`` for the three scores and three correlations, and
+    the system-level Pearson correlation per score (``system[score]``) when the judgements name systems."""
+
+    layer: int
+    figures: dict[str, dict[str, Figures]]
+    system: dict[str, GroupedCorrelation] | None = None
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class LayerTuning:
+    """The result of `tune_layers`: the figures of every layer, the best layer by `criterion` on `score`, the
+    model's default layer and the paired test of the best against it (None without bootstrap or default).
+
+    `segments` counts the judgements correlated (`dropped`: pairs left out for an undefined score, `skipped`:
+    bad lines the reader left out), `groups` their groups' sizes and `left_out` the groups too small to count.
+    """
+
+    model: str
+    hash_code: str
+    idf: bool
+    criterion: str
+    score: str
+    layers: list[LayerResult]
+    best_layer: int
+    default_layer: int | None
+    test: PairedTest | None
+    segments: int
+    groups: dict[str, int]
+    left_out: dict[str, int]
+    dropped: int
+    skipped: int
+    bootstrap: int
+    seed: int
+    confidence: float
+    scores: LayerScores = field(repr=False, compare=False)
+
+    def figures(self, layer: int, method: str | None = None, score: str | None = None) -> Figures:
+        """One layer's figures for `method` and `score` (default: the criterion and the tuned score)."""
+        return self.layers[layer].figures[score or self.score][method or self.criterion]
+
+    def to_dict(self, all_scores: bool = False) -> dict[str, Any]:
+        """JSON-ready figures: ``layers`` holds, per layer, ``{"layer": k, "pearson": {"mean", "groups",
+        "ci"}, "spearman": ..., "kendall": ...}`` for the tuned score (plus ``"system"`` with systems, and
+        ``"scores"`` with the figures of all three scores if `all_scores`); NaN is written as null."""
+        layers = []
+        for result in self.layers:
+            entry: dict[str, Any] = {"layer": result.layer}
+            entry.update({m: f.to_dict() for m, f in result.figures[self.score].items()})
+            if result.system is not None:
+                system = result.system[self.score]
+                entry["system"] = {"pearson": Figures(system.mean, system.groups, None).to_dict()}
+            if all_scores:
+                entry["scores"] = {s: {m: f.to_dict() for m, f in by.items()} for s, by in result.figures.items()}
+            layers.append(entry)
+        return {
+            "model": self.model,
+            "hash": self.hash_code,
+            "idf": self.idf,
+            "score": self.score,
+            "criterion": self.criterion,
+            "best_layer": self.best_layer,
+            "default_layer": self.default_layer,
+            "test": None if self.test is None else _test_dict(self.test, self.best_layer, self.default_layer),
+            "segments": self.segments,
+            "groups": self.groups,
+            "left_out": self.left_out,
+            "dropped": self.dropped,
+            "skipped": self.skipped,
+            "bootstrap": self.bootstrap,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "layers": layers,
+        }
+
+    def to_json(self, indent: int | None = 2, all_scores: bool = False) -> str:
+        """`to_dict` as strict JSON text (no NaN literals)."""
+        return json.dumps(self.to_dict(all_scores), indent=indent, allow_nan=False, ensure_ascii=False)
+
+    def layer_table_line(self) -> str:
+        """The entry to add to a user layer table (`bertscore_tm.models.registry`, ``BERTSCORE_TM_LAYERS``): the model
+        name and its best layer, ``"name": layer``, to put inside the table's braces."""
+        return f"{json.dumps(self.model, ensure_ascii=False)}: {self.best_layer}"
+
+    def save_to_layer_table(self, path: str | os.PathLike[str]) -> None:
+        """Write the best layer into the user layer table at `path` (created if missing, other entries kept)."""
+        add_to_layer_table(path, self.model, self.best_layer)
+
+
+def _test_dict(test: PairedTest, best: int, default: int | None) -> dict[str, Any]:
+    return {
+        "best": best,
+        "default": default,
+        "method": test.method,
+        "difference": _finite(test.difference),
+        "interval": [_finite(v) for v in test.interval],
+        "p_value": test.p_value,
+        "significant": test.significant,
+        "alpha": test.alpha,
+        "resamples": test.num_samples,
+    }
+
+
+def check_choices(criterion: str | None, score: str, bootstrap: int, confidence: float) -> None:
+    """The arguments' values (`criterion` None: none to check, relative rankings have one measure)."""
+    checked = (("criterion", criterion, METHODS), ("score", score, SCORES))
+    for argument, value, allowed in checked[criterion is None :]:
+        if value not in allowed:
+            raise ArgumentValueError(
+                f"{argument} must be one of {', '.join(allowed)}; got {value!r}",
+                argument=argument,
+                allowed=", ".join(allowed),
+                value=value,
+            )
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
+        raise ArgumentValueError(
+            f"bootstrap must be a number of resamples >= 0 (0: no intervals and no test); got {bootstrap!r}",
+            argument="bootstrap",
+            allowed="an integer >= 0",
+            value=bootstrap,
+        )
+    if not (isinstance(confidence, float) and 0 < confidence < 1):
+        raise ArgumentValueError(
+            f"confidence must be between 0 and 1, e.g. 0.95; got {confidence!r}",
+            argument="confidence",
+            allowed="a number in (0, 1)",
+            value=confidence,
+        )
+
+
+def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, LayerScores, int]:
+    """The pairs whose every score at every layer is defined (with IDF a text whose tokens all weigh 0 has a
+    NaN score), so that every layer is correlated on the same segments; the others are warned about."""
+    if scores.f1.shape[1] != len(rows):
+        raise ValueError(f"the scores hold {scores.f1.shape[1]} pairs for {len(rows)} judgements")
+    defined = scores.defined()
+    if defined.all():
+        return rows, scores, 0
+    keep = np.flatnonzero(defined)
+    bad = [rows.lines[i] if rows.lines else int(i) for i in np.flatnonzero(~defined)[:5]]
+    warn_user(
+        f"{int((~defined).sum())} judgement(s) have an undefined (NaN) BERTScore at some layer and are left out of "
+        f"every correlation ({'line(s)' if rows.lines else 'index(es)'} {', '.join(map(str, bad))}"
+        f"{', ...' if (~defined).sum() > 5 else ''})"
+    )
+    return rows.select(keep.tolist()), scores.select(keep), int((~defined).sum())
+
+
+def _layer_result(
+    boot: GroupedBootstrap,
+    scores: LayerScores,
+    layer: int,
+    confidence: float,
+    ci_for: str | None,
+    system: dict[str, GroupedCorrelation] | None,
+) -> LayerResult:
+    """Every correlation of every score at one layer, with intervals from the shared resamples for the score
+    `ci_for` (None: no intervals), and its system-level figures (`_system_figures`)."""
+    figures: dict[str, dict[str, Figures]] = {name: {} for name in SCORES}
+    for name in SCORES:
+        column = scores.of(name)[layer]
+        for method in METHODS:
+            estimate = boot.estimate(column, method)
+            ci = percentile_interval(boot.statistics(column, method), confidence) if name == ci_for else None
+            figures[name][method] = Figures(estimate.mean, estimate.groups, ci)
+    return LayerResult(layer, figures, system)
+
+
+def _system_figures(rows: Judgements, scores: LayerScores) -> list[dict[str, GroupedCorrelation] | None]:
+    """Per layer, the system-level correlation of each score, where the judgements name systems enough for
+    one (`_system_level`; else None per layer): every layer's P, R and F1 against the systems found once."""
+    depth = scores.depth + 1
+    if not _system_level(rows):
+        return [None] * depth
+    assert rows.systems is not None
+    columns = np.concatenate([scores.of(name) for name in SCORES])  # [3 (depth), pairs], score after score
+    found = system_correlations(columns, rows.systems, rows.human, rows.groups)
+    return [{name: found[k * depth + layer] for k, name in enumerate(SCORES)} for layer in range(depth)]
+
+
+def _system_level(rows: Judgements) -> bool:
+    """Whether the judgements name systems, at least 3 in some group (a system-level correlation needs 3)."""
+    if rows.systems is None:
+        return False
+    systems: dict[str, set[str]] = {}
+    for label, system in zip(rows.groups or ["all"] * len(rows), rows.systems, strict=True):
+        systems.setdefault(label, set()).add(system)
+    return max(len(names) for names in systems.values()) >= MIN_ROWS
+
+
+def layer_to_test(model: str, default_layer: int | None, depth: int, layer_table: LayerTable) -> int | None:
+    """The layer to test the best against: `default_layer`, else the registry's (a user layer table first,
+    then configs/models.json), else None."""
+    if default_layer is None:
+        if not is_known_model(model, layer_table):
+            return None
+        default_layer = default_num_layers(model, layer_table)
+    if isinstance(default_layer, bool) or not isinstance(default_layer, int) or not 0 <= default_layer <= depth:
+        raise ArgumentValueError(
+            f"default_layer must be a layer of the model, 0 to {depth}; got {default_layer!r}",
+            argument="default_layer",
+            allowed=f"an integer in [0, {depth}]",
+            value=default_layer,
+        )
+    return default_layer
+
+
+def best_layer_by(layers: list[LayerResult], criterion: str, score: str) -> int:
+    """The layer with the highest group-averaged `criterion` on `score` (the lowest such layer on a tie)."""
+    means = np.array([result.figures[score][criterion].mean for result in layers])
+    if np.isnan(means).all():
+        raise ValueError(f"the {criterion} correlation of {score} is undefined at every layer: no layer can be chosen")
+    return int(np.nanargmax(means))
+
+
+def tune_from_scores(
+    rows: Judgements,
+    scores: LayerScores,
+    criterion: str = "pearson",
+    score: str = "f1",
+    bootstrap: int = 1000,
+    seed: int = 0,
+    default_layer: int | None = None,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    layer_table: LayerTable = None,
+    progress: bool = False,
+) -> LayerTuning:
+    """The correlations of every layer of `scores` (from `score_all_layers`) with `rows`' human scores, the
+    best layer and the paired test against the default layer: `tune_layers` without the scoring, so that
+    scores made once can be analysed several ways. Arguments as `tune_layers`."""
+    check_choices(criterion, score, bootstrap, confidence)
+    rows, scores, dropped = _defined_pairs(rows, scores)
+    check_variation(rows)
+    if rows.systems is not None and not _system_level(rows):
+        warn_user(f"no group has {MIN_ROWS} systems or more: the system-level correlation is left out")
+    # the resamples are drawn once and shared by every layer, score and correlation (and the paired test)
+    boot = GroupedBootstrap(rows.human, rows.groups, max(bootstrap, 1), seed)
+    from tqdm.auto import tqdm
+
+    systems = _system_figures(rows, scores)
+    layers = [
+        _layer_result(boot, scores, layer, confidence, score if bootstrap > 0 else None, systems[layer])
+        for layer in tqdm(range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not progress)
+    ]
+    best = best_layer_by(layers, criterion, score)
+    default = layer_to_test(scores.model, default_layer, scores.depth, layer_table)
+    test = None
+    if bootstrap and default is not None:
+        column = scores.of(score)
+        test = boot.paired_test(column[default], column[best], criterion, confidence, alpha)
+    return LayerTuning(
+        model=scores.model,
+        hash_code=scores.hash_code,
+        idf=scores.idf,
+        criterion=criterion,
+        score=score,
+        layers=layers,
+        best_layer=best,
+        default_layer=default,
+        test=test,
+        segments=len(rows),
+        groups=boot.index.sizes,
+        left_out=dict(boot.index.left_out),
+        dropped=dropped,
+        skipped=rows.skipped,
+        bootstrap=bootstrap,
+        seed=seed,
+        confidence=confidence,
+        scores=scores,
+    )
+
+
+def tune_layers(
+    rows: Judgements,
+    model: str | os.PathLike[str],
+    idf: bool = False,
+    criterion: str = "pearson",
+    score: str = "f1",
+    bootstrap: int = 1000,
+    seed: int = 0,
+    default_layer: int | None = None,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    progress: bool = False,
+    layer_table: LayerTable = None,
+    **metric_kwargs: Any,
+) -> LayerTuning:
+    """Correlate BERTScore at every layer of `model` with the human scores of `rows`, from one pass.
+
+    Args:
+        rows: the judgements (`read_judgements`, `Judgements.from_columns`).
+        model: a model name or folder, as `bertscore_tm.BERTScore` takes it.
+        idf: weigh tokens by IDF over the references of `rows`.
+        criterion: the correlation that picks the best layer: ``"pearson"`` (WMT's segment-level DA figure),
+            ``"spearman"`` or ``"kendall"`` (tau-b).
+        score: the score whose correlation picks it: ``"precision"``, ``"recall"`` or ``"f1"``.
+        bootstrap: resamples for the intervals of the tuned `score`'s correlations and for the paired test
+            (0: neither).
+        seed: the resamples' seed (the same seed, the same figures).
+        default_layer: the layer to test the best against; default: the registry's layer for `model` (a user
+            layer table's, else configs/models.json's), or no test for a model it does not know.
+        confidence: the intervals' confidence level; alpha: the test's significance level.
+        progress: progress bars while embedding and correlating.
+        layer_table: a user layer table file to consult instead of ``BERTSCORE_TM_LAYERS``'s.
+        metric_kwargs: further `BERTScore` arguments (``device``, ``batch_size``, ``model_dtype``...).
+
+    The best layer is chosen on the same judgements the test resamples, which favours it: a significant test
+    says the best layer is really better than the default on this kind of data; its size is best confirmed on
+    held-out judgements (`tune_from_scores` on another `Judgements`).
+    """
+    check_choices(criterion, score, bootstrap, confidence)
+    check_variation(rows)  # before the model runs
+    scores = score_all_layers(rows, model, idf=idf, progress=progress, **metric_kwargs)
+    return tune_from_scores(
+        rows, scores, criterion, score, bootstrap, seed, default_layer, confidence, alpha, layer_table, progress
+    )

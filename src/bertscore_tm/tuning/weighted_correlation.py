@@ -1,0 +1,364 @@
+"""Correlations of bootstrap resamples: the kernels behind `bertscore_tm.tuning.correlation` (pure numpy, float64).
+
+A resample of a group of m segments is a row of counts ([B, m] for B resamples: how often each segment is drawn);
+its correlation is that of the segments it draws, copies included (copies of one segment tie in both columns),
+as defined in `bertscore_tm.tuning.correlation`'s docstring. `weighted` computes one column's correlation in every
+resample; `GroupResamples` holds one group's counts and what every column correlated with the same human
+scores shares (their centred values, ranks, ties, which resamples leave them constant), computed once, and
+evaluates many columns at a time.
+
+Why a module of its own: layer tuning (`bertscore_tm.tuning.layer_tuning`) correlates every layer's precision, recall
+and F1 (21 columns for a 6-layer model) three ways on the same resamples; recomputing the human side for each column and
+testing every column for constant resamples the long way was most of its cost, and these kernels are where that is
+avoided. The shortcuts are exact: Pearson's sums are taken around the group's own mean (`GroupResamples.correlations`);
+ranks are averages of whole counts, so Spearman's sums are halves of whole numbers, exact in float64 in any order, and
+its variances follow from the tie groups' sizes alone; Kendall's pair-sign products of whole counts are summed in
+float32, exact for integers below 2**24. Spearman's and Kendall's figures are therefore the same bits whichever way they
+are summed, with or without resampling.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+Floats = NDArray[np.float64]
+#: Entries of one block of the pair-sign matrix (Kendall).
+BLOCK = 1 << 22
+#: A group's human pair signs are made once and kept (4 bytes a pair) for groups of at most this many pairs.
+CACHED_SIGNS = 1 << 20
+#: Blocks of rows the resampled Kendall kernel cuts the pair-sign matrix into (at least; more where a block
+#: would pass `BLOCK`): with k blocks it takes (1 + 1/k) / 2 of the matrix's products.
+_KENDALL_BLOCKS = 4
+#: Resamples taken at a time by the rank-based kernels: a few [rows, segments] float64 arrays of a WMT-sized
+#: group (hundreds of segments) then stay in a core's cache between passes.
+_CHUNK_ROWS = 32
+#: Whole numbers below this are exact in float32, which Kendall's sums of counts use while they stay below it.
+_FLOAT32_EXACT = 1 << 24
+
+
+def is_constant(x: Floats, weights: Floats) -> NDArray[np.bool_]:
+    """Per resample row of `weights` [B, n]: whether the segments it draws all have the same value of `x`."""
+    drawn = weights > 0
+    return np.where(drawn, x, np.inf).min(axis=1) == np.where(drawn, x, -np.inf).max(axis=1)
+
+
+def tie_totals(x: Floats, weights: Floats) -> tuple[Floats, Floats, NDArray[np.intp], NDArray[np.intp]]:
+    """For the tie groups of `x` (equal values) in ascending order: per resample, the weight drawn below each
+    group and in it ([B, g] each); the sort order of the segments, and each sorted segment's group."""
+    order = np.argsort(x, kind="stable")
+    sorted_x = x[order]
+    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
+    group_of = np.cumsum(np.r_[True, sorted_x[1:] != sorted_x[:-1]]) - 1
+    cumulative = np.cumsum(weights[:, order], axis=1)
+    ends = np.r_[starts[1:], len(x)] - 1
+    upto = cumulative[:, ends]
+    below = np.concatenate([np.zeros((len(weights), 1)), upto[:, :-1]], axis=1)
+    return below, upto - below, order, group_of
+
+
+def weighted_pearson(x: Floats, y: Floats, weights: Floats) -> Floats:
+    """Pearson's r of each resample ([B, n] counts of draws; x, y of shape [n] or [B, n]), NaN where undefined.
+    Centred on each resample's own mean first (two passes), so that sums of squares of scores near 0.9 with a
+    spread of 0.05 do not cancel."""
+    total = weights.sum(axis=1)
+    xc = x - (weights * x).sum(axis=1, keepdims=True) / total[:, None]
+    yc = y - (weights * y).sum(axis=1, keepdims=True) / total[:, None]
+    cov = (weights * xc * yc).sum(axis=1)
+    var_x, var_y = (weights * xc * xc).sum(axis=1), (weights * yc * yc).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(cov / np.sqrt(var_x * var_y), dtype=np.float64)
+
+
+def weighted_average_ranks(x: Floats, weights: Floats) -> Floats:
+    """Each segment's average rank in each resample ([B, n]): the draws below its tie group plus the mean
+    position within the group, ``below + (in_group + 1) / 2``."""
+    below, within, order, group_of = tie_totals(x, weights)
+    ranks = np.empty_like(weights)
+    ranks[:, order] = (below + (within + 1) / 2)[:, group_of]
+    return ranks
+
+
+def exact_counts(weights: Floats) -> NDArray[Any]:
+    """`weights` in float32 where they are whole counts whose row sums stay below 2**24 (every product with
+    signs and every partial sum of one is then a whole number float32 holds exactly); else as they are."""
+    whole = bool(np.all(weights == np.round(weights)))
+    return (
+        weights.astype(np.float32) if whole and float(np.abs(weights).sum(axis=1).max()) < _FLOAT32_EXACT else weights
+    )
+
+
+def human_signs(y: Floats) -> NDArray[np.float32] | None:
+    """The signs ``sign(y_i - y_j)`` of every pair of `y` (float32, [n, n]), made once for every column
+    correlated with `y`; None where there are more than `CACHED_SIGNS` pairs (the blocks then make their own)."""
+    return np.sign(y[:, None] - y[None, :]).astype(np.float32) if len(y) ** 2 <= CACHED_SIGNS else None
+
+
+def _sign_block(x: Floats, y: Floats, start: int, end: int, signs: NDArray[np.float32] | None) -> NDArray[np.float32]:
+    """Rows ``start:end`` and columns ``start:`` of the pair-sign matrix ``sign(dx) sign(dy)``, float32 (exact:
+    -1, 0, 1), the human side taken from `signs` (`human_signs`) where given."""
+    dy = signs[start:end, start:] if signs is not None else np.sign(y[start:end, None] - y[None, start:])
+    return np.sign(x[start:end, None] - x[None, start:]).astype(np.float32) * dy.astype(np.float32, copy=False)
+
+
+def kendall_numerator(
+    x: Floats, y: Floats, weights: Floats, counts: NDArray[Any] | None = None, signs: NDArray[np.float32] | None = None
+) -> Floats:
+    """``C - D`` of each resample: half the sum over ordered segment pairs of ``w_i w_j sign(dx) sign(dy)``
+    (copies of one segment tie in both), from the pair-sign matrix a block of rows at a time. The product of
+    the counts with the signs is summed in float32 where that is exact (`exact_counts`; float32 products are
+    the faster), the rest in float64; `counts` is `exact_counts(weights)` and `signs` is `human_signs(y)` where
+    the caller keeps them. Without resampling (one row of ones) it is the plain count of concordant minus
+    discordant pairs."""
+    if len(weights) != 1 or not bool(np.all(weights == 1)):  # resamples (one row of ones: a plain count)
+        counts = exact_counts(weights) if counts is None else counts
+        return _resampled_kendall_numerator(x, y, weights, counts, signs)
+    n = len(x)
+    rows = max(1, BLOCK // max(n, len(weights)))
+    numerator = 0
+    for start in range(0, n, rows):  # each pair once, from its segment with the larger x: concordant or not
+        part = slice(start, min(n, start + rows))
+        larger = x[part, None] > x[None, :]
+        above = signs[part] > 0 if signs is not None else y[part, None] > y[None, :]
+        below = signs[part] < 0 if signs is not None else y[part, None] < y[None, :]
+        numerator += int(np.count_nonzero(larger & above)) - int(np.count_nonzero(larger & below))
+    return np.full(len(weights), float(numerator))
+
+
+def _resampled_kendall_numerator(
+    x: Floats, y: Floats, weights: Floats, counts: NDArray[Any], signs: NDArray[np.float32] | None
+) -> Floats:
+    """`kendall_numerator` of resamples: the pair-sign matrix is symmetric, so each block of rows is taken
+    against the columns from its own first row on only (the pairs of its own block counted twice, then
+    halved), which leaves out nearly half the products of the whole matrix. A resample's sum of counts times
+    its products is a whole number of at most (its count total)^2, so below 2**24 it is summed in float32 too."""
+    n = len(x)
+    rows = max(1, min(-(-n // _KENDALL_BLOCKS), BLOCK // max(n, len(weights))))
+    float32 = counts.dtype == np.float32 and float(np.abs(counts).sum(axis=1).max()) ** 2 < _FLOAT32_EXACT
+    right = counts if float32 else weights
+    numerator = np.zeros(len(weights))
+    for start in range(0, n, rows):
+        end = min(n, start + rows)
+        products = counts[:, start:end] @ _sign_block(x, y, start, end, signs).astype(counts.dtype, copy=False)
+        if not float32:
+            products = products.astype(np.float64)  # [B, n - start]
+        within = np.einsum("bi,bi->b", products[:, : end - start], right[:, start:end])
+        numerator += within / 2 + np.einsum("bi,bi->b", products[:, end - start :], right[:, end:])
+    return numerator
+
+
+def weighted_kendall(x: Floats, y: Floats, weights: Floats) -> Floats:
+    """Kendall's tau-b of each resample ([B, n] counts of draws), NaN where undefined."""
+    total = weights.sum(axis=1)
+    pairs = total * (total - 1) / 2
+    within_x, within_y = tie_totals(x, weights)[1], tie_totals(y, weights)[1]
+    tied_x, tied_y = ((within * (within - 1) / 2).sum(axis=1) for within in (within_x, within_y))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        denominator = np.sqrt((pairs - tied_x) * (pairs - tied_y))
+        return np.asarray(kendall_numerator(x, y, weights) / denominator, dtype=np.float64)
+
+
+def weighted(x: Floats, y: Floats, weights: Floats, method: str) -> Floats:
+    """The correlation `method` of metric `x` with human `y` in each resample (row of `weights`), NaN where
+    either is constant in the resample."""
+    if method == "pearson":
+        values = weighted_pearson(x, y, weights)
+    elif method == "spearman":
+        values = weighted_pearson(weighted_average_ranks(x, weights), weighted_average_ranks(y, weights), weights)
+    else:
+        values = weighted_kendall(x, y, weights)
+    values[is_constant(x, weights) | is_constant(y, weights)] = np.nan
+    return values
+
+
+class _Ties:
+    """A column's sort order and its tie groups (runs of equal values in that order) of several segments:
+    `tied`, the sorted positions of their members, group after group; `members`, those segments; `sizes`,
+    the groups' sizes; `firsts`, where each group starts in `tied`; `group_of`, each member's group."""
+
+    def __init__(self, x: Floats) -> None:
+        self.order = np.argsort(x, kind="stable")
+        ordered = x[self.order]
+        new = np.r_[True, ordered[1:] != ordered[:-1]]
+        sizes = np.diff(np.r_[np.flatnonzero(new), len(x)])
+        self.largest = int(sizes.max())
+        several = sizes > 1
+        self.tied = np.flatnonzero(np.repeat(several, sizes))
+        self.members = self.order[self.tied]
+        self.sizes = sizes[several]
+        self.firsts = np.cumsum(self.sizes) - self.sizes
+        self.group_of = np.repeat(np.arange(len(self.sizes)), self.sizes)
+
+
+def _rank_variance(total: Floats, cubes: Floats) -> Floats:
+    """The sum of squared deviations of T draws' average ranks from their mean, given ``sum(t^3 - t)`` over
+    their tie groups (t draws each): ``(T^3 - T - cubes) / 12``, exact (a multiple of 1/4)."""
+    return np.asarray((total * total * total - total - cubes) / 12)
+
+
+def _cubes(tied: Floats) -> Floats:
+    """``sum(t^3 - t)`` of each row of tie group sizes."""
+    return np.asarray(((tied * tied - 1) * tied).sum(axis=1))
+
+
+class GroupResamples:
+    """One group's resamples (`weights`: [B, m] whole counts) with its `human` scores, and what every metric
+    column correlated on them shares, computed once: the resamples that draw a single segment (constant in any
+    column without ties), the pairs of copies (tied in any column), and per method the human side (lazily).
+
+    >>> counts = np.array([[1.0, 1, 1, 1], [2, 0, 1, 1], [0, 4, 0, 0]])
+    >>> group = GroupResamples(counts, np.array([0.1, 0.4, 0.3, 0.9]))
+    >>> columns = np.array([[0.2, 0.5, 0.4, 0.8], [0.3, 0.3, 0.1, 0.2]])
+    >>> fast = group.correlations(columns, "kendall")
+    >>> slow = np.stack([weighted(c, group.human, counts, "kendall") for c in columns])
+    >>> bool(np.allclose(fast, slow, equal_nan=True)), bool(np.isnan(fast[:, 2]).all())
+    (True, True)
+    """
+
+    def __init__(self, weights: Floats, human: Floats) -> None:
+        if not np.all((weights >= 0) & (weights == np.round(weights))):
+            raise ValueError("resample weights must be whole counts of draws (>= 0)")
+        self.weights = weights
+        self.human = human
+        self.total = weights.sum(axis=1)
+        self.distinct = (weights > 0).sum(axis=1)
+        self.single = self.distinct <= 1
+        self.copy_ties = (weights * (weights - 1) / 2).sum(axis=1)
+        self.counts = exact_counts(weights)
+        self._human: dict[str, Any] = {}
+        self._once: GroupResamples | None = None  # every segment drawn once (`plain`)
+
+    def _constant(self, x: Floats, ties: _Ties) -> NDArray[np.bool_]:
+        """The resamples constant in `x`: those drawing one segment, and where `x` has ties, those whose
+        segments are all tied (only a resample drawing no more segments than the largest tie group can be)."""
+        constant = self.single.copy()
+        if ties.largest > 1:
+            rows = np.flatnonzero((self.distinct <= ties.largest) & ~constant)
+            constant[rows] = is_constant(x, self.weights[rows])
+        return constant
+
+    @cached_property
+    def _copy_cubes(self) -> Floats:
+        """`_cubes` of a column without ties: its tie groups are the copies of each segment."""
+        return _cubes(self.weights)
+
+    def _tie_draws(self, ties: _Ties) -> tuple[Floats, Floats]:
+        """The draws of each member of the column's tie groups of several segments, and of each such group."""
+        drawn = self.weights[:, ties.members]
+        return drawn, np.add.reduceat(drawn, ties.firsts, axis=1)
+
+    def _human_side(self, method: str) -> Any:
+        """What `method` needs of the human scores in every resample, computed on first use."""
+        if method not in self._human:
+            y, w = self.human, self.weights
+            if method == "constant":
+                self._human[method] = is_constant(y, w)
+            elif method == "ties":  # the human tie groups: the draws below each and in each, [B, g]
+                self._human[method] = tie_totals(y, w)
+            elif method == "signs":
+                self._human[method] = human_signs(y)
+            elif method == "spearman":  # the counts times the centred ranks, their sum with the counts, variance
+                below, within, order, group_of = self._human_side("ties")
+                centred = np.empty_like(w)
+                centred[:, order] = (below + (within + 1) / 2)[:, group_of] - (self.total[:, None] + 1) / 2
+                weighted_ranks = w * centred
+                variance = _rank_variance(self.total, _cubes(within))
+                self._human[method] = (weighted_ranks, (w * weighted_ranks).sum(axis=1), variance)
+            else:  # kendall: the pairs tied in the human scores
+                within = self._human_side("ties")[1]
+                self._human[method] = (within * (within - 1) / 2).sum(axis=1)
+        return self._human[method]
+
+    def plain(self, x: Floats, method: str) -> float:
+        """The correlation `method` of column `x` with the human scores on the group's segments as they are,
+        each drawn once: Spearman's and Kendall's with the kernels of the resamples on a resample of every
+        segment once, so that the human side is computed once for all columns, and the kept human pair signs."""
+        if method == "pearson":  # the two-pass definition (`weighted_pearson`)
+            return float(weighted(x, self.human, np.ones((1, len(x))), method)[0])
+        if self._once is None:
+            self._once = GroupResamples(np.ones((1, len(x))), self.human)
+            self._once._human["signs"] = self._human_side("signs")
+        return float(self._once.correlations(x[None, :], method)[0, 0])
+
+    def correlations(self, columns: Floats, method: str) -> Floats:
+        """The correlation `method` of each metric column ([k, m]) with the human scores in every resample:
+        [k, B], NaN where either side is constant in the resample."""
+        ties = [_Ties(x) for x in columns]
+        if method == "pearson":
+            values = self._pearson(columns)
+        elif method == "spearman":
+            values = np.stack([self._spearman(t) for t in ties])
+        else:
+            values = np.stack([self._kendall(x, t) for x, t in zip(columns, ties, strict=True)])
+        for row, (x, tied) in enumerate(zip(columns, ties, strict=True)):
+            values[row, self._constant(x, tied) | self._human_side("constant")] = np.nan
+        return values
+
+    def _pearson(self, columns: Floats) -> Floats:
+        """From the resamples' sums, taken around the group's mean: a resample's mean lies close to it, so the
+        sums of squares do not cancel as raw ones would. The sums are einsum's own loops (a matrix-vector
+        product through BLAS is no faster here, and slower where its threads wait for busy cores)."""
+        w, total = self.weights, self.total
+        yc = self.human - self.human.mean()
+        sy, syy = np.einsum("bi,i->b", w, yc), np.einsum("bi,i->b", w, yc * yc)
+        values = np.empty((len(columns), len(w)))
+        for row, x in enumerate(columns):
+            xc = x - x.mean()
+            sx, sxx, sxy = (np.einsum("bi,i->b", w, v) for v in (xc, xc * xc, xc * yc))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                values[row] = (sxy - sx * sy / total) / np.sqrt((sxx - sx * sx / total) * (syy - sy * sy / total))
+        return values
+
+    def _spearman(self, ties: _Ties) -> Floats:
+        """Pearson's r of the average ranks, all of whose sums are exact (ranks are halves of whole numbers).
+        With the human side's counts times centred ranks g (which sum to 0), a segment's rank in the column's
+        order ``upto - (w - 1) / 2`` (``upto`` the running sum of the counts in that order) gives the covariance
+        ``sum(g upto) - sum(w g) / 2``; the members of a tie group share its average rank instead
+        (`_shared_ranks`). The variances come from the tie groups' sizes (`_rank_variance`). Taken `_CHUNK_ROWS`
+        resamples at a time, so that each chunk's [rows, m] arrays stay in cache between passes."""
+        weighted_ranks, human_sum, human_variance = self._human_side("spearman")
+        covariance = np.empty(len(self.weights))
+        upto_tied = np.empty((len(self.weights), len(ties.tied)))  # the running sums at tie groups' members
+        for lo in range(0, len(covariance), _CHUNK_ROWS):
+            rows = slice(lo, lo + _CHUNK_ROWS)
+            upto = np.cumsum(self.weights[rows, ties.order], axis=1)
+            covariance[rows] = np.einsum("bi,bi->b", weighted_ranks[rows, ties.order], upto) - human_sum[rows] / 2
+            upto_tied[rows] = upto[:, ties.tied]
+        cubes = self._copy_cubes
+        if ties.largest > 1:
+            drawn, within = self._tie_draws(ties)
+            covariance += _shared_ranks(ties, drawn, upto_tied, weighted_ranks[:, ties.members])
+            cubes = cubes + _cubes(within) - _cubes(drawn)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.asarray(covariance / np.sqrt(_rank_variance(self.total, cubes) * human_variance))
+
+    def _tied_pairs(self, ties: _Ties) -> Floats:
+        """Per resample, the pairs of draws tied in the column: copies of one segment, plus within each tie
+        group of several segments the pairs of draws of different segments."""
+        if ties.largest == 1:
+            return self.copy_ties
+        drawn, within = self._tie_draws(ties)
+        copies = (drawn * (drawn - 1) / 2).sum(axis=1)
+        return np.asarray(self.copy_ties + (within * (within - 1) / 2).sum(axis=1) - copies)
+
+    def _kendall(self, x: Floats, ties: _Ties) -> Floats:
+        pairs = self.total * (self.total - 1) / 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            denominator = np.sqrt((pairs - self._tied_pairs(ties)) * (pairs - self._human_side("kendall")))
+            return np.asarray(
+                kendall_numerator(x, self.human, self.weights, self.counts, self._human_side("signs")) / denominator,
+                dtype=np.float64,
+            )
+
+
+def _shared_ranks(ties: _Ties, w: Floats, upto: Floats, g: Floats) -> Floats:
+    """What the rank covariance gains where the members of a tie group share its average rank
+    ``(before + end) / 2`` (the draws up to before the group and up to its end) instead of each its own
+    ``upto - w / 2`` (both less the same constant): `w`, `upto` and `g` are the counts, their running sums in
+    the column's order and the human side, of the tie groups' members ([B, members])."""
+    lasts = ties.firsts + ties.sizes - 1
+    shared = (upto[:, ties.firsts] - w[:, ties.firsts] + upto[:, lasts]) / 2
+    return np.asarray(np.einsum("bi,bi->b", g, shared[:, ties.group_of] - upto + w / 2))
