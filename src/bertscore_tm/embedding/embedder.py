@@ -3,7 +3,7 @@
 Sequences are sorted by length and cut into batches of one length each (so nothing is padded) by a token
 budget (and optionally a count), so memory stays bounded; the forward pass runs under `inference_mode`. Vectors
 come back in float32 whatever the compute dtype, written straight into a table the caller owns, so a batch's
-output is dropped before the next batch runs. With a window rule (`bertscore_tm.embedding.windows`, long_texts="window")
+output is dropped before the next batch runs. With a window rule (`bertscore_tm.models.windows`, long_texts="window")
 a long text runs as several window sequences in the same batch stream, and the rows each token keeps are
 stitched into that text's rows of the table.
 
@@ -49,8 +49,8 @@ from torch import Tensor, nn
 
 from bertscore_tm.embedding.packing import can_pack, packed_forward, packs
 from bertscore_tm.embedding.prepacked_linear import PrepackedLinears
-from bertscore_tm.embedding.windows import Piece, WindowRule, piece_ids, plan_pieces
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
+from bertscore_tm.models.windows import Piece, WindowRule, piece_ids, plan_pieces
 
 if TYPE_CHECKING:
     from bertscore_tm.models.user_model import UserModel
@@ -470,7 +470,7 @@ class Embedder:
         (or normalised straight into its rows, where its texts lie one after another there) and dropped before the
         next batch runs, so only one batch of activations is alive at a time.
 
-        A text longer than the window rule's window runs as its windows (`bertscore_tm.embedding.windows`), batched
+        A text longer than the window rule's window runs as its windows (`bertscore_tm.models.windows`), batched
         with everything else. `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text.
 
         A forward pass that runs out of accelerator memory is retried with half the token budget (down to one

@@ -1,5 +1,6 @@
-"""Finding, loading and tokenising models: the registry of defaults, model-family facts, a model folder or a
-user's own model object turned into an encoder with its tokenizer.
+"""Finding, loading and tokenising models. One entry, `load_model`, turns a model name, a folder or the user's own
+model object into a loaded, cut, checked encoder with its tokenizer, window rule and family facts; the registry of
+defaults, the loader, the tokenizer, the windows and the user-model checks are what it assembles.
 
 Public names are imported on first use (`bertscore_tm.lazy`).
 """
@@ -12,17 +13,23 @@ from bertscore_tm.lazy import exports
 
 __all__ = [
     "PACKAGED_MINILM",
+    "LoadedModel",
+    "ModelRequest",
     "TextEncoder",
     "add_to_layer_table",
     "default_model",
     "default_num_layers",
     "load_encoder",
+    "load_model",
     "resolve_model_path",
 ]
 
 __getattr__ = exports(
     __name__,
     {
+        "LoadedModel": "encoder",
+        "ModelRequest": "encoder",
+        "load_model": "encoder",
         "PACKAGED_MINILM": "registry",
         "add_to_layer_table": "registry",
         "default_model": "registry",
@@ -34,6 +41,7 @@ __getattr__ = exports(
 )
 
 if TYPE_CHECKING:
+    from bertscore_tm.models.encoder import LoadedModel, ModelRequest, load_model
     from bertscore_tm.models.loading import load_encoder, resolve_model_path
     from bertscore_tm.models.registry import PACKAGED_MINILM, add_to_layer_table, default_model, default_num_layers
     from bertscore_tm.models.tokenizing import TextEncoder

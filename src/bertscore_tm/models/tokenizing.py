@@ -2,7 +2,7 @@
 
 Texts are stripped, tokenised with the model's tokenizer (the fast one where the model has one) and its
 special tokens, and truncated to the model's window, as the reference does (unless `truncate` is off: the
-window mode of `bertscore_tm.embedding.windows` keeps every token). Byte-level BPE tokenizers (RoBERTa, GPT-2, BART)
+window mode of `bertscore_tm.models.windows` keeps every token). Byte-level BPE tokenizers (RoBERTa, GPT-2, BART)
 get a prefix space.
 The ids are returned ragged (one flat int32 tensor and the lengths) so that no padding is ever stored.
 """

@@ -11,15 +11,19 @@ from typing import TYPE_CHECKING
 from bertscore_tm.lazy import exports
 
 __all__ = [
+    "HashSignature",
     "Scorer",
     "Scores",
     "ScoringSettings",
     "build_scorer",
+    "hash_code",
 ]
 
 __getattr__ = exports(
     __name__,
     {
+        "HashSignature": "hashcode",
+        "hash_code": "hashcode",
         "Scorer": "scorer",
         "ScoringSettings": "scorer",
         "build_scorer": "scorer",
@@ -28,5 +32,6 @@ __getattr__ = exports(
 )
 
 if TYPE_CHECKING:
+    from bertscore_tm.scoring.hashcode import HashSignature, hash_code
     from bertscore_tm.scoring.results import Scores
     from bertscore_tm.scoring.scorer import Scorer, ScoringSettings, build_scorer

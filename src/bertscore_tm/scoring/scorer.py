@@ -21,14 +21,11 @@ from torch import Tensor
 
 from bertscore_tm.embedding.cache import CachingEmbedder, EmbeddingCache
 from bertscore_tm.embedding.embedder import Embedder
-from bertscore_tm.embedding.windows import window_label, window_rule
 from bertscore_tm.errors import ArgumentValueError
-from bertscore_tm.models.loading import embedding_rows, load_encoder, resolve_model_path
-from bertscore_tm.models.model_family import model_config, position_limit, vocabulary_rows
-from bertscore_tm.models.registry import default_model, default_num_layers, is_known_model
-from bertscore_tm.models.tokenizing import TextEncoder, check_vocabulary
-from bertscore_tm.models.user_model import ForwardFn, hash_model_name, known_model_name, prepare_user_model
+from bertscore_tm.models.encoder import ModelRequest, load_model
+from bertscore_tm.models.user_model import ForwardFn
 from bertscore_tm.scoring.baselines import baseline_rows, find_baseline, read_baseline, rescale
+from bertscore_tm.scoring.hashcode import HashSignature
 from bertscore_tm.scoring.idf import (
     corpus_weights,
     document_frequency,
@@ -39,7 +36,6 @@ from bertscore_tm.scoring.idf import (
     unknown_ids,
 )
 from bertscore_tm.settings.arguments import RULES, LongTexts, default, validate_arguments
-from bertscore_tm.settings.hashcode import HashSignature
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +64,11 @@ class ScoringSettings:
     idf_texts: Sequence[str] | None = dataclasses.field(default=default("idf_texts"))
     idf_weights: Mapping[int, float] | None = dataclasses.field(default=default("idf_weights"))
 
+    def model_request(self) -> ModelRequest:
+        """The fields that pick and shape the model, for the models folder's one entry (`load_model`)."""
+        names = {f.name for f in dataclasses.fields(ModelRequest)}
+        return ModelRequest(**{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in names})
+
     @classmethod
     def of(cls, arguments: Mapping[str, Any]) -> ScoringSettings:
         """The scoring settings among `arguments` (others, such as `reduction`, are left out)."""
@@ -89,16 +90,30 @@ class Scorer:
         self.all_layers = settings.all_layers
         self.idf = settings.idf
         self.long_texts = settings.long_texts
+        # one pass down: the settings (checked), the model (`models.load_model`), the embedder, then this core
+        loaded = load_model(settings.model_request())
+        self.model_name = loaded.name
         #: Whether the model is the user's object (then it runs where it is and is never moved by scoring).
-        self.user_supplied = settings.model is not None
-        if settings.model is None:
-            config, num_layers = self._load(settings)
-        else:
-            config, num_layers = self._wrap(settings)
-        self.num_layers: int = self.model_depth if num_layers is None else int(num_layers)
+        self.user_supplied = loaded.user_supplied
+        self.encoder = loaded.text_encoder
+        self.windows = loaded.windows
+        self.model_depth = loaded.depth
+        self.num_layers: int = self.model_depth if loaded.num_layers is None else int(loaded.num_layers)
+        self.vocab_size = loaded.vocab_size
+        self.window_label = loaded.window_label
+        self.embedder = Embedder(
+            loaded.runner,
+            self.encoder.pad_id,
+            settings.all_layers,
+            settings.model_dtype,
+            settings.batch_size,
+            hidden_size=loaded.hidden_size,
+            depth=self.model_depth if loaded.user_supplied else None,
+            windows=self.windows,
+            compile_model=settings.compile_model,
+        )
         #: The embedding cache (`embedding_cache_mb`), or None when it is off.
         self.cache = EmbeddingCache(settings.embedding_cache_mb << 20) if settings.embedding_cache_mb else None
-        self.vocab_size = max(self.encoder.vocab_size, vocabulary_rows(config))
         #: IDF weights fixed beforehand (idf_texts, idf_weights): the same table on every rank, never summed.
         self.fixed_idf = self._fixed_weights(settings)
         self.baseline: Tensor | None = None
@@ -106,59 +121,6 @@ class Scorer:
             file = find_baseline(settings.lang, self.model_name, settings.baseline_path)
             self.baseline = baseline_rows(read_baseline(file), self.num_layers, self.all_layers, file, self.model_depth)
         self.signature = self._signature(settings)
-
-    def _load(self, s: ScoringSettings) -> tuple[Any, int | None]:
-        """Load the model named by the settings (a model not on this machine is the first thing said)."""
-        name = s.model_name_or_path if s.model_name_or_path is not None else default_model(str(s.lang))
-        self.model_name = str(name)
-        path = resolve_model_path(self.model_name)
-        num_layers = s.num_layers
-        if num_layers is None and (not s.all_layers or is_known_model(self.model_name)):
-            num_layers = default_num_layers(self.model_name)
-        config = model_config(path)
-        self._tokenize_with(path, config, s)  # the tokenizer first: the window is checked before the model loads
-        # with all_layers an untabled model needs no layer: its hash code then names the full depth
-        encoder, self.model_depth = load_encoder(path, 0 if num_layers is None else int(num_layers), s.all_layers)
-        check_vocabulary(self.encoder.tokenizer, embedding_rows(encoder), path)
-        self.embedder = Embedder(
-            encoder,
-            self.encoder.pad_id,
-            s.all_layers,
-            s.model_dtype,
-            s.batch_size,
-            windows=self.windows,
-            compile_model=s.compile_model,
-        )
-        return config, num_layers
-
-    def _wrap(self, s: ScoringSettings) -> tuple[Any, int | None]:
-        """Score with the user's model object, through a view that leaves it as it is (`user_model.py`)."""
-        assert s.model is not None
-        known = known_model_name(s.model)
-        self.model_name = hash_model_name(s.model, s.forward_fn)
-        num_layers = s.num_layers
-        if num_layers is None and (not s.all_layers or known is not None):
-            num_layers = _object_default_layer(s.model, known)
-        runner, self.model_depth = prepare_user_model(s.model, s.tokenizer, num_layers, s.all_layers, s.forward_fn)
-        config = getattr(runner.view, "config", None)
-        self._tokenize_with(s.tokenizer, config, s)
-        self.embedder = Embedder(
-            runner,
-            self.encoder.pad_id,
-            s.all_layers,
-            s.model_dtype,
-            s.batch_size,
-            hidden_size=runner.hidden_size,
-            depth=self.model_depth,
-            windows=self.windows,
-        )
-        return config, num_layers
-
-    def _tokenize_with(self, tokenizer: Any, config: Any, s: ScoringSettings) -> None:
-        """The text encoder (a tokenizer object, or a model folder to load one from) and the window rule."""
-        truncate = s.long_texts == "truncate"
-        self.encoder = TextEncoder(tokenizer, s.max_length, model_window=position_limit(config), truncate=truncate)
-        self.windows = window_rule(s.long_texts, s.window_stride, self.encoder)
 
     def _fixed_weights(self, s: ScoringSettings) -> Tensor | None:
         if s.idf_texts is not None:
@@ -181,7 +143,7 @@ class Scorer:
             max_length=self.encoder.max_length if self.encoder.truncates_below_window else None,
             model_dtype=None if s.model_dtype == torch.float32 else str(s.model_dtype).removeprefix("torch."),
             idf_digest=None if self.fixed_idf is None else table_digest(self.fixed_idf),
-            window=window_label(s.long_texts, self.windows),
+            window=self.window_label,
         )
 
     # -- the setting ---------------------------------------------------------------------------------------
@@ -324,20 +286,4 @@ def build_scorer(arguments: Mapping[str, Any]) -> BuiltScorer:
         output=arguments.get("output"),
         return_hash=bool(arguments.get("return_hash", False)),
         verbose=bool(arguments.get("verbose", False)),
-    )
-
-
-def _object_default_layer(model: torch.nn.Module, known: str | None) -> int:
-    if known is not None:
-        return default_num_layers(known)
-    config_name = getattr(getattr(model, "config", None), "name_or_path", "") or ""
-    raise ArgumentValueError(
-        f"num_layers is required with model=: no default layer is known for this {type(model).__name__} (its "
-        f"config's name_or_path {config_name!r} is in neither the user layer table (the JSON file named by "
-        "BERTSCORE_TM_LAYERS) nor configs/models.json). Pass num_layers=<int>, the layer whose output to score with "
-        "(0 = embeddings), or add the name to a layer table (bertscore_tm.tune_layers finds a layer).",
-        argument="num_layers",
-        allowed="an integer >= 0",
-        value=None,
-        others=("model",),
     )

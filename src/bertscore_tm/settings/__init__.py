@@ -1,4 +1,4 @@
-"""Every setting once: its type, default, range and help, the checks of a combination, the hash code.
+"""Every setting once: its type, default, range and help, and the checks of a combination.
 
 Public names are imported on first use (`bertscore_tm.lazy`).
 """
@@ -11,8 +11,6 @@ from bertscore_tm.lazy import exports
 
 __all__ = [
     "SETTINGS",
-    "HashSignature",
-    "hash_code",
     "settings_table",
     "validate_arguments",
 ]
@@ -23,11 +21,8 @@ __getattr__ = exports(
         "SETTINGS": "arguments",
         "settings_table": "arguments",
         "validate_arguments": "arguments",
-        "HashSignature": "hashcode",
-        "hash_code": "hashcode",
     },
 )
 
 if TYPE_CHECKING:
     from bertscore_tm.settings.arguments import SETTINGS, settings_table, validate_arguments
-    from bertscore_tm.settings.hashcode import HashSignature, hash_code

@@ -164,7 +164,7 @@ def test_a_set_against_itself_has_a_unit_diagonal_and_symmetric_f(held_out, metr
 def test_the_method_reuses_the_model_and_leaves_the_state_alone(held_out, metric, monkeypatch) -> None:
     cands, refs = held_out
     monkeypatch.setattr(
-        "bertscore_tm.scoring.scorer.load_encoder", lambda *a, **k: pytest.fail("the model was loaded again")
+        "bertscore_tm.models.encoder.load_encoder", lambda *a, **k: pytest.fail("the model was loaded again")
     )
     metric.reset()
     metric.update(cands[:3], refs[:3])

@@ -31,7 +31,7 @@ import pytest
 import torch
 from torch import nn
 
-import bertscore_tm.scoring.scorer
+import bertscore_tm.models.encoder
 from bertscore_tm import BERTScore, bert_score, score
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, ModelSetupError
 from tests.spawn import process_group, run_ranks, save_rank
@@ -554,8 +554,8 @@ def nothing_loaded(monkeypatch):
     def loaded(*args, **kwargs):
         raise AssertionError("a model was set up before the arguments were checked")
 
-    monkeypatch.setattr(bertscore_tm.scoring.scorer, "resolve_model_path", loaded)
-    monkeypatch.setattr(bertscore_tm.scoring.scorer, "prepare_user_model", loaded)
+    monkeypatch.setattr(bertscore_tm.models.encoder, "resolve_model_path", loaded)
+    monkeypatch.setattr(bertscore_tm.models.encoder, "prepare_user_model", loaded)
 
 
 def test_argument_mistakes_are_refused_before_any_model_is_set_up(nothing_loaded, minilm, minilm_path):

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore
-from bertscore_tm.embedding.embedder import TokenTexts, length_batches
 from bertscore_tm.embedding import embedder as embedding_module
+from bertscore_tm.embedding.embedder import TokenTexts, length_batches
 from bertscore_tm.scoring.matching import greedy_match
 from tests.conftest import MINILM
 

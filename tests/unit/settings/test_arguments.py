@@ -9,7 +9,7 @@ import inspect
 import pytest
 import torch
 
-import bertscore_tm.scoring.scorer
+import bertscore_tm.models.encoder
 from bertscore_tm import BERTScore, bert_score, score
 from tests.conftest import MINILM
 
@@ -53,7 +53,7 @@ def no_model_loading(monkeypatch):
     def loaded(*args, **kwargs):
         raise AssertionError("a model was looked up before the arguments were checked")
 
-    monkeypatch.setattr(bertscore_tm.scoring.scorer, "resolve_model_path", loaded)
+    monkeypatch.setattr(bertscore_tm.models.encoder, "resolve_model_path", loaded)
 
 
 def _settings(argument, value):

@@ -63,7 +63,7 @@ class HashSignature:
     max_length: int | None = extra("max-len")
     #: the lower-precision compute dtype, "bfloat16" or "float16" (None: float32, exact)
     model_dtype: str | None = extra("dtype")
-    #: long texts scored in windows (`bertscore_tm.embedding.windows`): e.g. "window-w510-s255", windows of 510 tokens
+    #: long texts scored in windows (`bertscore_tm.models.windows`): e.g. "window-w510-s255", windows of 510 tokens
     #: every 255 (None: truncated at the model's window, as the reference)
     window: str | None = extra("long-texts")
 

@@ -77,7 +77,7 @@ def test_the_reference_settings_render_as_the_reference(baseline_file):
 def test_the_signature_is_structured_and_its_defaults_render_nothing():
     from dataclasses import fields, replace
 
-    from bertscore_tm.settings.hashcode import HashSignature
+    from bertscore_tm.scoring.hashcode import HashSignature
 
     metric = BERTScore(MINILM, idf=True, max_length=64)
     sig = metric.signature

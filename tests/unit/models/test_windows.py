@@ -20,7 +20,7 @@ import torch
 from bertscore_tm import BERTScore, bert_score, score
 from bertscore_tm.cli import main
 from bertscore_tm.embedding.embedder import TokenTexts
-from bertscore_tm.embedding.windows import WindowRule, token_windows, window_rule, window_starts
+from bertscore_tm.models.windows import WindowRule, token_windows, window_rule, window_starts
 from bertscore_tm.scoring.matching import greedy_match
 from tests.conftest import MINILM
 from tests.spawn import process_group, run_ranks, save_rank
@@ -229,12 +229,12 @@ def test_stitching_plan_covers_every_row_once_from_an_in_window_row():
 
 
 def test_bad_settings_raise_before_the_model_loads(monkeypatch):
-    import bertscore_tm.scoring.scorer
+    import bertscore_tm.models.encoder
 
     def no_model(*args, **kwargs):
         raise AssertionError("the model was loaded before the setting was checked")
 
-    monkeypatch.setattr(bertscore_tm.scoring.scorer, "load_encoder", no_model)
+    monkeypatch.setattr(bertscore_tm.models.encoder, "load_encoder", no_model)
     with pytest.raises(ValueError, match=r"long_texts must be one of 'truncate', 'window', got 'chunks'"):
         BERTScore(MINILM, long_texts="chunks")
     with pytest.raises(ValueError, match=r"window_stride must be an integer >= 1 or None .*got 0"):

@@ -1,0 +1,138 @@
+"""The one way into the models folder: a model name, a folder or the user's model object turned into a loaded,
+cut, checked encoder with its text encoder (tokenizer and window) and the family facts scoring needs.
+
+Why one entry: building a scorer used to call the registry, the loader, the tokenizer, the window rule and the
+user-model checks one at a time from the scoring core, climbing back and forth between folders. Here the order
+is fixed once, cheapest and most likely to fail first: the name and its default layer, the tokenizer and the
+window (checked before any weights load), then the weights, cut to the layer, then the vocabulary check. The
+scoring core calls `load_model` once and assembles the embedder and scorer from what it returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import torch
+from torch import nn
+
+from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.models.loading import embedding_rows, load_encoder, resolve_model_path
+from bertscore_tm.models.model_family import model_config, position_limit, vocabulary_rows
+from bertscore_tm.models.registry import default_model, default_num_layers, is_known_model
+from bertscore_tm.models.tokenizing import TextEncoder, check_vocabulary
+from bertscore_tm.models.user_model import (
+    ForwardFn,
+    UserModel,
+    hash_model_name,
+    known_model_name,
+    prepare_user_model,
+)
+from bertscore_tm.models.windows import WindowRule, window_label, window_rule
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRequest:
+    """What picks and shapes the model: the scoring settings' model fields, already validated."""
+
+    model_name_or_path: str | os.PathLike[str] | None = None
+    lang: str | None = None
+    num_layers: int | None = None
+    all_layers: bool = False
+    max_length: int | None = None
+    long_texts: str = "truncate"
+    window_stride: int | None = None
+    model: nn.Module | None = None
+    tokenizer: Any = None
+    forward_fn: ForwardFn | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedModel:
+    """A model ready to embed with, and the facts about it that the scorer and its hash code need."""
+
+    #: The model's name as the hash code shows it.
+    name: str
+    #: What runs the forward pass: the cut encoder we loaded, or a view of the user's model object.
+    runner: nn.Module | UserModel
+    #: Tokenisation, truncation and the special tokens' ids.
+    text_encoder: TextEncoder
+    #: The rule that cuts long texts into windows (None: texts run whole or are truncated).
+    windows: WindowRule | None
+    #: The layer scored with (None only with all_layers on a model no table knows).
+    num_layers: int | None
+    #: The number of blocks of the whole model.
+    depth: int
+    #: Rows of the IDF tables: the larger of the tokenizer's vocabulary and the embedding table.
+    vocab_size: int
+    #: The vectors' width where the model is the user's (a `UserModel`); None for a model we loaded.
+    hidden_size: int | None
+    #: Whether the model is the user's object (then it runs where it is and is never moved by scoring).
+    user_supplied: bool
+    #: The hash code's name for the window setting (None in truncate mode).
+    window_label: str | None
+
+
+def load_model(request: ModelRequest) -> LoadedModel:
+    """The model `request` names (a name, a folder, or the user's object), loaded, cut and checked."""
+    if request.model is None:
+        return _load_named(request)
+    return _wrap_object(request)
+
+
+def _load_named(r: ModelRequest) -> LoadedModel:
+    """A model from this machine (one not here is the first thing said, before anything loads)."""
+    name = str(r.model_name_or_path if r.model_name_or_path is not None else default_model(str(r.lang)))
+    path = resolve_model_path(name)
+    num_layers = r.num_layers
+    if num_layers is None and (not r.all_layers or is_known_model(name)):
+        num_layers = default_num_layers(name)
+    config = model_config(path)
+    text_encoder, windows = _text_encoder(path, config, r)  # the window is checked before the weights load
+    # with all_layers an untabled model needs no layer: its hash code then names the full depth
+    encoder, depth = load_encoder(path, 0 if num_layers is None else int(num_layers), r.all_layers)
+    check_vocabulary(text_encoder.tokenizer, embedding_rows(encoder), path)
+    vocab_size = max(text_encoder.vocab_size, vocabulary_rows(config))
+    label = window_label(r.long_texts, windows)
+    return LoadedModel(name, encoder, text_encoder, windows, num_layers, depth, vocab_size, None, False, label)
+
+
+def _wrap_object(r: ModelRequest) -> LoadedModel:
+    """The user's model object, through a view that leaves it as it is (`user_model.py`)."""
+    assert r.model is not None
+    known = known_model_name(r.model)
+    num_layers = r.num_layers
+    if num_layers is None and (not r.all_layers or known is not None):
+        num_layers = _object_default_layer(r.model, known)
+    runner, depth = prepare_user_model(r.model, r.tokenizer, num_layers, r.all_layers, r.forward_fn)
+    config = getattr(runner.view, "config", None)
+    text_encoder, windows = _text_encoder(r.tokenizer, config, r)
+    vocab_size = max(text_encoder.vocab_size, vocabulary_rows(config))
+    name, label = hash_model_name(r.model, r.forward_fn), window_label(r.long_texts, windows)
+    return LoadedModel(
+        name, runner, text_encoder, windows, num_layers, depth, vocab_size, runner.hidden_size, True, label
+    )
+
+
+def _text_encoder(tokenizer: Any, config: Any, r: ModelRequest) -> tuple[TextEncoder, WindowRule | None]:
+    """The text encoder (a tokenizer object, or a model folder to load one from) and the window rule."""
+    truncate = r.long_texts == "truncate"
+    text_encoder = TextEncoder(tokenizer, r.max_length, model_window=position_limit(config), truncate=truncate)
+    return text_encoder, window_rule(r.long_texts, r.window_stride, text_encoder)
+
+
+def _object_default_layer(model: torch.nn.Module, known: str | None) -> int:
+    if known is not None:
+        return default_num_layers(known)
+    config_name = getattr(getattr(model, "config", None), "name_or_path", "") or ""
+    raise ArgumentValueError(
+        f"num_layers is required with model=: no default layer is known for this {type(model).__name__} (its "
+        f"config's name_or_path {config_name!r} is in neither the user layer table (the JSON file named by "
+        "BERTSCORE_TM_LAYERS) nor configs/models.json). Pass num_layers=<int>, the layer whose output to score with "
+        "(0 = embeddings), or add the name to a layer table (bertscore_tm.tune_layers finds a layer).",
+        argument="num_layers",
+        allowed="an integer >= 0",
+        value=None,
+        others=("model",),
+    )
