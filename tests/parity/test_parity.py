@@ -113,6 +113,6 @@ def test_hash_code_is_the_references(reference_score, wmt):
 
     for idf, rescale, custom in ((False, False, False), (True, False, False), (False, True, True)):
         theirs = bert_score.utils.get_hash(MINILM, 5, idf, rescale, custom, True)
-        from bertscore_tm.settings.hashcode import hash_code
+        from bertscore_tm.scoring.hashcode import hash_code
 
         assert hash_code(MINILM, 5, idf, rescale, custom) == theirs

@@ -182,9 +182,10 @@ def paired_test(
     """Test whether system B's mean score differs from system A's on the same pairs (two-sided).
 
     Args:
-        scores_a, scores_b: per-pair scores of the two systems on the same pairs in the same order (the pairs
-            on the last axis). Leading axes broadcast: ``scores_a`` ``[N]`` against ``scores_b`` ``[K, N]``
-            tests K systems against one baseline with the same resamples.
+        scores_a: per-pair scores of the baseline system (the pairs on the last axis).
+        scores_b: per-pair scores of the other system on the same pairs in the same order. Leading axes
+            broadcast: ``scores_a`` ``[N]`` against ``scores_b`` ``[K, N]`` tests K systems against one
+            baseline with the same resamples.
         method: ``"bootstrap"`` (paired bootstrap resampling, Koehn 2004, the shifted two-sided p-value) or
             ``"randomization"`` (approximate randomisation, Riezler and Maxwell 2005); see the module docstring.
         num_samples: bootstrap resamples or randomisation shuffles (the interval of the difference always

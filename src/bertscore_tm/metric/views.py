@@ -12,7 +12,7 @@ from torch import Tensor
 
 from bertscore_tm.embedding.cache import EmbeddingCache
 from bertscore_tm.embedding.embedder import Embedder
-from bertscore_tm.embedding.windows import WindowRule
+from bertscore_tm.models.windows import WindowRule
 from bertscore_tm.scoring.scorer import Scorer
 
 if TYPE_CHECKING:
