@@ -39,15 +39,15 @@ on another process or in another compute(), give exactly the scores of a fresh o
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, ExitStack, nullcontext, suppress
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
 from bertscore_tm.embedding.packing import can_pack, packed_forward, packs
+from bertscore_tm.embedding.precision import own_precision, warn_emulated_precision
 from bertscore_tm.embedding.prepacked_linear import PrepackedLinears
 from bertscore_tm.embedding.windows import Piece, WindowRule, piece_ids, plan_pieces
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
@@ -118,70 +118,6 @@ def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: i
         batch.append(i)
     if batch:
         yield batch
-
-
-def own_precision(device: torch.device | str) -> ExitStack:
-    """A context for the metric's own arithmetic, in the precision its setting names. The caller's autocast
-    (Lightning's "16-mixed" or "bf16-mixed" steps, a user's `torch.autocast` block) is switched off for the CPU
-    and `device`: float32 stays float32 (as the hash code says), and the lower precisions are the metric's own
-    choice (`Embedder` enters its own autocast inside this). Without it, compute() under a caller's autocast got
-    half-precision similarities it could not store, and pairwise() rounded its scores. Float32 products that
-    torch was told to run at reduced precision (TF32 or bfloat16: `torch.set_float32_matmul_precision`) are
-    process-wide settings, not ours to change: they get a warning, once per setting.
-
-    >>> with torch.autocast("cpu", dtype=torch.bfloat16), own_precision("cpu"):
-    ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
-    torch.float32
-    """
-    own = torch.device(device).type
-    stack = ExitStack()
-    for kind in dict.fromkeys(("cpu", "cuda", own)):
-        if _autocast_enabled(kind):
-            stack.enter_context(torch.autocast(kind, enabled=False))
-    reduced = reduced_float32_products(own)
-    if reduced is not None:
-        _warn_reduced_products(own, reduced)
-    return stack
-
-
-def _autocast_enabled(kind: str) -> bool:
-    try:
-        return torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind)
-    except (AttributeError, TypeError):  # torch before 2.4: one query per device type, CPU and CUDA only
-        query = {"cpu": torch.is_autocast_cpu_enabled, "cuda": torch.is_autocast_enabled}.get(kind)
-        return query is not None and query()
-
-
-def reduced_float32_products(kind: str) -> str | None:
-    """The reduced precision ("tf32", "bf16") that float32 matrix products on a device of this kind were set to
-    run in (`torch.set_float32_matmul_precision("high" / "medium")`, or torch's `fp32_precision` settings);
-    None where they run in full float32.
-
-    >>> reduced_float32_products("cpu") is None  # torch's default
-    True
-    """
-    backends = {"cpu": torch.backends.mkldnn, "cuda": torch.backends.cuda}
-    if kind not in backends:
-        return None
-    try:  # torch's newer settings (readable whichever API set them); older torch has only the legacy one
-        own = backends[kind].matmul.fp32_precision
-        setting = own if own != "none" else torch.backends.fp32_precision  # type: ignore[attr-defined]
-    except (AttributeError, RuntimeError):
-        try:
-            setting = {"highest": "ieee", "high": "tf32", "medium": "bf16"}[torch.get_float32_matmul_precision()]
-        except (AttributeError, RuntimeError, KeyError):
-            return None
-    return None if setting in ("none", "ieee") else str(setting)
-
-
-@cache
-def _warn_reduced_products(kind: str, reduced: str) -> None:
-    warn_user(
-        f"float32 matrix products on {kind} are set to run in {reduced} (torch.set_float32_matmul_precision or "
-        "torch.backends' fp32_precision), so BERTScore's similarities are not exact float32 and its scores move "
-        'from the exact ones. For exact scores call torch.set_float32_matmul_precision("highest") before '
-        "scoring."
-    )
 
 
 def _out_of_memory(err: BaseException) -> bool:
@@ -477,6 +413,7 @@ class Embedder:
         text), the pieces not yet written planned again; the budget that worked is kept for later calls and
         said in one warning. Scores do not change: a text's vectors do not depend on its batch.
         """
+        warn_emulated_precision(self.model_dtype, self.device)  # said once: bfloat16 a CPU only emulates
         lengths = [len(s) for s in seqs] if ranges is None else [hi - lo for lo, hi in ranges]
         starts = table_rows(table, lengths)
         pieces = plan_pieces([len(s) for s in seqs], self.windows, ranges)
