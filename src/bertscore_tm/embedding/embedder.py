@@ -22,6 +22,15 @@ one stream, the very same vectors in less time); everything else runs in batches
 a CPU, a model we loaded (packed or not, not compiled) also multiplies its linear layers with weights put in
 oneDNN's layout once (`bertscore_tm.embedding.prepacked_linear`: the very same bits, in less time).
 
+On any other device (CUDA, ...) texts run in accelerator batching (`Embedder.accelerated`): batches of one length
+are small there and cost more than padding, so the texts sorted by length run packed end to end in packs of the
+token budget, attention kept within each text by fused kernels (variable-length attention on CUDA in bfloat16
+and float16), where the model's family packs (`bertscore_tm.embedding.packing`), and in padded length buckets
+(`padded_buckets`) where it does not (DeBERTa's relative attention, T5, XLNet, ...), or with all_layers or a
+user's model. Ids are copied from pinned memory without waiting. In float32 a text's vectors there move from
+its one-length ones by rounding only (within 1e-6: tests run the path on a CPU through `_batching`); which
+path is fastest per device and dtype is what `benchmarks/gpu_suite.py` measures.
+
 `compile_model=True` (opt-in, a model we loaded) runs the forward pass through `torch.compile` (dynamic shapes,
 frozen weights): its first batches wait for the compilation (tens of seconds on a CPU), then the forward pass
 is a little faster. A compiled model runs in batches of one length, never packed or prepacked, so in bfloat16 on
@@ -113,6 +122,32 @@ def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: i
         too_big = n * length > max_tokens or n * length * length > max_tokens * SCORES_LENGTH
         too_many = batch_size is not None and len(batch) >= batch_size
         if batch and (other_length or too_many or too_big):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
+def padded_buckets(lengths: Sequence[int], batch_size: int | None, max_tokens: int) -> Iterator[list[int]]:
+    """Accelerator batching for models that cannot run packed: indices of `lengths` sorted longest first, cut
+    into batches padded to their longest text, whose texts are at most an eighth of that length shorter (at
+    least 2 tokens of slack), so little is padded and the batches fill, within `length_batches`' bounds on
+    padded tokens and attention scores. Padding is masked: on an accelerator a text's float32 vectors then move
+    from its one-length ones by rounding only (docs/semantics.md, Exactness on a GPU).
+
+    >>> list(padded_buckets([10, 12, 11, 30, 5], batch_size=None, max_tokens=2048))
+    [[3], [1, 2, 0], [4]]
+    """
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batch: list[int] = []
+    for i in order:
+        longest = lengths[batch[0]] if batch else lengths[i]
+        n = len(batch) + 1
+        too_short = lengths[i] < longest - max(2, longest // 8)
+        too_big = n * longest > max_tokens or n * longest * longest > max_tokens * SCORES_LENGTH
+        too_many = batch_size is not None and len(batch) >= batch_size
+        if batch and (too_short or too_many or too_big):
             yield batch
             batch = []
         batch.append(i)
@@ -216,6 +251,9 @@ class Embedder:
         self.rows_embedded = 0
         #: Whether a packed pass was seen to bypass our attention function (then never packed again).
         self._packing_refused = False
+        #: The batching policy: None picks by the device (a CPU's batches of one length, else accelerator
+        #: batching); "accelerator" or "one-length" force one (tests on a CPU, the device suite's comparisons).
+        self._batching: str | None = None
         #: The model's linear layers prepacked (`bertscore_tm.embedding.prepacked_linear`), made on first use; None
         #: where they do not prepack, or before that use (`_prepack_tried`).
         self._prepacked: PrepackedLinears | None = None
@@ -339,6 +377,8 @@ class Embedder:
         if copies > 1:
             ids[count:] = ids[:count].repeat(copies - 1, 1)
             mask[count:] = mask[:count].repeat(copies - 1, 1)
+        if device.type == "cuda":  # a copy from pinned memory does not wait for the device
+            ids, mask = ids.pin_memory(), mask.pin_memory()
         ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
         self._choose_attention(longest)
         with torch.inference_mode(), self._autocast(), self._linears():
@@ -351,23 +391,30 @@ class Embedder:
         return hidden
 
     @property
+    def accelerated(self) -> bool:
+        """Whether texts run in accelerator batching: packed where the model packs, else in padded length
+        buckets (`padded_buckets`), not in batches of one length, which are small on a GPU and cost more there
+        than padding. Any device but a CPU, unless `_batching` forces a policy."""
+        if self._batching is not None:
+            return self._batching == "accelerator"
+        return self.device.type != "cpu"
+
+    @property
     def packing(self) -> bool:
-        """Whether forward passes run packed (`bertscore_tm.embedding.packing`): bfloat16 on a CPU, a model we loaded of
-        a family that packs, its last layer only, not compiled. There packing gives the very vectors of batches of one
-        length, in less time."""
-        return (
-            not self.user_supplied
-            and not self._packing_refused
-            and self.model_dtype == torch.bfloat16
-            and not self.all_layers
-            and not self.compile_model
-            and self.device.type == "cpu"
-            and can_pack(self.model)
-        )
+        """Whether forward passes run packed (`bertscore_tm.embedding.packing`): a model we loaded of a family that
+        packs, its last layer only, not compiled, in accelerator batching (any dtype) or in bfloat16 on a CPU
+        (where packing gives the very vectors of batches of one length, in less time)."""
+        if self.user_supplied or self._packing_refused or self.all_layers or self.compile_model:
+            return False
+        if not self.accelerated and (self.model_dtype != torch.bfloat16 or self.device.type != "cpu"):
+            return False
+        return can_pack(self.model)
 
     def _batches(self, lengths: Sequence[int]) -> Iterator[list[int]]:
         if self.packing:
             return packs(lengths, self.max_tokens, self.batch_size)
+        if self.accelerated:
+            return padded_buckets(lengths, self.batch_size, self.max_tokens)
         return length_batches(lengths, self.batch_size, self.max_tokens)
 
     def embed_rows(self, seqs: Sequence[Tensor], out: Tensor | None = None) -> list[Tensor]:
@@ -380,13 +427,14 @@ class Embedder:
             return [hidden[r, : len(s)] for r, s in enumerate(seqs)]
         total = sum(len(s) for s in seqs)
         copies = max(1, -(-MIN_BATCH_TOKENS // total))
-        with torch.inference_mode(), self._linears():
-            packed = packed_forward(self.model, list(seqs) * copies, self.max_tokens * SCORES_LENGTH)
-            if packed is None:  # the model's blocks bypassed our attention: batches of one length from now on
+        budget = self.max_tokens * SCORES_LENGTH
+        with torch.inference_mode(), self._autocast(), self._linears():
+            packed = packed_forward(self.model, list(seqs) * copies, budget, fused=self.accelerated)
+            if packed is None:  # the model's blocks bypassed our attention: not packed from now on
                 self._packing_refused = True
                 return [
                     row
-                    for batch in length_batches([len(s) for s in seqs], self.batch_size, self.max_tokens)
+                    for batch in self._batches([len(s) for s in seqs])
                     for row in self.embed_rows([seqs[i] for i in batch])
                 ]
             hidden, starts = packed

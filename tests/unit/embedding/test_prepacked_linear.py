@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 from bertscore_tm import BERTScore
-from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.embedding import prepacked_linear as prepacked_module
+from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.embedding.prepacked_linear import PrepackedLinears, prepackable
 from conftest import MINILM
 from tiny_models import tiny_encoder
