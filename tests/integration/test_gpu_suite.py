@@ -34,11 +34,13 @@ def test_the_dry_run_runs_every_step_and_writes_its_report(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     steps = ("bare", "pack_exactness", "metric_float32", "metric_bfloat16_25k", "metric_bfloat16_100k", "oracle")
-    for step in (*steps, "bert_score", "lightning", "module_device", "cli", "out_of_memory"):
+    for step in (*steps, "metric_one_length", "bert_score", "lightning", "module_device", "cli", "out_of_memory"):
         assert step in results and "error" not in results[step], (step, results.get(step))
     assert len([k for k in results["bare"] if k.startswith(("one-length", "padded", "packed"))]) == 6
     assert results["oracle"]["max_prf_diff_vs_float64 cpu"] < 1e-6  # the oracle agrees with the metric
     assert results["cli"]["score"]["rc"] == 0
+    assert results["metric_one_length"]["float32"]["batching"] == "one-length"
+    assert results["pack_exactness"]["max_vector_diff_accelerator_vs_one_length float32"] < 1e-6
     text = out.read_text(encoding="utf-8")
     assert "| metric (update + compute), float32 |" in text and "## Targets" in text
 
