@@ -549,6 +549,9 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     run_steps(suite, args.out.parent, args.only, args.budget)
     env["suite_seconds"] = round(time.perf_counter() - start, 1)
+    from bertscore_tm.embedding.packing import VARLEN_REFUSED
+
+    env["variable-length attention refused"] = VARLEN_REFUSED[0] if VARLEN_REFUSED else "no (or not tried)"
     command = "python benchmarks/gpu_suite.py " + " ".join(argv if argv is not None else sys.argv[1:])
     args.out.write_text(report(suite, env, command.strip()), encoding="utf-8")
     shown = {k: {kk: vv for kk, vv in v.items() if kk != "f1"} for k, v in suite.results.items()}

@@ -103,7 +103,10 @@ def packed_attention(
     heads, size = query.shape[1], query.shape[3]
     scale = size**-0.5 if scaling is None else scaling
     if bertscore_runs.fused and _varlen_usable(query):
-        return _varlen_attention(query, key, value, scale, bertscore_runs), None
+        try:
+            return _varlen_attention(query, key, value, scale, bertscore_runs), None
+        except (TypeError, RuntimeError, NotImplementedError) as err:  # per run from now on: the same vectors
+            VARLEN_REFUSED.append(f"{type(err).__name__}: {err}"[:300])
     out = torch.empty((1, query.shape[2], heads, size), dtype=query.dtype, device=query.device)
     for first, count, length in bertscore_runs.runs:
         step = max(1, bertscore_runs.score_budget // (length * length))
@@ -119,6 +122,11 @@ def packed_attention(
     return out, None
 
 
+#: Why variable-length attention was given up in this process (its first failure), or None: a torch whose
+#: varlen call takes other arguments, or a card or shape its flash kernel refuses. Packs then attend per run.
+VARLEN_REFUSED: list[str] = []
+
+
 def _varlen() -> Any:
     """torch's variable-length attention (`torch.nn.attention.varlen.varlen_attn`, flash attention over texts
     laid end to end), or None where this torch has none."""
@@ -130,8 +138,10 @@ def _varlen() -> Any:
 
 
 def _varlen_usable(query: Tensor) -> bool:
-    """Variable-length attention runs on CUDA in float16 and bfloat16 (flash attention's types) only."""
-    return query.is_cuda and query.dtype in (torch.float16, torch.bfloat16) and _varlen() is not None
+    """Variable-length attention runs on CUDA in float16 and bfloat16 (flash attention's types) only, and only
+    until it failed once."""
+    wanted = query.is_cuda and query.dtype in (torch.float16, torch.bfloat16)
+    return wanted and not VARLEN_REFUSED and _varlen() is not None
 
 
 def _varlen_attention(query: Tensor, key: Tensor, value: Tensor, scale: float, found: Runs) -> Tensor:

@@ -172,3 +172,43 @@ def test_windows_and_out_of_memory_in_accelerator_batching(wmt) -> None:
     expected = want.compute()
     for key in KEYS:
         torch.testing.assert_close(got[key], expected[key], atol=1e-6, rtol=0)
+
+
+def test_a_varlen_call_that_fails_leaves_packs_to_attend_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A torch whose varlen call takes other arguments (or a kernel that refuses the shape) costs one try: the
+    packs attend run by run from then on, with the same vectors, and the reason is kept for the device suite."""
+    tries = []
+
+    def refuses(*args, **kwargs):
+        tries.append(1)
+        raise TypeError("varlen_attn() got an unexpected keyword argument 'scale'")
+
+    monkeypatch.setattr(packing_module, "_varlen_usable", lambda query: not packing_module.VARLEN_REFUSED)
+    monkeypatch.setattr(packing_module, "_varlen", lambda: refuses)
+    monkeypatch.setattr(packing_module, "VARLEN_REFUSED", [])
+    _, got, want = _both(tiny_encoder("bert"), _texts(40, seed=8))
+    torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
+    assert len(tries) == 1 and "unexpected keyword" in packing_module.VARLEN_REFUSED[0]
+
+
+def test_accelerator_batching_reads_no_vector_back_to_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No per-batch host syncs: between the forward passes nothing of the model's output (floating-point
+    tensors) is read back (`.item()`, `.tolist()`, `float()`, `bool()`), which on a GPU would wait for it."""
+    fast = Embedder(tiny_encoder("roberta"), 1, all_layers=False, max_tokens=128)
+    fast._batching = "accelerator"
+    texts = _texts(120, seed=9)
+    reads: list[str] = []
+    for name in ("item", "tolist", "__float__", "__bool__", "__int__"):
+        real = getattr(torch.Tensor, name)
+
+        def watched(self, *args, _real=real, _name=name):
+            if self.is_floating_point():
+                reads.append(_name)
+            return _real(self, *args)
+
+        monkeypatch.setattr(torch.Tensor, name, watched)
+    fast.embed(texts)
+    fast.all_layers = True  # padded buckets
+    fast.embed(texts)
+    monkeypatch.undo()
+    assert reads == []
