@@ -314,7 +314,7 @@ def _metric_run(suite: Suite, dtype: str, pairs: int, cap: float, batching: str 
     scores = metric.compute()
     suite.sync()
     end = time.perf_counter()
-    tokens = sum(len(metric.token_ids(t)) for t in dict.fromkeys(cands[:done] + refs[:done]))
+    tokens = sum(len(x) for x in _token_ids(suite, list(dict.fromkeys(cands[:done] + refs[:done]))))
     return {
         "pairs": done,
         "update_seconds": round(updated - start, 3),

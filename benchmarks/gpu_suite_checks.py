@@ -90,12 +90,16 @@ def _capped_run(metric: Any, cands: list[str], refs: list[str], free_run: dict, 
     try:
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
-            metric.update(cands, refs)
+            if cands:  # else the metric was fed before the cap
+                metric.update(cands, refs)
             capped = metric.compute()
         row["warnings"] = [str(w.message)[:300] for w in seen]
         row["budget_after"] = metric.embedder.max_tokens
         keys = ("precision", "recall", "f1")
-        row["max_diff_vs_uncapped"] = max(float((capped[k] - free_run[k]).abs().max()) for k in keys)
+        if free_run:
+            row["max_diff_vs_uncapped"] = max(float((capped[k] - free_run[k]).abs().max()) for k in keys)
+        else:
+            row["result"] = "no error (it fit)"
     except Exception as err:  # what a user would see, whatever it is
         row["error"] = f"{type(err).__module__}.{type(err).__name__}: {err}"[:600]
     finally:

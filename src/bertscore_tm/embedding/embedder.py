@@ -26,10 +26,11 @@ On any other device (CUDA, ...) texts run in accelerator batching (`Embedder.acc
 are small there and cost more than padding, so the texts sorted by length run packed end to end in packs of the
 token budget, attention kept within each text by fused kernels (variable-length attention on CUDA in bfloat16
 and float16), where the model's family packs (`bertscore_tm.embedding.packing`), and in padded length buckets
-(`padded_buckets`) where it does not (DeBERTa's relative attention, T5, XLNet, ...), or with all_layers or a
-user's model. Ids are copied from pinned memory without waiting. In float32 a text's vectors there move from
-its one-length ones by rounding only (within 1e-6: tests run the path on a CPU through `_batching`); which
-path is fastest per device and dtype is what `benchmarks/gpu_suite.py` measures.
+(`padded_buckets`) where it does not (DeBERTa's relative attention, T5, XLNet, ...) or with all_layers; a
+user's model keeps batches of one length. Ids are copied from pinned memory without waiting. In float32 a
+text's vectors there move from its one-length ones by rounding only (within 1e-6: tests run the path on a CPU
+through `_batching`); which path is fastest per dtype is what `benchmarks/gpu_suite.py` measures
+(`ACCELERATED_DTYPES` says which dtypes use it).
 
 `compile_model=True` (opt-in, a model we loaded) runs the forward pass through `torch.compile` (dynamic shapes,
 frozen weights): its first batches wait for the compilation (tens of seconds on a CPU), then the forward pass
@@ -97,6 +98,11 @@ EAGER_CPU_TOKENS = 48
 #: A forward batch's attention scores hold no more than those of its token budget at this length (so its
 #: memory is bounded however long its texts are); a packed pass's attention pieces keep to the same bound.
 SCORES_LENGTH = 32
+
+#: The compute dtypes that run in accelerator batching on a device other than a CPU (`Embedder.accelerated`):
+#: all, until `benchmarks/gpu_suite.py` (its metric_one_length step) measures batches of one length faster for
+#: one of them on a card; then that dtype leaves this set.
+ACCELERATED_DTYPES = frozenset({torch.float32, torch.bfloat16, torch.float16})
 
 #: With all_layers, a compute's working memory grows with the layers kept up to this many (MiniLM's 7 rows fit;
 #: a 25-row large model keeps 8 layers' worth and a table of fewer tokens rather than 25 times the memory).
@@ -394,10 +400,11 @@ class Embedder:
     def accelerated(self) -> bool:
         """Whether texts run in accelerator batching: packed where the model packs, else in padded length
         buckets (`padded_buckets`), not in batches of one length, which are small on a GPU and cost more there
-        than padding. Any device but a CPU, unless `_batching` forces a policy."""
+        than padding. Any device but a CPU, for a model we loaded (a user's model or `forward_fn` may not honour a
+        padding mask, so it keeps batches of one length), unless `_batching` forces a policy."""
         if self._batching is not None:
             return self._batching == "accelerator"
-        return self.device.type != "cpu"
+        return self.device.type != "cpu" and not self.user_supplied and self.model_dtype in ACCELERATED_DTYPES
 
     @property
     def packing(self) -> bool:

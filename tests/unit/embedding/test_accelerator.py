@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore
+from bertscore_tm.embedding import embedder as embedder_module
 from bertscore_tm.embedding import packing as packing_module
 from bertscore_tm.embedding.embedder import SCORES_LENGTH, Embedder, padded_buckets
 from tests.conftest import MINILM
@@ -212,3 +213,18 @@ def test_accelerator_batching_reads_no_vector_back_to_the_host(monkeypatch: pyte
     fast.embed(texts)
     monkeypatch.undo()
     assert reads == []
+
+
+def test_accelerators_get_accelerator_batching_except_for_a_users_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU (its device faked here) a model we loaded runs in accelerator batching; a model object of the
+    user's keeps batches of one length, never padded, since its forward may not honour a padding mask."""
+    from bertscore_tm.models.user_model import UserModel
+
+    monkeypatch.setattr(Embedder, "device", property(lambda self: torch.device("cuda", 0)))
+    model = tiny_encoder("bert")
+    assert Embedder(model, 1, all_layers=False).accelerated
+    monkeypatch.setattr(embedder_module, "ACCELERATED_DTYPES", frozenset({torch.bfloat16}))  # as measured on a card
+    assert not Embedder(model, 1, all_layers=False).accelerated
+    assert Embedder(model, 1, all_layers=False, model_dtype=torch.bfloat16).accelerated
+    users = Embedder(UserModel(model, model, None, 32), 1, all_layers=False, hidden_size=32, depth=3)
+    assert users.user_supplied and not users.accelerated and not users.packing
