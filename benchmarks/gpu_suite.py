@@ -1,13 +1,19 @@
 """The device suite (issue 37): what a lent GPU's minutes are for, in one run of at most 8 minutes on an H100.
 
-    python benchmarks/gpu_suite.py --prepare .gpu        # here, before the lease: the tokenizer's files
-    PYTHONPATH=src python3 benchmarks/gpu_suite.py --tokenizer .gpu/tokenizer --out $OUT/RESULTS-gpu.md
     python benchmarks/gpu_suite.py --dry                  # every step at tiny sizes on the CPU (a test runs it)
 
-The GPU machine has no network and no `make setup`: the package runs from `src/`, the tokenizer (the packaged
-MiniLM's, whose weights are too large to carry) from the folder `--prepare` writes (carry it, ignored first:
-`echo /.gpu/ >> .git/info/exclude`), bert-score from a carried wheel (`pip download --no-deps bert-score==0.3.13`, see
-/work/.library/device/README.md); a step whose package is missing says so and the others run.
+On the GPU machine (no network, no `make setup`): the package runs from `src/`, the tokenizer (the packaged
+MiniLM's, whose weights are too large to carry) from a folder `--prepare` writes, and bert-score from a carried
+wheel; a step whose package is missing says so and the others run. Here, before the lease:
+
+    echo /.gpu/ >> .git/info/exclude
+    python benchmarks/gpu_suite.py --prepare .gpu
+    python3 -m pip download --no-deps --only-binary=:all: -d .gpu/whl bert-score==0.3.13
+
+and on the machine (carry [".gpu"], timeout_s 600):
+
+    pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl; export PYTHONPATH=/tmp/site:src
+    HF_HUB_OFFLINE=1 python3 benchmarks/gpu_suite.py --tokenizer .gpu/tokenizer --out $OUT/RESULTS-gpu.md
 
 The model is roberta-large's shape cut at its tuned layer 17 (`bench.py`'s shape, built from its config with
 random weights and MiniLM's tokenizer: its cost is roberta-large's, its scores mean nothing). Only the 17
@@ -19,7 +25,8 @@ versions, and for each step its pairs/s and share of the card's dense peak, `PEA
 
 Steps, in order: the bare forward pass (batches of one length, padded, packed; float32 and bfloat16); a text's
 vectors alone and in a pack; the whole metric (update + compute) on 10,000 pairs in float32 and on 25,000 and
-100,000 in bfloat16 (peak memory of each); bert-score on the same 10,000; float32 scores on the device against
+100,000 in bfloat16 (peak memory of each), and the 10,000 in batches of one length (which batching is faster,
+per dtype); bert-score on the same 10,000; float32 scores on the device against
 a float64 CPU oracle (300 pairs); a Lightning `val_metric` epoch; and what `gpu_checks.py` checked (compute()
 on the module's device, the command line with `--device`, the out-of-memory back-off).
 """
