@@ -19,7 +19,7 @@ import torch
 from bertscore_tm import BERTScore, score
 from bertscore_tm.models.loading import load_encoder, model_depth
 from bertscore_tm.models.tokenizing import TextEncoder
-from tiny_models import FAMILIES, build_tiny_model, with_prefix_space_tokenizer
+from tiny_models import FAMILIES, MODERN, build_tiny_model, with_prefix_space_tokenizer
 
 ALL = list(FAMILIES)
 ENCODER_DECODER = [name for name, spec in FAMILIES.items() if spec.encoder_decoder]
@@ -303,3 +303,39 @@ def test_all_layers_gives_one_row_per_layer_equal_to_that_layers_score(
             continue
         for got, single in zip(rows, ours(family, k, False), strict=True):
             torch.testing.assert_close(got[k], single, rtol=0, atol=1e-5, msg=f"row {k}")
+
+
+# -- accelerator batching (issue 37) ----------------------------------------------------------------------
+
+#: Texts of many lengths, so that accelerator batching packs and buckets them with others of other lengths.
+LENGTHS_MIX = [
+    *CANDS,
+    *REFS,
+    "Hello.",
+    "The museum is open every day except Monday, and the shop opens at eight o'clock.",
+    " ".join(["The river flooded the village after days of heavy rain."] * 2),
+]
+
+
+@pytest.mark.parametrize("family", [*ALL, "modernbert", "deberta-v3"])
+@pytest.mark.parametrize("all_layers", [False, True], ids=["last-layer", "all-layers"])
+def test_accelerator_batching_gives_the_one_length_vectors(tiny, family: str, all_layers: bool) -> None:
+    """Accelerator batching (packed where the family packs, padded length buckets elsewhere: DeBERTa's
+    relative attention, XLNet, T5 and BART encoders, ModernBERT, ...) run on the CPU through the embedder's
+    switch gives each text the vectors of batches of one length, to 1e-6 in float32, with a budget small
+    enough that packs, buckets and attention pieces cut."""
+    from bertscore_tm.embedding.embedder import Embedder
+
+    needs_tokenizer(family)
+    depth = FAMILIES[family].depth if family in FAMILIES else MODERN[family].depth
+    model, _ = load_encoder(tiny(family), depth, all_layers=all_layers)
+    encoder = TextEncoder(tiny(family))
+    ids, lens = encoder.encode(LENGTHS_MIX * 3)
+    seqs = [s for s in ids.split(lens.tolist()) if len(s)]
+    pad = encoder.tokenizer.pad_token_id
+    one = Embedder(model, pad if pad is not None else 0, all_layers=all_layers, max_tokens=96)
+    fast = Embedder(model, pad if pad is not None else 0, all_layers=all_layers, max_tokens=96)
+    fast._batching = "accelerator"
+    assert not one.accelerated and fast.accelerated
+    torch.testing.assert_close(fast.embed(seqs)[0], one.embed(seqs)[0], atol=1e-6, rtol=0)
+    assert not fast._packing_refused

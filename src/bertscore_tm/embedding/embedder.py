@@ -22,6 +22,16 @@ one stream, the very same vectors in less time); everything else runs in batches
 a CPU, a model we loaded (packed or not, not compiled) also multiplies its linear layers with weights put in
 oneDNN's layout once (`bertscore_tm.embedding.prepacked_linear`: the very same bits, in less time).
 
+On any other device (CUDA, ...) texts run in accelerator batching (`Embedder.accelerated`): batches of one length
+are small there and cost more than padding, so the texts sorted by length run packed end to end in packs of the
+token budget, attention kept within each text by fused kernels (variable-length attention on CUDA in bfloat16
+and float16), where the model's family packs (`bertscore_tm.embedding.packing`), and in padded length buckets
+(`padded_buckets`) where it does not (DeBERTa's relative attention, T5, XLNet, ...) or with all_layers; a
+user's model keeps batches of one length. Ids are copied from pinned memory without waiting. In float32 a
+text's vectors there move from its one-length ones by rounding only (within 1e-6: tests run the path on a CPU
+through `_batching`); which path is fastest per dtype is what `benchmarks/gpu_suite.py` measures
+(`ACCELERATED_DTYPES` says which dtypes use it).
+
 `compile_model=True` (opt-in, a model we loaded) runs the forward pass through `torch.compile` (dynamic shapes,
 frozen weights): its first batches wait for the compilation (tens of seconds on a CPU), then the forward pass
 is a little faster. A compiled model runs in batches of one length, never packed or prepacked, so in bfloat16 on
@@ -39,15 +49,15 @@ on another process or in another compute(), give exactly the scores of a fresh o
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, ExitStack, nullcontext, suppress
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
 from bertscore_tm.embedding.packing import can_pack, packed_forward, packs
+from bertscore_tm.embedding.precision import own_precision, warn_emulated_precision
 from bertscore_tm.embedding.prepacked_linear import PrepackedLinears
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
 from bertscore_tm.models.windows import Piece, WindowRule, piece_ids, plan_pieces
@@ -89,6 +99,11 @@ EAGER_CPU_TOKENS = 48
 #: memory is bounded however long its texts are); a packed pass's attention pieces keep to the same bound.
 SCORES_LENGTH = 32
 
+#: The compute dtypes that run in accelerator batching on a device other than a CPU (`Embedder.accelerated`):
+#: all, until `benchmarks/gpu_suite.py` (its metric_one_length step) measures batches of one length faster for
+#: one of them on a card; then that dtype leaves this set.
+ACCELERATED_DTYPES = frozenset({torch.float32, torch.bfloat16, torch.float16})
+
 #: With all_layers, a compute's working memory grows with the layers kept up to this many (MiniLM's 7 rows fit;
 #: a 25-row large model keeps 8 layers' worth and a table of fewer tokens rather than 25 times the memory).
 BUDGET_LAYERS = 8
@@ -120,68 +135,30 @@ def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: i
         yield batch
 
 
-def own_precision(device: torch.device | str) -> ExitStack:
-    """A context for the metric's own arithmetic, in the precision its setting names. The caller's autocast
-    (Lightning's "16-mixed" or "bf16-mixed" steps, a user's `torch.autocast` block) is switched off for the CPU
-    and `device`: float32 stays float32 (as the hash code says), and the lower precisions are the metric's own
-    choice (`Embedder` enters its own autocast inside this). Without it, compute() under a caller's autocast got
-    half-precision similarities it could not store, and pairwise() rounded its scores. Float32 products that
-    torch was told to run at reduced precision (TF32 or bfloat16: `torch.set_float32_matmul_precision`) are
-    process-wide settings, not ours to change: they get a warning, once per setting.
+def padded_buckets(lengths: Sequence[int], batch_size: int | None, max_tokens: int) -> Iterator[list[int]]:
+    """Accelerator batching for models that cannot run packed: indices of `lengths` sorted longest first, cut
+    into batches padded to their longest text, whose texts are at most an eighth of that length shorter (at
+    least 2 tokens of slack), so little is padded and the batches fill, within `length_batches`' bounds on
+    padded tokens and attention scores. Padding is masked: on an accelerator a text's float32 vectors then move
+    from its one-length ones by rounding only (docs/semantics.md, Exactness on a GPU).
 
-    >>> with torch.autocast("cpu", dtype=torch.bfloat16), own_precision("cpu"):
-    ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
-    torch.float32
+    >>> list(padded_buckets([10, 12, 11, 30, 5], batch_size=None, max_tokens=2048))
+    [[3], [1, 2, 0], [4]]
     """
-    own = torch.device(device).type
-    stack = ExitStack()
-    for kind in dict.fromkeys(("cpu", "cuda", own)):
-        if _autocast_enabled(kind):
-            stack.enter_context(torch.autocast(kind, enabled=False))
-    reduced = reduced_float32_products(own)
-    if reduced is not None:
-        _warn_reduced_products(own, reduced)
-    return stack
-
-
-def _autocast_enabled(kind: str) -> bool:
-    try:
-        return torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind)
-    except (AttributeError, TypeError):  # torch before 2.4: one query per device type, CPU and CUDA only
-        query = {"cpu": torch.is_autocast_cpu_enabled, "cuda": torch.is_autocast_enabled}.get(kind)
-        return query is not None and query()
-
-
-def reduced_float32_products(kind: str) -> str | None:
-    """The reduced precision ("tf32", "bf16") that float32 matrix products on a device of this kind were set to
-    run in (`torch.set_float32_matmul_precision("high" / "medium")`, or torch's `fp32_precision` settings);
-    None where they run in full float32.
-
-    >>> reduced_float32_products("cpu") is None  # torch's default
-    True
-    """
-    backends = {"cpu": torch.backends.mkldnn, "cuda": torch.backends.cuda}
-    if kind not in backends:
-        return None
-    try:  # torch's newer settings (readable whichever API set them); older torch has only the legacy one
-        own = backends[kind].matmul.fp32_precision
-        setting = own if own != "none" else torch.backends.fp32_precision  # type: ignore[attr-defined]
-    except (AttributeError, RuntimeError):
-        try:
-            setting = {"highest": "ieee", "high": "tf32", "medium": "bf16"}[torch.get_float32_matmul_precision()]
-        except (AttributeError, RuntimeError, KeyError):
-            return None
-    return None if setting in ("none", "ieee") else str(setting)
-
-
-@cache
-def _warn_reduced_products(kind: str, reduced: str) -> None:
-    warn_user(
-        f"float32 matrix products on {kind} are set to run in {reduced} (torch.set_float32_matmul_precision or "
-        "torch.backends' fp32_precision), so BERTScore's similarities are not exact float32 and its scores move "
-        'from the exact ones. For exact scores call torch.set_float32_matmul_precision("highest") before '
-        "scoring."
-    )
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batch: list[int] = []
+    for i in order:
+        longest = lengths[batch[0]] if batch else lengths[i]
+        n = len(batch) + 1
+        too_short = lengths[i] < longest - max(2, longest // 8)
+        too_big = n * longest > max_tokens or n * longest * longest > max_tokens * SCORES_LENGTH
+        too_many = batch_size is not None and len(batch) >= batch_size
+        if batch and (too_short or too_many or too_big):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
 
 
 def _out_of_memory(err: BaseException) -> bool:
@@ -280,6 +257,9 @@ class Embedder:
         self.rows_embedded = 0
         #: Whether a packed pass was seen to bypass our attention function (then never packed again).
         self._packing_refused = False
+        #: The batching policy: None picks by the device (a CPU's batches of one length, else accelerator
+        #: batching); "accelerator" or "one-length" force one (tests on a CPU, the device suite's comparisons).
+        self._batching: str | None = None
         #: The model's linear layers prepacked (`bertscore_tm.embedding.prepacked_linear`), made on first use; None
         #: where they do not prepack, or before that use (`_prepack_tried`).
         self._prepacked: PrepackedLinears | None = None
@@ -403,6 +383,8 @@ class Embedder:
         if copies > 1:
             ids[count:] = ids[:count].repeat(copies - 1, 1)
             mask[count:] = mask[:count].repeat(copies - 1, 1)
+        if device.type == "cuda":  # a copy from pinned memory does not wait for the device
+            ids, mask = ids.pin_memory(), mask.pin_memory()
         ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
         self._choose_attention(longest)
         with torch.inference_mode(), self._autocast(), self._linears():
@@ -415,23 +397,31 @@ class Embedder:
         return hidden
 
     @property
+    def accelerated(self) -> bool:
+        """Whether texts run in accelerator batching: packed where the model packs, else in padded length
+        buckets (`padded_buckets`), not in batches of one length, which are small on a GPU and cost more there
+        than padding. Any device but a CPU, for a model we loaded (a user's model or `forward_fn` may not honour a
+        padding mask, so it keeps batches of one length), unless `_batching` forces a policy."""
+        if self._batching is not None:
+            return self._batching == "accelerator"
+        return self.device.type != "cpu" and not self.user_supplied and self.model_dtype in ACCELERATED_DTYPES
+
+    @property
     def packing(self) -> bool:
-        """Whether forward passes run packed (`bertscore_tm.embedding.packing`): bfloat16 on a CPU, a model we loaded of
-        a family that packs, its last layer only, not compiled. There packing gives the very vectors of batches of one
-        length, in less time."""
-        return (
-            not self.user_supplied
-            and not self._packing_refused
-            and self.model_dtype == torch.bfloat16
-            and not self.all_layers
-            and not self.compile_model
-            and self.device.type == "cpu"
-            and can_pack(self.model)
-        )
+        """Whether forward passes run packed (`bertscore_tm.embedding.packing`): a model we loaded of a family that
+        packs, its last layer only, not compiled, in accelerator batching (any dtype) or in bfloat16 on a CPU
+        (where packing gives the very vectors of batches of one length, in less time)."""
+        if self.user_supplied or self._packing_refused or self.all_layers or self.compile_model:
+            return False
+        if not self.accelerated and (self.model_dtype != torch.bfloat16 or self.device.type != "cpu"):
+            return False
+        return can_pack(self.model)
 
     def _batches(self, lengths: Sequence[int]) -> Iterator[list[int]]:
         if self.packing:
             return packs(lengths, self.max_tokens, self.batch_size)
+        if self.accelerated:
+            return padded_buckets(lengths, self.batch_size, self.max_tokens)
         return length_batches(lengths, self.batch_size, self.max_tokens)
 
     def embed_rows(self, seqs: Sequence[Tensor], out: Tensor | None = None) -> list[Tensor]:
@@ -444,13 +434,14 @@ class Embedder:
             return [hidden[r, : len(s)] for r, s in enumerate(seqs)]
         total = sum(len(s) for s in seqs)
         copies = max(1, -(-MIN_BATCH_TOKENS // total))
-        with torch.inference_mode(), self._linears():
-            packed = packed_forward(self.model, list(seqs) * copies, self.max_tokens * SCORES_LENGTH)
-            if packed is None:  # the model's blocks bypassed our attention: batches of one length from now on
+        budget = self.max_tokens * SCORES_LENGTH
+        with torch.inference_mode(), self._autocast(), self._linears():
+            packed = packed_forward(self.model, list(seqs) * copies, budget, fused=self.accelerated)
+            if packed is None:  # the model's blocks bypassed our attention: not packed from now on
                 self._packing_refused = True
                 return [
                     row
-                    for batch in length_batches([len(s) for s in seqs], self.batch_size, self.max_tokens)
+                    for batch in self._batches([len(s) for s in seqs])
                     for row in self.embed_rows([seqs[i] for i in batch])
                 ]
             hidden, starts = packed
@@ -477,6 +468,7 @@ class Embedder:
         text), the pieces not yet written planned again; the budget that worked is kept for later calls and
         said in one warning. Scores do not change: a text's vectors do not depend on its batch.
         """
+        warn_emulated_precision(self.model_dtype, self.device)  # said once: bfloat16 a CPU only emulates
         lengths = [len(s) for s in seqs] if ranges is None else [hi - lo for lo, hi in ranges]
         starts = table_rows(table, lengths)
         pieces = plan_pieces([len(s) for s in seqs], self.windows, ranges)

@@ -17,6 +17,10 @@ pass gave vectors up to 6e-7 away from those of batches of one length, and up to
 companions (the CPU's float32 products round by shape), so float32 keeps its batches of one length, which are
 exact and batch-invariant.
 
+On accelerators (accelerator batching: `bertscore_tm.embedding.embedder`) the same packs run in every dtype,
+their attention through fused kernels: one variable-length call over the whole stream on CUDA in bfloat16 and
+float16 (`torch.nn.attention.varlen`), scaled-dot-product attention per run of same-length texts elsewhere.
+
 >>> list(packs([5, 3, 5, 2], max_tokens=8))
 [[0], [2, 1], [3]]
 """
@@ -30,6 +34,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.nn.functional import scaled_dot_product_attention
 
 from bertscore_tm.models.loading import model_depth
 from bertscore_tm.models.model_family import can_pack as can_pack  # the family fact, asked for through packing
@@ -49,6 +54,12 @@ class Runs:
     runs: list[tuple[int, int, int]]
     score_budget: int
     calls: int = 0
+    #: Accelerator batching: attention through fused kernels (`_fused_attention`) rather than the eager
+    #: products the CPU's bfloat16 packing pins bit for bit.
+    fused: bool = False
+    #: Each text's first token and the stream's end on the device (int32), for variable-length attention: made
+    #: once per pack, at its first attention call.
+    bounds: Tensor | None = None
 
 
 def packs(lengths: Sequence[int], max_tokens: int, batch_size: int | None = None) -> Iterator[list[int]]:
@@ -91,6 +102,11 @@ def packed_attention(
     bertscore_runs.calls += 1
     heads, size = query.shape[1], query.shape[3]
     scale = size**-0.5 if scaling is None else scaling
+    if bertscore_runs.fused and _varlen_usable(query):
+        try:
+            return _varlen_attention(query, key, value, scale, bertscore_runs), None
+        except (TypeError, RuntimeError, NotImplementedError) as err:  # per run from now on: the same vectors
+            VARLEN_REFUSED.append(f"{type(err).__name__}: {err}"[:300])
     out = torch.empty((1, query.shape[2], heads, size), dtype=query.dtype, device=query.device)
     for first, count, length in bertscore_runs.runs:
         step = max(1, bertscore_runs.score_budget // (length * length))
@@ -98,9 +114,48 @@ def packed_attention(
             n = min(step, count - lo)
             a, b = first + lo * length, first + (lo + n) * length
             q, k, v = (x[0, :, a:b].unflatten(1, (n, length)).transpose(0, 1) for x in (query, key, value))
-            weights = torch.softmax(torch.matmul(q, k.transpose(2, 3)) * scale, dim=-1)
-            out[0, a:b] = torch.matmul(weights, v).permute(0, 2, 1, 3).reshape(n * length, heads, size)
+            if bertscore_runs.fused:  # one fused kernel per piece (flash or memory-efficient where it can)
+                attended = scaled_dot_product_attention(q, k, v, scale=scale)
+            else:
+                attended = torch.matmul(torch.softmax(torch.matmul(q, k.transpose(2, 3)) * scale, dim=-1), v)
+            out[0, a:b] = attended.permute(0, 2, 1, 3).reshape(n * length, heads, size)
     return out, None
+
+
+#: Why variable-length attention was given up in this process (its first failure), or None: a torch whose
+#: varlen call takes other arguments, or a card or shape its flash kernel refuses. Packs then attend per run.
+VARLEN_REFUSED: list[str] = []
+
+
+def _varlen() -> Any:
+    """torch's variable-length attention (`torch.nn.attention.varlen.varlen_attn`, flash attention over texts
+    laid end to end), or None where this torch has none."""
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+    except ImportError:
+        return None
+    return varlen_attn
+
+
+def _varlen_usable(query: Tensor) -> bool:
+    """Variable-length attention runs on CUDA in float16 and bfloat16 (flash attention's types) only, and only
+    until it failed once."""
+    wanted = query.is_cuda and query.dtype in (torch.float16, torch.bfloat16)
+    return wanted and not VARLEN_REFUSED and _varlen() is not None
+
+
+def _varlen_attention(query: Tensor, key: Tensor, value: Tensor, scale: float, found: Runs) -> Tensor:
+    """The whole packed stream's attention in one call, each text attending only within itself: [1, heads,
+    tokens, size] in, [1, tokens, heads, size] out. The texts' bounds go to the device once per pack, from
+    pinned memory and without waiting (no host sync per layer)."""
+    longest = max(length for _, _, length in found.runs)
+    if found.bounds is None:
+        lengths = torch.tensor([length for _, count, length in found.runs for _ in range(count)], dtype=torch.int32)
+        bounds = torch.nn.functional.pad(lengths.cumsum(0, dtype=torch.int32), (1, 0))
+        found.bounds = (bounds.pin_memory() if query.is_cuda else bounds).to(query.device, non_blocking=True)
+    q, k, v = (x[0].transpose(0, 1).contiguous() for x in (query, key, value))  # [tokens, heads, size]
+    out = _varlen()(q, k, v, found.bounds, found.bounds, longest, longest, scale=scale)
+    return out.unsqueeze(0)
 
 
 @cache
@@ -110,14 +165,24 @@ def _register() -> None:
     AttentionInterface.register(ATTENTION_NAME, packed_attention)
 
 
-def packed_forward(model: Any, seqs: Sequence[Tensor], score_budget: int) -> tuple[Tensor, list[int]] | None:
+def packed_forward(
+    model: Any, seqs: Sequence[Tensor], score_budget: int, fused: bool = False
+) -> tuple[Tensor, list[int]] | None:
     """The last hidden states of `seqs` from one packed pass of `model` (see the module's docstring), its
-    attention in pieces of at most `score_budget` scores (texts x length x length) per head: the
-    stream ([tokens, hidden], the model's dtype, longest texts first) and each sequence's first row in it;
-    None where the model's blocks did not all attend through our function (the caller then runs the texts in
-    batches of one length)."""
+    attention in pieces of at most `score_budget` scores (texts x length x length) per head (`fused`: through
+    fused kernels, for accelerators): the stream ([tokens, hidden], the model's dtype, longest texts first) and
+    each sequence's first row in it; None where the model's blocks did not all attend through our function
+    (the caller then runs the texts in batches of one length).
+
+    The ids go to the device in one copy (pinned on CUDA, not waited for); each run of same-length texts is
+    looked up as [texts, length], so positions restart at every text with the family's own offset (RoBERTa's
+    start after the padding id)."""
     device = next(model.parameters()).device  # a loaded encoder (`can_pack`): its submodules are typed Any here
     order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
+    flat = torch.cat([seqs[k] for k in order]).to(torch.long)
+    if device.type == "cuda":
+        flat = flat.pin_memory()
+    flat = flat.to(device, non_blocking=True)
     starts = [0] * len(seqs)
     runs: list[tuple[int, int, int]] = []
     pieces: list[Tensor] = []
@@ -128,14 +193,14 @@ def packed_forward(model: Any, seqs: Sequence[Tensor], score_budget: int) -> tup
         while j < len(order) and len(seqs[order[j]]) == length:
             starts[order[j]] = first + (j - i) * length
             j += 1
-        ids = torch.stack([seqs[k] for k in order[i:j]]).to(device=device, dtype=torch.long)
+        ids = flat[first : first + (j - i) * length].view(j - i, length)
         pieces.append(model.embeddings(input_ids=ids).flatten(0, 1))
         runs.append((first, j - i, length))
         first += (j - i) * length
         i = j
     stream = torch.cat(pieces).unsqueeze(0)
     del pieces
-    found = Runs(runs, score_budget)
+    found = Runs(runs, score_budget, fused=fused)
     config = model.config
     own = config._attn_implementation
     _register()

@@ -152,11 +152,20 @@ def device(name: str, value: object) -> None:
             value=value,
         )
     try:
-        torch.device(value)
+        parsed = torch.device(value)
     except (RuntimeError, ValueError) as err:
         raise ArgumentValueError(
             f"{name}={value!r} is not a torch device ({err})", argument=name, allowed="a torch device", value=value
         ) from None
+    missing = None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        missing = f"CUDA is not available on this machine (torch {torch.__version__})"
+    elif parsed.type == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
+        missing = f"this machine has {torch.cuda.device_count()} CUDA device(s)"
+    if missing is not None:  # said here, before any model loads, rather than by torch when the model moves
+        raise ArgumentValueError(
+            f"{name}={value!r}: {missing}", argument=name, allowed="a device of this machine", value=value
+        )
 
 
 def module(name: str, value: object) -> None:

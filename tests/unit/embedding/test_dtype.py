@@ -144,7 +144,7 @@ def test_a_bfloat16_metric_under_a_callers_float16_autocast_keeps_its_own_precis
 
 
 def test_reduced_precision_float32_products_are_left_alone_but_warned_once(plain):
-    from bertscore_tm.embedding.embedder import _warn_reduced_products
+    from bertscore_tm.embedding.precision import _warn_reduced_products
 
     plain.reset()
     plain.update(*PAIRS)

@@ -1,0 +1,134 @@
+"""The precision of the metric's own arithmetic: float32 stays float32 under a caller's autocast, float32
+products set by the process to run in a reduced precision (TF32, bfloat16) are said once, and a lower precision
+asked for on a CPU that only emulates it is said once.
+
+Each a process-wide fact the metric reads and never changes: the caller's `torch.set_float32_matmul_precision`
+(Lightning suggests "high" on recent GPUs) is theirs, so it is honoured with a warning rather than overridden
+inside compute() (docs/semantics.md, Exactness on a GPU); the metric never switches TF32 on itself.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from functools import cache
+from pathlib import Path
+
+import torch
+
+from bertscore_tm.errors import warn_user
+
+
+def own_precision(device: torch.device | str) -> ExitStack:
+    """A context for the metric's own arithmetic, in the precision its setting names. The caller's autocast
+    (Lightning's "16-mixed" or "bf16-mixed" steps, a user's `torch.autocast` block) is switched off for the CPU
+    and `device`: float32 stays float32 (as the hash code says), and the lower precisions are the metric's own
+    choice (`Embedder` enters its own autocast inside this). Without it, compute() under a caller's autocast got
+    half-precision similarities it could not store, and pairwise() rounded its scores. Float32 products that
+    torch was told to run at reduced precision (TF32 or bfloat16: `torch.set_float32_matmul_precision`) are
+    process-wide settings, not ours to change: they get a warning, once per setting.
+
+    >>> with torch.autocast("cpu", dtype=torch.bfloat16), own_precision("cpu"):
+    ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+    torch.float32
+    """
+    own = torch.device(device).type
+    stack = ExitStack()
+    for kind in dict.fromkeys(("cpu", "cuda", own)):
+        if _autocast_enabled(kind):
+            stack.enter_context(torch.autocast(kind, enabled=False))
+    reduced = reduced_float32_products(own)
+    if reduced is not None:
+        _warn_reduced_products(own, reduced)
+    return stack
+
+
+def _autocast_enabled(kind: str) -> bool:
+    try:
+        return torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind)
+    except (AttributeError, TypeError):  # torch before 2.4: one query per device type, CPU and CUDA only
+        query = {"cpu": torch.is_autocast_cpu_enabled, "cuda": torch.is_autocast_enabled}.get(kind)
+        return query is not None and query()
+
+
+def reduced_float32_products(kind: str) -> str | None:
+    """The reduced precision ("tf32", "bf16") that float32 matrix products on a device of this kind were set to
+    run in (`torch.set_float32_matmul_precision("high" / "medium")`, or torch's `fp32_precision` settings);
+    None where they run in full float32.
+
+    >>> reduced_float32_products("cpu") is None  # torch's default
+    True
+    """
+    backends = {"cpu": torch.backends.mkldnn, "cuda": torch.backends.cuda}
+    if kind not in backends:
+        return None
+    try:  # torch's newer settings (readable whichever API set them); older torch has only the legacy one
+        own = backends[kind].matmul.fp32_precision
+        setting = own if own != "none" else torch.backends.fp32_precision  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):
+        try:
+            setting = {"highest": "ieee", "high": "tf32", "medium": "bf16"}[torch.get_float32_matmul_precision()]
+        except (AttributeError, RuntimeError, KeyError):
+            return None
+    return None if setting in ("none", "ieee") else str(setting)
+
+
+@cache
+def _warn_reduced_products(kind: str, reduced: str) -> None:
+    warn_user(
+        f"float32 matrix products on {kind} are set to run in {reduced} (torch.set_float32_matmul_precision or "
+        "torch.backends' fp32_precision), so BERTScore's similarities are not exact float32 and its scores move "
+        'from the exact ones. For exact scores call torch.set_float32_matmul_precision("highest") before '
+        "scoring."
+    )
+
+
+#: The CPU flags (/proc/cpuinfo) of native instructions for each lower precision: x86's AVX512-BF16 and AMX
+#: (bfloat16; AVX512-FP16 and AMX-FP16 for float16), Arm's BF16 and FP16 ("bf16", "fphp"). Without them torch
+#: emulates the type with float32 arithmetic and conversions: `make bench`'s bfloat16 row took 6.65x the float32
+#: limit on such a CPU, where the same code took 0.54x on one with AVX512-BF16 (docs/performance.md).
+NATIVE_FLAGS = {
+    torch.bfloat16: ("avx512_bf16", "amx_bf16", "bf16"),
+    torch.float16: ("avx512_fp16", "amx_fp16", "fphp"),
+}
+CPUINFO = Path("/proc/cpuinfo")
+
+
+def cpu_flags() -> frozenset[str] | None:
+    """The CPU's instruction-set flags as /proc/cpuinfo lists them (x86 "flags", Arm "Features"); None where
+    there is no such file to read (macOS, Windows): then nothing is said."""
+    try:
+        text = CPUINFO.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    flags: set[str] = set()
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip().lower() in ("flags", "features"):
+            flags.update(value.split())
+    return frozenset(flags) if flags else None
+
+
+def native_low_precision(dtype: torch.dtype) -> bool | None:
+    """Whether this CPU has instructions of its own for `dtype` (bfloat16 or float16); None where unknown."""
+    flags = cpu_flags()
+    if flags is None or dtype not in NATIVE_FLAGS:
+        return None
+    return any(flag in flags for flag in NATIVE_FLAGS[dtype])
+
+
+def warn_emulated_precision(dtype: torch.dtype, device: torch.device) -> None:
+    """Say once per process and dtype that bfloat16 or float16 asked for on a CPU without native instructions
+    for it runs emulated, slower than float32, which is exact."""
+    if device.type == "cpu" and dtype in NATIVE_FLAGS and native_low_precision(dtype) is False:
+        _warn_emulated(dtype)
+
+
+@cache
+def _warn_emulated(dtype: torch.dtype) -> None:
+    name = str(dtype).removeprefix("torch.")
+    lacks = "AVX512-BF16 or AMX-BF16" if dtype == torch.bfloat16 else "AVX512-FP16 or AMX-FP16"
+    warn_user(
+        f"model_dtype={name} on this CPU, which has no {name} instructions (no {lacks} in /proc/cpuinfo's flags): "
+        f"torch emulates {name} here, which is usually slower than float32 (6.65x float32's time in one "
+        "measurement), and float32 is exact. Use float32 on this CPU, or bfloat16 on a CPU or GPU that has it."
+    )
