@@ -74,6 +74,7 @@ class BatchScorer:
         self.arguments = {"model_name_or_path": model_name_or_path, **metric_arguments}
         _check_arguments(self.arguments)
         self._built: BuiltScorer | None = None
+        self._home = os.getpid()
 
     # -- pickling: the arguments travel, the loaded model never does --------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -112,6 +113,10 @@ class BatchScorer:
     def built(self, rank: int | None = None) -> BuiltScorer:
         """The scoring core, loaded on first use (once per object and process)."""
         if self._built is None:
+            if os.getpid() != self._home:
+                # a copy in another process (datasets' num_proc workers): the processes are the parallelism, and
+                # a forked child must not enter torch's OpenMP pool, which did not survive the fork (it hangs)
+                torch.set_num_threads(1)
             arguments = dict(self.arguments)
             if arguments.get("device") is None and arguments.get("model") is None:
                 arguments["device"] = _default_device(rank)
