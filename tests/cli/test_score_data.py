@@ -116,7 +116,10 @@ def test_a_column_of_lists_and_a_checkpoint_resumed(capsys, tmp_path, table):
     args = ["--data", str(data), "--reference-column", "refs", "--checkpoint", str(checkpoint), "--shard-size", "10"]
     score(capsys, *args, "-o", str(first))
     assert len(list(checkpoint.glob("*.npy"))) == 3
-    score(capsys, *args, "-o", str(again))
+    shard = checkpoint / "rank0-shard000001.npy"  # a well-formed shard of other numbers: noticed, scored again
+    np.save(shard, np.load(shard) * 0.5, allow_pickle=False)
+    code = main(["score", "-m", MINILM, *args, "-o", str(again)])
+    assert code == 0 and "shard000001.npy is not the file this run wrote" in capsys.readouterr().err
     assert read(again).equals(read(first))
     assert_scores(read(first), metric_scores(table, several=True), several=True)
 
