@@ -27,7 +27,16 @@ WMT = REPO / "tests" / "data" / "wmt"  # vendored: see tests/data/wmt/README.md
 #: Test modules that start processes (torchrun, DDP), run a training loop or compile a model: marked `slow`, so that
 #: `pytest -m "not slow"` is a quick loop over the rest. CI runs them all.
 SLOW_MODULES = frozenset(
-    {"test_launch", "test_distributed", "test_distributed_settings", "test_lightning", "test_compile", "test_corpus"}
+    {
+        "test_launch",
+        "test_distributed",
+        "test_distributed_settings",
+        "test_lightning",
+        "test_compile",
+        "test_corpus",
+        "test_ray_data",
+        "test_hf_datasets",
+    }
 )
 
 

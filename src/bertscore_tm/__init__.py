@@ -21,7 +21,9 @@ __all__ = [
     "BERTScoreError",
     "BaselineFileError",
     "BaselineNotFoundError",
+    "BatchScorer",
     "CheckpointMismatchError",
+    "ColumnDataError",
     "DeviceMemoryError",
     "InputFileError",
     "Judgements",
@@ -36,6 +38,7 @@ __all__ = [
     "add_to_layer_table",
     "bert_score",
     "bootstrap_interval",
+    "corpus_idf",
     "explain",
     "mbr_select",
     "paired_test",
@@ -62,6 +65,8 @@ __getattr__ = exports(
         "explain": "explanations.explanation",
         "PairExplanation": "explanations.types",
         "Scores": "scoring.results",
+        "BatchScorer": "corpus.batches",
+        "corpus_idf": "corpus.idf_counts",
         "CheckpointMismatchError": "corpus.resumable",
         "pairwise_resumable": "corpus.resumable",
         "score_resumable": "corpus.resumable",
@@ -83,6 +88,7 @@ __getattr__ = exports(
         "BERTScoreError": "errors",
         "BaselineFileError": "errors",
         "BaselineNotFoundError": "errors",
+        "ColumnDataError": "errors",
         "DeviceMemoryError": "errors",
         "InputFileError": "errors",
         "ModelNotFoundError": "errors",
@@ -93,6 +99,8 @@ __getattr__ = exports(
 
 if TYPE_CHECKING:
     from bertscore_tm.comparison.significance import bootstrap_interval, paired_test
+    from bertscore_tm.corpus.batches import BatchScorer
+    from bertscore_tm.corpus.idf_counts import corpus_idf
     from bertscore_tm.corpus.resumable import CheckpointMismatchError, pairwise_resumable, score_resumable, score_stream
     from bertscore_tm.engines.functional import bert_score, score
     from bertscore_tm.engines.mbr import mbr_select
@@ -103,6 +111,7 @@ if TYPE_CHECKING:
         BaselineFileError,
         BaselineNotFoundError,
         BERTScoreError,
+        ColumnDataError,
         DeviceMemoryError,
         InputFileError,
         ModelNotFoundError,

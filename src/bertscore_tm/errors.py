@@ -161,3 +161,28 @@ class InputFileError(BERTScoreError, ValueError):
         super().__init__(message)
         self.path = path
         self.what = what
+
+
+class ColumnDataError(BERTScoreError, ValueError):
+    """Rows given as columns (a batch of a data engine, a DataFrame, a Parquet or JSONL file) that cannot be
+    scored: a missing column, a null, NaN or non-text cell, an empty list of references. `column` and `row`
+    name the place (None where the problem is the whole batch or column). It pickles whole, so a Ray or
+    ``datasets`` worker hands it back with its message.
+
+    >>> import pickle
+    >>> err = pickle.loads(pickle.dumps(ColumnDataError("row 3 is empty", column="reference", row=3)))
+    >>> (str(err), err.column, err.row)
+    ('row 3 is empty', 'reference', 3)
+    """
+
+    def __init__(self, message: str, *, column: str | None, row: int | None) -> None:
+        super().__init__(message, argument="data")
+        self.column = column
+        self.row = row
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_column_data_error, (str(self), self.column, self.row))
+
+
+def _column_data_error(message: str, column: str | None, row: int | None) -> ColumnDataError:
+    return ColumnDataError(message, column=column, row=row)

@@ -43,10 +43,10 @@ class Once(argparse.Action):
 # -- declarations ---------------------------------------------------------------------------------------------
 
 
-def add_many(p: argparse.ArgumentParser, short: str, long: str, metavar: str, help: str) -> None:
-    """A required option of one or more files that collects every occurrence: ``-r a.txt -r b.txt`` is
-    ``-r a.txt b.txt``, not ``b.txt`` alone."""
-    p.add_argument(short, long, required=True, nargs="+", action="extend", metavar=metavar, help=help)
+def add_many(p: argparse.ArgumentParser, short: str, long: str, metavar: str, help: str, required: bool = True) -> None:
+    """An option of one or more files (`required` unless told) that collects every occurrence: ``-r a.txt -r
+    b.txt`` is ``-r a.txt b.txt``, not ``b.txt`` alone."""
+    p.add_argument(short, long, required=required, nargs="+", action="extend", metavar=metavar, help=help)
 
 
 def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:

@@ -9,10 +9,13 @@ temporary file in the same folder, flushed, synced and moved onto its name), so 
 absent and costs at most the shard under way. A manifest (JSON) names what the scores depend on: the setting
 (its hash code and a digest of everything that changes scores), the shard size, the texts (sha256 per shard)
 and, with IDF counted over the references, a digest of the counts, made over *all* references in a cheap
-tokenisation pass before any shard is scored (a shard's weights depend on every reference). Run again with the
-same arguments, the finished shards are read back and the rest scored: the result equals an uninterrupted run
-bit for bit, since a pair's scores do not depend on the batch it runs in. A checkpoint of other texts or
-another setting is refused (`CheckpointMismatchError`, saying what differs); a torn shard file is scored again.
+tokenisation pass before any shard is scored (a shard's weights depend on every reference), and the sha256 of
+each shard file's bytes, written before the shard itself. Run again with the same arguments, the finished
+shards are read back and the rest scored: the result equals an uninterrupted run bit for bit, since a pair's
+scores do not depend on the batch it runs in. A checkpoint of other texts or another setting is refused
+(`CheckpointMismatchError`, saying what differs); a torn shard file, or one whose bytes are not those written
+(replaced by a well-formed file of other numbers: a disk fault, a copy from another run, a hand edit), is
+warned about and scored again.
 
 Under torchrun each process scores its contiguous part of the inputs (`launch.Processes.shard`) and keeps its
 own shard files and manifest (named by rank, with the world size); a resume with another number of processes
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import itertools
 import json
 import os
@@ -149,6 +153,8 @@ class Checkpoint:
     folder: Path
     rank: int
     record: dict[str, Any]
+    #: sha256 of each shard file written (by file name), kept in the manifest beside the record.
+    digests: dict[str, str]
 
     @classmethod
     def open(cls, folder: str | os.PathLike[str], record: dict[str, Any], rank: int) -> Checkpoint:
@@ -158,17 +164,26 @@ class Checkpoint:
         with _writing(path):
             path.mkdir(parents=True, exist_ok=True)
         record = {"format": FORMAT, **record}
-        this = cls(path, rank, record)
+        this = cls(path, rank, record, {})
         this._check_world_size()
-        manifest = this.folder / f"manifest-rank{rank}.json"
-        saved = _read_manifest(manifest)
+        saved = _read_manifest(this.manifest)
         if saved is None:
-            text = json.dumps(record, indent=1, sort_keys=True).encode("utf-8")
-            with _writing(manifest):
-                write_atomically(manifest, lambda fh: fh.write(text))
+            this._write_manifest()
         else:
             _compare(path, saved, record)
+            digests = saved.get("digests")
+            this.digests.update(digests if isinstance(digests, dict) else {})
         return this
+
+    @property
+    def manifest(self) -> Path:
+        """This process's manifest file."""
+        return self.folder / f"manifest-rank{self.rank}.json"
+
+    def _write_manifest(self) -> None:
+        text = json.dumps({**self.record, "digests": self.digests}, indent=1, sort_keys=True).encode("utf-8")
+        with _writing(self.manifest):
+            write_atomically(self.manifest, lambda fh: fh.write(text))
 
     def _check_world_size(self) -> None:
         world = self.record["world_size"]
@@ -220,20 +235,33 @@ class Checkpoint:
     def _read(self, path: Path, rows: int) -> Tensor | None:
         shape = (rows, *self.record["row_shape"])
         try:
-            array = np.load(path, allow_pickle=False)
+            data = path.read_bytes()
+            array = np.load(io.BytesIO(data), allow_pickle=False)
         except (OSError, ValueError, EOFError):
-            array = None
+            data, array = b"", None
         if array is None or array.shape != shape or str(array.dtype) != self.record["dtype"]:
             warn_user(f"checkpoint shard {path} is incomplete or damaged: scoring its inputs again")
+            return None
+        if hashlib.sha256(data).hexdigest() != self.digests.get(path.name):
+            warn_user(
+                f"checkpoint shard {path} is not the file this run wrote (its bytes do not match the digest in the "
+                "manifest: replaced, copied from another run or edited): scoring its inputs again"
+            )
             return None
         return torch.from_numpy(array)
 
     def save(self, k: int, scores: Tensor, path: Path | None = None) -> None:
-        """Keep shard `k`'s scores (in `path`, default its `shard_path`), atomically."""
-        array = scores.detach().cpu().contiguous().numpy()
+        """Keep shard `k`'s scores (in `path`, default its `shard_path`), atomically: its digest goes to the
+        manifest first, so a kill between the two leaves a digest without its file (scored again), never a file
+        without its digest."""
+        buffer = io.BytesIO()
+        np.save(buffer, scores.detach().cpu().contiguous().numpy(), allow_pickle=False)
+        data = buffer.getvalue()
         target = path or self.shard_path(k)
+        self.digests[target.name] = hashlib.sha256(data).hexdigest()
+        self._write_manifest()
         with _writing(target):
-            write_atomically(target, lambda fh: np.save(fh, array, allow_pickle=False))
+            write_atomically(target, lambda fh: fh.write(data))
 
     def run(self, ranges: list[tuple[int, int]], score: Callable[[int, int], Tensor]) -> Tensor:
         """Every shard's scores in order ([items, *row_shape]): those saved read back, the rest made by

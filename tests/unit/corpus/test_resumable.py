@@ -118,6 +118,39 @@ def test_a_torn_shard_is_scored_again(plain, texts, tmp_path: Path) -> None:
     assert np.load(torn).shape == (SHARD, 1, 4)
 
 
+def other_numbers(path: Path) -> None:
+    """Replace a shard file by a well-formed one of the same shape with other numbers (as a copy from another
+    run or a hand edit would): only its bytes tell."""
+    array = np.load(path)
+    np.save(path, (array * 0.5).astype(array.dtype), allow_pickle=False)
+
+
+def test_a_shard_with_other_numbers_is_noticed_and_scored_again(plain, texts, tmp_path: Path) -> None:
+    metric, expected = plain
+    score_resumable(metric, *texts, tmp_path, shard_size=SHARD)
+    manifest = json.loads((tmp_path / "manifest-rank0.json").read_text())
+    assert sorted(manifest["digests"]) == [f"rank0-shard{k:06d}.npy" for k in range(PAIRS // SHARD)]
+    other_numbers(tmp_path / "rank0-shard000001.npy")
+    with pytest.warns(UserWarning, match="shard000001.npy is not the file this run wrote") as warned:
+        assert_same(score_resumable(metric, *texts, tmp_path, shard_size=SHARD), expected)
+    assert len(warned) == 1
+    assert_same(score_resumable(metric, *texts, tmp_path, shard_size=SHARD), expected)  # whole again: no warning
+
+
+def test_a_stream_shard_and_a_matrix_shard_with_other_numbers_are_scored_again(plain, texts, tmp_path: Path) -> None:
+    metric, expected = plain
+    list(resumable.score_stream(metric, stream_of(texts), tmp_path / "s", shard_size=SHARD))
+    other_numbers(next((tmp_path / "s").glob("rank0-shard000002-*.npy")))
+    with pytest.warns(UserWarning, match="not the file this run wrote"):
+        again = list(resumable.score_stream(metric, stream_of(texts), tmp_path / "s", shard_size=SHARD))
+    assert torch.equal(torch.cat([s.f1 for s in again]), expected.f1)
+    cands, refs = texts[0][:8], [g[0] for g in texts[1][:5]]
+    whole = resumable.pairwise_resumable(metric, cands, refs, tmp_path / "p", shard_size=3)
+    other_numbers(tmp_path / "p" / "rank0-shard000000.npy")
+    with pytest.warns(UserWarning, match="not the file this run wrote"):
+        assert torch.equal(resumable.pairwise_resumable(metric, cands, refs, tmp_path / "p", shard_size=3), whole)
+
+
 def test_other_inputs_or_settings_are_refused(plain, texts, tmp_path: Path) -> None:
     cands, groups = texts
     plain = plain[0]
@@ -358,7 +391,7 @@ def test_a_full_disk_stops_with_one_error_and_keeps_the_shards_before(
 
     def full_disk(target: Path, write: object) -> None:
         writes.append(target)
-        if len(writes) > 3:  # the manifest, then two shards
+        if len(writes) > 5:  # the manifest, then two shards, each after its digest in the manifest
             raise OSError(errno.ENOSPC, "No space left on device")
         real(target, write)  # type: ignore[arg-type]
 

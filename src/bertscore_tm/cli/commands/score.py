@@ -1,5 +1,7 @@
 """``bertscore-tm score``: candidates and references from files, one text per line; corpus means and, with
-``-s``, per-pair scores, as text, JSON or TSV; with ``--confidence``, a bootstrap interval of the F1 mean."""
+``-s``, per-pair scores, as text, JSON or TSV; with ``--confidence``, a bootstrap interval of the F1 mean.
+With ``--data``, the pairs are columns of a Parquet, JSON Lines, CSV or TSV file, and ``-o`` gets every input
+column plus the scores (`bertscore_tm.corpus.tables`)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,11 @@ import warnings
 from typing import Any, TextIO
 
 from bertscore_tm.cli import inputs, metrics, options, outputs
+from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.cli.intervals import f1_interval, percent
 from bertscore_tm.cli.options import Once, Resampling
 from bertscore_tm.distributed.launch import processes
+from bertscore_tm.errors import BERTScoreError
 
 
 def add_parser(sub: Any) -> None:
@@ -22,12 +26,13 @@ def add_parser(sub: Any) -> None:
         description="Score a file of candidates against one or more files of references, one text per line "
         "(line i of every reference file is a reference for candidate i; with several, the best counts). "
         "Prints '<hash> P: .. R: .. F1: ..' (corpus means) and, with -s, one 'P<TAB>R<TAB>F1' line per candidate. "
-        "A FILE of '-' is standard input (for one of -c/-r at most).",
+        "A FILE of '-' is standard input (for one of -c/-r at most). Or --data FILE: the pairs are columns of a "
+        "Parquet, JSON Lines, CSV or TSV file, and -o gets every input column plus the scores.",
     )
     s.add_argument(
         "-c",
         "--cand",
-        required=True,
+        default=None,
         action=Once,
         metavar="FILE",
         help="candidates, one per line ('-': standard input)",
@@ -38,7 +43,9 @@ def add_parser(sub: Any) -> None:
         "--ref",
         "FILE",
         "references, one per line; several files give several references per candidate ('-': standard input)",
+        required=False,
     )
+    _add_data_options(s)
     options.add_model_options(s)
     s.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     options.add_rescale_options(s)
@@ -64,7 +71,32 @@ def add_parser(sub: Any) -> None:
     s.set_defaults(run=run)
 
 
+def _add_data_options(s: Any) -> None:
+    s.add_argument(
+        "--data",
+        default=None,
+        metavar="FILE",
+        help="score the pairs of a file of rows instead of line files: Parquet, JSON Lines, CSV or TSV (by its "
+        "extension); -o FILE (.parquet, .jsonl or .csv) gets every input column plus bertscore_precision, "
+        "bertscore_recall and bertscore_f1 (and bertscore_best_reference with several references)",
+    )
+    s.add_argument("--candidate-column", default="candidate", metavar="C", help="with --data: the candidates' column")
+    s.add_argument(
+        "--reference-column",
+        nargs="+",
+        default=None,
+        metavar="R",
+        help="with --data: the references' column (default: reference), a column of lists, or several columns",
+    )
+
+
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    if args.data is not None:
+        return _run_data(args, out)
+    if args.cand is None or not args.ref:
+        raise UsageError("give the candidates and references: -c FILE -r FILE [FILE ...], or --data FILE")
+    if args.reference_column is not None:
+        raise UsageError("--reference-column and --candidate-column go with --data FILE")
     inputs.check_stdin([args.cand, *args.ref], "-c/-r")
     pairs = inputs.pair_lines(args.cand, args.ref)
     target = None
@@ -91,6 +123,55 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     best = None if scores.best_reference is None else scores.best_reference.cpu().tolist()
     report = _report(args, metric, (p, r, f), ci, resampling, best)
     outputs.write_output(target, args.output, [report], out)
+    return 0
+
+
+def _run_data(args: argparse.Namespace, out: TextIO) -> int:
+    """``--data FILE -o OUT``: the pairs of a file of rows scored as line files are (the same metric, the same
+    numbers, --checkpoint alike), then every row of FILE written to OUT with the score columns added, atomically.
+    The summary (means, hash) goes to standard output as without --data."""
+    from bertscore_tm.corpus.tables import WRITES, ColumnFile, file_format, write_scored
+
+    if args.cand is not None or args.ref:
+        raise UsageError("--data FILE takes the place of -c/-r: give one or the other")
+    if args.seg_level:
+        raise UsageError("with --data the per-pair scores are the columns of -o FILE: leave out -s")
+    if args.output is None:
+        raise UsageError("--data FILE needs -o FILE (.parquet, .jsonl or .csv): every row, with its scores")
+    refs = args.reference_column or ["reference"]
+    data = ColumnFile.open(args.data, args.candidate_column, refs)
+    try:
+        fmt = file_format(args.output, WRITES, "output")
+    except BERTScoreError as err:
+        raise UsageError(str(err)) from None
+    target = outputs.check_output(args.output, "scores.parquet", [args.data])
+    resampling, shard_size = options.resampling(args), options.shard_size(args)
+    cands, groups, several = data.pairs()
+    if not cands:
+        raise UsageError(f"data file {args.data} has no rows: nothing to score")
+    metric = metrics.scoring_metric(args)
+    with processes(str(metric.device)) as job:
+        if not job.writes_output:
+            metric.verbose = False
+        if args.checkpoint is None:
+            scores = _stream(metric, inputs.LinesInMemory(cands, groups), job)
+        else:
+            from bertscore_tm.corpus.resumable import score_resumable
+
+            scores = score_resumable(metric, cands, groups, args.checkpoint, shard_size)
+    if not job.writes_output:
+        return 0
+    columns = {
+        f"bertscore_{k}": v.cpu().numpy() for k, v in zip(("precision", "recall", "f1"), scores.as_tuple(), strict=True)
+    }
+    if several and scores.best_reference is not None:
+        columns["bertscore_best_reference"] = scores.best_reference.cpu().numpy().astype("int64")
+    with outputs.replacing(target, args.output) as temp:
+        write_scored(data, temp, fmt, columns)
+    p, r, f = (x.double().cpu().tolist() for x in scores.as_tuple())
+    ci = None if resampling is None else f1_interval(resampling, f, args.data)
+    args.ref = refs
+    outputs.write_output(None, "", [_report(args, metric, (p, r, f), ci, resampling)], out)
     return 0
 
 

@@ -1,0 +1,182 @@
+"""One batch scorer for the engines data teams already run: Ray Data (``map_batches``), Hugging Face
+``datasets`` (``map(batched=True)``) and pandas (``DataFrame.pipe``). Called on a batch of rows (a mapping of
+columns, a DataFrame or a pyarrow Table), it returns the same kind with the scores added as columns.
+
+It scores with the scoring core (`Scorer`) and the paired engine, the code the Metric's compute() runs, so a
+pair's scores are the Metric's on the same pairs, bit for bit, whatever the batches, the workers and their
+order: a pair's scores never depend on the batch it runs in. The model loads on the first call, once per
+object and process, and is never pickled: a Ray actor builds its own (the class, with
+``fn_constructor_kwargs``), and ``datasets``' worker processes each load one from the pickled arguments.
+
+IDF counted per batch would differ from worker to worker, so it is refused: count the document frequencies
+over the whole corpus first (`corpus_idf`) and pass them as ``idf_weights``. Docs: docs/dataframes.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from bertscore_tm.corpus import columns
+from bertscore_tm.engines.paired import score_texts
+from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.scoring.scorer import METRIC_PROTOCOL_ARGUMENTS, BuiltScorer, build_scorer
+from bertscore_tm.settings.arguments import RULES, validate_arguments
+
+#: Metric arguments about the Metric's own result (reduced means, one tensor, the hash beside it): a batch
+#: scorer always adds the three per-pair columns, so these are refused rather than ignored.
+_RESULT_ARGUMENTS = ("reduction", "output", "return_hash")
+
+
+class BatchScorer:
+    """BERTScore of each row's candidate against its reference(s), added to the rows as
+    ``<prefix>precision``, ``<prefix>recall`` and ``<prefix>f1`` (float32, the Metric's values), and
+    ``<prefix>best_reference`` (the index of the best reference) where rows may have several.
+
+    `reference_column` is one column (of texts, or of lists of texts) or a list of columns (one reference
+    each). `metric_arguments` are :class:`BERTScore`'s (``lang``, ``num_layers``, ``idf=True`` with
+    ``idf_weights``, ``rescale_with_baseline``, ``long_texts``, ``model_dtype``, ``device``...), checked here,
+    before any model loads; the default device is the first GPU where there is one, else the CPU.
+
+    >>> from bertscore_tm import PACKAGED_MINILM
+    >>> scorer = BatchScorer(PACKAGED_MINILM)
+    >>> rows = scorer({"candidate": ["The cat sat on the mat."], "reference": ["A cat was sitting on the mat."]})
+    >>> [round(float(x), 4) for x in rows["bertscore_f1"]]
+    [0.9183]
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str | os.PathLike[str] | None = None,
+        *,
+        candidate_column: str = "candidate",
+        reference_column: str | Sequence[str] = "reference",
+        prefix: str = "bertscore_",
+        **metric_arguments: Any,
+    ) -> None:
+        self.candidate_column = _column_name(candidate_column, "candidate_column")
+        refs = [reference_column] if isinstance(reference_column, str) else list(reference_column)
+        if not refs:
+            raise ArgumentValueError(
+                "reference_column is an empty list: name at least one column of references",
+                argument="reference_column",
+                allowed="a column name or a non-empty list of them",
+                value=reference_column,
+            )
+        self.reference_columns = [_column_name(c, "reference_column") for c in refs]
+        if not isinstance(prefix, str):
+            raise ArgumentValueError("prefix must be a string", argument="prefix", allowed="a string", value=prefix)
+        self.prefix = prefix
+        self.arguments = {"model_name_or_path": model_name_or_path, **metric_arguments}
+        _check_arguments(self.arguments)
+        self._built: BuiltScorer | None = None
+        self._home = os.getpid()
+
+    # -- pickling: the arguments travel, the loaded model never does --------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_built": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def __call__(self, batch: Any, rank: int | None = None) -> Any:
+        """`batch` with the score columns added, in its own shape (a dict for a mapping). `rank` is the
+        worker's number that ``datasets.map(..., with_rank=True)`` passes: with GPUs and no ``device``
+        argument, worker `rank` scores on GPU ``rank % device_count``."""
+        return self.score_batch(batch, rank=rank)
+
+    def score_batch(self, batch: Any, first_row: int = 0, rank: int | None = None) -> Any:
+        """`batch` with the score columns added; rows are numbered from `first_row` in error messages (the
+        command line passes each record batch's place in the file)."""
+        kind = columns.batch_kind(batch)
+        rows = columns.num_rows(batch, kind)
+        cands = columns.texts(
+            columns.cells(batch, kind, self.candidate_column, "candidate_column"), self.candidate_column, first_row
+        )
+        groups, several = columns.reference_groups(batch, kind, self.reference_columns, first_row, "reference_column")
+        if rows == 0:
+            per = np.zeros((0, 4), dtype=np.float32)
+        else:
+            built = self.built(rank)
+            with torch.inference_mode():
+                out = score_texts(built.scorer, cands, groups, built.device, False, self._weights(built))
+            per = out[:, 0, :].cpu().numpy()
+        new = {f"{self.prefix}{name}": per[:, i].copy() for i, name in enumerate(("precision", "recall", "f1"))}
+        if several:
+            new[f"{self.prefix}best_reference"] = per[:, 3].astype(np.int64)
+        return columns.with_columns(batch, kind, new)
+
+    def built(self, rank: int | None = None) -> BuiltScorer:
+        """The scoring core, loaded on first use (once per object and process)."""
+        if self._built is None:
+            if os.getpid() != self._home:
+                # a copy in another process (datasets' num_proc workers): the processes are the parallelism, and
+                # a forked child must not enter torch's OpenMP pool, which did not survive the fork (it hangs)
+                torch.set_num_threads(1)
+            arguments = dict(self.arguments)
+            if arguments.get("device") is None and arguments.get("model") is None:
+                arguments["device"] = _default_device(rank)
+            self._built = build_scorer(arguments)
+        return self._built
+
+    def _weights(self, built: BuiltScorer) -> torch.Tensor:
+        return built.scorer.weights(device=built.device)
+
+    @property
+    def hash_code(self) -> str:
+        """The setting's hash code (loads the model if it is not loaded yet)."""
+        return self.built().scorer.hash_code
+
+
+def _column_name(value: object, argument: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ArgumentValueError(
+            f"{argument} must name a column (a non-empty string), got {value!r}",
+            argument=argument,
+            allowed="a non-empty string",
+            value=value,
+        )
+    return value
+
+
+def _check_arguments(arguments: dict[str, Any]) -> None:
+    """The Metric's checks, and those a batch scorer adds: no result formatting, one layer, IDF fixed."""
+    unknown = sorted(set(arguments) - set(RULES) - METRIC_PROTOCOL_ARGUMENTS)
+    if unknown:
+        raise TypeError(f"BatchScorer: unexpected keyword argument(s): {', '.join(unknown)}")
+    validate_arguments(arguments)
+    for name in _RESULT_ARGUMENTS:
+        if arguments.get(name) not in (None, False):
+            raise ArgumentValueError(
+                f"BatchScorer always adds the per-pair columns: leave out {name}",
+                argument=name,
+                allowed="left out",
+                value=arguments[name],
+            )
+    if arguments.get("all_layers"):
+        raise ArgumentValueError(
+            "BatchScorer scores one layer: leave out all_layers (score with BERTScore, or one BatchScorer per layer)",
+            argument="all_layers",
+            allowed="False",
+            value=True,
+        )
+    if arguments.get("idf") and arguments.get("idf_weights") is None and arguments.get("idf_texts") is None:
+        raise ArgumentValueError(
+            "idf=True would count document frequencies over each batch alone, and every worker would weigh "
+            "tokens differently: count them over the whole corpus first, weights = bertscore_tm.corpus_idf(refs, "
+            "model), and pass BatchScorer(..., idf=True, idf_weights=weights)",
+            argument="idf",
+            allowed="idf=True with idf_weights (or idf_texts)",
+            value=True,
+        )
+
+
+def _default_device(rank: int | None) -> str:
+    """The first GPU where there is one (GPU ``rank % count`` for a numbered worker), else the CPU."""
+    if not torch.cuda.is_available():
+        return "cpu"
+    return f"cuda:{(rank or 0) % torch.cuda.device_count()}"

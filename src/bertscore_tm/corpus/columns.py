@@ -1,0 +1,147 @@
+"""Rows given as columns, in the three shapes data engines hand them over: a mapping of columns (lists or numpy
+arrays: Ray Data's "numpy" batches, Hugging Face ``datasets``' batches), a pandas DataFrame, or a pyarrow
+Table (or RecordBatch). Texts come out as plain Python strings, each cell checked, and scores go back in as new
+columns of the same shape.
+
+pandas and pyarrow are recognised by their type's module, never imported here, so that the package imports
+neither (they are optional extras). Every bad cell is a `ColumnDataError` naming its column and row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from bertscore_tm.errors import ColumnDataError
+
+
+def batch_kind(batch: object) -> str:
+    """``"pandas"``, ``"arrow"`` or ``"mapping"``: which shape `batch` has (a TypeError for anything else)."""
+    module = type(batch).__module__
+    if module.startswith("pandas") and hasattr(batch, "columns"):
+        return "pandas"
+    if module.startswith("pyarrow") and hasattr(batch, "column_names"):
+        return "arrow"
+    if isinstance(batch, Mapping):
+        return "mapping"
+    raise TypeError(
+        f"a batch of rows must be a dict of columns (lists or numpy arrays), a pandas DataFrame or a pyarrow "
+        f"Table, got {type(batch).__name__}"
+    )
+
+
+def column_names(batch: Any, kind: str) -> list[str]:
+    """The names of the batch's columns, in order."""
+    if kind == "pandas":
+        return [str(c) for c in batch.columns]
+    if kind == "arrow":
+        return list(batch.column_names)
+    return [str(c) for c in batch]
+
+
+def num_rows(batch: Any, kind: str) -> int:
+    """How many rows the batch holds (0 for a mapping without columns)."""
+    if kind in ("pandas", "arrow"):
+        return len(batch)
+    lengths = {len(values) for values in batch.values()}
+    if len(lengths) > 1:
+        raise ColumnDataError(f"the batch's columns have different lengths: {sorted(lengths)}", column=None, row=None)
+    return lengths.pop() if lengths else 0
+
+
+def cells(batch: Any, kind: str, column: str, argument: str) -> list[Any]:
+    """The cells of `column` as Python objects; a missing column is named with the columns present."""
+    names = column_names(batch, kind)
+    if column not in names:
+        raise ColumnDataError(
+            f"no column {column!r} in the rows ({argument}); the columns are: {', '.join(map(repr, names))}",
+            column=column,
+            row=None,
+        )
+    if kind == "arrow":
+        return list(batch.column(column).to_pylist())
+    values = batch[column]
+    return list(values.tolist()) if hasattr(values, "tolist") else list(values)
+
+
+def text_cell(value: object, column: str, row: int) -> str:
+    """`value` as a text, or a `ColumnDataError` saying why it is not one (null, NaN, a number...)."""
+    if isinstance(value, str):
+        return str(value)
+    if value is None or (isinstance(value, float) and value != value) or type(value).__name__ in ("NAType", "NaTType"):
+        raise ColumnDataError(
+            f"row {row} of column {column!r} is empty (null or NaN): every pair needs its texts; drop or fill "
+            "such rows first (for example dataset.filter(...) or DataFrame.dropna())",
+            column=column,
+            row=row,
+        )
+    raise ColumnDataError(
+        f"row {row} of column {column!r} holds {type(value).__name__} {value!r:.60}, not a text: cast the column "
+        "to strings first",
+        column=column,
+        row=row,
+    )
+
+
+def texts(values: Sequence[object], column: str, first_row: int) -> list[str]:
+    """Every cell of a column of texts, checked (rows numbered from `first_row`)."""
+    return [text_cell(v, column, first_row + i) for i, v in enumerate(values)]
+
+
+def reference_groups(
+    batch: Any, kind: str, columns: Sequence[str], first_row: int, argument: str
+) -> tuple[list[list[str]], bool]:
+    """Each row's references, and whether rows may have several: one per column of `columns`, or, with one
+    column whose cells are lists, that row's list (an empty list is refused, naming its row). A batch without
+    rows has several only where its type says so (a pyarrow list column): a mapping or DataFrame of no rows
+    cannot tell."""
+    if len(columns) > 1:
+        per_column = [texts(cells(batch, kind, c, argument), c, first_row) for c in columns]
+        return [list(group) for group in zip(*per_column, strict=True)], True
+    column = columns[0]
+    values = cells(batch, kind, column, argument)
+    lists = kind == "arrow" and str(batch.schema.field(column).type).startswith(("list", "large_list", "fixed_size"))
+    if not lists and not any(_is_list(v) for v in values):
+        return [[t] for t in texts(values, column, first_row)], False
+    groups = []
+    for i, value in enumerate(values):
+        row = first_row + i
+        if not _is_list(value):
+            groups.append([text_cell(value, column, row)])
+            continue
+        items = list(value.tolist() if hasattr(value, "tolist") else value)
+        if not items:
+            raise ColumnDataError(
+                f"row {row} of column {column!r} is an empty list: every candidate needs at least one reference",
+                column=column,
+                row=row,
+            )
+        groups.append([text_cell(v, f"{column}[{j}]", row) for j, v in enumerate(items)])
+    return groups, True
+
+
+def _is_list(value: object) -> bool:
+    return isinstance(value, (list, tuple, np.ndarray))
+
+
+def with_columns(batch: Any, kind: str, new: Mapping[str, np.ndarray]) -> Any:
+    """The batch with the `new` columns added (or replaced), in the batch's own shape; the input is not changed."""
+    if kind == "pandas":
+        return batch.assign(**new)
+    if kind == "arrow":
+        out = batch
+        for name, values in new.items():
+            if name in out.column_names:
+                out = out.drop_columns([name]) if hasattr(out, "drop_columns") else out.drop([name])
+            out = out.append_column(name, _arrow_array(values))
+        return out
+    return {**dict(batch.items()), **new}
+
+
+def _arrow_array(values: np.ndarray) -> Any:
+    """A pyarrow array of `values` (pyarrow imported only once a table is at hand, so it is installed)."""
+    import pyarrow
+
+    return pyarrow.array(values)

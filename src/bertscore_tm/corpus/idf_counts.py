@@ -1,0 +1,142 @@
+"""IDF over a whole corpus, however it is stored: the document frequencies of every reference, counted once,
+so that every worker of a distributed job weighs tokens alike.
+
+BERTScore's IDF weight of a token is ln((M + 1) / (df + 1)) over all M references of the corpus scored
+(`scoring.idf`). A worker that counted its own batch would weigh tokens by its batch alone; counting is a
+cheap tokenisation pass, so it runs first, over a list, a Hugging Face ``datasets.Dataset`` or a Ray Dataset
+(there in parallel, each block counted where it lies and the counts summed), and the weights go to every
+worker as ``idf_weights``. Counts are integers, so their sum is exact in any order: the weights equal the
+Metric's with ``idf=True`` over the same references, bit for bit.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from bertscore_tm.corpus import columns
+from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.models.tokenizing import TextEncoder
+from bertscore_tm.scoring.idf import document_frequency, idf_weights
+from bertscore_tm.scoring.scorer import build_scorer
+
+#: Texts tokenised at a time.
+CHUNK = 4096
+
+
+def corpus_idf(
+    references: Any,
+    model_name_or_path: str | os.PathLike[str] | None = None,
+    *,
+    reference_column: str | Sequence[str] = "reference",
+    **metric_arguments: Any,
+) -> dict[int, float]:
+    """The IDF weight of every token id over `references`, as ``BERTScore(idf=True)`` counts it over the same
+    references (each text of each row is one document): a dict to pass as ``idf_weights=`` (with
+    ``idf=True``) to :class:`BatchScorer` or :class:`BERTScore`.
+
+    `references`: an iterable of texts (or of lists of texts, several references per row), a
+    ``datasets.Dataset`` or a Ray Dataset, whose `reference_column` (one column of texts or of lists, or a
+    list of columns) holds the references. `metric_arguments` are those the scorer gets (``lang``,
+    ``max_length``, ``long_texts``... change how texts are tokenised); the model's tokenizer does the counting.
+
+    >>> from bertscore_tm import PACKAGED_MINILM
+    >>> weights = corpus_idf(["A cat sat.", "A dog ran."], PACKAGED_MINILM)
+    >>> round(weights[101], 4), round(weights[4937], 4)  # [CLS] is in both texts, 'cat' in one
+    (0.0, 0.4055)
+    """
+    for name in ("idf_weights", "idf_texts"):
+        if metric_arguments.get(name) is not None:
+            raise ArgumentValueError(
+                f"corpus_idf counts the weights itself: leave out {name}",
+                argument=name,
+                allowed="None",
+                value=metric_arguments[name],
+            )
+    arguments = {"model_name_or_path": model_name_or_path, **metric_arguments, "idf": True, "device": "cpu"}
+    scorer = build_scorer(arguments).scorer
+    refs = [reference_column] if isinstance(reference_column, str) else list(reference_column)
+    module = type(references).__module__
+    if module.startswith("ray.data"):
+        doc_freq, num_refs = _ray_counts(references, refs, scorer.encoder, scorer.vocab_size)
+    elif module.startswith("datasets") and hasattr(references, "iter"):
+        counts = (_count(scorer.encoder, scorer.vocab_size, batch, refs) for batch in references.iter(CHUNK))
+        doc_freq, num_refs = _sum(counts, scorer.vocab_size)
+    else:
+        doc_freq, num_refs = _sum(_iterable_counts(references, scorer.encoder, scorer.vocab_size), scorer.vocab_size)
+    if num_refs == 0:
+        raise ArgumentValueError(
+            "corpus_idf: no reference to count (the corpus is empty)",
+            argument="references",
+            allowed="at least one reference text",
+            value=0,
+        )
+    table = idf_weights(torch.from_numpy(doc_freq), num_refs)
+    return dict(enumerate(table.tolist()))
+
+
+def _iterable_counts(references: Iterable[Any], encoder: TextEncoder, vocab: int) -> Iterator[tuple[np.ndarray, int]]:
+    """Counts of an iterable of texts (or lists of texts), a chunk of rows at a time."""
+    if isinstance(references, (str, bytes)):
+        raise ArgumentValueError(
+            "corpus_idf takes an iterable of texts, not one string",
+            argument="references",
+            allowed="a list (or other iterable) of texts",
+            value=references[:60],
+        )
+    chunk: list[Any] = []
+    first = 0
+    for item in references:
+        chunk.append(item)
+        if len(chunk) == CHUNK:
+            yield _count(encoder, vocab, {"reference": chunk}, ["reference"], first)
+            first, chunk = first + len(chunk), []
+    if chunk:
+        yield _count(encoder, vocab, {"reference": chunk}, ["reference"], first)
+
+
+def _count(encoder: TextEncoder, vocab: int, batch: Any, refs: list[str], first_row: int = 0) -> tuple[np.ndarray, int]:
+    """The document counts of one batch of rows' references, and how many references there are."""
+    kind = columns.batch_kind(batch)
+    groups, _ = columns.reference_groups(batch, kind, refs, first_row, "reference_column")
+    texts = [t for group in groups for t in group]
+    if not texts:
+        return np.zeros(vocab, dtype=np.int64), 0
+    with warnings.catch_warnings():  # long or blank references are warned about where they are scored
+        warnings.simplefilter("ignore")
+        ids, lens = encoder.encode(texts)
+    return document_frequency(ids, lens, vocab).cpu().numpy(), len(texts)
+
+
+def _sum(counts: Iterable[tuple[np.ndarray, int]], vocab: int) -> tuple[np.ndarray, int]:
+    doc_freq, num_refs = np.zeros(vocab, dtype=np.int64), 0
+    for block, n in counts:
+        doc_freq += block
+        num_refs += n
+    return doc_freq, num_refs
+
+
+def _count_block(batch: dict[str, Any], encoder: TextEncoder, vocab: int, refs: list[str]) -> dict[str, np.ndarray]:
+    """One Ray block's counts, as a one-row batch (Ray sums nothing itself: the caller adds the rows up)."""
+    doc_freq, n = _count(encoder, vocab, batch, refs)
+    return {"doc_freq": doc_freq[None, :], "num_refs": np.array([n], dtype=np.int64)}
+
+
+def _ray_counts(dataset: Any, refs: list[str], encoder: TextEncoder, vocab: int) -> tuple[np.ndarray, int]:
+    """Each block of a Ray Dataset counted by a Ray task where it lies, the counts summed here."""
+    missing = [c for c in refs if c not in dataset.columns()]
+    if missing:
+        columns.cells({c: [] for c in dataset.columns()}, "mapping", missing[0], "reference_column")
+    count = functools.partial(_count_block, encoder=encoder, vocab=vocab, refs=refs)
+    counted = dataset.select_columns(refs).map_batches(count, batch_format="numpy", batch_size=CHUNK)
+    totals = (
+        (batch["doc_freq"].sum(axis=0), int(batch["num_refs"].sum()))
+        for batch in counted.iter_batches(batch_format="numpy", batch_size=None)
+    )
+    return _sum(totals, vocab)

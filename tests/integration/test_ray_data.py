@@ -1,0 +1,131 @@
+"""BatchScorer and corpus_idf on real Ray clusters (no mocks): a local one (`ray.init(num_cpus=2)`) and one
+of two raylets (`ray.cluster_utils.Cluster`), so rows are scored on two nodes; every route equal to the
+Metric on the same WMT pairs bit for bit: plain, IDF counted over the Ray Dataset first (two phases), and
+several references, in the "numpy", "pandas" and "pyarrow" batch formats. A bad cell comes back from the
+worker with its message. One Ray start per module (a module fixture): it takes 5 to 10 s on 2 cores."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from bertscore_tm import PACKAGED_MINILM, BatchScorer, BERTScore, corpus_idf
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("ray.data")
+
+N = 64
+
+
+@pytest.fixture(scope="module")
+def rows(wmt):
+    cands, refs, others = wmt["hyps_long"][:N], wmt["refs_long"][:N], wmt["refs_long"][N : 2 * N]
+    return [
+        {"i": i, "candidate": c, "reference": r, "other": o}
+        for i, (c, r, o) in enumerate(zip(cands, refs, others, strict=True))
+    ]
+
+
+def metric(rows, several=False, **kwargs):
+    m = BERTScore(PACKAGED_MINILM, **kwargs)
+    m.update(
+        [r["candidate"] for r in rows], [[r["reference"], r["other"]] if several else r["reference"] for r in rows]
+    )
+    return m, m.compute_scores()
+
+
+@pytest.fixture(scope="module")
+def plain(rows):
+    return metric(rows)[1]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def scored(dataset, batch_format="numpy", size=1, **kwargs):
+    kwargs = {"model_name_or_path": PACKAGED_MINILM, **kwargs}
+    out = dataset.map_batches(
+        BatchScorer,
+        fn_constructor_kwargs=kwargs,
+        compute=ray.data.ActorPoolStrategy(size=size),
+        batch_size=16,
+        batch_format=batch_format,
+    )
+    return out.to_pandas().sort_values("i")
+
+
+def assert_equal(frame, scores, several=False):
+    for name in ("precision", "recall", "f1"):
+        assert np.array_equal(frame[f"bertscore_{name}"].to_numpy(), getattr(scores, name).numpy()), name
+    if several:
+        assert np.array_equal(frame["bertscore_best_reference"].to_numpy(), scores.best_reference.numpy())
+
+
+@pytest.mark.parametrize("batch_format", ["numpy", "pandas", "pyarrow"])
+def test_each_batch_format_equals_the_metric(local_ray, rows, plain, batch_format):
+    dataset = ray.data.from_items(rows, override_num_blocks=4)
+    frame = scored(dataset, batch_format)
+    assert list(frame["i"]) == list(range(N)) and list(frame["candidate"]) == [r["candidate"] for r in rows]
+    assert_equal(frame, plain)
+
+
+def test_idf_in_two_phases_and_several_references_equal_the_metric(local_ray, rows):
+    dataset = ray.data.from_items([{**r, "refs": [r["reference"], r["other"]]} for r in rows], override_num_blocks=4)
+    m, scores = metric(rows, several=True, idf=True)
+    weights = corpus_idf(dataset, PACKAGED_MINILM, reference_column="refs")
+    assert weights == m.idf_weights()
+    assert weights == corpus_idf(dataset, PACKAGED_MINILM, reference_column=["reference", "other"])
+    frame = scored(dataset, "pyarrow", reference_column="refs", idf=True, idf_weights=weights)
+    assert_equal(frame, scores, several=True)
+
+
+def test_a_bad_cell_comes_back_with_its_message(local_ray, rows):
+    bad = [dict(r) for r in rows[:4]]
+    bad[2]["reference"] = None
+    with pytest.raises(Exception, match=r"row \d+ of column 'reference' is empty"):
+        scored(ray.data.from_items(bad))
+    with pytest.raises(Exception, match=r"no column 'target'.*'candidate'"):
+        corpus_idf(ray.data.from_items(rows[:4]), PACKAGED_MINILM, reference_column="target")
+
+
+class NodeScorer(BatchScorer):
+    """A BatchScorer that also says which Ray node scored each row."""
+
+    def __call__(self, batch, rank=None):
+        out = super().__call__(batch, rank)
+        out["node"] = np.array([ray.get_runtime_context().get_node_id()] * len(out["i"]))
+        return out
+
+
+def test_two_raylets_score_on_both_nodes_as_the_metric(local_ray, rows, plain):
+    from ray.cluster_utils import Cluster
+
+    ray.shutdown()  # the module's local cluster gives way to one of two nodes, then comes back
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        cluster.add_node(num_cpus=1)
+        ray.init(address=cluster.address, log_to_driver=False)
+        assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+        out = ray.data.from_items(rows, override_num_blocks=8).map_batches(
+            NodeScorer,
+            fn_constructor_kwargs={"model_name_or_path": PACKAGED_MINILM},
+            compute=ray.data.ActorPoolStrategy(size=2),
+            num_cpus=1,
+            batch_size=8,
+            batch_format="numpy",
+        )
+        frame = out.to_pandas().sort_values("i")
+        assert frame["node"].nunique() == 2
+        assert_equal(frame, plain)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -1,0 +1,178 @@
+"""BatchScorer and corpus_idf on the three batch shapes (dicts of lists or numpy arrays, pandas, pyarrow):
+every route equal to the Metric on the same WMT pairs bit for bit, whatever the batches, plain, with IDF
+counted over the whole corpus first, and with several references; bad rows name their column and row.
+The Ray and `datasets` engines themselves are in tests/integration/test_dataframes.py."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bertscore_tm import PACKAGED_MINILM, BatchScorer, BERTScore, ColumnDataError, corpus_idf
+from bertscore_tm.errors import ArgumentValueError
+
+pd = pytest.importorskip("pandas")
+pa = pytest.importorskip("pyarrow")
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+N = 48
+
+
+@pytest.fixture(scope="module")
+def pairs(wmt):
+    # a second reference per candidate: the reference of another pair, a real text of the same kind
+    return wmt["hyps_long"][:N], wmt["refs_long"][:N], wmt["refs_long"][N : 2 * N]
+
+
+def metric_scores(cands, refs, **kwargs):
+    metric = BERTScore(PACKAGED_MINILM, **kwargs)
+    metric.update(cands, refs)
+    return metric, metric.compute_scores()
+
+
+@pytest.fixture(scope="module")
+def plain(pairs):
+    return metric_scores(pairs[0], pairs[1])[1]
+
+
+@pytest.fixture(scope="module")
+def several(pairs):
+    return metric_scores(pairs[0], [list(g) for g in zip(pairs[1], pairs[2], strict=True)])[1]
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    return BatchScorer(PACKAGED_MINILM)
+
+
+def assert_equal(columns, scores, several=False):
+    assert np.array_equal(np.asarray(columns["bertscore_precision"]), scores.precision.numpy())
+    assert np.array_equal(np.asarray(columns["bertscore_recall"]), scores.recall.numpy())
+    assert np.array_equal(np.asarray(columns["bertscore_f1"]), scores.f1.numpy())
+    if several:
+        assert np.array_equal(np.asarray(columns["bertscore_best_reference"]), scores.best_reference.numpy())
+
+
+@pytest.mark.parametrize("size", [1, 7, N])
+def test_dicts_of_lists_and_arrays_in_any_batches_equal_the_metric(scorer, pairs, plain, size):
+    pieces = []
+    for lo in range(0, N, size):
+        cands, refs = pairs[0][lo : lo + size], pairs[1][lo : lo + size]
+        batch = (
+            {"candidate": np.array(cands, dtype=object), "reference": refs}
+            if lo % 2
+            else {
+                "candidate": cands,
+                "reference": np.array(refs),
+            }
+        )
+        out = scorer(batch)
+        assert list(out) == ["candidate", "reference", "bertscore_precision", "bertscore_recall", "bertscore_f1"]
+        pieces.append(out)
+    joined = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0] if k.startswith("bertscore_")}
+    assert joined["bertscore_f1"].dtype == np.float32
+    assert_equal(joined, plain)
+
+
+def test_pandas_keeps_every_column_and_index(scorer, pairs, plain):
+    frame = pd.DataFrame(
+        {"id": list(range(N)), "candidate": pairs[0], "reference": pairs[1]}, index=np.arange(10, 10 + N)
+    )
+    out = frame.pipe(scorer)
+    assert list(out.columns) == [
+        "id",
+        "candidate",
+        "reference",
+        "bertscore_precision",
+        "bertscore_recall",
+        "bertscore_f1",
+    ]
+    assert list(out.index) == list(frame.index) and "bertscore_f1" not in frame
+    assert_equal({k: out[k].to_numpy() for k in out.columns}, plain)
+
+
+def test_several_references_as_columns_or_as_one_column_of_lists(pairs, several):
+    groups = [list(g) for g in zip(pairs[1], pairs[2], strict=True)]
+    table = pa.table({"candidate": pairs[0], "refs": groups})
+    out = BatchScorer(PACKAGED_MINILM, reference_column="refs", prefix="bertscore_")(table)
+    assert out.column_names[-1] == "bertscore_best_reference"
+    assert_equal({k: out[k].to_numpy() for k in out.column_names[2:]}, several, several=True)
+    frame = pd.DataFrame({"candidate": pairs[0], "r1": pairs[1], "r2": pairs[2]})
+    out = BatchScorer(PACKAGED_MINILM, reference_column=["r1", "r2"])(frame)
+    assert_equal({k: out[k].to_numpy() for k in out.columns}, several, several=True)
+
+
+def test_idf_counted_over_the_corpus_first_equals_the_metric_with_idf(pairs):
+    groups = [list(g) for g in zip(pairs[1], pairs[2], strict=True)]
+    metric, scores = metric_scores(pairs[0], groups, idf=True)
+    weights = corpus_idf(groups, PACKAGED_MINILM)
+    assert weights == metric.idf_weights()
+    scorer = BatchScorer(PACKAGED_MINILM, reference_column="refs", idf=True, idf_weights=weights)
+    halves = [scorer({"candidate": pairs[0][s], "refs": groups[s]}) for s in (slice(0, 20), slice(20, N))]
+    assert_equal({k: np.concatenate([h[k] for h in halves]) for k in halves[0] if k.startswith("b")}, scores, True)
+
+
+def test_idf_counted_per_batch_is_refused_before_loading():
+    with pytest.raises(ArgumentValueError, match="corpus_idf"):
+        BatchScorer(PACKAGED_MINILM, idf=True)
+    with pytest.raises(ArgumentValueError, match="all_layers"):
+        BatchScorer(PACKAGED_MINILM, all_layers=True)
+    with pytest.raises(TypeError, match="unexpected"):
+        BatchScorer(PACKAGED_MINILM, candidate="x")
+    with pytest.raises(ArgumentValueError, match="reference_column"):
+        BatchScorer(PACKAGED_MINILM, reference_column=[])
+
+
+def test_the_scorer_pickles_without_its_model(pairs, plain):
+    scorer = BatchScorer(PACKAGED_MINILM)
+    scorer({"candidate": pairs[0][:2], "reference": pairs[1][:2]})
+    assert len(pickle.dumps(scorer)) < 2000
+    copy = pickle.loads(pickle.dumps(scorer))
+    assert_equal(copy({"candidate": pairs[0], "reference": pairs[1]}), plain)
+
+
+@pytest.mark.parametrize(
+    ("batch", "message"),
+    [
+        ({"candidate": ["a"], "ref": ["b"]}, r"no column 'reference' .*the columns are: 'candidate', 'ref'"),
+        ({"candidate": ["a", None], "reference": ["b", "c"]}, r"row 1 of column 'candidate' is empty"),
+        ({"candidate": ["a", "b"], "reference": ["c", float("nan")]}, r"row 1 of column 'reference' is empty"),
+        ({"candidate": ["a", 7], "reference": ["b", "c"]}, r"row 1 of column 'candidate' holds int 7, not a text"),
+        ({"candidate": ["a", "b"], "reference": [["c"], []]}, r"row 1 of column 'reference' is an empty list"),
+        ({"candidate": ["a"], "reference": [["c", None]]}, r"row 0 of column 'reference\[1\]' is empty"),
+        ({"candidate": ["a", "b"], "reference": ["c"]}, r"different lengths"),
+    ],
+)
+def test_bad_rows_name_their_column_and_row(scorer, batch, message):
+    with pytest.raises(ColumnDataError, match=message) as caught:
+        scorer(batch)
+    assert pickle.loads(pickle.dumps(caught.value)).row == caught.value.row
+
+
+def test_a_nan_cell_of_a_dataframe_and_an_empty_batch(scorer):
+    with pytest.raises(ColumnDataError, match="row 1 of column 'reference' is empty"):
+        scorer(pd.DataFrame({"candidate": ["a", "b"], "reference": ["c", None]}))
+    out = scorer(pd.DataFrame({"candidate": [], "reference": []}))
+    assert len(out) == 0 and "bertscore_f1" in out
+    with pytest.raises(TypeError, match="dict of columns"):
+        scorer(["a", "b"])
+
+
+def test_corpus_idf_refuses_an_empty_corpus_and_a_string():
+    with pytest.raises(ArgumentValueError, match="empty"):
+        corpus_idf([], PACKAGED_MINILM)
+    with pytest.raises(ArgumentValueError, match="not one string"):
+        corpus_idf("a text", PACKAGED_MINILM)
+
+
+def test_importing_the_package_imports_no_data_engine():
+    code = (
+        "import sys, bertscore_tm\nfrom bertscore_tm import BatchScorer, corpus_idf\n"
+        "print(sorted(m for m in ('ray', 'datasets', 'pandas', 'pyarrow') if m in sys.modules))"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
