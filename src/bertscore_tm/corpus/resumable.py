@@ -359,7 +359,7 @@ def score_resumable(
         **_setting_record(scorer),
         **_place(rank, world, start, stop, shard_size, len(cand_list)),
         "dtype": "float32",
-        "row_shape": [scorer.embedder.num_rows, 4],
+        "row_shape": [scorer.embedder.num_rows, 4 + (scorer.beta is not None)],
         "idf_counts": idf_counts,
         "shards": [texts_digest([*cand_list[lo:hi], *groups[lo:hi]]) for lo, hi in ranges],
     }
@@ -411,7 +411,9 @@ def score_stream(
         scorer.follow(device)
         weights = scorer.weights(device=device)
     record = {"kind": "stream", **_setting_record(scorer), "rank": rank, "world_size": world}
-    record.update(shard_size=shard_size, dtype="float32", row_shape=[scorer.embedder.num_rows, 4])
+    record.update(
+        shard_size=shard_size, dtype="float32", row_shape=[scorer.embedder.num_rows, 4 + (scorer.beta is not None)]
+    )
     checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
     stream = iter(pairs)
     for k, chunk in enumerate(iter(lambda: list(itertools.islice(stream, shard_size)), [])):

@@ -14,6 +14,7 @@ from torch import Tensor
 
 from bertscore_tm.engines.paired import score_texts
 from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.models.masks import IgnoreRule
 from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.models.user_model import ForwardFn
 from bertscore_tm.scoring.results import Scores, format_scores, scores_of
@@ -44,7 +45,7 @@ def bert_score(
     cands, groups = normalize_inputs(preds, target)
     built = build_scorer(arguments)
     scores = score_pairs(built.scorer, cands, groups, built.device, built.verbose)
-    per = torch.stack(scores.as_tuple())
+    per = scores.stacked()
     per = per.mean(dim=-1) if kwargs.get("reduction", "none") == "mean" else per
     return format_scores(per, built.output, scores.hash_code if built.return_hash else None)
 
@@ -77,16 +78,16 @@ def score(
     long_texts: LongTexts = "truncate",
     window_stride: int | None = None,
     compile_model: bool = False,
-) -> tuple[Tensor, Tensor, Tensor] | tuple[tuple[Tensor, Tensor, Tensor], str]:
+    beta: float | None = None,
+    ignore: IgnoreRule | None = None,
+) -> tuple[Tensor, ...] | tuple[tuple[Tensor, ...], str]:
     """BERTScore of candidates against references, as `bert_score.score` returns it: ``(P, R, F)``, each
-    ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`.
-
+    ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`; with
+    `beta` F-beta comes fourth, ``(P, R, F, F_beta)``, as CodeBERTScore's ``score`` returns F3.
     `refs` may hold one string per candidate or a list of references per candidate (the best is taken).
-    `model`, `tokenizer`, `forward_fn`, `idf_texts` and `idf_weights` are :class:`BERTScore`'s (a model object
-    in place of `model_type`; IDF from a corpus, as bert-score's ``BERTScorer(idf_sents=...)``, or from weights).
-    `long_texts="window"` scores texts longer than the model's window whole, `compile_model=True` runs the
-    model through `torch.compile` (opt-in, inexact; see :class:`BERTScore`).
-    Arguments and inputs are checked as :class:`BERTScore` checks them, before the model is loaded.
+    The keyword-only arguments are :class:`BERTScore`'s (a model object in place of `model_type`; IDF from a
+    corpus or from weights; windows for long texts; `torch.compile`; F-beta; token masks, ``ignore="punctuation"``
+    being CodeBERTScore's ``no_punc``), checked as it checks them, before the model is loaded.
 
     >>> from bertscore_tm import PACKAGED_MINILM
     >>> (P, R, F), code = score(["The cat sat on the mat."], ["A cat was sitting on the mat."],
@@ -108,7 +109,7 @@ def score(
     arguments.update(device=device, return_hash=False)  # score() returns the hash itself, beside the tuple
     built = build_scorer(arguments)
     scores = score_pairs(built.scorer, cands_list, groups, built.device, verbose)
-    out = (scores.precision.cpu(), scores.recall.cpu(), scores.f1.cpu())
+    out = tuple(t.cpu() for t in scores.stacked().unbind(0))
     if return_hash:
         return out, scores.hash_code
     return out

@@ -40,6 +40,7 @@ from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.matching import ragged_arange
 from bertscore_tm.scoring.results import format_scores, progress_bar
 from bertscore_tm.scoring.scorer import Scorer, build_scorer
+from bertscore_tm.scoring.token_rules import refuse_masks
 
 #: The similarity of any token with a padding position: below every cosine similarity, so never a best match.
 PAD_SIMILARITY = -3.0
@@ -471,6 +472,7 @@ def all_pairs(
     scorer: Scorer, cands: list[str], refs: list[str], device: torch.device, verbose: bool = False
 ) -> tuple[Tensor, dict[str, int]]:
     """The stacked scores as `pairwise_scores` returns them, and what the computation held (for benchmarks)."""
+    refuse_masks(scorer.ignored, "all pairs (pairwise)")
     encoder = scorer.encoder
     scorer.follow(device)
     c_ids, c_lens, r_ids, r_lens = encoder.encode_pairs(cands, refs)  # one warning per kind, both sides counted

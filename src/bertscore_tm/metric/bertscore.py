@@ -26,6 +26,7 @@ from bertscore_tm.engines.pairwise import pairwise_scores
 from bertscore_tm.metric.checkpoint import check_loadable, fitted_counts, setting_digests
 from bertscore_tm.metric.indexes import PairPlan, checked_indexes
 from bertscore_tm.metric.views import SettingViews
+from bertscore_tm.models.masks import IgnoreRule
 from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.models.user_model import ForwardFn
 from bertscore_tm.scoring.idf import document_frequency
@@ -136,6 +137,8 @@ class BERTScore(SettingViews, Metric):
         forward_fn: ForwardFn | None = None,
         idf_texts: Sequence[str] | None = None,
         idf_weights: Mapping[int, float] | None = None,
+        beta: float | None = None,
+        ignore: IgnoreRule | None = None,
         **kwargs: Any,
     ) -> None:
         arguments = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
@@ -256,7 +259,7 @@ class BERTScore(SettingViews, Metric):
         ``precision``, ``recall``, ``f1`` (and ``hash`` with `return_hash`), or one of them with `output`;
         per pair, or their means with ``reduction="mean"``."""
         scores = self._compute_scores()
-        per = torch.stack(scores.as_tuple())
+        per = scores.stacked()
         per = per.mean(dim=-1) if self.reduction == "mean" else per
         return format_scores(per, self.output, self.hash_code if self.return_hash else None)
 

@@ -24,11 +24,12 @@ from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.embedding.windows import window_label, window_rule
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.loading import embedding_rows, load_encoder, resolve_model_path
+from bertscore_tm.models.masks import IgnoreRule, describe, ignored_table
 from bertscore_tm.models.model_family import model_config, position_limit, vocabulary_rows
 from bertscore_tm.models.registry import default_model, default_num_layers, is_known_model
 from bertscore_tm.models.tokenizing import TextEncoder, check_vocabulary
 from bertscore_tm.models.user_model import ForwardFn, hash_model_name, known_model_name, prepare_user_model
-from bertscore_tm.scoring.baselines import baseline_rows, find_baseline, read_baseline, rescale
+from bertscore_tm.scoring.baselines import baseline_rows, f_beta_baseline, find_baseline, read_baseline, rescale
 from bertscore_tm.scoring.idf import (
     corpus_weights,
     document_frequency,
@@ -67,6 +68,8 @@ class ScoringSettings:
     forward_fn: ForwardFn | None = dataclasses.field(default=default("forward_fn"))
     idf_texts: Sequence[str] | None = dataclasses.field(default=default("idf_texts"))
     idf_weights: Mapping[int, float] | None = dataclasses.field(default=default("idf_weights"))
+    beta: float | None = dataclasses.field(default=default("beta"))
+    ignore: IgnoreRule | None = dataclasses.field(default=default("ignore"))
 
     @classmethod
     def of(cls, arguments: Mapping[str, Any]) -> ScoringSettings:
@@ -89,6 +92,8 @@ class Scorer:
         self.all_layers = settings.all_layers
         self.idf = settings.idf
         self.long_texts = settings.long_texts
+        #: F-beta's beta (a fourth score), or None
+        self.beta: float | None = None if settings.beta is None else float(settings.beta)
         #: Whether the model is the user's object (then it runs where it is and is never moved by scoring).
         self.user_supplied = settings.model is not None
         if settings.model is None:
@@ -99,6 +104,10 @@ class Scorer:
         #: The embedding cache (`embedding_cache_mb`), or None when it is off.
         self.cache = EmbeddingCache(settings.embedding_cache_mb << 20) if settings.embedding_cache_mb else None
         self.vocab_size = max(self.encoder.vocab_size, vocabulary_rows(config))
+        #: Token ids left out of the matching and the weights (``ignore=``: `token_rules`), or None.
+        self.ignored = (
+            None if settings.ignore is None else ignored_table(self.encoder.tokenizer, settings.ignore, self.vocab_size)
+        )
         #: IDF weights fixed beforehand (idf_texts, idf_weights): the same table on every rank, never summed.
         self.fixed_idf = self._fixed_weights(settings)
         self.baseline: Tensor | None = None
@@ -182,6 +191,8 @@ class Scorer:
             model_dtype=None if s.model_dtype == torch.float32 else str(s.model_dtype).removeprefix("torch."),
             idf_digest=None if self.fixed_idf is None else table_digest(self.fixed_idf),
             window=window_label(s.long_texts, self.windows),
+            beta=None if self.beta is None else f"{self.beta:g}",
+            ignore=describe(s.ignore),
         )
 
     # -- the setting ---------------------------------------------------------------------------------------
@@ -243,8 +254,13 @@ class Scorer:
             )
 
     def rescaled(self, scores: Tensor) -> Tensor:
-        """`scores` ([..., rows, 3]) rescaled with the baseline, or as they are without one."""
-        return scores if self.baseline is None else rescale(scores, self.baseline)
+        """`scores` ([..., rows, 3], or [..., rows, 4] with F-beta) rescaled with the baseline, or as they are
+        without one; F-beta with `f_beta_baseline`."""
+        if self.baseline is None:
+            return scores
+        if scores.shape[-1] == 4:
+            return rescale(scores, torch.cat((self.baseline, f_beta_baseline(self.baseline, self.beta or 1.0)), -1))
+        return rescale(scores, self.baseline)
 
     # -- where vectors are made ------------------------------------------------------------------------------
     def follow(self, device: torch.device | str) -> torch.device:
