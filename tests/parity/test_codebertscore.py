@@ -69,3 +69,13 @@ def test_the_mask_changes_the_scores(code_model, code_pairs):
     plain = bert_score(cands, refs, code_model, num_layers=LAYER)["f1"]
     assert float((masked - plain).abs().min()) > 1e-3
 
+
+@pytest.mark.parametrize("lang", ["python", "java", "javascript", "js", "c", "cpp", "c++"])
+def test_code_languages_pick_code_bert_scores_models_and_layers(lang):
+    from code_bert_score.utils import lang2model, model2layers
+
+    from bertscore_tm.models.registry import default_model, default_num_layers
+
+    assert default_model(lang) == lang2model[lang]
+    assert default_num_layers(default_model(lang)) == model2layers[lang2model[lang]]
+    assert default_num_layers("microsoft/codebert-base-mlm") == model2layers["microsoft/codebert-base-mlm"]
