@@ -79,3 +79,21 @@ def test_code_languages_pick_code_bert_scores_models_and_layers(lang):
     assert default_model(lang) == lang2model[lang]
     assert default_num_layers(default_model(lang)) == model2layers[lang2model[lang]]
     assert default_num_layers("microsoft/codebert-base-mlm") == model2layers["microsoft/codebert-base-mlm"]
+
+
+def test_code_bert_score_keeps_the_source_in_the_matching_under_the_prefix_space(code_model, code_pairs):
+    """The documented difference (docs/semantics.md, "Context"): on a tokenizer that adds the prefix space, as
+    bertscore-tm tokenises, code-bert-score's source trim finds no source token (its decoded prefix starts with a
+    space), so its scores with `sources` are those of source + code scored whole, the source matched too; ours
+    leave the source out, as its trim means to."""
+    cands, refs, sources = (x[:3] for x in code_pairs)
+    with_sources = _reference(code_model, cands, refs, no_punc=False, sources=sources)
+    joined = _reference(
+        code_model,
+        [f"{s} \n{c}" for s, c in zip(sources, cands, strict=True)],
+        [f"{s} \n{r}" for s, r in zip(sources, refs, strict=True)],
+        no_punc=False,
+    )
+    torch.testing.assert_close(with_sources, joined, rtol=0, atol=TOL)
+    ours = bert_score(cands, refs, code_model, num_layers=LAYER, context=sources)["f1"]
+    assert float((ours - with_sources[2].float()).abs().min()) > 1e-3

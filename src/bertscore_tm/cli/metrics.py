@@ -68,6 +68,8 @@ def scoring_metric(args: argparse.Namespace) -> Any:
         verbose=options.progress(args),
         beta=getattr(args, "beta", None),
         ignore=getattr(args, "ignore", None),
+        candidate_prompt=getattr(args, "candidate_prompt", None),
+        reference_prompt=getattr(args, "reference_prompt", None),
     )
 
 

@@ -112,6 +112,17 @@ def add_ignore_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_prompt_options(p: argparse.ArgumentParser) -> None:
+    """``--candidate-prompt``, ``--reference-prompt``: fixed prompts, encoded and left out of the matching."""
+    for side in ("candidate", "reference"):
+        p.add_argument(
+            f"--{side}-prompt",
+            default=None,
+            metavar="TEXT",
+            help=f"a fixed prompt before every {side} (e.g. 'query: '), encoded with it and left out of the matching",
+        )
+
+
 def _number(flag: str) -> Callable[[str], float]:
     def parse(value: str) -> float:
         try:

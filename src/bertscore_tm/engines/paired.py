@@ -61,9 +61,8 @@ def match_pairs(scorer: Scorer, pairs: PairTokens, is_new: Tensor, verbose: bool
     texts, match_cand, match_ref = distinct_texts(pairs, is_new)
     with progress_bar(verbose, len(texts), "BERTScore: embedding", "text") as progress:
         source = scorer.embedding_source()
-        cand_best, ref_best = greedy_match(
-            source, texts, match_cand, match_ref, progress=progress, ignored=scorer.ignored
-        )
+        flags = scorer.token_flags(pairs.cand_ids, pairs.ref_ids)
+        cand_best, ref_best = greedy_match(source, texts, match_cand, match_ref, progress=progress, ignored=flags)
     return TokenMatches(cand_best, ref_best)
 
 
@@ -74,15 +73,19 @@ def score_texts(
     device: torch.device,
     verbose: bool,
     weights: Tensor | None = None,
+    context: list[str] | None = None,
 ) -> Tensor:
     """Each candidate against its references (a list per candidate), from texts to P, R, F and best reference
     ([pairs, rows, 4], as `weigh_pairs` gives them): tokenise, embed and match (`match_pairs`), weigh with
     `weights` (on `device`) or, where None, the setting's own weights with IDF (if counted) over these
-    references. Both stages at once, as the functional API and resumable shards run them."""
+    references; `context`: one text per pair, encoded with its candidate and its references. Both stages at
+    once, as the functional API and resumable shards run them."""
     refs = [r for group in groups for r in group]
     with own_precision(device):
         scorer.follow(device)
-        c_ids, c_lens, r_ids, r_lens = scorer.encoder.encode_pairs(cands, refs)  # one warning per kind
+        c_ids, c_lens, r_ids, r_lens = scorer.encode_pairs(
+            cands, refs, context, [len(g) for g in groups]
+        )  # one warning per kind
         scorer.check_known_weights(torch.cat([c_ids, r_ids]))
         counts = torch.tensor([len(g) for g in groups], dtype=torch.long)
         pairs = PairTokens(c_ids, c_lens.long(), r_ids, r_lens.long(), counts)
@@ -108,6 +111,7 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
         return torch.zeros((0, rows, 4), dtype=torch.float32, device=device)
     best_len = c_lens * ref_counts
     spans = _Spans(c_lens, r_lens, ref_counts)
+    flags = scorer.token_flags(pairs.cand_ids, pairs.ref_ids)
     pieces, undefined, left_empty = [], 0, 0
     for lo, hi in pair_chunks(best_len + spans.ref_tokens, scorer.embedder.block_bytes // BYTES_PER_SCORED_TOKEN):
         c_tok, refs, r_tok, best = spans.of(lo, hi)
@@ -118,15 +122,15 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
         local_start = torch.cumsum(lens, 0) - lens
         cand_tokens = pairs.cand_ids[c_tok][ragged_arange(local_start[owner], match_c_lens)].long()
         ref_tokens = pairs.ref_ids[r_tok].long()
-        emptied = _emptied(scorer, cand_tokens, match_c_lens) | _emptied(scorer, ref_tokens, r_lens[refs])
+        emptied = _emptied(scorer, cand_tokens, match_c_lens, flags) | _emptied(scorer, ref_tokens, r_lens[refs], flags)
         blank = scorer.encoder.is_blank(match_c_lens) | scorer.encoder.is_blank(r_lens[refs]) | emptied
         left_empty += int((emptied & ~blank_texts(scorer, match_c_lens, r_lens[refs])).sum())
         scores = weighted_scores(
             matches.cand_best[best],
-            scored_weights(weights, cand_tokens, scorer.ignored),
+            scored_weights(weights, cand_tokens, flags),
             match_c_lens,
             matches.ref_best[r_tok],
-            scored_weights(weights, ref_tokens, scorer.ignored),
+            scored_weights(weights, ref_tokens, flags),
             r_lens[refs],
             blank,
             scorer.beta,
@@ -138,15 +142,16 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
     warn_undefined(undefined)
     if left_empty:
         warn_user(
-            f"ignore= left {left_empty} match(es) with a side holding no token but the special ones: they score "
-            "P = R = F = 0, as a blank text does."
+            f"{left_empty} match(es) have a side with no token but the special ones once the mask (ignore=) or the "
+            "prompt is left out: they score P = R = F = 0, as a blank text does."
         )
     return torch.cat(pieces)
 
 
-def _emptied(scorer: Scorer, ids: Tensor, lens: Tensor) -> Tensor:
-    """Which texts the mask (``ignore=``) left no token but the special ones: they score as blank texts."""
-    return left_blank(ids, lens, scorer.ignored, scorer.encoder.zero_weight_ids).to(lens.device)
+def _emptied(scorer: Scorer, ids: Tensor, lens: Tensor, flags: Tensor | None) -> Tensor:
+    """Which texts the mask (``ignore=``), a prompt or a context left no token but the special ones: they score
+    as blank texts."""
+    return left_blank(ids, lens, flags, scorer.encoder.zero_weight_ids).to(lens.device)
 
 
 def blank_texts(scorer: Scorer, c_lens: Tensor, r_lens: Tensor) -> Tensor:

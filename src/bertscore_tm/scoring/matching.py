@@ -22,6 +22,7 @@ from bertscore_tm.embedding.embedder import Embedder, TokenTexts
 from bertscore_tm.errors import DeviceMemoryError, warn_user
 from bertscore_tm.scoring.longpairs import match_large_in_tiles, stream_matches
 from bertscore_tm.scoring.similarity import similarities
+from bertscore_tm.scoring.token_rules import unmarked
 
 
 def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:
@@ -242,15 +243,15 @@ def run_plan(
     last_use = plan.last_use
     long_texts = embedder.windows is not None
     # one table for every block, and a zero padding row
-    table = embedder.new_table(plan.capacity + 1)
-    pad_row = plan.capacity
+    table, pad_row = embedder.new_table(plan.capacity + 1), plan.capacity
     table[pad_row] = 0
     aside = KeptAside(lambda t: int(last_use[t]), lambda t: int(texts.length[t]))
+    seq_of = texts.__getitem__ if ignored is None else lambda t: unmarked(texts[t])  # a prompt's ids as read
     for b, (lo, hi) in enumerate(plan.blocks):
         sel = plan.order[lo:hi]
         block_cand, block_ref = mc[sel].tolist(), mr[sel].tolist()
         needed = list(dict.fromkeys(block_cand + block_ref))
-        start_of, fresh = aside.fill(embedder, table, needed, texts.__getitem__, b, progress)
+        start_of, fresh = aside.fill(embedder, table, needed, seq_of, b, progress)
         c_rows = torch.tensor([start_of[t] for t in block_cand], dtype=torch.long)
         r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
         lens, outs = (lc[sel], lr[sel]), (out_c[sel], out_r[sel])
@@ -287,7 +288,7 @@ def _live_rows(texts: TokenTexts, start_of: dict[int, int], ignored: Tensor, siz
     flags = ignored.cpu()
     for t, start in start_of.items():
         ids = texts[t].long()
-        live[start : start + len(ids)] = ~flags[ids]
+        live[start : start + len(ids)] = (ids >= 0) & ~flags[unmarked(ids)]
     return live.to(device)
 
 

@@ -26,6 +26,7 @@ from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.loading import embedding_rows, load_encoder, resolve_model_path
 from bertscore_tm.models.masks import IgnoreRule, describe, ignored_table
 from bertscore_tm.models.model_family import model_config, position_limit, vocabulary_rows
+from bertscore_tm.models.prompts import check_prompt, encode_prompted_pairs
 from bertscore_tm.models.registry import default_model, default_num_layers, is_known_model
 from bertscore_tm.models.tokenizing import TextEncoder, check_vocabulary
 from bertscore_tm.models.user_model import ForwardFn, hash_model_name, known_model_name, prepare_user_model
@@ -70,6 +71,8 @@ class ScoringSettings:
     idf_weights: Mapping[int, float] | None = dataclasses.field(default=default("idf_weights"))
     beta: float | None = dataclasses.field(default=default("beta"))
     ignore: IgnoreRule | None = dataclasses.field(default=default("ignore"))
+    candidate_prompt: str | None = dataclasses.field(default=default("candidate_prompt"))
+    reference_prompt: str | None = dataclasses.field(default=default("reference_prompt"))
 
     @classmethod
     def of(cls, arguments: Mapping[str, Any]) -> ScoringSettings:
@@ -104,10 +107,10 @@ class Scorer:
         #: The embedding cache (`embedding_cache_mb`), or None when it is off.
         self.cache = EmbeddingCache(settings.embedding_cache_mb << 20) if settings.embedding_cache_mb else None
         self.vocab_size = max(self.encoder.vocab_size, vocabulary_rows(config))
-        #: Token ids left out of the matching and the weights (``ignore=``: `token_rules`), or None.
-        self.ignored = (
-            None if settings.ignore is None else ignored_table(self.encoder.tokenizer, settings.ignore, self.vocab_size)
-        )
+        #: Token ids left out of the matching and the weights (``ignore=``: `token_rules`; none flagged with a
+        #: prompt alone, whose tokens are marked), or None where neither is set.
+        self.prompts = (settings.candidate_prompt, settings.reference_prompt)
+        self.ignored = self._ignored(settings)
         #: IDF weights fixed beforehand (idf_texts, idf_weights): the same table on every rank, never summed.
         self.fixed_idf = self._fixed_weights(settings)
         self.baseline: Tensor | None = None
@@ -169,6 +172,36 @@ class Scorer:
         self.encoder = TextEncoder(tokenizer, s.max_length, model_window=position_limit(config), truncate=truncate)
         self.windows = window_rule(s.long_texts, s.window_stride, self.encoder)
 
+    def _ignored(self, s: ScoringSettings) -> Tensor | None:
+        for prompt, name in zip(self.prompts, ("candidate_prompt", "reference_prompt"), strict=True):
+            check_prompt(self.encoder, prompt, name)
+        if s.ignore is not None:
+            return ignored_table(self.encoder.tokenizer, s.ignore, self.vocab_size)
+        return None if self.prompts == (None, None) else torch.zeros(self.vocab_size, dtype=torch.bool)
+
+    def encode_pairs(
+        self, cands: Sequence[str], refs: Sequence[str], context: Sequence[str] | None = None, counts: Any = None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Candidates' and references' ids and lengths as `TextEncoder.encode_pairs` gives them, each side with
+        its prompt where one is set and each pair's `context` (one per candidate; `counts`: references per
+        candidate), their tokens marked (`bertscore_tm.models.prompts`)."""
+        if self.prompts == (None, None) and context is None:
+            return self.encoder.encode_pairs(cands, refs)
+        sides = None
+        if context is not None:
+            if not self.encoder.truncate:
+                message = "context= is not available with long_texts='window' yet: score with long_texts='truncate'"
+                raise ArgumentValueError(message, argument="context", allowed="None", value="(given)")
+            sides = (context, [c for c, n in zip(context, counts, strict=True) for _ in range(int(n))])
+        return encode_prompted_pairs(self.encoder, cands, refs, self.prompts, sides)
+
+    def token_flags(self, *ids: Tensor) -> Tensor | None:
+        """The ignored-token table the scoring rules take (`token_rules`): the mask's, or none flagged where only
+        a prompt or a context marks tokens among `ids`, or None where nothing is left out."""
+        if self.ignored is not None or not any(bool((x < 0).any()) for x in ids if x.numel()):
+            return self.ignored
+        return torch.zeros(self.vocab_size, dtype=torch.bool)
+
     def _fixed_weights(self, s: ScoringSettings) -> Tensor | None:
         if s.idf_texts is not None:
             with warnings.catch_warnings():  # blank or long corpus texts count as the reference counts them
@@ -193,6 +226,8 @@ class Scorer:
             window=window_label(s.long_texts, self.windows),
             beta=None if self.beta is None else f"{self.beta:g}",
             ignore=describe(s.ignore),
+            candidate_prompt=None if s.candidate_prompt is None else repr(s.candidate_prompt),
+            reference_prompt=None if s.reference_prompt is None else repr(s.reference_prompt),
         )
 
     # -- the setting ---------------------------------------------------------------------------------------

@@ -16,16 +16,27 @@ from torch import Tensor
 from bertscore_tm.errors import ArgumentValueError
 
 
+def mark(ids: Tensor) -> Tensor:
+    """A prompt's token ids as they are held: id t as -(t + 1), so that every rule knows them from the ids alone."""
+    return -ids - 1
+
+
+def unmarked(ids: Tensor) -> Tensor:
+    """The token ids the model reads: a prompt's marked ids (negative) back to their own ids."""
+    return torch.where(ids < 0, -ids - 1, ids)
+
+
 def kept(ids: Tensor, ignored: Tensor | None) -> Tensor | None:
-    """Which tokens of `ids` take part in the matching (bool, shaped as `ids`), or None where none is ignored."""
+    """Which tokens of `ids` take part in the matching (bool, shaped as `ids`): not a prompt's (marked), not
+    ignored; None where neither rule is set (`ignored` None)."""
     if ignored is None:
         return None
-    return ~ignored.to(ids.device)[ids.long()]
+    return (ids >= 0) & ~ignored.to(ids.device)[unmarked(ids).long()]
 
 
 def scored_weights(weights: Tensor, ids: Tensor, ignored: Tensor | None) -> Tensor:
-    """The weight of each token of `ids`: its id's weight, or 0 where it is ignored."""
-    w = weights[ids.long()]
+    """The weight of each token of `ids`: its id's weight, or 0 where it is ignored or a prompt's."""
+    w = weights[ids.long() if ignored is None else unmarked(ids).long()]
     keep = kept(ids, ignored)
     return w if keep is None else w.masked_fill(~keep.to(w.device), 0.0)
 
@@ -49,8 +60,9 @@ def refuse_masks(ignored: Tensor | None, what: str) -> None:
     """Refuse a setting with ``ignore=`` in an engine that does not apply it yet (rather than score without it)."""
     if ignored is not None:
         raise ArgumentValueError(
-            f"ignore= is not available in {what} yet: use a metric without ignore for it (the paired scores of "
-            "BERTScore, bert_score, score and the command line's score apply it)",
+            f"ignore= (and candidate_prompt=, reference_prompt=) is not available in {what} yet: use a metric "
+            "without them for it (the paired scores of BERTScore, bert_score, score and the command line's score "
+            "apply them)",
             argument="ignore",
             allowed=f"None for {what}",
             value="(set)",

@@ -248,6 +248,21 @@ SETTINGS: dict[str, Setting] = {
         "every token counts",
         "[Semantics](semantics.md#token-masks)",
     ),
+    "candidate_prompt": Setting(
+        text(optional=True),
+        None,
+        'a fixed prompt before every candidate (E5\'s `"query: "`): encoded with it in one forward pass, left out '
+        "of the matching, the weights and the IDF counts",
+        "none",
+        "[Semantics](semantics.md#prompts)",
+    ),
+    "reference_prompt": Setting(
+        text(optional=True),
+        None,
+        "a fixed prompt before every reference, as `candidate_prompt`",
+        "none",
+        "[Semantics](semantics.md#prompts)",
+    ),
 }
 
 #: One rule per constructor argument of BERTScore (torchmetrics' own keyword arguments are left to it).
@@ -378,15 +393,16 @@ def _baseline_path_needs_rescaling(arguments: Mapping[str, object]) -> None:
 
 
 def _masks_need_truncation(arguments: Mapping[str, object]) -> None:
-    if arguments.get("ignore") is not None and arguments.get("long_texts", "truncate") == "window":
-        raise ArgumentValueError(
-            "ignore= is not available with long_texts='window' yet: score long texts truncated "
-            "(long_texts='truncate'), or without ignore",
-            argument="ignore",
-            allowed="None with long_texts='window'",
-            value=arguments["ignore"],
-            others=("long_texts",),
-        )
+    for name in ("ignore", "candidate_prompt", "reference_prompt"):
+        if arguments.get(name) is not None and arguments.get("long_texts", "truncate") == "window":
+            raise ArgumentValueError(
+                f"{name}= is not available with long_texts='window' yet: score long texts truncated "
+                f"(long_texts='truncate'), or without {name}",
+                argument=name,
+                allowed="None with long_texts='window'",
+                value=arguments[name],
+                others=("long_texts",),
+            )
 
 
 def _f_beta_needs_beta(arguments: Mapping[str, object]) -> None:

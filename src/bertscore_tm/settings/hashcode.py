@@ -70,6 +70,9 @@ class HashSignature:
     beta: str | None = extra("beta")
     #: the token mask (``ignore=``): "punctuation", "re:<pattern>" or "callable:<name>" (None: every token counts)
     ignore: str | None = extra("ignore")
+    #: the fixed prompts before each candidate and each reference, quoted (None: no prompt)
+    candidate_prompt: str | None = extra("cand-prompt")
+    reference_prompt: str | None = extra("ref-prompt")
 
     def format(self) -> str:
         """The hash code: the reference's rendering, then our fields that are not at their defaults."""

@@ -10,6 +10,7 @@ import warnings
 from typing import Any, TextIO
 
 from bertscore_tm.cli import inputs, metrics, options, outputs
+from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.cli.intervals import f1_interval, percent
 from bertscore_tm.cli.options import Once, Resampling
 from bertscore_tm.distributed.launch import processes
@@ -44,6 +45,14 @@ def add_parser(sub: Any) -> None:
     options.add_rescale_options(s)
     options.add_beta_option(s)
     options.add_ignore_option(s)
+    options.add_prompt_options(s)
+    s.add_argument(
+        "--context",
+        default=None,
+        metavar="FILE",
+        help="a context per pair, one per line (line i for candidate i): encoded with the candidate and its "
+        "references, left out of the matching (CodeBERTScore's sources)",
+    )
     s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
     s.add_argument(
         "--format",
@@ -74,13 +83,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         target = outputs.check_output(args.output, "scores.txt", [args.cand, *args.ref])
     resampling = options.resampling(args)
     shard_size = options.shard_size(args)
+    context = _context(args, len(pairs))
 
     metric = metrics.scoring_metric(args)
     with processes(str(metric.device)) as job:
         if not job.writes_output:
             metric.verbose = False
         if args.checkpoint is None:
-            scores = _stream(metric, pairs, job)
+            scores = _stream(metric, pairs, job, context)
         else:  # every process reads all the lines; score_resumable scores this one's part and gathers the rest
             from bertscore_tm.corpus.resumable import score_resumable
 
@@ -96,10 +106,25 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _stream(metric: Any, pairs: Any, job: Any) -> Any:
-    """This process's share of the lines, read and scored a chunk at a time; the gathered scores."""
-    for cands, targets in pairs.chunks(*job.shard(len(pairs))):
-        metric.update(cands, targets)
+def _context(args: argparse.Namespace, lines: int) -> list[str] | None:
+    """The --context file's lines, one per candidate line (checked before the model loads)."""
+    if args.context is None:
+        return None
+    if args.checkpoint is not None:
+        raise UsageError("--context is not available with --checkpoint yet: score without a checkpoint")
+    context = inputs.read_lines(args.context, "context")
+    if len(context) != lines:
+        raise UsageError(f"the context file {args.context} has {len(context)} line(s) for {lines} candidate line(s)")
+    return context
+
+
+def _stream(metric: Any, pairs: Any, job: Any, context: list[str] | None = None) -> Any:
+    """This process's share of the lines, read and scored a chunk at a time (each pair with its `context`
+    line, if any); the gathered scores."""
+    start, stop = job.shard(len(pairs))
+    for cands, targets in pairs.chunks(start, stop):
+        metric.update(cands, targets, context=None if context is None else context[start : start + len(cands)])
+        start += len(cands)
     with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
         warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
         return metric.compute_scores()
