@@ -150,3 +150,22 @@ def test_the_command_line_takes_a_context_file_and_prompts(tmp_path, capsys):
 def test_context_with_windows_is_refused():
     with pytest.raises(ArgumentValueError, match="context= is not available with long_texts='window'"):
         BERTScore(MINILM, long_texts="window").update(CANDS, REFS, context=CONTEXT)
+
+
+def test_compare_applies_the_mask_and_the_prompts(tmp_path, capsys):
+    import json
+
+    from bertscore_tm.cli import main
+
+    files = []
+    for name, lines in (("a", CANDS), ("b", list(reversed(CANDS))), ("r", REFS)):
+        files.append(tmp_path / f"{name}.txt")
+        files[-1].write_text("\n".join(lines) + "\n")
+    extra = ["--ignore", "punctuation", "--candidate-prompt", "query: "]
+    argv = ["compare", "-r", str(files[2]), "-c", str(files[0]), str(files[1]), "-m", MINILM, "--format", "json"]
+    assert main([*argv, *extra]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for row, cands in zip(doc["systems"], (CANDS, list(reversed(CANDS))), strict=True):
+        alone = bert_score(cands, REFS, MINILM, ignore="punctuation", candidate_prompt="query: ")["f1"]
+        assert row["f1"] == pytest.approx(float(alone.double().mean()), abs=1e-6)
+    assert doc["hash"].endswith("_ignore=punctuation_cand-prompt='query: '")
