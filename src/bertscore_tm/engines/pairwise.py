@@ -40,7 +40,7 @@ from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.matching import ragged_arange
 from bertscore_tm.scoring.results import format_scores, progress_bar
 from bertscore_tm.scoring.scorer import Scorer, build_scorer
-from bertscore_tm.scoring.token_rules import refuse_masks
+from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights, unmarked
 
 #: The similarity of any token with a padding position: below every cosine similarity, so never a best match.
 PAD_SIMILARITY = -3.0
@@ -164,10 +164,18 @@ class Tile:
 
 
 def make_tile(
-    table: Tensor, starts: Tensor, lengths: Tensor, token_weights: Tensor, texts: Tensor, left: bool, groups: int = 1
+    table: Tensor,
+    starts: Tensor,
+    lengths: Tensor,
+    token_weights: Tensor,
+    texts: Tensor,
+    left: bool,
+    groups: int = 1,
+    live: Tensor | None = None,
 ) -> Tile:
     """A tile of the texts whose vectors start at `starts` rows of `table` ([tokens, D] or [tokens, rows, D])
-    with `lengths` tokens (0 for an empty slot); `token_weights` float64, their tokens' weights end to end."""
+    with `lengths` tokens (0 for an empty slot); `token_weights` float64, their tokens' weights end to end;
+    `live` (end to end too) False on tokens out of the matching (a mask's, a prompt's): biased as padding is."""
     device = table.device
     n = len(lengths)
     k = n // groups
@@ -183,7 +191,11 @@ def make_tile(
     got = table[(starts[:, None] + pos[None, :])[mask]]
     got = got[:, None, :] if table.dim() == 2 else got
     vectors.permute(0, 2, 1, 3)[slot // k, tok * k + slot % k, :, :dim] = got
-    bias = torch.where(mask, 0.0, PAD_SIMILARITY).view(groups, k, width).transpose(1, 2).reshape(groups, 1, width * k)
+    on = mask
+    if live is not None:
+        on = torch.zeros_like(mask)
+        on[mask] = live.to(device)
+    bias = torch.where(on, 0.0, PAD_SIMILARITY).view(groups, k, width).transpose(1, 2).reshape(groups, 1, width * k)
     vectors[..., dim if left else dim + 1] = bias
     vectors[..., dim + 1 if left else dim] = 1.0
     weights = torch.zeros((n, width), dtype=torch.float64, device=device)
@@ -279,6 +291,7 @@ def score_all_pairs(
     chunk_tokens: int | None = None,
     keep_bytes: int | None = None,
     progress: Any = None,
+    live: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, int]]:
     """P, R, F of every candidate against every reference: float32 [3, rows, N, M] on the embedder's device,
     and counts: `store_bytes` (the kept token vectors and weights), `kept_bytes` (the stream's, when kept),
@@ -296,6 +309,7 @@ def score_all_pairs(
     chunk_tokens = 2 * embedder.max_tokens if chunk_tokens is None else chunk_tokens
     keep_bytes = embedder.block_bytes // 2 if keep_bytes is None else keep_bytes
     run = _AllPairs(embedder, texts, token_weights, blank, cand_text, ref_text, sim_bytes)
+    run.token_live = live  # tokens that take part in the matching (a mask, a prompt); None: all
     run.plan(chunk_tokens, keep_bytes)
     run.embed_store(progress)
     run.stream(progress)
@@ -317,6 +331,7 @@ class _AllPairs:
         sim_bytes: int,
     ) -> None:
         self.embedder, self.texts, self.token_weights = embedder, texts, token_weights
+        self.token_live: Tensor | None = None
         rows = embedder.num_rows
         self.tile_tokens = tile_tokens_for(sim_bytes, rows)
         self.out = torch.empty((3, rows, len(cand_text), len(ref_text)), dtype=torch.float32, device=embedder.device)
@@ -362,11 +377,15 @@ class _AllPairs:
         length = self.length
         for lo, hi in tile_cuts(length[ids].tolist(), self.tile_tokens, MIN_FILL):
             part = ids[lo:hi]
-            weights = self.token_weights[self.texts.token_index(part)]
-            yield part, make_tile(self.table, starts[lo:hi], length[part], weights, part, left)
+            index = self.texts.token_index(part)
+            live = None if self.token_live is None else self.token_live[index]
+            yield (
+                part,
+                make_tile(self.table, starts[lo:hi], length[part], self.token_weights[index], part, left, live=live),
+            )
 
     def embedded(self, ids: Tensor) -> Tensor:
-        seqs = [self.texts.seq(t) for t in ids.tolist()]
+        seqs = [unmarked(self.texts.seq(t)) for t in ids.tolist()]  # a prompt's marked ids, as the model reads them
         return torch.tensor(self.embedder.embed_into(self.table, seqs), dtype=torch.long)
 
     def embed_store(self, progress: Any) -> None:
@@ -472,20 +491,27 @@ def all_pairs(
     scorer: Scorer, cands: list[str], refs: list[str], device: torch.device, verbose: bool = False
 ) -> tuple[Tensor, dict[str, int]]:
     """The stacked scores as `pairwise_scores` returns them, and what the computation held (for benchmarks)."""
-    refuse_masks(scorer.ignored, "all pairs (pairwise)")
     encoder = scorer.encoder
     scorer.follow(device)
-    c_ids, c_lens, r_ids, r_lens = encoder.encode_pairs(cands, refs)  # one warning per kind, both sides counted
+    c_ids, c_lens, r_ids, r_lens = scorer.encode_pairs(cands, refs)  # one warning per kind, both sides counted
     texts = distinct_texts(torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)))
     weights = scorer.reference_weights(r_ids, r_lens, len(refs))  # IDF over the M references as given
+    flags = scorer.token_flags(c_ids, r_ids)  # a mask's, or a prompt's marked tokens: out of the matching
     del c_ids, r_ids
-    token_weights = weights[texts.ids.long()]
-    blank = encoder.is_blank(texts.length)
+    token_weights = scored_weights(weights, texts.ids, flags)
+    blank = encoder.is_blank(texts.length) | left_blank(texts.ids, texts.length, flags, encoder.zero_weight_ids)
     cand_text, ref_text = texts.text_of[: len(cands)], texts.text_of[len(cands) :]
     total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
     with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:
         out, info = score_all_pairs(
-            scorer.embedder, texts, token_weights, blank, cand_text, ref_text, progress=progress
+            scorer.embedder,
+            texts,
+            token_weights,
+            blank,
+            cand_text,
+            ref_text,
+            progress=progress,
+            live=kept(texts.ids, flags),
         )
     held = (texts.ids, texts.start, texts.length, texts.text_of, token_weights, blank, c_lens, r_lens)
     info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)

@@ -61,8 +61,7 @@ def refuse_masks(ignored: Tensor | None, what: str) -> None:
     if ignored is not None:
         raise ArgumentValueError(
             f"ignore= (and candidate_prompt=, reference_prompt=) is not available in {what} yet: use a metric "
-            "without them for it (the paired scores of BERTScore, bert_score, score and the command line's score "
-            "apply them)",
+            "without them for it (the paired scores, all pairs and the command line's score and compare apply them)",
             argument="ignore",
             allowed=f"None for {what}",
             value="(set)",

@@ -124,8 +124,8 @@ def test_bad_prompts_are_refused_naming_them():
         BERTScore(MINILM, candidate_prompt="  ")
     with pytest.raises(ArgumentValueError, match="reference_prompt takes"):
         BERTScore(MINILM, max_length=8, reference_prompt="a very long prompt with many words in it")
-    with pytest.raises(ArgumentValueError, match="not available in all pairs"):
-        BERTScore(MINILM, candidate_prompt="query: ").pairwise(CANDS, REFS)
+    with pytest.raises(ArgumentValueError, match="not available in MBR"):
+        BERTScore(MINILM, candidate_prompt="query: ").mbr_select([CANDS])
     code = BERTScore(MINILM, candidate_prompt="query: ").hash_code
     assert code.endswith("_cand-prompt='query: '")
 
@@ -169,3 +169,12 @@ def test_compare_applies_the_mask_and_the_prompts(tmp_path, capsys):
         alone = bert_score(cands, REFS, MINILM, ignore="punctuation", candidate_prompt="query: ")["f1"]
         assert row["f1"] == pytest.approx(float(alone.double().mean()), abs=1e-6)
     assert doc["hash"].endswith("_ignore=punctuation_cand-prompt='query: '")
+
+
+def test_all_pairs_apply_the_prompts_as_the_paired_scores_do():
+    prompts = {"candidate_prompt": "query: ", "reference_prompt": "passage: "}
+    matrix = BERTScore(MINILM, **prompts).pairwise(CANDS, REFS)
+    for j, ref in enumerate(REFS):
+        column = bert_score(CANDS, [ref] * len(CANDS), MINILM, **prompts)
+        for key in ("precision", "recall", "f1"):
+            torch.testing.assert_close(matrix[key][:, j], column[key], rtol=0, atol=1e-6)

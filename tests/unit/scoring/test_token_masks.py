@@ -112,7 +112,16 @@ def test_a_callable_that_does_not_answer_a_bool_is_refused():
 
 def test_engines_that_do_not_apply_masks_refuse_them():
     metric = BERTScore(MINILM, ignore="punctuation")
-    with pytest.raises(ArgumentValueError, match="is not available in all pairs"):
-        metric.pairwise(CANDS, REFS)
+    with pytest.raises(ArgumentValueError, match="is not available in MBR"):
+        metric.mbr_select([CANDS])
     with pytest.raises(ArgumentValueError, match="ignore= is not available with long_texts='window'"):
         BERTScore(MINILM, ignore="punctuation", long_texts="window")
+
+
+def test_all_pairs_apply_the_mask_as_the_paired_scores_do():
+    metric = BERTScore(MINILM, ignore=PUNCT)
+    matrix = metric.pairwise(CANDS, REFS)
+    for j, ref in enumerate(REFS):
+        column = bert_score(CANDS, [ref] * len(CANDS), MINILM, ignore=PUNCT)
+        for key in ("precision", "recall", "f1"):
+            torch.testing.assert_close(matrix[key][:, j], column[key], rtol=0, atol=1e-6)
