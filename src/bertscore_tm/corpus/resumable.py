@@ -475,7 +475,8 @@ def pairwise_resumable(
     rank, world = job_place()
     start, stop = Processes(rank, world).shard(len(cand_list))
     ranges = shard_ranges(start, stop, shard_size)
-    rows = [3, scorer.embedder.num_rows, len(ref_list)] if scorer.all_layers else [3, len(ref_list)]
+    scores = 3 if scorer.beta is None else 4  # P, R, F (and F-beta)
+    rows = [scores, scorer.embedder.num_rows, len(ref_list)] if scorer.all_layers else [scores, len(ref_list)]
     record = {
         "kind": "pairwise",
         **_setting_record(scorer),

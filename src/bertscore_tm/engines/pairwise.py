@@ -35,7 +35,7 @@ from torch import Tensor
 from bertscore_tm.embedding.embedder import Embedder, length_batches, own_precision
 from bertscore_tm.errors import warn_undefined
 from bertscore_tm.scoring import matching
-from bertscore_tm.scoring.baselines import rescale
+from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
 from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.matching import ragged_arange
 from bertscore_tm.scoring.results import format_scores, progress_bar
@@ -222,9 +222,13 @@ def match_tiles(left: Tile, right: Tile) -> tuple[Tensor, Tensor]:
     )
 
 
-def f_measure(p: Tensor, r: Tensor, blank: Tensor) -> Tensor:
-    """P, R, F (`matching.f_measure`) stacked as float32 [3, ...]."""
-    return torch.stack(matching.f_measure(p, r, blank)).to(torch.float32)
+def f_measure(p: Tensor, r: Tensor, blank: Tensor, beta: float | None = None) -> Tensor:
+    """P, R, F (`matching.f_measure`) stacked as float32 [3, ...], and F-beta (`matching.f_beta`) fourth with
+    `beta`."""
+    scores = [*matching.f_measure(p, r, blank)]
+    if beta is not None:
+        scores.append(matching.f_beta(p, r, beta, blank))
+    return torch.stack(scores).to(torch.float32)
 
 
 # -- planning: forward-batch chunks and tiles --------------------------------------------------------------
@@ -292,6 +296,7 @@ def score_all_pairs(
     keep_bytes: int | None = None,
     progress: Any = None,
     live: Tensor | None = None,
+    beta: float | None = None,
 ) -> tuple[Tensor, dict[str, int]]:
     """P, R, F of every candidate against every reference: float32 [3, rows, N, M] on the embedder's device,
     and counts: `store_bytes` (the kept token vectors and weights), `kept_bytes` (the stream's, when kept),
@@ -308,7 +313,7 @@ def score_all_pairs(
     sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
     chunk_tokens = 2 * embedder.max_tokens if chunk_tokens is None else chunk_tokens
     keep_bytes = embedder.block_bytes // 2 if keep_bytes is None else keep_bytes
-    run = _AllPairs(embedder, texts, token_weights, blank, cand_text, ref_text, sim_bytes)
+    run = _AllPairs(embedder, texts, token_weights, blank, cand_text, ref_text, sim_bytes, beta)
     run.token_live = live  # tokens that take part in the matching (a mask, a prompt); None: all
     run.plan(chunk_tokens, keep_bytes)
     run.embed_store(progress)
@@ -329,12 +334,17 @@ class _AllPairs:
         cand_text: Tensor,
         ref_text: Tensor,
         sim_bytes: int,
+        beta: float | None = None,
     ) -> None:
         self.embedder, self.texts, self.token_weights = embedder, texts, token_weights
         self.token_live: Tensor | None = None
         rows = embedder.num_rows
         self.tile_tokens = tile_tokens_for(sim_bytes, rows)
-        self.out = torch.empty((3, rows, len(cand_text), len(ref_text)), dtype=torch.float32, device=embedder.device)
+        self.beta = beta
+        scores = 3 if beta is None else 4  # P, R, F (and F-beta)
+        self.out = torch.empty(
+            (scores, rows, len(cand_text), len(ref_text)), dtype=torch.float32, device=embedder.device
+        )
         cand_texts, ref_texts = torch.unique(cand_text), torch.unique(ref_text)
         self.length = length = texts.length
         self.store_is_ref = int(length[ref_texts].sum()) <= int(length[cand_texts].sum())
@@ -414,10 +424,10 @@ class _AllPairs:
         for right, right_side in zip(self.store_tiles, self.store_side, strict=True):
             a, b = match_tiles(left, right)
             if self.store_is_ref:  # the stream holds the candidates
-                self.info["undefined"] += _write(self.out, a[0], b[0], left_side, right_side)
+                self.info["undefined"] += _write(self.out, a[0], b[0], left_side, right_side, self.beta)
             else:
                 t = (b[0].transpose(1, 2), a[0].transpose(1, 2))
-                self.info["undefined"] += _write(self.out, *t, right_side, left_side)
+                self.info["undefined"] += _write(self.out, *t, right_side, left_side, self.beta)
             self.info["tiles"] += 1
 
     def stream(self, progress: Any) -> None:
@@ -461,11 +471,13 @@ def _copy_from_store(
     return starts
 
 
-def _write(out: Tensor, p: Tensor, r: Tensor, cands: _Occurrences, refs: _Occurrences) -> int:
-    """Write the P and R ([rows, candidate texts, reference texts]) of one tile pair, with their F, to every
-    position of `out` [3, rows, N, M] where those texts occur; return how many of those pairs have a NaN
-    precision or recall (weights summing to 0)."""
-    scores = f_measure(p, r, cands.blank[:, None] | refs.blank[None, :])
+def _write(
+    out: Tensor, p: Tensor, r: Tensor, cands: _Occurrences, refs: _Occurrences, beta: float | None = None
+) -> int:
+    """Write the P and R ([rows, candidate texts, reference texts]) of one tile pair, with their F (and F-beta
+    with `beta`), to every position of `out` [3 or 4, rows, N, M] where those texts occur; return how many of
+    those pairs have a NaN precision or recall (weights summing to 0)."""
+    scores = f_measure(p, r, cands.blank[:, None] | refs.blank[None, :], beta)
     if not (cands.all_once and refs.all_once):  # a text occurring more than once: repeat its scores
         scores = scores[:, :, cands.local[:, None], refs.local[None, :]]
     out[:, :, cands.positions[:, None], refs.positions[None, :]] = scores
@@ -512,12 +524,16 @@ def all_pairs(
             ref_text,
             progress=progress,
             live=kept(texts.ids, flags),
+            beta=scorer.beta,
         )
     held = (texts.ids, texts.start, texts.length, texts.text_of, token_weights, blank, c_lens, r_lens)
     info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
     warn_undefined(info["undefined"])
     if scorer.baseline is not None:  # in place: the N x M outputs are the largest thing held
-        rescale(out, scorer.baseline.to(out.device).T[:, :, None, None], in_place=True)
+        baseline = scorer.baseline
+        if scorer.beta is not None:
+            baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta)), -1)
+        rescale(out, baseline.to(out.device).T[:, :, None, None], in_place=True)
     return (out if scorer.all_layers else out[:, 0]), info
 
 

@@ -138,3 +138,19 @@ def test_a_resumable_run_keeps_f_beta_and_the_mask(tmp_path):
         assert got.f_beta is not None and whole.f_beta is not None
         assert torch.equal(got.f_beta, whole.f_beta) and torch.equal(got.f1, whole.f1)
         assert torch.equal(got.best_reference, whole.best_reference)
+
+
+def test_all_pairs_give_f_beta_rescaled_as_the_paired_scores(tmp_path):
+    from bertscore_tm import pairwise_resumable
+
+    baseline = tmp_path / "b.tsv"
+    baseline.write_text("LAYER,P,R,F\n" + "".join(f"{n},0.61,0.58,0.59\n" for n in range(7)))
+    setting = {"beta": 3, "rescale_with_baseline": True, "baseline_path": baseline}
+    metric = BERTScore(MINILM, **setting)
+    refs = [r[0] for r in REFS]
+    matrix = metric.pairwise(CANDS, refs)
+    for j, ref in enumerate(refs):
+        column = bert_score(CANDS, [ref] * len(CANDS), MINILM, **setting)
+        torch.testing.assert_close(matrix["f_beta"][:, j], column["f_beta"], rtol=0, atol=1e-6)
+    resumed = pairwise_resumable(metric, CANDS, refs, tmp_path / "run", shard_size=2)
+    assert resumed.shape[0] == 4 and torch.equal(resumed[3], matrix["f_beta"])
