@@ -66,6 +66,10 @@ def scoring_metric(args: argparse.Namespace) -> Any:
         batch_size=args.batch_size,
         model_dtype=devices.dtype(args.dtype),
         verbose=options.progress(args),
+        beta=getattr(args, "beta", None),
+        ignore=getattr(args, "ignore", None),
+        candidate_prompt=getattr(args, "candidate_prompt", None),
+        reference_prompt=getattr(args, "reference_prompt", None),
     )
 
 

@@ -12,6 +12,7 @@ import argparse
 import math
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -86,6 +87,50 @@ def add_rescale_options(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="rescale with this LAYER,P,R,F baseline file instead (implies --rescale-with-baseline)",
     )
+
+
+def add_beta_option(p: argparse.ArgumentParser) -> None:
+    """``--beta``: F-beta beside P, R and F1 (the library checks the value: a number > 0)."""
+    p.add_argument(
+        "--beta",
+        type=_number("--beta"),
+        default=None,
+        metavar="B",
+        help="also report F-beta, recall weighing B times precision (--beta 3: CodeBERTScore's F3); the best "
+        "reference is then the one with the highest F-beta",
+    )
+
+
+def add_ignore_option(p: argparse.ArgumentParser) -> None:
+    """``--ignore``: a token mask, ``punctuation`` or a regular expression over the pieces (checked by the library)."""
+    p.add_argument(
+        "--ignore",
+        default=None,
+        metavar="RULE",
+        help="leave tokens out of the matching and the weights (still encoded): 'punctuation' (CodeBERTScore's "
+        "no_punc rule) or a regular expression matching a whole piece",
+    )
+
+
+def add_prompt_options(p: argparse.ArgumentParser) -> None:
+    """``--candidate-prompt``, ``--reference-prompt``: fixed prompts, encoded and left out of the matching."""
+    for side in ("candidate", "reference"):
+        p.add_argument(
+            f"--{side}-prompt",
+            default=None,
+            metavar="TEXT",
+            help=f"a fixed prompt before every {side} (e.g. 'query: '), encoded with it and left out of the matching",
+        )
+
+
+def _number(flag: str) -> Callable[[str], float]:
+    def parse(value: str) -> float:
+        try:
+            return float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes a number, got {value!r}") from None
+
+    return parse
 
 
 def add_long_text_options(p: argparse.ArgumentParser) -> None:

@@ -67,7 +67,7 @@ def score_systems(
     assert isinstance(result, dict)
     k = len(systems)
     out: dict[str, Tensor] = {}
-    for key in OUTPUTS:
+    for key in (k for k in OUTPUTS if k in result):  # f_beta only with beta
         value = result[key]
         assert isinstance(value, Tensor)
         out[key] = _per_system(value, k, size, shard_sizes)

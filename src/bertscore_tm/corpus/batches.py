@@ -98,16 +98,17 @@ class BatchScorer:
             columns.cells(batch, kind, self.candidate_column, "candidate_column"), self.candidate_column, first_row
         )
         groups, several = columns.reference_groups(batch, kind, self.reference_columns, first_row, "reference_column")
+        names = ["precision", "recall", "f1"] + ([] if self.arguments.get("beta") is None else ["f_beta"])
         if rows == 0:
-            per = np.zeros((0, 4), dtype=np.float32)
+            per = np.zeros((0, len(names) + 1), dtype=np.float32)
         else:
             built = self.built(rank)
             with torch.inference_mode():
                 out = score_texts(built.scorer, cands, groups, built.device, False, self._weights(built))
-            per = out[:, 0, :].cpu().numpy()
-        new = {f"{self.prefix}{name}": per[:, i].copy() for i, name in enumerate(("precision", "recall", "f1"))}
+            per = out[:, 0, :].cpu().numpy()  # P, R, F (F-beta with beta), then the best reference
+        new = {f"{self.prefix}{name}": per[:, i].copy() for i, name in enumerate(names)}
         if several:
-            new[f"{self.prefix}best_reference"] = per[:, 3].astype(np.int64)
+            new[f"{self.prefix}best_reference"] = per[:, -1].astype(np.int64)
         return columns.with_columns(batch, kind, new)
 
     def built(self, rank: int | None = None) -> BuiltScorer:

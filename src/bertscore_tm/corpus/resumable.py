@@ -387,7 +387,7 @@ def score_resumable(
         **_setting_record(scorer),
         **_place(rank, world, start, stop, shard_size, len(cand_list)),
         "dtype": "float32",
-        "row_shape": [scorer.embedder.num_rows, 4],
+        "row_shape": [scorer.embedder.num_rows, 4 + (scorer.beta is not None)],
         "idf_counts": idf_counts,
         "shards": [texts_digest([*cand_list[lo:hi], *groups[lo:hi]]) for lo, hi in ranges],
     }
@@ -439,7 +439,9 @@ def score_stream(
         scorer.follow(device)
         weights = scorer.weights(device=device)
     record = {"kind": "stream", **_setting_record(scorer), "rank": rank, "world_size": world}
-    record.update(shard_size=shard_size, dtype="float32", row_shape=[scorer.embedder.num_rows, 4])
+    record.update(
+        shard_size=shard_size, dtype="float32", row_shape=[scorer.embedder.num_rows, 4 + (scorer.beta is not None)]
+    )
     checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
     stream = iter(pairs)
     for k, chunk in enumerate(iter(lambda: list(itertools.islice(stream, shard_size)), [])):
@@ -501,7 +503,8 @@ def pairwise_resumable(
     rank, world = job_place()
     start, stop = Processes(rank, world).shard(len(cand_list))
     ranges = shard_ranges(start, stop, shard_size)
-    rows = [3, scorer.embedder.num_rows, len(ref_list)] if scorer.all_layers else [3, len(ref_list)]
+    scores = 3 if scorer.beta is None else 4  # P, R, F (and F-beta)
+    rows = [scores, scorer.embedder.num_rows, len(ref_list)] if scorer.all_layers else [scores, len(ref_list)]
     record = {
         "kind": "pairwise",
         **_setting_record(scorer),

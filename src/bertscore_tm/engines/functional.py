@@ -14,6 +14,8 @@ from torch import Tensor
 
 from bertscore_tm.engines.paired import score_texts
 from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.models.masks import IgnoreRule
+from bertscore_tm.models.prompts import check_context
 from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.models.user_model import ForwardFn
 from bertscore_tm.scoring.results import Scores, format_scores, scores_of
@@ -39,12 +41,14 @@ def bert_score(
     >>> round(float(f1), 4)
     0.9183
     """
+    context = kwargs.pop("context", None)
     arguments = {"model_name_or_path": model_name_or_path, **kwargs}
     validate_arguments(arguments)
     cands, groups = normalize_inputs(preds, target)
+    contexts = check_context(context, len(cands))
     built = build_scorer(arguments)
-    scores = score_pairs(built.scorer, cands, groups, built.device, built.verbose)
-    per = torch.stack(scores.as_tuple())
+    scores = score_pairs(built.scorer, cands, groups, built.device, built.verbose, contexts)
+    per = scores.stacked()
     per = per.mean(dim=-1) if kwargs.get("reduction", "none") == "mean" else per
     return format_scores(per, built.output, scores.hash_code if built.return_hash else None)
 
@@ -77,47 +81,53 @@ def score(
     long_texts: LongTexts = "truncate",
     window_stride: int | None = None,
     compile_model: bool = False,
-) -> tuple[Tensor, Tensor, Tensor] | tuple[tuple[Tensor, Tensor, Tensor], str]:
+    beta: float | None = None,
+    ignore: IgnoreRule | None = None,
+    candidate_prompt: str | None = None,
+    reference_prompt: str | None = None,
+    context: Sequence[str] | None = None,
+) -> tuple[Tensor, ...] | tuple[tuple[Tensor, ...], str]:
     """BERTScore of candidates against references, as `bert_score.score` returns it: ``(P, R, F)``, each
-    ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`.
-
+    ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`; with
+    `beta` F-beta comes fourth, ``(P, R, F, F_beta)``, as CodeBERTScore's ``score`` returns F3.
     `refs` may hold one string per candidate or a list of references per candidate (the best is taken).
-    `model`, `tokenizer`, `forward_fn`, `idf_texts` and `idf_weights` are :class:`BERTScore`'s (a model object
-    in place of `model_type`; IDF from a corpus, as bert-score's ``BERTScorer(idf_sents=...)``, or from weights).
-    `long_texts="window"` scores texts longer than the model's window whole, `compile_model=True` runs the
-    model through `torch.compile` (opt-in, inexact; see :class:`BERTScore`).
-    Arguments and inputs are checked as :class:`BERTScore` checks them, before the model is loaded.
+    The keyword-only arguments are :class:`BERTScore`'s (a model object in place of `model_type`; IDF from a
+    corpus or from weights; windows for long texts; `torch.compile`; F-beta; token masks, ``ignore="punctuation"``
+    being CodeBERTScore's ``no_punc``; prompts; `context`, one text per pair), checked before the model loads.
 
     >>> from bertscore_tm import PACKAGED_MINILM
     >>> (P, R, F), code = score(["The cat sat on the mat."], ["A cat was sitting on the mat."],
     ...                         model_type=PACKAGED_MINILM, return_hash=True)
     >>> [round(float(x), 4) for x in (P[0], R[0], F[0])]
     [0.9316, 0.9053, 0.9183]
-    >>> code.endswith("_fast-tokenizer")
-    True
     """
     # every argument but the texts, under the Metric's names (`model_type` is its `model_name_or_path`)
-    arguments = {_METRIC_NAMES.get(k, k): v for k, v in locals().items() if k not in ("cands", "refs")}
+    arguments = {_METRIC_NAMES.get(k, k): v for k, v in locals().items() if k not in ("cands", "refs", "context")}
     if model_type is None and lang is None and model is None:  # as bert-score: its lang has no default
         message, allowed = "Either lang or model_type must be given", "a model, or lang"
         raise ArgumentValueError(message, argument="model_type", allowed=allowed, value=None, others=("lang",))
     validate_arguments(arguments)
     cands_list, groups = normalize_inputs(cands, refs)
+    contexts = check_context(context, len(cands_list))
     if device is None and model is None:  # a model object runs where it is: it is not the function's to move
         device = "cuda" if torch.cuda.is_available() else "cpu"
     arguments.update(device=device, return_hash=False)  # score() returns the hash itself, beside the tuple
     built = build_scorer(arguments)
-    scores = score_pairs(built.scorer, cands_list, groups, built.device, verbose)
-    out = (scores.precision.cpu(), scores.recall.cpu(), scores.f1.cpu())
-    if return_hash:
-        return out, scores.hash_code
-    return out
+    scores = score_pairs(built.scorer, cands_list, groups, built.device, verbose, contexts)
+    out = tuple(t.cpu() for t in scores.stacked().unbind(0))
+    return (out, scores.hash_code) if return_hash else out
 
 
 def score_pairs(
-    scorer: Scorer, cands: list[str], groups: list[list[str]], device: torch.device, verbose: bool
+    scorer: Scorer,
+    cands: list[str],
+    groups: list[list[str]],
+    device: torch.device,
+    verbose: bool,
+    context: list[str] | None = None,
 ) -> Scores:
     """Each candidate against its references (a list per candidate), with IDF (if counted) over these
-    references: the paired engine from texts to per-pair scores, as the Metric's compute() runs it."""
-    scores = score_texts(scorer, cands, groups, device, verbose)
+    references and each pair's `context`: the paired engine from texts to per-pair scores, as the Metric's
+    compute() runs it."""
+    scores = score_texts(scorer, cands, groups, device, verbose, context=context)
     return scores_of(scores, scorer.all_layers, scorer.hash_code)

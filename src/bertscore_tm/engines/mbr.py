@@ -42,6 +42,7 @@ from bertscore_tm.scoring.idf import idf_weights
 from bertscore_tm.scoring.matching import KeptAside
 from bertscore_tm.scoring.results import progress_bar
 from bertscore_tm.scoring.scorer import Scorer, build_scorer
+from bertscore_tm.scoring.token_rules import refuse_masks
 
 if TYPE_CHECKING:
     from bertscore_tm.embedding.embedder import Embedder
@@ -314,6 +315,7 @@ def select(
     """MBR with `scorer`, made where `device` says: see :func:`mbr_select`. `sim_bytes` bounds one batch's
     similarities (default: the embedder's block budget / 8), `block_tokens` the new texts embedded per block
     (default: four forward batches)."""
+    refuse_masks(scorer.ignored, "MBR")
     hyps, refs = check_mbr_inputs(groups, references)
     if scorer.all_layers:
         raise ValueError("mbr_select scores with one layer: use a metric with all_layers=False")

@@ -17,12 +17,13 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.embedding.embedder import TokenTexts, own_precision
-from bertscore_tm.errors import warn_undefined
+from bertscore_tm.errors import warn_undefined, warn_user
 from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.idf import without_documents
 from bertscore_tm.scoring.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
 from bertscore_tm.scoring.results import progress_bar
 from bertscore_tm.scoring.scorer import Scorer
+from bertscore_tm.scoring.token_rules import left_blank, scored_weights
 
 #: Working bytes per token of the weighing step (weights, float64 products and sums, index arithmetic):
 #: pairs are weighed in chunks of the working budget over this.
@@ -59,7 +60,9 @@ def match_pairs(scorer: Scorer, pairs: PairTokens, is_new: Tensor, verbose: bool
     similarities, on the embedder's device; a progress bar over the texts with `verbose`."""
     texts, match_cand, match_ref = distinct_texts(pairs, is_new)
     with progress_bar(verbose, len(texts), "BERTScore: embedding", "text") as progress:
-        cand_best, ref_best = greedy_match(scorer.embedding_source(), texts, match_cand, match_ref, progress=progress)
+        source = scorer.embedding_source()
+        flags = scorer.token_flags(pairs.cand_ids, pairs.ref_ids)
+        cand_best, ref_best = greedy_match(source, texts, match_cand, match_ref, progress=progress, ignored=flags)
     return TokenMatches(cand_best, ref_best)
 
 
@@ -70,15 +73,19 @@ def score_texts(
     device: torch.device,
     verbose: bool,
     weights: Tensor | None = None,
+    context: list[str] | None = None,
 ) -> Tensor:
     """Each candidate against its references (a list per candidate), from texts to P, R, F and best reference
     ([pairs, rows, 4], as `weigh_pairs` gives them): tokenise, embed and match (`match_pairs`), weigh with
     `weights` (on `device`) or, where None, the setting's own weights with IDF (if counted) over these
-    references. Both stages at once, as the functional API and resumable shards run them."""
+    references; `context`: one text per pair, encoded with its candidate and its references. Both stages at
+    once, as the functional API and resumable shards run them."""
     refs = [r for group in groups for r in group]
     with own_precision(device):
         scorer.follow(device)
-        c_ids, c_lens, r_ids, r_lens = scorer.encoder.encode_pairs(cands, refs)  # one warning per kind
+        c_ids, c_lens, r_ids, r_lens = scorer.encode_pairs(
+            cands, refs, context, [len(g) for g in groups]
+        )  # one warning per kind
         scorer.check_known_weights(torch.cat([c_ids, r_ids]))
         counts = torch.tensor([len(g) for g in groups], dtype=torch.long)
         pairs = PairTokens(c_ids, c_lens.long(), r_ids, r_lens.long(), counts)
@@ -90,9 +97,10 @@ def score_texts(
 
 
 def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weights: Tensor) -> Tensor:
-    """Each candidate's P, R, F and best reference ([pairs, rows, 4]): weighted per match, the best over its
-    references (each score's own maximum, as the reference takes them), rescaled; the fourth column is the
-    index among the candidate's references of the one with the highest F (the lowest on a tie), an integer held
+    """Each candidate's P, R, F and best reference ([pairs, rows, 4]; with `beta` F-beta before the best reference,
+    [pairs, rows, 5]): weighted per match, the best over its references (each score's own maximum, as the
+    reference takes them), rescaled; the last column is the index among the candidate's references of the one
+    with the highest F (F-beta with `beta`; the lowest on a tie), an integer held
     exactly in float32, so that it travels with the scores through gathering and de-duplication.
     Pairs are weighed a chunk at a time, so that the per-token float64 sums stay within the working budget.
     Pairs whose weights sum to 0 (a NaN P or R, as in the reference) are warned about once."""
@@ -103,7 +111,8 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
         return torch.zeros((0, rows, 4), dtype=torch.float32, device=device)
     best_len = c_lens * ref_counts
     spans = _Spans(c_lens, r_lens, ref_counts)
-    pieces, undefined = [], 0
+    flags = scorer.token_flags(pairs.cand_ids, pairs.ref_ids)
+    pieces, undefined, left_empty = [], 0, 0
     for lo, hi in pair_chunks(best_len + spans.ref_tokens, scorer.embedder.block_bytes // BYTES_PER_SCORED_TOKEN):
         c_tok, refs, r_tok, best = spans.of(lo, hi)
         counts = ref_counts[lo:hi]
@@ -112,22 +121,41 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
         match_c_lens = lens[owner]
         local_start = torch.cumsum(lens, 0) - lens
         cand_tokens = pairs.cand_ids[c_tok][ragged_arange(local_start[owner], match_c_lens)].long()
-        blank = scorer.encoder.is_blank(match_c_lens) | scorer.encoder.is_blank(r_lens[refs])
+        ref_tokens = pairs.ref_ids[r_tok].long()
+        emptied = _emptied(scorer, cand_tokens, match_c_lens, flags) | _emptied(scorer, ref_tokens, r_lens[refs], flags)
+        blank = scorer.encoder.is_blank(match_c_lens) | scorer.encoder.is_blank(r_lens[refs]) | emptied
+        left_empty += int((emptied & ~blank_texts(scorer, match_c_lens, r_lens[refs])).sum())
         scores = weighted_scores(
             matches.cand_best[best],
-            weights[cand_tokens],
+            scored_weights(weights, cand_tokens, flags),
             match_c_lens,
             matches.ref_best[r_tok],
-            weights[pairs.ref_ids[r_tok].long()],
+            scored_weights(weights, ref_tokens, flags),
             r_lens[refs],
             blank,
+            scorer.beta,
         )
         undefined += int((torch.isnan(scores[..., :2]).any(dim=(1, 2)) & ~blank).sum())
         top = best_of_references(scores, counts)
-        which = best_reference(scores[..., 2], top[..., 2], counts)
+        which = best_reference(scores[..., -1], top[..., -1], counts)  # by F, or by F-beta with beta
         pieces.append(torch.cat((scorer.rescaled(top), which[..., None].to(top.dtype)), dim=-1))
     warn_undefined(undefined)
+    if left_empty:
+        warn_user(
+            f"{left_empty} match(es) have a side with no token but the special ones once the mask (ignore=) or the "
+            "prompt is left out: they score P = R = F = 0, as a blank text does."
+        )
     return torch.cat(pieces)
+
+
+def _emptied(scorer: Scorer, ids: Tensor, lens: Tensor, flags: Tensor | None) -> Tensor:
+    """Which texts the mask (``ignore=``), a prompt or a context left no token but the special ones: they score
+    as blank texts."""
+    return left_blank(ids, lens, flags, scorer.encoder.zero_weight_ids).to(lens.device)
+
+
+def blank_texts(scorer: Scorer, c_lens: Tensor, r_lens: Tensor) -> Tensor:
+    return scorer.encoder.is_blank(c_lens) | scorer.encoder.is_blank(r_lens)
 
 
 def best_reference(f1: Tensor, best_f1: Tensor, ref_counts: Tensor) -> Tensor:

@@ -35,11 +35,12 @@ from torch import Tensor
 from bertscore_tm.embedding.embedder import Embedder, length_batches, own_precision
 from bertscore_tm.errors import warn_undefined
 from bertscore_tm.scoring import matching
-from bertscore_tm.scoring.baselines import rescale
+from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
 from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.matching import ragged_arange
 from bertscore_tm.scoring.results import format_scores, progress_bar
 from bertscore_tm.scoring.scorer import Scorer, build_scorer
+from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights, unmarked
 
 #: The similarity of any token with a padding position: below every cosine similarity, so never a best match.
 PAD_SIMILARITY = -3.0
@@ -163,10 +164,18 @@ class Tile:
 
 
 def make_tile(
-    table: Tensor, starts: Tensor, lengths: Tensor, token_weights: Tensor, texts: Tensor, left: bool, groups: int = 1
+    table: Tensor,
+    starts: Tensor,
+    lengths: Tensor,
+    token_weights: Tensor,
+    texts: Tensor,
+    left: bool,
+    groups: int = 1,
+    live: Tensor | None = None,
 ) -> Tile:
     """A tile of the texts whose vectors start at `starts` rows of `table` ([tokens, D] or [tokens, rows, D])
-    with `lengths` tokens (0 for an empty slot); `token_weights` float64, their tokens' weights end to end."""
+    with `lengths` tokens (0 for an empty slot); `token_weights` float64, their tokens' weights end to end;
+    `live` (end to end too) False on tokens out of the matching (a mask's, a prompt's): biased as padding is."""
     device = table.device
     n = len(lengths)
     k = n // groups
@@ -182,7 +191,11 @@ def make_tile(
     got = table[(starts[:, None] + pos[None, :])[mask]]
     got = got[:, None, :] if table.dim() == 2 else got
     vectors.permute(0, 2, 1, 3)[slot // k, tok * k + slot % k, :, :dim] = got
-    bias = torch.where(mask, 0.0, PAD_SIMILARITY).view(groups, k, width).transpose(1, 2).reshape(groups, 1, width * k)
+    on = mask
+    if live is not None:
+        on = torch.zeros_like(mask)
+        on[mask] = live.to(device)
+    bias = torch.where(on, 0.0, PAD_SIMILARITY).view(groups, k, width).transpose(1, 2).reshape(groups, 1, width * k)
     vectors[..., dim if left else dim + 1] = bias
     vectors[..., dim + 1 if left else dim] = 1.0
     weights = torch.zeros((n, width), dtype=torch.float64, device=device)
@@ -209,9 +222,13 @@ def match_tiles(left: Tile, right: Tile) -> tuple[Tensor, Tensor]:
     )
 
 
-def f_measure(p: Tensor, r: Tensor, blank: Tensor) -> Tensor:
-    """P, R, F (`matching.f_measure`) stacked as float32 [3, ...]."""
-    return torch.stack(matching.f_measure(p, r, blank)).to(torch.float32)
+def f_measure(p: Tensor, r: Tensor, blank: Tensor, beta: float | None = None) -> Tensor:
+    """P, R, F (`matching.f_measure`) stacked as float32 [3, ...], and F-beta (`matching.f_beta`) fourth with
+    `beta`."""
+    scores = [*matching.f_measure(p, r, blank)]
+    if beta is not None:
+        scores.append(matching.f_beta(p, r, beta, blank))
+    return torch.stack(scores).to(torch.float32)
 
 
 # -- planning: forward-batch chunks and tiles --------------------------------------------------------------
@@ -278,6 +295,8 @@ def score_all_pairs(
     chunk_tokens: int | None = None,
     keep_bytes: int | None = None,
     progress: Any = None,
+    live: Tensor | None = None,
+    beta: float | None = None,
 ) -> tuple[Tensor, dict[str, int]]:
     """P, R, F of every candidate against every reference: float32 [3, rows, N, M] on the embedder's device,
     and counts: `store_bytes` (the kept token vectors and weights), `kept_bytes` (the stream's, when kept),
@@ -294,7 +313,8 @@ def score_all_pairs(
     sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
     chunk_tokens = 2 * embedder.max_tokens if chunk_tokens is None else chunk_tokens
     keep_bytes = embedder.block_bytes // 2 if keep_bytes is None else keep_bytes
-    run = _AllPairs(embedder, texts, token_weights, blank, cand_text, ref_text, sim_bytes)
+    run = _AllPairs(embedder, texts, token_weights, blank, cand_text, ref_text, sim_bytes, beta)
+    run.token_live = live  # tokens that take part in the matching (a mask, a prompt); None: all
     run.plan(chunk_tokens, keep_bytes)
     run.embed_store(progress)
     run.stream(progress)
@@ -314,11 +334,17 @@ class _AllPairs:
         cand_text: Tensor,
         ref_text: Tensor,
         sim_bytes: int,
+        beta: float | None = None,
     ) -> None:
         self.embedder, self.texts, self.token_weights = embedder, texts, token_weights
+        self.token_live: Tensor | None = None
         rows = embedder.num_rows
         self.tile_tokens = tile_tokens_for(sim_bytes, rows)
-        self.out = torch.empty((3, rows, len(cand_text), len(ref_text)), dtype=torch.float32, device=embedder.device)
+        self.beta = beta
+        scores = 3 if beta is None else 4  # P, R, F (and F-beta)
+        self.out = torch.empty(
+            (scores, rows, len(cand_text), len(ref_text)), dtype=torch.float32, device=embedder.device
+        )
         cand_texts, ref_texts = torch.unique(cand_text), torch.unique(ref_text)
         self.length = length = texts.length
         self.store_is_ref = int(length[ref_texts].sum()) <= int(length[cand_texts].sum())
@@ -361,11 +387,15 @@ class _AllPairs:
         length = self.length
         for lo, hi in tile_cuts(length[ids].tolist(), self.tile_tokens, MIN_FILL):
             part = ids[lo:hi]
-            weights = self.token_weights[self.texts.token_index(part)]
-            yield part, make_tile(self.table, starts[lo:hi], length[part], weights, part, left)
+            index = self.texts.token_index(part)
+            live = None if self.token_live is None else self.token_live[index]
+            yield (
+                part,
+                make_tile(self.table, starts[lo:hi], length[part], self.token_weights[index], part, left, live=live),
+            )
 
     def embedded(self, ids: Tensor) -> Tensor:
-        seqs = [self.texts.seq(t) for t in ids.tolist()]
+        seqs = [unmarked(self.texts.seq(t)) for t in ids.tolist()]  # a prompt's marked ids, as the model reads them
         return torch.tensor(self.embedder.embed_into(self.table, seqs), dtype=torch.long)
 
     def embed_store(self, progress: Any) -> None:
@@ -394,10 +424,10 @@ class _AllPairs:
         for right, right_side in zip(self.store_tiles, self.store_side, strict=True):
             a, b = match_tiles(left, right)
             if self.store_is_ref:  # the stream holds the candidates
-                self.info["undefined"] += _write(self.out, a[0], b[0], left_side, right_side)
+                self.info["undefined"] += _write(self.out, a[0], b[0], left_side, right_side, self.beta)
             else:
                 t = (b[0].transpose(1, 2), a[0].transpose(1, 2))
-                self.info["undefined"] += _write(self.out, *t, right_side, left_side)
+                self.info["undefined"] += _write(self.out, *t, right_side, left_side, self.beta)
             self.info["tiles"] += 1
 
     def stream(self, progress: Any) -> None:
@@ -441,11 +471,13 @@ def _copy_from_store(
     return starts
 
 
-def _write(out: Tensor, p: Tensor, r: Tensor, cands: _Occurrences, refs: _Occurrences) -> int:
-    """Write the P and R ([rows, candidate texts, reference texts]) of one tile pair, with their F, to every
-    position of `out` [3, rows, N, M] where those texts occur; return how many of those pairs have a NaN
-    precision or recall (weights summing to 0)."""
-    scores = f_measure(p, r, cands.blank[:, None] | refs.blank[None, :])
+def _write(
+    out: Tensor, p: Tensor, r: Tensor, cands: _Occurrences, refs: _Occurrences, beta: float | None = None
+) -> int:
+    """Write the P and R ([rows, candidate texts, reference texts]) of one tile pair, with their F (and F-beta
+    with `beta`), to every position of `out` [3 or 4, rows, N, M] where those texts occur; return how many of
+    those pairs have a NaN precision or recall (weights summing to 0)."""
+    scores = f_measure(p, r, cands.blank[:, None] | refs.blank[None, :], beta)
     if not (cands.all_once and refs.all_once):  # a text occurring more than once: repeat its scores
         scores = scores[:, :, cands.local[:, None], refs.local[None, :]]
     out[:, :, cands.positions[:, None], refs.positions[None, :]] = scores
@@ -473,23 +505,35 @@ def all_pairs(
     """The stacked scores as `pairwise_scores` returns them, and what the computation held (for benchmarks)."""
     encoder = scorer.encoder
     scorer.follow(device)
-    c_ids, c_lens, r_ids, r_lens = encoder.encode_pairs(cands, refs)  # one warning per kind, both sides counted
+    c_ids, c_lens, r_ids, r_lens = scorer.encode_pairs(cands, refs)  # one warning per kind, both sides counted
     texts = distinct_texts(torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)))
     weights = scorer.reference_weights(r_ids, r_lens, len(refs))  # IDF over the M references as given
+    flags = scorer.token_flags(c_ids, r_ids)  # a mask's, or a prompt's marked tokens: out of the matching
     del c_ids, r_ids
-    token_weights = weights[texts.ids.long()]
-    blank = encoder.is_blank(texts.length)
+    token_weights = scored_weights(weights, texts.ids, flags)
+    blank = encoder.is_blank(texts.length) | left_blank(texts.ids, texts.length, flags, encoder.zero_weight_ids)
     cand_text, ref_text = texts.text_of[: len(cands)], texts.text_of[len(cands) :]
     total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
     with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:
         out, info = score_all_pairs(
-            scorer.embedder, texts, token_weights, blank, cand_text, ref_text, progress=progress
+            scorer.embedder,
+            texts,
+            token_weights,
+            blank,
+            cand_text,
+            ref_text,
+            progress=progress,
+            live=kept(texts.ids, flags),
+            beta=scorer.beta,
         )
     held = (texts.ids, texts.start, texts.length, texts.text_of, token_weights, blank, c_lens, r_lens)
     info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
     warn_undefined(info["undefined"])
     if scorer.baseline is not None:  # in place: the N x M outputs are the largest thing held
-        rescale(out, scorer.baseline.to(out.device).T[:, :, None, None], in_place=True)
+        baseline = scorer.baseline
+        if scorer.beta is not None:
+            baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta)), -1)
+        rescale(out, baseline.to(out.device).T[:, :, None, None], in_place=True)
     return (out if scorer.all_layers else out[:, 0]), info
 
 

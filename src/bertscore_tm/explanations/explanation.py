@@ -38,6 +38,7 @@ from bertscore_tm.scoring.baselines import baseline_rows, find_baseline, read_ba
 from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.matching import best_of_references, weighted_scores
 from bertscore_tm.scoring.scorer import Scorer, build_scorer
+from bertscore_tm.scoring.token_rules import refuse_masks
 
 # -- where the weights come from -----------------------------------------------------------------------------
 
@@ -123,6 +124,7 @@ def explain_pairs(
     """Explain each candidate against its references (a list per candidate) with `scorer`'s model and rules
     and the given `weights`: each distinct text embedded once, on `device` (default: where the scorer's
     model is), every match's best similarities and matches kept, P/R/F weighed by the core's rules."""
+    refuse_masks(scorer.ignored, "explanations")
     layer, row = _layer(scorer, layer)
     limit = weak_threshold(scorer, layer, threshold)
     if not cands:

@@ -26,6 +26,8 @@ from bertscore_tm.engines.pairwise import pairwise_scores
 from bertscore_tm.metric.checkpoint import check_loadable, fitted_counts, setting_digests
 from bertscore_tm.metric.indexes import PairPlan, checked_indexes
 from bertscore_tm.metric.views import SettingViews
+from bertscore_tm.models.masks import IgnoreRule
+from bertscore_tm.models.prompts import check_context
 from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.models.user_model import ForwardFn
 from bertscore_tm.scoring.idf import document_frequency
@@ -55,25 +57,18 @@ class BERTScore(SettingViews, Metric):
         all_layers: score with every layer; outputs gain a leading ``L + 1`` dimension.
         lang: language code, for the default model and the packaged rescale baseline.
         idf: weigh tokens by IDF over all references (of every rank), ``idf_texts`` or ``idf_weights``.
-        rescale_with_baseline: rescale with the baseline of (``lang``, model) or ``baseline_path``.
-        baseline_path: a ``LAYER,P,R,F`` baseline file of your own.
-        batch_size: at most this many texts per forward pass (default: the token budget alone).
-        max_length: the window in tokens, special ones included (default: the model's own).
-        long_texts: ``"truncate"`` (the reference's semantics) or ``"window"`` (docs/long-texts.md).
-        window_stride: tokens between consecutive windows' starts (default: half the window).
-        device: where the model runs and states live; ``None`` follows the metric (``.to(...)``).
-        model_dtype: ``torch.float32`` (exact), ``torch.bfloat16`` or ``torch.float16`` (about 1e-3 error).
+        rescale_with_baseline, baseline_path: rescale with (``lang``, model)'s baseline or a ``LAYER,P,R,F`` file.
+        batch_size, max_length: texts per forward pass at most; the window in tokens (default: the model's).
+        long_texts, window_stride: ``"truncate"`` (the reference) or ``"window"``; the windows' stride.
+        device, model_dtype: where the model runs (``None``: follow the metric); float32 (exact) or 16-bit.
         reduction: ``"none"`` for per-pair scores, ``"mean"`` for their means.
         output: ``"precision"``, ``"recall"`` or ``"f1"`` to return that tensor alone (for Lightning logging).
-        return_hash: add the setting's hash code to the dict under ``"hash"``.
-        verbose: show a progress bar while embedding.
-        embedding_cache_mb: MiB of vectors kept for texts scored again in a later ``compute()``; 0: off.
-        compile_model: run a loaded model through ``torch.compile`` (opt-in, inexact: about 1e-6 in F1).
-        model: a model object of your own, scored through a view that never changes it (docs/own-model.md).
-        tokenizer: the tokenizer object of ``model`` (required with it).
+        return_hash, verbose: add the hash code to the dict under ``"hash"``; a progress bar while embedding.
+        embedding_cache_mb, compile_model: MiB of vectors kept across ``compute()``; ``torch.compile`` (inexact).
+        model, tokenizer: a model object of your own and its tokenizer, scored through a view that never changes it.
         forward_fn: ``forward_fn(model, input_ids, attention_mask) -> [B, T, D]`` for a non-standard forward.
-        idf_texts: with ``idf=True``, count document frequencies in these texts instead.
-        idf_weights: with ``idf=True``, a mapping token id -> weight (``metric.idf_weights()``).
+        idf_texts, idf_weights: with ``idf=True``, count in these texts instead; or a token id -> weight mapping.
+        beta, ignore, candidate_prompt, reference_prompt: F-beta, token masks, prompts (docs/semantics.md).
         kwargs: torchmetrics' own Metric arguments (``compute_on_cpu``, ``process_group``, ...).
 
     Every argument is checked before the model is loaded (`arguments.py`): a wrong type is a TypeError, a value
@@ -136,6 +131,10 @@ class BERTScore(SettingViews, Metric):
         forward_fn: ForwardFn | None = None,
         idf_texts: Sequence[str] | None = None,
         idf_weights: Mapping[int, float] | None = None,
+        beta: float | None = None,
+        ignore: IgnoreRule | None = None,
+        candidate_prompt: str | None = None,
+        reference_prompt: str | None = None,
         **kwargs: Any,
     ) -> None:
         arguments = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
@@ -212,19 +211,22 @@ class BERTScore(SettingViews, Metric):
         preds: str | Sequence[str],
         target: str | Sequence[str | Sequence[str]],
         indexes: Tensor | Sequence[int] | None = None,
+        context: str | Sequence[str] | None = None,
     ) -> None:
         """Tokenise a batch of candidates and their references (one string, or a sequence per candidate).
 
         `indexes` (optional) are dataset indexes of the candidates: `compute()` then orders the pairs by
         index and keeps one pair per index, so the duplicates a distributed sampler pads in do not count; an
         index repeated with another pair (another candidate or reference) is a mistake it warns about.
+        `context` (one text per pair) is encoded with the pair's texts, out of the matching (docs/semantics.md).
         """
         cands, groups = normalize_inputs(preds, target)
         index_tensor = None if indexes is None else checked_indexes(indexes, len(cands))
+        contexts = check_context(context, len(cands))
         if not cands:
             return
         refs = [r for group in groups for r in group]
-        c_ids, c_lens, r_ids, r_lens = self.scorer.encoder.encode_pairs(cands, refs)  # one warning per kind
+        c_ids, c_lens, r_ids, r_lens = self.scorer.encode_pairs(cands, refs, contexts, [len(g) for g in groups])
         self.scorer.check_known_weights(torch.cat([c_ids, r_ids]))
         device = self.device
         for name, value in zip(_STATES[:4], (c_ids, c_lens, r_ids, r_lens), strict=True):
@@ -256,7 +258,7 @@ class BERTScore(SettingViews, Metric):
         ``precision``, ``recall``, ``f1`` (and ``hash`` with `return_hash`), or one of them with `output`;
         per pair, or their means with ``reduction="mean"``."""
         scores = self._compute_scores()
-        per = torch.stack(scores.as_tuple())
+        per = scores.stacked()
         per = per.mean(dim=-1) if self.reduction == "mean" else per
         return format_scores(per, self.output, self.hash_code if self.return_hash else None)
 

@@ -21,7 +21,7 @@ from bertscore_tm.scoring.scorer import Scorer
 
 #: The settings that act only on kept best similarities, at compute(): a state loaded from a metric that
 #: differs in these alone keeps its similarities.
-APPLIED_AT_COMPUTE = frozenset({"idf", "idf_digest", "rescaled", "custom_baseline", "baseline"})
+APPLIED_AT_COMPUTE = frozenset({"idf", "idf_digest", "rescaled", "custom_baseline", "baseline", "beta"})
 
 
 def setting_digests(scorer: Scorer) -> Tensor:

@@ -15,11 +15,13 @@ import os
 from typing import Any
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.loading import embedding_rows, load_encoder, resolve_model_path
+from bertscore_tm.models.masks import IgnoreRule, describe, ignored_table
 from bertscore_tm.models.model_family import model_config, position_limit, vocabulary_rows
+from bertscore_tm.models.prompts import check_prompt
 from bertscore_tm.models.registry import default_model, default_num_layers, is_known_model
 from bertscore_tm.models.tokenizing import TextEncoder, check_vocabulary
 from bertscore_tm.models.user_model import (
@@ -46,6 +48,9 @@ class ModelRequest:
     model: nn.Module | None = None
     tokenizer: Any = None
     forward_fn: ForwardFn | None = None
+    ignore: IgnoreRule | None = None
+    candidate_prompt: str | None = None
+    reference_prompt: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,13 +77,29 @@ class LoadedModel:
     user_supplied: bool
     #: The hash code's name for the window setting (None in truncate mode).
     window_label: str | None
+    #: Token ids left out of the matching and the weights (``ignore=``; none flagged with a prompt alone, whose
+    #: tokens are marked), or None where neither is set.
+    ignored: Tensor | None = None
+    #: The hash code's name for the mask (None without one).
+    ignore_label: str | None = None
 
 
 def load_model(request: ModelRequest) -> LoadedModel:
-    """The model `request` names (a name, a folder, or the user's object), loaded, cut and checked."""
-    if request.model is None:
-        return _load_named(request)
-    return _wrap_object(request)
+    """The model `request` names (a name, a folder, or the user's object), loaded, cut and checked, with the
+    token rules its tokenizer gives: the prompts checked against its window, the ignored tokens' table."""
+    loaded = _load_named(request) if request.model is None else _wrap_object(request)
+    return dataclasses.replace(loaded, ignored=_ignored(loaded, request), ignore_label=describe(request.ignore))
+
+
+def _ignored(loaded: LoadedModel, r: ModelRequest) -> Tensor | None:
+    """The ignored tokens' table (`masks.py`), after the prompts are checked to leave room in the window."""
+    for prompt, name in ((r.candidate_prompt, "candidate_prompt"), (r.reference_prompt, "reference_prompt")):
+        check_prompt(loaded.text_encoder, prompt, name)
+    if r.ignore is not None:
+        return ignored_table(loaded.text_encoder.tokenizer, r.ignore, loaded.vocab_size)
+    if r.candidate_prompt is None and r.reference_prompt is None:
+        return None
+    return torch.zeros(loaded.vocab_size, dtype=torch.bool)
 
 
 def _load_named(r: ModelRequest) -> LoadedModel:

@@ -136,6 +136,21 @@ def baseline_rows(
     return table
 
 
+def f_beta_baseline(baseline: Tensor, beta: float) -> Tensor:
+    """F-beta's baseline ([rows, 1]) from a baseline's P, R, F columns ([rows, 3]): a file holds no F-beta column,
+    so it is the F-beta of the baseline's P and R, times the ratio of the file's F to the F of its P and R
+    (the mean of per-pair F lies below the F of the mean P and R; the same ratio is carried over). At beta = 1
+    it is the file's F exactly, so F-beta then rescales as F does.
+
+    >>> f_beta_baseline(torch.tensor([[0.8, 0.8, 0.78]]), 3.0)
+    tensor([[0.7800]])
+    """
+    p, r, f = baseline.double().unbind(-1)
+    b2 = float(beta) ** 2
+    ratio = f * (p + r) / (2 * p * r)
+    return ((1 + b2) * p * r / (b2 * p + r) * ratio).to(baseline.dtype)[..., None]
+
+
 def rescale(scores: Tensor, baseline: Tensor, in_place: bool = False) -> Tensor:
     """(x - b) / (1 - b), the one rescaling rule: `baseline` broadcast to `scores` (e.g. [rows, 3] against
     [..., rows, 3]); `in_place` overwrites `scores` (for the large N x M matrices of all pairs).

@@ -66,6 +66,13 @@ class HashSignature:
     #: long texts scored in windows (`bertscore_tm.models.windows`): e.g. "window-w510-s255", windows of 510 tokens
     #: every 255 (None: truncated at the model's window, as the reference)
     window: str | None = extra("long-texts")
+    #: F-beta's beta, as a short number ("3"), where F-beta is returned beside P, R and F (None: it is not)
+    beta: str | None = extra("beta")
+    #: the token mask (``ignore=``): "punctuation", "re:<pattern>" or "callable:<name>" (None: every token counts)
+    ignore: str | None = extra("ignore")
+    #: the fixed prompts before each candidate and each reference, quoted (None: no prompt)
+    candidate_prompt: str | None = extra("cand-prompt")
+    reference_prompt: str | None = extra("ref-prompt")
 
     def format(self) -> str:
         """The hash code: the reference's rendering, then our fields that are not at their defaults."""

@@ -22,12 +22,17 @@ from bertscore_tm.errors import ArgumentValueError
 
 
 def document_frequency(ids: Tensor, lengths: Tensor, vocab_size: int) -> Tensor:
-    """How many of the texts (flat `ids`, split by `lengths`) contain each token id: int64 [vocab_size]."""
+    """How many of the texts (flat `ids`, split by `lengths`) contain each token id: int64 [vocab_size]. A
+    prompt's tokens (marked as negative ids, `bertscore_tm.scoring.token_rules`) are not counted."""
     if ids.numel() == 0:
         return torch.zeros(vocab_size, dtype=torch.long, device=ids.device)
     doc = torch.repeat_interleave(torch.arange(len(lengths), device=ids.device), lengths.long().to(ids.device))
     ids = ids.long()
-    if int(ids.max()) >= vocab_size or int(ids.min()) < 0:
+    if int(ids.min()) < 0:  # a prompt's tokens
+        doc, ids = doc[ids >= 0], ids[ids >= 0]
+        if ids.numel() == 0:
+            return torch.zeros(vocab_size, dtype=torch.long, device=ids.device)
+    if int(ids.max()) >= vocab_size:
         raise ValueError(f"token id out of the vocabulary of {vocab_size}: the tokenizer and model disagree")
     pairs = torch.unique(doc * vocab_size + ids)
     return torch.bincount(pairs % vocab_size, minlength=vocab_size)
@@ -115,5 +120,7 @@ def table_digest(table: Tensor) -> str:
 
 def unknown_ids(table: Tensor, ids: Tensor) -> list[int]:
     """The distinct ids among `ids` whose weight in `table` is unknown (NaN), in increasing order."""
-    unknown = torch.isnan(table[ids.long().cpu()])
-    return torch.unique(ids.long().cpu()[unknown]).tolist()
+    ids = ids.long().cpu()
+    ids = ids[ids >= 0]  # a prompt's tokens (negative) weigh 0 whatever the table says
+    unknown = torch.isnan(table[ids])
+    return torch.unique(ids[unknown]).tolist()

@@ -22,6 +22,7 @@ from bertscore_tm.embedding.embedder import Embedder, TokenTexts
 from bertscore_tm.errors import DeviceMemoryError, warn_user
 from bertscore_tm.scoring.longpairs import match_large_in_tiles, stream_matches
 from bertscore_tm.scoring.similarity import similarities
+from bertscore_tm.scoring.token_rules import unmarked
 
 
 def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:
@@ -165,6 +166,7 @@ def greedy_match(
     block_bytes: int | None = None,
     gather_budget: int | None = None,
     progress: object | None = None,
+    ignored: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Best similarity of every token of every match, float32 on the embedder's device.
 
@@ -183,7 +185,7 @@ def greedy_match(
 
     Where the accelerator has no room for the table, or for one text's forward pass beside it, the plan is made
     again with half the budget (smaller blocks), for as long as that makes the table smaller, with one warning.
-    """
+    Tokens whose id `ignored` flags (``ignore=``: `token_rules`) are no match and keep 0 as their own best."""
     first = budget = embedder.block_bytes if block_bytes is None else block_bytes
     tokens = embedder.max_tokens
     lost: DeviceMemoryError | None = None  # the error of the last plan that ran out of memory
@@ -203,7 +205,7 @@ def greedy_match(
         if lost is not None and plan.capacity >= capacity:  # a smaller budget no longer shrinks the table
             raise lost
         try:
-            best = run_plan(embedder, texts, match_cand, match_ref, plan, gather_budget, progress)
+            best = run_plan(embedder, texts, match_cand, match_ref, plan, gather_budget, progress, ignored)
         except DeviceMemoryError as err:  # the work of this plan is dropped; the next starts from the first block
             lost, capacity, budget = err, plan.capacity, budget // 2
             embedder.max_tokens = tokens  # the forward passes beside a smaller table may fit in larger batches
@@ -225,9 +227,10 @@ def run_plan(
     plan: MatchPlan,
     gather_budget: int | None = None,
     progress: object | None = None,
+    ignored: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Run a plan of `plan_matches`: embed each block's new texts into the one table, match, keep the best
-    similarities; returns (cand_best, ref_best) as `greedy_match` describes them (`gather_budget` too)."""
+    similarities; returns (cand_best, ref_best) as `greedy_match` describes them (its other arguments too)."""
     device = embedder.device
     gather_budget = gather_elements(device) if gather_budget is None else gather_budget
     rows = embedder.num_rows
@@ -240,19 +243,22 @@ def run_plan(
     last_use = plan.last_use
     long_texts = embedder.windows is not None
     # one table for every block, and a zero padding row
-    table = embedder.new_table(plan.capacity + 1)
-    pad_row = plan.capacity
+    table, pad_row = embedder.new_table(plan.capacity + 1), plan.capacity
     table[pad_row] = 0
     aside = KeptAside(lambda t: int(last_use[t]), lambda t: int(texts.length[t]))
+    seq_of = texts.__getitem__ if ignored is None else lambda t: unmarked(texts[t])  # a prompt's ids as read
     for b, (lo, hi) in enumerate(plan.blocks):
         sel = plan.order[lo:hi]
         block_cand, block_ref = mc[sel].tolist(), mr[sel].tolist()
         needed = list(dict.fromkeys(block_cand + block_ref))
-        start_of, fresh = aside.fill(embedder, table, needed, texts.__getitem__, b, progress)
+        start_of, fresh = aside.fill(embedder, table, needed, seq_of, b, progress)
         c_rows = torch.tensor([start_of[t] for t in block_cand], dtype=torch.long)
         r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
         lens, outs = (lc[sel], lr[sel]), (out_c[sel], out_r[sel])
-        _match_block(table, pad_row, c_rows, r_rows, *lens, *outs, cand_best, ref_best, rows, gather_budget, long_texts)
+        live = None if ignored is None else _live_rows(texts, start_of, ignored, pad_row + 1, device)
+        _match_block(
+            table, pad_row, c_rows, r_rows, *lens, *outs, cand_best, ref_best, rows, gather_budget, long_texts, live
+        )
         aside.keep(table, fresh, start_of, b)
     if len(plan.streamed):  # long texts (bertscore_tm.scoring.longpairs)
         stream_matches(
@@ -273,6 +279,17 @@ def run_plan(
     del table, aside
     release_freed_memory()
     return cand_best, ref_best
+
+
+def _live_rows(texts: TokenTexts, start_of: dict[int, int], ignored: Tensor, size: int, device: torch.device) -> Tensor:
+    """Which rows of the table hold a token that takes part in the matching (bool [size]): the block's texts'
+    tokens whose id `ignored` does not flag; the rest (padding, unused rows) none."""
+    live = torch.zeros(size, dtype=torch.bool)
+    flags = ignored.cpu()
+    for t, start in start_of.items():
+        ids = texts[t].long()
+        live[start : start + len(ids)] = (ids >= 0) & ~flags[unmarked(ids)]
+    return live.to(device)
 
 
 class KeptAside:
@@ -349,10 +366,12 @@ def _match_block(
     rows: int,
     gather_budget: int,
     tiled: bool = False,
+    live: Tensor | None = None,
 ) -> None:
     """Match i pairs the candidate at table rows c_rows[i] .. + lc[i] with the reference at r_rows[i] ..
     + lr[i]; the candidate's best similarities go to cand_best rows out_c[i] .., the reference's likewise.
-    With `tiled` (window mode), a match whose similarity matrix alone passes the budget is matched in tiles."""
+    With `tiled` (window mode), a match whose similarity matrix alone passes the budget is matched in tiles.
+    With `live` (a flag per table row), rows not live are no match for the other side and keep 0."""
     device = table.device
     width = table.shape[-1]
     order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
@@ -375,14 +394,16 @@ def _match_block(
         ar_c = torch.arange(max(sizes_c[part]), device=device)
         ar_r = torch.arange(max(sizes_r[part]), device=device)
         cmask, rmask = ar_c < lc[part, None], ar_r < lr[part, None]
-        c = table[torch.where(cmask, c_rows[part, None] + ar_c, pad_row)]  # [B, Lc, (rows,) D]
-        r = table[torch.where(rmask, r_rows[part, None] + ar_r, pad_row)]
+        c_at = torch.where(cmask, c_rows[part, None] + ar_c, pad_row)
+        r_at = torch.where(rmask, r_rows[part, None] + ar_r, pad_row)
+        c, r = table[c_at], table[r_at]  # [B, Lc, (rows,) D], [B, Lr, (rows,) D]
         if rows > 1:  # [rows, B, L, D], as views: similarities() makes them contiguous as it converts them
             c, r = c.permute(2, 0, 1, 3), r.permute(2, 0, 1, 3)
         else:
             c, r = c[None], r[None]
         sim = similarities(c, r)  # [rows, B, Lc, Lr], a new tensor
-        sim.masked_fill_(~(cmask[:, :, None] & rmask[:, None, :]), float("-inf"))
+        live_c, live_r = (cmask, rmask) if live is None else (live[c_at], live[r_at])
+        sim.masked_fill_(~(live_c[:, :, None] & live_r[:, None, :]), float("-inf"))
         best_c = sim.amax(dim=3)  # [rows, B, Lc]
         best_r = sim.amax(dim=2)  # [rows, B, Lr]
         best_c.masked_fill_(torch.isinf(best_c), 0.0)  # a token with nothing to match against
@@ -406,8 +427,9 @@ def weighted_scores(
     ref_weight: Tensor,
     ref_len: Tensor,
     blank: Tensor,
+    beta: float | None = None,
 ) -> Tensor:
-    """P, R, F of each match: [matches, rows, 3] float32.
+    """P, R, F of each match: [matches, rows, 3] float32, and F-beta as a fourth score with `beta`.
 
     P is the weight-averaged best similarity of the candidate's tokens, R of the reference's; F their
     harmonic mean, 0 where undefined. Matches with a blank side (`blank`) score 0, as in the reference.
@@ -416,7 +438,11 @@ def weighted_scores(
     rw = ref_weight.to(torch.float64)[:, None]
     p = segment_sum(cand_best.to(torch.float64) * cw, cand_len) / segment_sum(cw, cand_len)
     r = segment_sum(ref_best.to(torch.float64) * rw, ref_len) / segment_sum(rw, ref_len)
-    return torch.stack(f_measure(p, r, blank.to(p.device)[:, None]), dim=-1).to(torch.float32)
+    blank = blank.to(p.device)[:, None]
+    scores = [*f_measure(p, r, blank)]
+    if beta is not None:
+        scores.append(f_beta(p, r, beta, blank))
+    return torch.stack(scores, dim=-1).to(torch.float32)
 
 
 def f_measure(p: Tensor, r: Tensor, blank: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -432,8 +458,21 @@ def f_measure(p: Tensor, r: Tensor, blank: Tensor) -> tuple[Tensor, Tensor, Tens
     return p.masked_fill(blank, 0.0), r.masked_fill(blank, 0.0), f
 
 
+def f_beta(p: Tensor, r: Tensor, beta: float, blank: Tensor) -> Tensor:
+    """The one F-beta rule: (1 + beta^2) P R / (beta^2 P + R), recall weighing beta times precision (beta = 1
+    is F; beta = 3 CodeBERTScore's F3), 0 where undefined or where a side is blank, as F.
+
+    >>> f_beta(torch.tensor([0.8, 0.0]), torch.tensor([0.6, 0.0]), 3.0, torch.tensor([False, False]))
+    tensor([0.6154, 0.0000])
+    """
+    b2 = float(beta) ** 2
+    f = (1 + b2) * p * r / (b2 * p + r)
+    return f.masked_fill(torch.isnan(f) | blank, 0.0)
+
+
 def best_of_references(scores: Tensor, ref_counts: Tensor) -> Tensor:
-    """Per candidate, the maximum over its references, separately for P, R and F: [cands, rows, 3]."""
+    """Per candidate, the maximum over its references, separately for P, R and F (and F-beta): [cands, rows,
+    3 or 4]."""
     owner = torch.repeat_interleave(torch.arange(len(ref_counts), device=scores.device), ref_counts.to(scores.device))
     out = torch.full((len(ref_counts), *scores.shape[1:]), float("-inf"), dtype=scores.dtype, device=scores.device)
     index = owner.view(-1, *([1] * (scores.dim() - 1))).expand_as(scores)

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 from torch import Tensor
 
 from bertscore_tm.settings.arguments import OUTPUTS
@@ -34,17 +35,24 @@ class Scores:
     f1: Tensor
     hash_code: str
     #: per pair, the index among its references of the best one (the highest F; the lowest index on a tie),
-    #: int64 and shaped as the scores; None where not computed
+    #: int64 and shaped as the scores; None where not computed (with `beta`: the highest F-beta)
     best_reference: Tensor | None = None
+    #: F-beta (with the setting's `beta`), shaped as the others; None without `beta`
+    f_beta: Tensor | None = None
 
     def as_tuple(self) -> tuple[Tensor, Tensor, Tensor]:
         """(P, R, F), the order bert-score returns them in."""
         return self.precision, self.recall, self.f1
 
+    def stacked(self) -> Tensor:
+        """[3, ...] (P, R, F), or [4, ...] with F-beta: what `format_scores` takes."""
+        return torch.stack(self.as_tuple() if self.f_beta is None else (*self.as_tuple(), self.f_beta))
+
 
 def format_scores(per: Tensor, output: str | None, hash_code: str | None) -> dict[str, Tensor | str] | Tensor:
-    """Scores stacked as [3, ...] (P, R, F) as the Metric and its twins return them: the tensor named by
-    `output` alone, else a dict of the three, with the hash code under ``"hash"`` when one is given.
+    """Scores stacked as [3, ...] (P, R, F), or [4, ...] with F-beta, as the Metric and its twins return them:
+    the tensor named by `output` alone, else a dict of them, with the hash code under ``"hash"`` when one is
+    given.
 
     >>> import torch
     >>> format_scores(torch.tensor([[0.9], [0.8], [0.85]]), None, "code")["hash"]
@@ -54,7 +62,7 @@ def format_scores(per: Tensor, output: str | None, hash_code: str | None) -> dic
     """
     if output is not None:
         return per[OUTPUTS.index(output)]
-    result: dict[str, Tensor | str] = dict(zip(OUTPUTS, per.unbind(0), strict=True))
+    result: dict[str, Tensor | str] = dict(zip(OUTPUTS[: len(per)], per.unbind(0), strict=True))
     if hash_code is not None:
         result["hash"] = hash_code
     return result
@@ -76,7 +84,9 @@ def progress_bar(show: bool, total: int, desc: str, unit: str) -> Iterator[Any]:
 
 
 def scores_of(per_pair: Tensor, all_layers: bool, hash_code: str) -> Scores:
-    """`Scores` from the paired engine's [pairs, rows, 4] (P, R, F, best reference) result."""
-    per = per_pair.permute(2, 1, 0)  # [4, rows, pairs]
-    precision, recall, f1, best = (per if all_layers else per[:, 0]).unbind(0)
-    return Scores(precision, recall, f1, hash_code, best.round().long())
+    """`Scores` from the paired engine's [pairs, rows, 4] (P, R, F, best reference) result, or [pairs, rows, 5]
+    (P, R, F, F-beta, best reference) with `beta`."""
+    per = per_pair.permute(2, 1, 0)  # [4 or 5, rows, pairs]
+    *scores, best = (per if all_layers else per[:, 0]).unbind(0)
+    f_beta = scores[3] if len(scores) == 4 else None
+    return Scores(scores[0], scores[1], scores[2], hash_code, best.round().long(), f_beta)

@@ -23,8 +23,10 @@ from bertscore_tm.embedding.cache import CachingEmbedder, EmbeddingCache
 from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.encoder import ModelRequest, load_model
+from bertscore_tm.models.masks import IgnoreRule
+from bertscore_tm.models.prompts import encode_prompted_pairs
 from bertscore_tm.models.user_model import ForwardFn
-from bertscore_tm.scoring.baselines import baseline_rows, find_baseline, read_baseline, rescale
+from bertscore_tm.scoring.baselines import baseline_rows, f_beta_baseline, find_baseline, read_baseline, rescale
 from bertscore_tm.scoring.hashcode import HashSignature
 from bertscore_tm.scoring.idf import (
     corpus_weights,
@@ -63,6 +65,10 @@ class ScoringSettings:
     forward_fn: ForwardFn | None = dataclasses.field(default=default("forward_fn"))
     idf_texts: Sequence[str] | None = dataclasses.field(default=default("idf_texts"))
     idf_weights: Mapping[int, float] | None = dataclasses.field(default=default("idf_weights"))
+    beta: float | None = dataclasses.field(default=default("beta"))
+    ignore: IgnoreRule | None = dataclasses.field(default=default("ignore"))
+    candidate_prompt: str | None = dataclasses.field(default=default("candidate_prompt"))
+    reference_prompt: str | None = dataclasses.field(default=default("reference_prompt"))
 
     def model_request(self) -> ModelRequest:
         """The fields that pick and shape the model, for the models folder's one entry (`load_model`)."""
@@ -90,6 +96,8 @@ class Scorer:
         self.all_layers = settings.all_layers
         self.idf = settings.idf
         self.long_texts = settings.long_texts
+        #: F-beta's beta (a fourth score), or None
+        self.beta: float | None = None if settings.beta is None else float(settings.beta)
         # one pass down: the settings (checked), the model (`models.load_model`), the embedder, then this core
         loaded = load_model(settings.model_request())
         self.model_name = loaded.name
@@ -114,6 +122,11 @@ class Scorer:
         )
         #: The embedding cache (`embedding_cache_mb`), or None when it is off.
         self.cache = EmbeddingCache(settings.embedding_cache_mb << 20) if settings.embedding_cache_mb else None
+        #: Token ids left out of the matching and the weights (``ignore=``: `token_rules`; none flagged with a
+        #: prompt alone, whose tokens are marked), or None where neither is set.
+        self.prompts = (settings.candidate_prompt, settings.reference_prompt)
+        self.ignored = loaded.ignored
+        self.ignore_label = loaded.ignore_label
         #: IDF weights fixed beforehand (idf_texts, idf_weights): the same table on every rank, never summed.
         self.fixed_idf = self._fixed_weights(settings)
         self.baseline: Tensor | None = None
@@ -121,6 +134,29 @@ class Scorer:
             file = find_baseline(settings.lang, self.model_name, settings.baseline_path)
             self.baseline = baseline_rows(read_baseline(file), self.num_layers, self.all_layers, file, self.model_depth)
         self.signature = self._signature(settings)
+
+    def encode_pairs(
+        self, cands: Sequence[str], refs: Sequence[str], context: Sequence[str] | None = None, counts: Any = None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Candidates' and references' ids and lengths as `TextEncoder.encode_pairs` gives them, each side with
+        its prompt where one is set and each pair's `context` (one per candidate; `counts`: references per
+        candidate), their tokens marked (`bertscore_tm.models.prompts`)."""
+        if self.prompts == (None, None) and context is None:
+            return self.encoder.encode_pairs(cands, refs)
+        sides = None
+        if context is not None:
+            if not self.encoder.truncate:
+                message = "context= is not available with long_texts='window' yet: score with long_texts='truncate'"
+                raise ArgumentValueError(message, argument="context", allowed="None", value="(given)")
+            sides = (context, [c for c, n in zip(context, counts, strict=True) for _ in range(int(n))])
+        return encode_prompted_pairs(self.encoder, cands, refs, self.prompts, sides)
+
+    def token_flags(self, *ids: Tensor) -> Tensor | None:
+        """The ignored-token table the scoring rules take (`token_rules`): the mask's, or none flagged where only
+        a prompt or a context marks tokens among `ids`, or None where nothing is left out."""
+        if self.ignored is not None or not any(bool((x < 0).any()) for x in ids if x.numel()):
+            return self.ignored
+        return torch.zeros(self.vocab_size, dtype=torch.bool)
 
     def _fixed_weights(self, s: ScoringSettings) -> Tensor | None:
         if s.idf_texts is not None:
@@ -144,6 +180,10 @@ class Scorer:
             model_dtype=None if s.model_dtype == torch.float32 else str(s.model_dtype).removeprefix("torch."),
             idf_digest=None if self.fixed_idf is None else table_digest(self.fixed_idf),
             window=self.window_label,
+            beta=None if self.beta is None else f"{self.beta:g}",
+            ignore=self.ignore_label,
+            candidate_prompt=None if s.candidate_prompt is None else repr(s.candidate_prompt),
+            reference_prompt=None if s.reference_prompt is None else repr(s.reference_prompt),
         )
 
     # -- the setting ---------------------------------------------------------------------------------------
@@ -205,8 +245,13 @@ class Scorer:
             )
 
     def rescaled(self, scores: Tensor) -> Tensor:
-        """`scores` ([..., rows, 3]) rescaled with the baseline, or as they are without one."""
-        return scores if self.baseline is None else rescale(scores, self.baseline)
+        """`scores` ([..., rows, 3], or [..., rows, 4] with F-beta) rescaled with the baseline, or as they are
+        without one; F-beta with `f_beta_baseline`."""
+        if self.baseline is None:
+            return scores
+        if scores.shape[-1] == 4:
+            return rescale(scores, torch.cat((self.baseline, f_beta_baseline(self.baseline, self.beta or 1.0)), -1))
+        return rescale(scores, self.baseline)
 
     # -- where vectors are made ------------------------------------------------------------------------------
     def follow(self, device: torch.device | str) -> torch.device:

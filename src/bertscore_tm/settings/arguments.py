@@ -34,8 +34,10 @@ from bertscore_tm.settings.rules import (
     model_dtype,
     module,
     path,
+    positive_number,
     text,
     texts,
+    token_mask,
     tokenizer_object,
     weight_mapping,
 )
@@ -43,7 +45,7 @@ from bertscore_tm.settings.rules import (
 #: The values of ``reduction``: per-pair scores, or their means.
 Reduction = Literal["none", "mean"]
 #: The values of ``output``: which score to return alone.
-OutputName = Literal["precision", "recall", "f1"]
+OutputName = Literal["precision", "recall", "f1", "f_beta"]
 
 #: The values of ``long_texts``: cut texts at the model's window (the reference), or score them in windows.
 LongTexts = Literal["truncate", "window"]
@@ -229,6 +231,38 @@ SETTINGS: dict[str, Setting] = {
         "`idf_dict`)",
         see="[Your own model](own-model.md#idf-from-a-corpus-or-from-saved-weights)",
     ),
+    "beta": Setting(
+        positive_number(optional=True, why=" (recall weighs beta times precision)"),
+        None,
+        "also return F-beta, (1 + beta^2) P R / (beta^2 P + R), under `f_beta` (`beta=3`: CodeBERTScore's F3); "
+        "the best reference is then the one with the highest F-beta",
+        "no F-beta",
+        "[Semantics](semantics.md#f-beta)",
+    ),
+    "ignore": Setting(
+        token_mask,
+        None,
+        'tokens encoded but left out of the matching on both sides and of the weights: `"punctuation"` '
+        "(CodeBERTScore's `no_punc` rule), a regular expression matching a whole piece, or a callable taking a "
+        "piece and returning True to ignore it",
+        "every token counts",
+        "[Semantics](semantics.md#token-masks)",
+    ),
+    "candidate_prompt": Setting(
+        text(optional=True),
+        None,
+        'a fixed prompt before every candidate (E5\'s `"query: "`): encoded with it in one forward pass, left out '
+        "of the matching, the weights and the IDF counts",
+        "none",
+        "[Semantics](semantics.md#prompts)",
+    ),
+    "reference_prompt": Setting(
+        text(optional=True),
+        None,
+        "a fixed prompt before every reference, as `candidate_prompt`",
+        "none",
+        "[Semantics](semantics.md#prompts)",
+    ),
 }
 
 #: One rule per constructor argument of BERTScore (torchmetrics' own keyword arguments are left to it).
@@ -358,6 +392,31 @@ def _baseline_path_needs_rescaling(arguments: Mapping[str, object]) -> None:
         )
 
 
+def _masks_need_truncation(arguments: Mapping[str, object]) -> None:
+    for name in ("ignore", "candidate_prompt", "reference_prompt"):
+        if arguments.get(name) is not None and arguments.get("long_texts", "truncate") == "window":
+            raise ArgumentValueError(
+                f"{name}= is not available with long_texts='window' yet: score long texts truncated "
+                f"(long_texts='truncate'), or without {name}",
+                argument=name,
+                allowed="None with long_texts='window'",
+                value=arguments[name],
+                others=("long_texts",),
+            )
+
+
+def _f_beta_needs_beta(arguments: Mapping[str, object]) -> None:
+    if arguments.get("output") == "f_beta" and arguments.get("beta") is None:
+        raise ArgumentValueError(
+            "output='f_beta' returns F-beta, which needs beta: pass beta=<a number > 0> (beta=3 for "
+            "CodeBERTScore's F3), or another output",
+            argument="output",
+            allowed="'precision', 'recall' or 'f1' unless beta is given",
+            value="f_beta",
+            others=("beta",),
+        )
+
+
 #: Rules about arguments together, run after every argument passed its own rule.
 def _stride_needs_windows(arguments: Mapping[str, object]) -> None:
     stride, mode = arguments.get("window_stride"), arguments.get("long_texts", "truncate")
@@ -393,6 +452,8 @@ COMBINATIONS: tuple[Callable[[Mapping[str, object]], None], ...] = (
     _baseline_path_needs_rescaling,
     _stride_needs_windows,
     _compile_needs_a_loaded_model,
+    _f_beta_needs_beta,
+    _masks_need_truncation,
 )
 
 

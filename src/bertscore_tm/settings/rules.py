@@ -59,6 +59,28 @@ def integer(minimum: int, *, optional: bool = False, why: str = "") -> Rule:
     return check
 
 
+def positive_number(*, optional: bool = False, why: str = "") -> Rule:
+    """A finite real number (int or float, not a bool or a string) above 0; None too where `optional`."""
+
+    def check(name: str, value: object) -> None:
+        if value is None and optional:
+            return
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ArgumentTypeError(
+                f"{name} must be a number{_or_none(optional)}, got {_shown(value)}",
+                argument=name,
+                expected=f"float{_or_none(optional)}",
+                value=value,
+            )
+        if not (math.isfinite(float(value)) and float(value) > 0):
+            allowed = f"a finite number > 0{_or_none(optional)}"
+            raise ArgumentValueError(
+                f"{name} must be {allowed}{why}, got {value}", argument=name, allowed=allowed, value=value
+            )
+
+    return check
+
+
 def choice(allowed: tuple[str, ...], *, optional: bool = False) -> Rule:
     """One of the strings `allowed`; None too where `optional`."""
     listed = ", ".join(repr(a) for a in allowed) + _or_none(optional)
@@ -233,6 +255,31 @@ def texts(name: str, value: object) -> None:
             raise ArgumentTypeError(
                 f"{name}[{i}] must be a string, got {_shown(item)}", argument=name, expected="str", value=item
             )
+
+
+def token_mask(name: str, value: object) -> None:
+    """None, ``"punctuation"``, a regular expression (a string other than "punctuation", or a compiled pattern)
+    that compiles, or a callable (asked about each piece)."""
+    import re
+
+    if value is None or value == "punctuation" or isinstance(value, re.Pattern) or callable(value):
+        return
+    if not isinstance(value, str):
+        raise ArgumentTypeError(
+            f"{name} must be 'punctuation', a regular expression or a callable, got {_shown(value)}",
+            argument=name,
+            expected="str, re.Pattern, callable or None",
+            value=value,
+        )
+    try:
+        re.compile(value)
+    except re.error as err:
+        raise ArgumentValueError(
+            f"{name}={value!r} is not 'punctuation' and not a valid regular expression: {err}",
+            argument=name,
+            allowed="'punctuation', a regular expression over the pieces, or a callable",
+            value=value,
+        ) from None
 
 
 def _weight(name: str, where: str, weight: object) -> None:

@@ -176,3 +176,15 @@ def test_importing_the_package_imports_no_data_engine():
         "print(sorted(m for m in ('ray', 'datasets', 'pandas', 'pyarrow') if m in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
+def test_beta_adds_an_f_beta_column_equal_to_the_metric_and_keeps_the_best_reference(wmt) -> None:
+    cands, refs, refs2 = wmt["hyps"][:6], wmt["refs"][:6], wmt["refs2"][:6]
+    rows = BatchScorer(PACKAGED_MINILM, reference_column=["r1", "r2"], beta=3.0)({"candidate": cands, "r1": refs, "r2": refs2})
+    metric = BERTScore(PACKAGED_MINILM, beta=3.0)
+    metric.update(cands, [[a, b] for a, b in zip(refs, refs2, strict=True)])
+    expected = metric.compute()
+    for name in ("precision", "recall", "f1", "f_beta"):
+        assert np.array_equal(rows[f"bertscore_{name}"], expected[name].numpy()), name
+    best = metric.compute_scores().best_reference
+    assert best is not None and rows["bertscore_best_reference"].tolist() == best.tolist()

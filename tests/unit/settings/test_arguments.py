@@ -154,7 +154,8 @@ def test_literal_types_name_the_string_choices():
 
     hints = get_type_hints(BERTScore.__init__)
     assert "Literal['none', 'mean']" in str(hints["reduction"]) and REDUCTIONS == ("none", "mean")
-    assert "Literal['precision', 'recall', 'f1']" in str(hints["output"]) and OUTPUTS == ("precision", "recall", "f1")
+    assert "Literal['precision', 'recall', 'f1', 'f_beta']" in str(hints["output"])
+    assert OUTPUTS == ("precision", "recall", "f1", "f_beta")
 
 
 def test_integer_types_that_are_integers_are_fine():

@@ -45,6 +45,8 @@ def add_parser(sub: Any) -> None:
         help="weigh tokens by inverse document frequency over the references (counted once for all systems)",
     )
     options.add_rescale_options(c)
+    options.add_ignore_option(c)
+    options.add_prompt_options(c)
     options.add_resampling_options(c, "0.95", "each system's F1 mean and each F1 difference", shuffles=True)
     c.add_argument(
         "--method",

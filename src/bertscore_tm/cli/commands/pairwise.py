@@ -39,6 +39,8 @@ def add_parser(sub: Any) -> None:
     options.add_model_options(a)
     a.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     options.add_rescale_options(a)
+    options.add_ignore_option(a)
+    options.add_prompt_options(a)
     a.add_argument("--format", choices=("tsv", "json"), default="tsv", help="output format (default: tsv)")
     options.add_long_text_options(a)
     options.add_run_options(a)

@@ -49,6 +49,16 @@ def add_parser(sub: Any) -> None:
     options.add_model_options(s)
     s.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     options.add_rescale_options(s)
+    options.add_beta_option(s)
+    options.add_ignore_option(s)
+    options.add_prompt_options(s)
+    s.add_argument(
+        "--context",
+        default=None,
+        metavar="FILE",
+        help="a context per pair, one per line (line i for candidate i): encoded with the candidate and its "
+        "references, left out of the matching (CodeBERTScore's sources)",
+    )
     s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
     s.add_argument(
         "--format",
@@ -104,13 +114,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         target = outputs.check_output(args.output, "scores.txt", [args.cand, *args.ref])
     resampling = options.resampling(args)
     shard_size = options.shard_size(args)
+    context = _context(args, len(pairs))
 
     metric = metrics.scoring_metric(args)
     with processes(str(metric.device)) as job:
         if not job.writes_output:
             metric.verbose = False
         if args.checkpoint is None:
-            scores = _stream(metric, pairs, job)
+            scores = _stream(metric, pairs, job, context)
         else:  # every process reads all the lines; score_resumable scores this one's part and gathers the rest
             from bertscore_tm.corpus.resumable import score_resumable
 
@@ -118,10 +129,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             scores = score_resumable(metric, cands, targets, args.checkpoint, shard_size)
     if not job.writes_output:
         return 0
-    p, r, f = (x.double().cpu().tolist() for x in scores.as_tuple())
-    ci = None if resampling is None else f1_interval(resampling, f, args.cand)
+    columns = [x.double().cpu().tolist() for x in scores.stacked().unbind(0)]  # P, R, F (and F-beta)
+    ci = None if resampling is None else f1_interval(resampling, columns[2], args.cand)
     best = None if scores.best_reference is None else scores.best_reference.cpu().tolist()
-    report = _report(args, metric, (p, r, f), ci, resampling, best)
+    report = _report(args, metric, columns, ci, resampling, best)
     outputs.write_output(target, args.output, [report], out)
     return 0
 
@@ -136,6 +147,8 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("--data FILE takes the place of -c/-r: give one or the other")
     if args.seg_level:
         raise UsageError("with --data the per-pair scores are the columns of -o FILE: leave out -s")
+    if args.context is not None:
+        raise UsageError("--context FILE pairs its lines with -c FILE's: with --data, score without --context")
     if args.output is None:
         raise UsageError("--data FILE needs -o FILE (.parquet, .jsonl or .csv): every row, with its scores")
     refs = args.reference_column or ["reference"]
@@ -161,24 +174,39 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
             scores = score_resumable(metric, cands, groups, args.checkpoint, shard_size)
     if not job.writes_output:
         return 0
-    columns = {
-        f"bertscore_{k}": v.cpu().numpy() for k, v in zip(("precision", "recall", "f1"), scores.as_tuple(), strict=True)
-    }
+    stacked = scores.stacked()  # P, R, F (and F-beta)
+    names = ("precision", "recall", "f1", "f_beta")[: len(stacked)]
+    columns = {f"bertscore_{k}": v.cpu().numpy() for k, v in zip(names, stacked.unbind(0), strict=True)}
     if several and scores.best_reference is not None:
         columns["bertscore_best_reference"] = scores.best_reference.cpu().numpy().astype("int64")
     with outputs.replacing(target, args.output) as temp:
         write_scored(data, temp, fmt, columns)
-    p, r, f = (x.double().cpu().tolist() for x in scores.as_tuple())
-    ci = None if resampling is None else f1_interval(resampling, f, args.data)
+    per = [x.double().cpu().tolist() for x in stacked.unbind(0)]
+    ci = None if resampling is None else f1_interval(resampling, per[2], args.data)
     args.ref = refs
-    outputs.write_output(None, "", [_report(args, metric, (p, r, f), ci, resampling)], out)
+    outputs.write_output(None, "", [_report(args, metric, per, ci, resampling)], out)
     return 0
 
 
-def _stream(metric: Any, pairs: Any, job: Any) -> Any:
-    """This process's share of the lines, read and scored a chunk at a time; the gathered scores."""
-    for cands, targets in pairs.chunks(*job.shard(len(pairs))):
-        metric.update(cands, targets)
+def _context(args: argparse.Namespace, lines: int) -> list[str] | None:
+    """The --context file's lines, one per candidate line (checked before the model loads)."""
+    if args.context is None:
+        return None
+    if args.checkpoint is not None:
+        raise UsageError("--context is not available with --checkpoint yet: score without a checkpoint")
+    context = inputs.read_lines(args.context, "context")
+    if len(context) != lines:
+        raise UsageError(f"the context file {args.context} has {len(context)} line(s) for {lines} candidate line(s)")
+    return context
+
+
+def _stream(metric: Any, pairs: Any, job: Any, context: list[str] | None = None) -> Any:
+    """This process's share of the lines, read and scored a chunk at a time (each pair with its `context`
+    line, if any); the gathered scores."""
+    start, stop = job.shard(len(pairs))
+    for cands, targets in pairs.chunks(start, stop):
+        metric.update(cands, targets, context=None if context is None else context[start : start + len(cands)])
+        start += len(cands)
     with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
         warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
         return metric.compute_scores()
@@ -194,7 +222,13 @@ def _all_lines(pairs: Any) -> tuple[list[str], list[Any]]:
     return cands, targets
 
 
-Scores = tuple[list[float], list[float], list[float]]
+#: Per-pair P, R, F1 (and F-beta with --beta), one list each.
+Scores = list[list[float]]
+
+
+def _names(args: argparse.Namespace) -> list[str]:
+    """The columns' names: P, R, F1, and F-beta as ``F<beta>`` (``F3``) with --beta."""
+    return ["P", "R", "F1"] + ([] if args.beta is None else [f"F{args.beta:g}"])
 
 
 def _report(
@@ -208,23 +242,24 @@ def _report(
     """What `score` prints, in the --format asked for (`best`: each pair's best reference, for JSON)."""
     means = [math.fsum(x) / len(x) for x in scores]
     if args.format == "text":
-        lines = _text(metric.hash_code, means, scores, ci, resampling, args.seg_level)
+        lines = _text(metric.hash_code, _names(args), means, scores, ci, resampling, args.seg_level)
     elif args.format == "json":
         lines = [json.dumps(_json(args, metric, means, scores, ci, resampling, best), indent=2)]
     else:
-        lines = _tsv(metric.hash_code, means, scores, ci, args.seg_level)
+        lines = _tsv(metric.hash_code, _names(args), means, scores, ci, args.seg_level)
     return "".join(line + "\n" for line in lines)
 
 
 def _text(
     code: str,
+    names: list[str],
     means: list[float],
     scores: Scores,
     ci: tuple[float, float] | None,
     resampling: Resampling | None,
     seg_level: bool,
 ) -> list[str]:
-    summary = f"{code} P: {means[0]:.6f} R: {means[1]:.6f} F1: {means[2]:.6f}"
+    summary = code + "".join(f" {name}: {mean:.6f}" for name, mean in zip(names, means, strict=True))
     if ci is not None and resampling is not None:
         summary += f" F1 {percent(resampling.confidence)} CI: [{ci[0]:.6f}, {ci[1]:.6f}]"
     rows = ["\t".join(f"{x:.6f}" for x in row) for row in zip(*scores, strict=True)] if seg_level else []
@@ -253,31 +288,34 @@ def _json(
         "recall": num(means[1]),
         "f1": num(means[2]),
     }
+    if args.beta is not None:
+        doc.update(beta=args.beta, f_beta=num(means[3]))
     if ci is not None and resampling is not None:
         doc.update(
             f1_ci=list(ci), confidence=resampling.confidence, bootstrap=resampling.num_samples, seed=resampling.seed
         )
     if args.seg_level:
-        doc["segments"] = [
-            {"precision": num(a), "recall": num(b), "f1": num(c)} for a, b, c in zip(*scores, strict=True)
-        ]
-        if best is not None:  # the index among the pair's references of the one with the highest F1
+        keys = ("precision", "recall", "f1", "f_beta")
+        doc["segments"] = [{k: num(x) for k, x in zip(keys, row, strict=False)} for row in zip(*scores, strict=True)]
+        if best is not None:  # the index among the pair's references of the one with the highest F1 (F-beta)
             for segment, index in zip(doc["segments"], best, strict=True):
                 segment["best_reference"] = index
     return doc
 
 
-def _tsv(code: str, means: list[float], scores: Scores, ci: tuple[float, float] | None, seg_level: bool) -> list[str]:
+def _tsv(
+    code: str, names: list[str], means: list[float], scores: Scores, ci: tuple[float, float] | None, seg_level: bool
+) -> list[str]:
     if not seg_level:
         extra = ([], []) if ci is None else (["F1_low", "F1_high"], list(ci))
         return [
-            "\t".join(["hash", "P", "R", "F1", *extra[0]]),
+            "\t".join(["hash", *names, *extra[0]]),
             f"{code}\t" + "\t".join(repr(x) for x in [*means, *extra[1]]),
         ]
     # one row per pair: the hash and the means stay, as comment lines before the table
     lines = [f"# hash\t{code}", "# mean\t" + "\t".join(repr(x) for x in means)]
     if ci is not None:
         lines.append("# f1_ci\t" + "\t".join(repr(x) for x in ci))
-    lines.append("line\tP\tR\tF1")
+    lines.append("\t".join(["line", *names]))
     lines.extend(f"{n}\t" + "\t".join(repr(x) for x in row) for n, row in enumerate(zip(*scores, strict=True), start=1))
     return lines

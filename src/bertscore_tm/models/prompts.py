@@ -1,0 +1,137 @@
+"""Tokenising with a fixed prompt (``candidate_prompt=``, ``reference_prompt=``): the prompt and the text are one
+string for the tokenizer and one sequence for the model (as instruction-tuned embedding models expect, E5's
+``"query: "``), and the prompt's tokens are marked, so that the scoring leaves them out of the matching, the
+weights and the IDF counts (`bertscore_tm.scoring.token_rules`). Semantics: docs/semantics.md, "Prompts".
+
+A token is the prompt's when it ends within the prompt's characters (the tokenizer's offsets); a token that
+straddles the boundary is the text's. Long texts are cut at their end, as any text, so the prompt stays whole;
+a prompt that leaves no room for a text in the window is an error naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from bertscore_tm.errors import ArgumentValueError, warn_user
+
+
+def prompted_ids(
+    encoder: Any, texts: Sequence[str], prompt: str | None, contexts: Sequence[str] | None, argument: str
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Flat int32 ids (the prompt's and the context's as -(id + 1)), int32 lengths and which texts were cut,
+    for `prompt`, then each text's context and " \n" (CodeBERTScore's join), then the stripped text
+    (`encoder`: a `TextEncoder`; `argument`: the setting named in errors). Past the window, the context is cut
+    first, from its start (the tokens nearest the text stay), then the text at its end; the prompt stays whole."""
+    tokenizer = encoder.tokenizer
+    if not encoder.is_fast:
+        raise ArgumentValueError(
+            f"{argument} needs a fast tokenizer (its offsets tell the prompt's tokens from the text's); "
+            f"{type(tokenizer).__name__} is not one",
+            argument=argument,
+            allowed="None with a tokenizer that is not fast",
+            value=prompt,
+        )
+    lead = (" " if encoder.prefix_space else "") + (prompt or "")
+    heads = [lead + (f"{c.strip()} \n" if contexts is not None and c.strip() else "") for c in (contexts or texts)]
+    joined = [head + t.strip() for head, t in zip(heads, texts, strict=True)]
+    enc = tokenizer(joined, add_special_tokens=True, return_offsets_mapping=True, verbose=False)
+    specials = set(tokenizer.all_special_ids)
+    limit = encoder.max_length if encoder.truncate else None
+    ids: list[int] = []
+    lens: list[int] = []
+    cut: list[bool] = []
+    for row, head in zip(zip(enc["input_ids"], enc["offset_mapping"], strict=True), heads, strict=True):
+        # each token: 0 the prompt's, 1 the context's, 2 the text's (special tokens count as the text's)
+        part = [
+            2 if t in specials or stop > len(head) else (0 if stop <= len(lead) else 1)
+            for t, (_, stop) in zip(row[0], row[1], strict=True)
+        ]
+        kept = _fit(list(zip(row[0], part, strict=True)), limit)
+        ids += [t if p == 2 else -t - 1 for t, p in kept]
+        lens.append(len(kept))
+        cut.append(len(kept) < len(part))
+    return torch.tensor(ids, dtype=torch.int32), torch.tensor(lens, dtype=torch.int32), torch.tensor(cut)
+
+
+def _fit(tokens: list[tuple[int, int]], limit: int | None) -> list[tuple[int, int]]:
+    """`tokens` ((id, part) pairs) within `limit`: context tokens (part 1) dropped from the first on, then the
+    text's last tokens before its closing special token(s)."""
+    over = 0 if limit is None else len(tokens) - limit
+    if over <= 0:
+        return tokens
+    context = [i for i, (_, p) in enumerate(tokens) if p == 1][:over]
+    drop = set(context)
+    tokens = [x for i, x in enumerate(tokens) if i not in drop]
+    over -= len(context)
+    if over <= 0:
+        return tokens
+    tail = 1 if tokens and tokens[-1][1] == 2 else 0  # the closing special token stays
+    return tokens[: len(tokens) - tail - over] + tokens[len(tokens) - tail :]
+
+
+def check_prompt(encoder: Any, prompt: str | None, argument: str) -> None:
+    """Refuse a prompt that leaves no room in the window for a text's first token."""
+    if prompt is None or encoder.max_length is None:
+        return
+    count = len(encoder.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+    room = encoder.max_length - encoder.num_special
+    if count >= room:
+        raise ArgumentValueError(
+            f"{argument} takes {count} tokens, and the window holds {room} besides the special tokens: no text would "
+            "fit after it. Use a shorter prompt (or a model with a longer window)",
+            argument=argument,
+            allowed=f"a prompt of fewer than {room} tokens",
+            value=prompt,
+        )
+
+
+def encode_prompted_pairs(
+    encoder: Any,
+    cands: Sequence[str],
+    refs: Sequence[str],
+    prompts: tuple[str | None, str | None],
+    contexts: tuple[Sequence[str], Sequence[str]] | None = None,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """`TextEncoder.encode_pairs` with each side's prompt (None: that side as it is) and each text's context
+    (`contexts`: the candidates', the references'), one warning for the texts cut on either side (blank texts are
+    warned about when scored: a prompt or a context alone scores as a blank text)."""
+    sides = []
+    truncated = 0
+    for side, (texts, prompt, name) in enumerate(
+        ((cands, prompts[0], "candidate_prompt"), (refs, prompts[1], "reference_prompt"))
+    ):
+        context = None if contexts is None else contexts[side]
+        if prompt is None and context is None:
+            ids, lens = encoder.encode(texts)
+        else:
+            ids, lens, cut = prompted_ids(encoder, texts, prompt, context, name if context is None else "context")
+            truncated += int(cut.sum())
+        sides += [ids, lens]
+    if truncated:
+        warn_user(
+            f"{truncated} text(s) with their prompt or context are longer than the model's window of "
+            f"{encoder.max_length} tokens: the context was cut from its start first, then the text at its end (the "
+            "prompt stays whole)."
+        )
+    return sides[0], sides[1], sides[2], sides[3]
+
+
+def check_context(context: object, count: int) -> list[str] | None:
+    """`context` as one string per pair (a string alone for one pair), or None; a TypeError or ValueError naming
+    ``context`` for anything else (another length than the pairs, a non-string entry)."""
+    if context is None:
+        return None
+    if isinstance(context, str):
+        context = [context]
+    if not isinstance(context, Sequence) or isinstance(context, (bytes, bytearray)):
+        raise TypeError(f"context must be a sequence of strings (one per pair) or None, got {type(context).__name__}")
+    if len(context) != count:
+        raise ValueError(f"context must hold one text per pair: got {len(context)} for {count} pair(s)")
+    for i, c in enumerate(context):
+        if not isinstance(c, str):
+            raise TypeError(f"context[{i}] must be a string, got {type(c).__name__}")
+    return list(context)
