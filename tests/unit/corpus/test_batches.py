@@ -180,7 +180,9 @@ def test_importing_the_package_imports_no_data_engine():
 
 def test_beta_adds_an_f_beta_column_equal_to_the_metric_and_keeps_the_best_reference(wmt) -> None:
     cands, refs, refs2 = wmt["hyps"][:6], wmt["refs"][:6], wmt["refs2"][:6]
-    rows = BatchScorer(PACKAGED_MINILM, reference_column=["r1", "r2"], beta=3.0)({"candidate": cands, "r1": refs, "r2": refs2})
+    rows = BatchScorer(PACKAGED_MINILM, reference_column=["r1", "r2"], beta=3.0)(
+        {"candidate": cands, "r1": refs, "r2": refs2}
+    )
     metric = BERTScore(PACKAGED_MINILM, beta=3.0)
     metric.update(cands, [[a, b] for a, b in zip(refs, refs2, strict=True)])
     expected = metric.compute()
