@@ -630,9 +630,17 @@ def test_user_errors_exit_2_with_one_line(capsys, small: dict[str, str], args: l
 
 def test_usage_errors_are_argparse_exit_2(capsys) -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["score", "-r", "refs.txt"])
+        main(["score", "-c", "hyps.txt", "--no-such-option"])
     assert exc.value.code == 2
-    assert "-c/--cand" in capsys.readouterr().err
+    assert "--no-such-option" in capsys.readouterr().err
+
+
+def test_score_without_its_inputs_is_one_line_exit_2(capsys) -> None:
+    # -c/-r or --data: argparse cannot require one of the two, so the command says it, in one line, before any load
+    assert main(["score", "-r", "refs.txt"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bertscore-tm: error: ") and err.count("\n") == 1
+    assert "-c FILE" in err and "--data FILE" in err
 
 
 # -- errors: what the library raises -------------------------------------------------------------------------

@@ -266,13 +266,19 @@ def test_an_interrupt_that_lands_in_a_finaliser_is_raised_again_outside(signum: 
     as importlib's module locks have) and goes on: a SIGTERM or SIGINT landing there would be lost, and the command
     would run to the end. Inside `terminable` it is raised again, outside, and nothing is printed; afterwards
     every hook is as it was."""
+    # a process started in the background by a shell without job control ignores SIGINT, and terminable then
+    # leaves SIGINT alone (as it should): give this test the handler a foreground process has
+    interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
     hook, alarm = sys.unraisablehook, signal.getsignal(signal.SIGALRM)
     reached = []
-    with pytest.raises(raised) as caught, terminable():
-        RaisesInFinaliser(signum)  # dropped at once: the finaliser runs here, and its interrupt is lost
-        reached.append("after the finaliser")
-        time.sleep(5)  # the interrupt comes again, a millisecond later
-        reached.append("after the sleep")
+    try:
+        with pytest.raises(raised) as caught, terminable():
+            RaisesInFinaliser(signum)  # dropped at once: the finaliser runs here, and its interrupt is lost
+            reached.append("after the finaliser")
+            time.sleep(5)  # the interrupt comes again, a millisecond later
+            reached.append("after the sleep")
+    finally:
+        signal.signal(signal.SIGINT, interrupt)
     assert caught.type is raised and reached == ["after the finaliser"]
     assert (sys.unraisablehook, signal.getsignal(signal.SIGALRM)) == (hook, alarm)
 

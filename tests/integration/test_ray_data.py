@@ -6,6 +6,7 @@ worker with its message. One Ray start per module (a module fixture): it takes 5
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import numpy as np
@@ -43,9 +44,13 @@ def plain(rows):
 
 @pytest.fixture(scope="module")
 def local_ray():
+    # ray.init installs a SIGTERM handler of its own and leaves it after shutdown: put the test process's back,
+    # so the signal tests that may run later in this worker see the handlers they expect
+    sigterm = signal.getsignal(signal.SIGTERM)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
+    signal.signal(signal.SIGTERM, sigterm)
 
 
 def scored(dataset, batch_format="numpy", size=1, **kwargs):
