@@ -92,9 +92,7 @@ def load_model(request: ModelRequest) -> LoadedModel:
 
 
 def _ignored(loaded: LoadedModel, r: ModelRequest) -> Tensor | None:
-    """The ignored tokens' table (`masks.py`), after the prompts are checked to leave room in the window."""
-    for prompt, name in ((r.candidate_prompt, "candidate_prompt"), (r.reference_prompt, "reference_prompt")):
-        check_prompt(loaded.text_encoder, prompt, name)
+    """The ignored tokens' table (`masks.py`): the mask's, or none flagged where only prompts mark tokens."""
     if r.ignore is not None:
         return ignored_table(loaded.text_encoder.tokenizer, r.ignore, loaded.vocab_size)
     if r.candidate_prompt is None and r.reference_prompt is None:
@@ -137,10 +135,14 @@ def _wrap_object(r: ModelRequest) -> LoadedModel:
 
 
 def _text_encoder(tokenizer: Any, config: Any, r: ModelRequest) -> tuple[TextEncoder, WindowRule | None]:
-    """The text encoder (a tokenizer object, or a model folder to load one from) and the window rule."""
+    """The text encoder (a tokenizer object, or a model folder to load one from) and the window rule, with the
+    prompts checked to leave a text room in that window (before any weights load)."""
     truncate = r.long_texts == "truncate"
     text_encoder = TextEncoder(tokenizer, r.max_length, model_window=position_limit(config), truncate=truncate)
-    return text_encoder, window_rule(r.long_texts, r.window_stride, text_encoder)
+    windows = window_rule(r.long_texts, r.window_stride, text_encoder)
+    for prompt, name in ((r.candidate_prompt, "candidate_prompt"), (r.reference_prompt, "reference_prompt")):
+        check_prompt(text_encoder, prompt, name)
+    return text_encoder, windows
 
 
 def _object_default_layer(model: torch.nn.Module, known: str | None) -> int:
