@@ -528,6 +528,8 @@ def run_steps(suite: Suite, out_dir: Path, only: list[str], budget: float) -> No
         suite.results[name]["step_seconds"] = round(time.perf_counter() - start, 1)
         shown = {k: v for k, v in suite.results[name].items() if k != "f1"}
         print(f"{name}: {json.dumps(shown, default=str)[:1500]}", file=sys.stderr, flush=True)
+        done = {k: {kk: vv for kk, vv in v.items() if kk != "f1"} for k, v in suite.results.items()}
+        (out_dir / "partial.json").write_text(json.dumps(done, indent=1, default=str) + "\n")  # kept if killed
 
 
 def main(argv: list[str] | None = None) -> int:

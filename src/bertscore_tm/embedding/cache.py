@@ -154,20 +154,27 @@ class CachingEmbedder:
         return getattr(self._embedder, name)
 
     def embed_into(
-        self, table: Tensor, seqs: Sequence[Tensor], progress: object | None = None, **options: Any
+        self,
+        table: Tensor,
+        seqs: Sequence[Tensor],
+        progress: object | None = None,
+        lengths: Sequence[int] | None = None,
+        **options: Any,
     ) -> list[int]:
         """As :meth:`Embedder.embed_into`; texts found in the cache are copied, the others embedded and cached."""
         if options:  # more than whole texts asked for (e.g. row ranges): nothing to look up or keep
-            return self._embedder.embed_into(table, seqs, progress=progress, **options)
+            return self._embedder.embed_into(table, seqs, progress=progress, lengths=lengths, **options)
         cache = self._cache
         cache.use_with(embedding_setting(self._embedder, self._setting))
-        lengths = [len(s) for s in seqs]
+        lengths = [len(s) for s in seqs] if lengths is None else list(lengths)
         starts = table_rows(table, lengths)
         keys = [text_key(s) if n > 0 else b"" for s, n in zip(seqs, lengths, strict=True)]
         found = [cache.get(k) if n > 0 else None for k, n in zip(keys, lengths, strict=True)]
         missing = [i for i, n in enumerate(lengths) if n > 0 and found[i] is None]
         if missing:
-            packed = self._embedder.embed_into(table, [seqs[i] for i in missing], progress=progress)
+            packed = self._embedder.embed_into(
+                table, [seqs[i] for i in missing], progress=progress, lengths=[lengths[i] for i in missing]
+            )
             # the missing texts were written end to end; move each to its own rows, the last first (each
             # moves towards the end, so no text still to move is overwritten)
             for j in reversed(range(len(missing))):

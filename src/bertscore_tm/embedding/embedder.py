@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from bertscore_tm.embedding.packing import can_pack, packed_forward, packs
+from bertscore_tm.embedding.packing import can_pack, packed_forward, packs, send
 from bertscore_tm.embedding.precision import own_precision, warn_emulated_precision
 from bertscore_tm.embedding.prepacked_linear import PrepackedLinears
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
@@ -83,6 +83,14 @@ class TokenTexts:
     def __getitem__(self, i: int) -> Tensor:
         start = int(self.start[i])
         return self.sources[int(self.which[i])][start : start + int(self.length[i])]
+
+    def many(self, texts: Sequence[int]) -> list[Tensor]:
+        """Texts `texts`' ids, as `texts[i]` gives each, their places read in one go: a block of a compute()
+        asks for thousands, and reading three tensor elements a text cost more than the block's forward pass
+        on a GPU."""
+        index = torch.tensor(texts, dtype=torch.long)
+        places = zip(self.which[index].tolist(), self.start[index].tolist(), self.length[index].tolist(), strict=True)
+        return [self.sources[w][s : s + n] for w, s, n in places]
 
 
 #: The fewest tokens a forward batch runs: below this CPU matrix-multiply libraries switch to other kernels
@@ -198,6 +206,37 @@ def _table_rows_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece]
         if not whole or starts[piece.text] != first + k * size:
             return None
     return table[first : first + len(chosen) * size].view(len(chosen), size, *table.shape[1:])
+
+
+def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:
+    """Concatenation of arange(start, start + length) for each pair; int64."""
+    lengths = lengths.long()
+    total = int(lengths.sum())
+    if total == 0:
+        return torch.zeros(0, dtype=torch.long, device=starts.device)
+    seg_start = torch.cumsum(lengths, 0) - lengths
+    shift = torch.repeat_interleave(starts.long() - seg_start, lengths)
+    return torch.arange(total, device=starts.device) + shift
+
+
+def _copy_pieces(
+    table: Tensor,
+    stream: Tensor,
+    firsts: Sequence[int],
+    chosen: Sequence[Piece],
+    starts: Sequence[int],
+    ranges: Sequence[tuple[int, int]] | None,
+) -> None:
+    """Copy each piece's rows of a batch's `stream` (piece k's rows from ``firsts[k]``) to its text's rows of
+    `table` in one indexed copy: the row numbers are made on the host and sent from pinned memory without
+    waiting, so the device runs one copy a batch, not one a text."""
+    src = torch.tensor([firsts[k] + p.src for k, p in enumerate(chosen)], dtype=torch.long)
+    dst = torch.tensor(
+        [starts[p.text] + p.dst - (0 if ranges is None else ranges[p.text][0]) for p in chosen], dtype=torch.long
+    )
+    lengths = torch.tensor([p.length for p in chosen], dtype=torch.long)
+    src, dst = send(ragged_arange(src, lengths), table.device), send(ragged_arange(dst, lengths), table.device)
+    table.index_copy_(0, dst, stream.index_select(0, src))
 
 
 def table_rows(table: Tensor, lengths: Sequence[int]) -> list[int]:
@@ -383,9 +422,7 @@ class Embedder:
         if copies > 1:
             ids[count:] = ids[:count].repeat(copies - 1, 1)
             mask[count:] = mask[:count].repeat(copies - 1, 1)
-        if device.type == "cuda":  # a copy from pinned memory does not wait for the device
-            ids, mask = ids.pin_memory(), mask.pin_memory()
-        ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
+        ids, mask = send(ids, device), send(mask, device)
         self._choose_attention(longest)
         with torch.inference_mode(), self._autocast(), self._linears():
             states = self._forward()(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
@@ -424,30 +461,42 @@ class Embedder:
             return padded_buckets(lengths, self.batch_size, self.max_tokens)
         return length_batches(lengths, self.batch_size, self.max_tokens)
 
-    def embed_rows(self, seqs: Sequence[Tensor], out: Tensor | None = None) -> list[Tensor]:
-        """Each sequence's normalised float32 vectors ([length, D] or [length, layers, D]) from one forward
-        pass: packed where the embedder packs (a pack of fewer than `MIN_BATCH_TOKENS` tokens runs with copies
-        of its sequences), else as one batch (of one length: `embed_into` cuts them so), written into `out` where
-        given (a batch of one length that does not pack: see `embed_batch`)."""
+    def embed_rows(
+        self, seqs: Sequence[Tensor], out: Tensor | None = None, lengths: Sequence[int] | None = None
+    ) -> tuple[Tensor, list[int]]:
+        """The sequences' normalised float32 vectors from one forward pass, as one stream of rows ([rows, D] or
+        [rows, layers, D]) and each sequence's first row in it: packed where the embedder packs (a pack of fewer
+        than `MIN_BATCH_TOKENS` tokens runs with copies of its sequences), else as one batch (of one length:
+        `embed_into` cuts them so), written into `out` where given (a batch of one length that does not pack: see
+        `embed_batch`). One stream rather than a tensor per sequence, so that the caller moves a batch's rows
+        in one copy: on an accelerator a copy per text costs a launch per text, more than the pass itself."""
         if not self.packing or out is not None:
             hidden = self.embed_batch(seqs, out)
-            return [hidden[r, : len(s)] for r, s in enumerate(seqs)]
-        total = sum(len(s) for s in seqs)
-        copies = max(1, -(-MIN_BATCH_TOKENS // total))
+            width = hidden.shape[1]
+            return hidden.flatten(0, 1), [r * width for r in range(len(seqs))]
+        sizes = [len(s) for s in seqs] if lengths is None else list(lengths)
+        copies = max(1, -(-MIN_BATCH_TOKENS // sum(sizes)))
         budget = self.max_tokens * SCORES_LENGTH
         with torch.inference_mode(), self._autocast(), self._linears():
-            packed = packed_forward(self.model, list(seqs) * copies, budget, fused=self.accelerated)
+            packed = packed_forward(self.model, list(seqs) * copies, budget, self.accelerated, sizes * copies)
             if packed is None:  # the model's blocks bypassed our attention: not packed from now on
                 self._packing_refused = True
-                return [
-                    row
-                    for batch in self._batches([len(s) for s in seqs])
-                    for row in self.embed_rows([seqs[i] for i in batch])
-                ]
+                return self._embed_in_batches(seqs)
             hidden, starts = packed
-            hidden = _normalised(hidden)
         self.rows_embedded += len(seqs)
-        return [hidden[starts[r] : starts[r] + len(s)] for r, s in enumerate(seqs)]
+        return _normalised(hidden), starts[: len(seqs)]
+
+    def _embed_in_batches(self, seqs: Sequence[Tensor]) -> tuple[Tensor, list[int]]:
+        """`embed_rows` of sequences that did not pack, batch after batch (`_batches`), as one stream."""
+        streams, firsts = [], [0] * len(seqs)
+        offset = 0
+        for batch in self._batches([len(s) for s in seqs]):
+            stream, starts = self.embed_rows([seqs[i] for i in batch])
+            for i, first in zip(batch, starts, strict=True):
+                firsts[i] = offset + first
+            streams.append(stream)
+            offset += len(stream)
+        return torch.cat(streams), firsts
 
     def embed_into(
         self,
@@ -455,6 +504,7 @@ class Embedder:
         seqs: Sequence[Tensor],
         progress: object | None = None,
         ranges: Sequence[tuple[int, int]] | None = None,
+        lengths: Sequence[int] | None = None,
     ) -> list[int]:
         """Write the sequences' vectors end to end into `table` from its first row on and return each
         sequence's first row. Empty sequences take no rows and are never run. Each batch's output is copied
@@ -462,16 +512,17 @@ class Embedder:
         next batch runs, so only one batch of activations is alive at a time.
 
         A text longer than the window rule's window runs as its windows (`bertscore_tm.models.windows`), batched
-        with everything else. `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text.
+        with everything else. `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text;
+        `lengths`, the sequences' lengths where the caller knows them (so as not to ask each tensor).
 
         A forward pass that runs out of accelerator memory is retried with half the token budget (down to one
         text), the pieces not yet written planned again; the budget that worked is kept for later calls and
         said in one warning. Scores do not change: a text's vectors do not depend on its batch.
         """
         warn_emulated_precision(self.model_dtype, self.device)  # said once: bfloat16 a CPU only emulates
-        lengths = [len(s) for s in seqs] if ranges is None else [hi - lo for lo, hi in ranges]
-        starts = table_rows(table, lengths)
-        pieces = plan_pieces([len(s) for s in seqs], self.windows, ranges)
+        sizes = [len(s) for s in seqs] if lengths is None else lengths
+        starts = table_rows(table, sizes if ranges is None else [hi - lo for lo, hi in ranges])
+        pieces = plan_pieces(sizes, self.windows, ranges)
         left = [0] * len(seqs)  # pieces still to run per text, for the progress bar (which counts texts)
         for piece in pieces:
             left[piece.text] += 1
@@ -483,17 +534,17 @@ class Embedder:
                 # a batch of whole texts lying one after another in the table is normalised straight into it
                 direct = None if ranges is not None or self.packing else _table_rows_of(table, starts, chosen)
                 try:
-                    rows = self.embed_rows([piece_ids(seqs[p.text], p, self.windows) for p in chosen], out=direct)
+                    ids = [piece_ids(seqs[p.text], p, self.windows) for p in chosen]
+                    rows = self.embed_rows(ids, out=direct, lengths=[p.size for p in chosen])
                 except Exception as err:
                     if not _out_of_memory(err):
                         raise
                     self._halve_budget(max(p.size for p in chosen))
                     break
+                if direct is None:  # else the rows are in the table already
+                    _copy_pieces(table, *rows, chosen, starts, ranges)
                 done = 0
-                for r, p in enumerate(chosen):
-                    if direct is None:  # else the rows are in the table already
-                        at = starts[p.text] + p.dst - (0 if ranges is None else ranges[p.text][0])
-                        table[at : at + p.length] = rows[r][p.src : p.src + p.length]
+                for p in chosen:
                     left[p.text] -= 1
                     done += left[p.text] == 0
                 del rows

@@ -62,6 +62,14 @@ class Runs:
     bounds: Tensor | None = None
 
 
+def send(host: Tensor, device: torch.device) -> Tensor:
+    """A host tensor on `device`: on CUDA from pinned memory and not waited for, so the host goes on preparing
+    the next batch while the device runs (a copy from pageable memory, or a read back, would wait for it)."""
+    if device.type == "cuda":
+        host = host.pin_memory()
+    return host.to(device, non_blocking=True)
+
+
 def packs(lengths: Sequence[int], max_tokens: int, batch_size: int | None = None) -> Iterator[list[int]]:
     """Indices of `lengths` sorted longest first, cut into packs of at most `max_tokens` tokens in all (a text
     longer than that alone) and of at most `batch_size` texts where one is given.
@@ -152,7 +160,7 @@ def _varlen_attention(query: Tensor, key: Tensor, value: Tensor, scale: float, f
     if found.bounds is None:
         lengths = torch.tensor([length for _, count, length in found.runs for _ in range(count)], dtype=torch.int32)
         bounds = torch.nn.functional.pad(lengths.cumsum(0, dtype=torch.int32), (1, 0))
-        found.bounds = (bounds.pin_memory() if query.is_cuda else bounds).to(query.device, non_blocking=True)
+        found.bounds = send(bounds, query.device)
     q, k, v = (x[0].transpose(0, 1).contiguous() for x in (query, key, value))  # [tokens, heads, size]
     out = _varlen()(q, k, v, found.bounds, found.bounds, longest, longest, scale=scale)
     return out.unsqueeze(0)
@@ -166,31 +174,29 @@ def _register() -> None:
 
 
 def packed_forward(
-    model: Any, seqs: Sequence[Tensor], score_budget: int, fused: bool = False
+    model: Any, seqs: Sequence[Tensor], score_budget: int, fused: bool = False, lengths: Sequence[int] | None = None
 ) -> tuple[Tensor, list[int]] | None:
     """The last hidden states of `seqs` from one packed pass of `model` (see the module's docstring), its
     attention in pieces of at most `score_budget` scores (texts x length x length) per head (`fused`: through
     fused kernels, for accelerators): the stream ([tokens, hidden], the model's dtype, longest texts first) and
     each sequence's first row in it; None where the model's blocks did not all attend through our function
-    (the caller then runs the texts in batches of one length).
+    (the caller then runs the texts in batches of one length). `lengths`: the sequences' lengths, where known.
 
     The ids go to the device in one copy (pinned on CUDA, not waited for); each run of same-length texts is
     looked up as [texts, length], so positions restart at every text with the family's own offset (RoBERTa's
     start after the padding id)."""
     device = next(model.parameters()).device  # a loaded encoder (`can_pack`): its submodules are typed Any here
-    order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
-    flat = torch.cat([seqs[k] for k in order]).to(torch.long)
-    if device.type == "cuda":
-        flat = flat.pin_memory()
-    flat = flat.to(device, non_blocking=True)
+    sizes = [len(s) for s in seqs] if lengths is None else lengths
+    order = sorted(range(len(seqs)), key=lambda i: -sizes[i])
+    flat = send(torch.cat([seqs[k] for k in order]).to(torch.long), device)
     starts = [0] * len(seqs)
     runs: list[tuple[int, int, int]] = []
     pieces: list[Tensor] = []
     first = i = 0
     while i < len(order):  # texts of one length: one embedding lookup, one run
-        length = len(seqs[order[i]])
+        length = sizes[order[i]]
         j = i
-        while j < len(order) and len(seqs[order[j]]) == length:
+        while j < len(order) and sizes[order[j]] == length:
             starts[order[j]] = first + (j - i) * length
             j += 1
         ids = flat[first : first + (j - i) * length].view(j - i, length)

@@ -364,13 +364,14 @@ class _Run:
     def utilities(self, progress: Any) -> list[list[float]]:
         """Each group's utilities, a block of groups at a time; a text a later block needs is kept aside."""
         utilities: list[list[float]] = [[] for _ in self.groups]
-        aside = KeptAside(self.last_use.__getitem__, self.length.__getitem__)
+        last_use = torch.tensor([self.last_use.get(t, -1) for t in range(len(self.length))], dtype=torch.long)
+        aside = KeptAside(last_use, self.texts.length)
         embedder = self.scorer.embedder
         for b, block in enumerate(self.blocks):
             grps = self.groups
             needed = list(dict.fromkeys(t for batch in block for g in batch for t in (*grps[g].hyps, *grps[g].refs)))
             table = embedder.new_table(sum(self.length[t] for t in needed))
-            row_of, fresh = aside.fill(embedder, table, needed, self.texts.seq, b)
+            row_of, fresh = aside.fill(embedder, table, needed, lambda ts: [self.texts.seq(t) for t in ts], b)
             for batch in block:
                 f1 = _group_f1(
                     embedder, table, row_of, grps, batch, self.texts, self.weights, self.blank, self.sim_bytes

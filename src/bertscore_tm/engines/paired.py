@@ -16,11 +16,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding.embedder import TokenTexts, own_precision
+from bertscore_tm.embedding.embedder import TokenTexts, own_precision, ragged_arange
 from bertscore_tm.errors import warn_undefined, warn_user
 from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.idf import without_documents
-from bertscore_tm.scoring.matching import best_of_references, greedy_match, ragged_arange, segment_sum, weighted_scores
+from bertscore_tm.scoring.matching import best_of_references, greedy_match, segment_sum, weighted_scores
 from bertscore_tm.scoring.results import progress_bar
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import left_blank, scored_weights

@@ -32,12 +32,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding.embedder import Embedder, length_batches, own_precision
+from bertscore_tm.embedding.embedder import Embedder, length_batches, own_precision, ragged_arange
 from bertscore_tm.errors import warn_undefined
 from bertscore_tm.scoring import matching
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
 from bertscore_tm.scoring.distinct import first_seen_ids
-from bertscore_tm.scoring.matching import ragged_arange
 from bertscore_tm.scoring.results import format_scores, progress_bar
 from bertscore_tm.scoring.scorer import Scorer, build_scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights, unmarked

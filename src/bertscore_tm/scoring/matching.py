@@ -18,22 +18,12 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding.embedder import Embedder, TokenTexts
+from bertscore_tm.embedding.embedder import Embedder, TokenTexts, ragged_arange
+from bertscore_tm.embedding.packing import send
 from bertscore_tm.errors import DeviceMemoryError, warn_user
 from bertscore_tm.scoring.longpairs import match_large_in_tiles, stream_matches
 from bertscore_tm.scoring.similarity import similarities
 from bertscore_tm.scoring.token_rules import unmarked
-
-
-def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:
-    """Concatenation of arange(start, start + length) for each pair; int64."""
-    lengths = lengths.long()
-    total = int(lengths.sum())
-    if total == 0:
-        return torch.zeros(0, dtype=torch.long, device=starts.device)
-    seg_start = torch.cumsum(lengths, 0) - lengths
-    shift = torch.repeat_interleave(starts.long() - seg_start, lengths)
-    return torch.arange(total, device=starts.device) + shift
 
 
 def _blocks(
@@ -245,13 +235,13 @@ def run_plan(
     # one table for every block, and a zero padding row
     table, pad_row = embedder.new_table(plan.capacity + 1), plan.capacity
     table[pad_row] = 0
-    aside = KeptAside(lambda t: int(last_use[t]), lambda t: int(texts.length[t]))
-    seq_of = texts.__getitem__ if ignored is None else lambda t: unmarked(texts[t])  # a prompt's ids as read
+    aside = KeptAside(last_use, texts.length)
+    seqs_of = texts.many if ignored is None else lambda ts: [unmarked(s) for s in texts.many(ts)]  # as read
     for b, (lo, hi) in enumerate(plan.blocks):
         sel = plan.order[lo:hi]
         block_cand, block_ref = mc[sel].tolist(), mr[sel].tolist()
         needed = list(dict.fromkeys(block_cand + block_ref))
-        start_of, fresh = aside.fill(embedder, table, needed, seq_of, b, progress)
+        start_of, fresh = aside.fill(embedder, table, needed, seqs_of, b, progress)
         c_rows = torch.tensor([start_of[t] for t in block_cand], dtype=torch.long)
         r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
         lens, outs = (lc[sel], lr[sel]), (out_c[sel], out_r[sel])
@@ -294,10 +284,10 @@ def _live_rows(texts: TokenTexts, start_of: dict[int, int], ignored: Tensor, siz
 
 class KeptAside:
     """The vectors of texts that a later block needs again, kept between blocks of one table, so that each
-    distinct text is embedded once (and only such texts are kept). `last_use(t)` is the last block needing text
-    `t`, `length(t)` its number of table rows."""
+    distinct text is embedded once (and only such texts are kept). `last_use[t]` is the last block needing text
+    `t`, `length[t]` its number of table rows (both read a block's texts at a time, not a text at a time)."""
 
-    def __init__(self, last_use: Callable[[int], int], length: Callable[[int], int]) -> None:
+    def __init__(self, last_use: Tensor, length: Tensor) -> None:
         self.last_use, self.length = last_use, length
         self.kept: dict[int, Tensor] = {}
 
@@ -306,7 +296,7 @@ class KeptAside:
         embedder: Embedder,
         table: Tensor,
         needed: list[int],
-        seq_of: Callable[[int], Tensor],
+        seqs_of: Callable[[list[int]], list[Tensor]],
         block: int,
         progress: object | None = None,
     ) -> tuple[dict[int, int], list[int]]:
@@ -314,13 +304,16 @@ class KeptAside:
         embedded, the kept ones copied in (and let go after their last block). Returns each text's first row
         and the texts embedded now. The new ones are laid out longest first, the order of the embedder's batches,
         so that each batch is normalised straight into its rows (`Embedder.embed_into`)."""
-        fresh = sorted((t for t in needed if t not in self.kept), key=lambda t: -self.length(t))
-        starts = embedder.embed_into(table, [seq_of(t) for t in fresh], progress=progress)
+        new = [t for t in needed if t not in self.kept]
+        sizes = self.length[torch.tensor(new, dtype=torch.long)].tolist()
+        by_length = sorted(range(len(new)), key=lambda k: -sizes[k])
+        fresh = [new[k] for k in by_length]
+        starts = embedder.embed_into(table, seqs_of(fresh), progress=progress, lengths=[sizes[k] for k in by_length])
         start_of = dict(zip(fresh, starts, strict=True))
-        row = starts[-1] + self.length(fresh[-1]) if fresh else 0
+        row = starts[-1] + sizes[by_length[-1]] if fresh else 0
         for t in needed:
             if t in self.kept:  # embedded by an earlier block
-                vectors = self.kept.pop(t) if self.last_use(t) <= block else self.kept[t]
+                vectors = self.kept.pop(t) if int(self.last_use[t]) <= block else self.kept[t]
                 table[row : row + len(vectors)] = vectors
                 start_of[t] = row
                 row += len(vectors)
@@ -328,9 +321,11 @@ class KeptAside:
 
     def keep(self, table: Tensor, fresh: list[int], start_of: dict[int, int], block: int) -> None:
         """Keep aside what later blocks need from the texts `block` embedded."""
-        for t in fresh:
-            if self.last_use(t) > block:
-                self.kept[t] = table[start_of[t] : start_of[t] + self.length(t)].clone()
+        index = torch.tensor(fresh, dtype=torch.long)
+        later = (self.last_use[index] > block).tolist()
+        for t, size, needed_later in zip(fresh, self.length[index].tolist(), later, strict=True):
+            if needed_later:
+                self.kept[t] = table[start_of[t] : start_of[t] + size].clone()
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:
@@ -380,9 +375,12 @@ def _match_block(
             table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget
         )
         order = order[~done[order]]
-    # the matches in that order; each batch below is a slice of them (their lengths read as Python integers)
-    lc, lr, c_rows, r_rows, out_c, out_r = (t[order].to(device) for t in (lc, lr, c_rows, r_rows, out_c, out_r))
+    # the matches in that order; each batch below is a slice of them (their lengths read as Python integers, and
+    # where their results go worked out, on the host: the device is never waited for within a block)
+    lc, lr, c_rows, r_rows, out_c, out_r = (t[order].cpu() for t in (lc, lr, c_rows, r_rows, out_c, out_r))
     sizes_c, sizes_r = lc.tolist(), lr.tolist()
+    host_c, host_r = (out_c, lc), (out_r, lr)
+    lc, lr, c_rows, r_rows = (send(t, device) for t in (lc, lr, c_rows, r_rows))
     pos, n = 0, len(sizes_c)
     while pos < n:
         # sorted by the longer side, so no later match has a side longer than this one's longer side
@@ -408,8 +406,19 @@ def _match_block(
         best_r = sim.amax(dim=2)  # [rows, B, Lr]
         best_c.masked_fill_(torch.isinf(best_c), 0.0)  # a token with nothing to match against
         best_r.masked_fill_(torch.isinf(best_r), 0.0)
-        cand_best[(out_c[part, None] + ar_c)[cmask]] = best_c.permute(1, 2, 0)[cmask]
-        ref_best[(out_r[part, None] + ar_r)[rmask]] = best_r.permute(1, 2, 0)[rmask]
+        _put_rows(cand_best, best_c, *(t[part] for t in host_c))
+        _put_rows(ref_best, best_r, *(t[part] for t in host_r))
+
+
+def _put_rows(best: Tensor, batch: Tensor, out: Tensor, lengths: Tensor) -> None:
+    """Write a matching batch's best similarities ([rows, B, L]) into `best`'s rows: match i's first
+    ``lengths[i]`` tokens to rows ``out[i]`` on. Its row numbers are made on the host (`out` and `lengths` are
+    host tensors), so no mask is read back from the device."""
+    width = batch.shape[-1]
+    src = ragged_arange(torch.arange(len(lengths)) * width, lengths)
+    dst = ragged_arange(out, lengths)
+    flat = batch.permute(1, 2, 0).reshape(-1, batch.shape[0])  # [B * L, rows]
+    best[send(dst, best.device)] = flat[send(src, best.device)]
 
 
 def segment_sum(values: Tensor, lengths: Tensor) -> Tensor:

@@ -157,11 +157,11 @@ def test_windows_and_out_of_memory_in_accelerator_batching(wmt) -> None:
     fast.embedder._batching = "accelerator"
     real, ran = fast.embedder.embed_rows, []
 
-    def embed_rows(seqs, out=None):
+    def embed_rows(seqs, out=None, **kw):
         if sum(len(s) for s in seqs) > 512:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         ran.append(len(seqs))
-        return real(seqs, out)
+        return real(seqs, out, **kw)
 
     fast.embedder.embed_rows = embed_rows  # type: ignore[method-assign]
     for metric in (want, fast):

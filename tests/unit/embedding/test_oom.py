@@ -24,12 +24,12 @@ def _failing_above(metric: BERTScore, limit: int, error: Exception | None = None
     real = embedder.embed_rows
     ran: list[int] = []
 
-    def embed_rows(seqs, out=None):
+    def embed_rows(seqs, out=None, **kw):
         padded = len(seqs) * max(len(s) for s in seqs)
         if padded > limit:
             raise error or torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         ran.append(padded)
-        return real(seqs, out)
+        return real(seqs, out, **kw)
 
     embedder.embed_rows = embed_rows  # type: ignore[method-assign]
     return ran
@@ -130,10 +130,10 @@ def test_a_text_that_fits_only_beside_a_smaller_table_is_planned_again(two_block
     asked = _tables_above(10**9, monkeypatch)
     real = metric.embedder.embed_rows
 
-    def embed_rows(seqs, out=None):
+    def embed_rows(seqs, out=None, **kw):
         if asked[-1][0] > 8000:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 MiB")
-        return real(seqs, out)
+        return real(seqs, out, **kw)
 
     metric.embedder.embed_rows = embed_rows  # type: ignore[method-assign]
     with pytest.warns(UserWarning, match=SMALLER_TABLE):

@@ -134,7 +134,7 @@ def test_packs_honour_a_count_cap() -> None:
     embedder = Embedder(tiny_encoder("bert"), 1, all_layers=False, model_dtype=torch.bfloat16, batch_size=3)
     sizes = []
     original = embedder.embed_rows
-    embedder.embed_rows = lambda seqs, out=None: sizes.append(len(seqs)) or original(seqs, out)  # type: ignore[method-assign]
+    embedder.embed_rows = lambda seqs, out=None, **kw: sizes.append(len(seqs)) or original(seqs, out, **kw)  # type: ignore[method-assign]
     texts = _texts(20, seed=7)
     table = embedder.embed(texts)[0]
     assert max(sizes) == 3 and sum(sizes) == 20
