@@ -113,9 +113,14 @@ class Suite:
             torch.cuda.synchronize()
 
     def peak_start(self) -> int:
-        """Reset CUDA's peak counter; the bytes allocated now (the loaded model), which peaks leave out."""
+        """Reset CUDA's peak counter; the bytes allocated now (the loaded model), which peaks leave out. An
+        earlier step's objects are collected first: freed during the step, they would lower its peak below the
+        base and make it read small (the 2026-11-28 H100 run's 100,000-pair peak read 0.45x the 25,000's)."""
+        import gc
+
         import torch
 
+        gc.collect()
         self.sync()
         if not self.device.startswith("cuda"):
             return 0
