@@ -28,7 +28,8 @@ vectors alone and in a pack; the whole metric (update + compute) on 10,000 pairs
 100,000 in bfloat16 (peak memory of each), and the 10,000 in batches of one length (which batching is faster,
 per dtype); bert-score on the same 10,000; float32 scores on the device against
 a float64 CPU oracle (300 pairs); a Lightning `val_metric` epoch; and what `gpu_checks.py` checked (compute()
-on the module's device, the command line with `--device`, the out-of-memory back-off).
+on the module's device, the command line with `--device`, the out-of-memory back-off); last, the packed
+bfloat16 pass at larger token budgets and the metric with the fastest (`pack_budgets`).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ CAPS = {
     "module_device": 20.0,
     "cli": 40.0,
     "out_of_memory": 40.0,
+    "pack_budgets": 60.0,
 }
 #: Pairs of each step: the issue's sizes, and the dry run's.
 SIZES = {
@@ -303,7 +305,48 @@ def step_pack_exactness(suite: Suite) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- the metric
-def _metric_run(suite: Suite, dtype: str, pairs: int, cap: float, batching: str | None = None) -> dict:
+#: Token budgets of a pack the `pack_budgets` step tries beside the default (16,384 on an accelerator).
+PACK_BUDGETS = (32_768, 65_536, 131_072)
+
+
+def step_pack_budgets(suite: Suite) -> dict:
+    """The bare packed bfloat16 pass at larger token budgets than the default, and the whole metric at 25,000
+    pairs with the fastest of them: the 2026-11-28 H100 run found the bare pass launch-bound (36% of the peak
+    at 16,384 tokens a pack), so larger packs may pay; the default changes only once this measures it."""
+    import torch
+
+    from bertscore_tm.embedding.embedder import Embedder
+    from bertscore_tm.models.loading import load_encoder
+
+    cands, refs = wmt_pairs(suite.size("bare"))
+    unique = list(dict.fromkeys(t.strip() for t in cands + refs))
+    ids = _token_ids(suite, unique)
+    model, _ = load_encoder(Path(suite.path), suite.layers, all_layers=False)
+    Embedder(model.to(suite.device), 0, all_layers=False, model_dtype=torch.bfloat16)  # casts the model once
+    out: dict = {}
+    cap = suite.cap("pack_budgets") / (2 * len(PACK_BUDGETS))
+    for budget in PACK_BUDGETS if not suite.dry else (64, 128):
+        _bare_run(suite, model, ids[: max(8, len(ids) // 50)], "packed", budget, float("inf"))  # warm up
+        start = time.perf_counter()
+        texts, tokens = _bare_run(suite, model, ids, "packed", budget, start + cap)
+        seconds = time.perf_counter() - start
+        out[f"packed bfloat16, budget {budget}"] = {
+            "texts": texts,
+            "seconds": round(seconds, 3),
+            "pairs_per_s": round(texts / seconds * len(cands) / len(unique), 1),
+            "share_of_peak": suite.share(tokens / seconds, "bfloat16"),
+            "budget_tokens": budget,
+        }
+    del model
+    fastest = max(out.values(), key=lambda figures: figures["pairs_per_s"])["budget_tokens"]
+    run = _metric_run(suite, "bfloat16", suite.size("bf16_small"), suite.cap("pack_budgets") / 2, budget=fastest)
+    out[f"metric bfloat16, budget {fastest}"] = {k: v for k, v in run.items() if k != "f1"}
+    return out
+
+
+def _metric_run(
+    suite: Suite, dtype: str, pairs: int, cap: float, batching: str | None = None, budget: int | None = None
+) -> dict:
     """update() in slices of `UPDATE` pairs until the pairs or the cap's first half run out, then compute():
     pairs/s of the whole, tokenisation and matching included; CUDA's peak memory above the loaded model."""
     import torch
@@ -313,6 +356,7 @@ def _metric_run(suite: Suite, dtype: str, pairs: int, cap: float, batching: str 
     cands, refs = wmt_pairs(pairs)
     metric = BERTScore(suite.path, num_layers=suite.layers, model_dtype=getattr(torch, dtype), device=suite.device)
     metric.embedder._batching = batching  # None: the device's default (accelerator batching on a GPU)
+    metric.embedder.max_tokens = budget  # None: the device's default
     metric.update(cands[:UPDATE], refs[:UPDATE])  # warm up: CUDA's handles and kernels, not timed
     metric.compute()
     metric.reset()
@@ -515,6 +559,7 @@ def run_steps(suite: Suite, out_dir: Path, only: list[str], budget: float) -> No
         "module_device": step_module_device,
         "cli": lambda s: step_cli(s, out_dir),
         "out_of_memory": step_out_of_memory,
+        "pack_budgets": step_pack_budgets,
     }
     began = time.perf_counter()
     for name, step in steps.items():
