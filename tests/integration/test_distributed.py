@@ -45,8 +45,16 @@ def _plan(wmt: dict[str, list[str]]) -> dict:
     # DistributedSampler padding: 23 items over 2 ranks -> 24 draws, one repeated
     idx_cands = long_c[50:70] + hyps[:3]
     idx_targets = [[r] for r in long_r[50:70]] + [[a, b] for a, b in zip(refs[:3], refs2[:3], strict=True)]
+    # per-pair context (issue 39): 16 pairs, each with a context text, split unevenly over the ranks
+    context = {
+        "cands": long_c[24:40],
+        "targets": [[r] for r in long_r[24:40]],
+        "context": long_c[70:86],
+        "shards": [[i for i in range(16) if i % 4 != 3], [i for i in range(16) if i % 4 == 3]],
+    }
     return {
         "main": {"cands": cands, "targets": targets, "shards": shards, "chunks": chunks},
+        "context": context,
         "empty": empty,
         "indexed": {"cands": idx_cands, "targets": idx_targets, "batch": 5, "seed": 7},
     }
@@ -160,6 +168,15 @@ def _run_checks(rank: int, plan: dict) -> dict:
         metric.update([idx["cands"][i] for i in batch], [idx["targets"][i] for i in batch], indexes=torch.tensor(batch))
     out["indexed"] = _tensors(metric.compute())
     out["indexed_drawn"] = drawn
+    metric.reset()
+
+    # 4. per-pair context: kept with the pairs in each rank's state; IDF counts the references alone
+    ctx = plan["context"]
+    mine = ctx["shards"][rank]
+    metric.update(
+        [ctx["cands"][i] for i in mine], [ctx["targets"][i] for i in mine], context=[ctx["context"][i] for i in mine]
+    )
+    out["context"] = _tensors(metric.compute())
     dist.barrier()
     return out
 
@@ -277,3 +294,19 @@ def test_indexes_drop_sampler_repeats_and_order_by_index(ranks, plan, reference_
     assert drawn != sorted(drawn)  # shuffled: the order comes from the indexes
     # exact with IDF: the repeated pair's references are not counted twice
     _check_all(ranks[0]["indexed"], *reference_score(idx["cands"], idx["targets"], idf=True))
+
+
+def test_context_across_ranks_equals_one_process(ranks, plan, single):
+    ctx = plan["context"]
+    order = [i for shard in ctx["shards"] for i in shard]  # rank-major
+    pick = lambda key: [ctx[key][i] for i in order]  # noqa: E731
+    single.reset()
+    single.update(pick("cands"), pick("targets"), context=pick("context"))
+    expected = single.compute()
+    single.reset()
+    single.update(pick("cands"), pick("targets"))
+    without = single.compute()
+    single.reset()
+    for rank in ranks:
+        _check_all(rank["context"], expected["precision"], expected["recall"], expected["f1"])
+    assert (expected["f1"] - without["f1"]).abs().max() > 1e-3  # the context did shape the vectors
