@@ -21,7 +21,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding.embedder import Embedder, table_rows
+from bertscore_tm.embedding.embedder import Embedder
+from bertscore_tm.embedding.rows import table_rows
 
 #: Bookkeeping per cached text besides its vectors and key (the dict entry, the tensor object), counted in the
 #: budget so that a budget of many short texts is not overrun by their overheads.

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -59,38 +58,12 @@ from torch import Tensor, nn
 from bertscore_tm.embedding.packing import can_pack, packed_forward, packs, send
 from bertscore_tm.embedding.precision import own_precision, warn_emulated_precision
 from bertscore_tm.embedding.prepacked_linear import PrepackedLinears
+from bertscore_tm.embedding.rows import copy_pieces, table_rows, table_rows_of
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
-from bertscore_tm.models.windows import Piece, WindowRule, piece_ids, plan_pieces
+from bertscore_tm.models.windows import WindowRule, piece_ids, plan_pieces
 
 if TYPE_CHECKING:
     from bertscore_tm.models.user_model import UserModel
-
-
-@dataclass
-class TokenTexts:
-    """Token-id sequences held by reference into a few flat id tensors (`sources`): text i is
-    ``sources[which[i]][start[i] : start[i] + length[i]]``. A dozen bytes a text and no Python object per
-    text, so the list of texts a compute() embeds costs next to nothing beside the ids themselves."""
-
-    sources: tuple[Tensor, ...]
-    which: Tensor  # uint8
-    start: Tensor  # int64
-    length: Tensor  # int32
-
-    def __len__(self) -> int:
-        return len(self.length)
-
-    def __getitem__(self, i: int) -> Tensor:
-        start = int(self.start[i])
-        return self.sources[int(self.which[i])][start : start + int(self.length[i])]
-
-    def many(self, texts: Sequence[int]) -> list[Tensor]:
-        """Texts `texts`' ids, as `texts[i]` gives each, their places read in one go: a block of a compute()
-        asks for thousands, and reading three tensor elements a text cost more than the block's forward pass
-        on a GPU."""
-        index = torch.tensor(texts, dtype=torch.long)
-        places = zip(self.which[index].tolist(), self.start[index].tolist(), self.length[index].tolist(), strict=True)
-        return [self.sources[w][s : s + n] for w, s, n in places]
 
 
 #: The fewest tokens a forward batch runs: below this CPU matrix-multiply libraries switch to other kernels
@@ -194,62 +167,6 @@ def _normalised_layers(states: Sequence[Tensor], count: int, out: Tensor | None 
     for layer, state in enumerate(states):
         _normalised(state[:count], out=hidden[:, :, layer])
     return hidden
-
-
-def _table_rows_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece]) -> Tensor | None:
-    """The table's rows of a batch of one length as a [count, length, ...] view, where the batch's pieces are
-    whole texts laid end to end in the table in batch order (`embed_into`'s callers that pass their texts
-    longest first get that for every batch); else None."""
-    size = chosen[0].size
-    first = starts[chosen[0].text]
-    for k, piece in enumerate(chosen):
-        whole = piece.src == 0 and piece.dst == 0 and piece.length == piece.size == size
-        if not whole or starts[piece.text] != first + k * size:
-            return None
-    return table[first : first + len(chosen) * size].view(len(chosen), size, *table.shape[1:])
-
-
-def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:
-    """Concatenation of arange(start, start + length) for each pair; int64."""
-    lengths = lengths.long()
-    total = int(lengths.sum())
-    if total == 0:
-        return torch.zeros(0, dtype=torch.long, device=starts.device)
-    seg_start = torch.cumsum(lengths, 0) - lengths
-    shift = torch.repeat_interleave(starts.long() - seg_start, lengths)
-    return torch.arange(total, device=starts.device) + shift
-
-
-def _copy_pieces(
-    table: Tensor,
-    stream: Tensor,
-    firsts: Sequence[int],
-    chosen: Sequence[Piece],
-    starts: Sequence[int],
-    ranges: Sequence[tuple[int, int]] | None,
-) -> None:
-    """Copy each piece's rows of a batch's `stream` (piece k's rows from ``firsts[k]``) to its text's rows of
-    `table` in one indexed copy: the row numbers are made on the host and sent from pinned memory without
-    waiting, so the device runs one copy a batch, not one a text."""
-    src = torch.tensor([firsts[k] + p.src for k, p in enumerate(chosen)], dtype=torch.long)
-    dst = torch.tensor(
-        [starts[p.text] + p.dst - (0 if ranges is None else ranges[p.text][0]) for p in chosen], dtype=torch.long
-    )
-    lengths = torch.tensor([p.length for p in chosen], dtype=torch.long)
-    src, dst = send(ragged_arange(src, lengths), table.device), send(ragged_arange(dst, lengths), table.device)
-    table.index_copy_(0, dst, stream.index_select(0, src))
-
-
-def table_rows(table: Tensor, lengths: Sequence[int]) -> list[int]:
-    """Each sequence's first row when `lengths` rows are laid end to end from the table's first row; refuses
-    a table too small for them all."""
-    starts, row = [], 0
-    for n in lengths:
-        starts.append(row)
-        row += n
-    if row > table.shape[0]:
-        raise ValueError(f"table has {table.shape[0]} rows; these sequences need {row}")
-    return starts
 
 
 class Embedder:
@@ -533,7 +450,7 @@ class Embedder:
             for batch in self._batches([pieces[i].size for i in todo]):
                 chosen = [pieces[todo[i]] for i in batch]
                 # a batch of whole texts lying one after another in the table is normalised straight into it
-                direct = None if ranges is not None or self.packing else _table_rows_of(table, starts, chosen)
+                direct = None if ranges is not None or self.packing else table_rows_of(table, starts, chosen)
                 try:
                     ids = [piece_ids(seqs[p.text], p, self.windows) for p in chosen]
                     rows = self.embed_rows(ids, out=direct, lengths=[p.size for p in chosen])
@@ -543,7 +460,7 @@ class Embedder:
                     self._halve_budget(max(p.size for p in chosen))
                     break
                 if direct is None:  # else the rows are in the table already
-                    _copy_pieces(table, *rows, chosen, starts, ranges)
+                    copy_pieces(table, *rows, chosen, starts, ranges)
                 done = 0
                 for p in chosen:
                     left[p.text] -= 1

@@ -16,7 +16,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding.embedder import TokenTexts, own_precision, ragged_arange
+from bertscore_tm.embedding.embedder import own_precision
+from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
 from bertscore_tm.errors import warn_undefined, warn_user
 from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.idf import without_documents

@@ -21,7 +21,8 @@ import math
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding.embedder import Embedder, TokenTexts
+from bertscore_tm.embedding.embedder import Embedder
+from bertscore_tm.embedding.rows import TokenTexts
 from bertscore_tm.scoring.similarity import similarities
 
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding.embedder import Embedder, TokenTexts, ragged_arange
+from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.embedding.packing import send
+from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
 from bertscore_tm.errors import DeviceMemoryError, warn_user
 from bertscore_tm.scoring.longpairs import match_large_in_tiles, stream_matches
 from bertscore_tm.scoring.similarity import similarities
@@ -367,16 +368,14 @@ def _match_block(
     + lr[i]; the candidate's best similarities go to cand_best rows out_c[i] .., the reference's likewise.
     With `tiled` (window mode), a match whose similarity matrix alone passes the budget is matched in tiles.
     With `live` (a flag per table row), rows not live are no match for the other side and keep 0."""
-    device = table.device
-    width = table.shape[-1]
+    device, width = table.device, table.shape[-1]
     order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
     if tiled:  # long texts: a match whose similarity matrix alone passes the budget is matched in tiles
         done = match_large_in_tiles(
             table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget
         )
         order = order[~done[order]]
-    # the matches in that order; each batch below is a slice of them (their lengths read as Python integers, and
-    # where their results go worked out, on the host: the device is never waited for within a block)
+    # the matches in that order, batches of them sliced by lengths and result rows read on the host (no device wait)
     lc, lr, c_rows, r_rows, out_c, out_r = (t[order].cpu() for t in (lc, lr, c_rows, r_rows, out_c, out_r))
     sizes_c, sizes_r = lc.tolist(), lr.tolist()
     host_c, host_r = (out_c, lc), (out_r, lr)

@@ -19,7 +19,7 @@ import torch
 
 from bertscore_tm import BERTScore, bert_score, score
 from bertscore_tm.cli import main
-from bertscore_tm.embedding.embedder import TokenTexts
+from bertscore_tm.embedding.rows import TokenTexts
 from bertscore_tm.models.windows import WindowRule, token_windows, window_rule, window_starts
 from bertscore_tm.scoring.matching import greedy_match
 from tests.conftest import MINILM

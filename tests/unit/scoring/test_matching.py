@@ -9,7 +9,8 @@ import torch
 
 from bertscore_tm import BERTScore
 from bertscore_tm.embedding import embedder as embedding_module
-from bertscore_tm.embedding.embedder import TokenTexts, length_batches
+from bertscore_tm.embedding.embedder import length_batches
+from bertscore_tm.embedding.rows import TokenTexts
 from bertscore_tm.scoring.matching import greedy_match
 from tests.conftest import MINILM
 
@@ -129,11 +130,11 @@ def test_batches_of_texts_laid_out_longest_first_are_normalised_straight_into_th
     metric = BERTScore(MINILM, all_layers=all_layers)
     longest_first = sorted((metric.token_ids(line) for line in wmt["hyps_long"][:120]), key=len, reverse=True)
     views = []
-    real = embedding_module._table_rows_of
-    monkeypatch.setattr(embedding_module, "_table_rows_of", lambda *args: views.append(real(*args)) or views[-1])
+    real = embedding_module.table_rows_of
+    monkeypatch.setattr(embedding_module, "table_rows_of", lambda *args: views.append(real(*args)) or views[-1])
     direct, starts = metric.embedder.embed(longest_first)
     assert any(len(v) > 1 for v in views) and all(view is not None for view in views)
-    monkeypatch.setattr(embedding_module, "_table_rows_of", lambda *args: None)  # every batch copied in
+    monkeypatch.setattr(embedding_module, "table_rows_of", lambda *args: None)  # every batch copied in
     copied, copied_starts = metric.embedder.embed(longest_first)
     assert torch.equal(starts, copied_starts) and torch.equal(direct, copied)
 
