@@ -398,7 +398,7 @@ def score_resumable(
     ranges = shard_ranges(start, stop, shard_size)
     with own_precision(device):
         scorer.follow(device)
-        weights, idf_counts = _corpus_weights(scorer, cand_list, groups, contexts, device)
+        weights, idf_counts = _corpus_weights(scorer, groups, contexts, device)
     record = {
         "kind": "pairs",
         **_setting_record(scorer),
@@ -491,7 +491,7 @@ def _part(contexts: list[str] | None, lo: int, hi: int) -> list[str] | None:
 
 
 def _corpus_weights(
-    scorer: Scorer, cands: list[str], groups: list[list[str]], contexts: list[str] | None, device: torch.device
+    scorer: Scorer, groups: list[list[str]], contexts: list[str] | None, device: torch.device
 ) -> tuple[Tensor, str | None]:
     """The token weights for every shard, on `device`, and a digest of the IDF counts where IDF is counted: then
     over all the references (a tokenisation pass, a chunk of pairs at a time), as one uninterrupted run counts
@@ -504,7 +504,7 @@ def _corpus_weights(
     num_refs = 0
     with warnings.catch_warnings():  # long or blank references are warned about when their shard is scored
         warnings.simplefilter("ignore")
-        for lo, hi in shard_ranges(0, len(cands), 4096):
+        for lo, hi in shard_ranges(0, len(groups), 4096):
             counts = [len(group) for group in groups[lo:hi]]
             refs = [r for group in groups[lo:hi] for r in group]
             _, _, ids, lens = scorer.encode_pairs([""] * (hi - lo), refs, _part(contexts, lo, hi), counts)
