@@ -7,15 +7,16 @@ of ``shard_size`` inputs at a time. Each finished shard
 goes to a small ``.npy`` file (float32 P, R, F and best reference: 16 bytes a pair), written atomically (a
 temporary file in the same folder, flushed, synced and moved onto its name), so a kill leaves a shard whole or
 absent and costs at most the shard under way. A manifest (JSON) names what the scores depend on: the setting
-(its hash code and a digest of everything that changes scores), the shard size, the texts (sha256 per shard)
-and, with IDF counted over the references, a digest of the counts, made over *all* references in a cheap
-tokenisation pass before any shard is scored (a shard's weights depend on every reference), and the sha256 of
-each shard file's bytes, written before the shard itself. Run again with the same arguments, the finished
-shards are read back and the rest scored: the result equals an uninterrupted run bit for bit, since a pair's
-scores do not depend on the batch it runs in. A checkpoint of other texts or another setting is refused
-(`CheckpointMismatchError`, saying what differs); a torn shard file, or one whose bytes are not those written
-(replaced by a well-formed file of other numbers: a disk fault, a copy from another run, a hand edit), is
-warned about and scored again.
+(its hash code and a digest of everything that changes scores), the shard size, the texts (sha256 per shard),
+the pairs' contexts where there are (sha256 per shard: a context changes its pair's vectors, and is data, not
+the setting, so the hash code does not name it) and, with IDF counted over the references, a digest of the
+counts, made over *all* references in a cheap tokenisation pass before any shard is scored (a shard's weights
+depend on every reference), and the sha256 of each shard file's bytes, written before the shard itself. Run
+again with the same arguments, the finished shards are read back and the rest scored: the result equals an
+uninterrupted run bit for bit, since a pair's scores do not depend on the batch it runs in. A checkpoint of
+other texts or another setting is refused (`CheckpointMismatchError`, saying what differs); a torn shard file,
+or one whose bytes are not those written (replaced by a well-formed file of other numbers: a disk fault, a copy
+from another run, a hand edit), is warned about and scored again.
 
 Under torchrun each process scores its contiguous part of the inputs (`launch.Processes.shard`) and keeps its
 own shard files and manifest (named by rank, with the world size); a resume with another number of processes
@@ -47,6 +48,7 @@ from bertscore_tm.embedding.embedder import own_precision
 from bertscore_tm.engines.paired import score_texts
 from bertscore_tm.engines.pairwise import pairwise_scores
 from bertscore_tm.errors import ArgumentValueError, BERTScoreError, warn_user
+from bertscore_tm.models.prompts import check_context
 from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.scoring.idf import document_frequency
 from bertscore_tm.scoring.results import Scores, scores_of
@@ -307,6 +309,7 @@ _MEANINGS = {
     "row_shape": "the scores' shape (all_layers)",
     "shard_size": "the shard size",
     "items": "the number of inputs",
+    "context": "the contexts (context=, score --context: one text per pair, encoded with it)",
     "references": "the references (all of them, which every score here depends on)",
     "idf_counts": "the IDF counts over all the references",
     "range": "this process's part of the inputs",
@@ -319,12 +322,12 @@ def _compare(folder: Path, saved: dict[str, Any], given: dict[str, Any]) -> None
         if saved.get(key) == given.get(key):
             continue
         if key == "shards":
-            old, new = saved.get("shards") or [], given["shards"]
-            k = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
-            lo = given["range"][0] + k * given["shard_size"]
-            hi = min(lo + given["shard_size"], given["range"][1]) - 1
-            what = f"the texts of inputs {lo} to {hi} (shard {k} of process {given['rank']})"
-            saved_value, given_value = (old[k] if k < len(old) else None), (new[k] if k < len(new) else None)
+            what, saved_value, given_value = _shard_difference(saved.get(key) or [], given[key], given, "texts")
+        elif key == "context" and saved.get(key) is not None and given.get(key) is not None:
+            what, saved_value, given_value = _shard_difference(saved[key], given[key], given, "contexts")
+        elif key == "context":  # one run with contexts, the other without: no digest to show
+            what = _MEANINGS[key]
+            saved_value, given_value = ("none" if v is None else "one per pair" for v in (saved.get(key), given[key]))
         else:
             what, saved_value, given_value = _MEANINGS[key], saved.get(key), given.get(key)
         raise CheckpointMismatchError(
@@ -334,6 +337,16 @@ def _compare(folder: Path, saved: dict[str, Any], given: dict[str, Any]) -> None
             saved=saved_value,
             given=given_value,
         )
+
+
+def _shard_difference(old: list[str], new: list[str], given: dict[str, Any], label: str) -> tuple[str, Any, Any]:
+    """The first shard whose digest differs between two lists of per-shard digests (of `label`, the texts or the
+    contexts): what it holds, for the message, and the two digests."""
+    k = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
+    lo = given["range"][0] + k * given["shard_size"]
+    hi = min(lo + given["shard_size"], given["range"][1]) - 1
+    what = f"the {label} of inputs {lo} to {hi} (shard {k} of process {given['rank']})"
+    return what, (old[k] if k < len(old) else None), (new[k] if k < len(new) else None)
 
 
 def _setting_record(scorer: Scorer) -> dict[str, Any]:
@@ -357,13 +370,16 @@ def score_resumable(
     refs: Sequence[str] | Sequence[Sequence[str]],
     checkpoint_dir: str | os.PathLike[str],
     shard_size: int = SHARD_SIZE,
+    context: str | Sequence[str] | None = None,
 ) -> Scores:
     """Per-pair scores of `cands` against `refs` (one string or a list per candidate) with `metric`'s setting
     (a :class:`BERTScore`, or its ``scorer``), keeping each finished shard of `shard_size` pairs in
     `checkpoint_dir`; run again with the same arguments after a kill, it scores only what is missing. The
-    result equals ``metric.update(cands, refs); metric.compute_scores()`` (IDF, if counted, over all `refs`)
-    bit for bit, and does not touch the metric's state. Under torchrun every process passes all the pairs,
-    scores its own part and gets every pair's scores back. Docs: docs/corpus-scale.md ("Resumable runs").
+    result equals ``metric.update(cands, refs, context=context); metric.compute_scores()`` (IDF, if counted,
+    over all `refs`) bit for bit, and does not touch the metric's state. `context`, one text per pair as the
+    metric takes it, is part of the checkpoint's identity: a resume with other contexts, or none, is refused.
+    Under torchrun every process passes all the pairs, scores its own part and gets every pair's scores back.
+    Docs: docs/corpus-scale.md ("Resumable runs").
 
     >>> import tempfile
     >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
@@ -375,13 +391,14 @@ def score_resumable(
     scorer, device = _scorer_and_device(metric)
     verbose = bool(getattr(metric, "verbose", False))
     cand_list, groups = normalize_inputs(cands, refs)
+    contexts = check_context(context, len(cand_list))
     _check_shard_size(shard_size)
     rank, world = job_place()
     start, stop = Processes(rank, world).shard(len(cand_list))
     ranges = shard_ranges(start, stop, shard_size)
     with own_precision(device):
         scorer.follow(device)
-        weights, idf_counts = _corpus_weights(scorer, groups, device)
+        weights, idf_counts = _corpus_weights(scorer, groups, contexts, device)
     record = {
         "kind": "pairs",
         **_setting_record(scorer),
@@ -389,12 +406,13 @@ def score_resumable(
         "dtype": "float32",
         "row_shape": [scorer.embedder.num_rows, 4 + (scorer.beta is not None)],
         "idf_counts": idf_counts,
+        "context": None if contexts is None else [texts_digest(contexts[lo:hi]) for lo, hi in ranges],
         "shards": [texts_digest([*cand_list[lo:hi], *groups[lo:hi]]) for lo, hi in ranges],
     }
     checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
 
     def score(lo: int, hi: int) -> Tensor:
-        return score_texts(scorer, cand_list[lo:hi], groups[lo:hi], device, verbose, weights)
+        return score_texts(scorer, cand_list[lo:hi], groups[lo:hi], device, verbose, weights, _part(contexts, lo, hi))
 
     per = checkpoint.run(ranges, score)
     if world > 1:
@@ -468,20 +486,32 @@ def _place(rank: int, world: int, start: int, stop: int, shard_size: int, items:
     return {"rank": rank, "world_size": world, "range": [start, stop], "shard_size": shard_size, "items": items}
 
 
-def _corpus_weights(scorer: Scorer, groups: list[list[str]], device: torch.device) -> tuple[Tensor, str | None]:
+def _part(contexts: list[str] | None, lo: int, hi: int) -> list[str] | None:
+    return None if contexts is None else contexts[lo:hi]
+
+
+def _corpus_weights(
+    scorer: Scorer, groups: list[list[str]], contexts: list[str] | None, device: torch.device
+) -> tuple[Tensor, str | None]:
     """The token weights for every shard, on `device`, and a digest of the IDF counts where IDF is counted: then
-    over all the references (a tokenisation pass, in chunks), as one uninterrupted run counts them."""
+    over all the references (a tokenisation pass, a chunk of pairs at a time), as one uninterrupted run counts
+    them: each reference encoded as the metric encodes it (`Scorer.encode_pairs`: with its prompt and its pair's
+    context, whose tokens are not counted, and cut alike), the candidates as blank texts, since only the
+    references count and the two sides are tokenised apart."""
     if not scorer.counts_idf:
         return scorer.weights(device=device), None
     doc_freq = torch.zeros(scorer.vocab_size, dtype=torch.long)
-    refs = [r for group in groups for r in group]
+    num_refs = 0
     with warnings.catch_warnings():  # long or blank references are warned about when their shard is scored
         warnings.simplefilter("ignore")
-        for lo in range(0, len(refs), 4096):
-            ids, lens = scorer.encoder.encode(refs[lo : lo + 4096])
+        for lo, hi in shard_ranges(0, len(groups), 4096):
+            counts = [len(group) for group in groups[lo:hi]]
+            refs = [r for group in groups[lo:hi] for r in group]
+            _, _, ids, lens = scorer.encode_pairs([""] * (hi - lo), refs, _part(contexts, lo, hi), counts)
             doc_freq += document_frequency(ids, lens, scorer.vocab_size).cpu()
-    digest = hashlib.sha256(doc_freq.numpy().tobytes() + len(refs).to_bytes(8, "little")).hexdigest()
-    return scorer.weights(doc_freq.to(device), len(refs), device), digest
+            num_refs += len(refs)
+    digest = hashlib.sha256(doc_freq.numpy().tobytes() + num_refs.to_bytes(8, "little")).hexdigest()
+    return scorer.weights(doc_freq.to(device), num_refs, device), digest
 
 
 def pairwise_resumable(

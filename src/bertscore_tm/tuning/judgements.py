@@ -1,5 +1,7 @@
 """Human judgements to correlate a metric with: candidate, reference and human score per segment, with optional
-group (e.g. language pair) and system labels, read from a tab-separated file with a header or made from lists.
+group (e.g. language pair) and system labels and an optional context (the source sentence, a code snippet's
+description: scored as the metric's ``context=``), read from a tab-separated file with a header or made from
+lists.
 
 Why a module of its own: the layer tuning (`bertscore_tm.tuning.layer_tuning`) and the ``tune-layers`` command both read
 judgements, and a reader that names every bad line (or skips it and counts it) is worth keeping apart from the
@@ -25,6 +27,7 @@ MIN_ROWS = 3
 REMEDIES = {
     "skip_bad": "pass skip_bad=True to leave bad lines out",
     "columns": "name the right ones with the column arguments",
+    "context_column": "name the right one with context=",
 }
 
 
@@ -45,7 +48,8 @@ class JudgementsError(BERTScoreError, ValueError):
 
 @dataclass(frozen=True)
 class Judgements:
-    """Judged segments: candidate, reference and human score each, with optional group and system labels.
+    """Judged segments: candidate, reference and human score each, with optional group and system labels and an
+    optional context per segment (`contexts`: scored as the metric's ``context=``; a blank one adds nothing).
 
     `lines` are the file's line numbers of the rows (1 is the header) for messages, empty for judgements made
     from lists; `skipped` counts the bad lines `read_judgements(skip_bad=True)` left out.
@@ -59,6 +63,7 @@ class Judgements:
     lines: list[int] = field(default_factory=list)
     skipped: int = 0
     source: str | None = None
+    contexts: list[str] | None = None
 
     @classmethod
     def from_columns(
@@ -68,10 +73,11 @@ class Judgements:
         human: Sequence[float],
         groups: Sequence[str] | None = None,
         systems: Sequence[str] | None = None,
+        contexts: Sequence[str] | None = None,
     ) -> Judgements:
         """Judgements from parallel lists (one entry per segment), checked for equal lengths."""
         columns = {"references": references, "human": human, "groups": groups, "systems": systems}
-        for name, column in columns.items():
+        for name, column in {**columns, "contexts": contexts}.items():
             if column is not None and len(column) != len(candidates):
                 raise ValueError(f"{name} has {len(column)} entries for {len(candidates)} candidates")
         return cls(
@@ -80,6 +86,7 @@ class Judgements:
             [float(h) for h in human],
             None if groups is None else [str(g) for g in groups],
             None if systems is None else [str(s) for s in systems],
+            contexts=None if contexts is None else list(contexts),
         )
 
     def __len__(self) -> int:
@@ -100,13 +107,15 @@ class Judgements:
             pick(self.lines) if self.lines else [],
             self.skipped,
             self.source,
+            pick(self.contexts),
         )
 
 
 @dataclass(frozen=True)
 class RelativeRankings:
     """Relative-ranking judgements (WMT's DARR): per judgement a reference and two candidates of the same source,
-    `better` the one humans judged better, with optional group labels (e.g. the language pair). `lines`,
+    `better` the one humans judged better, with optional group labels (e.g. the language pair) and an optional
+    context per judgement (`contexts`, as in `Judgements`: both candidates are scored with it). `lines`,
     `skipped` and `source` as in `Judgements`."""
 
     references: list[str]
@@ -116,6 +125,7 @@ class RelativeRankings:
     lines: list[int] = field(default_factory=list)
     skipped: int = 0
     source: str | None = None
+    contexts: list[str] | None = None
 
     @classmethod
     def from_columns(
@@ -124,12 +134,16 @@ class RelativeRankings:
         better: Sequence[str],
         worse: Sequence[str],
         groups: Sequence[str] | None = None,
+        contexts: Sequence[str] | None = None,
     ) -> RelativeRankings:
         """Relative rankings from parallel lists (one entry per judgement), checked for equal lengths."""
-        for name, column in {"better": better, "worse": worse, "groups": groups}.items():
+        for name, column in {"better": better, "worse": worse, "groups": groups, "contexts": contexts}.items():
             if column is not None and len(column) != len(references):
                 raise ValueError(f"{name} has {len(column)} entries for {len(references)} references")
-        return cls(list(references), list(better), list(worse), None if groups is None else [str(g) for g in groups])
+        labels = None if groups is None else [str(g) for g in groups]
+        return cls(
+            list(references), list(better), list(worse), labels, contexts=None if contexts is None else list(contexts)
+        )
 
     def __len__(self) -> int:
         return len(self.references)
@@ -139,32 +153,38 @@ class RelativeRankings:
         refs, better, worse = ([column[i] for i in indices] for column in (self.references, self.better, self.worse))
         groups = None if self.groups is None else [self.groups[i] for i in indices]
         lines = [self.lines[i] for i in indices] if self.lines else []
-        return RelativeRankings(refs, better, worse, groups, lines, self.skipped, self.source)
+        contexts = None if self.contexts is None else [self.contexts[i] for i in indices]
+        return RelativeRankings(refs, better, worse, groups, lines, self.skipped, self.source, contexts)
 
     def as_pairs(self) -> Judgements:
         """The 2n pairs to score: every better candidate with its reference, then every worse one (human scores
         1 and 0: which of the two was judged better)."""
         n = len(self)
         groups = None if self.groups is None else self.groups * 2
-        return Judgements(self.better + self.worse, self.references * 2, [1.0] * n + [0.0] * n, groups)
+        contexts = None if self.contexts is None else self.contexts * 2
+        return Judgements(
+            self.better + self.worse, self.references * 2, [1.0] * n + [0.0] * n, groups, contexts=contexts
+        )
 
 
 def _header_positions(header: list[str], wanted: dict[str, str | None], path: str) -> dict[str, int]:
-    """Each wanted column's position in the header; the missing ones named together."""
+    """Each wanted column's position in the header; the missing ones named together (the context column alone
+    with its own remedy: it is named by another argument than the others)."""
     names = [h.strip() for h in header]
-    missing = [f"{column!r} (the {role} column)" for role, column in wanted.items() if column and column not in names]
-    if missing:
+    lacking = [role for role, column in wanted.items() if column and column not in names]
+    if lacking:
+        missing = [f"{wanted[role]!r} (the {role} column)" for role in lacking]
         raise JudgementFileError(
             f"{path}: the header has no column {', no column '.join(missing)}; its columns are "
             f"{', '.join(repr(n) for n in names)}",
             path=path,
             line=1,
-            remedy="columns",
+            remedy="context_column" if lacking == ["context"] else "columns",
         )
     return {role: names.index(column) for role, column in wanted.items() if column}
 
 
-def _parse_row(row: list[str], at: dict[str, int]) -> tuple[str, str, float, str | None, str | None]:
+def _parse_row(row: list[str], at: dict[str, int]) -> tuple[str, str, float, str | None, str | None, str | None]:
     """One data row's fields; ValueError saying what is wrong with it."""
     cell = row[at["human"]].strip()
     if not cell:
@@ -175,7 +195,8 @@ def _parse_row(row: list[str], at: dict[str, int]) -> tuple[str, str, float, str
         raise ValueError(f"has a human score that is not a number: {cell!r}") from None
     if not math.isfinite(human):
         raise ValueError(f"has a human score that is not finite: {cell!r}")
-    return row[at["candidate"]], row[at["reference"]], human, _label(row, at, "group"), _label(row, at, "system")
+    labels = _label(row, at, "group"), _label(row, at, "system")
+    return row[at["candidate"]], row[at["reference"]], human, *labels, _context(row, at)
 
 
 def _label(row: list[str], at: dict[str, int], role: str) -> str | None:
@@ -188,6 +209,12 @@ def _label(row: list[str], at: dict[str, int], role: str) -> str | None:
     return value
 
 
+def _context(row: list[str], at: dict[str, int]) -> str | None:
+    """The row's context (None where the file has no context column; a blank cell: no context, as the metric
+    takes a blank ``context=``)."""
+    return row[at["context"]] if "context" in at else None
+
+
 def read_judgements(
     path: str | os.PathLike[str],
     candidate: str = "candidate",
@@ -196,18 +223,21 @@ def read_judgements(
     group: str | None = None,
     system: str | None = None,
     skip_bad: bool = False,
+    context: str | None = None,
 ) -> Judgements:
     """Read a UTF-8 tab-separated file with a header line: a candidate, its reference and a human score per
-    line (column names as given), optionally a group (e.g. language pair) and a system column. Quotes are
-    literal (no CSV quoting), blank lines are ignored.
+    line (column names as given), optionally a group (e.g. language pair), a system and a context column (the
+    source sentence, a description: each pair is scored with its line's context, a blank cell meaning none).
+    Quotes are literal (no CSV quoting), blank lines are ignored.
 
-    A line with a missing or non-numeric human score, an empty label or the wrong number of fields is a
+    A line with a missing or non-numeric human score, an empty label or the wrong number of fields (with a
+    context column, most often a tab or a line break inside a context, which the format cannot hold) is a
     `JudgementFileError` naming the line, or, with `skip_bad`, left out and counted (`Judgements.skipped`,
     with a warning). Missing columns are named; fewer than 3 judgements is an error.
     """
     wanted = {"candidate": candidate, "reference": reference, "human": human, "group": group, "system": system}
-    rows, lines, skipped = _read_rows(path, wanted, _parse_row, skip_bad)
-    return _judgements(rows, lines, skipped, str(path), group is not None, system is not None)
+    rows, lines, skipped = _read_rows(path, {**wanted, "context": context}, _parse_row, skip_bad)
+    return _judgements(rows, lines, skipped, str(path), (group, system, context))
 
 
 def _read_rows(
@@ -230,7 +260,10 @@ def _read_rows(
                     continue
                 try:
                     if len(row) != len(header):
-                        raise ValueError(f"has {len(row)} tab-separated fields where the header has {len(header)}")
+                        raise ValueError(
+                            f"has {len(row)} tab-separated fields where the header has {len(header)}"
+                            + _split_line(wanted.get("context"))
+                        )
                     rows.append(parse(row, at))
                     lines.append(reader.line_num)
                 except ValueError as err:
@@ -245,6 +278,14 @@ def _read_rows(
     except (OSError, UnicodeDecodeError) as err:
         raise JudgementFileError(f"{where} cannot be read: {err}", path=where) from None
     return rows, lines, skipped
+
+
+def _split_line(context: str | None) -> str:
+    """What most often gives a line the wrong number of fields in a file with a context column: a context
+    (source code, a description) holding a tab or a line break, which split the line."""
+    if context is None:
+        return ""
+    return f" (a context, column {context!r}, cannot hold a tab or a line break: they split its line)"
 
 
 def _enough(kept: int, skipped: int, where: str) -> None:
@@ -265,41 +306,37 @@ def read_relative_rankings(
     worse: str = "worse",
     group: str | None = None,
     skip_bad: bool = False,
+    context: str | None = None,
 ) -> RelativeRankings:
     """Read relative-ranking judgements (WMT's DARR) from a UTF-8 tab-separated file with a header line: a
     reference, the candidate judged better and the one judged worse per line (column names as given), optionally
-    a group column. The format's rules and errors are `read_judgements`'."""
-    wanted = {"reference": reference, "better": better, "worse": worse, "group": group}
+    a group and a context column (both candidates are scored with it). The format's rules and errors are
+    `read_judgements`'."""
+    wanted = {"reference": reference, "better": better, "worse": worse, "group": group, "context": context}
     rows, lines, skipped = _read_rows(path, wanted, _parse_ranking, skip_bad)
     _enough(len(rows), skipped, str(path))
-    refs, betters, worses, groups = (list(column) for column in zip(*rows, strict=True))
-    return RelativeRankings(refs, betters, worses, groups if group else None, lines, skipped, str(path))
+    refs, betters, worses, groups, contexts = (list(column) for column in zip(*rows, strict=True))
+    return RelativeRankings(
+        refs, betters, worses, groups if group else None, lines, skipped, str(path), contexts if context else None
+    )
 
 
-def _parse_ranking(row: list[str], at: dict[str, int]) -> tuple[str, str, str, str | None]:
-    return row[at["reference"]], row[at["better"]], row[at["worse"]], _label(row, at, "group")
+def _parse_ranking(row: list[str], at: dict[str, int]) -> tuple[str, str, str, str | None, str | None]:
+    return row[at["reference"]], row[at["better"]], row[at["worse"]], _label(row, at, "group"), _context(row, at)
 
 
 def _judgements(
-    rows: list[tuple[str, str, float, str | None, str | None]],
+    rows: list[tuple[str, str, float, str | None, str | None, str | None]],
     lines: list[int],
     skipped: int,
     where: str,
-    grouped: bool,
-    with_systems: bool,
+    optional: tuple[str | None, str | None, str | None],
 ) -> Judgements:
+    """The rows read as `Judgements`; `optional`: the group, system and context columns (None: not read)."""
     _enough(len(rows), skipped, where)
-    cands, refs, human, groups, systems = (list(column) for column in zip(*rows, strict=True))
-    return Judgements(
-        cands,
-        refs,
-        human,
-        groups if grouped else None,
-        systems if with_systems else None,
-        lines,
-        skipped,
-        where,
-    )
+    cands, refs, human, *columns = (list(column) for column in zip(*rows, strict=True))
+    groups, systems, contexts = (column if name else None for column, name in zip(columns, optional, strict=True))
+    return Judgements(cands, refs, human, groups, systems, lines, skipped, where, contexts)
 
 
 def check_variation(rows: Judgements) -> None:

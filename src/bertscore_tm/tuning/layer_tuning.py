@@ -10,7 +10,8 @@ bootstrap intervals for the tuned score and a paired bootstrap test of the best 
 (`bertscore_tm.models.registry`), after which the model scores with it without ``num_layers``.
 
 The judgements come from a tab-separated file with a header (`read_judgements`): a candidate, its reference
-and a human score per line, optionally a group and a system column; or from lists (`Judgements.from_columns`).
+and a human score per line, optionally a group, a system and a context column (each pair scored with its
+context, as the metric's ``context=``); or from lists (`Judgements.from_columns`).
 
 >>> rows = Judgements.from_columns(
 ...     ["The cat sat.", "A dog ran off.", "It rained.", "Birds sing loudly."],
@@ -120,7 +121,9 @@ def score_all_layers(
 
 def layer_scores(metric: Any, rows: Judgements) -> LayerScores:
     """`score_all_layers` with a metric built by the caller (the command line builds it with its own checks): a
-    fresh `bertscore_tm.BERTScore` with ``all_layers=True`` and one score per pair (``reduction="none"``)."""
+    fresh `bertscore_tm.BERTScore` with ``all_layers=True`` and one score per pair (``reduction="none"``). Each
+    pair is scored with its context where `rows` have contexts (the metric's ``context=``), so every layer's
+    scores are the metric's with that context at that layer."""
     if not metric.all_layers or metric.reduction != "none":
         raise ArgumentValueError(
             "layer tuning needs a metric with all_layers=True and reduction='none'",
@@ -129,7 +132,7 @@ def layer_scores(metric: Any, rows: Judgements) -> LayerScores:
             value=metric.all_layers,
         )
     metric.reset()
-    metric.update(rows.candidates, rows.references)
+    metric.update(rows.candidates, rows.references, context=rows.contexts)
     scores = metric.compute_scores()
     p, r, f = (t.detach().to("cpu").double().numpy() for t in scores.as_tuple())
     return LayerScores(p, r, f, metric.model_name, scores.hash_code, bool(metric.idf))

@@ -126,7 +126,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             from bertscore_tm.corpus.resumable import score_resumable
 
             cands, targets = _all_lines(pairs)
-            scores = score_resumable(metric, cands, targets, args.checkpoint, shard_size)
+            scores = score_resumable(metric, cands, targets, args.checkpoint, shard_size, context)
     if not job.writes_output:
         return 0
     columns = [x.double().cpu().tolist() for x in scores.stacked().unbind(0)]  # P, R, F (and F-beta)
@@ -189,11 +189,10 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _context(args: argparse.Namespace, lines: int) -> list[str] | None:
-    """The --context file's lines, one per candidate line (checked before the model loads)."""
+    """The --context file's lines, one per candidate line (checked before the model loads); with --checkpoint
+    they are part of the checkpoint's identity (`score_resumable`)."""
     if args.context is None:
         return None
-    if args.checkpoint is not None:
-        raise UsageError("--context is not available with --checkpoint yet: score without a checkpoint")
     context = inputs.read_lines(args.context, "context")
     if len(context) != lines:
         raise UsageError(f"the context file {args.context} has {len(context)} line(s) for {lines} candidate line(s)")

@@ -1,12 +1,13 @@
 """``bertscore-tm tune-layers``: which layer of a model agrees best with human judgements on your data.
 
 Reads judgements from a tab-separated file with a header (a candidate, its reference and a human score per line;
-optionally a group column, such as the language pair, and a system column), scores every pair at every layer in
-one pass and correlates each layer's scores with the human ones (`bertscore_tm.tuning.layer_tuning`): a row per layer
-with the averaged correlations and their bootstrap intervals and each group's figure, the best layer, a paired bootstrap
-test of it against the model's default layer, and the line to add to a layer table (``--add-to-table`` writes it;
-``BERTSCORE_TM_LAYERS`` names the table the metric reads). ``--plot`` draws the correlation per layer. The file, the
-options, the outputs and the model are checked before the model loads. Guide: docs/tuning.md.
+optionally a group column, such as the language pair, a system column and a context column, each pair scored with
+its context), scores every pair at every layer in one pass and correlates each layer's scores with the human ones
+(`bertscore_tm.tuning.layer_tuning`): a row per layer with the averaged correlations and their bootstrap intervals
+and each group's figure, the best layer, a paired bootstrap test of it against the model's default layer, and the
+line to add to a layer table (``--add-to-table`` writes it; ``BERTSCORE_TM_LAYERS`` names the table the metric
+reads). ``--plot`` draws the correlation per layer. The file, the options, the outputs and the model are checked
+before the model loads. Guide: docs/tuning.md.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ REMEDIES = {
     "skip_bad": "--skip-bad leaves bad lines out",
     "columns": "name the right ones with --candidate-column, --reference-column, --human-column, --group-by "
     "and --system-column",
+    "context_column": "name the right one with --context-column",
 }
 METHODS = ("pearson", "spearman", "kendall")
 _SCORE_NAMES = {"precision": "P", "recall": "R", "f1": "F1"}
@@ -79,6 +81,13 @@ def _add_column_options(t: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NAME",
         help="the column naming each line's system: adds the system-level Pearson correlation of the mean scores",
+    )
+    t.add_argument(
+        "--context-column",
+        default=None,
+        metavar="NAME",
+        help="the column of each pair's context (e.g. the source sentence or a description), encoded with the "
+        "candidate and its reference and left out of the matching, as score --context does; a blank cell: none",
     )
     t.add_argument(
         "--skip-bad",
@@ -165,7 +174,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if table is not None:
         _add_to_table(table, args.add_to_table, result)
     grouped = args.group_by is not None
-    text = _json(result, plot, table) if args.format == "json" else _text(result, grouped, plot, table)
+    if args.format == "json":
+        text = _json(result, plot, table, args.context_column)
+    else:
+        text = _text(result, grouped, plot, table)
     outputs.write_output(target, args.output, [text], out)
     return 0
 
@@ -183,6 +195,7 @@ def _judgements(args: argparse.Namespace) -> Any:
             group=args.group_by,
             system=args.system_column,
             skip_bad=args.skip_bad,
+            context=args.context_column,
         )
     except JudgementFileError as err:
         remedy = f" ({REMEDIES[err.remedy]})" if err.remedy in REMEDIES else ""
@@ -231,6 +244,8 @@ def _distinct(files: dict[str, Path | None]) -> None:
 def _metric(args: argparse.Namespace) -> Any:
     """A metric keeping every layer, from the checked options; --default-layer checked against its depth."""
     long_texts = options.long_texts(args)
+    if args.context_column is not None and args.long_texts == "window":
+        raise UsageError("--context-column is not available with --long-texts window yet: use --long-texts truncate")
     name = metrics.model_name(args)
     metric = metrics.make_metric(
         model_name_or_path=name,
@@ -265,8 +280,11 @@ def _add_to_table(target: Path, name: str, result: Any) -> None:
         add_to_layer_table(temp, result.model, result.best_layer)
 
 
-def _json(result: Any, plot: tuple[Path, str] | None, table: Path | None) -> str:
+def _json(result: Any, plot: tuple[Path, str] | None, table: Path | None, context: str | None) -> str:
+    """The figures as JSON, with what the command line adds: the layer table's line, the files written and the
+    context column (the hash code does not name a context: it is data, not a setting)."""
     doc = result.to_dict()
+    doc["context_column"] = context
     doc["layer_table_line"] = result.layer_table_line()
     doc["plot"] = None if plot is None else str(plot[0])
     doc["layer_table"] = None if table is None else str(table)
