@@ -499,6 +499,7 @@ def explain(
     idf_references: Sequence[str] | None = None,
     threshold: float | None = None,
     layer: int | None = None,
+    context: str | None = None,
     **kwargs: Any,
 ) -> PairExplanation:
     """Explain the BERTScore of `candidate` against `references` (one text, or several: the best counts), token
@@ -508,7 +509,8 @@ def explain(
     With ``idf=True`` the IDF is counted over `idf_references` where given (e.g. every reference of the
     corpus, as a corpus run counts it), else over this pair's own references. `threshold` sets below what
     support a word is weak (default: the layer's rescale baseline where one is known); `layer` picks a layer
-    of an ``all_layers=True`` setting.
+    of an ``all_layers=True`` setting; `context` is encoded with the candidate and each reference and left out of
+    the matching, as the paired scores' ``context=`` (``ignore=`` and the prompts, in `kwargs`, apply too).
 
     >>> from bertscore_tm import PACKAGED_MINILM
     >>> why = explain("The cat sat on the mat.", "A cat was sitting on the mat.", PACKAGED_MINILM)
@@ -520,6 +522,7 @@ def explain(
     arguments = {"model_name_or_path": model_name_or_path, **kwargs}
     _pair_arguments(candidate, references)  # before anything loads
     _checked_options(threshold, idf_references, bool(kwargs.get("idf", False)), kwargs)
+    check_context(context, 1)
     built = build_scorer(arguments)
     return explain_with(
         built.scorer,
@@ -529,6 +532,7 @@ def explain(
         idf_references=idf_references,
         threshold=threshold,
         layer=layer,
+        context=context,
     )
 
 
@@ -542,16 +546,21 @@ def explain_with(
     counts: tuple[Tensor, Tensor] | None = None,
     threshold: float | None = None,
     layer: int | None = None,
+    context: str | None = None,
 ) -> PairExplanation:
     """`explain` with a scoring core already built (a metric's: `BERTScore.explain`), on `device`; with IDF
-    counted, over `idf_references`, else the document `counts` where given, else the pair's own references."""
+    counted, over `idf_references`, else the document `counts` where given, else the pair's own references;
+    `context`: the pair's, as `explain` takes it."""
     cand, refs = _pair_arguments(candidate, references)
     settings = scorer.settings
     flat = _checked_options(
         threshold, idf_references, scorer.idf, {"idf_texts": settings.idf_texts, "idf_weights": settings.idf_weights}
     )
     weights = weighting(scorer, [refs], flat, counts)
-    return explain_pairs(scorer, [cand], [refs], weights, device=device, layer=layer, threshold=threshold)[0]
+    contexts = check_context(context, 1)
+    return explain_pairs(
+        scorer, [cand], [refs], weights, device=device, layer=layer, threshold=threshold, context=contexts
+    )[0]
 
 
 def _pair_arguments(candidate: object, references: object) -> tuple[str, list[str]]:
