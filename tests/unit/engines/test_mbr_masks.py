@@ -5,11 +5,13 @@ hypothesis is a candidate with one prompt and a reference with the other)."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
 from bertscore_tm import BERTScore, bert_score
+from bertscore_tm.errors import ArgumentValueError
 from tests.conftest import MINILM
 
 GROUPS = [
@@ -64,3 +66,27 @@ def test_the_mask_changes_the_utilities() -> None:
     plain = BERTScore(MINILM).mbr_select(GROUPS[:1], return_utilities=True)[1][0]
     masked = BERTScore(MINILM, ignore="punctuation").mbr_select(GROUPS[:1], return_utilities=True)[1][0]
     assert plain[1] != pytest.approx(float(masked[1]), abs=1e-6)
+
+
+def test_the_command_line_takes_the_mask_and_the_prompts(capsys, tmp_path) -> None:
+    from tests.cli.test_cli import run_main
+
+    hyps = tmp_path / "hyps.txt"
+    hyps.write_text("\n".join(GROUPS[0]) + "\n")
+    options = ["--ignore", "punctuation", "--candidate-prompt", "query: ", "--reference-prompt", "passage: "]
+    rc, out, _ = run_main(
+        capsys, "mbr", "-m", MINILM, "-i", str(hyps), "--group-size", "4", "--format", "json", *options
+    )
+    assert rc == 0
+    settings = {"ignore": "punctuation", "candidate_prompt": "query: ", "reference_prompt": "passage: "}
+    _, expected = BERTScore(MINILM, **settings).mbr_select(GROUPS[:1], return_utilities=True)
+    assert json.loads(out)["groups"][0]["utilities"] == pytest.approx(expected[0].tolist(), abs=1e-12)
+
+
+def test_what_mbr_does_not_take_is_still_refused() -> None:
+    with pytest.raises(ValueError, match="one layer"):
+        BERTScore(MINILM, ignore="punctuation", all_layers=True).mbr_select(GROUPS[:1])
+    with pytest.raises(ArgumentValueError, match="ignore= is not available with long_texts='window'"):
+        BERTScore(MINILM, ignore="punctuation", long_texts="window")
+    with pytest.raises(ValueError, match="references has 1 groups but groups has 3"):
+        BERTScore(MINILM, candidate_prompt="query: ").mbr_select(GROUPS, references=PSEUDO[:1])
