@@ -13,7 +13,9 @@ Utility of hypothesis i: the mean of F1(h_i, h_j) over the other hypotheses j of
 but its own, repeats included), or over all of the group's `references`; each F1 exactly as `bert_score`
 gives it for that pair, with IDF (if on) over the group's references as given (its hypotheses, or its
 `references`). Means are summed exactly (`math.fsum`), so equal texts get equal utilities and ties go to
-the lowest index.
+the lowest index. A mask (``ignore=``) and the prompts apply as in the paired scores: their tokens are
+encoded with the text, but out of the matching, the weights and the IDF counts; with prompts, a hypothesis is
+a candidate with the candidate prompt and a reference with the reference prompt.
 """
 
 from __future__ import annotations
@@ -370,6 +372,10 @@ class _Run:
                 for t in (*self.groups[g].hyps, *self.groups[g].refs):
                     self.last_use[t] = b
 
+    def model_ids(self, texts: list[int]) -> list[Tensor]:
+        """The token ids the model reads for `texts`: a prompt's marked ids back to their own."""
+        return [unmarked(self.texts.seq(t)) for t in texts]
+
     def utilities(self, progress: Any) -> list[list[float]]:
         """Each group's utilities, a block of groups at a time; a text a later block needs is kept aside."""
         utilities: list[list[float]] = [[] for _ in self.groups]
@@ -380,8 +386,7 @@ class _Run:
             grps = self.groups
             needed = list(dict.fromkeys(t for batch in block for g in batch for t in (*grps[g].hyps, *grps[g].refs)))
             table = embedder.new_table(sum(self.length[t] for t in needed))
-            seqs = lambda ts: [unmarked(self.texts.seq(t)) for t in ts]  # noqa: E731 (the ids the model reads)
-            row_of, fresh = aside.fill(embedder, table, needed, seqs, b)
+            row_of, fresh = aside.fill(embedder, table, needed, self.model_ids, b)
             for batch in block:
                 flags = (self.blank, self.live)
                 f1 = _group_f1(table, row_of, grps, batch, self.texts, self.weights, flags, self.sim_bytes)
