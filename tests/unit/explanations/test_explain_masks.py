@@ -197,3 +197,16 @@ def test_bad_context_and_unsupported_settings_are_refused() -> None:
         explain(CANDS[0], GROUPS[0], MINILM, context=["a", "b"])
     with pytest.raises(Exception, match="context= is not available with long_texts='window'"):
         explain(CANDS[0], GROUPS[0], MINILM, long_texts="window", context="a context")
+
+
+def test_compare_explains_its_segments_with_the_mask(capsys, tmp_path) -> None:
+    """compare --html explains pairs with the metric's setting: a mask no longer stops it."""
+    files = []
+    for name, lines in (("a", CANDS), ("b", list(reversed(CANDS))), ("r", [g[0] for g in GROUPS])):
+        files.append(tmp_path / f"{name}.txt")
+        files[-1].write_text("\n".join(lines) + "\n")
+    page = tmp_path / "compare.html"
+    argv = ["-r", str(files[2]), "-c", str(files[0]), str(files[1]), "--ignore", "punctuation", "--html", str(page)]
+    rc, _, err = run_main(capsys, "compare", "-m", MINILM, *argv)
+    assert rc == 0, err
+    assert "(masked)" in page.read_text()

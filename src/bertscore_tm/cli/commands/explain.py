@@ -95,7 +95,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if html is not None and target is not None and os.path.realpath(html) == os.path.realpath(target):
         raise UsageError(f"--html and -o name the same file {args.html}: give two files")
     idf_references = _idf_references(args)
-    context = _context(args)
+    pairs = None if args.text else inputs.pair_lines(args.cand, args.ref)  # checked before the model loads
+    context = _context(args, pairs)
     metric = metrics.scoring_metric(args)
     from bertscore_tm.explanations.explanation import explain_pairs, weighting
 
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         lines, cands, groups = [None], [cand], [refs]
         weights = weighting(metric.scorer, groups, idf_references)
     else:
-        lines, cands, groups = _chosen(args, metric, context)
+        lines, cands, groups = _chosen(args, metric, pairs, context)
         counts = (metric.doc_freq, metric.num_refs) if metric.scorer.counts_idf else None
         weights = weighting(metric.scorer, groups, counts=counts)
         context = None if context is None else [context[n - 1] for n in lines if n is not None]
@@ -145,17 +146,22 @@ def _idf_references(args: argparse.Namespace) -> list[str] | None:
     return inputs.read_lines(args.idf_references, "IDF reference")
 
 
-def _context(args: argparse.Namespace) -> list[str] | None:
-    """The --context: the text itself with --text, else the file's lines (their count checked with the pairs')."""
+def _context(args: argparse.Namespace, pairs: Any) -> list[str] | None:
+    """The --context: the text itself with --text, else the file's lines, one per line of the `pairs`."""
     if args.context is None:
         return None
     if args.text:
         return [args.context]
-    return inputs.read_lines(args.context, "context")
+    context = inputs.read_lines(args.context, "context")
+    if len(context) != len(pairs):
+        raise UsageError(
+            f"the context file {args.context} has {len(context)} line(s) for {len(pairs)} candidate line(s)"
+        )
+    return context
 
 
 def _chosen(
-    args: argparse.Namespace, metric: Any, context: list[str] | None = None
+    args: argparse.Namespace, metric: Any, pairs: Any, context: list[str] | None = None
 ) -> tuple[list[int | None], list[str], list[list[str]]]:
     """Score every pair of the files once (the paired engine, each pair with its line of `context`), then read
     back the pairs to explain: the `--worst` K of lowest F1, worst first (a tie: the earlier line), or every
