@@ -12,7 +12,6 @@ P/R/F from `matching.weighted_scores` and `best_of_references`, the best referen
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 from collections.abc import Sequence
@@ -168,11 +167,11 @@ def explain_pairs(
     for i, group in enumerate(groups):
         k = first + int(best[i])
         c_best, c_match, r_best, r_match = found[k]
+        has_context = context is not None and bool(context[i].strip())
         sides = (
-            _side(scorer, (cands[i], c_seqs[i]), (c_best, c_match), weights.table, flags),
-            _side(scorer, (refs[k], r_seqs[k]), (r_best, r_match), weights.table, flags),
+            _side(scorer, 0, (cands[i], c_seqs[i]), (c_best, c_match), (weights.table, flags), has_context),
+            _side(scorer, 1, (refs[k], r_seqs[k]), (r_best, r_match), (weights.table, flags), has_context),
         )
-        sides = _with_roles(scorer, sides, context is not None and bool(context[i].strip()))
         scores = PairScores(
             _triple(top[i]),
             tuple(_triple(s) for s in per_ref[first : first + len(group)]),
@@ -190,39 +189,44 @@ def _triple(scores: Tensor) -> ScoreTriple:
 
 
 def _side(
-    scorer: Scorer, text: tuple[str, Tensor], found: tuple[Tensor, Tensor], table: Tensor, flags: Tensor | None
+    scorer: Scorer,
+    which: int,
+    text: tuple[str, Tensor],
+    found: tuple[Tensor, Tensor],
+    weights: tuple[Tensor, Tensor | None],
+    has_context: bool,
 ) -> _Side:
-    """One side of the explained match: its weights as the scores take them (0 for a token out of the
-    matching), blank where the text is, or where the mask or a prompt left it no token but the special ones."""
+    """One side (`which`: 0 the candidate's, 1 the reference's) of the explained match: its weights as the scores
+    take them (the `weights` table, 0 for a token the flags leave out of the matching), blank where the text is,
+    or where the mask or a prompt left it no token but the special ones."""
     ids = text[1]
+    table, flags = weights
     lens = torch.tensor([len(ids)])
     zero = scorer.encoder.zero_weight_ids
     blank = bool(scorer.encoder.is_blank(lens)[0]) or bool(left_blank(ids, lens, flags, zero)[0])
-    roles: list[str | None] = [None] * len(ids)
+    roles = _roles(scorer, which, text, has_context)
     return _Side(text[0], ids, found[0], found[1], scored_weights(table, ids, flags), blank, roles)
 
 
-def _with_roles(scorer: Scorer, sides: tuple[_Side, _Side], has_context: bool) -> tuple[_Side, _Side]:
-    """The sides with each token's role (`TokenExplanation.role`): "masked" where the mask leaves it out, and a
-    marked token "prompt" or "context": the side's prompt's tokens come first, so where the side has both, as
-    many marked tokens as the prompt alone marks before the text are the prompt's."""
-    out = []
-    for side, prompt, name in zip(sides, scorer.prompts, ("candidate_prompt", "reference_prompt"), strict=True):
-        ids = side.ids.tolist()
-        prompt_tokens = 0
-        if prompt is not None:
-            prompt_tokens = len(ids) if not has_context else _marked_count(scorer, side.text, prompt, name)
-        roles: list[str | None] = []
-        for t in ids:
-            if t < 0:
-                roles.append("prompt" if prompt_tokens > 0 else "context")
-                prompt_tokens -= 1
-            elif scorer.ignored is not None and bool(scorer.ignored[t]):
-                roles.append("masked")
-            else:
-                roles.append(None)
-        out.append(dataclasses.replace(side, roles=roles))
-    return out[0], out[1]
+def _roles(scorer: Scorer, which: int, text: tuple[str, Tensor], has_context: bool) -> list[str | None]:
+    """Each token's role (`TokenExplanation.role`): "masked" where the mask leaves it out, and a marked token
+    "prompt" or "context". The side's prompt's tokens come first, so where the side has both, as many marked
+    tokens as the prompt alone marks before the text are the prompt's."""
+    prompt, name = scorer.prompts[which], ("candidate_prompt", "reference_prompt")[which]
+    ids = text[1].tolist()
+    prompt_tokens = 0
+    if prompt is not None:
+        prompt_tokens = len(ids) if not has_context else _marked_count(scorer, text[0], prompt, name)
+    roles: list[str | None] = []
+    for t in ids:
+        if t < 0:
+            roles.append("prompt" if prompt_tokens > 0 else "context")
+            prompt_tokens -= 1
+        elif scorer.ignored is not None and bool(scorer.ignored[t]):
+            roles.append("masked")
+        else:
+            roles.append(None)
+    return roles
 
 
 def _marked_count(scorer: Scorer, text: str, prompt: str, name: str) -> int:
