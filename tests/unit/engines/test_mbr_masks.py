@@ -26,6 +26,7 @@ SETTINGS = [
     {"ignore": r"the|a", "idf": True},
     {"candidate_prompt": "query: ", "reference_prompt": "passage: "},
     {"candidate_prompt": "query: ", "ignore": "punctuation", "rescale_with_baseline": True, "lang": "en"},
+    {"reference_prompt": "passage: ", "idf": True},
 ]
 
 
@@ -51,7 +52,9 @@ def _expected(settings: dict, groups: list[list[str]], pseudo: list[list[str]] |
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-@pytest.mark.parametrize("settings", SETTINGS, ids=["punctuation", "regex-idf", "two-prompts", "prompt-mask-rescaled"])
+@pytest.mark.parametrize(
+    "settings", SETTINGS, ids=["punctuation", "regex-idf", "two-prompts", "prompt-mask-rescaled", "prompt-idf"]
+)
 @pytest.mark.parametrize("pseudo", [None, PSEUDO], ids=["own", "pseudo"])
 def test_mbr_utilities_are_the_paired_f1_means(settings, pseudo) -> None:
     chosen, utilities = BERTScore(MINILM, **settings).mbr_select(GROUPS, references=pseudo, return_utilities=True)
