@@ -13,7 +13,9 @@ Utility of hypothesis i: the mean of F1(h_i, h_j) over the other hypotheses j of
 but its own, repeats included), or over all of the group's `references`; each F1 exactly as `bert_score`
 gives it for that pair, with IDF (if on) over the group's references as given (its hypotheses, or its
 `references`). Means are summed exactly (`math.fsum`), so equal texts get equal utilities and ties go to
-the lowest index.
+the lowest index. A mask (``ignore=``) and the prompts apply as in the paired scores: their tokens are
+encoded with the text, but out of the matching, the weights and the IDF counts; with prompts, a hypothesis is
+a candidate with the candidate prompt and a reference with the reference prompt.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -42,11 +44,7 @@ from bertscore_tm.scoring.idf import idf_weights
 from bertscore_tm.scoring.matching import KeptAside
 from bertscore_tm.scoring.results import progress_bar
 from bertscore_tm.scoring.scorer import Scorer, build_scorer
-from bertscore_tm.scoring.token_rules import refuse_masks
-
-if TYPE_CHECKING:
-    from bertscore_tm.embedding.embedder import Embedder
-
+from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights, unmarked
 
 # -- input checks (before any model is loaded) --------------------------------------------------------------
 
@@ -111,6 +109,7 @@ class _Group:
     ref_count: list[int]  # how often each occurs among the references as given
     ref_docs: list[int]  # the references as given (for IDF)
     own: bool  # references are the hypotheses themselves: leave each one's own position out
+    ref_slot: list[int]  # with `own`, for each hypothesis as given, its index in `refs` (its own position)
 
 
 def _distinct(ids: list[int]) -> tuple[list[int], list[int], list[int]]:
@@ -124,31 +123,32 @@ def _distinct(ids: list[int]) -> tuple[list[int], list[int], list[int]]:
 
 
 def _groups(texts: DistinctTexts, hyps: list[list[str]], refs: list[list[str]] | None) -> list[_Group]:
+    """The groups as distinct texts: `texts.text_of` lists every hypothesis as a candidate, then every
+    reference as given (without `refs`: every hypothesis again, as a reference, so that a prompt of each side
+    is the right one; the same texts as the candidates' where no prompt is set)."""
     out = []
     text_of = texts.text_of.tolist()
-    pos = 0
-    hyp_ids = []
-    for group in hyps:
-        hyp_ids.append(text_of[pos : pos + len(group)])
+    total = sum(len(group) for group in hyps)
+    pos, ref_pos = 0, total
+    for g, group in enumerate(hyps):
+        ids = text_of[pos : pos + len(group)]
         pos += len(group)
-    for g, ids in enumerate(hyp_ids):
-        uniq, slot, counts = _distinct(ids)
-        if refs is None:
-            out.append(_Group(uniq, slot, uniq, counts, ids, own=True))
-        else:
-            r_ids = text_of[pos : pos + len(refs[g])]
-            pos += len(refs[g])
-            r_uniq, _, r_counts = _distinct(r_ids)
-            out.append(_Group(uniq, slot, r_uniq, r_counts, r_ids, own=False))
+        uniq, slot, _ = _distinct(ids)
+        size = len(group) if refs is None else len(refs[g])
+        r_ids = text_of[ref_pos : ref_pos + size]
+        ref_pos += size
+        r_uniq, r_slot, r_counts = _distinct(r_ids)
+        out.append(_Group(uniq, slot, r_uniq, r_counts, r_ids, own=refs is None, ref_slot=r_slot))
     return out
 
 
 class _Weights:
     """Token weights per group: the scorer's policy (`Scorer.weights`), with IDF counted over each group's
-    references as given (its hypotheses, or its `references`)."""
+    references as given (its hypotheses, or its `references`); a prompt's tokens are not counted, and they and
+    the tokens `flags` flags (``ignore=``) weigh 0 (`token_rules`)."""
 
-    def __init__(self, scorer: Scorer, texts: DistinctTexts, groups: list[_Group]) -> None:
-        self.texts = texts
+    def __init__(self, scorer: Scorer, texts: DistinctTexts, groups: list[_Group], flags: Tensor | None) -> None:
+        self.texts, self.flags = texts, flags
         self.vocab = scorer.vocab_size
         self.idf = scorer.counts_idf
         if not self.idf:  # fixed IDF (idf_texts, idf_weights) or plain: one table for every group
@@ -161,6 +161,7 @@ class _Weights:
         lengths = texts.length[docs]
         tokens = texts.ids[texts.token_index(docs)].long()
         doc = torch.repeat_interleave(torch.arange(len(docs)), lengths)
+        doc, tokens = doc[tokens >= 0], tokens[tokens >= 0]  # a prompt's (marked) tokens are not counted
         first = torch.unique(doc * self.vocab + tokens)  # each (document, token) once
         keys = doc_group[first // self.vocab] * self.vocab + first % self.vocab
         self.keys, self.df = torch.unique(keys, return_counts=True)
@@ -168,14 +169,17 @@ class _Weights:
 
     def of(self, group_of_slot: Tensor, slot_texts: Tensor) -> Tensor:
         """Float64 weights of the tokens of `slot_texts` (end to end), each text in group `group_of_slot`."""
-        ids = self.texts.ids[self.texts.token_index(slot_texts)].long()
+        marked = self.texts.ids[self.texts.token_index(slot_texts)]
         if not self.idf:
-            return self.plain[ids]
+            return scored_weights(self.plain, marked, self.flags)
+        ids = unmarked(marked).long()
         group = torch.repeat_interleave(group_of_slot, self.texts.length[slot_texts])
         keys = group * self.vocab + ids
         at = torch.searchsorted(self.keys, keys).clamp(max=len(self.keys) - 1)
         df = torch.where(self.keys[at] == keys, self.df[at], 0)
-        return idf_weights(df, self.num_refs[group])
+        weights = idf_weights(df, self.num_refs[group])
+        keep = kept(marked, self.flags)
+        return weights if keep is None else weights.masked_fill(~keep, 0.0)
 
 
 # -- planning: batches of similar groups, blocks of batches -------------------------------------------------
@@ -230,18 +234,20 @@ def _plan(groups: list[_Group], length: list[int], sim_bytes: int, block_tokens:
 
 
 def _group_f1(
-    embedder: Embedder,
     table: Tensor,
     row_of: dict[int, int],
     groups: list[_Group],
     batch: list[int],
     texts: DistinctTexts,
     weights: _Weights,
-    blank: Tensor,
+    flags: tuple[Tensor, Tensor | None],
     sim_bytes: int,
 ) -> list[Tensor]:
-    """F1 of each distinct hypothesis against each distinct reference, per group of `batch`: [hyps, refs]."""
+    """F1 of each distinct hypothesis against each distinct reference, per group of `batch`: [hyps, refs].
+    `flags`: which texts are blank (or left so by the mask or a prompt) and which tokens take part in the
+    matching (None: all)."""
     length = texts.length
+    blank, live = flags
 
     def tile(slots: list[list[int]], left: bool) -> Any:
         k = max(len(s) for s in slots)
@@ -250,7 +256,9 @@ def _group_f1(
         group_of = torch.tensor([g for g in batch for _ in range(k)], dtype=torch.long)
         starts = torch.tensor([row_of.get(t, 0) for t in ids.tolist()], dtype=torch.long)
         lengths = torch.where(real, length[ids.clamp(min=0)], 0)
-        return make_tile(table, starts, lengths, weights.of(group_of[real], ids[real]), ids, left, groups=len(slots))
+        on = None if live is None else live[texts.token_index(ids[real])]
+        token_weights = weights.of(group_of[real], ids[real])
+        return make_tile(table, starts, lengths, token_weights, ids, left, groups=len(slots), live=on)
 
     if len(batch) > 1 or _fits(groups[batch[0]], length, sim_bytes):
         left = tile([groups[g].hyps for g in batch], left=True)
@@ -289,17 +297,19 @@ def _blank_of(slot_texts: Tensor, blank: Tensor) -> Tensor:
 
 
 def _utilities(grp: _Group, f: list[list[float]]) -> list[float]:
-    """Mean F1 of each hypothesis as given, summed exactly (so equal texts tie exactly)."""
+    """Mean F1 of each hypothesis as given, summed exactly (so equal texts tie exactly); against its own
+    group, less its own position (`ref_slot`: itself among the references)."""
     total = sum(grp.ref_count)
-    per_text = []
-    for d, row in enumerate(f):
+    out = []
+    for i, d in enumerate(grp.hyp_slot):
+        row = f[d]
         terms = [c * x for c, x in zip(grp.ref_count, row, strict=True)]
         if grp.own:
-            terms.append(-row[d])  # its own position
-            per_text.append(math.fsum(terms) / (total - 1) if total > 1 else math.nan)
+            terms.append(-row[grp.ref_slot[i]])  # its own position
+            out.append(math.fsum(terms) / (total - 1) if total > 1 else math.nan)
         else:
-            per_text.append(math.fsum(terms) / total)
-    return [per_text[s] for s in grp.hyp_slot]
+            out.append(math.fsum(terms) / total)
+    return out
 
 
 def select(
@@ -315,7 +325,6 @@ def select(
     """MBR with `scorer`, made where `device` says: see :func:`mbr_select`. `sim_bytes` bounds one batch's
     similarities (default: the embedder's block budget / 8), `block_tokens` the new texts embedded per block
     (default: four forward batches)."""
-    refuse_masks(scorer.ignored, "MBR")
     hyps, refs = check_mbr_inputs(groups, references)
     if scorer.all_layers:
         raise ValueError("mbr_select scores with one layer: use a metric with all_layers=False")
@@ -345,12 +354,14 @@ class _Run:
         self.scorer, embedder = scorer, scorer.embedder
         self.sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
         block_tokens = 4 * embedder.max_tokens if block_tokens is None else block_tokens
-        flat = [h for group in hyps for h in group] + ([r for group in refs for r in group] if refs else [])
-        ids, lens = scorer.encoder.encode(flat)
-        self.texts = distinct_texts(ids, lens)
+        c_ids, c_lens, r_ids, r_lens = _encoded(scorer, hyps, refs)
+        self.texts = distinct_texts(torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)))
         self.groups = _groups(self.texts, hyps, refs)
-        self.weights = _Weights(scorer, self.texts, self.groups)
-        self.blank = scorer.encoder.is_blank(self.texts.length).to(embedder.device)
+        flags = scorer.token_flags(c_ids, r_ids)  # a mask's, or a prompt's marked tokens: out of the matching
+        self.weights = _Weights(scorer, self.texts, self.groups, flags)
+        self.live = kept(self.texts.ids, flags)
+        emptied = left_blank(self.texts.ids, self.texts.length, flags, scorer.encoder.zero_weight_ids)
+        self.blank = (scorer.encoder.is_blank(self.texts.length) | emptied).to(embedder.device)
         baseline = scorer.baseline
         self.f_baseline = None if baseline is None else baseline[0, 2].to(embedder.device)
         self.length = self.texts.length.tolist()
@@ -360,6 +371,10 @@ class _Run:
             for g in (g for batch in block for g in batch):
                 for t in (*self.groups[g].hyps, *self.groups[g].refs):
                     self.last_use[t] = b
+
+    def model_ids(self, texts: list[int]) -> list[Tensor]:
+        """The token ids the model reads for `texts`: a prompt's marked ids back to their own."""
+        return [unmarked(self.texts.seq(t)) for t in texts]
 
     def utilities(self, progress: Any) -> list[list[float]]:
         """Each group's utilities, a block of groups at a time; a text a later block needs is kept aside."""
@@ -371,11 +386,10 @@ class _Run:
             grps = self.groups
             needed = list(dict.fromkeys(t for batch in block for g in batch for t in (*grps[g].hyps, *grps[g].refs)))
             table = embedder.new_table(sum(self.length[t] for t in needed))
-            row_of, fresh = aside.fill(embedder, table, needed, lambda ts: [self.texts.seq(t) for t in ts], b)
+            row_of, fresh = aside.fill(embedder, table, needed, self.model_ids, b)
             for batch in block:
-                f1 = _group_f1(
-                    embedder, table, row_of, grps, batch, self.texts, self.weights, self.blank, self.sim_bytes
-                )
+                flags = (self.blank, self.live)
+                f1 = _group_f1(table, row_of, grps, batch, self.texts, self.weights, flags, self.sim_bytes)
                 for g, f in zip(batch, f1, strict=True):
                     f = f if self.f_baseline is None else rescale(f, self.f_baseline)
                     utilities[g] = _utilities(grps[g], f.tolist())
@@ -384,6 +398,20 @@ class _Run:
             if progress is not None:
                 progress.update(sum(len(batch) for batch in block))
         return utilities
+
+
+def _encoded(
+    scorer: Scorer, hyps: list[list[str]], refs: list[list[str]] | None
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The hypotheses as candidates, then the references as references (ids and lengths): without `refs` the
+    hypotheses again, encoded as references (with the reference prompt) only where a prompt is set."""
+    flat = [h for group in hyps for h in group]
+    if refs is not None:
+        return scorer.encode_pairs(flat, [r for group in refs for r in group])
+    if scorer.prompts == (None, None):
+        ids, lens = scorer.encoder.encode(flat)
+        return ids, lens, ids, lens
+    return scorer.encode_pairs(flat, flat)
 
 
 def mbr_select(

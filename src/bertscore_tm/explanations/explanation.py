@@ -33,12 +33,13 @@ from bertscore_tm.explanations.types import (
     TokenExplanation,
     WordExplanation,
 )
+from bertscore_tm.models.prompts import check_context, prompted_ids
 from bertscore_tm.models.tokenizing import normalize_inputs
-from bertscore_tm.scoring.baselines import baseline_rows, find_baseline, read_baseline, rescale
+from bertscore_tm.scoring.baselines import baseline_rows, f_beta_baseline, find_baseline, read_baseline, rescale
 from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.matching import best_of_references, weighted_scores
 from bertscore_tm.scoring.scorer import Scorer, build_scorer
-from bertscore_tm.scoring.token_rules import refuse_masks
+from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights, unmarked
 
 # -- where the weights come from -----------------------------------------------------------------------------
 
@@ -75,8 +76,18 @@ def weighting(
     else:
         refs = [r for group in groups for r in group]
         note = f"IDF over the pair's own {len(refs)} reference(s) (idf_references= counts over a corpus)"
-    ids, lens = scorer.encoder.encode(refs)
+    ids, lens = _reference_ids(scorer, refs)
     return Weighting(scorer.reference_weights(ids, lens, len(refs)).cpu(), note)
+
+
+def _reference_ids(scorer: Scorer, refs: list[str]) -> tuple[Tensor, Tensor]:
+    """The references' ids as the paired scores count their IDF: with the reference prompt where one is set
+    (its tokens marked, and so not counted)."""
+    prompt = scorer.prompts[1]
+    if prompt is None:
+        return scorer.encoder.encode(refs)
+    ids, lens, _ = prompted_ids(scorer.encoder, refs, prompt, None, "reference_prompt")
+    return ids, lens
 
 
 def weak_threshold(scorer: Scorer, layer: int, threshold: float | None) -> Threshold:
@@ -101,7 +112,8 @@ def weak_threshold(scorer: Scorer, layer: int, threshold: float | None) -> Thres
 
 @dataclass(frozen=True)
 class _Side:
-    """One side of the explained match: its text, token ids, best similarities and matches, weights, blankness."""
+    """One side of the explained match: its text, token ids (a prompt's and a context's marked), best
+    similarities and matches, weights (0 out of the matching), blankness, and each token's role (`_roles`)."""
 
     text: str
     ids: Tensor
@@ -109,6 +121,7 @@ class _Side:
     match: Tensor
     weights: Tensor
     blank: bool
+    roles: list[str | None]
 
 
 def explain_pairs(
@@ -120,13 +133,16 @@ def explain_pairs(
     device: torch.device | str | None = None,
     layer: int | None = None,
     threshold: float | None = None,
+    context: Sequence[str] | None = None,
 ) -> list[PairExplanation]:
     """Explain each candidate against its references (a list per candidate) with `scorer`'s model and rules
     and the given `weights`: each distinct text embedded once, on `device` (default: where the scorer's
-    model is), every match's best similarities and matches kept, P/R/F weighed by the core's rules."""
-    refuse_masks(scorer.ignored, "explanations")
+    model is), every match's best similarities and matches kept, P/R/F weighed by the core's rules. The mask
+    (``ignore=``), the prompts and each pair's `context` (one text per candidate) apply as in the paired scores:
+    their tokens are encoded with the text, shown with their role, and take no part in the matching."""
     layer, row = _layer(scorer, layer)
     limit = weak_threshold(scorer, layer, threshold)
+    context = check_context(context, len(cands))
     if not cands:
         return []
     device = scorer.embedder.device if device is None else torch.device(device)
@@ -135,30 +151,88 @@ def explain_pairs(
     owner = torch.repeat_interleave(torch.arange(len(cands)), counts).tolist()
     with own_precision(device):
         scorer.follow(device)
-        c_ids, c_lens, r_ids, r_lens = scorer.encoder.encode_pairs(cands, refs)
+        c_ids, c_lens, r_ids, r_lens = scorer.encode_pairs(cands, refs, context, counts.tolist())
         scorer.check_known_weights(torch.cat([c_ids, r_ids]))
+        flags = scorer.token_flags(c_ids, r_ids)
         c_seqs, r_seqs = torch.split(c_ids, c_lens.tolist()), torch.split(r_ids, r_lens.tolist())
         vectors = _vectors(scorer, [*c_seqs, *r_seqs], row)
-        found = [best_matches(vectors[i], vectors[len(cands) + j]) for j, i in enumerate(owner)]
-    raw, per_ref, top, best = _scores(scorer, weights.table, (c_seqs, r_seqs, owner), found, counts, row)
+        live = [kept(s, flags) for s in (*c_seqs, *r_seqs)]
+        found = [
+            best_matches(vectors[i], vectors[len(cands) + j], live[i], live[len(cands) + j])
+            for j, i in enumerate(owner)
+        ]
+    texts = (c_seqs, r_seqs, owner)
+    raw, per_ref, top, best = _scores(scorer, weights.table, texts, found, counts, (row, flags))
     out, first = [], 0
     for i, group in enumerate(groups):
         k = first + int(best[i])
         c_best, c_match, r_best, r_match = found[k]
-        blank = scorer.encoder.is_blank(torch.tensor([len(c_seqs[i]), len(r_seqs[k])])).tolist()
+        has_context = context is not None and bool(context[i].strip())
         sides = (
-            _Side(cands[i], c_seqs[i], c_best, c_match, weights.table[c_seqs[i].long()], blank[0]),
-            _Side(refs[k], r_seqs[k], r_best, r_match, weights.table[r_seqs[k].long()], blank[1]),
+            _side(scorer, 0, (cands[i], c_seqs[i]), (c_best, c_match), (weights.table, flags), has_context),
+            _side(scorer, 1, (refs[k], r_seqs[k]), (r_best, r_match), (weights.table, flags), has_context),
         )
         scores = PairScores(
-            ScoreTriple(*top[i].tolist()),
-            tuple(ScoreTriple(*s.tolist()) for s in per_ref[first : first + len(group)]),
-            ScoreTriple(*raw[k].tolist()),
+            _triple(top[i]),
+            tuple(_triple(s) for s in per_ref[first : first + len(group)]),
+            _triple(raw[k]),
             int(best[i]),
         )
         out.append(_explanation(scorer, sides, tuple(group), scores, (limit, layer, row, weights.note)))
         first += len(group)
     return out
+
+
+def _triple(scores: Tensor) -> ScoreTriple:
+    """P, R, F (and F-beta, a fourth score where the setting has a beta)."""
+    return ScoreTriple(*scores.tolist())
+
+
+def _side(
+    scorer: Scorer,
+    which: int,
+    text: tuple[str, Tensor],
+    found: tuple[Tensor, Tensor],
+    weights: tuple[Tensor, Tensor | None],
+    has_context: bool,
+) -> _Side:
+    """One side (`which`: 0 the candidate's, 1 the reference's) of the explained match: its weights as the scores
+    take them (the `weights` table, 0 for a token the flags leave out of the matching), blank where the text is,
+    or where the mask or a prompt left it no token but the special ones."""
+    ids = text[1]
+    table, flags = weights
+    lens = torch.tensor([len(ids)])
+    zero = scorer.encoder.zero_weight_ids
+    blank = bool(scorer.encoder.is_blank(lens)[0]) or bool(left_blank(ids, lens, flags, zero)[0])
+    roles = _roles(scorer, which, text, has_context)
+    return _Side(text[0], ids, found[0], found[1], scored_weights(table, ids, flags), blank, roles)
+
+
+def _roles(scorer: Scorer, which: int, text: tuple[str, Tensor], has_context: bool) -> list[str | None]:
+    """Each token's role (`TokenExplanation.role`): "masked" where the mask leaves it out, and a marked token
+    "prompt" or "context". The side's prompt's tokens come first, so where the side has both, as many marked
+    tokens as the prompt alone marks before the text are the prompt's."""
+    prompt, name = scorer.prompts[which], ("candidate_prompt", "reference_prompt")[which]
+    ids = text[1].tolist()
+    prompt_tokens = 0
+    if prompt is not None:
+        prompt_tokens = len(ids) if not has_context else _marked_count(scorer, text[0], prompt, name)
+    roles: list[str | None] = []
+    for t in ids:
+        if t < 0:
+            roles.append("prompt" if prompt_tokens > 0 else "context")
+            prompt_tokens -= 1
+        elif scorer.ignored is not None and bool(scorer.ignored[t]):
+            roles.append("masked")
+        else:
+            roles.append(None)
+    return roles
+
+
+def _marked_count(scorer: Scorer, text: str, prompt: str, name: str) -> int:
+    """How many tokens `prompt` marks before `text` (the text encoded with its prompt alone)."""
+    ids, _, _ = prompted_ids(scorer.encoder, [text], prompt, None, name)
+    return int((ids < 0).sum())
 
 
 def _layer(scorer: Scorer, layer: int | None) -> tuple[int, int]:
@@ -201,7 +275,7 @@ def _vectors(scorer: Scorer, seqs: Sequence[Tensor], row: int) -> list[Tensor]:
     flat = torch.cat(list(seqs)) if seqs else torch.zeros(0, dtype=torch.long)
     which = torch.zeros(len(seqs), dtype=torch.uint8)
     text_of, first = first_seen_ids((flat,), which, torch.cumsum(lens, 0) - lens, lens)
-    index, distinct = text_of.tolist(), [seqs[int(f)] for f in first]
+    index, distinct = text_of.tolist(), [unmarked(seqs[int(f)]) for f in first]  # the ids the model reads
     source = scorer.embedding_source()
     table = source.new_table(sum(len(s) for s in distinct))
     starts = source.embed_into(table, distinct)
@@ -216,36 +290,45 @@ def _scores(
     texts: tuple[Sequence[Tensor], Sequence[Tensor], list[int]],
     found: list[tuple[Tensor, Tensor, Tensor, Tensor]],
     counts: Tensor,
-    row: int,
+    where: tuple[int, Tensor | None],
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Per match its raw P, R, F ([matches, 3]) and rescaled ones; per pair the best over its references,
-    rescaled ([pairs, 3]), and the best reference's index ([pairs]): the core's rules, as `weigh_pairs`
-    applies them."""
+    """Per match its raw P, R, F ([matches, 3], F-beta fourth with a beta) and rescaled ones; per pair the best
+    over its references, rescaled ([pairs, 3]), and the best reference's index ([pairs]): the core's rules, as
+    `weigh_pairs` applies them (`where`: the explained layer's row and the tokens out of the matching)."""
     c_seqs, r_seqs, owner = texts
+    row, flags = where
     cand = [c_seqs[i] for i in owner]
     c_len = torch.tensor([len(s) for s in cand], dtype=torch.long)
     r_len = torch.tensor([len(s) for s in r_seqs], dtype=torch.long)
-    blank = scorer.encoder.is_blank(c_len) | scorer.encoder.is_blank(r_len)
+    c_flat, r_flat = torch.cat(cand), torch.cat(list(r_seqs))
+    zero = scorer.encoder.zero_weight_ids
+    emptied = left_blank(c_flat, c_len, flags, zero) | left_blank(r_flat, r_len, flags, zero)
+    blank = scorer.encoder.is_blank(c_len) | scorer.encoder.is_blank(r_len) | emptied
     raw = weighted_scores(
         torch.cat([f[0] for f in found])[:, None],
-        table[torch.cat(cand).long()],
+        scored_weights(table, c_flat, flags),
         c_len,
         torch.cat([f[2] for f in found])[:, None],
-        table[torch.cat(list(r_seqs)).long()],
+        scored_weights(table, r_flat, flags),
         r_len,
         blank,
+        scorer.beta,
     )
     warn_undefined(int((torch.isnan(raw[..., :2]).any(dim=(1, 2)) & ~blank).sum()))
     top = best_of_references(raw, counts)
-    best = best_reference(raw[..., 2], top[..., 2], counts)
+    best = best_reference(raw[..., -1], top[..., -1], counts)  # by F, or by F-beta with a beta
     return raw[:, 0], _rescaled(scorer, raw, row)[:, 0], _rescaled(scorer, top, row)[:, 0], best[:, 0]
 
 
 def _rescaled(scorer: Scorer, scores: Tensor, row: int) -> Tensor:
-    """`scores` ([..., 1, 3]) rescaled with the explained layer's baseline, or as they are without one."""
+    """`scores` ([..., 1, 3], or 4 with F-beta) rescaled with the explained layer's baseline (F-beta with
+    `f_beta_baseline`, as `Scorer.rescaled`), or as they are without one."""
     if scorer.baseline is None:
         return scores
-    return rescale(scores, scorer.baseline[row : row + 1] if scorer.all_layers else scorer.baseline)
+    baseline = scorer.baseline[row : row + 1] if scorer.all_layers else scorer.baseline
+    if scores.shape[-1] == 4:
+        baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta or 1.0)), -1)
+    return rescale(scores, baseline)
 
 
 def _explanation(
@@ -287,6 +370,7 @@ def _explanation(
         weighting=note,
         blank=blank,
         notes=_notes(sides, scores, baseline),
+        f_beta=scores.pair.f_beta,
     )
 
 
@@ -309,6 +393,7 @@ def _tokens(side: _Side, spans: TokenSpans, word_of: list[int | None], blank: bo
             weight=float(weights[t]),
             contribution=float(contributions[t]),
             word=word_of[t],
+            role=side.roles[t],
         )
         for t in range(len(side.ids))
     )
@@ -365,9 +450,11 @@ def _notes(
             name for side, name in zip(sides, ("candidate", "reference"), strict=True) if side.blank
         )
         notes.append(
-            f"The {which} is blank (nothing but special tokens): a pair with a blank side scores P = R = F = 0 by "
-            "definition (docs/semantics.md); its tokens are shown but contribute nothing."
+            f"The {which} is blank (nothing but special tokens, once the tokens out of the matching are left out): a "
+            "pair with a blank side scores P = R = F = 0 by definition (docs/semantics.md); its tokens are shown but "
+            "contribute nothing."
         )
+    notes += _left_out(sides)
     for side, name, score in ((sides[0], "candidate", "P"), (sides[1], "reference", "R")):
         if not blank and float(side.weights.double().sum()) == 0:
             notes.append(
@@ -376,7 +463,8 @@ def _notes(
     if len(scores.references) > 1:
         notes.append(
             f"{len(scores.references)} references: P, R and F are each the maximum over them; the tokens are those "
-            f"of reference {scores.best} (the highest F) and add up to its own P and R."
+            f"of reference {scores.best} (the highest {'F' if scores.pair.f_beta is None else 'F-beta'}) and add up "
+            "to its own P and R."
         )
     if baseline is not None:
         notes.append(
@@ -384,6 +472,24 @@ def _notes(
             f"b = {baseline[0]:.6f} (P), {baseline[1]:.6f} (R), {baseline[2]:.6f} (F)."
         )
     return tuple(notes)
+
+
+def _left_out(sides: tuple[_Side, _Side]) -> list[str]:
+    """A note per kind of token out of the matching (a mask's, a prompt's, a context's), where there are any."""
+    what = {
+        "masked": "masked (ignore=)",
+        "prompt": "of the fixed prompt",
+        "context": "of the pair's context",
+    }
+    notes = []
+    for role, words in what.items():
+        count = sum(r == role for side in sides for r in side.roles)
+        if count:
+            notes.append(
+                f"{count} token(s) {words}: encoded with the text, but no match for the other side and weighing 0 "
+                "(shown with their role; they contribute nothing)."
+            )
+    return notes
 
 
 # -- the public function -------------------------------------------------------------------------------------
@@ -397,6 +503,7 @@ def explain(
     idf_references: Sequence[str] | None = None,
     threshold: float | None = None,
     layer: int | None = None,
+    context: str | None = None,
     **kwargs: Any,
 ) -> PairExplanation:
     """Explain the BERTScore of `candidate` against `references` (one text, or several: the best counts), token
@@ -406,7 +513,8 @@ def explain(
     With ``idf=True`` the IDF is counted over `idf_references` where given (e.g. every reference of the
     corpus, as a corpus run counts it), else over this pair's own references. `threshold` sets below what
     support a word is weak (default: the layer's rescale baseline where one is known); `layer` picks a layer
-    of an ``all_layers=True`` setting.
+    of an ``all_layers=True`` setting; `context` is encoded with the candidate and each reference and left out of
+    the matching, as the paired scores' ``context=`` (``ignore=`` and the prompts, in `kwargs`, apply too).
 
     >>> from bertscore_tm import PACKAGED_MINILM
     >>> why = explain("The cat sat on the mat.", "A cat was sitting on the mat.", PACKAGED_MINILM)
@@ -418,6 +526,7 @@ def explain(
     arguments = {"model_name_or_path": model_name_or_path, **kwargs}
     _pair_arguments(candidate, references)  # before anything loads
     _checked_options(threshold, idf_references, bool(kwargs.get("idf", False)), kwargs)
+    check_context(context, 1)
     built = build_scorer(arguments)
     return explain_with(
         built.scorer,
@@ -427,6 +536,7 @@ def explain(
         idf_references=idf_references,
         threshold=threshold,
         layer=layer,
+        context=context,
     )
 
 
@@ -440,16 +550,21 @@ def explain_with(
     counts: tuple[Tensor, Tensor] | None = None,
     threshold: float | None = None,
     layer: int | None = None,
+    context: str | None = None,
 ) -> PairExplanation:
     """`explain` with a scoring core already built (a metric's: `BERTScore.explain`), on `device`; with IDF
-    counted, over `idf_references`, else the document `counts` where given, else the pair's own references."""
+    counted, over `idf_references`, else the document `counts` where given, else the pair's own references;
+    `context`: the pair's, as `explain` takes it."""
     cand, refs = _pair_arguments(candidate, references)
     settings = scorer.settings
     flat = _checked_options(
         threshold, idf_references, scorer.idf, {"idf_texts": settings.idf_texts, "idf_weights": settings.idf_weights}
     )
     weights = weighting(scorer, [refs], flat, counts)
-    return explain_pairs(scorer, [cand], [refs], weights, device=device, layer=layer, threshold=threshold)[0]
+    contexts = check_context(context, 1)
+    return explain_pairs(
+        scorer, [cand], [refs], weights, device=device, layer=layer, threshold=threshold, context=contexts
+    )[0]
 
 
 def _pair_arguments(candidate: object, references: object) -> tuple[str, list[str]]:

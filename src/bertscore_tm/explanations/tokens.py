@@ -10,6 +10,7 @@ non-space characters of the original text. Semantics: docs/explain.md.
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,12 +36,28 @@ class TokenSpans:
 
 
 def token_spans(encoder: Any, text: str, ids: Sequence[int]) -> TokenSpans:
-    """Where the tokens `ids` (the encoder's own ids for `text`) lie in `text`.
+    """Where the tokens `ids` (the encoder's own ids for `text`) lie in `text`. A prompt's or a context's
+    tokens (marked: negative ids, `token_rules.mark`) lie in no character of the text: their pieces are named,
+    their spans None, and the text's own tokens are placed as they would be without them."""
+    ids = [int(i) for i in ids]
+    if any(i < 0 for i in ids):
+        own = [k for k, i in enumerate(ids) if i >= 0]
+        inner = token_spans(encoder, text, [ids[k] for k in own])
+        pieces = [str(p) for p in encoder.tokenizer.convert_ids_to_tokens([i if i >= 0 else -i - 1 for i in ids])]
+        spans: list[tuple[int, int] | None] = [None] * len(ids)
+        special = [False] * len(ids)
+        for n, k in enumerate(own):
+            spans[k], special[k] = inner.spans[n], inner.special[n]
+        return TokenSpans(pieces, spans, special)
+    return _text_spans(encoder, text, ids)
+
+
+def _text_spans(encoder: Any, text: str, ids: list[int]) -> TokenSpans:
+    """`token_spans` of a text's own tokens.
 
     The encoder strips the text and may put a space in front (`TextEncoder.prefix_space`); the offsets are of
     that string, so they are shifted back by the white space stripped and the space added."""
     tokenizer = encoder.tokenizer
-    ids = [int(i) for i in ids]
     pieces = [str(p) for p in tokenizer.convert_ids_to_tokens(ids)]
     stripped = text.strip()
     lead = len(text) - len(text.lstrip())
@@ -146,28 +163,39 @@ def words_of(text: str, spans: Sequence[tuple[int, int] | None]) -> tuple[list[W
     return words, numbered
 
 
-def best_matches(cand: Tensor, ref: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def best_matches(
+    cand: Tensor, ref: Tensor, cand_live: Tensor | None = None, ref_live: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Each candidate token's best similarity over the reference's tokens and that token's index, and the same
     for each reference token: (cand_best, cand_match, ref_best, ref_match), similarities float32 as the
     engine keeps them, indices int64 (-1 where the other side has no token, the similarity then 0, as the
     engine gives it). `cand` and `ref` are normalised vectors [tokens, D]; a long pair is matched a block of
-    candidate rows at a time, so its similarity matrix is never held whole. On a tie the first index wins."""
+    candidate rows at a time, so its similarity matrix is never held whole. On a tie the first index wins.
+    `cand_live`, `ref_live` (bool per token; None: all) leave tokens out of the matching (a mask's, a prompt's,
+    a context's): no match for the other side, and no match of their own (-1, similarity 0), as in the engine."""
     n_c, n_r = len(cand), len(ref)
-    if n_c == 0 or n_r == 0:
-        zeros_c, zeros_r = torch.zeros(n_c, dtype=torch.float32), torch.zeros(n_r, dtype=torch.float32)
-        return zeros_c, torch.full((n_c,), -1), zeros_r, torch.full((n_r,), -1)
-    c_best, c_match = torch.empty(n_c, dtype=torch.float32), torch.empty(n_c, dtype=torch.long)
+    c_best, c_match = torch.zeros(n_c, dtype=torch.float32), torch.full((n_c,), -1)
     r_best = torch.full((n_r,), float("-inf"), dtype=torch.float32)
-    r_match = torch.zeros(n_r, dtype=torch.long)
-    step = max(1, MATCH_BLOCK_ELEMENTS // n_r)
-    for lo in range(0, n_c, step):
-        sim = (cand[lo : lo + step] @ ref.T).float().cpu()
-        arg = sim.argmax(dim=1)
-        c_best[lo : lo + len(sim)] = sim.gather(1, arg[:, None])[:, 0]
-        c_match[lo : lo + len(sim)] = arg
-        col = sim.argmax(dim=0)
-        value = sim.gather(0, col[None, :])[0]
-        better = value > r_best  # strictly: an earlier block's equal maximum keeps its (lower) index
-        r_best = torch.where(better, value, r_best)
-        r_match = torch.where(better, col + lo, r_match)
-    return c_best, c_match, r_best, r_match
+    r_match = torch.full((n_r,), -1)
+    if n_c and n_r:
+        step = max(1, MATCH_BLOCK_ELEMENTS // n_r)
+        for lo in range(0, n_c, step):
+            sim = (cand[lo : lo + step] @ ref.T).float().cpu()
+            if cand_live is not None or ref_live is not None:
+                out = ~_live(cand_live, lo, len(sim))[:, None] | ~_live(ref_live, 0, n_r)[None, :]
+                sim.masked_fill_(out, -math.inf)
+            arg = sim.argmax(dim=1)
+            value = sim.gather(1, arg[:, None])[:, 0]
+            found = value > -math.inf
+            c_best[lo : lo + len(sim)] = torch.where(found, value, 0.0)
+            c_match[lo : lo + len(sim)] = torch.where(found, arg, -1)
+            col = sim.argmax(dim=0)
+            value = sim.gather(0, col[None, :])[0]
+            better = value > r_best  # strictly: an earlier block's equal maximum keeps its (lower) index
+            r_best = torch.where(better, value, r_best)
+            r_match = torch.where(better, col + lo, r_match)
+    return c_best, c_match, r_best.masked_fill(r_match < 0, 0.0), r_match
+
+
+def _live(live: Tensor | None, lo: int, count: int) -> Tensor:
+    return torch.ones(count, dtype=torch.bool) if live is None else live[lo : lo + count].cpu()

@@ -15,7 +15,11 @@ class TokenExplanation:
     """One token of one side: `match` is the index of its best match among the other side's tokens (None when
     that side has no token), `similarity` their cosine, `contribution` weight x similarity / the side's sum of
     weights (0 for a pair with a blank side, NaN where the weights sum to 0). `start`/`end`: its characters in
-    the original text (None for a special token); `word`: the index of its word (None for a special token)."""
+    the original text (None for a special token); `word`: the index of its word (None for a special token).
+    `role`: None for a token of the text that takes part in the matching; "masked" for one the mask
+    (``ignore=``) leaves out, "prompt" for one of the side's fixed prompt, "context" for one of the pair's
+    context: each encoded with the text, but no match for the other side and weighing 0 (no match of its own,
+    similarity 0, contribution 0)."""
 
     index: int
     token: str
@@ -28,10 +32,13 @@ class TokenExplanation:
     weight: float
     contribution: float
     word: int | None
+    role: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The token as JSON (NaN as null)."""
+        """The token as JSON (NaN as null); `role` only where the token is out of the matching."""
+        shown = {} if self.role is None else {"role": self.role}
         return {
+            **shown,
             "token": self.token,
             "start": self.start,
             "end": self.end,
@@ -81,14 +88,16 @@ class WordExplanation:
 
 @dataclass(frozen=True)
 class ScoreTriple:
-    """Precision, recall and F1."""
+    """Precision, recall and F1, and F-beta where the setting has a beta."""
 
     precision: float
     recall: float
     f1: float
+    f_beta: float | None = None
 
     def to_json(self) -> dict[str, float | None]:
-        return {"precision": _number(self.precision), "recall": _number(self.recall), "f1": _number(self.f1)}
+        out = {"precision": _number(self.precision), "recall": _number(self.recall), "f1": _number(self.f1)}
+        return out if self.f_beta is None else {**out, "f_beta": _number(self.f_beta)}
 
 
 @dataclass(frozen=True)
@@ -120,7 +129,8 @@ class PairExplanation:
     `best_reference` the index of the one with the highest F (the lowest index on a tie). The tokens and words
     are those of the candidate and of the best reference: the candidate's contributions add up to `raw.precision`
     and the reference's to `raw.recall`, the best reference's P and R before rescaling (`baseline` holds the
-    (P, R, F) baseline that maps them: x' = (x - b) / (1 - b)).
+    (P, R, F) baseline that maps them: x' = (x - b) / (1 - b)). With a `beta` setting, `f_beta` is the pair's
+    F-beta as `score()` gives it (the best reference is then the one with the highest F-beta); None otherwise.
     """
 
     candidate: str
@@ -142,6 +152,7 @@ class PairExplanation:
     weighting: str
     blank: bool
     notes: tuple[str, ...]
+    f_beta: float | None = None
 
     @property
     def reference(self) -> str:
@@ -154,6 +165,7 @@ class PairExplanation:
             "precision": _number(self.precision),
             "recall": _number(self.recall),
             "f1": _number(self.f1),
+            **({} if self.f_beta is None else {"f_beta": _number(self.f_beta)}),
             "best_reference": self.best_reference,
             "references": [s.to_json() for s in self.reference_scores],
             "raw": self.raw.to_json(),

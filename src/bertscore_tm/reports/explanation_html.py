@@ -11,6 +11,7 @@ reference can become markup or script. What the page shows: docs/explain.md.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 
 from bertscore_tm.explanations.types import PairExplanation, TokenExplanation, WordExplanation
@@ -103,7 +104,10 @@ def score_bars(why: PairExplanation) -> str:
     """P, R and F1 as three horizontal bars (an inline SVG; a score below 0, possible after rescaling, shows
     no bar)."""
     rows = []
-    for n, (name, value) in enumerate((("P", why.precision), ("R", why.recall), ("F1", why.f1))):
+    scores = [("P", why.precision), ("R", why.recall), ("F1", why.f1)]
+    if why.f_beta is not None:
+        scores.append(("Fβ", why.f_beta))
+    for n, (name, value) in enumerate(scores):
         y = 6 + 26 * n
         width = 0.0 if value != value else max(0.0, min(1.0, value)) * 200
         rows.append(
@@ -112,14 +116,21 @@ def score_bars(why: PairExplanation) -> str:
             f'<rect x="28" y="{y}" width="{width:.1f}" height="18" fill="#1e88e5"/>'
             f'<text x="236" y="{y + 14}" font-size="13">{_num(value)}</text>'
         )
-    return f'<svg width="310" height="84" role="img" aria-label="P, R and F1">{"".join(rows)}</svg>'
+    height, label = 6 + 26 * len(scores), "P, R and F1" if len(scores) == 3 else "P, R, F1 and F-beta"
+    return f'<svg width="310" height="{height}" role="img" aria-label="{label}">{"".join(rows)}</svg>'
 
 
 def _references(why: PairExplanation) -> str:
-    rows = ['<table><tr><th>reference</th><th class="n">P</th><th class="n">R</th><th class="n">F1</th></tr>']
+    beta = why.f_beta is not None
+    rows = [
+        '<table><tr><th>reference</th><th class="n">P</th><th class="n">R</th><th class="n">F1</th>'
+        + ('<th class="n">Fβ</th>' if beta else "")
+        + "</tr>"
+    ]
     for j, s in enumerate(why.reference_scores):
         best = ' class="best"' if j == why.best_reference else ""
-        cells = "".join(f'<td class="n">{_num(x)}</td>' for x in (s.precision, s.recall, s.f1))
+        values = (s.precision, s.recall, s.f1) + ((s.f_beta if s.f_beta is not None else math.nan,) if beta else ())
+        cells = "".join(f'<td class="n">{_num(x)}</td>' for x in values)
         rows.append(f"<tr{best}><td>{j}{' (best)' if best else ''}</td>{cells}</tr>")
     return "".join(rows) + "</table>"
 
@@ -181,7 +192,8 @@ def _token_table(
     for t in tokens:
         chars = "special" if t.special else "" if t.start is None else f"{t.start}-{t.end}"
         match = "" if t.match is None else f"{t.match} {other[t.match].token}"
-        special = ' class="special"' if t.special else ""
+        match = match if t.role is None else f"({t.role})"  # out of the matching: why, in place of a match
+        special = ' class="special"' if t.special or t.role is not None else ""
         rows.append(
             f'<tr{special}><td class="n">{t.index}</td><td>{_e(t.token)}</td><td>{chars}</td><td>{_e(match)}</td>'
             f'<td class="n">{t.similarity:.4f}</td><td class="n">{t.weight:.4f}</td>'

@@ -29,12 +29,13 @@ def render_text(
 
 def _pair_text(why: PairExplanation, line: int | None, color: bool, tokens: bool) -> str:
     title = f"line {line}: " if line is not None else ""
-    title += f"P {_f(why.precision)}  R {_f(why.recall)}  F1 {_f(why.f1)}"
+    title += f"P {_f(why.precision)}  R {_f(why.recall)}  F1 {_f(why.f1)}" + _f_beta(why.f_beta)
     out = [_paint(title, _BOLD, color)]
     if len(why.references) > 1:
         for j, s in enumerate(why.reference_scores):
             best = "  (best: explained below)" if j == why.best_reference else ""
-            out.append(f"  reference {j}: P {_f(s.precision)}  R {_f(s.recall)}  F1 {_f(s.f1)}{best}")
+            scores = f"P {_f(s.precision)}  R {_f(s.recall)}  F1 {_f(s.f1)}{_f_beta(s.f_beta)}"
+            out.append(f"  reference {j}: {scores}{best}")
     out.append(f"  weights: {why.weighting}")
     out.append(f"  weak words: {_threshold_text(why)}")
     out.append("  candidate: " + _marked(why.candidate, why.candidate_words, color))
@@ -46,6 +47,10 @@ def _pair_text(why: PairExplanation, line: int | None, color: bool, tokens: bool
         out += _token_table("candidate", "P", why.raw.precision, why.candidate_tokens, why.reference_tokens, color)
         out += _token_table("reference", "R", why.raw.recall, why.reference_tokens, why.candidate_tokens, color)
     return "\n".join(out) + "\n"
+
+
+def _f_beta(value: float | None) -> str:
+    return "" if value is None else f"  F-beta {_f(value)}"
 
 
 def _threshold_text(why: PairExplanation) -> str:
@@ -88,6 +93,8 @@ def _token_table(
     for t in mine:
         chars = "special" if t.special else "-" if t.start is None else f"{t.start}-{t.end}"
         match = "-" if t.match is None else f"{t.match} {other[t.match].token}"
+        if t.role is not None:  # out of the matching: say why in place of a match
+            match = f"({t.role})"
         rows.append(
             [
                 str(t.index),
@@ -105,7 +112,8 @@ def _token_table(
     for n, r in enumerate(rows):
         cells = [c.rjust(w) if j in right else c.ljust(w) for j, (c, w) in enumerate(zip(r, widths, strict=True))]
         line = "    " + "  ".join(cells).rstrip()
-        lines.append(_paint(line, _DIM, color) if n and mine[n - 1].special else line)
+        dim = n and (mine[n - 1].special or mine[n - 1].role is not None)
+        lines.append(_paint(line, _DIM, color) if dim else line)
     return lines
 
 

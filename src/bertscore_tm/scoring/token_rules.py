@@ -13,8 +13,6 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from bertscore_tm.errors import ArgumentValueError
-
 
 def mark(ids: Tensor) -> Tensor:
     """A prompt's token ids as they are held: id t as -(t + 1), so that every rule knows them from the ids alone."""
@@ -54,15 +52,3 @@ def left_blank(ids: Tensor, lens: Tensor, ignored: Tensor | None, special_ids: S
     counts = torch.zeros(len(lens), dtype=torch.long, device=lens.device)
     counts.index_add_(0, owner, keep.long().to(lens.device))
     return counts == 0
-
-
-def refuse_masks(ignored: Tensor | None, what: str) -> None:
-    """Refuse a setting with ``ignore=`` in an engine that does not apply it yet (rather than score without it)."""
-    if ignored is not None:
-        raise ArgumentValueError(
-            f"ignore= (and candidate_prompt=, reference_prompt=) is not available in {what} yet: use a metric "
-            "without them for it (the paired scores, all pairs and the command line's score and compare apply them)",
-            argument="ignore",
-            allowed=f"None for {what}",
-            value="(set)",
-        )

@@ -45,6 +45,16 @@ def add_parser(sub: Any) -> None:
         help="with --idf --text: count the IDF over these references (one per line) instead of the pair's own",
     )
     options.add_rescale_options(e)
+    options.add_beta_option(e)
+    options.add_ignore_option(e)
+    options.add_prompt_options(e)
+    e.add_argument(
+        "--context",
+        default=None,
+        metavar="FILE",
+        help="a context per pair, one per line (line i for candidate i; with --text the context text itself): "
+        "encoded with the candidate and its references, left out of the matching and shown as such",
+    )
     _add_output_options(e)
     options.add_long_text_options(e)
     options.add_run_options(e)
@@ -85,6 +95,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if html is not None and target is not None and os.path.realpath(html) == os.path.realpath(target):
         raise UsageError(f"--html and -o name the same file {args.html}: give two files")
     idf_references = _idf_references(args)
+    pairs = None if args.text else inputs.pair_lines(args.cand, args.ref)  # checked before the model loads
+    context = _context(args, pairs)
     metric = metrics.scoring_metric(args)
     from bertscore_tm.explanations.explanation import explain_pairs, weighting
 
@@ -95,10 +107,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         lines, cands, groups = [None], [cand], [refs]
         weights = weighting(metric.scorer, groups, idf_references)
     else:
-        lines, cands, groups = _chosen(args, metric)
+        lines, cands, groups = _chosen(args, metric, pairs, context)
         counts = (metric.doc_freq, metric.num_refs) if metric.scorer.counts_idf else None
         weights = weighting(metric.scorer, groups, counts=counts)
-    whys = explain_pairs(metric.scorer, cands, groups, weights, device=metric.device, threshold=args.threshold)
+        context = None if context is None else [context[n - 1] for n in lines if n is not None]
+    whys = explain_pairs(
+        metric.scorer, cands, groups, weights, device=metric.device, threshold=args.threshold, context=context
+    )
     outputs.write_output(target, args.output, [_report(args, whys, lines, target is None and _colour(args))], out)
     if html is not None:
         from bertscore_tm.reports.explanation_html import render_html
@@ -131,15 +146,38 @@ def _idf_references(args: argparse.Namespace) -> list[str] | None:
     return inputs.read_lines(args.idf_references, "IDF reference")
 
 
-def _chosen(args: argparse.Namespace, metric: Any) -> tuple[list[int | None], list[str], list[list[str]]]:
-    """Score every pair of the files once (the paired engine), then read back the pairs to explain: the
-    `--worst` K of lowest F1, worst first (a tie: the earlier line), or every pair in order. Line numbers
-    count from 1."""
+def _context(args: argparse.Namespace, pairs: Any) -> list[str] | None:
+    """The --context: the text itself with --text, else the file's lines, one per line of the `pairs`."""
+    if args.context is None:
+        return None
+    if args.text:
+        return [args.context]
+    context = inputs.read_lines(args.context, "context")
+    if len(context) != len(pairs):
+        raise UsageError(
+            f"the context file {args.context} has {len(context)} line(s) for {len(pairs)} candidate line(s)"
+        )
+    return context
+
+
+def _chosen(
+    args: argparse.Namespace, metric: Any, pairs: Any, context: list[str] | None = None
+) -> tuple[list[int | None], list[str], list[list[str]]]:
+    """Score every pair of the files once (the paired engine, each pair with its line of `context`), then read
+    back the pairs to explain: the `--worst` K of lowest F1, worst first (a tie: the earlier line), or every
+    pair in order. Line numbers count from 1."""
     import torch
 
     pairs = inputs.pair_lines(args.cand, args.ref)
+    if context is not None and len(context) != len(pairs):
+        raise UsageError(
+            f"the context file {args.context} has {len(context)} line(s) for {len(pairs)} candidate line(s)"
+        )
+    done = 0
     for cands, targets in pairs.chunks():
-        metric.update(cands, targets)
+        part = None if context is None else context[done : done + len(cands)]
+        metric.update(cands, targets, context=part)
+        done += len(cands)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the engine warned about blank or NaN pairs already, once
         f1 = metric.compute_scores().f1.double().cpu()

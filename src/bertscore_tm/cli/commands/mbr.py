@@ -37,6 +37,8 @@ def add_parser(sub: Any) -> None:
         "--idf", action="store_true", help="weigh tokens by inverse document frequency over each group's hypotheses"
     )
     options.add_rescale_options(m)
+    options.add_ignore_option(m)
+    options.add_prompt_options(m)
     m.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     options.add_long_text_options(m)
     options.add_run_options(m)
