@@ -94,9 +94,11 @@ class SettingViews:
         idf_references: Sequence[str] | None = None,
         threshold: float | None = None,
         layer: int | None = None,
+        context: str | None = None,
     ) -> PairExplanation:
         """Why this metric scores `candidate` against `references` (one text or several) as it does: token by
-        token, with this metric's model and setting (docs/explain.md). The state is left alone.
+        token, with this metric's model and setting (docs/explain.md). The state is left alone. `context`: the
+        pair's context, as `update(..., context=)` takes it (its tokens shown with the role ``"context"``).
 
         With IDF counted over references, the IDF is over `idf_references` where given, else over the
         references this metric holds so far (this process's), so that an explanation matches the corpus run's
@@ -123,4 +125,5 @@ class SettingViews:
             counts=counts,
             threshold=threshold,
             layer=layer,
+            context=context,
         )

@@ -151,7 +151,8 @@ def test_a_context_is_shown_as_such_and_scores_as_the_paired_metric() -> None:
     assert shown == ["weather", "report", "for", "the", "weekend", "."]
     check_adds_up(why)
     both = BERTScore(MINILM, candidate_prompt="query: ").scorer
-    from bertscore_tm.explanations.explanation import explain_pairs, weighting
+    from bertscore_tm.explanations.explanation import explain_pairs
+    from bertscore_tm.explanations.weighting import weighting
 
     why = explain_pairs(both, CANDS[1:], GROUPS[1:], weighting(both, GROUPS[1:]), context=[context])[0]
     roles = [t.role for t in why.candidate_tokens]

@@ -110,10 +110,7 @@ def test_a_callable_that_does_not_answer_a_bool_is_refused():
         BERTScore(MINILM, ignore=lambda piece: "yes")
 
 
-def test_engines_that_do_not_apply_masks_refuse_them():
-    metric = BERTScore(MINILM, ignore="punctuation")
-    with pytest.raises(ArgumentValueError, match="is not available in MBR"):
-        metric.mbr_select([CANDS])
+def test_window_mode_refuses_a_mask():
     with pytest.raises(ArgumentValueError, match="ignore= is not available with long_texts='window'"):
         BERTScore(MINILM, ignore="punctuation", long_texts="window")
 

@@ -216,7 +216,8 @@ def _page(metric: Any, texts: tuple[list[list[str]], Any], f1: Any, rows: list[d
     references, with the IDF (where --idf) over all the references once, as the scores count it."""
     import torch
 
-    from bertscore_tm.explanations.explanation import explain_pairs, weighting
+    from bertscore_tm.explanations.explanation import explain_pairs
+    from bertscore_tm.explanations.weighting import weighting
     from bertscore_tm.reports.compare_html import Segment, compare_page
 
     systems, targets = texts

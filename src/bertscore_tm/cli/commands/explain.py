@@ -98,7 +98,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     pairs = None if args.text else inputs.pair_lines(args.cand, args.ref)  # checked before the model loads
     context = _context(args, pairs)
     metric = metrics.scoring_metric(args)
-    from bertscore_tm.explanations.explanation import explain_pairs, weighting
+    from bertscore_tm.explanations.explanation import explain_pairs
+    from bertscore_tm.explanations.weighting import weighting
 
     lines: list[int | None]
     if args.text:

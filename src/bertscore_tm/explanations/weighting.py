@@ -1,0 +1,80 @@
+"""Where an explanation's weights come from (`weighting`: the setting's own, or IDF over the references that
+the explained scores counted) and below what support a word is weak (`weak_threshold`). Apart from the engine
+(`explanation`) so that the command line's `explain` and `compare --html` build the same weights once for
+many pairs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from torch import Tensor
+
+from bertscore_tm.errors import BERTScoreError
+from bertscore_tm.explanations.types import Threshold
+from bertscore_tm.models.prompts import prompted_ids
+from bertscore_tm.scoring.baselines import baseline_rows, find_baseline, read_baseline
+from bertscore_tm.scoring.scorer import Scorer
+
+
+@dataclass(frozen=True)
+class Weighting:
+    """The weight of every token id (float64, on the CPU) and, in words, where the weights come from."""
+
+    table: Tensor
+    note: str
+
+
+def weighting(
+    scorer: Scorer,
+    groups: Sequence[Sequence[str]],
+    idf_references: Sequence[str] | None = None,
+    counts: tuple[Tensor, Tensor] | None = None,
+) -> Weighting:
+    """The weights an explanation uses: the setting's own where they are fixed (plain, ``idf_texts``,
+    ``idf_weights``); with IDF counted over references, over `idf_references` where given (a corpus run's
+    references, so that the explanation matches its scores), else over the document `counts` (a metric's,
+    ``(doc_freq, num_refs)``), else over the pairs' own references (`groups`), which is what scoring these
+    pairs alone gives."""
+    if not scorer.idf:
+        return Weighting(scorer.weights().cpu(), "plain: every token weighs 1, the CLS and SEP tokens 0")
+    if not scorer.counts_idf:
+        return Weighting(scorer.weights().cpu(), "IDF fixed beforehand (idf_texts or idf_weights)")
+    if counts is not None and idf_references is None:
+        doc_freq, num_refs = counts
+        note = f"IDF over the metric's {int(num_refs)} references"
+        return Weighting(scorer.weights(doc_freq.cpu(), int(num_refs)).cpu(), note)
+    if idf_references is not None:
+        refs, note = list(idf_references), f"IDF over the {len(idf_references)} references of idf_references"
+    else:
+        refs = [r for group in groups for r in group]
+        note = f"IDF over the pair's own {len(refs)} reference(s) (idf_references= counts over a corpus)"
+    ids, lens = _reference_ids(scorer, refs)
+    return Weighting(scorer.reference_weights(ids, lens, len(refs)).cpu(), note)
+
+
+def _reference_ids(scorer: Scorer, refs: list[str]) -> tuple[Tensor, Tensor]:
+    """The references' ids as the paired scores count their IDF: with the reference prompt where one is set
+    (its tokens marked, and so not counted)."""
+    prompt = scorer.prompts[1]
+    if prompt is None:
+        return scorer.encoder.encode(refs)
+    ids, lens, _ = prompted_ids(scorer.encoder, refs, prompt, None, "reference_prompt")
+    return ids, lens
+
+
+def weak_threshold(scorer: Scorer, layer: int, threshold: float | None) -> Threshold:
+    """Below what support a word is weak: `threshold` where given; else the layer's rescale baseline (P for
+    the candidate's words, R for the reference's), the setting's own or, without rescaling, the packaged one
+    of (lang, model) where there is one; else none (no word is marked)."""
+    if threshold is not None:
+        return Threshold(threshold, threshold, "given (threshold)")
+    if scorer.baseline is not None:
+        row = scorer.baseline[layer] if scorer.all_layers else scorer.baseline[0]
+        return Threshold(float(row[0]), float(row[1]), f"the rescale baseline of layer {layer}")
+    try:
+        file = find_baseline(scorer.settings.lang, scorer.model_name, None)
+        row = baseline_rows(read_baseline(file), layer, False, file)[0]
+    except (BERTScoreError, ValueError, OSError):
+        return Threshold(None, None, "none: no baseline is known for this model and layer (give a threshold)")
+    return Threshold(float(row[0]), float(row[1]), f"the packaged baseline of layer {layer}")
