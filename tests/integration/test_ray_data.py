@@ -6,6 +6,7 @@ worker with its message. One Ray start per module (a module fixture): it takes 5
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -134,3 +135,62 @@ def test_two_raylets_score_on_both_nodes_as_the_metric(local_ray, rows, plain):
         cluster.shutdown()
         ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+
+
+class DyingScorer(BatchScorer):
+    """A BatchScorer whose process dies (os._exit: no exception, no clean-up, as a killed worker) on its second
+    batch, once in the whole job: the first to create the marker file dies, every later process scores."""
+
+    def __init__(self, marker, **kwargs):
+        super().__init__(**kwargs)
+        self.marker, self.calls = marker, 0
+
+    def __call__(self, batch, rank=None):
+        self.calls += 1
+        if self.calls == 2:
+            try:
+                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                os._exit(1)
+        out = super().__call__(batch, rank)
+        out["pid"] = np.full(len(out["i"]), os.getpid())
+        return out
+
+
+def run_dying(rows, marker, **retries):
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        return (
+            ray.data.from_items(rows, override_num_blocks=4)
+            .map_batches(
+                DyingScorer,
+                fn_constructor_kwargs={"marker": str(marker), "model_name_or_path": PACKAGED_MINILM},
+                compute=ray.data.ActorPoolStrategy(size=1),
+                batch_size=16,
+                batch_format="numpy",
+                **retries,
+            )
+            .to_pandas()
+        )
+    finally:
+        ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.mark.parametrize("retries", [{}, {"max_restarts": 1, "max_task_retries": 2}], ids=["defaults", "bounded"])
+def test_a_killed_actor_is_restarted_and_every_row_scored_once(local_ray, rows, plain, tmp_path, retries):
+    """What docs/dataframes.md says of a worker's death, as a user sees it: the actor's process is killed in
+    the middle of the job (after one batch), Ray starts another and runs the lost batch again; the output
+    holds every row exactly once, with the Metric's scores. Ray Data's own defaults for an actor pool
+    (restarts and task retries without limit) do it, and so do bounded ones."""
+    frame = run_dying(rows, tmp_path / "died", **retries)
+    assert (tmp_path / "died").exists()  # the actor did die
+    assert frame["pid"].nunique() == 2  # its batches were scored by two processes: the dead one and the next
+    assert sorted(frame["i"]) == list(range(N))  # every row, none twice
+    assert_equal(frame.sort_values("i"), plain)
+
+
+def test_without_restarts_a_killed_actor_stops_the_job(local_ray, rows, tmp_path):
+    with pytest.raises(Exception, match="actor is dead"):
+        run_dying(rows, tmp_path / "died", max_restarts=0)

@@ -38,7 +38,11 @@ class BatchScorer:
     ``<prefix>best_reference`` (the index of the best reference) where rows may have several.
 
     `reference_column` is one column (of texts, or of lists of texts) or a list of columns (one reference
-    each). `metric_arguments` are :class:`BERTScore`'s (``lang``, ``num_layers``, ``idf=True`` with
+    each). `several_references` says whether one column holds lists, so that every batch gets the same
+    columns (Ray Data and ``datasets`` join the batches and fail on differing columns): None lets each batch's
+    column type tell (a pyarrow list, pandas' pyarrow lists, a 2-D numpy array), else its cells, and a batch of
+    no rows whose type cannot tell (plain lists, Python objects) gets no best reference; True always adds it;
+    False refuses a list cell. `metric_arguments` are :class:`BERTScore`'s (``lang``, ``num_layers``, ``idf=True`` with
     ``idf_weights``, ``rescale_with_baseline``, ``long_texts``, ``model_dtype``, ``device``...), checked here,
     before any model loads; the default device is the first GPU where there is one, else the CPU.
 
@@ -56,6 +60,7 @@ class BatchScorer:
         candidate_column: str = "candidate",
         reference_column: str | Sequence[str] = "reference",
         prefix: str = "bertscore_",
+        several_references: bool | None = None,
         **metric_arguments: Any,
     ) -> None:
         self.candidate_column = _column_name(candidate_column, "candidate_column")
@@ -71,6 +76,7 @@ class BatchScorer:
         if not isinstance(prefix, str):
             raise ArgumentValueError("prefix must be a string", argument="prefix", allowed="a string", value=prefix)
         self.prefix = prefix
+        self.several_references = _several(several_references, self.reference_columns)
         self.arguments = {"model_name_or_path": model_name_or_path, **metric_arguments}
         _check_arguments(self.arguments)
         self._built: BuiltScorer | None = None
@@ -97,7 +103,9 @@ class BatchScorer:
         cands = columns.texts(
             columns.cells(batch, kind, self.candidate_column, "candidate_column"), self.candidate_column, first_row
         )
-        groups, several = columns.reference_groups(batch, kind, self.reference_columns, first_row, "reference_column")
+        groups, several = columns.reference_groups(
+            batch, kind, self.reference_columns, first_row, "reference_column", self.several_references
+        )
         names = ["precision", "recall", "f1"] + ([] if self.arguments.get("beta") is None else ["f_beta"])
         if rows == 0:
             per = np.zeros((0, len(names) + 1), dtype=np.float32)
@@ -142,6 +150,19 @@ def _column_name(value: object, argument: str) -> str:
             value=value,
         )
     return value
+
+
+def _several(value: object, references: list[str]) -> bool | None:
+    """`several_references` checked: None (each batch's column type, else its cells, tells), True or False;
+    a list of reference columns always has several."""
+    if not (value is None or isinstance(value, bool)) or (value is False and len(references) > 1):
+        raise ArgumentValueError(
+            f"several_references must be None, True or False (not False with several reference columns), got {value!r}",
+            argument="several_references",
+            allowed="None, True or False",
+            value=value,
+        )
+    return True if len(references) > 1 else value
 
 
 def _check_arguments(arguments: dict[str, Any]) -> None:

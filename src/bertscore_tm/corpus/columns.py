@@ -91,20 +91,23 @@ def texts(values: Sequence[object], column: str, first_row: int) -> list[str]:
 
 
 def reference_groups(
-    batch: Any, kind: str, columns: Sequence[str], first_row: int, argument: str
+    batch: Any, kind: str, columns: Sequence[str], first_row: int, argument: str, several: bool | None = None
 ) -> tuple[list[list[str]], bool]:
     """Each row's references, and whether rows may have several: one per column of `columns`, or, with one
-    column whose cells are lists, that row's list (an empty list is refused, naming its row). A batch without
-    rows has several only where its type says so (a pyarrow list column): a mapping or DataFrame of no rows
-    cannot tell."""
+    column whose cells are lists, that row's list (an empty list is refused, naming its row).
+
+    Whether one column holds several is `several` where the caller knows it (False: a list cell is refused),
+    else the column's type where it has one (a pyarrow list, a pandas column of pyarrow lists, a 2-D numpy
+    array), else its cells: a batch of no rows without such a type cannot tell, and says one each."""
     if len(columns) > 1:
         per_column = [texts(cells(batch, kind, c, argument), c, first_row) for c in columns]
         return [list(group) for group in zip(*per_column, strict=True)], True
     column = columns[0]
     values = cells(batch, kind, column, argument)
-    lists = kind == "arrow" and str(batch.schema.field(column).type).startswith(("list", "large_list", "fixed_size"))
-    if not lists and not any(_is_list(v) for v in values):
-        return [[t] for t in texts(values, column, first_row)], False
+    if several is None:
+        several = list_typed(batch, kind, column) or any(_is_list(v) for v in values)
+    if not several:
+        return [[_one_reference(v, column, first_row + i)] for i, v in enumerate(values)], False
     groups = []
     for i, value in enumerate(values):
         row = first_row + i
@@ -120,6 +123,29 @@ def reference_groups(
             )
         groups.append([text_cell(v, f"{column}[{j}]", row) for j, v in enumerate(items)])
     return groups, True
+
+
+def list_typed(batch: Any, kind: str, column: str) -> bool:
+    """Whether `column`'s type (not its cells) says lists: what an empty batch still carries."""
+    if kind == "arrow":
+        kind_type = batch.schema.field(column).type
+    else:
+        values = batch[column]
+        if isinstance(values, np.ndarray):
+            return values.ndim > 1
+        kind_type = getattr(getattr(values, "dtype", None), "pyarrow_dtype", None)  # pandas' ArrowDtype
+    return str(kind_type).startswith(("list", "large_list", "fixed_size_list"))
+
+
+def _one_reference(value: object, column: str, row: int) -> str:
+    if _is_list(value):
+        raise ColumnDataError(
+            f"row {row} of column {column!r} holds a list of references, but the scorer was told "
+            "several_references=False: leave it out (or pass True) for a column of lists",
+            column=column,
+            row=row,
+        )
+    return text_cell(value, column, row)
 
 
 def _is_list(value: object) -> bool:
