@@ -123,6 +123,18 @@ def add_prompt_options(p: argparse.ArgumentParser) -> None:
         )
 
 
+def add_context_option(p: argparse.ArgumentParser, more: str = "") -> None:
+    """``--context FILE``: one context per pair, encoded with its texts and left out of the matching; `more`
+    adds what the command does besides (a command's own reading of the option)."""
+    p.add_argument(
+        "--context",
+        default=None,
+        metavar="FILE",
+        help="a context per pair, one per line (line i for candidate i): encoded with the candidate and its "
+        f"references, left out of the matching (CodeBERTScore's sources){more}",
+    )
+
+
 def _number(flag: str) -> Callable[[str], float]:
     def parse(value: str) -> float:
         try:

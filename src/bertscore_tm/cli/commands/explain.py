@@ -48,13 +48,7 @@ def add_parser(sub: Any) -> None:
     options.add_beta_option(e)
     options.add_ignore_option(e)
     options.add_prompt_options(e)
-    e.add_argument(
-        "--context",
-        default=None,
-        metavar="FILE",
-        help="a context per pair, one per line (line i for candidate i; with --text the context text itself): "
-        "encoded with the candidate and its references, left out of the matching and shown as such",
-    )
+    options.add_context_option(e, "; with --text, the context text itself; its tokens shown as such")
     _add_output_options(e)
     options.add_long_text_options(e)
     options.add_run_options(e)

@@ -52,13 +52,7 @@ def add_parser(sub: Any) -> None:
     options.add_beta_option(s)
     options.add_ignore_option(s)
     options.add_prompt_options(s)
-    s.add_argument(
-        "--context",
-        default=None,
-        metavar="FILE",
-        help="a context per pair, one per line (line i for candidate i): encoded with the candidate and its "
-        "references, left out of the matching (CodeBERTScore's sources)",
-    )
+    options.add_context_option(s)
     s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
     s.add_argument(
         "--format",
