@@ -2,7 +2,9 @@
 of two raylets (`ray.cluster_utils.Cluster`), so rows are scored on two nodes; every route equal to the
 Metric on the same WMT pairs bit for bit: plain, IDF counted over the Ray Dataset first (two phases), and
 several references, in the "numpy", "pandas" and "pyarrow" batch formats. A bad cell comes back from the
-worker with its message. One Ray start per module (a module fixture): it takes 5 to 10 s on 2 cores."""
+worker with its message. An actor killed mid-run is restarted and its lost batch run again, every row scored
+once (with Ray Data's defaults and bounded retries); with no restarts the job stops. One Ray start per module
+(a module fixture): it takes 5 to 10 s on 2 cores."""
 
 from __future__ import annotations
 
