@@ -42,7 +42,9 @@ class BatchScorer:
     columns (Ray Data and ``datasets`` join the batches and fail on differing columns): None lets each batch's
     column type tell (a pyarrow list, pandas' pyarrow lists, a 2-D numpy array), else its cells, and a batch of
     no rows whose type cannot tell (plain lists, Python objects) gets no best reference; True always adds it;
-    False refuses a list cell. `metric_arguments` are :class:`BERTScore`'s (``lang``, ``num_layers``, ``idf=True`` with
+    False refuses a list cell. `context_column` (optional) holds each row's context, encoded with its candidate
+    and references and left out of the matching, as ``update(..., context=)`` takes it (an empty cell: none).
+    `metric_arguments` are :class:`BERTScore`'s (``lang``, ``num_layers``, ``idf=True`` with
     ``idf_weights``, ``rescale_with_baseline``, ``long_texts``, ``model_dtype``, ``device``...), checked here,
     before any model loads; the default device is the first GPU where there is one, else the CPU.
 
@@ -61,9 +63,11 @@ class BatchScorer:
         reference_column: str | Sequence[str] = "reference",
         prefix: str = "bertscore_",
         several_references: bool | None = None,
+        context_column: str | None = None,
         **metric_arguments: Any,
     ) -> None:
         self.candidate_column = _column_name(candidate_column, "candidate_column")
+        self.context_column = None if context_column is None else _column_name(context_column, "context_column")
         refs = [reference_column] if isinstance(reference_column, str) else list(reference_column)
         if not refs:
             raise ArgumentValueError(
@@ -106,13 +110,17 @@ class BatchScorer:
         groups, several = columns.reference_groups(
             batch, kind, self.reference_columns, first_row, "reference_column", self.several_references
         )
+        context = None
+        if self.context_column is not None:
+            cells = columns.cells(batch, kind, self.context_column, "context_column")
+            context = columns.contexts(cells, self.context_column, first_row)
         names = ["precision", "recall", "f1"] + ([] if self.arguments.get("beta") is None else ["f_beta"])
         if rows == 0:
             per = np.zeros((0, len(names) + 1), dtype=np.float32)
         else:
             built = self.built(rank)
             with torch.inference_mode():
-                out = score_texts(built.scorer, cands, groups, built.device, False, self._weights(built))
+                out = score_texts(built.scorer, cands, groups, built.device, False, self._weights(built), context)
             per = out[:, 0, :].cpu().numpy()  # P, R, F (F-beta with beta), then the best reference
         new = {f"{self.prefix}{name}": per[:, i].copy() for i, name in enumerate(names)}
         if several:

@@ -90,6 +90,15 @@ def texts(values: Sequence[object], column: str, first_row: int) -> list[str]:
     return [text_cell(v, column, first_row + i) for i, v in enumerate(values)]
 
 
+def contexts(values: Sequence[object], column: str, first_row: int) -> list[str]:
+    """Every cell of a column of contexts, checked as texts are, except that an empty cell (null, NaN) is a
+    blank context, which adds nothing (docs/semantics.md, Context): a row may have none."""
+    blank = [v is None or (isinstance(v, float) and v != v) or type(v).__name__ == "NAType" for v in values]
+    return [
+        "" if b else text_cell(v, column, first_row + i) for i, (v, b) in enumerate(zip(values, blank, strict=True))
+    ]
+
+
 def reference_groups(
     batch: Any, kind: str, columns: Sequence[str], first_row: int, argument: str, several: bool | None = None
 ) -> tuple[list[list[str]], bool]:

@@ -59,15 +59,18 @@ class ColumnFile:
     format: str
     candidate_column: str
     reference_columns: tuple[str, ...]
+    context_column: str | None = None
 
     @classmethod
-    def open(cls, path: str, candidate_column: str, reference_columns: Sequence[str]) -> ColumnFile:
+    def open(
+        cls, path: str, candidate_column: str, reference_columns: Sequence[str], context_column: str | None = None
+    ) -> ColumnFile:
         file = Path(path).expanduser()
         if not file.exists():
             raise InputFileError(f"data file {path} does not exist", path=path, what="data")
         if not file.is_file():
             raise InputFileError(f"data file {path} {not_a_file(file)}", path=path, what="data")
-        this = cls(path, file_format(path, READS, "data"), candidate_column, tuple(reference_columns))
+        this = cls(path, file_format(path, READS, "data"), candidate_column, tuple(reference_columns), context_column)
         first = next(this.batches(), None)
         if first is None:
             raise InputFileError(f"data file {path} has no rows: nothing to score", path=path, what="data")
@@ -75,6 +78,7 @@ class ColumnFile:
         for argument, name in [
             ("candidate_column", candidate_column),
             *(("reference_column", r) for r in reference_columns),
+            *([] if context_column is None else [("context_column", context_column)]),
         ]:
             columns.cells({n: [] for n in names}, "mapping", name, argument)
         return this
@@ -106,7 +110,12 @@ class ColumnFile:
         else:
             import pyarrow.csv
 
-            types = {name: text for name in (self.candidate_column, *self.reference_columns)}
+            named = (
+                self.candidate_column,
+                *self.reference_columns,
+                *([self.context_column] if self.context_column else []),
+            )
+            types = {name: text for name in named}
             parse = pyarrow.csv.ParseOptions(delimiter="\t" if self.format == "tsv" else ",")
             convert = pyarrow.csv.ConvertOptions(column_types=types)
             read = pyarrow.csv.ReadOptions(block_size=1 << 22)
@@ -127,6 +136,17 @@ class ColumnFile:
             groups += more
             several = several or many
         return cands, groups, several
+
+    def contexts(self) -> list[str] | None:
+        """Every row's context (`context_column`; an empty cell is none), or None without that column."""
+        if self.context_column is None:
+            return None
+        out: list[str] = []
+        for batch in self.batches():
+            out += columns.contexts(
+                columns.cells(batch, "arrow", self.context_column, "context_column"), self.context_column, len(out)
+            )
+        return out
 
 
 def write_scored(source: ColumnFile, target: Path, fmt: str, scores: Mapping[str, np.ndarray]) -> None:

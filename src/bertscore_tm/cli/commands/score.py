@@ -86,6 +86,12 @@ def _add_data_options(s: Any) -> None:
     )
     s.add_argument("--candidate-column", default="candidate", metavar="C", help="with --data: the candidates' column")
     s.add_argument(
+        "--context-column",
+        default=None,
+        metavar="X",
+        help="with --data: each row's context (as --context gives it to line files; an empty cell: none)",
+    )
+    s.add_argument(
         "--reference-column",
         nargs="+",
         default=None,
@@ -99,8 +105,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return _run_data(args, out)
     if args.cand is None or not args.ref:
         raise UsageError("give the candidates and references: -c FILE -r FILE [FILE ...], or --data FILE")
-    if args.reference_column is not None:
-        raise UsageError("--reference-column and --candidate-column go with --data FILE")
+    if args.reference_column is not None or args.context_column is not None:
+        raise UsageError("--reference-column, --candidate-column and --context-column go with --data FILE")
     inputs.check_stdin([args.cand, *args.ref], "-c/-r")
     pairs = inputs.pair_lines(args.cand, args.ref)
     target = None
@@ -142,11 +148,11 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
     if args.seg_level:
         raise UsageError("with --data the per-pair scores are the columns of -o FILE: leave out -s")
     if args.context is not None:
-        raise UsageError("--context FILE pairs its lines with -c FILE's: with --data, score without --context")
+        raise UsageError("--context FILE pairs its lines with -c FILE's: with --data, name a column (--context-column)")
     if args.output is None:
         raise UsageError("--data FILE needs -o FILE (.parquet, .jsonl or .csv): every row, with its scores")
     refs = args.reference_column or ["reference"]
-    data = ColumnFile.open(args.data, args.candidate_column, refs)
+    data = ColumnFile.open(args.data, args.candidate_column, refs, args.context_column)
     try:
         fmt = file_format(args.output, WRITES, "output")
     except BERTScoreError as err:
@@ -154,6 +160,7 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
     target = outputs.check_output(args.output, "scores.parquet", [args.data])
     resampling, shard_size = options.resampling(args), options.shard_size(args)
     cands, groups, several = data.pairs()
+    context = data.contexts()
     if not cands:
         raise UsageError(f"data file {args.data} has no rows: nothing to score")
     metric = metrics.scoring_metric(args)
@@ -161,11 +168,11 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
         if not job.writes_output:
             metric.verbose = False
         if args.checkpoint is None:
-            scores = _stream(metric, inputs.LinesInMemory(cands, groups), job)
+            scores = _stream(metric, inputs.LinesInMemory(cands, groups), job, context)
         else:
             from bertscore_tm.corpus.resumable import score_resumable
 
-            scores = score_resumable(metric, cands, groups, args.checkpoint, shard_size)
+            scores = score_resumable(metric, cands, groups, args.checkpoint, shard_size, context)
     if not job.writes_output:
         return 0
     stacked = scores.stacked()  # P, R, F (and F-beta)
