@@ -366,11 +366,12 @@ class _Run:
         self.f_baseline = None if baseline is None else baseline[0, 2].to(embedder.device)
         self.length = self.texts.length.tolist()
         self.blocks = _plan(self.groups, self.length, self.sim_bytes, block_tokens)
-        self.last_use = {}
+        last_use = [-1] * len(self.length)  # the last block needing each text
         for b, block in enumerate(self.blocks):
             for g in (g for batch in block for g in batch):
                 for t in (*self.groups[g].hyps, *self.groups[g].refs):
-                    self.last_use[t] = b
+                    last_use[t] = b
+        self.last_use = torch.tensor(last_use, dtype=torch.long)
 
     def model_ids(self, texts: list[int]) -> list[Tensor]:
         """The token ids the model reads for `texts`: a prompt's marked ids back to their own."""
@@ -379,8 +380,7 @@ class _Run:
     def utilities(self, progress: Any) -> list[list[float]]:
         """Each group's utilities, a block of groups at a time; a text a later block needs is kept aside."""
         utilities: list[list[float]] = [[] for _ in self.groups]
-        last_use = torch.tensor([self.last_use.get(t, -1) for t in range(len(self.length))], dtype=torch.long)
-        aside = KeptAside(last_use, self.texts.length)
+        aside = KeptAside(self.last_use, self.texts.length)
         embedder = self.scorer.embedder
         for b, block in enumerate(self.blocks):
             grps = self.groups
