@@ -66,11 +66,17 @@ def cells(batch: Any, kind: str, column: str, argument: str) -> list[Any]:
     return list(values.tolist()) if hasattr(values, "tolist") else list(values)
 
 
+def _is_empty(value: object) -> bool:
+    """Whether a cell is empty: null, NaN, or pandas' missing markers."""
+    missing = type(value).__name__ in ("NAType", "NaTType")
+    return value is None or (isinstance(value, float) and value != value) or missing
+
+
 def text_cell(value: object, column: str, row: int) -> str:
     """`value` as a text, or a `ColumnDataError` saying why it is not one (null, NaN, a number...)."""
     if isinstance(value, str):
         return str(value)
-    if value is None or (isinstance(value, float) and value != value) or type(value).__name__ in ("NAType", "NaTType"):
+    if _is_empty(value):
         raise ColumnDataError(
             f"row {row} of column {column!r} is empty (null or NaN): every pair needs its texts; drop or fill "
             "such rows first (for example dataset.filter(...) or DataFrame.dropna())",
@@ -93,10 +99,7 @@ def texts(values: Sequence[object], column: str, first_row: int) -> list[str]:
 def contexts(values: Sequence[object], column: str, first_row: int) -> list[str]:
     """Every cell of a column of contexts, checked as texts are, except that an empty cell (null, NaN) is a
     blank context, which adds nothing (docs/semantics.md, Context): a row may have none."""
-    blank = [v is None or (isinstance(v, float) and v != v) or type(v).__name__ == "NAType" for v in values]
-    return [
-        "" if b else text_cell(v, column, first_row + i) for i, (v, b) in enumerate(zip(values, blank, strict=True))
-    ]
+    return ["" if _is_empty(v) else text_cell(v, column, first_row + i) for i, v in enumerate(values)]
 
 
 def reference_groups(
