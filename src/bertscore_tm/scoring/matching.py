@@ -265,6 +265,7 @@ def run_plan(
             gather_budget,
             counted=last_use >= 0,
             progress=progress,
+            ignored=ignored,
         )
     del table, aside
     release_freed_memory()
@@ -371,7 +372,7 @@ def _match_block(
     order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
     if tiled:  # long texts: a match whose similarity matrix alone passes the budget is matched in tiles
         done = match_large_in_tiles(
-            table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget
+            table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget, live
         )
         order = order[~done[order]]
     # the matches in that order, batches of them sliced by lengths and result rows read on the host (no device wait)

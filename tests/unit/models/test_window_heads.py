@@ -170,3 +170,36 @@ def test_a_prompt_longer_than_half_the_window_is_refused():
     with pytest.raises(ArgumentValueError, match=r"candidate_prompt takes \d+ tokens; with long_texts='window'"):
         BERTScore(MINILM, long_texts="window", max_length=MAX_LENGTH, candidate_prompt=prompt)
     BERTScore(MINILM, max_length=MAX_LENGTH, candidate_prompt=prompt)  # it leaves a truncated text room
+
+
+def test_a_pair_streamed_through_a_small_table_keeps_its_heads(monkeypatch):
+    """A pair of ~450-token texts with a context, streamed through a table of 512 rows (its rows embedded a range
+    at a time): the scores of one table holding both texts."""
+    cands, refs, context = [" ".join([CANDS[0]] * 10)], [" ".join([REFS[0]] * 10)], CONTEXT[:1]
+    settings = dict(long_texts="window", max_length=MAX_LENGTH, candidate_prompt="query: ")
+    expected = bert_score(cands, refs, MINILM, context=context, **settings)
+    metric = BERTScore(MINILM, **settings)
+    metric.update(cands, refs, context=context)
+    embedder, tables = metric.embedder, []
+    new_table = embedder.new_table
+    monkeypatch.setattr(embedder, "new_table", lambda rows: tables.append(rows) or new_table(rows))
+    monkeypatch.setattr(type(embedder), "block_bytes", property(lambda self: 1 << 16))
+    embedder.max_tokens = 256  # the smallest block is two forward batches: 512 rows
+    streamed = metric.compute()
+    assert tables == [513]  # 512 rows and the padding row, for two texts of more than 900 rows together
+    for key in ("precision", "recall", "f1"):
+        torch.testing.assert_close(streamed[key], expected[key], rtol=0, atol=1e-6)
+
+
+def test_a_similarity_matrix_past_the_budget_is_tiled_with_the_same_tokens_out(monkeypatch):
+    """A match of ~450 x ~450 tokens whose similarities pass a small budget is matched in tiles: the masked,
+    prompt and context tokens stay out there too, so the scores are the untiled ones bit for bit."""
+    from bertscore_tm.scoring import matching
+
+    cands, refs, context = [" ".join([CANDS[0]] * 10)], [" ".join([REFS[0]] * 10)], CONTEXT[:1]
+    settings = dict(long_texts="window", max_length=MAX_LENGTH, candidate_prompt="query: ", ignore="punctuation")
+    whole = bert_score(cands, refs, MINILM, context=context, **settings)
+    monkeypatch.setattr(matching, "gather_elements", lambda device: 10_000)
+    tiled = bert_score(cands, refs, MINILM, context=context, **settings)
+    for key in ("precision", "recall", "f1"):
+        assert torch.equal(tiled[key], whole[key]), key
