@@ -9,7 +9,7 @@ temporary file in the same folder, flushed, synced and moved onto its name), so 
 absent and costs at most the shard under way. A manifest (JSON) names what the scores depend on: the setting
 (its hash code and a digest of everything that changes scores), the shard size, the texts (sha256 per shard),
 the pairs' contexts where there are (sha256 per shard: a context changes its pair's vectors, and is data, not
-the setting, so the hash code does not name it) and, with IDF counted over the references, a digest of the
+the setting: the manifest's hash code is the setting's, the scores' gains ``_context``) and, with IDF counted over the references, a digest of the
 counts, made over *all* references in a cheap tokenisation pass before any shard is scored (a shard's weights
 depend on every reference), and the sha256 of each shard file's bytes, written before the shard itself. Run
 again with the same arguments, the finished shards are read back and the rest scored: the result equals an
@@ -417,7 +417,7 @@ def score_resumable(
     per = checkpoint.run(ranges, score)
     if world > 1:
         per = torch.cat([x.cpu() for x in gather(per.to(device), None)])
-    return scores_of(per, scorer.all_layers, scorer.hash_code)
+    return scores_of(per, scorer.all_layers, scorer.code_with(contexts))
 
 
 def score_stream(

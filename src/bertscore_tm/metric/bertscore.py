@@ -30,6 +30,7 @@ from bertscore_tm.models.masks import IgnoreRule
 from bertscore_tm.models.prompts import check_context
 from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.models.user_model import ForwardFn
+from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.scoring.idf import document_frequency
 from bertscore_tm.scoring.results import Scores, format_scores, scores_of
 from bertscore_tm.scoring.scorer import Scorer, ScoringSettings
@@ -102,6 +103,7 @@ class BERTScore(SettingViews, Metric):
     indexes: list[Tensor]
     doc_freq: Tensor
     num_refs: Tensor
+    context_seen: Tensor
     state_setting: Tensor
 
     def __init__(
@@ -146,12 +148,15 @@ class BERTScore(SettingViews, Metric):
         s = self.scorer
         self.lang, self.idf, self.all_layers, self.long_texts = lang, idf, all_layers, long_texts
         self.model_name, self.num_layers, self.model_depth = s.model_name, s.num_layers, s.model_depth
-        self.user_supplied, self.signature = s.user_supplied, s.signature
+        self.user_supplied = s.user_supplied
         for name in _STATES:
             self.add_state(name, default=[], dist_reduce_fx="cat")
         counted = s.vocab_size if s.counts_idf else 0
         self.add_state("doc_freq", torch.zeros(counted, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("num_refs", torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")
+        # 1 once a pair with a context was added (on any rank, after a collective compute()): the hash code
+        # names it; "max" keeps it through forward()'s and merge_state()'s merges
+        self.add_state("context_seen", torch.zeros((), dtype=torch.long), dist_reduce_fx="max")
         # which tokenisation made the token ids and which embedding the best similarities (checkpoint.py); "max"
         # keeps this constant through forward()'s state merge; never exchanged between ranks
         self.add_state("state_setting", setting_digests(s), dist_reduce_fx="max")
@@ -238,6 +243,8 @@ class BERTScore(SettingViews, Metric):
         if self.scorer.counts_idf:
             self.doc_freq += document_frequency(r_ids, r_lens, self.scorer.vocab_size).to(self.doc_freq.device)
         self.num_refs += len(refs)
+        if names_context(contexts):
+            self.context_seen.fill_(1)
 
     # torchmetrics would gather every state onto every rank before compute(); we keep states local and
     # exchange only IDF counts and per-pair scores inside compute(), so sync() only notes whether to.
@@ -283,6 +290,7 @@ class BERTScore(SettingViews, Metric):
             group = self._collective_group if collective else None  # None: the default group, or no exchange
             if collective:  # the first exchange, of one fixed size whatever the setting: mismatched ranks never hang
                 check_same_settings(self.settings(), group, self.device)
+                torch.distributed.all_reduce(self.context_seen, torch.distributed.ReduceOp.MAX, group=group)
             self._score_pending()
             local = sum(len(x) for x in self.scored)
             plan = PairPlan(local, _cat(self.indexes, torch.long, self.device), collective, group)

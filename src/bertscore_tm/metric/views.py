@@ -13,6 +13,7 @@ from torch import Tensor
 from bertscore_tm.embedding.cache import EmbeddingCache
 from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.models.windows import WindowRule
+from bertscore_tm.scoring.hashcode import HashSignature
 from bertscore_tm.scoring.scorer import Scorer
 
 if TYPE_CHECKING:
@@ -26,15 +27,22 @@ class SettingViews:
     idf: bool
     doc_freq: Tensor
     num_refs: Tensor
+    context_seen: Tensor
     if TYPE_CHECKING:  # the Metric's own (torchmetrics'); declared here for the type checker only
 
         @property
         def device(self) -> torch.device: ...
 
     @property
+    def signature(self) -> HashSignature:
+        """The hash code's fields: the setting's, and ``context`` where a pair of the state had a context."""
+        return self.scorer.signature_for(bool(self.context_seen))
+
+    @property
     def hash_code(self) -> str:
-        """The setting's hash code, in the reference's format where our scores equal the reference's."""
-        return self.scorer.hash_code
+        """The hash code of the scores this metric computes, in the reference's format where they equal the
+        reference's; ``_context`` once an update carried a context (until `reset()`)."""
+        return self.signature.format()
 
     @property
     def embedder(self) -> Embedder:
