@@ -309,6 +309,7 @@ def _explanation(
         blank=blank,
         notes=_notes(sides, scores, baseline),
         f_beta=scores.pair.f_beta,
+        ignore=scorer.ignore_label,
     )
 
 
