@@ -351,7 +351,11 @@ class BERTScore(SettingViews, Metric):
         groups: Sequence[Sequence[str]],
         references: Sequence[Sequence[str]] | None = None,
         return_utilities: bool = False,
+        utility: str = "f1",
     ) -> list[int] | tuple[list[int], list[Tensor]]:
         """Minimum-Bayes-risk choice per group with this metric's model and settings: see
-        :func:`bertscore_tm.mbr_select`. Never touches the state."""
-        return select(self.scorer, self.device, groups, references, return_utilities, verbose=self.verbose)
+        :func:`bertscore_tm.mbr_select` (`utility`: ``"f1"``, ``"f_beta"`` with this metric's beta,
+        ``"precision"`` or ``"recall"``). Never touches the state."""
+        return select(
+            self.scorer, self.device, groups, references, return_utilities, verbose=self.verbose, utility=utility
+        )
