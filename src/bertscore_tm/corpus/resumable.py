@@ -6,17 +6,17 @@ user's own loop, and `pairwise_resumable` the rows of an all-pairs matrix (as ``
 of ``shard_size`` inputs at a time. Each finished shard
 goes to a small ``.npy`` file (float32 P, R, F and best reference: 16 bytes a pair), written atomically (a
 temporary file in the same folder, flushed, synced and moved onto its name), so a kill leaves a shard whole or
-absent and costs at most the shard under way. A manifest (JSON) names what the scores depend on: the setting
-(its hash code and a digest of everything that changes scores), the shard size, the texts (sha256 per shard),
-the pairs' contexts where there are (sha256 per shard: a context changes its pair's vectors, and is data, not
-the setting: the manifest's hash code is the setting's, the scores' gains ``_context``) and, with IDF counted over the references, a digest of the
-counts, made over *all* references in a cheap tokenisation pass before any shard is scored (a shard's weights
-depend on every reference), and the sha256 of each shard file's bytes, written before the shard itself. Run
-again with the same arguments, the finished shards are read back and the rest scored: the result equals an
-uninterrupted run bit for bit, since a pair's scores do not depend on the batch it runs in. A checkpoint of
-other texts or another setting is refused (`CheckpointMismatchError`, saying what differs); a torn shard file,
-or one whose bytes are not those written (replaced by a well-formed file of other numbers: a disk fault, a copy
-from another run, a hand edit), is warned about and scored again.
+absent and costs at most the shard under way. A manifest (JSON) names what the scores depend on: the setting (its hash
+code and a digest of everything that changes scores), the shard size, the texts (sha256 per shard), the pairs' contexts
+where there are (sha256 per shard: a context changes its pair's vectors, and is data, not the setting: the manifest's
+hash code is the setting's, the scores' gains ``_context``) and, with IDF counted over the references, a digest of the
+counts, made over *all* references in a cheap tokenisation pass before any shard is scored (a shard's weights depend on
+every reference), and the sha256 of each shard file's bytes, written before the shard itself. Run again with the same
+arguments, the finished shards are read back and the rest scored: the result equals an uninterrupted run bit for bit,
+since a pair's scores do not depend on the batch it runs in. A checkpoint of other texts or another setting is refused
+(`CheckpointMismatchError`, saying what differs); a torn shard file, or one whose bytes are not those written (replaced
+by a well-formed file of other numbers: a disk fault, a copy from another run, a hand edit), is warned about and scored
+again.
 
 Under torchrun each process scores its contiguous part of the inputs (`launch.Processes.shard`) and keeps its
 own shard files and manifest (named by rank, with the world size); a resume with another number of processes
@@ -430,16 +430,16 @@ def score_stream(
     checkpoint_dir: str | os.PathLike[str],
     shard_size: int = SHARD_SIZE,
 ) -> Iterator[Scores]:
-    """Score an iterable of ``(candidate, reference or references)`` pairs a shard of `shard_size` pairs at a
-    time, yielding each shard's :class:`~bertscore_tm.scoring.results.Scores` in order and keeping them in
-    `checkpoint_dir`: a loop run again over the same pairs after a kill reads the finished shards back instead
-    of scoring them, so memory holds one shard however long the stream. The scores equal the metric's on the
-    same pairs bit for bit. An item may carry its pair's context third, ``(candidate, references, context)``, as
-    ``update(..., context=)`` takes it (a pair without one, beside triples, has none: a blank context); a
-    shard's contexts are part of its digest, so a resumed stream with other contexts is refused. IDF counted over the references is refused (every pair's weights would depend on
-    references not read yet): pass ``idf_texts`` or ``idf_weights`` to the metric, or use `score_resumable`.
-    Under torchrun each process passes its own pairs and keeps its own shards; nothing is gathered.
-    Docs: docs/corpus-scale.md ("Resumable runs").
+    """Score an iterable of ``(candidate, reference or references)`` pairs a shard of `shard_size` pairs at a time,
+    yielding each shard's :class:`~bertscore_tm.scoring.results.Scores` in order and keeping them in `checkpoint_dir`: a
+    loop run again over the same pairs after a kill reads the finished shards back instead of scoring them, so memory
+    holds one shard however long the stream. The scores equal the metric's on the same pairs bit for bit. An item may
+    carry its pair's context third, ``(candidate, references, context)``, as ``update(..., context=)`` takes it (a pair
+    without one, beside triples, has none: a blank context); a shard's contexts are part of its digest, so a resumed
+    stream with other contexts is refused. IDF counted over the references is refused (every pair's weights would depend
+    on references not read yet): pass ``idf_texts`` or ``idf_weights`` to the metric, or use `score_resumable`. Under
+    torchrun each process passes its own pairs and keeps its own shards; nothing is gathered. Docs: docs/corpus-scale.md
+    ("Resumable runs").
 
     >>> import tempfile
     >>> from bertscore_tm import PACKAGED_MINILM, BERTScore

@@ -9,15 +9,15 @@ text a later block needs again is kept aside, so no text is embedded twice), and
 together in one batched matrix product (`pairwise.match_tiles`), a group too large for that in tiles of its
 own. Within a group, a hypothesis repeated (common with sampling) is scored once.
 
-Utility of hypothesis i: the mean of F1(h_i, h_j) over the other hypotheses j of its group (every position
-but its own, repeats included), or over all of the group's `references`; each F1 exactly as `bert_score`
-gives it for that pair, with IDF (if on) over the group's references as given (its hypotheses, or its
-`references`). Means are summed exactly (`math.fsum`), so equal texts get equal utilities and ties go to
-the lowest index. `utility` picks the score averaged: ``"f1"`` (the default), ``"f_beta"`` (the setting's
-``beta=``), ``"precision"`` or ``"recall"`` (of the hypothesis as the candidate), each as `bert_score` gives it
-and rescaled with its own baseline column where the setting rescales. A mask (``ignore=``) and the prompts apply as in the paired scores: their tokens are
-encoded with the text, but out of the matching, the weights and the IDF counts; with prompts, a hypothesis is
-a candidate with the candidate prompt and a reference with the reference prompt.
+Utility of hypothesis i: the mean of F1(h_i, h_j) over the other hypotheses j of its group (every position but its own,
+repeats included), or over all of the group's `references`; each F1 exactly as `bert_score` gives it for that pair, with
+IDF (if on) over the group's references as given (its hypotheses, or its `references`). Means are summed exactly
+(`math.fsum`), so equal texts get equal utilities and ties go to the lowest index. `utility` picks the score averaged:
+``"f1"`` (the default), ``"f_beta"`` (the setting's ``beta=``), ``"precision"`` or ``"recall"`` (of the hypothesis as
+the candidate), each as `bert_score` gives it and rescaled with its own baseline column where the setting rescales. A
+mask (``ignore=``) and the prompts apply as in the paired scores: their tokens are encoded with the text, but out of the
+matching, the weights and the IDF counts; with prompts, a hypothesis is a candidate with the candidate prompt and a
+reference with the reference prompt.
 """
 
 from __future__ import annotations
@@ -330,8 +330,9 @@ def _blank_of(slot_texts: Tensor, blank: Tensor) -> Tensor:
 
 
 def _utilities(grp: _Group, f: list[list[float]]) -> list[float]:
-    """Mean score (`f`: the utility's, distinct hypotheses x distinct references) of each hypothesis as given, summed exactly (so equal texts tie exactly); against its own
-    group, less its own position (`ref_slot`: itself among the references)."""
+    """Mean score (`f`: the utility's, distinct hypotheses x distinct references) of each hypothesis as given, summed
+    exactly (so equal texts tie exactly); against its own group, less its own position (`ref_slot`: itself among the
+    references)."""
     total = sum(grp.ref_count)
     out = []
     for i, d in enumerate(grp.hyp_slot):

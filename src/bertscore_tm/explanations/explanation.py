@@ -35,10 +35,10 @@ from bertscore_tm.explanations.types import (
 )
 from bertscore_tm.explanations.weighting import Weighting, weak_threshold, weighting
 from bertscore_tm.models.prompts import check_context, prompted_ids
-from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
 from bertscore_tm.scoring.distinct import first_seen_ids
+from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.scoring.matching import best_of_references, weighted_scores
 from bertscore_tm.scoring.scorer import Scorer, build_scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights, unmarked

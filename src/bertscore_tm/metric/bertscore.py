@@ -20,9 +20,7 @@ from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 
 from bertscore_tm.distributed.ranks import check_same_settings, gather
 from bertscore_tm.embedding.embedder import own_precision
-from bertscore_tm.engines.mbr import select
 from bertscore_tm.engines.paired import PairTokens, TokenMatches, corpus_counts, interleave, match_pairs, weigh_pairs
-from bertscore_tm.engines.pairwise import pairwise_scores
 from bertscore_tm.metric.checkpoint import check_loadable, fitted_counts, setting_digests
 from bertscore_tm.metric.indexes import PairPlan, checked_indexes
 from bertscore_tm.metric.views import SettingViews
@@ -103,7 +101,6 @@ class BERTScore(SettingViews, Metric):
     indexes: list[Tensor]
     doc_freq: Tensor
     num_refs: Tensor
-    context_seen: Tensor
     state_setting: Tensor
 
     def __init__(
@@ -336,26 +333,3 @@ class BERTScore(SettingViews, Metric):
         weights = self.scorer.weights(doc_freq, int(num_refs), device)
         best = (_cat(getattr(self, n), torch.float32, device) for n in ("cand_best", "ref_best"))
         return weigh_pairs(self.scorer, pairs, TokenMatches(*best), weights)
-
-    # -- all pairs and MBR: this metric's model and settings, its accumulated state left alone --------------
-    def pairwise(self, cands: str | Sequence[str], refs: str | Sequence[str]) -> dict[str, Tensor | str] | Tensor:
-        """Every candidate against every reference: ``{"precision", "recall", "f1"}`` each ``[N, M]``
-        (``[L + 1, N, M]`` with all_layers), entry (i, j) this metric's score of ``cands[i]`` against
-        ``refs[j]``; IDF (if on) over these M references. Honours ``output`` and ``return_hash``, not
-        ``reduction``; reuses the loaded model and never touches the state (see `bertscore_tm.engines.pairwise`)."""
-        per = pairwise_scores(self.scorer, cands, refs, self.device, verbose=self.verbose)
-        return format_scores(per, self.output, self.hash_code if self.return_hash else None)
-
-    def mbr_select(
-        self,
-        groups: Sequence[Sequence[str]],
-        references: Sequence[Sequence[str]] | None = None,
-        return_utilities: bool = False,
-        utility: str = "f1",
-    ) -> list[int] | tuple[list[int], list[Tensor]]:
-        """Minimum-Bayes-risk choice per group with this metric's model and settings: see
-        :func:`bertscore_tm.mbr_select` (`utility`: ``"f1"``, ``"f_beta"`` with this metric's beta,
-        ``"precision"`` or ``"recall"``). Never touches the state."""
-        return select(
-            self.scorer, self.device, groups, references, return_utilities, verbose=self.verbose, utility=utility
-        )

@@ -4,15 +4,15 @@
 The reference's fields render in the reference's format,
 `{model}_L{layers}_{idf|no-idf}_version={v}(hug_trans={transformers})[-rescaled|-custom-rescaled][_fast-tokenizer]`,
 and the version field is the one bert-score 0.3.13 writes (it reports itself as 0.3.12): where our scores
-equal that implementation's, equal settings give equal codes. The settings the reference does not have, or
-where our scores differ from its scores on purpose, are our own fields: each renders after the reference's
-part as ``_key`` (a flag) or ``_key=value``, and only when it is not at its default, so the default rendering
-stays the reference's. Every setting that changes scores must be a field; a new one is one line,
-``name: type = extra("key")``. A per-pair context is data, not a setting, yet it changes the scores: the flag
-``_context`` says some pair had one (which contexts, the code cannot say). Two of ours sit inside the reference's part, where they qualify its fields:
-IDF weights given beforehand (``idf_texts``, ``idf_weights``) write ``_idf-custom-{digest}`` instead of
-``_idf``, the digest naming the weight table; a model object is named by its config's known name, or as
-``user-supplied-<Class>`` (with ``-custom-forward`` where a ``forward_fn`` computes its vectors).
+equal that implementation's, equal settings give equal codes. The settings the reference does not have, or where our
+scores differ from its scores on purpose, are our own fields: each renders after the reference's part as ``_key`` (a
+flag) or ``_key=value``, and only when it is not at its default, so the default rendering stays the reference's. Every
+setting that changes scores must be a field; a new one is one line, ``name: type = extra("key")``. A per-pair context is
+data, not a setting, yet it changes the scores: the flag ``_context`` says some pair had one (which contexts, the code
+cannot say). Two of ours sit inside the reference's part, where they qualify its fields: IDF weights given beforehand
+(``idf_texts``, ``idf_weights``) write ``_idf-custom-{digest}`` instead of ``_idf``, the digest naming the weight table;
+a model object is named by its config's known name, or as ``user-supplied-<Class>`` (with ``-custom-forward`` where a
+``forward_fn`` computes its vectors).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Resumable runs with a context per pair and with prompts (`score_resumable(..., context=)`, `score --context FILE
---checkpoint DIR`, `score_stream` over (candidate, references, context) triples): a run stopped after some shards and resumed equals the metric's scores with the same contexts
-(bit for bit, IDF counted over the references' own tokens), the contexts are part of the checkpoint's identity (a
-resume with other contexts, or none, is refused naming them), and IDF with a reference prompt counts the
-references' tokens only, as the metric does."""
+--checkpoint DIR`, `score_stream` over (candidate, references, context) triples): a run stopped after some shards and
+resumed equals the metric's scores with the same contexts (bit for bit, IDF counted over the references' own tokens),
+the contexts are part of the checkpoint's identity (a resume with other contexts, or none, is refused naming them), and
+IDF with a reference prompt counts the references' tokens only, as the metric does."""
 
 from __future__ import annotations
 
@@ -133,7 +133,9 @@ def concatenated(shards: list) -> object:
     from bertscore_tm.scoring.results import Scores
 
     assert len({s.hash_code for s in shards}) == 1
-    p, r, f, best = (torch.cat([getattr(s, n) for s in shards]) for n in ("precision", "recall", "f1", "best_reference"))
+    p, r, f, best = (
+        torch.cat([getattr(s, n) for s in shards]) for n in ("precision", "recall", "f1", "best_reference")
+    )
     return Scores(p, r, f, shards[0].hash_code, best)
 
 
@@ -161,7 +163,7 @@ def test_a_stream_resumed_with_other_contexts_is_refused(texts, tmp_path: Path) 
     metric = BERTScore(MINILM)
     list(score_stream(metric, stream_with_contexts(texts), tmp_path, SHARD))
     other = stream_with_contexts((cands, groups, [*contexts[:5], "Another source.", *contexts[6:]]))
-    with pytest.raises(CheckpointMismatchError, match="shard 1 .*holds other texts or contexts") as err:
+    with pytest.raises(CheckpointMismatchError, match=r"shard 1 .*holds other texts or contexts") as err:
         list(score_stream(metric, other, tmp_path, SHARD))
     assert err.value.what == "texts"
     with pytest.raises(CheckpointMismatchError, match="shard 0 "):  # the same pairs without their contexts

@@ -229,7 +229,11 @@ def test_the_html_page_greys_masked_words_and_the_context_and_prompt() -> None:
     # the reference (the prompt is the candidate's)
     assert candidate[:2] == [
         ("out prompt", "prompt: encoded with the text, out of the matching", "query :"),
-        ("out context", "context: the pair&#x27;s, encoded with the text, out of the matching", "a story about a cat ."),
+        (
+            "out context",
+            "context: the pair&#x27;s, encoded with the text, out of the matching",
+            "a story about a cat .",
+        ),
     ]
     assert reference[0][:2] == ("out context", candidate[1][1])
     words = candidate[2:]

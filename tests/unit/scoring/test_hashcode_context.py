@@ -44,6 +44,7 @@ def test_the_metric_names_a_context_once_an_update_carried_one(plain_code: str) 
     assert metric.hash_code == plain_code + "_context"
     assert metric.compute()["hash"] == metric.compute_scores().hash_code == plain_code + "_context"
     assert metric.signature.context is True
+    assert metric.pairwise(CANDS, REFS)["hash"] == plain_code  # all pairs take no context: the setting's code
     metric.reset()
     assert metric.hash_code == plain_code
 
