@@ -287,7 +287,9 @@ class BERTScore(SettingViews, Metric):
             group = self._collective_group if collective else None  # None: the default group, or no exchange
             if collective:  # the first exchange, of one fixed size whatever the setting: mismatched ranks never hang
                 check_same_settings(self.settings(), group, self.device)
-                torch.distributed.all_reduce(self.context_seen, torch.distributed.ReduceOp.MAX, group=group)
+                seen = self.context_seen.to(self.device, copy=True)  # where the backend exchanges (compute_on_cpu)
+                torch.distributed.all_reduce(seen, torch.distributed.ReduceOp.MAX, group=group)
+                self.context_seen = seen.to(self.context_seen.device)  # a context on any rank: the code names it
             self._score_pending()
             local = sum(len(x) for x in self.scored)
             plan = PairPlan(local, _cat(self.indexes, torch.long, self.device), collective, group)
