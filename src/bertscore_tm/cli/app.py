@@ -4,7 +4,6 @@ an exit code (`bertscore_tm.cli.errors`)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -52,7 +51,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0; 2 for a user error; 130 interrupted, 143 terminated)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     previous = warnings.showwarning
     warnings.showwarning = show_warning
     out = StandardOutput(sys.stdout)

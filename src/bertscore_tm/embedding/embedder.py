@@ -60,7 +60,8 @@ from bertscore_tm.embedding.precision import own_precision, warn_emulated_precis
 from bertscore_tm.embedding.prepacked_linear import PrepackedLinears
 from bertscore_tm.embedding.rows import copy_pieces, table_rows, table_rows_of
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
-from bertscore_tm.models.windows import WindowRule, piece_ids, plan_pieces
+from bertscore_tm.models.prompts import unmarked
+from bertscore_tm.models.windows import WindowRule, head_lengths, piece_ids, plan_pieces
 
 if TYPE_CHECKING:
     from bertscore_tm.models.user_model import UserModel
@@ -340,7 +341,7 @@ class Embedder:
         if copies > 1:
             ids[count:] = ids[:count].repeat(copies - 1, 1)
             mask[count:] = mask[:count].repeat(copies - 1, 1)
-        ids, mask = send(ids, device), send(mask, device)
+        ids, mask = send(unmarked(ids), device), send(mask, device)  # marked ids as the model reads them
         self._choose_attention(longest)
         with torch.inference_mode(), self._autocast(), self._linears():
             states = self._forward()(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
@@ -440,7 +441,7 @@ class Embedder:
         warn_emulated_precision(self.model_dtype, self.device)  # said once: bfloat16 a CPU only emulates
         sizes = [len(s) for s in seqs] if lengths is None else lengths
         starts = table_rows(table, sizes if ranges is None else [hi - lo for lo, hi in ranges])
-        pieces = plan_pieces(sizes, self.windows, ranges)
+        pieces = plan_pieces(sizes, self.windows, ranges, head_lengths(seqs, sizes, self.windows))
         left = [0] * len(seqs)  # pieces still to run per text, for the progress bar (which counts texts)
         for piece in pieces:
             left[piece.text] += 1

@@ -38,6 +38,7 @@ from torch.nn.functional import scaled_dot_product_attention
 
 from bertscore_tm.models.loading import model_depth
 from bertscore_tm.models.model_family import can_pack as can_pack  # the family fact, asked for through packing
+from bertscore_tm.models.prompts import unmarked
 
 #: The name our attention function is registered under with transformers.
 ATTENTION_NAME = "bertscore_tm_packed"
@@ -188,7 +189,7 @@ def packed_forward(
     device = next(model.parameters()).device  # a loaded encoder (`can_pack`): its submodules are typed Any here
     sizes = [len(s) for s in seqs] if lengths is None else lengths
     order = sorted(range(len(seqs)), key=lambda i: -sizes[i])
-    flat = send(torch.cat([seqs[k] for k in order]).to(torch.long), device)
+    flat = send(unmarked(torch.cat([seqs[k] for k in order]).to(torch.long)), device)  # as the model reads them
     starts = [0] * len(seqs)
     runs: list[tuple[int, int, int]] = []
     pieces: list[Tensor] = []

@@ -414,8 +414,8 @@ class _Run:
         self.last_use = torch.tensor(last_use, dtype=torch.long)
 
     def model_ids(self, texts: list[int]) -> list[Tensor]:
-        """The token ids the model reads for `texts`: a prompt's marked ids back to their own."""
-        return [unmarked(self.texts.seq(t)) for t in texts]
+        """The token ids of `texts`, marked ids as they are held (the embedder reads them as the model does)."""
+        return [self.texts.seq(t) for t in texts]
 
     def utilities(self, progress: Any) -> list[list[float]]:
         """Each group's utilities, a block of groups at a time; a text a later block needs is kept aside."""

@@ -40,7 +40,7 @@ from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
 from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.results import format_scores, progress_bar
 from bertscore_tm.scoring.scorer import Scorer, build_scorer
-from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights, unmarked
+from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
 
 #: The similarity of any token with a padding position: below every cosine similarity, so never a best match.
 PAD_SIMILARITY = -3.0
@@ -395,7 +395,7 @@ class _AllPairs:
             )
 
     def embedded(self, ids: Tensor) -> Tensor:
-        seqs = [unmarked(self.texts.seq(t)) for t in ids.tolist()]  # a prompt's marked ids, as the model reads them
+        seqs = [self.texts.seq(t) for t in ids.tolist()]  # marked ids: the embedder reads them as the model does
         return torch.tensor(self.embedder.embed_into(self.table, seqs), dtype=torch.long)
 
     def embed_store(self, progress: Any) -> None:

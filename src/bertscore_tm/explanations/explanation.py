@@ -41,7 +41,7 @@ from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.scoring.matching import best_of_references, weighted_scores
 from bertscore_tm.scoring.scorer import Scorer, build_scorer
-from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights, unmarked
+from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
 
 # -- the engine ----------------------------------------------------------------------------------------------
 
@@ -212,7 +212,7 @@ def _vectors(scorer: Scorer, seqs: Sequence[Tensor], row: int) -> list[Tensor]:
     flat = torch.cat(list(seqs)) if seqs else torch.zeros(0, dtype=torch.long)
     which = torch.zeros(len(seqs), dtype=torch.uint8)
     text_of, first = first_seen_ids((flat,), which, torch.cumsum(lens, 0) - lens, lens)
-    index, distinct = text_of.tolist(), [unmarked(seqs[int(f)]) for f in first]  # the ids the model reads
+    index, distinct = text_of.tolist(), [seqs[int(f)] for f in first]  # marked ids: the embedder unmarks them
     source = scorer.embedding_source()
     table = source.new_table(sum(len(s) for s in distinct))
     starts = source.embed_into(table, distinct)

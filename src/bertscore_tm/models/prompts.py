@@ -5,7 +5,10 @@ weights and the IDF counts (`bertscore_tm.scoring.token_rules`). Semantics: docs
 
 A token is the prompt's when it ends within the prompt's characters (the tokenizer's offsets); a token that
 straddles the boundary is the text's. Long texts are cut at their end, as any text, so the prompt stays whole;
-a prompt that leaves no room for a text in the window is an error naming it.
+a prompt that leaves no room for a text in the window is an error naming it. With ``long_texts="window"``
+nothing is cut from a text: the prompt and the context (its head) ride in every window of a text too long for
+one (`bertscore_tm.models.windows`), the context cut from its start where the head would take more than half
+the window, and a prompt longer than half the window is an error naming it.
 """
 
 from __future__ import annotations
@@ -19,13 +22,27 @@ from torch import Tensor
 from bertscore_tm.errors import ArgumentValueError, warn_user
 
 
+def mark(ids: Tensor) -> Tensor:
+    """A prompt's or a context's token ids as they are held: id t as -(t + 1), so that every rule (the matching,
+    the weights, the IDF counts, the windows' heads) knows them from the ids alone."""
+    return -ids - 1
+
+
+def unmarked(ids: Tensor) -> Tensor:
+    """The token ids the model reads: marked ids (negative) back to their own ids. The embedder applies it to
+    each batch it runs, so that everything above it holds and passes the marked ids."""
+    return torch.where(ids < 0, -ids - 1, ids)
+
+
 def prompted_ids(
     encoder: Any, texts: Sequence[str], prompt: str | None, contexts: Sequence[str] | None, argument: str
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Flat int32 ids (the prompt's and the context's as -(id + 1)), int32 lengths and which texts were cut,
     for `prompt`, then each text's context and " \n" (CodeBERTScore's join), then the stripped text
     (`encoder`: a `TextEncoder`; `argument`: the setting named in errors). Past the window, the context is cut
-    first, from its start (the tokens nearest the text stay), then the text at its end; the prompt stays whole."""
+    first, from its start (the tokens nearest the text stay), then the text at its end; the prompt stays whole.
+    With windows (`encoder.truncate` off) a text too long for the window is kept whole and its context is cut
+    from its start to leave the head (prompt and context) at most half the window (`_fit_head`)."""
     tokenizer = encoder.tokenizer
     if not encoder.is_fast:
         raise ArgumentValueError(
@@ -40,7 +57,10 @@ def prompted_ids(
     joined = [head + t.strip() for head, t in zip(heads, texts, strict=True)]
     enc = tokenizer(joined, add_special_tokens=True, return_offsets_mapping=True, verbose=False)
     specials = set(tokenizer.all_special_ids)
-    limit = encoder.max_length if encoder.truncate else None
+    limit, half = None, None
+    if encoder.max_length is not None:
+        limit = encoder.max_length if encoder.truncate else None
+        half = None if encoder.truncate else (encoder.max_length - encoder.num_special) // 2
     ids: list[int] = []
     lens: list[int] = []
     cut: list[bool] = []
@@ -51,7 +71,9 @@ def prompted_ids(
             for t, (_, stop) in zip(row[0], row[1], strict=True)
         ]
         kept = _fit(list(zip(row[0], part, strict=True)), limit)
-        ids += [t if p == 2 else -t - 1 for t, p in kept]
+        if half is not None and len(kept) > encoder.max_length:
+            kept = _fit_head(kept, half)
+        ids += [t if p == 2 else -t - 1 for t, p in kept]  # `mark`, a token at a time
         lens.append(len(kept))
         cut.append(len(kept) < len(part))
     return torch.tensor(ids, dtype=torch.int32), torch.tensor(lens, dtype=torch.int32), torch.tensor(cut)
@@ -73,12 +95,30 @@ def _fit(tokens: list[tuple[int, int]], limit: int | None) -> list[tuple[int, in
     return tokens[: len(tokens) - tail - over] + tokens[len(tokens) - tail :]
 
 
+def _fit_head(tokens: list[tuple[int, int]], half: int) -> list[tuple[int, int]]:
+    """`tokens` ((id, part) pairs) of a text that runs in windows, with context tokens (part 1) dropped from
+    the first on until the head (parts 0 and 1) is at most `half` tokens: each window keeps room for the text."""
+    over = sum(p < 2 for _, p in tokens) - half
+    drop = set([i for i, (_, p) in enumerate(tokens) if p == 1][: max(0, over)])
+    return [x for i, x in enumerate(tokens) if i not in drop]
+
+
 def check_prompt(encoder: Any, prompt: str | None, argument: str) -> None:
-    """Refuse a prompt that leaves no room in the window for a text's first token."""
+    """Refuse a prompt that leaves no room in the window for a text's first token, or with windows (`encoder.truncate`
+    off), a prompt longer than half the window: it rides in every window, and the text needs room beside it."""
     if prompt is None or encoder.max_length is None:
         return
     count = len(encoder.tokenizer(prompt, add_special_tokens=False)["input_ids"])
     room = encoder.max_length - encoder.num_special
+    if not encoder.truncate and count > room // 2:
+        raise ArgumentValueError(
+            f"{argument} takes {count} tokens; with long_texts='window' a prompt rides in every window and may take "
+            f"at most half of the window's {room} tokens besides the special tokens. Use a shorter prompt, a model "
+            "with a longer window, or long_texts='truncate'",
+            argument=argument,
+            allowed=f"a prompt of at most {room // 2} tokens with long_texts='window'",
+            value=prompt,
+        )
     if count >= room:
         raise ArgumentValueError(
             f"{argument} takes {count} tokens, and the window holds {room} besides the special tokens: no text would "
@@ -111,11 +151,17 @@ def encode_prompted_pairs(
             ids, lens, cut = prompted_ids(encoder, texts, prompt, context, name if context is None else "context")
             truncated += int(cut.sum())
         sides += [ids, lens]
-    if truncated:
+    if truncated and encoder.truncate:
         warn_user(
             f"{truncated} text(s) with their prompt or context are longer than the model's window of "
             f"{encoder.max_length} tokens: the context was cut from its start first, then the text at its end (the "
             "prompt stays whole)."
+        )
+    elif truncated:
+        warn_user(
+            f"{truncated} text(s) run in windows with a prompt and a context of more than half the model's window "
+            f"of {encoder.max_length} tokens: each context was cut from its start to leave the text half of each "
+            "window (the prompt and the text stay whole)."
         )
     return sides[0], sides[1], sides[2], sides[3]
 

@@ -7,6 +7,11 @@ its vector from the window in which it lies farthest from an edge (ties: the ear
 special tokens from the first window and the trailing ones from the last. The text is then its usual n +
 specials vectors, so matching, weights and IDF see it as any other text.
 
+A text with a head (a prompt's and a context's tokens, marked as negative ids, `bertscore_tm.models.prompts`)
+that does not fit carries its head in every window, after the leading special tokens: the text's own tokens
+slide in the room the head leaves, with the stride scaled to that room (`WindowRule.room`), so every window is
+read with its prompt and its context, as the model is meant to read a text.
+
 This module holds the rule (`window_starts`, `token_windows`), its setting (`WindowRule`, `window_rule`,
 checked before any model loads) and the stitching plan (`plan_pieces`): which sequence each forward pass
 runs and which of its output rows go to which rows of the text. A text that fits is one piece, the whole
@@ -73,9 +78,10 @@ def token_windows(n: int, size: int, stride: int) -> Tensor:
 class Piece(NamedTuple):
     """One forward pass's sequence and the rows of it that a text keeps.
 
-    `start` is the first token (special tokens aside) of the window, or None for the whole sequence; `size`
-    the sequence's length with its special tokens. Rows `src .. src + length` of its output go to rows
-    `dst .. dst + length` of the text (row 0 = the text's first row, a leading special token)."""
+    `start` is the first token (special tokens and head aside) of the window, or None for the whole sequence;
+    `size` the sequence's length with its special tokens. Rows `src .. src + length` of its output go to rows
+    `dst .. dst + length` of the text (row 0 = the text's first row, a leading special token). `head`: the
+    text's head tokens, which every window of it carries."""
 
     text: int
     start: int | None
@@ -83,6 +89,7 @@ class Piece(NamedTuple):
     src: int
     length: int
     dst: int
+    head: int = 0
 
 
 @dataclass(frozen=True)
@@ -107,39 +114,60 @@ class WindowRule:
         """How the hash code names the setting."""
         return f"window-w{self.size}-s{self.stride}"
 
-    def pieces(self, text: int, length: int, lo: int = 0, hi: int | None = None) -> list[Piece]:
+    def room(self, head: int) -> tuple[int, int]:
+        """The window and the stride of a text's own tokens beside a head of `head` tokens: what the head leaves
+        of the window, and the stride scaled to it (at least 1), so that windows overlap as much as without one.
+
+        >>> WindowRule(size=8, stride=4, lead=1, trail=1).room(2)
+        (6, 3)
+        """
+        room = self.size - head
+        return room, max(1, self.stride * room // self.size)
+
+    def pieces(self, text: int, length: int, lo: int = 0, hi: int | None = None, head: int = 0) -> list[Piece]:
         """The pieces that give rows `lo .. hi` (default: all) of a text whose sequence (special tokens
-        included) has `length` tokens."""
+        included) has `length` tokens, `head` of them a head that every window carries.
+
+        >>> rule = WindowRule(size=4, stride=2, lead=1, trail=1)
+        >>> [(p.start, p.src, p.length, p.dst) for p in rule.pieces(0, 9, head=1)]  # a head, 6 tokens + 2 specials
+        [(0, 0, 4, 0), (1, 3, 1, 4), (2, 3, 1, 5), (3, 3, 3, 6)]
+        """
         hi = length if hi is None else hi
-        n = length - self.lead - self.trail
-        if n <= self.size:
+        if length - self.lead - self.trail <= self.size:
             return [Piece(text, None, length, lo, hi - lo, lo)] if hi > lo else []
-        starts = window_starts(n, self.size, self.stride)
-        ends = _own_ends(n, self.size, starts)
+        size, stride = self.room(head)
+        n = length - self.lead - self.trail - head
+        starts = window_starts(n, size, stride)
+        ends = _own_ends(n, size, starts)
         out = []
-        begin = 0  # first row the window owns: the leading specials go with the first window
+        begin = 0  # first row the window owns: the leading specials and the head go with the first window
         for j, (start, end) in enumerate(zip(starts, ends, strict=True)):
-            stop = length if j == len(starts) - 1 else self.lead + end  # the trailing ones with the last
+            stop = length if j == len(starts) - 1 else self.lead + head + end  # the trailing ones with the last
             a, b = max(begin, lo), min(stop, hi)
             if b > a:
-                out.append(Piece(text, start, self.size + self.lead + self.trail, a - start, b - a, a))
+                out.append(Piece(text, start, self.size + self.lead + self.trail, a - start, b - a, a, head))
             begin = stop
         return out
 
     def ids(self, seq: Tensor, piece: Piece) -> Tensor:
-        """The token ids `piece` runs: the window's tokens between the text's own special tokens."""
+        """The token ids `piece` runs: the head and the window's tokens between the text's own special tokens."""
         if piece.start is None:
             return seq
-        first = self.lead + piece.start
-        parts = (seq[: self.lead], seq[first : first + self.size], seq[len(seq) - self.trail :])
+        kept = self.lead + piece.head
+        first = kept + piece.start
+        parts = (seq[:kept], seq[first : first + self.size - piece.head], seq[len(seq) - self.trail :])
         return torch.cat(parts)
 
 
 def plan_pieces(
-    lengths: Sequence[int], rule: WindowRule | None, ranges: Sequence[tuple[int, int]] | None = None
+    lengths: Sequence[int],
+    rule: WindowRule | None,
+    ranges: Sequence[tuple[int, int]] | None = None,
+    heads: Sequence[int] | None = None,
 ) -> list[Piece]:
     """Every piece of the texts of these sequence lengths, text after text: one whole sequence per text
-    without a rule (or for a text that fits); `ranges` restricts text i to its rows ``ranges[i]``.
+    without a rule (or for a text that fits); `ranges` restricts text i to its rows ``ranges[i]``; `heads`,
+    each text's head (`head_lengths`; None: no text has one).
 
     >>> [(p.text, p.start, p.size) for p in plan_pieces([3, 0, 12], WindowRule(4, 2, 1, 1))]
     [(0, None, 3), (2, 0, 6), (2, 2, 6), (2, 4, 6), (2, 6, 6)]
@@ -151,8 +179,20 @@ def plan_pieces(
             if hi > lo:
                 out.append(Piece(i, None, length, lo, hi - lo, lo))
         else:
-            out.extend(rule.pieces(i, length, lo, hi))
+            out.extend(rule.pieces(i, length, lo, hi, 0 if heads is None else heads[i]))
     return out
+
+
+def head_lengths(seqs: Sequence[Tensor], lengths: Sequence[int], rule: WindowRule | None) -> list[int] | None:
+    """Each text's head (its marked tokens, which lie together after the leading special tokens), counted only
+    for the texts that run in windows (the others run whole, whatever their head); None where no text has one."""
+    if rule is None:
+        return None
+    heads = [
+        int((seq < 0).sum()) if n - rule.lead - rule.trail > rule.size else 0
+        for seq, n in zip(seqs, lengths, strict=True)
+    ]
+    return heads if any(heads) else None
 
 
 def piece_ids(seq: Tensor, piece: Piece, rule: WindowRule | None) -> Tensor:

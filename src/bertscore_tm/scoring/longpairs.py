@@ -12,11 +12,15 @@ change for them, and only for them:
   if it leaves room for that; otherwise the candidate passes in large chunks and, for each, the reference
   in small ones (so that text is embedded several times: compute is traded for memory). Either way the
   working memory is the table and one tile, as for any other pair; only the per-token results grow.
+
+Tokens out of the matching (a mask's, a prompt's or a context's: `bertscore_tm.scoring.token_rules`) are no match
+for the other side and keep 0 here too, as in a block's matching.
 """
 
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 from torch import Tensor
@@ -24,6 +28,7 @@ from torch import Tensor
 from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.embedding.rows import TokenTexts
 from bertscore_tm.scoring.similarity import similarities
+from bertscore_tm.scoring.token_rules import kept
 
 
 def tile_size(rows: int, budget: int) -> int:
@@ -40,9 +45,17 @@ def _layers_first(vectors: Tensor) -> Tensor:
     return vectors.unsqueeze(0) if vectors.dim() == 2 else vectors.transpose(0, 1)
 
 
-def match_in_tiles(c: Tensor, r: Tensor, c_best: Tensor, r_best: Tensor, budget: int) -> None:
+def match_in_tiles(
+    c: Tensor,
+    r: Tensor,
+    c_best: Tensor,
+    r_best: Tensor,
+    budget: int,
+    live: tuple[Tensor, Tensor] | None = None,
+) -> None:
     """Raise `c_best` (a view [len(c), layers]) to each candidate vector's best similarity with the vectors
-    `r`, and `r_best` likewise, in tiles of at most `budget` similarities.
+    `r`, and `r_best` likewise, in tiles of at most `budget` similarities; with `live` (a flag per vector of `c`
+    and of `r`), only live vectors of both sides meet (`settle` then gives the others 0).
 
     >>> c, r = torch.eye(3)[:2], torch.eye(3)[1:]
     >>> c_best, r_best = torch.full((2, 1), -1.0), torch.full((2, 1), -1.0)
@@ -57,10 +70,20 @@ def match_in_tiles(c: Tensor, r: Tensor, c_best: Tensor, r_best: Tensor, budget:
         for b in range(0, len(r), side):
             tile_r = _layers_first(r[b : b + side])
             sim = similarities(tile_c, tile_r)  # [layers, tile c, tile r]
+            if live is not None:
+                both = live[0][a : a + side, None] & live[1][None, b : b + side]
+                sim.masked_fill_(~both, float("-inf"))
             best_c, best_r = c_best[a : a + side], r_best[b : b + side]
             best_c.copy_(torch.maximum(best_c, sim.amax(dim=2).T))
             best_r.copy_(torch.maximum(best_r, sim.amax(dim=1).T))
             del sim
+
+
+def settle(*bests: Tensor) -> None:
+    """Best similarities that stayed -inf (a token out of the matching, or with nothing live to match) set to 0,
+    as a block's matching leaves them."""
+    for best in bests:
+        best.masked_fill_(torch.isinf(best), 0.0)
 
 
 def chunk_plan(len_c: int, len_r: int, capacity: int) -> tuple[int, int]:
@@ -90,11 +113,16 @@ def match_streamed(
     c_best: Tensor,
     r_best: Tensor,
     budget: int,
+    ignored: Tensor | None = None,
 ) -> None:
     """Best similarities of a match whose texts do not fit in `table` together: candidate text `cand`
     against reference text `ref`, results into the views `c_best` [rows of cand, layers] and `r_best`.
-    Only `table`'s rows are used for vectors; matching runs in tiles of at most `budget` similarities."""
+    Only `table`'s rows are used for vectors; matching runs in tiles of at most `budget` similarities.
+    `ignored`: the ignored-token table (`token_rules`), or None where every token is matched."""
     seq_c, seq_r = texts[cand], texts[ref]
+    live_c = live_r = None
+    if ignored is not None:
+        live_c, live_r = (cast(Tensor, kept(s.long(), ignored)).to(table.device) for s in (seq_c, seq_r))
     len_c, len_r = len(seq_c), len(seq_r)
     step_c, step_r = chunk_plan(len_c, len_r, table.shape[0])
     c_best.fill_(float("-inf"))
@@ -109,7 +137,12 @@ def match_streamed(
             hi_r = min(b + step_r, len_r)
             if not resident:
                 embedder.embed_into(table[step_c:], [seq_r], ranges=[(b, hi_r)])
-            match_in_tiles(table[: hi_c - a], table[step_c : step_c + hi_r - b], c_best[a:hi_c], r_best[b:hi_r], budget)
+            live = None if live_c is None or live_r is None else (live_c[a:hi_c], live_r[b:hi_r])
+            match_in_tiles(
+                table[: hi_c - a], table[step_c : step_c + hi_r - b], c_best[a:hi_c], r_best[b:hi_r], budget, live
+            )
+    if ignored is not None:
+        settle(c_best, r_best)
 
 
 def stream_matches(
@@ -126,17 +159,18 @@ def stream_matches(
     budget: int,
     counted: Tensor | None = None,
     progress: object | None = None,
+    ignored: Tensor | None = None,
 ) -> None:
     """`match_streamed` for each of `matches` (indices into match_cand/match_ref, whose rows of
-    cand_best/ref_best start at out_c/out_r). The progress bar counts each text once: texts already
-    `counted` (a bool per text) are not counted again."""
+    cand_best/ref_best start at out_c/out_r), with the ignored-token table `ignored`. The progress bar counts
+    each text once: texts already `counted` (a bool per text) are not counted again."""
     seen = torch.zeros(len(texts), dtype=torch.bool) if counted is None else counted.clone()
     for m in matches.tolist():
         cand, ref = int(match_cand[m]), int(match_ref[m])
         oc, orr = int(out_c[m]), int(out_r[m])
         c_best = cand_best[oc : oc + int(texts.length[cand])]
         r_best = ref_best[orr : orr + int(texts.length[ref])]
-        match_streamed(embedder, texts, table, cand, ref, c_best, r_best, budget)
+        match_streamed(embedder, texts, table, cand, ref, c_best, r_best, budget, ignored)
         if progress is not None:
             fresh = {t for t in (cand, ref) if not bool(seen[t])}
             seen[list(fresh)] = True
@@ -155,14 +189,21 @@ def match_large_in_tiles(
     ref_best: Tensor,
     rows: int,
     budget: int,
+    live: Tensor | None = None,
 ) -> Tensor:
     """Match in tiles the matches (candidate at table rows c_rows[i] .. + lc[i], reference likewise) whose
-    similarity matrix alone holds more than `budget` elements; return which matches that was (bool)."""
+    similarity matrix alone holds more than `budget` elements; return which matches that was (bool). `live`:
+    which table rows take part in the matching (None: all)."""
     large = lc.long() * lr.long() * rows > budget
     for i in torch.nonzero(large).flatten().tolist():
         c_best = cand_best[int(out_c[i]) : int(out_c[i]) + int(lc[i])].fill_(float("-inf"))
         r_best = ref_best[int(out_r[i]) : int(out_r[i]) + int(lr[i])].fill_(float("-inf"))
         c = table[int(c_rows[i]) : int(c_rows[i]) + int(lc[i])]
         r = table[int(r_rows[i]) : int(r_rows[i]) + int(lr[i])]
-        match_in_tiles(c, r, c_best, r_best, budget)
+        if live is None:
+            match_in_tiles(c, r, c_best, r_best, budget)
+            continue
+        rows_c, rows_r = (live[int(at[i]) : int(at[i]) + int(n[i])] for at, n in ((c_rows, lc), (r_rows, lr)))
+        match_in_tiles(c, r, c_best, r_best, budget, (rows_c, rows_r))
+        settle(c_best, r_best)
     return large

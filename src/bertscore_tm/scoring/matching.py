@@ -237,12 +237,11 @@ def run_plan(
     table, pad_row = embedder.new_table(plan.capacity + 1), plan.capacity
     table[pad_row] = 0
     aside = KeptAside(last_use, texts.length)
-    seqs_of = texts.many if ignored is None else lambda ts: [unmarked(s) for s in texts.many(ts)]  # as read
     for b, (lo, hi) in enumerate(plan.blocks):
         sel = plan.order[lo:hi]
         block_cand, block_ref = mc[sel].tolist(), mr[sel].tolist()
         needed = list(dict.fromkeys(block_cand + block_ref))
-        start_of, fresh = aside.fill(embedder, table, needed, seqs_of, b, progress)
+        start_of, fresh = aside.fill(embedder, table, needed, texts.many, b, progress)
         c_rows = torch.tensor([start_of[t] for t in block_cand], dtype=torch.long)
         r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
         lens, outs = (lc[sel], lr[sel]), (out_c[sel], out_r[sel])
@@ -266,6 +265,7 @@ def run_plan(
             gather_budget,
             counted=last_use >= 0,
             progress=progress,
+            ignored=ignored,
         )
     del table, aside
     release_freed_memory()
@@ -372,7 +372,7 @@ def _match_block(
     order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
     if tiled:  # long texts: a match whose similarity matrix alone passes the budget is matched in tiles
         done = match_large_in_tiles(
-            table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget
+            table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget, live
         )
         order = order[~done[order]]
     # the matches in that order, batches of them sliced by lengths and result rows read on the host (no device wait)

@@ -145,9 +145,6 @@ class Scorer:
             return self.encoder.encode_pairs(cands, refs)
         sides = None
         if context is not None:
-            if not self.encoder.truncate:
-                message = "context= is not available with long_texts='window' yet: score with long_texts='truncate'"
-                raise ArgumentValueError(message, argument="context", allowed="None", value="(given)")
             sides = (context, [c for c, n in zip(context, counts, strict=True) for _ in range(int(n))])
         return encode_prompted_pairs(self.encoder, cands, refs, self.prompts, sides)
 

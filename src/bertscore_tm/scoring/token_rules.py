@@ -13,15 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-
-def mark(ids: Tensor) -> Tensor:
-    """A prompt's token ids as they are held: id t as -(t + 1), so that every rule knows them from the ids alone."""
-    return -ids - 1
-
-
-def unmarked(ids: Tensor) -> Tensor:
-    """The token ids the model reads: a prompt's marked ids (negative) back to their own ids."""
-    return torch.where(ids < 0, -ids - 1, ids)
+from bertscore_tm.models.prompts import unmarked
 
 
 def kept(ids: Tensor, ignored: Tensor | None) -> Tensor | None:

@@ -392,19 +392,6 @@ def _baseline_path_needs_rescaling(arguments: Mapping[str, object]) -> None:
         )
 
 
-def _masks_need_truncation(arguments: Mapping[str, object]) -> None:
-    for name in ("ignore", "candidate_prompt", "reference_prompt"):
-        if arguments.get(name) is not None and arguments.get("long_texts", "truncate") == "window":
-            raise ArgumentValueError(
-                f"{name}= is not available with long_texts='window' yet: score long texts truncated "
-                f"(long_texts='truncate'), or without {name}",
-                argument=name,
-                allowed="None with long_texts='window'",
-                value=arguments[name],
-                others=("long_texts",),
-            )
-
-
 def _f_beta_needs_beta(arguments: Mapping[str, object]) -> None:
     if arguments.get("output") == "f_beta" and arguments.get("beta") is None:
         raise ArgumentValueError(
@@ -453,7 +440,6 @@ COMBINATIONS: tuple[Callable[[Mapping[str, object]], None], ...] = (
     _stride_needs_windows,
     _compile_needs_a_loaded_model,
     _f_beta_needs_beta,
-    _masks_need_truncation,
 )
 
 

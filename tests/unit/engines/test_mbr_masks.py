@@ -11,7 +11,6 @@ import math
 import pytest
 
 from bertscore_tm import BERTScore, bert_score
-from bertscore_tm.errors import ArgumentValueError
 from tests.conftest import MINILM
 
 GROUPS = [
@@ -89,7 +88,5 @@ def test_the_command_line_takes_the_mask_and_the_prompts(capsys, tmp_path) -> No
 def test_what_mbr_does_not_take_is_still_refused() -> None:
     with pytest.raises(ValueError, match="one layer"):
         BERTScore(MINILM, ignore="punctuation", all_layers=True).mbr_select(GROUPS[:1])
-    with pytest.raises(ArgumentValueError, match="ignore= is not available with long_texts='window'"):
-        BERTScore(MINILM, ignore="punctuation", long_texts="window")
     with pytest.raises(ValueError, match="references has 1 groups but groups has 3"):
         BERTScore(MINILM, candidate_prompt="query: ").mbr_select(GROUPS, references=PSEUDO[:1])

@@ -196,8 +196,6 @@ def test_bad_context_and_unsupported_settings_are_refused() -> None:
         explain(CANDS[0], GROUPS[0], MINILM, context=3)
     with pytest.raises(ValueError, match="one text per pair"):
         explain(CANDS[0], GROUPS[0], MINILM, context=["a", "b"])
-    with pytest.raises(Exception, match="context= is not available with long_texts='window'"):
-        explain(CANDS[0], GROUPS[0], MINILM, long_texts="window", context="a context")
 
 
 def test_compare_explains_its_segments_with_the_mask(capsys, tmp_path) -> None:

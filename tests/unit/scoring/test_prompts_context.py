@@ -145,11 +145,6 @@ def test_the_command_line_takes_a_context_file_and_prompts(tmp_path, capsys):
     assert "context file" in capsys.readouterr().err
 
 
-def test_context_with_windows_is_refused():
-    with pytest.raises(ArgumentValueError, match="context= is not available with long_texts='window'"):
-        BERTScore(MINILM, long_texts="window").update(CANDS, REFS, context=CONTEXT)
-
-
 def test_compare_applies_the_mask_and_the_prompts(tmp_path, capsys):
     import json
 

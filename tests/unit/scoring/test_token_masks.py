@@ -110,11 +110,6 @@ def test_a_callable_that_does_not_answer_a_bool_is_refused():
         BERTScore(MINILM, ignore=lambda piece: "yes")
 
 
-def test_window_mode_refuses_a_mask():
-    with pytest.raises(ArgumentValueError, match="ignore= is not available with long_texts='window'"):
-        BERTScore(MINILM, ignore="punctuation", long_texts="window")
-
-
 def test_all_pairs_apply_the_mask_as_the_paired_scores_do():
     metric = BERTScore(MINILM, ignore=PUNCT)
     matrix = metric.pairwise(CANDS, REFS)

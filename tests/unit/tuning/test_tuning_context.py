@@ -127,8 +127,6 @@ def test_tune_layers_cli_context_mistakes_are_one_line(capsys, judged: Path, tmp
     line = one_line_error(capsys, *base, "--context-column", "src")
     assert "no column 'src' (the context column)" in line
     assert line.endswith("(name the right one with --context-column)")
-    line = one_line_error(capsys, *base, "--context-column", "source", "--long-texts", "window")
-    assert "--context-column is not available with --long-texts window" in line
     lines = judged.read_text(encoding="utf-8").splitlines(keepends=True)
     lines[2] = lines[2].rstrip("\n") + "\tmore\n"
     split = tmp_path / "split.tsv"

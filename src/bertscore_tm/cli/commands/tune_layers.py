@@ -244,8 +244,6 @@ def _distinct(files: dict[str, Path | None]) -> None:
 def _metric(args: argparse.Namespace) -> Any:
     """A metric keeping every layer, from the checked options; --default-layer checked against its depth."""
     long_texts = options.long_texts(args)
-    if args.context_column is not None and args.long_texts == "window":
-        raise UsageError("--context-column is not available with --long-texts window yet: use --long-texts truncate")
     name = metrics.model_name(args)
     metric = metrics.make_metric(
         model_name_or_path=name,
