@@ -51,6 +51,8 @@ STATES = (
     "indexes",
     "doc_freq",
     "num_refs",
+    # whether a pair had a context (the hash code names it)
+    "context_seen",
     # two digests of the setting that made the ids and the similarities (tests/unit/test_checkpoints.py)
     "state_setting",
 )

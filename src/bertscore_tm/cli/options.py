@@ -89,14 +89,16 @@ def add_rescale_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_beta_option(p: argparse.ArgumentParser) -> None:
-    """``--beta``: F-beta beside P, R and F1 (the library checks the value: a number > 0)."""
+def add_beta_option(p: argparse.ArgumentParser, what: str | None = None) -> None:
+    """``--beta``: F-beta beside P, R and F1 (the library checks the value: a number > 0); `what`: the help's
+    own words where the command does something else with it."""
     p.add_argument(
         "--beta",
         type=_number("--beta"),
         default=None,
         metavar="B",
-        help="also report F-beta, recall weighing B times precision (--beta 3: CodeBERTScore's F3); the best "
+        help=what
+        or "also report F-beta, recall weighing B times precision (--beta 3: CodeBERTScore's F3); the best "
         "reference is then the one with the highest F-beta",
     )
 

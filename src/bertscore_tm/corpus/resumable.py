@@ -6,17 +6,17 @@ user's own loop, and `pairwise_resumable` the rows of an all-pairs matrix (as ``
 of ``shard_size`` inputs at a time. Each finished shard
 goes to a small ``.npy`` file (float32 P, R, F and best reference: 16 bytes a pair), written atomically (a
 temporary file in the same folder, flushed, synced and moved onto its name), so a kill leaves a shard whole or
-absent and costs at most the shard under way. A manifest (JSON) names what the scores depend on: the setting
-(its hash code and a digest of everything that changes scores), the shard size, the texts (sha256 per shard),
-the pairs' contexts where there are (sha256 per shard: a context changes its pair's vectors, and is data, not
-the setting, so the hash code does not name it) and, with IDF counted over the references, a digest of the
-counts, made over *all* references in a cheap tokenisation pass before any shard is scored (a shard's weights
-depend on every reference), and the sha256 of each shard file's bytes, written before the shard itself. Run
-again with the same arguments, the finished shards are read back and the rest scored: the result equals an
-uninterrupted run bit for bit, since a pair's scores do not depend on the batch it runs in. A checkpoint of
-other texts or another setting is refused (`CheckpointMismatchError`, saying what differs); a torn shard file,
-or one whose bytes are not those written (replaced by a well-formed file of other numbers: a disk fault, a copy
-from another run, a hand edit), is warned about and scored again.
+absent and costs at most the shard under way. A manifest (JSON) names what the scores depend on: the setting (its hash
+code and a digest of everything that changes scores), the shard size, the texts (sha256 per shard), the pairs' contexts
+where there are (sha256 per shard: a context changes its pair's vectors, and is data, not the setting: the manifest's
+hash code is the setting's, the scores' gains ``_context``) and, with IDF counted over the references, a digest of the
+counts, made over *all* references in a cheap tokenisation pass before any shard is scored (a shard's weights depend on
+every reference), and the sha256 of each shard file's bytes, written before the shard itself. Run again with the same
+arguments, the finished shards are read back and the rest scored: the result equals an uninterrupted run bit for bit,
+since a pair's scores do not depend on the batch it runs in. A checkpoint of other texts or another setting is refused
+(`CheckpointMismatchError`, saying what differs); a torn shard file, or one whose bytes are not those written (replaced
+by a well-formed file of other numbers: a disk fault, a copy from another run, a hand edit), is warned about and scored
+again.
 
 Under torchrun each process scores its contiguous part of the inputs (`launch.Processes.shard`) and keeps its
 own shard files and manifest (named by rank, with the world size); a resume with another number of processes
@@ -226,8 +226,8 @@ class Checkpoint:
         if found and path not in found:
             raise CheckpointMismatchError(
                 f"checkpoint {self.folder} was made from other inputs: shard {k} (pairs {k * rows} on, of process "
-                f"{self.rank}) holds other texts. Pass the same pairs in the same order to resume, or start in a "
-                "new folder.",
+                f"{self.rank}) holds other texts or contexts. Pass the same pairs (and contexts) in the same order "
+                "to resume, or start in a new folder.",
                 what="texts",
                 saved=found[0].stem.rsplit("-", 1)[-1],
                 given=digest[:16],
@@ -417,23 +417,29 @@ def score_resumable(
     per = checkpoint.run(ranges, score)
     if world > 1:
         per = torch.cat([x.cpu() for x in gather(per.to(device), None)])
-    return scores_of(per, scorer.all_layers, scorer.hash_code)
+    return scores_of(per, scorer.all_layers, scorer.code_with(contexts))
+
+
+#: One item of a stream: ``(candidate, reference or references)``, or with the pair's context third.
+StreamItem = tuple[str, str | Sequence[str]] | tuple[str, str | Sequence[str], str]
 
 
 def score_stream(
     metric: Any,
-    pairs: Iterable[tuple[str, str | Sequence[str]]],
+    pairs: Iterable[StreamItem],
     checkpoint_dir: str | os.PathLike[str],
     shard_size: int = SHARD_SIZE,
 ) -> Iterator[Scores]:
-    """Score an iterable of ``(candidate, reference or references)`` pairs a shard of `shard_size` pairs at a
-    time, yielding each shard's :class:`~bertscore_tm.scoring.results.Scores` in order and keeping them in
-    `checkpoint_dir`: a loop run again over the same pairs after a kill reads the finished shards back instead
-    of scoring them, so memory holds one shard however long the stream. The scores equal the metric's on the
-    same pairs bit for bit. IDF counted over the references is refused (every pair's weights would depend on
-    references not read yet): pass ``idf_texts`` or ``idf_weights`` to the metric, or use `score_resumable`.
-    Under torchrun each process passes its own pairs and keeps its own shards; nothing is gathered.
-    Docs: docs/corpus-scale.md ("Resumable runs").
+    """Score an iterable of ``(candidate, reference or references)`` pairs a shard of `shard_size` pairs at a time,
+    yielding each shard's :class:`~bertscore_tm.scoring.results.Scores` in order and keeping them in `checkpoint_dir`: a
+    loop run again over the same pairs after a kill reads the finished shards back instead of scoring them, so memory
+    holds one shard however long the stream. The scores equal the metric's on the same pairs bit for bit. An item may
+    carry its pair's context third, ``(candidate, references, context)``, as ``update(..., context=)`` takes it (a pair
+    without one, beside triples, has none: a blank context); a shard's contexts are part of its digest, so a resumed
+    stream with other contexts is refused. IDF counted over the references is refused (every pair's weights would depend
+    on references not read yet): pass ``idf_texts`` or ``idf_weights`` to the metric, or use `score_resumable`. Under
+    torchrun each process passes its own pairs and keeps its own shards; nothing is gathered. Docs: docs/corpus-scale.md
+    ("Resumable runs").
 
     >>> import tempfile
     >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
@@ -463,13 +469,36 @@ def score_stream(
     checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
     stream = iter(pairs)
     for k, chunk in enumerate(iter(lambda: list(itertools.islice(stream, shard_size)), [])):
-        cands, groups = normalize_inputs([pair[0] for pair in chunk], [pair[1] for pair in chunk])
-        digest = texts_digest([*cands, *groups])
+        cands, groups, contexts = _stream_items(chunk, k * shard_size)
+        # the texts' digest, and with contexts the digest of those too (as `score_resumable` keys its shards)
+        digest = texts_digest([*cands, *groups, *([] if contexts is None else [texts_digest(contexts)])])
         per = checkpoint.load_stream(k, len(cands), digest)
         if per is None:
-            per = score_texts(scorer, cands, groups, device, verbose, weights).cpu()
+            per = score_texts(scorer, cands, groups, device, verbose, weights, contexts).cpu()
             checkpoint.save(k, per, checkpoint.stream_path(k, digest))
-        yield scores_of(per, scorer.all_layers, scorer.hash_code)
+        yield scores_of(per, scorer.all_layers, scorer.code_with(contexts))
+
+
+def _stream_items(chunk: list[Any], first: int) -> tuple[list[str], list[list[str]], list[str] | None]:
+    """A stream's chunk (items `first` on) as candidates, reference groups and contexts: None where every item is
+    a pair, else one per item ("" for a pair: no context); an item of another shape is an error naming it."""
+    for n, item in enumerate(chunk):
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+            raise ArgumentValueError(
+                f"pairs[{first + n}] must be (candidate, reference(s)) or (candidate, reference(s), context), "
+                f"got {item!r:.80}",
+                argument="pairs",
+                allowed="2- or 3-item tuples",
+                value=item,
+            )
+    cands, groups = normalize_inputs([item[0] for item in chunk], [item[1] for item in chunk])
+    if all(len(item) == 2 for item in chunk):
+        return cands, groups, None
+    contexts = [item[2] if len(item) == 3 else "" for item in chunk]
+    for n, c in enumerate(contexts):
+        if not isinstance(c, str):
+            raise TypeError(f"the context of pairs[{first + n}] must be a string, got {type(c).__name__}")
+    return cands, groups, check_context(contexts, len(cands))
 
 
 def _check_shard_size(shard_size: int) -> None:

@@ -130,4 +130,4 @@ def score_pairs(
     references and each pair's `context`: the paired engine from texts to per-pair scores, as the Metric's
     compute() runs it."""
     scores = score_texts(scorer, cands, groups, device, verbose, context=context)
-    return scores_of(scores, scorer.all_layers, scorer.hash_code)
+    return scores_of(scores, scorer.all_layers, scorer.code_with(context))

@@ -1,5 +1,5 @@
 """Minimum-Bayes-risk (MBR) selection: per group of hypotheses, the one with the highest mean BERTScore F1
-against the others (or against separate pseudo-references).
+(or another score: `utility`) against the others (or against separate pseudo-references).
 
 Why: MBR decoding samples n hypotheses per source and keeps the one the others agree with most; that needs
 every hypothesis scored against every other, for every source. Groups are small, so scoring them one by one
@@ -9,13 +9,15 @@ text a later block needs again is kept aside, so no text is embedded twice), and
 together in one batched matrix product (`pairwise.match_tiles`), a group too large for that in tiles of its
 own. Within a group, a hypothesis repeated (common with sampling) is scored once.
 
-Utility of hypothesis i: the mean of F1(h_i, h_j) over the other hypotheses j of its group (every position
-but its own, repeats included), or over all of the group's `references`; each F1 exactly as `bert_score`
-gives it for that pair, with IDF (if on) over the group's references as given (its hypotheses, or its
-`references`). Means are summed exactly (`math.fsum`), so equal texts get equal utilities and ties go to
-the lowest index. A mask (``ignore=``) and the prompts apply as in the paired scores: their tokens are
-encoded with the text, but out of the matching, the weights and the IDF counts; with prompts, a hypothesis is
-a candidate with the candidate prompt and a reference with the reference prompt.
+Utility of hypothesis i: the mean of F1(h_i, h_j) over the other hypotheses j of its group (every position but its own,
+repeats included), or over all of the group's `references`; each F1 exactly as `bert_score` gives it for that pair, with
+IDF (if on) over the group's references as given (its hypotheses, or its `references`). Means are summed exactly
+(`math.fsum`), so equal texts get equal utilities and ties go to the lowest index. `utility` picks the score averaged:
+``"f1"`` (the default), ``"f_beta"`` (the setting's ``beta=``), ``"precision"`` or ``"recall"`` (of the hypothesis as
+the candidate), each as `bert_score` gives it and rescaled with its own baseline column where the setting rescales. A
+mask (``ignore=``) and the prompts apply as in the paired scores: their tokens are encoded with the text, but out of the
+matching, the weights and the IDF counts; with prompts, a hypothesis is a candidate with the candidate prompt and a
+reference with the reference prompt.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from bertscore_tm.engines.pairwise import (
     tile_cuts,
     tile_tokens_for,
 )
-from bertscore_tm.scoring.baselines import rescale
+from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
 from bertscore_tm.scoring.idf import idf_weights
 from bertscore_tm.scoring.matching import KeptAside
 from bertscore_tm.scoring.results import progress_bar
@@ -94,6 +97,35 @@ def check_mbr_inputs(
             "give one list of pseudo-references per group"
         )
     return hyps, refs
+
+
+#: The scores MBR can average, each with its row in `pairwise.f_measure`'s stack (F-beta's with a beta).
+UTILITIES = {"precision": 0, "recall": 1, "f1": 2, "f_beta": 3}
+
+
+def check_utility(utility: object, beta: float | None) -> int:
+    """`utility`'s row among the scores (`UTILITIES`); an error naming ``utility`` for another value, and naming
+    ``utility`` and ``beta`` for ``"f_beta"`` without a beta (F-beta needs one: ``beta=3`` for F3).
+
+    >>> check_utility("recall", None), check_utility("f_beta", 3.0)
+    (1, 3)
+    """
+    if not isinstance(utility, str) or utility not in UTILITIES:
+        raise ArgumentValueError(
+            f"utility must be one of {', '.join(map(repr, UTILITIES))}, got {utility!r}",
+            argument="utility",
+            allowed=" | ".join(UTILITIES),
+            value=utility,
+        )
+    if utility == "f_beta" and beta is None:
+        raise ArgumentValueError(
+            'utility="f_beta" needs beta= in the settings (e.g. beta=3 for F3): without a beta there is no F-beta',
+            argument="utility",
+            allowed='"f1", "precision" or "recall" without beta',
+            value=utility,
+            others=("beta",),
+        )
+    return UTILITIES[utility]
 
 
 # -- the groups, as distinct texts --------------------------------------------------------------------------
@@ -233,7 +265,7 @@ def _plan(groups: list[_Group], length: list[int], sim_bytes: int, block_tokens:
 # -- scoring ------------------------------------------------------------------------------------------------
 
 
-def _group_f1(
+def _group_scores(
     table: Tensor,
     row_of: dict[int, int],
     groups: list[_Group],
@@ -241,13 +273,14 @@ def _group_f1(
     texts: DistinctTexts,
     weights: _Weights,
     flags: tuple[Tensor, Tensor | None],
-    sim_bytes: int,
+    utility: tuple[int, float | None, int],
 ) -> list[Tensor]:
-    """F1 of each distinct hypothesis against each distinct reference, per group of `batch`: [hyps, refs].
-    `flags`: which texts are blank (or left so by the mask or a prompt) and which tokens take part in the
-    matching (None: all)."""
+    """The utility's score of each distinct hypothesis against each distinct reference, per group of `batch`:
+    [hyps, refs]. `flags`: which texts are blank (or left so by the mask or a prompt) and which tokens take part
+    in the matching (None: all); `utility`: the score's row (`UTILITIES`), the beta and the similarity budget."""
     length = texts.length
     blank, live = flags
+    which, beta, sim_bytes = utility
 
     def tile(slots: list[list[int]], left: bool) -> Any:
         k = max(len(s) for s in slots)
@@ -265,7 +298,7 @@ def _group_f1(
         right = tile([groups[g].refs for g in batch], left=False)
         p, r = match_tiles(left, right)  # [G, 1, Kh, Kr]
         pair_blank = _blank_of(left.texts, blank)[:, :, None] | _blank_of(right.texts, blank)[:, None, :]
-        f = f_measure(p[:, 0], r[:, 0], pair_blank)[2]
+        f = f_measure(p[:, 0], r[:, 0], pair_blank, beta)[which]
         return [f[i, : len(groups[g].hyps), : len(groups[g].refs)] for i, g in enumerate(batch)]
     # one large group: tiles of its own hypotheses against tiles of its references
     grp = groups[batch[0]]
@@ -281,7 +314,7 @@ def _group_f1(
             right = tile([[grp.refs[i] for i in r_at]], left=False)
             p, r = match_tiles(left, right)
             pair_blank = _blank_of(left.texts, blank)[0][:, None] | _blank_of(right.texts, blank)[0][None, :]
-            part = f_measure(p[0, 0], r[0, 0], pair_blank)[2]
+            part = f_measure(p[0, 0], r[0, 0], pair_blank, beta)[which]
             f[torch.tensor(h_at)[:, None], torch.tensor(r_at)[None, :]] = part
     return [f]
 
@@ -297,8 +330,9 @@ def _blank_of(slot_texts: Tensor, blank: Tensor) -> Tensor:
 
 
 def _utilities(grp: _Group, f: list[list[float]]) -> list[float]:
-    """Mean F1 of each hypothesis as given, summed exactly (so equal texts tie exactly); against its own
-    group, less its own position (`ref_slot`: itself among the references)."""
+    """Mean score (`f`: the utility's, distinct hypotheses x distinct references) of each hypothesis as given, summed
+    exactly (so equal texts tie exactly); against its own group, less its own position (`ref_slot`: itself among the
+    references)."""
     total = sum(grp.ref_count)
     out = []
     for i, d in enumerate(grp.hyp_slot):
@@ -321,15 +355,17 @@ def select(
     verbose: bool = False,
     sim_bytes: int | None = None,
     block_tokens: int | None = None,
+    utility: str = "f1",
 ) -> list[int] | tuple[list[int], list[Tensor]]:
     """MBR with `scorer`, made where `device` says: see :func:`mbr_select`. `sim_bytes` bounds one batch's
     similarities (default: the embedder's block budget / 8), `block_tokens` the new texts embedded per block
     (default: four forward batches)."""
     hyps, refs = check_mbr_inputs(groups, references)
+    which = check_utility(utility, scorer.beta)
     if scorer.all_layers:
         raise ValueError("mbr_select scores with one layer: use a metric with all_layers=False")
     with own_precision(device):  # the setting's precision, whatever autocast the caller runs under
-        run = _Run(scorer, device, hyps, refs, sim_bytes, block_tokens)
+        run = _Run(scorer, device, hyps, refs, (sim_bytes, block_tokens), which)
         with progress_bar(verbose, len(run.groups), "BERTScore: MBR", "group") as progress:
             utilities = run.utilities(progress)
     chosen = [max(range(len(u)), key=lambda i: (u[i], -i)) if len(u) > 1 else 0 for u in utilities]
@@ -347,12 +383,14 @@ class _Run:
         device: torch.device,
         hyps: list[list[str]],
         refs: list[list[str]] | None,
-        sim_bytes: int | None,
-        block_tokens: int | None,
+        budgets: tuple[int | None, int | None],
+        which: int,
     ) -> None:
         scorer.follow(device)
         self.scorer, embedder = scorer, scorer.embedder
+        sim_bytes, block_tokens = budgets
         self.sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
+        self.which = which
         block_tokens = 4 * embedder.max_tokens if block_tokens is None else block_tokens
         c_ids, c_lens, r_ids, r_lens = _encoded(scorer, hyps, refs)
         self.texts = distinct_texts(torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)))
@@ -362,8 +400,10 @@ class _Run:
         self.live = kept(self.texts.ids, flags)
         emptied = left_blank(self.texts.ids, self.texts.length, flags, scorer.encoder.zero_weight_ids)
         self.blank = (scorer.encoder.is_blank(self.texts.length) | emptied).to(embedder.device)
-        baseline = scorer.baseline
-        self.f_baseline = None if baseline is None else baseline[0, 2].to(embedder.device)
+        baseline = scorer.baseline  # the utility's own column (F-beta's made from P, R, F as the paired scores do)
+        if baseline is not None and scorer.beta is not None:
+            baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta)), -1)
+        self.u_baseline = None if baseline is None else baseline[0, which].to(embedder.device)
         self.length = self.texts.length.tolist()
         self.blocks = _plan(self.groups, self.length, self.sim_bytes, block_tokens)
         last_use = [-1] * len(self.length)  # the last block needing each text
@@ -388,10 +428,10 @@ class _Run:
             table = embedder.new_table(sum(self.length[t] for t in needed))
             row_of, fresh = aside.fill(embedder, table, needed, self.model_ids, b)
             for batch in block:
-                flags = (self.blank, self.live)
-                f1 = _group_f1(table, row_of, grps, batch, self.texts, self.weights, flags, self.sim_bytes)
-                for g, f in zip(batch, f1, strict=True):
-                    f = f if self.f_baseline is None else rescale(f, self.f_baseline)
+                flags, utility = (self.blank, self.live), (self.which, self.scorer.beta, self.sim_bytes)
+                scores = _group_scores(table, row_of, grps, batch, self.texts, self.weights, flags, utility)
+                for g, f in zip(batch, scores, strict=True):
+                    f = f if self.u_baseline is None else rescale(f, self.u_baseline)
                     utilities[g] = _utilities(grps[g], f.tolist())
             aside.keep(table, fresh, row_of, b)
             del table
@@ -420,11 +460,12 @@ def mbr_select(
     *,
     references: Sequence[Sequence[str]] | None = None,
     return_utilities: bool = False,
+    utility: str = "f1",
     **kwargs: Any,
 ) -> list[int] | tuple[list[int], list[Tensor]]:
-    """Minimum-Bayes-risk selection with BERTScore F1 as the utility: for each group of hypotheses (one
-    group per source, any sizes >= 1), the index of the one with the highest mean F1 against the other
-    hypotheses of its group (ties: the lowest index; a group of one: 0).
+    """Minimum-Bayes-risk selection with BERTScore F1 (or `utility`) as the utility: for each group of
+    hypotheses (one group per source, any sizes >= 1), the index of the one with the highest mean F1 against
+    the other hypotheses of its group (ties: the lowest index; a group of one: 0).
 
     Args:
         groups: one list of hypotheses per source.
@@ -432,6 +473,8 @@ def mbr_select(
         references: optional pseudo-references, one list per group: then the mean is over all of them.
         return_utilities: also return each group's mean F1s (a float64 tensor per group, NaN for a lone
             hypothesis without references).
+        utility: the score averaged: ``"f1"`` (default), ``"f_beta"`` (needs ``beta=``: F-beta, recall
+            weighing beta times precision), ``"precision"`` or ``"recall"`` (the hypothesis as the candidate).
         kwargs: :class:`BERTScore`'s settings (``num_layers``, ``lang``, ``idf``, ``rescale_with_baseline``,
             ``baseline_path``, ``batch_size``, ``max_length``, ``device``, ``model_dtype``, ``verbose``);
             with ``idf=True`` each group's IDF is over its references as given (its hypotheses, or its
@@ -446,7 +489,9 @@ def mbr_select(
     [0, 0]
     """
     check_mbr_inputs(groups, references)
+    check_utility(utility, kwargs.get("beta"))
     if kwargs.get("all_layers"):
         raise ValueError("mbr_select scores with one layer: all_layers does not apply")
     built = build_scorer({"model_name_or_path": model_name_or_path, **kwargs})
-    return select(built.scorer, built.device, groups, references, return_utilities, verbose=built.verbose)
+    verbose = built.verbose
+    return select(built.scorer, built.device, groups, references, return_utilities, verbose=verbose, utility=utility)

@@ -38,6 +38,7 @@ from bertscore_tm.models.prompts import check_context, prompted_ids
 from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
 from bertscore_tm.scoring.distinct import first_seen_ids
+from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.scoring.matching import best_of_references, weighted_scores
 from bertscore_tm.scoring.scorer import Scorer, build_scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
@@ -102,7 +103,7 @@ def explain_pairs(
     for i, group in enumerate(groups):
         k = first + int(best[i])
         c_best, c_match, r_best, r_match = found[k]
-        has_context = context is not None and bool(context[i].strip())
+        has_context = names_context(None if context is None else [context[i]])
         sides = (
             _side(scorer, 0, (cands[i], c_seqs[i]), (c_best, c_match), (weights.table, flags), has_context),
             _side(scorer, 1, (refs[k], r_seqs[k]), (r_best, r_match), (weights.table, flags), has_context),
@@ -113,7 +114,8 @@ def explain_pairs(
             _triple(raw[k]),
             int(best[i]),
         )
-        out.append(_explanation(scorer, sides, tuple(group), scores, (limit, layer, row, weights.note)))
+        code = scorer.signature_for(has_context).format()  # names the context where the pair had one
+        out.append(_explanation(scorer, sides, tuple(group), scores, (limit, layer, row, weights.note, code)))
         first += len(group)
     return out
 
@@ -271,10 +273,11 @@ def _explanation(
     sides: tuple[_Side, _Side],
     references: tuple[str, ...],
     scores: PairScores,
-    context: tuple[Threshold, int, int, str],
+    context: tuple[Threshold, int, int, str, str],
 ) -> PairExplanation:
-    """One pair's explanation from its best match's two sides."""
-    limit, layer, row, note = context
+    """One pair's explanation from its best match's two sides (`context`: the threshold, the layer, its row,
+    the weighting's note and the pair's hash code)."""
+    limit, layer, row, note, code = context
     blank = sides[0].blank or sides[1].blank
     spans = [token_spans(scorer.encoder, side.text, side.ids.tolist()) for side in sides]
     words = [words_of(side.text, s.spans) for side, s in zip(sides, spans, strict=True)]
@@ -298,7 +301,7 @@ def _explanation(
         reference_tokens=r_tokens,
         candidate_words=_words(words[0][0], c_tokens, r_tokens, words[1][0], limit.candidate),
         reference_words=_words(words[1][0], r_tokens, c_tokens, words[0][0], limit.reference),
-        hash_code=scorer.hash_code,
+        hash_code=code,
         layer=layer,
         baseline=baseline,
         threshold=limit,
@@ -306,6 +309,7 @@ def _explanation(
         blank=blank,
         notes=_notes(sides, scores, baseline),
         f_beta=scores.pair.f_beta,
+        ignore=scorer.ignore_label,
     )
 
 

@@ -153,6 +153,9 @@ class PairExplanation:
     blank: bool
     notes: tuple[str, ...]
     f_beta: float | None = None
+    #: the token mask's label (``ignore=``: "punctuation", "re:<pattern>", "callable:<name>"), None without one:
+    #: what a token of role "masked" was left out by, for a reader
+    ignore: str | None = None
 
     @property
     def reference(self) -> str:
@@ -166,6 +169,7 @@ class PairExplanation:
             "recall": _number(self.recall),
             "f1": _number(self.f1),
             **({} if self.f_beta is None else {"f_beta": _number(self.f_beta)}),
+            **({} if self.ignore is None else {"ignore": self.ignore}),
             "best_reference": self.best_reference,
             "references": [s.to_json() for s in self.reference_scores],
             "raw": self.raw.to_json(),

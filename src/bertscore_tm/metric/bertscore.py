@@ -20,9 +20,7 @@ from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 
 from bertscore_tm.distributed.ranks import check_same_settings, gather
 from bertscore_tm.embedding.embedder import own_precision
-from bertscore_tm.engines.mbr import select
 from bertscore_tm.engines.paired import PairTokens, TokenMatches, corpus_counts, interleave, match_pairs, weigh_pairs
-from bertscore_tm.engines.pairwise import pairwise_scores
 from bertscore_tm.metric.checkpoint import check_loadable, fitted_counts, setting_digests
 from bertscore_tm.metric.indexes import PairPlan, checked_indexes
 from bertscore_tm.metric.views import SettingViews
@@ -30,6 +28,7 @@ from bertscore_tm.models.masks import IgnoreRule
 from bertscore_tm.models.prompts import check_context
 from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.models.user_model import ForwardFn
+from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.scoring.idf import document_frequency
 from bertscore_tm.scoring.results import Scores, format_scores, scores_of
 from bertscore_tm.scoring.scorer import Scorer, ScoringSettings
@@ -146,12 +145,15 @@ class BERTScore(SettingViews, Metric):
         s = self.scorer
         self.lang, self.idf, self.all_layers, self.long_texts = lang, idf, all_layers, long_texts
         self.model_name, self.num_layers, self.model_depth = s.model_name, s.num_layers, s.model_depth
-        self.user_supplied, self.signature = s.user_supplied, s.signature
+        self.user_supplied = s.user_supplied
         for name in _STATES:
             self.add_state(name, default=[], dist_reduce_fx="cat")
         counted = s.vocab_size if s.counts_idf else 0
         self.add_state("doc_freq", torch.zeros(counted, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("num_refs", torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")
+        # 1 once a pair with a context was added (on any rank, after a collective compute()): the hash code
+        # names it; "max" keeps it through forward()'s and merge_state()'s merges
+        self.add_state("context_seen", torch.zeros((), dtype=torch.long), dist_reduce_fx="max")
         # which tokenisation made the token ids and which embedding the best similarities (checkpoint.py); "max"
         # keeps this constant through forward()'s state merge; never exchanged between ranks
         self.add_state("state_setting", setting_digests(s), dist_reduce_fx="max")
@@ -238,6 +240,8 @@ class BERTScore(SettingViews, Metric):
         if self.scorer.counts_idf:
             self.doc_freq += document_frequency(r_ids, r_lens, self.scorer.vocab_size).to(self.doc_freq.device)
         self.num_refs += len(refs)
+        if names_context(contexts):
+            self.context_seen.fill_(1)
 
     # torchmetrics would gather every state onto every rank before compute(); we keep states local and
     # exchange only IDF counts and per-pair scores inside compute(), so sync() only notes whether to.
@@ -283,6 +287,9 @@ class BERTScore(SettingViews, Metric):
             group = self._collective_group if collective else None  # None: the default group, or no exchange
             if collective:  # the first exchange, of one fixed size whatever the setting: mismatched ranks never hang
                 check_same_settings(self.settings(), group, self.device)
+                seen = self.context_seen.to(self.device, copy=True)  # where the backend exchanges (compute_on_cpu)
+                torch.distributed.all_reduce(seen, torch.distributed.ReduceOp.MAX, group=group)
+                self.context_seen = seen.to(self.context_seen.device)  # a context on any rank: the code names it
             self._score_pending()
             local = sum(len(x) for x in self.scored)
             plan = PairPlan(local, _cat(self.indexes, torch.long, self.device), collective, group)
@@ -328,22 +335,3 @@ class BERTScore(SettingViews, Metric):
         weights = self.scorer.weights(doc_freq, int(num_refs), device)
         best = (_cat(getattr(self, n), torch.float32, device) for n in ("cand_best", "ref_best"))
         return weigh_pairs(self.scorer, pairs, TokenMatches(*best), weights)
-
-    # -- all pairs and MBR: this metric's model and settings, its accumulated state left alone --------------
-    def pairwise(self, cands: str | Sequence[str], refs: str | Sequence[str]) -> dict[str, Tensor | str] | Tensor:
-        """Every candidate against every reference: ``{"precision", "recall", "f1"}`` each ``[N, M]``
-        (``[L + 1, N, M]`` with all_layers), entry (i, j) this metric's score of ``cands[i]`` against
-        ``refs[j]``; IDF (if on) over these M references. Honours ``output`` and ``return_hash``, not
-        ``reduction``; reuses the loaded model and never touches the state (see `bertscore_tm.engines.pairwise`)."""
-        per = pairwise_scores(self.scorer, cands, refs, self.device, verbose=self.verbose)
-        return format_scores(per, self.output, self.hash_code if self.return_hash else None)
-
-    def mbr_select(
-        self,
-        groups: Sequence[Sequence[str]],
-        references: Sequence[Sequence[str]] | None = None,
-        return_utilities: bool = False,
-    ) -> list[int] | tuple[list[int], list[Tensor]]:
-        """Minimum-Bayes-risk choice per group with this metric's model and settings: see
-        :func:`bertscore_tm.mbr_select`. Never touches the state."""
-        return select(self.scorer, self.device, groups, references, return_utilities, verbose=self.verbose)

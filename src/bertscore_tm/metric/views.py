@@ -1,6 +1,7 @@
 """What a `BERTScore` Metric tells about its setting, read from its scoring core: the hash code, the embedder
-and its cache, the window rule, the baseline, the tokenizer and IDF weights. A mixin, so that the Metric's
-module holds the torchmetrics protocol alone."""
+and its cache, the window rule, the baseline, the tokenizer and IDF weights; and what its model and settings do
+to other texts, its state left alone (explanations, all pairs, MBR). A mixin, so that the Metric's module holds
+the torchmetrics protocol alone."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ from torch import Tensor
 
 from bertscore_tm.embedding.cache import EmbeddingCache
 from bertscore_tm.embedding.embedder import Embedder
+from bertscore_tm.engines.mbr import select
+from bertscore_tm.engines.pairwise import pairwise_scores
 from bertscore_tm.models.windows import WindowRule
+from bertscore_tm.scoring.hashcode import HashSignature
+from bertscore_tm.scoring.results import format_scores
 from bertscore_tm.scoring.scorer import Scorer
 
 if TYPE_CHECKING:
@@ -26,15 +31,25 @@ class SettingViews:
     idf: bool
     doc_freq: Tensor
     num_refs: Tensor
+    context_seen: Tensor
+    output: str | None
+    return_hash: bool
+    verbose: bool
     if TYPE_CHECKING:  # the Metric's own (torchmetrics'); declared here for the type checker only
 
         @property
         def device(self) -> torch.device: ...
 
     @property
+    def signature(self) -> HashSignature:
+        """The hash code's fields: the setting's, and ``context`` where a pair of the state had a context."""
+        return self.scorer.signature_for(bool(self.context_seen))
+
+    @property
     def hash_code(self) -> str:
-        """The setting's hash code, in the reference's format where our scores equal the reference's."""
-        return self.scorer.hash_code
+        """The hash code of the scores this metric computes, in the reference's format where they equal the
+        reference's; ``_context`` once an update carried a context (until `reset()`)."""
+        return self.signature.format()
 
     @property
     def embedder(self) -> Embedder:
@@ -126,4 +141,28 @@ class SettingViews:
             threshold=threshold,
             layer=layer,
             context=context,
+        )
+
+    # -- all pairs and MBR: this metric's model and settings, its accumulated state left alone --------------
+    def pairwise(self, cands: str | Sequence[str], refs: str | Sequence[str]) -> dict[str, Tensor | str] | Tensor:
+        """Every candidate against every reference: ``{"precision", "recall", "f1"}`` each ``[N, M]``
+        (``[L + 1, N, M]`` with all_layers; ``f_beta`` too with a beta), entry (i, j) this metric's score of
+        ``cands[i]`` against ``refs[j]``; IDF (if on) over these M references. Honours ``output`` and
+        ``return_hash`` (the setting's code: no context is used here), not ``reduction``; reuses the loaded model
+        and never touches the state (see `bertscore_tm.engines.pairwise`)."""
+        per = pairwise_scores(self.scorer, cands, refs, self.device, verbose=self.verbose)
+        return format_scores(per, self.output, self.scorer.hash_code if self.return_hash else None)
+
+    def mbr_select(
+        self,
+        groups: Sequence[Sequence[str]],
+        references: Sequence[Sequence[str]] | None = None,
+        return_utilities: bool = False,
+        utility: str = "f1",
+    ) -> list[int] | tuple[list[int], list[Tensor]]:
+        """Minimum-Bayes-risk choice per group with this metric's model and settings: see
+        :func:`bertscore_tm.mbr_select` (`utility`: ``"f1"``, ``"f_beta"`` with this metric's beta,
+        ``"precision"`` or ``"recall"``). Never touches the state."""
+        return select(
+            self.scorer, self.device, groups, references, return_utilities, verbose=self.verbose, utility=utility
         )

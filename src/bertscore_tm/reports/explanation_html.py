@@ -4,7 +4,9 @@ fetched, so the page works offline and can be mailed or archived as one file.
 Each pair shows its P/R/F (bars), each reference's scores, the candidate with its weakly supported words
 marked (possible additions) and the best reference with its weakly covered words marked (possible omissions);
 hovering a word (or focusing it) shows its counterpart, support, weight and contribution and highlights the
-counterpart; a table holds every token. Every text is escaped (`html.escape`), so nothing in a candidate or
+counterpart; a table holds every token. Words the matching leaves out (a word of masked tokens alone, and the
+tokens of a prompt or of the pair's context, shown before the text) are greyed and titled with why, never shown
+as weak or unmatched words. Every text is escaped (`html.escape`), so nothing in a candidate or
 reference can become markup or script. What the page shows: docs/explain.md.
 """
 
@@ -27,6 +29,7 @@ h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.15em;margin:0 0 .4em}h3{font-siz
 .w{position:relative;border-radius:3px;padding:1px 2px;cursor:default;outline:none}
 .w.weak{background:#f9c9c5;border-bottom:2px solid #c62828}
 .w.hl,.w:hover,.w:focus{outline:2px solid #1565c0}
+.w.out{color:#8a949c;background:#eef0f2;border-bottom:1px dashed #b0bac3;font-style:italic}
 .w .tip{display:none;position:absolute;left:0;top:1.9em;z-index:5;background:#263238;color:#fff;font-size:12px;
 line-height:1.4;padding:.35em .6em;border-radius:4px;white-space:nowrap}
 .w:hover .tip,.w:focus .tip{display:block}
@@ -75,7 +78,9 @@ def legend() -> str:
     return (
         '<p class="legend"><span class="w weak">weak</span> a word whose support (the weight-averaged similarity '
         "of its tokens to their best matches) is below the threshold: on the candidate's side a possible "
-        "addition, on the reference's a possible omission. Hover a word for its counterpart.</p>"
+        "addition, on the reference's a possible omission. Hover a word for its counterpart. "
+        '<span class="w out">greyed</span> words are encoded with the text but out of the matching: tokens '
+        "ignored by the mask (ignore=), and a prompt's or the pair's context's tokens.</p>"
     )
 
 
@@ -87,9 +92,9 @@ def pair_section(why: PairExplanation, line: int | None, key: str) -> str:
         f'<section class="pair"><h2>{_e(head)}</h2><p class="hash">{_e(why.hash_code)}</p>',
         f'<div class="scores">{score_bars(why)}<div>{_references(why)}<p>{_e(_threshold(why))}</p></div></div>',
         "<h3>Candidate <small>(weak words: possible additions)</small></h3>",
-        _text(why.candidate, why.candidate_words, why.candidate_tokens, f"{key}c", f"{key}r", why.reference_tokens),
+        _text(why, why.candidate, why.candidate_words, why.candidate_tokens, (f"{key}c", f"{key}r")),
         f"<h3>Reference {why.best_reference} <small>(weak words: possible omissions)</small></h3>",
-        _text(why.reference, why.reference_words, why.reference_tokens, f"{key}r", f"{key}c", why.candidate_tokens),
+        _text(why, why.reference, why.reference_words, why.reference_tokens, (f"{key}r", f"{key}c")),
     ]
     if why.notes:
         parts.append('<ul class="notes">' + "".join(f"<li>{_e(n)}</li>" for n in why.notes) + "</ul>")
@@ -145,19 +150,53 @@ def _threshold(why: PairExplanation) -> str:
     )
 
 
+#: Why a token of each role (`TokenExplanation.role`) is out of the matching, as a word's title says it.
+_OUT_OF_MATCHING = {
+    "masked": "ignored ({}): encoded with the text, out of the matching",
+    "prompt": "prompt: encoded with the text, out of the matching",
+    "context": "context: the pair's, encoded with the text, out of the matching",
+}
+
+
+def _out_span(role: str, shown: str, why: PairExplanation) -> str:
+    """A greyed span for text the matching leaves out, titled with why (`role`: a `TokenExplanation.role`)."""
+    mask = "ignore=" if why.ignore is None else f"ignore={why.ignore}"
+    title = _OUT_OF_MATCHING[role].format(mask)
+    return f'<span class="w out {role}" title="{_e(title)}">{_e(shown)}</span>'
+
+
+def _head(tokens: Sequence[TokenExplanation], why: PairExplanation) -> str:
+    """The prompt's and the context's tokens (encoded before the text, no part of it), one greyed span per
+    run of tokens of one role, their pieces as the tokenizer writes them; empty where there are none."""
+    runs: list[tuple[str, list[str]]] = []
+    for t in tokens:
+        if t.role not in ("prompt", "context"):
+            continue
+        if runs and runs[-1][0] == t.role:
+            runs[-1][1].append(t.token)
+        else:
+            runs.append((t.role, [t.token]))
+    return "".join(_out_span(role, " ".join(pieces), why) + " " for role, pieces in runs)
+
+
 def _text(
+    why: PairExplanation,
     text: str,
     words: Sequence[WordExplanation],
     tokens: Sequence[TokenExplanation],
-    mine: str,
-    theirs: str,
-    other_tokens: Sequence[TokenExplanation],
+    ids: tuple[str, str],
 ) -> str:
-    """The original text, each word a hoverable span; characters in no word (white space, or a part cut off
-    at the window) shown as they are."""
-    out, at = [], 0
+    """The original text, each word a hoverable span (a word of masked tokens alone greyed, titled with the
+    mask), after the prompt's and the context's tokens, greyed; characters in no word (white space, or a part
+    cut off at the window) shown as they are. `ids`: this side's and the other side's word-id prefixes."""
+    mine, theirs = ids
+    out, at = [_head(tokens, why)], 0
     for w in words:
         out.append(_gap(text[at : w.start]))
+        if w.tokens and all(tokens[t].role == "masked" for t in w.tokens):
+            out.append(_out_span("masked", w.text, why))
+            at = w.end
+            continue
         tip = (
             f"best match: {w.counterpart_text or '-'} · support {w.support:.3f} · weight {w.weight:.3f} · "
             f"contribution {_num(w.contribution)}"

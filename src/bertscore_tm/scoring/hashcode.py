@@ -4,18 +4,20 @@
 The reference's fields render in the reference's format,
 `{model}_L{layers}_{idf|no-idf}_version={v}(hug_trans={transformers})[-rescaled|-custom-rescaled][_fast-tokenizer]`,
 and the version field is the one bert-score 0.3.13 writes (it reports itself as 0.3.12): where our scores
-equal that implementation's, equal settings give equal codes. The settings the reference does not have, or
-where our scores differ from its scores on purpose, are our own fields: each renders after the reference's
-part as ``_key`` (a flag) or ``_key=value``, and only when it is not at its default, so the default rendering
-stays the reference's. Every setting that changes scores must be a field; a new one is one line,
-``name: type = extra("key")``. Two of ours sit inside the reference's part, where they qualify its fields:
-IDF weights given beforehand (``idf_texts``, ``idf_weights``) write ``_idf-custom-{digest}`` instead of
-``_idf``, the digest naming the weight table; a model object is named by its config's known name, or as
-``user-supplied-<Class>`` (with ``-custom-forward`` where a ``forward_fn`` computes its vectors).
+equal that implementation's, equal settings give equal codes. The settings the reference does not have, or where our
+scores differ from its scores on purpose, are our own fields: each renders after the reference's part as ``_key`` (a
+flag) or ``_key=value``, and only when it is not at its default, so the default rendering stays the reference's. Every
+setting that changes scores must be a field; a new one is one line, ``name: type = extra("key")``. A per-pair context is
+data, not a setting, yet it changes the scores: the flag ``_context`` says some pair had one (which contexts, the code
+cannot say). Two of ours sit inside the reference's part, where they qualify its fields: IDF weights given beforehand
+(``idf_texts``, ``idf_weights``) write ``_idf-custom-{digest}`` instead of ``_idf``, the digest naming the weight table;
+a model object is named by its config's known name, or as ``user-supplied-<Class>`` (with ``-custom-forward`` where a
+``forward_fn`` computes its vectors).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -73,6 +75,9 @@ class HashSignature:
     #: the fixed prompts before each candidate and each reference, quoted (None: no prompt)
     candidate_prompt: str | None = extra("cand-prompt")
     reference_prompt: str | None = extra("ref-prompt")
+    #: some pair was encoded with a per-pair context (``context=``). The contexts are data, not named; the flag
+    #: tells that these scores are not those of the same texts alone (False: no pair had one)
+    context: bool = extra("context", False)
 
     def format(self) -> str:
         """The hash code: the reference's rendering, then our fields that are not at their defaults."""
@@ -99,6 +104,16 @@ class HashSignature:
 
     def __str__(self) -> str:
         return self.format()
+
+
+def names_context(contexts: Sequence[str] | None) -> bool:
+    """Whether the hash code of scores made with `contexts` (one per pair, or None) gains ``_context``: where some
+    context is not blank (a blank context adds nothing, so those scores are the texts' alone).
+
+    >>> names_context(None), names_context(["", "  "]), names_context(["", "def f(): pass"])
+    (False, False, True)
+    """
+    return contexts is not None and any(c.strip() for c in contexts)
 
 
 def hash_code(

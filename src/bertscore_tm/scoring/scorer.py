@@ -27,7 +27,7 @@ from bertscore_tm.models.masks import IgnoreRule
 from bertscore_tm.models.prompts import encode_prompted_pairs
 from bertscore_tm.models.user_model import ForwardFn
 from bertscore_tm.scoring.baselines import baseline_rows, f_beta_baseline, find_baseline, read_baseline, rescale
-from bertscore_tm.scoring.hashcode import HashSignature
+from bertscore_tm.scoring.hashcode import HashSignature, names_context
 from bertscore_tm.scoring.idf import (
     corpus_weights,
     document_frequency,
@@ -189,6 +189,15 @@ class Scorer:
         """The setting's hash code, in the reference's format where our scores equal the reference's."""
         return self.signature.format()
 
+    def signature_for(self, context: bool) -> HashSignature:
+        """The signature of scores made under this setting, flagged ``context`` where some pair of them was
+        encoded with a per-pair context (which changes its scores, though no setting says so)."""
+        return dataclasses.replace(self.signature, context=context) if context else self.signature
+
+    def code_with(self, contexts: Sequence[str] | None) -> str:
+        """The hash code of scores made under this setting with `contexts` (one per pair, or None)."""
+        return self.signature_for(names_context(contexts)).format()
+
     @property
     def counts_idf(self) -> bool:
         """Whether IDF weights come from document counts over the references scored (not fixed beforehand)."""
@@ -197,8 +206,10 @@ class Scorer:
     def settings_record(self) -> dict[str, object]:
         """Everything ranks must share to combine their scores: the hash signature's fields, the rescale
         baseline's values and the vocabulary the IDF counts span."""
+        fields = dataclasses.asdict(self.signature)
+        del fields["context"]  # data, not a setting: ranks may hold pairs with and without a context
         return {
-            **dataclasses.asdict(self.signature),
+            **fields,
             "baseline": None if self.baseline is None else self.baseline.tolist(),
             "vocab_size": self.vocab_size,
             "model_depth": self.model_depth,

@@ -1,8 +1,8 @@
 """Resumable runs with a context per pair and with prompts (`score_resumable(..., context=)`, `score --context FILE
---checkpoint DIR`): a run stopped after some shards and resumed equals the metric's scores with the same contexts
-(bit for bit, IDF counted over the references' own tokens), the contexts are part of the checkpoint's identity (a
-resume with other contexts, or none, is refused naming them), and IDF with a reference prompt counts the
-references' tokens only, as the metric does."""
+--checkpoint DIR`, `score_stream` over (candidate, references, context) triples): a run stopped after some shards and
+resumed equals the metric's scores with the same contexts (bit for bit, IDF counted over the references' own tokens),
+the contexts are part of the checkpoint's identity (a resume with other contexts, or none, is refused naming them), and
+IDF with a reference prompt counts the references' tokens only, as the metric does."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from bertscore_tm import BERTScore
-from bertscore_tm.corpus.resumable import CheckpointMismatchError, score_resumable
+from bertscore_tm.corpus.resumable import CheckpointMismatchError, score_resumable, score_stream
+from bertscore_tm.errors import ArgumentValueError
 from tests.conftest import MINILM, WMT
 from tests.unit.corpus.test_resumable import assert_same, failing_after, interrupted_then_resumed, read, run_cli
 
@@ -119,3 +121,59 @@ def test_score_cli_resumes_to_the_output_without_checkpoint(tmp_path: Path, monk
     assert run_cli(without)[0] == 2
     err = capsys.readouterr().err
     assert "'one per pair' there, 'none' here" in err and err.count("\n") == 1
+
+
+def stream_with_contexts(texts) -> list[tuple]:
+    """The pairs as a stream of triples, the pair whose context is blank given as a plain pair (no context)."""
+    cands, groups, contexts = texts
+    return [(c, g, x) if x else (c, g) for c, g, x in zip(cands, groups, contexts, strict=True)]
+
+
+def concatenated(shards: list) -> object:
+    from bertscore_tm.scoring.results import Scores
+
+    assert len({s.hash_code for s in shards}) == 1
+    p, r, f, best = (
+        torch.cat([getattr(s, n) for s in shards]) for n in ("precision", "recall", "f1", "best_reference")
+    )
+    return Scores(p, r, f, shards[0].hash_code, best)
+
+
+def test_a_stream_with_contexts_equals_the_metric_and_resumes(texts, tmp_path: Path, monkeypatch) -> None:
+    cands, groups, contexts = texts
+    metric = BERTScore(MINILM)
+    expected = metric_scores(metric, cands, groups, contexts)
+    stopped = []
+    for scores in score_stream(metric, iter(stream_with_contexts(texts)), tmp_path, SHARD):
+        stopped.append(scores)
+        if len(stopped) == 2:  # the loop stops halfway (two of three shards done)
+            break
+    calls = failing_after(monkeypatch, 99)
+    resumed = list(score_stream(metric, iter(stream_with_contexts(texts)), tmp_path, SHARD))
+    assert len(calls) == 1  # the two finished shards are read back, only the third is scored
+    assert_same(concatenated(resumed), expected)
+    assert_same(concatenated(stopped), concatenated(resumed[:2]))
+    assert resumed[0].hash_code == expected.hash_code and expected.hash_code.endswith("_context")
+    fresh = list(score_stream(metric, iter(stream_with_contexts(texts)), tmp_path / "fresh", SHARD))
+    assert_same(concatenated(fresh), expected)
+
+
+def test_a_stream_resumed_with_other_contexts_is_refused(texts, tmp_path: Path) -> None:
+    cands, groups, contexts = texts
+    metric = BERTScore(MINILM)
+    list(score_stream(metric, stream_with_contexts(texts), tmp_path, SHARD))
+    other = stream_with_contexts((cands, groups, [*contexts[:5], "Another source.", *contexts[6:]]))
+    with pytest.raises(CheckpointMismatchError, match=r"shard 1 .*holds other texts or contexts") as err:
+        list(score_stream(metric, other, tmp_path, SHARD))
+    assert err.value.what == "texts"
+    with pytest.raises(CheckpointMismatchError, match="shard 0 "):  # the same pairs without their contexts
+        list(score_stream(metric, list(zip(cands, groups, strict=True)), tmp_path, SHARD))
+
+
+def test_a_stream_item_of_another_shape_is_refused_naming_it(tmp_path: Path) -> None:
+    metric = BERTScore(MINILM)
+    with pytest.raises(ArgumentValueError, match=r"pairs\[1\] must be \(candidate, reference\(s\)\)") as err:
+        list(score_stream(metric, [("a", "b"), ("a",)], tmp_path, SHARD))
+    assert err.value.argument == "pairs"
+    with pytest.raises(TypeError, match=r"the context of pairs\[5\] must be a string"):
+        list(score_stream(metric, [("a", "b", "c")] * 5 + [("a", "b", 3)], tmp_path / "t", SHARD))

@@ -209,3 +209,42 @@ def test_compare_explains_its_segments_with_the_mask(capsys, tmp_path) -> None:
     rc, _, err = run_main(capsys, "compare", "-m", MINILM, *argv)
     assert rc == 0, err
     assert "(masked)" in page.read_text()
+
+
+def _shown_words(page: str) -> list[list[tuple[str, str, str]]]:
+    """Each text paragraph of an HTML page: its spans' (classes, title, text) in order (tips left out)."""
+    paragraphs = re.findall(r'<p class="text">(.*?)</p>', page)
+    spans = r'<span class="w( [^"]*)?"(?: title="([^"]*)")?[^>]*>([^<]*)'
+    return [[(c.strip(), t, w) for c, t, w in re.findall(spans, p)] for p in paragraphs]
+
+
+def test_the_html_page_greys_masked_words_and_the_context_and_prompt() -> None:
+    cand = "The cat , sadly , sat on the mat !"
+    metric = BERTScore(MINILM, ignore="punctuation", candidate_prompt="query: ")
+    why = metric.explain(cand, GROUPS[0], context="A story about a cat.")
+    candidate, reference = _shown_words(render_html([why]))
+    # the prompt's and the context's tokens before the candidate, greyed and titled; the context's alone before
+    # the reference (the prompt is the candidate's)
+    assert candidate[:2] == [
+        ("out prompt", "prompt: encoded with the text, out of the matching", "query :"),
+        (
+            "out context",
+            "context: the pair&#x27;s, encoded with the text, out of the matching",
+            "a story about a cat .",
+        ),
+    ]
+    assert reference[0][:2] == ("out context", candidate[1][1])
+    words = candidate[2:]
+    assert [w for _, _, w in words] == cand.split()
+    for (classes, title, _), word in zip(words, why.candidate_words, strict=True):
+        masked = all(why.candidate_tokens[t].role == "masked" for t in word.tokens)
+        assert masked == (word.text in {",", "!"})  # the words made only of masked tokens
+        if masked:
+            assert classes == "out masked" and "weak" not in classes
+            assert title == "ignored (ignore=punctuation): encoded with the text, out of the matching"
+        else:
+            assert "out" not in classes.split() and title == ""
+    plain = _shown_words(render_html([BERTScore(MINILM).explain(cand, GROUPS[0])]))
+    assert all("out" not in c.split() for side in plain for c, _, _ in side)  # no mask, prompt or context: none
+    assert json.loads(json.dumps(why.to_json()))["ignore"] == "punctuation"
+    assert "ignore" not in BERTScore(MINILM).explain(cand, GROUPS[0]).to_json()

@@ -81,6 +81,7 @@ def test_every_layer_equals_the_metric_with_context(rows: Judgements, idf: bool)
     if not idf:
         without = score_all_layers(Judgements(rows.candidates, rows.references, rows.human), MINILM)
         assert not np.allclose(without.f1, scores.f1)  # the contexts do change the scores
+        assert scores.hash_code.endswith("_context") and not without.hash_code.endswith("_context")
         assert np.array_equal(without.f1[:, 5], scores.f1[:, 5])  # but a blank one adds nothing
 
 
@@ -115,6 +116,7 @@ def test_tune_layers_cli_with_a_context_column(capsys, judged: Path, rows: Judge
     doc = json.loads(out)
     expected = tune_from_scores(rows, score_all_layers(rows, MINILM), bootstrap=200, seed=0)
     assert doc["context_column"] == "source" and doc["best_layer"] == expected.best_layer
+    assert doc["hash"] == expected.hash_code and doc["hash"].endswith("_context")  # the scores had contexts
     for entry in doc["layers"]:
         assert entry["pearson"]["mean"] == pytest.approx(expected.figures(entry["layer"]).mean, abs=1e-9)
 

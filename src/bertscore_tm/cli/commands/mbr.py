@@ -1,5 +1,5 @@
 """``bertscore-tm mbr``: minimum-Bayes-risk selection, the hypothesis of each group that agrees most with the
-others (the highest mean F1 against the other hypotheses of its group)."""
+others (the highest mean F1, or the score --utility names, against the other hypotheses of its group)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def add_parser(sub: Any) -> None:
         description="For each group of hypotheses (several samples for one source), pick the one with the "
         "highest mean BERTScore F1 against the other hypotheses of its group (ties: the first). Prints the "
         "chosen hypothesis of each group, one per line, in group order; JSON gives each group's chosen index, "
-        "its line number and every hypothesis's mean F1.",
+        "its line number and every hypothesis's mean F1 (or mean --utility).",
     )
     m.add_argument("-i", "--input", required=True, action=Once, metavar="HYPS", help="hypotheses, one per line")
     grouping = m.add_mutually_exclusive_group(required=True)
@@ -39,6 +39,14 @@ def add_parser(sub: Any) -> None:
     options.add_rescale_options(m)
     options.add_ignore_option(m)
     options.add_prompt_options(m)
+    m.add_argument(
+        "--utility",
+        choices=("f1", "f_beta", "precision", "recall"),
+        default="f1",
+        help="the score averaged over the others (default: f1; f_beta needs --beta; precision and recall take "
+        "the hypothesis as the candidate)",
+    )
+    options.add_beta_option(m, "with --utility f_beta: F-beta's beta, recall weighing B times precision (--beta 3: F3)")
     m.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     options.add_long_text_options(m)
     options.add_run_options(m)
@@ -49,13 +57,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     devices.one_process("mbr")
     if args.groups is not None:
         inputs.check_stdin([args.input, args.groups], "-i/--groups")
+    if args.utility == "f_beta" and args.beta is None:
+        raise UsageError("--utility f_beta needs --beta B (e.g. --beta 3 for F3): without a beta there is no F-beta")
     hyps = inputs.read_lines(args.input, "hypothesis")
     names, lines = _groups(args, hyps)
     metric = metrics.scoring_metric(args)
-    chosen, utilities = metric.mbr_select([[hyps[i] for i in group] for group in lines], return_utilities=True)
+    groups = [[hyps[i] for i in group] for group in lines]
+    chosen, utilities = metric.mbr_select(groups, return_utilities=True, utility=args.utility)
     if args.format == "json":
         doc = {
             **outputs.setting(metric, args),
+            "utility": args.utility,
             "groups": [
                 {
                     "group": name,

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     columns = [x.double().cpu().tolist() for x in scores.stacked().unbind(0)]  # P, R, F (and F-beta)
     ci = None if resampling is None else f1_interval(resampling, columns[2], args.cand)
     best = None if scores.best_reference is None else scores.best_reference.cpu().tolist()
-    report = _report(args, metric, columns, ci, resampling, best)
+    report = _report(args, metric, scores.hash_code, columns, ci, resampling, best)
     outputs.write_output(target, args.output, [report], out)
     return 0
 
@@ -185,7 +185,7 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
     per = [x.double().cpu().tolist() for x in stacked.unbind(0)]
     ci = None if resampling is None else f1_interval(resampling, per[2], args.data)
     args.ref = refs
-    outputs.write_output(None, "", [_report(args, metric, per, ci, resampling)], out)
+    outputs.write_output(None, "", [_report(args, metric, scores.hash_code, per, ci, resampling)], out)
     return 0
 
 
@@ -234,19 +234,21 @@ def _names(args: argparse.Namespace) -> list[str]:
 def _report(
     args: argparse.Namespace,
     metric: Any,
+    code: str,
     scores: Scores,
     ci: tuple[float, float] | None,
     resampling: Resampling | None,
     best: list[int] | None = None,
 ) -> str:
-    """What `score` prints, in the --format asked for (`best`: each pair's best reference, for JSON)."""
+    """What `score` prints, in the --format asked for (`code`: the scores' hash code, which names a context
+    where the pairs had one; `best`: each pair's best reference, for JSON)."""
     means = [math.fsum(x) / len(x) for x in scores]
     if args.format == "text":
-        lines = _text(metric.hash_code, _names(args), means, scores, ci, resampling, args.seg_level)
+        lines = _text(code, _names(args), means, scores, ci, resampling, args.seg_level)
     elif args.format == "json":
-        lines = [json.dumps(_json(args, metric, means, scores, ci, resampling, best), indent=2)]
+        lines = [json.dumps(_json(args, metric, code, means, scores, ci, resampling, best), indent=2)]
     else:
-        lines = _tsv(metric.hash_code, _names(args), means, scores, ci, args.seg_level)
+        lines = _tsv(code, _names(args), means, scores, ci, args.seg_level)
     return "".join(line + "\n" for line in lines)
 
 
@@ -269,6 +271,7 @@ def _text(
 def _json(
     args: argparse.Namespace,
     metric: Any,
+    code: str,
     means: list[float],
     scores: Scores,
     ci: tuple[float, float] | None,
@@ -277,7 +280,7 @@ def _json(
 ) -> dict[str, Any]:
     num = outputs.json_number
     doc: dict[str, Any] = {
-        "hash": metric.hash_code,
+        "hash": code,
         "model": metric.model_name,
         "num_layers": metric.num_layers,
         "idf": args.idf,

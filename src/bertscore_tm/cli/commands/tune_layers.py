@@ -280,7 +280,7 @@ def _add_to_table(target: Path, name: str, result: Any) -> None:
 
 def _json(result: Any, plot: tuple[Path, str] | None, table: Path | None, context: str | None) -> str:
     """The figures as JSON, with what the command line adds: the layer table's line, the files written and the
-    context column (the hash code does not name a context: it is data, not a setting)."""
+    context column (the hash code says ``_context`` where a pair had one; which column, it cannot say)."""
     doc = result.to_dict()
     doc["context_column"] = context
     doc["layer_table_line"] = result.layer_table_line()
