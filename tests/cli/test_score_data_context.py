@@ -71,3 +71,9 @@ def test_batch_scorer_takes_a_context_column(table, shape):
     out = BatchScorer(MINILM, context_column="context")(batch)
     f1 = np.asarray(out["bertscore_f1"] if shape != "arrow" else out["bertscore_f1"].to_numpy())
     assert np.array_equal(f1.astype(np.float32), want.f1.numpy())
+
+
+def test_batch_scorer_hash_code_names_a_context_column():
+    with_context, plain = BatchScorer(MINILM, context_column="context"), BatchScorer(MINILM)
+    assert with_context.hash_code == plain.hash_code + "_context"
+    assert not plain.hash_code.endswith("_context")

@@ -145,8 +145,9 @@ class BatchScorer:
 
     @property
     def hash_code(self) -> str:
-        """The setting's hash code (loads the model if it is not loaded yet)."""
-        return self.built().scorer.hash_code
+        """The setting's hash code (loads the model if it is not loaded yet); with a `context_column` it ends in
+        ``_context``: the rows may be scored in other worker processes, so the column, not its cells, decides."""
+        return self.built().scorer.signature_for(self.context_column is not None).format()
 
 
 def _column_name(value: object, argument: str) -> str:
