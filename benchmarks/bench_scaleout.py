@@ -2,8 +2,10 @@
 line files, by `score --data` on a Parquet file, through Ray Data (`map_batches(BatchScorer)`, one actor) and
 through Hugging Face `datasets` (`Dataset.map(BatchScorer(...), batched=True)` in one process), each in a
 fresh process, wall time of the whole route with the model's loading; Ray's start-up (`ray.init`) is timed
-apart and left out of its route. The Ray actor takes 2 CPUs (so torch runs 2 threads there, as the command
-line does) in a Ray of 3 logical CPUs: with 2 the actor held both and the Parquet read tasks never ran.
+apart and left out of its route. The Ray route is docs/dataframes.md's recipe for CPUs: the actor takes 2 CPUs
+(so torch runs 2 threads there, as the command line does) in a Ray of 3 logical CPUs (with 2 the actor held
+both and the Parquet read tasks never ran), batches of 10,000 rows (2,000 cost 6% more CPU: small batches
+leave the scorer's forward batches part-filled).
 Every route's F1 column is checked equal to the command line's.
 
     python benchmarks/bench_scaleout.py                  # 20,000 pairs, one round
@@ -40,7 +42,7 @@ from bertscore_tm import BatchScorer
 t = time.perf_counter()
 ds = ray.data.read_parquet(sys.argv[1])
 out = ds.map_batches(BatchScorer, fn_constructor_kwargs={"model_name_or_path": sys.argv[3], "device": "cpu"},
-                     compute=ray.data.ActorPoolStrategy(size=1), num_cpus=2, batch_size=2000, batch_format="pyarrow")
+                     compute=ray.data.ActorPoolStrategy(size=1), num_cpus=2, batch_size=10_000, batch_format="pyarrow")
 out.write_parquet(sys.argv[2])
 print(init, time.perf_counter() - t)
 ray.shutdown()
