@@ -267,8 +267,10 @@ def test_only_counts_and_per_pair_results_cross_ranks(ranks, single):
         ops = {op for op, _, _ in traffic}
         assert ops <= {"all_gather", "all_reduce"}, ops
         reduces = [(dtype, shape) for op, dtype, shape in traffic if op == "all_reduce"]
-        # the IDF document counts and the reference count, once each
-        assert sorted(reduces, key=lambda x: len(x[1])) == [("torch.int64", ()), ("torch.int64", (vocab,))]
+        # the IDF document counts and the reference count, once each, and whether any rank saw a context (the
+        # hash code's `_context` flag): one integer
+        expected = [("torch.int64", ()), ("torch.int64", ()), ("torch.int64", (vocab,))]
+        assert sorted(reduces, key=lambda x: len(x[1])) == expected
         for op, dtype, shape in traffic:
             if op != "all_gather":
                 continue
