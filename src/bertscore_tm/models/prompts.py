@@ -22,15 +22,10 @@ from torch import Tensor
 from bertscore_tm.errors import ArgumentValueError, warn_user
 
 
-def mark(ids: Tensor) -> Tensor:
-    """A prompt's or a context's token ids as they are held: id t as -(t + 1), so that every rule (the matching,
-    the weights, the IDF counts, the windows' heads) knows them from the ids alone."""
-    return -ids - 1
-
-
 def unmarked(ids: Tensor) -> Tensor:
-    """The token ids the model reads: marked ids (negative) back to their own ids. The embedder applies it to
-    each batch it runs, so that everything above it holds and passes the marked ids."""
+    """The token ids the model reads: marked ids back to their own. A prompt's or a context's token t is held as
+    -(t + 1) (`prompted_ids`), so that every rule (the matching, the weights, the IDF counts, the windows' heads)
+    knows it from the ids alone; the embedder unmarks each batch it runs, so everything above it passes marked ids."""
     return torch.where(ids < 0, -ids - 1, ids)
 
 
@@ -73,7 +68,7 @@ def prompted_ids(
         kept = _fit(list(zip(row[0], part, strict=True)), limit)
         if half is not None and len(kept) > encoder.max_length:
             kept = _fit_head(kept, half)
-        ids += [t if p == 2 else -t - 1 for t, p in kept]  # `mark`, a token at a time
+        ids += [t if p == 2 else -t - 1 for t, p in kept]  # the prompt's and the context's marked
         lens.append(len(kept))
         cut.append(len(kept) < len(part))
     return torch.tensor(ids, dtype=torch.int32), torch.tensor(lens, dtype=torch.int32), torch.tensor(cut)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 from torch import Tensor
@@ -22,9 +23,9 @@ from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.embedding.packing import send
 from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
 from bertscore_tm.errors import DeviceMemoryError, warn_user
-from bertscore_tm.scoring.longpairs import match_large_in_tiles, stream_matches
+from bertscore_tm.scoring.longpairs import match_large_in_tiles, settle, stream_matches
 from bertscore_tm.scoring.similarity import similarities
-from bertscore_tm.scoring.token_rules import unmarked
+from bertscore_tm.scoring.token_rules import kept
 
 
 def _blocks(
@@ -279,7 +280,7 @@ def _live_rows(texts: TokenTexts, start_of: dict[int, int], ignored: Tensor, siz
     flags = ignored.cpu()
     for t, start in start_of.items():
         ids = texts[t].long()
-        live[start : start + len(ids)] = (ids >= 0) & ~flags[unmarked(ids)]
+        live[start : start + len(ids)] = cast(Tensor, kept(ids, flags))
     return live.to(device)
 
 
@@ -403,8 +404,7 @@ def _match_block(
         sim.masked_fill_(~(live_c[:, :, None] & live_r[:, None, :]), float("-inf"))
         best_c = sim.amax(dim=3)  # [rows, B, Lc]
         best_r = sim.amax(dim=2)  # [rows, B, Lr]
-        best_c.masked_fill_(torch.isinf(best_c), 0.0)  # a token with nothing to match against
-        best_r.masked_fill_(torch.isinf(best_r), 0.0)
+        settle(best_c, best_r)  # a token with nothing to match against
         _put_rows(cand_best, best_c, *(t[part] for t in host_c))
         _put_rows(ref_best, best_r, *(t[part] for t in host_r))
 
