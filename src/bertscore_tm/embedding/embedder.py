@@ -48,6 +48,7 @@ on another process or in another compute(), give exactly the scores of a fresh o
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any
@@ -58,7 +59,7 @@ from torch import Tensor, nn
 from bertscore_tm.embedding.packing import can_pack, packed_forward, packs, send
 from bertscore_tm.embedding.precision import own_precision, warn_emulated_precision
 from bertscore_tm.embedding.prepacked_linear import PrepackedLinears
-from bertscore_tm.embedding.rows import copy_pieces, table_rows, table_rows_of
+from bertscore_tm.embedding.rows import copy_pieces, ragged_arange, table_rows, table_rows_of, table_span_of
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
 from bertscore_tm.models.prompts import unmarked
 from bertscore_tm.models.windows import WindowRule, head_lengths, piece_ids, plan_pieces
@@ -156,6 +157,21 @@ def _normalised(hidden: Tensor, out: Tensor | None = None) -> Tensor:
     so both give the same bits. `out` (float32, of `hidden`'s shape, any strides) receives them where given."""
     hidden = hidden.float()
     return torch.div(hidden, hidden.norm(dim=-1, keepdim=True), out=out)
+
+
+def _end_to_end(sizes: Sequence[int]) -> list[int]:
+    """The first row of each of sequences of `sizes` rows laid end to end."""
+    return [0, *itertools.accumulate(sizes)][: len(sizes)]
+
+
+def _written(out: Tensor | None, stream: Tensor, firsts: list[int], sizes: Sequence[int]) -> tuple[Tensor, list[int]]:
+    """A stream of rows (sequence k's from ``firsts[k]``) as `embed_rows` returns it: copied into `out` (the
+    sequences' rows end to end, in one indexed copy) where given."""
+    if out is None:
+        return stream, firsts
+    lengths = torch.tensor(sizes, dtype=torch.long)
+    out.copy_(stream.index_select(0, send(ragged_arange(torch.tensor(firsts), lengths), stream.device)))
+    return out, _end_to_end(sizes)
 
 
 def _normalised_layers(states: Sequence[Tensor], count: int, out: Tensor | None = None) -> Tensor:
@@ -386,10 +402,13 @@ class Embedder:
         """The sequences' normalised float32 vectors from one forward pass, as one stream of rows ([rows, D] or
         [rows, layers, D]) and each sequence's first row in it: packed where the embedder packs (a pack of fewer
         than `MIN_BATCH_TOKENS` tokens runs with copies of its sequences), else as one batch (of one length:
-        `embed_into` cuts them so), written into `out` where given (a batch of one length that does not pack: see
-        `embed_batch`). One stream rather than a tensor per sequence, so that the caller moves a batch's rows
-        in one copy: on an accelerator a copy per text costs a launch per text, more than the pass itself."""
-        if not self.packing or out is not None:
+        `embed_into` cuts them so). `out`, where given, receives the vectors: a batch of one length's
+        [count, length, ...] view (see `embed_batch`), or for a pack the rows of its sequences laid end to end in
+        the given order ([rows, D]), normalised straight into them (the pack's order is that order wherever its
+        sequences come longest first, as `packs` gives them; else they are copied in). One stream rather than a
+        tensor per sequence, so that the caller moves a batch's rows in one copy: on an accelerator a copy per
+        text costs a launch per text, more than the pass itself."""
+        if not self.packing:
             hidden = self.embed_batch(seqs, out)
             width = hidden.shape[1]
             return hidden.flatten(0, 1), [r * width for r in range(len(seqs))]
@@ -400,10 +419,13 @@ class Embedder:
             packed = packed_forward(self.model, list(seqs) * copies, budget, self.accelerated, sizes * copies)
             if packed is None:  # the model's blocks bypassed our attention: not packed from now on
                 self._packing_refused = True
-                return self._embed_in_batches(seqs)
+                return _written(out, *self._embed_in_batches(seqs), sizes)
             hidden, starts = packed
         self.rows_embedded += len(seqs)
-        return _normalised(hidden), starts[: len(seqs)]
+        starts = starts[: len(seqs)]
+        if out is not None and starts == _end_to_end(sizes):  # the pack's rows are `out`'s rows
+            return _normalised(hidden[: len(out)], out), starts
+        return _written(out, _normalised(hidden), starts, sizes)
 
     def _embed_in_batches(self, seqs: Sequence[Tensor]) -> tuple[Tensor, list[int]]:
         """`embed_rows` of sequences that did not pack, batch after batch (`_batches`), as one stream."""
@@ -451,7 +473,8 @@ class Embedder:
             for batch in self._batches([pieces[i].size for i in todo]):
                 chosen = [pieces[todo[i]] for i in batch]
                 # a batch of whole texts lying one after another in the table is normalised straight into it
-                direct = None if ranges is not None or self.packing else table_rows_of(table, starts, chosen)
+                lay_out = table_span_of if self.packing else table_rows_of  # a pack's rows; a batch's [count, length]
+                direct = None if ranges is not None else lay_out(table, starts, chosen)
                 try:
                     ids = [piece_ids(seqs[p.text], p, self.windows) for p in chosen]
                     rows = self.embed_rows(ids, out=direct, lengths=[p.size for p in chosen])

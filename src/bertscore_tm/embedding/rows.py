@@ -1,7 +1,7 @@
 """Texts' rows: token-id sequences held by reference (`TokenTexts`), and their vectors laid end to end in a
-table a compute() owns (`table_rows`, `table_rows_of`, `copy_pieces`). Row numbers are worked out on the host in
-tensors, a batch or a block at a time, never a text at a time: on an accelerator a copy or a read a text cost
-more than the forward pass (the device suite's H100 run, docs/performance.md)."""
+table a compute() owns (`table_rows`, `table_rows_of`, `table_span_of`, `copy_pieces`). Row numbers are worked
+out on the host in tensors, a batch or a block at a time, never a text at a time: on an accelerator a copy or a
+read a text cost more than the forward pass (the device suite's H100 run, docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -53,6 +53,19 @@ def table_rows_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece])
         if not whole or starts[piece.text] != first + k * size:
             return None
     return table[first : first + len(chosen) * size].view(len(chosen), size, *table.shape[1:])
+
+
+def table_span_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece]) -> Tensor | None:
+    """The table's rows of a pack as one [rows, ...] span, where the pack's pieces are whole texts laid end to
+    end in the table in pack order (`KeptAside.fill` lays a block's new texts out longest first, the order of
+    `packs`, so every pack of a compute() gets that); else None."""
+    first = row = starts[chosen[0].text]
+    for piece in chosen:
+        whole = piece.src == 0 and piece.dst == 0 and piece.length == piece.size
+        if not whole or starts[piece.text] != row:
+            return None
+        row += piece.size
+    return table[first:row]
 
 
 def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:

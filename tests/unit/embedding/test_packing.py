@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore
+from bertscore_tm.embedding import embedder as embedder_module
 from bertscore_tm.embedding import packing as packing_module
 from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.embedding.packing import packs
@@ -97,7 +98,11 @@ def test_only_bfloat16_on_a_cpu_with_the_last_layer_of_a_family_listed_packs() -
     assert not Embedder(tiny_encoder("electra"), 1, all_layers=False, model_dtype=torch.bfloat16).packing  # not listed
 
 
-def test_a_bfloat16_metric_scores_packed_exactly_as_in_batches(wmt) -> None:
+def test_a_bfloat16_metric_scores_packed_exactly_as_in_batches(wmt, monkeypatch) -> None:
+    """...with every pack normalised straight into its rows of the table: no pack's rows are copied in."""
+    copied = []
+    real = embedder_module.copy_pieces
+    monkeypatch.setattr(embedder_module, "copy_pieces", lambda *args: copied.append(1) or real(*args))
     cands, refs = wmt["hyps_long"][:80], wmt["refs_long"][:80]
     packed = BERTScore(MINILM, model_dtype=torch.bfloat16, idf=True)
     assert packed.embedder.packing
@@ -105,9 +110,24 @@ def test_a_bfloat16_metric_scores_packed_exactly_as_in_batches(wmt) -> None:
     batched = BERTScore(MINILM, model_dtype=torch.bfloat16, idf=True)
     batched.embedder._packing_refused = True
     batched.update(cands, refs)
-    got, want = packed.compute(), batched.compute()
+    got = packed.compute()
+    assert not copied
+    want = batched.compute()
     for key in ("precision", "recall", "f1"):
         assert torch.equal(got[key], want[key])
+
+
+def test_a_pack_written_into_rows_in_an_order_it_does_not_run_in_gets_each_texts_rows() -> None:
+    """`embed_rows(out=)` with sequences shortest first (a pack runs longest first): each sequence's rows land
+    at its place in `out`, equal to the pack's own stream."""
+    embedder = Embedder(tiny_encoder("bert"), 1, all_layers=False, model_dtype=torch.bfloat16)
+    texts = sorted(_texts(30, seed=8), key=len)
+    stream, firsts = embedder.embed_rows(texts)
+    out = torch.full((sum(len(t) for t in texts), stream.shape[1]), float("nan"))
+    written, starts = embedder.embed_rows(texts, out=out)
+    assert written is out and starts == [sum(len(t) for t in texts[:k]) for k in range(len(texts))]
+    for text, first, start in zip(texts, firsts, starts, strict=True):
+        assert torch.equal(out[start : start + len(text)], stream[first : first + len(text)])
 
 
 def test_minilm_packs_to_the_vectors_of_batches() -> None:
