@@ -369,31 +369,28 @@ def _match_block(
     + lr[i]; the candidate's best similarities go to cand_best rows out_c[i] .., the reference's likewise.
     With `tiled` (window mode), a match whose similarity matrix alone passes the budget is matched in tiles.
     With `live` (a flag per table row), rows not live are no match for the other side and keep 0."""
-    device, width = table.device, table.shape[-1]
+    device = table.device
     order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
     if tiled:  # long texts: a match whose similarity matrix alone passes the budget is matched in tiles
         done = match_large_in_tiles(
             table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget, live
         )
         order = order[~done[order]]
-    # the matches in that order, batches of them sliced by lengths and result rows read on the host (no device wait)
+    if not len(order):
+        return
+    # the matches in that order, cut into batches and their result rows made on the host (no device wait)
     lc, lr, c_rows, r_rows, out_c, out_r = (t[order].cpu() for t in (lc, lr, c_rows, r_rows, out_c, out_r))
-    sizes_c, sizes_r = lc.tolist(), lr.tolist()
-    host_c, host_r = (out_c, lc), (out_r, lr)
+    batches = matching_batches(lc.tolist(), lr.tolist(), table.shape[-1] * rows, rows, gather_budget)
+    puts = [
+        _BatchRows([(lo, hi, batch[side]) for lo, hi, *batch in batches], out, lengths, device)
+        for side, out, lengths in ((0, out_c, lc), (1, out_r, lr))
+    ]
     lc, lr, c_rows, r_rows = (send(t, device) for t in (lc, lr, c_rows, r_rows))
-    pos, n = 0, len(sizes_c)
-    while pos < n:
-        # sorted by the longer side, so no later match has a side longer than this one's longer side
-        longest = max(sizes_c[pos], sizes_r[pos])
-        per = max(1, 2 * longest * width * rows, longest * longest * rows)
-        count = max(1, min(n - pos, gather_budget // per))
-        part = slice(pos, pos + count)
-        pos += count
-        ar_c = torch.arange(max(sizes_c[part]), device=device)
-        ar_r = torch.arange(max(sizes_r[part]), device=device)
-        cmask, rmask = ar_c < lc[part, None], ar_r < lr[part, None]
-        c_at = torch.where(cmask, c_rows[part, None] + ar_c, pad_row)
-        r_at = torch.where(rmask, r_rows[part, None] + ar_r, pad_row)
+    for b, (lo, hi, wide_c, wide_r) in enumerate(batches):
+        ar_c, ar_r = torch.arange(wide_c, device=device), torch.arange(wide_r, device=device)
+        cmask, rmask = ar_c < lc[lo:hi, None], ar_r < lr[lo:hi, None]
+        c_at = torch.where(cmask, c_rows[lo:hi, None] + ar_c, pad_row)
+        r_at = torch.where(rmask, r_rows[lo:hi, None] + ar_r, pad_row)
         c, r = table[c_at], table[r_at]  # [B, Lc, (rows,) D], [B, Lr, (rows,) D]
         if rows > 1:  # [rows, B, L, D], as views: similarities() makes them contiguous as it converts them
             c, r = c.permute(2, 0, 1, 3), r.permute(2, 0, 1, 3)
@@ -405,19 +402,51 @@ def _match_block(
         best_c = sim.amax(dim=3)  # [rows, B, Lc]
         best_r = sim.amax(dim=2)  # [rows, B, Lr]
         settle(best_c, best_r)  # a token with nothing to match against
-        _put_rows(cand_best, best_c, *(t[part] for t in host_c))
-        _put_rows(ref_best, best_r, *(t[part] for t in host_r))
+        puts[0].put(b, cand_best, best_c)
+        puts[1].put(b, ref_best, best_r)
 
 
-def _put_rows(best: Tensor, batch: Tensor, out: Tensor, lengths: Tensor) -> None:
-    """Write a matching batch's best similarities ([rows, B, L]) into `best`'s rows: match i's first
-    ``lengths[i]`` tokens to rows ``out[i]`` on. Its row numbers are made on the host (`out` and `lengths` are
-    host tensors), so no mask is read back from the device."""
-    width = batch.shape[-1]
-    src = ragged_arange(torch.arange(len(lengths)) * width, lengths)
-    dst = ragged_arange(out, lengths)
-    flat = batch.permute(1, 2, 0).reshape(-1, batch.shape[0])  # [B * L, rows]
-    best[send(dst, best.device)] = flat[send(src, best.device)]
+def matching_batches(
+    sizes_c: Sequence[int], sizes_r: Sequence[int], row_elements: int, rows: int, gather_budget: int
+) -> list[tuple[int, int, int, int]]:
+    """Batches of matches sorted by their longer side, longest first: (first, end, longest candidate, longest
+    reference) each, each holding at most `gather_budget` gathered elements (`row_elements` a token: its
+    vector's, times the layers) or similarities, and at least one match.
+
+    >>> matching_batches([5, 4, 2, 1], [3, 4, 2, 1], row_elements=2, rows=1, gather_budget=50)
+    [(0, 2, 5, 4), (2, 4, 2, 2)]
+    """
+    out, pos, n = [], 0, len(sizes_c)
+    while pos < n:
+        # sorted by the longer side, so no later match has a side longer than this one's longer side
+        longest = max(sizes_c[pos], sizes_r[pos])
+        per = max(1, 2 * longest * row_elements, longest * longest * rows)
+        end = pos + max(1, min(n - pos, gather_budget // per))
+        out.append((pos, end, max(sizes_c[pos:end]), max(sizes_r[pos:end])))
+        pos = end
+    return out
+
+
+class _BatchRows:
+    """Where one side's best similarities of each matching batch ([rows, B, L], L that side's longest in the
+    batch) go in the kept results: match k's first ``lengths[k]`` tokens to rows ``out[k]`` on. Made on the host
+    for the whole block at once and sent to the device in one copy each, so that a batch only slices them: no
+    row numbers are made, sent or read back per batch."""
+
+    def __init__(self, batches: list[tuple[int, int, int]], out: Tensor, lengths: Tensor, device: torch.device) -> None:
+        lo, hi, width = torch.tensor(batches, dtype=torch.long).unbind(1)
+        lo_of, width_of = (torch.repeat_interleave(t, hi - lo) for t in (lo, width))
+        first = (torch.arange(len(lengths)) - lo_of) * width_of  # each match's first element in its batch's [B, L]
+        edges = torch.nn.functional.pad(torch.cumsum(lengths, 0), (1, 0))  # each match's first result token
+        self.tokens = list(zip(edges[lo].tolist(), edges[hi].tolist(), strict=True))
+        self.src = send(ragged_arange(first, lengths), device)
+        self.dst = send(ragged_arange(out, lengths), device)
+
+    def put(self, b: int, best: Tensor, batch: Tensor) -> None:
+        """Write batch `b`'s best similarities ([rows, B, L]) into `best`'s rows."""
+        a, z = self.tokens[b]
+        flat = batch.permute(1, 2, 0).reshape(-1, batch.shape[0])  # [B * L, rows]
+        best[self.dst[a:z]] = flat[self.src[a:z]]
 
 
 def segment_sum(values: Tensor, lengths: Tensor) -> Tensor:
