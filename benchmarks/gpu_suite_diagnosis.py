@@ -133,6 +133,39 @@ def _feed(metric: Any, cands: list[str], refs: list[str], deadline: float) -> in
     return done
 
 
+class PassCounter:
+    """Counts the forward passes (packs, or batches of one length) of a metric's model while entered, by a
+    pre-hook on its encoder's blocks (the packed pass calls them without the model's own forward), and the
+    texts embedded (`Embedder.rows_embedded`); the hook is removed on leaving. Counts nothing where the model
+    is the user's or has no `encoder`."""
+
+    def __init__(self, metric: Any) -> None:
+        self.embedder = metric.embedder
+        self.passes = 0
+        self.texts = 0
+        self._hook: Any = None
+
+    def __enter__(self) -> PassCounter:
+        import torch
+
+        blocks = getattr(self.embedder.model, "encoder", None)
+        if isinstance(blocks, torch.nn.Module):
+            self._hook = blocks.register_forward_pre_hook(self._count)
+        self._rows = self.embedder.rows_embedded
+        return self
+
+    def _count(self, *_: object) -> None:
+        self.passes += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self._hook is not None:
+            self._hook.remove()
+        self.texts = self.embedder.rows_embedded - self._rows
+
+    def figures(self) -> dict:
+        return {"forward_passes": self.passes if self._hook is not None else None, "texts_embedded": self.texts}
+
+
 def _set_sync_debug(mode: str) -> None:
     import torch
 
@@ -144,11 +177,13 @@ def step_syncs(suite: Any) -> dict:
     torch's sync debug mode warns at each synchronising CUDA call, and each warning's stack names the line.
     The mode is CUDA's alone (torch without CUDA refuses it): on a CPU the same code runs and counts none.
     The mode is always set back, whatever fails."""
+    import torch
+
     cands, refs = suite.pairs(2_000 if not suite.dry else 8)
     metric = _bf16_metric(suite, cands, refs)
-    cuda = suite.device.startswith("cuda")
+    cuda = suite.device.startswith("cuda") and hasattr(torch.cuda, "set_sync_debug_mode")
     start = time.perf_counter()
-    with SyncRecorder() as recorder:
+    with SyncRecorder() as recorder, PassCounter(metric) as passes:
         try:
             if cuda:
                 _set_sync_debug("warn")
@@ -163,9 +198,11 @@ def step_syncs(suite: Any) -> dict:
     suite.sync()
     out: dict = {"pairs": done, "updates": -(-done // UPDATE), **recorder.summary()}
     out.update(update_seconds=round(updated - start, 3), compute_seconds=round(time.perf_counter() - updated, 3))
-    out["packed"] = metric.embedder.packing
-    if not cuda:
+    out.update(packed=metric.embedder.packing, **passes.figures())
+    if not suite.device.startswith("cuda"):
         out["note"] = "sync debug mode reports CUDA only"
+    elif not cuda:
+        out["note"] = "this torch has no torch.cuda.set_sync_debug_mode: nothing was counted"
     return out
 
 
@@ -190,8 +227,9 @@ def _on_device(event: Any) -> bool:
 
 def profile_figures(averages: list[Any], wall: float, cuda: bool) -> dict:
     """From a profile's `key_averages()`: device time and busy share (None without CUDA), the runtime calls'
-    counts (`RUNTIME_CALLS`, and any other cuda*/cu* runtime call among the top 10 by count) and the 10 ops
-    with the most self CPU time."""
+    counts (`RUNTIME_CALLS`, and any other cuda*/cu* runtime call among the top 10 by count: launches have other
+    names under some CUDA versions), the device's copies by direction ("Memcpy DtoH (Device -> Pageable)": a
+    copy to pageable memory makes the host wait) and the 10 ops with the most self CPU time."""
     counts = {e.key: int(e.count) for e in averages}
     device_us = sum(_self_device_us(e) for e in averages if _on_device(e)) if cuda else None
     others = Counter({k: n for k, n in counts.items() if re.match(r"cu(da)?[A-Z]", k or "") and k not in RUNTIME_CALLS})
@@ -201,6 +239,7 @@ def profile_figures(averages: list[Any], wall: float, cuda: bool) -> dict:
         "busy_share": None if device_us is None or wall <= 0 else round(device_us / 1e6 / wall, 3),
         "runtime_calls": {name: counts.get(name, 0) for name in RUNTIME_CALLS},
         "other_runtime_calls": dict(others.most_common(10)),
+        "device_copies": {k: n for k, n in counts.items() if (k or "").startswith(("Memcpy", "Memset"))},
         "top_cpu_ops": [
             {"name": e.key, "self_cpu_ms": round(float(e.self_cpu_time_total) / 1e3, 2), "calls": int(e.count)}
             for e in top
@@ -235,7 +274,7 @@ def step_profile(suite: Any, out_dir: Path) -> dict:
     metric = _bf16_metric(suite, cands, refs)
     cuda = suite.device.startswith("cuda")
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
-    with profile(activities=activities) as prof:
+    with PassCounter(metric) as passes, profile(activities=activities) as prof:
         start = time.perf_counter()
         done = _feed(metric, cands, refs, start + suite.cap("profile") / 4)
         updated = time.perf_counter()
@@ -250,6 +289,9 @@ def step_profile(suite: Any, out_dir: Path) -> dict:
     out["profiler_stop_seconds"] = round(stopped - end, 3)
     out.update(profile_figures(list(averages), end - start, cuda))
     out["table_file"] = "profile-bf16.txt"
+    out.update(passes.figures())
+    if cuda and not out["device_seconds"]:
+        out["note"] = "no device events: the profiler saw no kernels (CUPTI missing?); the busy share means nothing"
     return out
 
 

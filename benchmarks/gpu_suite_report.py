@@ -126,7 +126,8 @@ def diagnosis(results: dict) -> list[str]:
     lines: list[str] = []
     if "syncs" in syncs:
         lines += [
-            f"Host waits for the device (sync debug mode) over {syncs.get('pairs')} pairs: {syncs['syncs']} "
+            f"Host waits for the device (sync debug mode) over {syncs.get('pairs')} pairs "
+            f"({syncs.get('forward_passes')} forward passes): {syncs['syncs']} "
             f"(by phase {syncs.get('by_phase')}){'; ' + syncs['note'] if 'note' in syncs else ''}.",
             "",
         ]
@@ -137,11 +138,12 @@ def diagnosis(results: dict) -> list[str]:
     if "wall_seconds" in prof:
         busy, device = prof.get("busy_share"), prof.get("device_seconds")
         calls = {**prof.get("runtime_calls", {}), **prof.get("other_runtime_calls", {})}
+        calls.update(prof.get("device_copies", {}))
         lines.append(
             f"Profile of update() + compute() over {prof.get('pairs')} pairs: {prof['wall_seconds']} s under the "
             f"profiler (update {prof.get('update_seconds')} s), device busy "
             + ("- (no CUDA)" if busy is None else f"{busy:.1%} of it ({device} s of kernels)")
-            + "; runtime calls: "
+            + "; runtime calls and device copies: "
             + (", ".join(f"{name} {n}" for name, n in calls.items()) or "-")
             + f"; tables in `{prof.get('table_file')}`."
         )

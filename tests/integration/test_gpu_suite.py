@@ -132,9 +132,11 @@ def test_profile_figures_sum_the_device_s_own_events_and_count_runtime_calls() -
         event("cudaLaunchKernel", 30, 9_000.0, 0.0),
         event("cudaStreamSynchronize", 4, 1_000_000.0, 0.0),
         event("cudaLaunchKernelExC", 7, 100.0, 0.0),
+        event("Memcpy DtoH (Device -> Pageable)", 4, 0.0, 4_000.0, "DeviceType.CUDA"),
     ]
     figures = diagnosis.profile_figures(averages, wall=2.0, cuda=True)
-    assert figures["device_seconds"] == 0.5 and figures["busy_share"] == 0.25
+    assert figures["device_seconds"] == 0.504 and figures["busy_share"] == 0.252
+    assert figures["device_copies"] == {"Memcpy DtoH (Device -> Pageable)": 4}
     assert figures["runtime_calls"]["cudaLaunchKernel"] == 30 and figures["runtime_calls"]["cudaMemcpy"] == 0
     assert figures["other_runtime_calls"] == {"cudaLaunchKernelExC": 7}
     assert figures["top_cpu_ops"][0] == {"name": "cudaStreamSynchronize", "self_cpu_ms": 1000.0, "calls": 4}
