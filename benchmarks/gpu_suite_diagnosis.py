@@ -166,12 +166,6 @@ class PassCounter:
         return {"forward_passes": self.passes if self._hook is not None else None, "texts_embedded": self.texts}
 
 
-def _set_sync_debug(mode: str) -> None:
-    import torch
-
-    torch.cuda.set_sync_debug_mode(mode)
-
-
 def step_syncs(suite: Any) -> dict:
     """Where update() and compute() of the bfloat16 metric (2,000 pairs) make the host wait for the device:
     torch's sync debug mode warns at each synchronising CUDA call, and each warning's stack names the line.
@@ -186,7 +180,7 @@ def step_syncs(suite: Any) -> dict:
     with SyncRecorder() as recorder, PassCounter(metric) as passes:
         try:
             if cuda:
-                _set_sync_debug("warn")
+                torch.cuda.set_sync_debug_mode("warn")
             recorder.phase = "update"
             done = _feed(metric, cands, refs, start + suite.cap("syncs") / 2)
             updated = time.perf_counter()
@@ -194,7 +188,7 @@ def step_syncs(suite: Any) -> dict:
             metric.compute()
         finally:
             if cuda:
-                _set_sync_debug("default")
+                torch.cuda.set_sync_debug_mode("default")  # never left on
     suite.sync()
     out: dict = {"pairs": done, "updates": -(-done // UPDATE), **recorder.summary()}
     out.update(update_seconds=round(updated - start, 3), compute_seconds=round(time.perf_counter() - updated, 3))
