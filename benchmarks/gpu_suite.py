@@ -25,7 +25,9 @@ versions, and for each step its pairs/s and share of the card's dense peak, `PEA
 
 Steps, in order: the bare forward pass (batches of one length, padded, packed; float32 and bfloat16); a text's
 vectors alone and in a pack; the whole metric (update + compute) on 10,000 pairs in float32 and on 25,000 and
-100,000 in bfloat16 (peak memory of each), and the 10,000 in batches of one length (which batching is faster,
+100,000 in bfloat16 (peak memory of each); the diagnosis of the bfloat16 metric's time beyond the bare pass
+(`gpu_suite_diagnosis.py`: where update() and compute() make the host wait for the device, a torch profile of
+both, and what update()'s tokenising costs); the 10,000 in batches of one length (which batching is faster,
 per dtype); bert-score on the same 10,000; float32 scores on the device against
 a float64 CPU oracle (300 pairs); a Lightning `val_metric` epoch; and what `gpu_checks.py` checked (compute()
 on the module's device, the command line with `--device`, the out-of-memory back-off); last, the packed
@@ -50,9 +52,10 @@ sys.path.insert(0, str(HERE.parent / "src"))
 DATA = HERE.parent / "tests" / "data" / "wmt"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
-#: Seconds each step may take (it stops feeding work past it). The caps add up to 9 minutes, but steps
-#: mostly end well before them (about 5 minutes in all at the H200's last rates) and no step starts past the
-#: suite's budget (`--budget`, 400 s), so the whole stays under 8 minutes on an H100.
+#: Seconds each step may take (it stops feeding work past it). The caps add up to 10 minutes, but steps
+#: mostly end well before them (about 5 minutes in all at the H200's last rates, the diagnosis steps' 10,000
+#: and 25,000 pairs adding well under a minute) and no step starts past the suite's budget (`--budget`,
+#: 400 s), so the whole stays under 8 minutes on an H100.
 CAPS = {
     "bare": 15.0,  # each of six passes
     "pack_exactness": 15.0,
@@ -60,6 +63,9 @@ CAPS = {
     "bert_score": 40.0,
     "metric_bfloat16_25k": 40.0,
     "metric_bfloat16_100k": 90.0,
+    "syncs": 20.0,
+    "profile": 45.0,
+    "tokenise": 25.0,
     "metric_one_length": 40.0,
     "oracle": 60.0,
     "lightning": 30.0,
@@ -81,6 +87,7 @@ SHAPES = {
 UPDATE = 64  # pairs per update(), as a validation loop feeds them
 
 from gpu_suite_checks import step_cli, step_module_device, step_out_of_memory  # noqa: E402
+from gpu_suite_diagnosis import step_profile, step_syncs, step_tokenise  # noqa: E402
 from gpu_suite_report import environment, peaks_of, report  # noqa: E402
 
 
@@ -553,6 +560,9 @@ def run_steps(suite: Suite, out_dir: Path, only: list[str], budget: float) -> No
         "bert_score": step_bert_score,
         "metric_bfloat16_25k": step_metric_bfloat16_25k,
         "metric_bfloat16_100k": step_metric_bfloat16_100k,
+        "syncs": step_syncs,
+        "profile": lambda s: step_profile(s, out_dir),
+        "tokenise": step_tokenise,
         "metric_one_length": step_metric_one_length,
         "oracle": step_oracle,
         "lightning": step_lightning,

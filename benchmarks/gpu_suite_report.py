@@ -118,6 +118,60 @@ def targets(results: dict) -> list[tuple[str, str, bool | None]]:
     return out
 
 
+def diagnosis(results: dict) -> list[str]:
+    """The "## Diagnosis" section's lines (`gpu_suite_diagnosis.py`'s steps, those that ran): the waits for
+    the device and their top sites, the profile's busy share, runtime calls and costliest host ops, and what
+    tokenising costs. Empty where none of the steps ran."""
+    syncs, prof, tok = (results.get(k, {}) for k in ("syncs", "profile", "tokenise"))
+    lines: list[str] = []
+    if "syncs" in syncs:
+        lines += [
+            f"Host waits for the device (sync debug mode) over {syncs.get('pairs')} pairs "
+            f"({syncs.get('forward_passes')} forward passes): {syncs['syncs']} "
+            f"(by phase {syncs.get('by_phase')}){'; ' + syncs['note'] if 'note' in syncs else ''}.",
+            "",
+        ]
+        if syncs.get("sites"):
+            lines += ["| our line | innermost line | waits |", "| --- | --- | ---: |"]
+            lines += [f"| `{s['ours']}` | `{s['innermost']}` | {s['count']} |" for s in syncs["sites"]]
+            lines.append("")
+    if "wall_seconds" in prof:
+        busy, device = prof.get("busy_share"), prof.get("device_seconds")
+        calls = {**prof.get("runtime_calls", {}), **prof.get("other_runtime_calls", {})}
+        calls.update(prof.get("device_copies", {}))
+        lines.append(
+            f"Profile of update() + compute() over {prof.get('pairs')} pairs: {prof['wall_seconds']} s under the "
+            f"profiler (update {prof.get('update_seconds')} s), device busy "
+            + ("- (no CUDA)" if busy is None else f"{busy:.1%} of it ({device} s of kernels)")
+            + "; runtime calls and device copies: "
+            + (", ".join(f"{name} {n}" for name, n in calls.items()) or "-")
+            + f"; tables in `{prof.get('table_file')}`."
+        )
+        ops = ", ".join(f"{o['name']} {o['self_cpu_ms']} ms/{o['calls']}" for o in prof.get("top_cpu_ops", []))
+        lines += ["", f"Costliest host ops (self CPU ms/calls): {ops}.", ""]
+    if "update" in tok:
+        cores = f"{tok.get('cpu_count')} cores, {tok.get('affinity')} usable, torch threads {tok.get('torch_threads')}"
+        lines += [
+            f"Tokenising {tok.get('texts')} texts ({cores}; tokenizers {tok.get('tokenizers')}, "
+            f"TOKENIZERS_PARALLELISM={tok.get('TOKENIZERS_PARALLELISM')}, "
+            f"RAYON_NUM_THREADS={tok.get('RAYON_NUM_THREADS')}):",
+            "",
+            "| what | texts | seconds | texts/s | cores used |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for key, figures in tok.items():
+            if isinstance(figures, dict) and "texts_per_s" in figures:
+                done = figures["done"] * (2 if key in ("encode_pairs", "update") else 1)
+                lines.append(
+                    f"| {key} | {done} | {figures['seconds']} | {figures['texts_per_s']} "
+                    f"| {figures.get('cores_used')} |"
+                )
+        lines.append("")
+    while lines and not lines[-1]:
+        lines.pop()
+    return ["", "## Diagnosis", "", *lines] if lines else []
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
@@ -154,6 +208,7 @@ def report(suite: Any, env: dict, command: str) -> str:
         f"| {name} | {got} | {'-' if met is None else 'yes' if met else 'NOT met'} |"
         for name, got, met in targets(suite.results)
     ]
+    lines += diagnosis(suite.results)
     shown = {k: {kk: vv for kk, vv in v.items() if kk != "f1"} for k, v in suite.results.items()}
     lines += ["", "## Every step", "", "```json", json.dumps(shown, indent=1, default=str), "```", ""]
     return "\n".join(lines)
