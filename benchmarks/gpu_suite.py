@@ -31,7 +31,8 @@ both, and what update()'s tokenising costs); the 10,000 in batches of one length
 per dtype); bert-score on the same 10,000; float32 scores on the device against
 a float64 CPU oracle (300 pairs); a Lightning `val_metric` epoch; and what `gpu_checks.py` checked (compute()
 on the module's device, the command line with `--device`, the out-of-memory back-off); last, the packed
-bfloat16 pass at larger token budgets and the metric with the fastest (`pack_budgets`).
+bfloat16 pass at larger token budgets and the metric with the fastest (`pack_budgets`), and the metric with
+matching batches that gather more vectors (`gather_budgets`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ CAPS = {
     "cli": 40.0,
     "out_of_memory": 40.0,
     "pack_budgets": 60.0,
+    "gather_budgets": 30.0,
 }
 #: Pairs of each step: the issue's sizes, and the dry run's.
 SIZES = {
@@ -351,6 +353,29 @@ def step_pack_budgets(suite: Suite) -> dict:
     return out
 
 
+#: Vector elements a matching batch may gather, beside the accelerator's default (`gather_elements`, 2**22).
+GATHER_BUDGETS = (1 << 24, 1 << 26)
+
+
+def step_gather_budgets(suite: Suite) -> dict:
+    """The whole bfloat16 metric at 25,000 pairs with matching batches that gather more vectors than the
+    default: at 2**22 elements a batch holds ~34 WMT pairs of roberta-large's width, so 100,000 pairs make
+    ~3,000 batches of ~20 launches each; larger ones may pay, at the cost of their memory (peak MiB); the
+    default changes only once this measures it (its own figures: `metric_bfloat16_25k`)."""
+    from bertscore_tm.scoring import matching
+
+    default, out = matching.gather_elements, {}
+    try:
+        for budget in GATHER_BUDGETS if not suite.dry else (1 << 12, 1 << 14):
+            matching.gather_elements = lambda device, budget=budget: budget  # type: ignore[misc]
+            cap = suite.cap("gather_budgets") / len(GATHER_BUDGETS)
+            run = _metric_run(suite, "bfloat16", suite.size("bf16_small"), cap)
+            out[f"metric bfloat16, gather {budget}"] = {k: v for k, v in run.items() if k != "f1"}
+    finally:
+        matching.gather_elements = default
+    return out
+
+
 def _metric_run(
     suite: Suite, dtype: str, pairs: int, cap: float, batching: str | None = None, budget: int | None = None
 ) -> dict:
@@ -570,6 +595,7 @@ def run_steps(suite: Suite, out_dir: Path, only: list[str], budget: float) -> No
         "cli": lambda s: step_cli(s, out_dir),
         "out_of_memory": step_out_of_memory,
         "pack_budgets": step_pack_budgets,
+        "gather_budgets": step_gather_budgets,
     }
     began = time.perf_counter()
     for name, step in steps.items():

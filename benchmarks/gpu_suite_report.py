@@ -77,6 +77,9 @@ def _rows(results: dict) -> list[tuple[str, dict, str]]:
     for what, figures in results.get("pack_budgets", {}).items():
         if isinstance(figures, dict) and "pairs_per_s" in figures:
             rows.append((f"{'bare pass, ' if what.startswith('packed') else ''}{what}", figures, "bfloat16"))
+    for what, figures in results.get("gather_budgets", {}).items():
+        if isinstance(figures, dict) and "pairs_per_s" in figures:
+            rows.append((what, figures, "bfloat16"))
     for dtype, figures in results.get("metric_one_length", {}).items():
         if isinstance(figures, dict) and "pairs_per_s" in figures:
             rows.append((f"metric, {dtype}, batches of one length (before accelerator batching)", figures, dtype))
