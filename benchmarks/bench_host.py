@@ -1,0 +1,73 @@
+"""The host's share of a compute() in accelerator batching, measured on a CPU (issue 37): the whole metric over
+the WMT pairs repeated (the device suite's pairs: `gpu_suite.wmt_pairs`), with the forward pass replaced by a
+stand-in that returns unit vectors at once, so what is left is the host's work (finding the distinct texts,
+planning blocks, packs and matching batches, building index tensors, Python) and matching at the dry shape's
+small width. On a GPU that work runs beside the device's, and where anything makes the host wait it adds to
+it: the 2026-11-28 H100 run's compute() took 9.3 s for 100,000 bfloat16 pairs where the bare pass would take
+about 6.2 s. A CPU proxy, so that the host's part can be cut and measured in sessions without a GPU; it is
+not a GPU figure.
+
+    python benchmarks/bench_host.py                  # 100,000 pairs, 2 rounds
+    python benchmarks/bench_host.py --pairs 20000 --rounds 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+UPDATE = 64  # pairs per update(), as a validation loop feeds them (the device suite's)
+
+
+def stand_in(model: Any, seqs: Any, score_budget: int, fused: bool = False, lengths: Any = None) -> tuple:
+    """`packed_forward`'s result without the model: a unit-norm row a token (the model's width), each
+    sequence's first row."""
+    sizes = [len(s) for s in seqs] if lengths is None else lengths
+    starts = [0, *torch.tensor(sizes).cumsum(0).tolist()]
+    width = model.config.hidden_size
+    return torch.full((starts[-1], width), width**-0.5), starts[:-1]
+
+
+def one_round(path: str, layers: int, cands: list[str], refs: list[str]) -> tuple[float, float]:
+    """(update seconds, compute seconds) of one metric over the pairs, in accelerator batching."""
+    from bertscore_tm import BERTScore
+
+    metric = BERTScore(path, num_layers=layers)
+    metric.embedder._batching = "accelerator"  # the packs, blocks and batches of a GPU's compute()
+    metric.embedder.max_tokens = 16384  # the accelerator's budget (a CPU's default is 2,048)
+    start = time.perf_counter()
+    for i in range(0, len(cands), UPDATE):
+        metric.update(cands[i : i + UPDATE], refs[i : i + UPDATE])
+    updated = time.perf_counter()
+    metric.compute()
+    return updated - start, time.perf_counter() - updated
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    import bertscore_tm.embedding.embedder as embedder_module
+    import gpu_suite
+
+    path, layers, _ = gpu_suite.build_model(True, None)  # the dry run's tiny shape: its width, MiniLM's tokenizer
+    embedder_module.packed_forward = stand_in
+    cands, refs = gpu_suite.wmt_pairs(args.pairs)
+    one_round(path, layers, cands[:UPDATE], refs[:UPDATE])  # warm up
+    rounds = [one_round(path, layers, cands, refs) for _ in range(args.rounds)]
+    update, compute = min(r[0] for r in rounds), min(r[1] for r in rounds)
+    print(f"{args.pairs} pairs, best of {args.rounds}: update() {update:.2f} s, compute() {compute:.2f} s (host work)")
+
+
+if __name__ == "__main__":
+    main()
