@@ -13,6 +13,7 @@ import copy
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.errors import ArgumentValueError, ModelSetupError, warn_user
+from bertscore_tm.models.ahead import tokenise_ahead
 from bertscore_tm.models.model_family import uses_prefix_space
 
 #: Tokenizers report this (or more) when they know no maximum length.
@@ -234,8 +236,21 @@ class TextEncoder:
         warning per kind (truncated, blank) counting both sides: two warnings of the same text would show as
         one under Python's default warning filter, hiding the second side's count. The warnings name the
         user's line (`warn_user`). Both sides are tokenised in one call, so a text on both is tokenised once."""
-        ids, lens, cut = self._tokenize_each([*cands, *refs])
-        n, split = len(cands), int(lens[: len(cands)].sum())
+        return self._split_pairs(len(cands), *self._tokenize_each([*cands, *refs]))
+
+    def encode_pairs_ahead(self, cands: Sequence[str], refs: Sequence[str]) -> PendingPairs | None:
+        """`encode_pairs` with the tokenizer's work on the process's tokenising thread
+        (`bertscore_tm.models.ahead`): the pairs' ids once done, its warnings said when they are taken. None
+        where this encoder has no Rust tokenizer of its own (`rust_tokenizer`): a tokenizer's Python wrapper
+        sets its backend up before each call, so it is only ever called from the caller's thread."""
+        if self.rust_tokenizer() is None:
+            return None
+        stripped, distinct = self._distinct([*cands, *refs])
+        return PendingPairs(self, len(cands), stripped, distinct, tokenise_ahead(self._rust_ids, distinct))
+
+    def _split_pairs(self, n: int, ids: Tensor, lens: Tensor, cut: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The first `n` texts' ids and lengths (the candidates), then the others', warning once per kind."""
+        split = int(lens[:n].sum())
         c_lens, r_lens = lens[:n], lens[n:]
         self._warn(
             {"candidate": int(cut[:n].sum()), "reference": int(cut[n:].sum())},
@@ -251,11 +266,21 @@ class TextEncoder:
     def _tokenize_each(self, texts: Sequence[str]) -> tuple[Tensor, Tensor, Tensor]:
         """Flat int32 ids, int32 lengths and which texts were truncated (bool); each distinct text is
         tokenised once (a reference judged with several candidates, say)."""
+        stripped, distinct = self._distinct(texts)
+        return self._assembled(stripped, distinct, *(self._ids(distinct) if distinct else ([], [])))
+
+    def _distinct(self, texts: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The texts as tokenised (stripped, with the family's prefix space), and the distinct ones in order."""
         stripped = [t.strip() for t in texts]
         if self.prefix_space:
             stripped = [" " + t if t else t for t in stripped]
-        distinct = list(dict.fromkeys(stripped))
-        ids, cut = self._ids(distinct) if distinct else ([], [])
+        return stripped, list(dict.fromkeys(stripped))
+
+    @staticmethod
+    def _assembled(
+        stripped: list[str], distinct: list[str], ids: list[list[int]], cut: list[bool]
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """`_tokenize_each`'s tensors from the distinct texts' ids and truncation flags."""
         if len(distinct) != len(stripped):  # each text's ids and truncation are its distinct text's
             position = {text: i for i, text in enumerate(distinct)}
             which = [position[text] for text in stripped]
@@ -264,15 +289,21 @@ class TextEncoder:
         flat = torch.from_numpy(np.fromiter(chain.from_iterable(ids), dtype=np.int32, count=int(lens.sum())))
         return flat, lens, torch.tensor(cut, dtype=torch.bool)
 
+    def _rust_ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
+        """Each text's ids and whether it was truncated, from `rust_tokenizer`'s copy (whose settings never
+        change, so any thread may call it): without character offsets where the library can (the same ids, a
+        quarter faster)."""
+        rust = self._rust
+        encode = getattr(rust, "encode_batch_fast", rust.encode_batch)
+        encodings = encode(texts, add_special_tokens=True)
+        return [e.ids for e in encodings], [bool(e.overflowing) for e in encodings]
+
     def _ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
         """Each text's ids and whether it was truncated: from the Rust tokenizer itself where `rust_tokenizer`
         gives one (the same ids, without the Python wrapper's per-text dictionaries), else from the
         tokenizer."""
-        rust = self.rust_tokenizer()
-        if rust is not None:  # without character offsets where the library can (the same ids, a quarter faster)
-            encode = getattr(rust, "encode_batch_fast", rust.encode_batch)
-            encodings = encode(texts, add_special_tokens=True)
-            return [e.ids for e in encodings], [bool(e.overflowing) for e in encodings]
+        if self.rust_tokenizer() is not None:
+            return self._rust_ids(texts)
         kwargs: dict[str, object] = {"add_special_tokens": True}
         if not self.truncate:  # long texts: keep every token, and no "longer than the model" log line
             kwargs["verbose"] = False
@@ -363,3 +394,21 @@ def _counted(by_side: Mapping[str, int], kind: str = "") -> str:
         return head
     sides = ", ".join(f"{n} {side}{'' if n == 1 else 's'}" for side, n in by_side.items() if n)
     return f"{head} ({sides})"
+
+
+class PendingPairs:
+    """Pairs being tokenised on the tokenising thread (`TextEncoder.encode_pairs_ahead`): `ready` says whether
+    their ids are in; `result` waits for them and gives what `encode_pairs` gives, warnings included (said
+    then), or raises the tokenizer's error. In a process forked after they were handed over (whose copy of the
+    thread never runs) they are tokenised again in the caller's thread, never waited for."""
+
+    def __init__(self, encoder: TextEncoder, n: int, stripped: list[str], distinct: list[str], future: Future) -> None:
+        self.encoder, self.n, self.stripped, self.distinct, self.future = encoder, n, stripped, distinct, future
+        self.pid = os.getpid()
+
+    def ready(self) -> bool:
+        return self.pid == os.getpid() and self.future.done()
+
+    def result(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        ids, cut = self.future.result() if self.pid == os.getpid() else self.encoder._rust_ids(self.distinct)
+        return self.encoder._split_pairs(self.n, *self.encoder._assembled(self.stripped, self.distinct, ids, cut))

@@ -25,6 +25,7 @@ from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.encoder import ModelRequest, load_model
 from bertscore_tm.models.masks import IgnoreRule
 from bertscore_tm.models.prompts import encode_prompted_pairs
+from bertscore_tm.models.tokenizing import PendingPairs
 from bertscore_tm.models.user_model import ForwardFn
 from bertscore_tm.scoring.baselines import baseline_rows, f_beta_baseline, find_baseline, read_baseline, rescale
 from bertscore_tm.scoring.hashcode import HashSignature, names_context
@@ -147,6 +148,14 @@ class Scorer:
         if context is not None:
             sides = (context, [c for c, n in zip(context, counts, strict=True) for _ in range(int(n))])
         return encode_prompted_pairs(self.encoder, cands, refs, self.prompts, sides)
+
+    def encode_pairs_ahead(self, cands: Sequence[str], refs: Sequence[str]) -> PendingPairs | None:
+        """`encode_pairs` of pairs without a prompt or a context, tokenised on the process's tokenising thread
+        (`TextEncoder.encode_pairs_ahead`); None where this setting tokenises in the caller's thread only (a
+        prompt, or a tokenizer without a Rust tokenizer of its own)."""
+        if self.prompts != (None, None):
+            return None
+        return self.encoder.encode_pairs_ahead(cands, refs)
 
     def token_flags(self, *ids: Tensor) -> Tensor | None:
         """The ignored-token table the scoring rules take (`token_rules`): the mask's, or none flagged where only

@@ -1,0 +1,230 @@
+"""Tokenising ahead (bertscore_tm.models.ahead): update() hands its texts to a background thread and returns;
+its pairs must join the state, in order and bit for bit as a synchronous update() adds them, before anything
+reads it (torchmetrics' forward, merge_state, copies, pickles, reset, a user), and its errors and warnings
+must still reach the user."""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import threading
+import time
+import warnings
+
+import pytest
+import torch
+
+from bertscore_tm import BERTScore
+from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.models import ahead
+from bertscore_tm.models.tokenizing import TextEncoder
+from tests.conftest import MINILM
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+TOKEN_STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts")
+
+
+@pytest.fixture(scope="module")
+def pairs(wmt) -> tuple[list[str], list]:
+    """WMT pairs, with a repeated text, a blank one, several references for some, and a long one cut."""
+    cands = [*wmt["hyps_long"][:150], "   ", wmt["hyps_long"][0], "word " * 700]
+    refs: list = [*wmt["refs_long"][:150], "a reference", [wmt["refs_long"][1], wmt["refs"][2]], "x"]
+    return cands, refs
+
+
+@pytest.fixture
+def held(monkeypatch):
+    """The tokenising thread held until `.set()`: update()s stay queued while a test reads the metric."""
+    gate = threading.Event()
+    real = TextEncoder._rust_ids
+
+    def slow(self, texts):
+        gate.wait(timeout=60)
+        return real(self, texts)
+
+    monkeypatch.setattr(TextEncoder, "_rust_ids", slow)
+    yield gate
+    gate.set()
+
+
+def _fed(pairs, ahead_on: bool, **kwargs) -> BERTScore:
+    metric = BERTScore(MINILM, **kwargs)
+    metric.tokenise_ahead = ahead_on
+    cands, refs = pairs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(0, len(cands), 16):
+            metric.update(cands[i : i + 16], refs[i : i + 16], indexes=list(range(i, min(i + 16, len(cands)))))
+    return metric
+
+
+def test_pairs_tokenised_ahead_make_the_very_state_and_scores_of_synchronous_updates(pairs) -> None:
+    ahead_metric, plain = _fed(pairs, True, idf=True), _fed(pairs, False, idf=True)
+    for name in (*TOKEN_STATES, "indexes"):
+        assert torch.equal(torch.cat(getattr(ahead_metric, name)), torch.cat(getattr(plain, name))), name
+    assert torch.equal(ahead_metric.doc_freq, plain.doc_freq) and int(ahead_metric.num_refs) == int(plain.num_refs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, want = ahead_metric.compute(), plain.compute()
+    assert all(torch.equal(got[key], want[key]) for key in want)
+
+
+def test_every_reader_of_the_state_takes_the_queued_pairs_in_first(pairs, held) -> None:
+    cands, refs = pairs[0][:40], pairs[1][:40]
+    metric = BERTScore(MINILM)
+    metric.tokenise_ahead = True
+    metric.update(cands[:20], refs[:20])
+    metric.update(cands[20:], refs[20:])
+    assert len(metric._queued) == 2  # the thread is held: nothing joined yet
+    held.set()
+    assert sum(len(x) for x in metric.cand_lens) == 40 and not metric._queued  # a plain read, in order
+    plain = BERTScore(MINILM)
+    plain.update(cands, refs)
+    assert torch.equal(torch.cat(metric.cand_ids), torch.cat(plain.cand_ids))
+
+
+@pytest.mark.parametrize("reader", ["deepcopy", "pickle", "merge_state", "metric_state", "to", "compute"])
+def test_copies_merges_moves_and_compute_hold_every_queued_pair(pairs, held, reader: str) -> None:
+    cands, refs = pairs[0][:24], pairs[1][:24]
+    metric = BERTScore(MINILM)
+    metric.tokenise_ahead = True
+    metric.update(cands, refs)
+    threading.Timer(0.2, held.set).start()  # released while the reader waits for the tokens
+    if reader == "deepcopy":
+        metric = copy.deepcopy(metric)
+    elif reader == "pickle":
+        metric = pickle.loads(pickle.dumps(metric))
+    elif reader == "merge_state":
+        other = BERTScore(MINILM)
+        other.merge_state(metric)
+        metric = other
+    elif reader == "metric_state":
+        assert len(metric.metric_state["cand_lens"]) == 1
+    elif reader == "to":
+        metric = metric.to("cpu")
+    assert metric.compute()["f1"].shape == (24,)
+
+
+def test_forward_scores_its_batch_and_keeps_the_queued_pairs_before_it(pairs) -> None:
+    cands, refs = pairs[0][:30], pairs[1][:30]
+    metric, plain = BERTScore(MINILM), BERTScore(MINILM)
+    metric.tokenise_ahead = True
+    metric.update(cands[:10], refs[:10])
+    batch = metric(cands[10:30], refs[10:30])  # torchmetrics' forward: this batch alone, then merged
+    plain.update(cands[:10], refs[:10])
+    want_batch = plain(cands[10:30], refs[10:30])
+    assert torch.equal(batch["f1"], want_batch["f1"])
+    assert torch.equal(metric.compute()["f1"], plain.compute()["f1"])
+
+
+def test_reset_drops_what_was_queued_without_waiting_for_it(pairs, held) -> None:
+    metric = BERTScore(MINILM)
+    metric.tokenise_ahead = True
+    metric.update(pairs[0][:8], pairs[1][:8])
+    started = time.perf_counter()
+    metric.reset()  # the thread is still held: taking the batch in would wait for it
+    assert time.perf_counter() - started < 30 and not metric.__dict__["_queued"]
+    held.set()
+    metric.update(pairs[0][8:10], pairs[1][8:10])
+    assert metric.compute()["f1"].shape == (2,)
+
+
+def test_a_batch_whose_tokens_fail_raises_when_taken_and_the_others_stay(held) -> None:
+    """idf_weights without a weight for a token of one batch: its error, naming the problem, is raised where
+    the batch joins (compute()); it adds nothing, and the batch queued after it joins at the next read."""
+    plain = BERTScore(MINILM)
+    bad = plain.scorer.encoder.tokenizer.convert_tokens_to_ids("perfectly")  # not through the held thread
+    weights = {i: 1.0 for i in range(plain.scorer.vocab_size) if i != bad}
+    metric = BERTScore(MINILM, idf=True, idf_weights=weights)
+    metric.tokenise_ahead = True
+    metric.update(["a perfectly ordinary sentence"], ["another ordinary sentence"])
+    metric.update(["an ordinary sentence"], ["another ordinary sentence"])
+    held.set()
+    with pytest.raises(ArgumentValueError, match="idf_weights has no weight for 1 token id"):
+        metric.compute()
+    assert len(metric.__dict__["_queued"]) == 1
+    assert metric.compute()["f1"].shape == (1,)
+
+
+def test_warnings_of_a_queued_batch_are_said_when_it_joins(pairs, held) -> None:
+    metric = BERTScore(MINILM)
+    metric.tokenise_ahead = True
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        metric.update(["   ", "fine"], ["a reference", "another"])
+    assert not [w for w in seen if "blank" in str(w.message)]
+    held.set()
+    with pytest.warns(UserWarning, match="1 blank text"):
+        metric.compute()
+
+
+def test_prompts_contexts_and_the_cpu_default_tokenise_in_the_callers_thread(pairs) -> None:
+    cands, refs = pairs[0][:4], pairs[1][:4]
+    assert BERTScore.tokenise_ahead is None and not BERTScore(MINILM)._tokenises_ahead()  # a CPU metric
+    prompted = BERTScore(MINILM, candidate_prompt="query: ")
+    prompted.tokenise_ahead = True
+    prompted.update(cands, refs)
+    contexted = BERTScore(MINILM)
+    contexted.tokenise_ahead = True
+    contexted.update(cands, refs, context=["some context"] * 4)
+    assert not prompted.__dict__["_queued"] and not contexted.__dict__["_queued"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="a platform without fork")
+def test_a_process_forked_with_pairs_queued_tokenises_them_itself_and_never_hangs(pairs, held) -> None:
+    cands, refs = pairs[0][:12], pairs[1][:12]
+    metric = BERTScore(MINILM)
+    metric.tokenise_ahead = True
+    metric.update(cands, refs)  # held: still queued when the process forks
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its copy of the thread never runs
+        code = 1
+        try:
+            os.close(reader)
+            held.set()  # the child's own gate: only the parent's thread waits at the parent's
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                f1 = metric.compute()["f1"]
+            os.write(writer, pickle.dumps(f1.tolist()))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writer)
+    deadline = time.monotonic() + 60
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            pytest.fail("the forked process hung on its queued pairs")
+        time.sleep(0.1)
+    got = pickle.loads(os.read(reader, 1 << 20))
+    held.set()
+    plain = BERTScore(MINILM)
+    plain.update(cands, refs)
+    assert got == plain.compute()["f1"].tolist()
+
+
+def test_the_thread_encodes_waiting_jobs_together_and_hands_each_its_share() -> None:
+    calls: list[int] = []
+    gate, entered = threading.Event(), threading.Event()
+
+    def encode(texts):
+        entered.set()
+        gate.wait(timeout=60)
+        calls.append(len(texts))
+        if "boom" in texts:
+            raise ValueError("boom")
+        return [[len(t)] for t in texts], [False] * len(texts)
+
+    first = ahead.tokenise_ahead(encode, ["a"])
+    assert entered.wait(timeout=60)  # the thread took the first job alone and waits at the gate
+    later = [ahead.tokenise_ahead(encode, ["bb", "ccc"]), ahead.tokenise_ahead(encode, ["dddd"])]
+    gate.set()
+    assert first.result(timeout=60) == ([[1]], [False])
+    assert [f.result(timeout=60)[0] for f in later] == [[[2], [3]], [[4]]]
+    assert calls[-1] == 3  # the two waiting jobs in one call
+    failed = ahead.tokenise_ahead(encode, ["boom"])
+    with pytest.raises(ValueError, match="boom"):
+        failed.result(timeout=60)
