@@ -7,8 +7,13 @@ it: the 2026-11-28 H100 run's compute() took 9.3 s for 100,000 bfloat16 pairs wh
 about 6.2 s. A CPU proxy, so that the host's part can be cut and measured in sessions without a GPU; it is
 not a GPU figure.
 
+`--loop` measures tokenising ahead instead (`BERTScore.tokenise_ahead`): a validation loop whose every step
+waits 4 ms for a device (a sleep) and then calls update() with 64 pairs, tokenising in the caller's thread
+against ahead, in turns; the whole loop's seconds, the queue taken in at its end.
+
     python benchmarks/bench_host.py                  # 100,000 pairs, 2 rounds
     python benchmarks/bench_host.py --pairs 20000 --rounds 1
+    python benchmarks/bench_host.py --loop --pairs 20000 --rounds 4
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "src")]  # this checkout's package, not an installed copy
 
 UPDATE = 64  # pairs per update(), as a validation loop feeds them (the device suite's)
+DEVICE_WAIT = 0.004  # seconds a `--loop` step waits for its device
 
 
 def stand_in(model: Any, seqs: Any, score_budget: int, fused: bool = False, lengths: Any = None) -> tuple:
@@ -51,10 +58,25 @@ def one_round(path: str, layers: int, cands: list[str], refs: list[str]) -> tupl
     return updated - start, time.perf_counter() - updated
 
 
+def loop_round(path: str, layers: int, cands: list[str], refs: list[str], ahead: bool) -> float:
+    """Seconds of a loop of steps that each wait `DEVICE_WAIT` s and then update() `UPDATE` pairs."""
+    from bertscore_tm import BERTScore
+
+    metric = BERTScore(path, num_layers=layers)
+    metric.tokenise_ahead = ahead
+    start = time.perf_counter()
+    for i in range(0, len(cands), UPDATE):
+        time.sleep(DEVICE_WAIT)  # the host waiting for the device's step (it holds no lock: the thread runs)
+        metric.update(cands[i : i + UPDATE], refs[i : i + UPDATE])
+    len(metric.cand_ids)  # a read of the state: the queued pairs join it
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--loop", action="store_true", help="tokenising ahead in a loop that waits for a device")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     import bertscore_tm.embedding.embedder as embedder_module
@@ -63,6 +85,14 @@ def main() -> None:
     path, layers, _ = gpu_suite.build_model(True, None)  # the dry run's tiny shape: its width, MiniLM's tokenizer
     embedder_module.packed_forward = stand_in
     cands, refs = gpu_suite.wmt_pairs(args.pairs)
+    if args.loop:
+        seconds: dict[bool, list[float]] = {False: [], True: []}
+        for k in range(args.rounds):
+            for ahead in (False, True) if k % 2 else (True, False):
+                seconds[ahead].append(round(loop_round(path, layers, cands, refs, ahead), 2))
+        waits = len(range(0, args.pairs, UPDATE)) * DEVICE_WAIT
+        print(f"{args.pairs} pairs: caller's thread {seconds[False]} s, ahead {seconds[True]} s (waits {waits:.2f} s)")
+        return
     one_round(path, layers, cands[:UPDATE], refs[:UPDATE])  # warm up
     rounds = [one_round(path, layers, cands, refs) for _ in range(args.rounds)]
     update, compute = min(r[0] for r in rounds), min(r[1] for r in rounds)
