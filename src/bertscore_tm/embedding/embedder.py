@@ -62,7 +62,7 @@ from bertscore_tm.embedding.prepacked_linear import PrepackedLinears
 from bertscore_tm.embedding.rows import copy_pieces, ragged_arange, table_rows, table_rows_of, table_span_of
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
 from bertscore_tm.models.prompts import unmarked
-from bertscore_tm.models.windows import WindowRule, head_lengths, piece_ids, plan_pieces
+from bertscore_tm.models.windows import Piece, WindowRule, head_lengths, piece_ids, plan_pieces
 
 if TYPE_CHECKING:
     from bertscore_tm.models.user_model import UserModel
@@ -472,9 +472,7 @@ class Embedder:
             done_now: set[int] = set()
             for batch in self._batches([pieces[i].size for i in todo]):
                 chosen = [pieces[todo[i]] for i in batch]
-                # a batch of whole texts lying one after another in the table is normalised straight into it
-                lay_out = table_span_of if self.packing else table_rows_of  # a pack's rows; a batch's [count, length]
-                direct = None if ranges is not None else lay_out(table, starts, chosen)
+                direct = None if ranges is not None else self._rows_of(table, starts, chosen)
                 try:
                     ids = [piece_ids(seqs[p.text], p, self.windows) for p in chosen]
                     rows = self.embed_rows(ids, out=direct, lengths=[p.size for p in chosen])
@@ -500,6 +498,11 @@ class Embedder:
                 f"it went on with {self.max_tokens}, which worked (kept for later passes; scores are unchanged)."
             )
         return starts
+
+    def _rows_of(self, table: Tensor, starts: list[int], chosen: list[Piece]) -> Tensor | None:
+        """The table's rows a batch of whole texts lying one after another there is normalised straight into: a
+        pack's rows, or a batch of one length's [count, length, ...] view; None where they do not lie so."""
+        return (table_span_of if self.packing else table_rows_of)(table, starts, chosen)
 
     def _drop_cached_memory(self) -> None:
         """After an out-of-memory error on CUDA: hand the allocator's cached, unused blocks back, so that the

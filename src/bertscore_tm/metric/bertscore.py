@@ -23,10 +23,11 @@ from bertscore_tm.embedding.embedder import own_precision
 from bertscore_tm.engines.paired import PairTokens, TokenMatches, corpus_counts, interleave, match_pairs, weigh_pairs
 from bertscore_tm.metric.checkpoint import check_loadable, fitted_counts, setting_digests
 from bertscore_tm.metric.indexes import PairPlan, checked_indexes
+from bertscore_tm.metric.queued import QueuedUpdates
 from bertscore_tm.metric.views import SettingViews
 from bertscore_tm.models.masks import IgnoreRule
 from bertscore_tm.models.prompts import check_context
-from bertscore_tm.models.tokenizing import PendingPairs, normalize_inputs
+from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.models.user_model import ForwardFn
 from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.scoring.idf import document_frequency
@@ -35,10 +36,6 @@ from bertscore_tm.scoring.scorer import Scorer, ScoringSettings
 from bertscore_tm.settings.arguments import LongTexts, OutputName, Reduction, validate_arguments
 
 _STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes")
-#: The most update()s whose pairs may wait for the tokenising thread (`tokenise_ahead`); one more waits for it.
-MOST_QUEUED = 32
-#: The states an update() that tokenises ahead adds to once its tokens are in (`BERTScore.__getattribute__`).
-_QUEUED_INTO = frozenset((*_STATES, "doc_freq", "num_refs", "context_seen"))
 
 
 def _cat(items: list[Tensor] | Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
@@ -49,7 +46,7 @@ def _cat(items: list[Tensor] | Tensor, dtype: torch.dtype, device: torch.device)
     return dim_zero_cat([x.to(device) for x in items])
 
 
-class BERTScore(SettingViews, Metric):
+class BERTScore(SettingViews, QueuedUpdates, Metric):
     """BERTScore (Zhang et al., 2019): precision, recall and F1 of greedy cosine matching of contextual
     token embeddings, equal to bert-score 0.3.13 to floating-point noise. Every argument: docs/metric.md.
 
@@ -93,12 +90,7 @@ class BERTScore(SettingViews, Metric):
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
-    #: Whether update() hands its texts to the process's tokenising thread and returns at once
-    #: (`bertscore_tm.models.ahead`; pairs without a prompt or a context, a tokenizer we loaded): None, the
-    #: default, does so where the metric computes on an accelerator, which would otherwise wait for the
-    #: tokenizer between a loop's steps. Its pairs join the state before anything reads it; the warnings of a
-    #: batch (truncated or blank texts) are said when it joins, at a later update() or at compute().
-    tokenise_ahead: bool | None = None
+    _QUEUED_INTO = frozenset((*_STATES, "doc_freq", "num_refs", "context_seen"))  # `QueuedUpdates`
 
     cand_ids: list[Tensor]
     cand_lens: list[Tensor]
@@ -168,8 +160,7 @@ class BERTScore(SettingViews, Metric):
         # keeps this constant through forward()'s state merge; never exchanged between ranks
         self.add_state("state_setting", setting_digests(s), dist_reduce_fx="max")
         self._collective = False
-        #: update()s' pairs still being tokenised on the tokenising thread: (pending, counts, indexes) each.
-        self._queued: list[tuple[PendingPairs, list[int], Tensor | None]] = []
+        self._queued = []  # update()s' pairs still being tokenised (`QueuedUpdates`)
         if device is not None:
             self.to(device)
 
@@ -239,22 +230,14 @@ class BERTScore(SettingViews, Metric):
         contexts = check_context(context, len(cands))
         if not cands:
             return
-        refs = [r for group in groups for r in group]
-        counts = [len(g) for g in groups]
-        ahead = self._tokenises_ahead() and contexts is None
+        refs, counts = [r for group in groups for r in group], [len(g) for g in groups]
+        ahead = self._tokenises_ahead() and contexts is None  # `QueuedUpdates`
         pending = self.scorer.encode_pairs_ahead(cands, refs) if ahead else None
         if pending is not None:
-            self._queued.append((pending, counts, index_tensor))
-            # what is done joins the state now, and the oldest waits past `MOST_QUEUED` (its ids are Python lists
-            # until it joins, nine times the state's bytes: the queue's memory stays bounded)
-            while self._queued and (self._queued[0][0].ready() or len(self._queued) > MOST_QUEUED):
-                self._take_queued(1)
-            return
+            return self._queue(pending, counts, index_tensor)
         self._add_pairs(self.scorer.encode_pairs(cands, refs, contexts, counts), counts, index_tensor, contexts)
 
-    def _add_pairs(
-        self, encoded: tuple[Tensor, ...], counts: list[int], index_tensor: Tensor | None, contexts: Any = None
-    ) -> None:
+    def _add_pairs(self, encoded: Any, counts: list[int], index_tensor: Tensor | None, contexts: Any = None) -> None:
         """Add tokenised pairs (`encode_pairs`' ids and lengths; references per candidate) to the state."""
         c_ids, c_lens, r_ids, r_lens = encoded
         self.scorer.check_known_weights(torch.cat([c_ids, r_ids]))
@@ -270,42 +253,6 @@ class BERTScore(SettingViews, Metric):
         self.num_refs += len(r_lens)
         if names_context(contexts):
             self.context_seen.fill_(1)
-
-    # -- tokenising ahead (`bertscore_tm.models.ahead`) --------------------------------------------------------
-    def _tokenises_ahead(self) -> bool:
-        return self.device.type != "cpu" if self.tokenise_ahead is None else bool(self.tokenise_ahead)
-
-    def _take_queued(self, most: int | None = None) -> None:
-        """Add the first `most` (all) of the pairs queued by update()s to the state, in their order, waiting for
-        their tokens where the thread has not done them yet. A batch whose tokenising failed raises its error
-        here and adds nothing, as a failed update() would; the batches after it stay queued."""
-        queued, self._queued = self._queued, []  # taken off first: adding reads the states (`__getattribute__`)
-        for k, (pending, counts, index_tensor) in enumerate(queued[:most]):
-            try:
-                self._add_pairs(pending.result(), counts, index_tensor)
-            except BaseException:
-                self._queued = queued[k + 1 :] + self._queued
-                raise
-        self._queued = queued[len(queued) if most is None else most :] + self._queued
-
-    def __getattribute__(self, name: str) -> Any:
-        # any read of a state the queued pairs go into (by torchmetrics' forward, merge_state, state_dict,
-        # pickling, reset or sync, by this package, or by a user) takes them in first: no reader can see a state
-        # that lacks pairs an update() was given
-        if name in _QUEUED_INTO and object.__getattribute__(self, "__dict__").get("_queued"):
-            object.__getattribute__(self, "_take_queued")()
-        return super().__getattribute__(name)
-
-    def reset(self) -> None:
-        """Clear the state, and drop what update()s queued (their tokens are never used)."""
-        self._queued = []
-        super().reset()
-
-    def __getstate__(self) -> dict[str, Any]:
-        """A copy or a pickle holds every pair an update() was given: queued pairs join the state first (torchmetrics
-        reads `__dict__` whole, past `__getattribute__`)."""
-        self._take_queued()
-        return super().__getstate__()
 
     # torchmetrics would gather every state onto every rank before compute(); we keep states local and
     # exchange only IDF counts and per-pair scores inside compute(), so sync() only notes whether to.

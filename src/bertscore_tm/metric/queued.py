@@ -1,0 +1,78 @@
+"""update()s that tokenise ahead (`bertscore_tm.models.ahead`): the Metric's queue of pairs still being tokenised
+on the process's tokenising thread, and the rule that they join the state, in order, before anything reads it.
+A mixin, so that the Metric's module holds the torchmetrics protocol alone."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from torch import Tensor
+
+from bertscore_tm.models.tokenizing import PendingPairs
+
+#: The most update()s whose pairs may wait for the tokenising thread: one more waits for the oldest (its ids are
+#: Python lists until it joins, nine times the state's bytes, so the queue's memory stays bounded).
+MOST_QUEUED = 32
+
+
+class QueuedUpdates:
+    """The queue of a `BERTScore` whose update()s tokenise ahead; the class names the states the pairs join
+    (`_QUEUED_INTO`) and adds them (`_add_pairs`)."""
+
+    #: Whether update() hands its texts to the process's tokenising thread and returns at once (pairs without a
+    #: prompt or a context, a tokenizer we loaded): None, the default, does so where the metric computes on an
+    #: accelerator, which would otherwise wait for the tokenizer between a loop's steps. The pairs join the state
+    #: before anything reads it; a batch's warnings (truncated or blank texts) and errors come when it joins, at
+    #: a later update() or at compute().
+    tokenise_ahead: bool | None = None
+    _QUEUED_INTO: ClassVar[frozenset[str]] = frozenset()
+    _queued: list[tuple[PendingPairs, list[int], Tensor | None]]
+
+    if TYPE_CHECKING:
+
+        @property
+        def device(self) -> Any: ...
+
+        def _add_pairs(self, encoded: Any, counts: list[int], index_tensor: Tensor | None) -> None: ...
+
+    def _tokenises_ahead(self) -> bool:
+        return self.device.type != "cpu" if self.tokenise_ahead is None else bool(self.tokenise_ahead)
+
+    def _queue(self, pending: PendingPairs, counts: list[int], index_tensor: Tensor | None) -> None:
+        """Queue an update()'s pairs; those already tokenised join the state now, and the oldest is waited for
+        past `MOST_QUEUED`."""
+        self._queued.append((pending, counts, index_tensor))
+        while self._queued and (self._queued[0][0].ready() or len(self._queued) > MOST_QUEUED):
+            self._take_queued(1)
+
+    def _take_queued(self, most: int | None = None) -> None:
+        """Add the first `most` (all) of the queued pairs to the state, in order, waiting for their tokens where
+        the thread has not done them yet. A batch whose tokenising failed raises its error here and adds nothing,
+        as a failed update() would; the batches after it stay queued."""
+        queued, self._queued = self._queued, []  # taken off first: adding reads the states (`__getattribute__`)
+        for k, (pending, counts, index_tensor) in enumerate(queued[:most]):
+            try:
+                self._add_pairs(pending.result(), counts, index_tensor)
+            except BaseException:
+                self._queued = queued[k + 1 :] + self._queued
+                raise
+        self._queued = queued[len(queued) if most is None else most :] + self._queued
+
+    def __getattribute__(self, name: str) -> Any:
+        # any read of a state the queued pairs join (by torchmetrics' forward, merge_state, sync or reset, by
+        # this package, or by a user) takes them in first: no reader can see a state that lacks pairs an update()
+        # was given
+        if name in type(self)._QUEUED_INTO and object.__getattribute__(self, "__dict__").get("_queued"):
+            object.__getattribute__(self, "_take_queued")()
+        return super().__getattribute__(name)
+
+    def reset(self) -> None:
+        """Clear the state, and drop what update()s queued (their tokens are never used)."""
+        self._queued = []
+        super().reset()  # type: ignore[misc]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy or a pickle holds every pair an update() was given: queued pairs join the state first
+        (torchmetrics reads `__dict__` whole, past `__getattribute__`)."""
+        self._take_queued()
+        return super().__getstate__()  # type: ignore[return-value]
