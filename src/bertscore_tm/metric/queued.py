@@ -66,6 +66,13 @@ class QueuedUpdates:
             object.__getattribute__(self, "_take_queued")()
         return super().__getattribute__(name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # so does a write (a state replaced, as `score_systems` restores IDF counts): the queued pairs were given
+        # before it, and join first, as a synchronous update() would have
+        if name in type(self)._QUEUED_INTO and self.__dict__.get("_queued"):
+            self._take_queued()
+        super().__setattr__(name, value)
+
     def reset(self) -> None:
         """Clear the state, and drop what update()s queued (their tokens are never used)."""
         self._queued = []

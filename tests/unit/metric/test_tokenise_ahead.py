@@ -108,6 +108,32 @@ def test_copies_merges_moves_and_compute_hold_every_queued_pair(pairs, held, rea
     assert metric.compute()["f1"].shape == (24,)
 
 
+def test_a_state_written_after_queued_updates_is_written_after_their_pairs_join(pairs, held) -> None:
+    metric = BERTScore(MINILM, idf=True)
+    metric.tokenise_ahead = True
+    metric.update(pairs[0][:6], pairs[1][:6])
+    threading.Timer(0.2, held.set).start()
+    metric.num_refs = torch.zeros((), dtype=torch.long)  # as after a synchronous update(): the write is last
+    assert int(metric.num_refs) == 0 and len(metric.cand_lens) == 1
+
+
+def test_score_systems_with_idf_scores_the_same_tokenising_ahead(pairs) -> None:
+    """`score_systems` restores the IDF counts after each system's update(): a queued system's references must
+    join before the counts are restored, not after (they would count twice)."""
+    from bertscore_tm.comparison.systems import score_systems
+
+    cands, refs = pairs[0][:30], pairs[1][:30]
+    systems = [cands, [c.upper() for c in cands], list(reversed(cands))]
+    results = []
+    for ahead_on in (False, True):
+        metric = BERTScore(MINILM, idf=True)
+        metric.tokenise_ahead = ahead_on
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results.append(score_systems(metric, systems, refs))
+    assert all(torch.equal(results[0][key], results[1][key]) for key in results[0])
+
+
 def test_forward_scores_its_batch_and_keeps_the_queued_pairs_before_it(pairs) -> None:
     cands, refs = pairs[0][:30], pairs[1][:30]
     metric, plain = BERTScore(MINILM), BERTScore(MINILM)
