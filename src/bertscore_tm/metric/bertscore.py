@@ -20,6 +20,7 @@ from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
 
 from bertscore_tm.distributed.ranks import check_same_settings, gather
 from bertscore_tm.embedding.embedder import own_precision
+from bertscore_tm.embedding.packing import send
 from bertscore_tm.engines.paired import PairTokens, TokenMatches, corpus_counts, interleave, match_pairs, weigh_pairs
 from bertscore_tm.metric.checkpoint import check_loadable, fitted_counts, setting_digests
 from bertscore_tm.metric.indexes import PairPlan, checked_indexes
@@ -241,15 +242,15 @@ class BERTScore(SettingViews, QueuedUpdates, Metric):
         """Add tokenised pairs (`encode_pairs`' ids and lengths; references per candidate) to the state."""
         c_ids, c_lens, r_ids, r_lens = encoded
         self.scorer.check_known_weights(torch.cat([c_ids, r_ids]))
-        device = self.device
+        device = self.device  # copies sent from pinned memory, not waited for: an update() never stalls a GPU
         for name, value in zip(_STATES[:4], (c_ids, c_lens, r_ids, r_lens), strict=True):
-            getattr(self, name).append(value.to(device))
-        self.ref_counts.append(torch.tensor(counts, dtype=torch.int32, device=device))
+            getattr(self, name).append(send(value, device))
+        self.ref_counts.append(send(torch.tensor(counts, dtype=torch.int32), device))
         self.scored.append(torch.zeros(len(counts), dtype=torch.bool, device=device))
         if index_tensor is not None:
-            self.indexes.append(index_tensor.to(device=device, dtype=torch.long))
+            self.indexes.append(send(index_tensor.to(torch.long), device))
         if self.scorer.counts_idf:
-            self.doc_freq += document_frequency(r_ids, r_lens, self.scorer.vocab_size).to(self.doc_freq.device)
+            self.doc_freq += send(document_frequency(r_ids, r_lens, self.scorer.vocab_size), self.doc_freq.device)
         self.num_refs += len(r_lens)
         if names_context(contexts):
             self.context_seen.fill_(1)

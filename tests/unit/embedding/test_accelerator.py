@@ -228,3 +228,21 @@ def test_accelerators_get_accelerator_batching_except_for_a_users_model(monkeypa
     assert Embedder(model, 1, all_layers=False, model_dtype=torch.bfloat16).accelerated
     users = Embedder(UserModel(model, model, None, 32), 1, all_layers=False, hidden_size=32, depth=3)
     assert users.user_supplied and not users.accelerated and not users.packing
+
+
+def test_update_moves_every_state_tensor_through_the_pinned_send(monkeypatch: pytest.MonkeyPatch) -> None:
+    """update() puts its host tensors on the metric's device through `send` (pinned memory, not waited for): a
+    copy from pageable memory waits for the device's queued work, so a validation loop's update() would stall
+    the GPU on every call. Every tensor an update() adds to the state that came from the host goes so."""
+    from bertscore_tm.metric import bertscore as metric_module
+
+    sent: list[torch.Tensor] = []
+    real = metric_module.send
+    monkeypatch.setattr(metric_module, "send", lambda host, device: sent.append(host) or real(host, device))
+    metric = BERTScore(MINILM, idf=True)
+    metric.update(["a candidate", "another one"], [["a reference", "two"], "three"], indexes=[4, 7])
+    state = {name: getattr(metric, name)[0] for name in ("cand_ids", "cand_lens", "ref_ids", "ref_lens")}
+    state |= {"ref_counts": metric.ref_counts[0], "indexes": metric.indexes[0]}
+    for name, value in state.items():
+        assert any(value is s for s in sent), name  # on the CPU `send` hands the tensor itself back
+    assert len(sent) == 7  # and the IDF counts' increment
