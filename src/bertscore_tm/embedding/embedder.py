@@ -48,7 +48,6 @@ on another process or in another compute(), give exactly the scores of a fresh o
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any
@@ -59,7 +58,14 @@ from torch import Tensor, nn
 from bertscore_tm.embedding.packing import can_pack, packed_forward, packs, send
 from bertscore_tm.embedding.precision import own_precision, warn_emulated_precision
 from bertscore_tm.embedding.prepacked_linear import PrepackedLinears
-from bertscore_tm.embedding.rows import copy_pieces, ragged_arange, table_rows, table_rows_of, table_span_of
+from bertscore_tm.embedding.rows import (
+    copy_pieces,
+    end_to_end,
+    ragged_arange,
+    table_rows,
+    table_rows_of,
+    table_span_of,
+)
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
 from bertscore_tm.models.prompts import unmarked
 from bertscore_tm.models.windows import Piece, WindowRule, head_lengths, piece_ids, plan_pieces
@@ -159,11 +165,6 @@ def _normalised(hidden: Tensor, out: Tensor | None = None) -> Tensor:
     return torch.div(hidden, hidden.norm(dim=-1, keepdim=True), out=out)
 
 
-def _end_to_end(sizes: Sequence[int]) -> list[int]:
-    """The first row of each of sequences of `sizes` rows laid end to end."""
-    return [0, *itertools.accumulate(sizes)][: len(sizes)]
-
-
 def _written(out: Tensor | None, stream: Tensor, firsts: list[int], sizes: Sequence[int]) -> tuple[Tensor, list[int]]:
     """A stream of rows (sequence k's from ``firsts[k]``) as `embed_rows` returns it: copied into `out` (the
     sequences' rows end to end, in one indexed copy) where given."""
@@ -171,7 +172,7 @@ def _written(out: Tensor | None, stream: Tensor, firsts: list[int], sizes: Seque
         return stream, firsts
     lengths = torch.tensor(sizes, dtype=torch.long)
     out.copy_(stream.index_select(0, send(ragged_arange(torch.tensor(firsts), lengths), stream.device)))
-    return out, _end_to_end(sizes)
+    return out, end_to_end(sizes)
 
 
 def _normalised_layers(states: Sequence[Tensor], count: int, out: Tensor | None = None) -> Tensor:
@@ -423,7 +424,7 @@ class Embedder:
             hidden, starts = packed
         self.rows_embedded += len(seqs)
         starts = starts[: len(seqs)]
-        if out is not None and starts == _end_to_end(sizes):  # the pack's rows are `out`'s rows
+        if out is not None and starts == end_to_end(sizes):  # the pack's rows are `out`'s rows
             return _normalised(hidden[: len(out)], out), starts
         return _written(out, _normalised(hidden), starts, sizes)
 

@@ -5,6 +5,7 @@ read a text cost more than the forward pass (the device suite's H100 run, docs/p
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -99,13 +100,19 @@ def copy_pieces(
     table.index_copy_(0, dst, stream.index_select(0, src))
 
 
+def end_to_end(lengths: Sequence[int]) -> list[int]:
+    """Each sequence's first row when sequences of `lengths` rows are laid end to end from row 0.
+
+    >>> end_to_end([3, 0, 2])
+    [0, 3, 3]
+    """
+    return [0, *itertools.accumulate(lengths)][: len(lengths)]
+
+
 def table_rows(table: Tensor, lengths: Sequence[int]) -> list[int]:
     """Each sequence's first row when `lengths` rows are laid end to end from the table's first row; refuses
     a table too small for them all."""
-    starts, row = [], 0
-    for n in lengths:
-        starts.append(row)
-        row += n
+    row = sum(lengths)
     if row > table.shape[0]:
         raise ValueError(f"table has {table.shape[0]} rows; these sequences need {row}")
-    return starts
+    return end_to_end(lengths)
