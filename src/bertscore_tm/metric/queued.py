@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from torch import Tensor
 
+from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.tokenizing import PendingPairs
 
 #: The most update()s whose pairs may wait for the tokenising thread: one more waits for the oldest (its ids are
@@ -36,7 +37,16 @@ class QueuedUpdates:
         def _add_pairs(self, encoded: Any, counts: list[int], index_tensor: Tensor | None) -> None: ...
 
     def _tokenises_ahead(self) -> bool:
-        return self.device.type != "cpu" if self.tokenise_ahead is None else bool(self.tokenise_ahead)
+        if self.tokenise_ahead is None:
+            return bool(self.device.type != "cpu")
+        if not isinstance(self.tokenise_ahead, bool):  # "false" would read as on
+            raise ArgumentValueError(
+                f"tokenise_ahead must be True, False or None, got {self.tokenise_ahead!r}",
+                argument="tokenise_ahead",
+                allowed="True, False or None (on an accelerator only)",
+                value=self.tokenise_ahead,
+            )
+        return self.tokenise_ahead
 
     def _queue(self, pending: PendingPairs, counts: list[int], index_tensor: Tensor | None) -> None:
         """Queue an update()'s pairs; those already tokenised join the state now, and the oldest is waited for

@@ -255,3 +255,12 @@ def test_the_thread_encodes_waiting_jobs_together_and_hands_each_its_share() -> 
     failed = ahead.tokenise_ahead(encode, ["boom"])
     with pytest.raises(ValueError, match="boom"):
         failed.result(timeout=60)
+
+
+@pytest.mark.parametrize("value", ["false", 1, 0.0])
+def test_a_setting_that_is_not_a_bool_or_none_is_refused_naming_it(value) -> None:
+    metric = BERTScore(MINILM)
+    metric.tokenise_ahead = value
+    with pytest.raises(ArgumentValueError, match="tokenise_ahead must be True, False or None"):
+        metric.update(["a candidate"], ["a reference"])
+    assert not metric.__dict__["_queued"] and not metric.cand_ids  # nothing added
