@@ -178,7 +178,8 @@ def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: st
     if kind in ("limit", "limit-padded", "limit-bf16"):
         from transformers import AutoTokenizer
 
-        from bertscore_tm.embedding.embedder import Embedder, length_batches
+        from bertscore_tm.embedding.batches import length_batches
+        from bertscore_tm.embedding.embedder import Embedder
         from bertscore_tm.models.loading import load_encoder
 
         model, _ = load_encoder(Path(path), layers, all_layers=False)

@@ -33,7 +33,7 @@ def real_batches(path: Path, model_path: Path, every: int) -> list:
     import torch
     from transformers import AutoTokenizer
 
-    from bertscore_tm.embedding.embedder import length_batches
+    from bertscore_tm.embedding.batches import length_batches
     from bertscore_tm.tuning.judgements import read_judgements
 
     rows = read_judgements(path, group="lp", system="system")

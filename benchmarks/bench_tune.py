@@ -57,7 +57,7 @@ def bare_pass(model_name: str, texts: list[str]):
     import torch
     from transformers import AutoTokenizer
 
-    from bertscore_tm.embedding.embedder import length_batches
+    from bertscore_tm.embedding.batches import length_batches
     from bertscore_tm.models.loading import load_encoder, resolve_model_path
 
     path = resolve_model_path(model_name)

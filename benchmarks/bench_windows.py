@@ -76,7 +76,7 @@ def _limit_runner(cands: list[str], refs: list[str], threads: int):
     import torch
 
     from bertscore_tm import BERTScore
-    from bertscore_tm.embedding.embedder import length_batches
+    from bertscore_tm.embedding.batches import length_batches
     from bertscore_tm.models.windows import piece_ids, plan_pieces
 
     metric = BERTScore(MINILM, long_texts="window")

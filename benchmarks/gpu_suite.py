@@ -218,8 +218,7 @@ def _token_ids(suite: Suite, texts: list[str]) -> list[Any]:
 
 def _bare_batches(kind: str, lengths: list[int], budget: int) -> list[list[int]]:
     from bench import _padded_batches
-    from bertscore_tm.embedding.embedder import length_batches
-    from bertscore_tm.embedding.packing import packs
+    from bertscore_tm.embedding.batches import length_batches, packs
 
     if kind == "one-length":
         return list(length_batches(lengths, None, budget))
@@ -230,7 +229,7 @@ def _bare_run(suite: Suite, model: Any, ids: list[Any], kind: str, budget: int, 
     """One bare pass over `ids` (no scoring): (texts, tokens) run before `deadline`."""
     import torch
 
-    from bertscore_tm.embedding.embedder import SCORES_LENGTH
+    from bertscore_tm.embedding.batches import SCORES_LENGTH
     from bertscore_tm.embedding.packing import packed_forward
 
     texts = tokens = 0

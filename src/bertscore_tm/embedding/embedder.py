@@ -55,10 +55,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from bertscore_tm.embedding.packing import can_pack, packed_forward, packs, send
+from bertscore_tm.embedding.batches import SCORES_LENGTH, length_batches, pack_end, packs, padded_buckets
+from bertscore_tm.embedding.packing import can_pack, packed_forward, packed_pass, send
 from bertscore_tm.embedding.precision import own_precision, warn_emulated_precision
 from bertscore_tm.embedding.prepacked_linear import PrepackedLinears
 from bertscore_tm.embedding.rows import (
+    EndToEnd,
     copy_pieces,
     end_to_end,
     ragged_arange,
@@ -84,10 +86,6 @@ MIN_BATCH_TOKENS = 64
 #: sentences, slower from about 64 tokens on (docs/performance.md, Attention on a CPU).
 EAGER_CPU_TOKENS = 48
 
-#: A forward batch's attention scores hold no more than those of its token budget at this length (so its
-#: memory is bounded however long its texts are); a packed pass's attention pieces keep to the same bound.
-SCORES_LENGTH = 32
-
 #: The compute dtypes that run in accelerator batching on a device other than a CPU (`Embedder.accelerated`):
 #: all, as `benchmarks/gpu_suite.py` measured on an H100 (2026-11-28, its metric_one_length step: accelerator
 #: batching 1.31x batches of one length in float32, 7.0x in bfloat16); a dtype that a card measures faster in
@@ -97,58 +95,6 @@ ACCELERATED_DTYPES = frozenset({torch.float32, torch.bfloat16, torch.float16})
 #: With all_layers, a compute's working memory grows with the layers kept up to this many (MiniLM's 7 rows fit;
 #: a 25-row large model keeps 8 layers' worth and a table of fewer tokens rather than 25 times the memory).
 BUDGET_LAYERS = 8
-
-
-def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: int) -> Iterator[list[int]]:
-    """Indices of `lengths` sorted longest first, cut into batches of a single length (so no batch is padded
-    and a sequence's vectors do not depend on what it runs with) of at most `max_tokens` tokens (where a
-    batch holds more than one) whose attention matrices hold no more than those of `max_tokens` tokens at
-    length `SCORES_LENGTH` (32), and of at most `batch_size` sequences where one is given: so a batch's memory
-    is bounded however long its texts are, and about the same for every full batch, whatever their lengths.
-
-    >>> list(length_batches([3, 5, 3, 5, 5], batch_size=2, max_tokens=2048))
-    [[1, 3], [4], [0, 2]]
-    """
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    batch: list[int] = []
-    for i in order:
-        length = lengths[i]
-        n = len(batch) + 1
-        other_length = bool(batch) and lengths[batch[0]] != length
-        too_big = n * length > max_tokens or n * length * length > max_tokens * SCORES_LENGTH
-        too_many = batch_size is not None and len(batch) >= batch_size
-        if batch and (other_length or too_many or too_big):
-            yield batch
-            batch = []
-        batch.append(i)
-    if batch:
-        yield batch
-
-
-def padded_buckets(lengths: Sequence[int], batch_size: int | None, max_tokens: int) -> Iterator[list[int]]:
-    """Accelerator batching for models that cannot run packed: indices of `lengths` sorted longest first, cut
-    into batches padded to their longest text, whose texts are at most an eighth of that length shorter (at
-    least 2 tokens of slack), so little is padded and the batches fill, within `length_batches`' bounds on
-    padded tokens and attention scores. Padding is masked: on an accelerator a text's float32 vectors then move
-    from its one-length ones by rounding only (docs/semantics.md, Exactness on a GPU).
-
-    >>> list(padded_buckets([10, 12, 11, 30, 5], batch_size=None, max_tokens=2048))
-    [[3], [1, 2, 0], [4]]
-    """
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    batch: list[int] = []
-    for i in order:
-        longest = lengths[batch[0]] if batch else lengths[i]
-        n = len(batch) + 1
-        too_short = lengths[i] < longest - max(2, longest // 8)
-        too_big = n * longest > max_tokens or n * longest * longest > max_tokens * SCORES_LENGTH
-        too_many = batch_size is not None and len(batch) >= batch_size
-        if batch and (too_short or too_many or too_big):
-            yield batch
-            batch = []
-        batch.append(i)
-    if batch:
-        yield batch
 
 
 def _out_of_memory(err: BaseException) -> bool:
@@ -417,7 +363,7 @@ class Embedder:
         copies = max(1, -(-MIN_BATCH_TOKENS // sum(sizes)))
         budget = self.max_tokens * SCORES_LENGTH
         with torch.inference_mode(), self._autocast(), self._linears():
-            packed = packed_forward(self.model, list(seqs) * copies, budget, self.accelerated, sizes * copies)
+            packed = self._packed(seqs, sizes, copies, budget)
             if packed is None:  # the model's blocks bypassed our attention: not packed from now on
                 self._packing_refused = True
                 return _written(out, *self._embed_in_batches(seqs), sizes)
@@ -427,6 +373,16 @@ class Embedder:
         if out is not None and starts == end_to_end(sizes):  # the pack's rows are `out`'s rows
             return _normalised(hidden[: len(out)], out), starts
         return _written(out, _normalised(hidden), starts, sizes)
+
+    def _packed(
+        self, seqs: Sequence[Tensor], sizes: list[int], copies: int, budget: int
+    ) -> tuple[Tensor, list[int]] | None:
+        """`packed_forward` of the sequences, `copies` times each; sequences that lie end to end longest first
+        (`EndToEnd`) run from their ids as they lie, with nothing made per text."""
+        if copies == 1 and isinstance(seqs, EndToEnd) and seqs.longest_first:
+            stream = packed_pass(self.model, seqs.ids, sizes, budget, self.accelerated)
+            return None if stream is None else (stream, seqs.firsts)
+        return packed_forward(self.model, list(seqs) * copies, budget, self.accelerated, sizes * copies)
 
     def _embed_in_batches(self, seqs: Sequence[Tensor]) -> tuple[Tensor, list[int]]:
         """`embed_rows` of sequences that did not pack, batch after batch (`_batches`), as one stream."""
@@ -462,6 +418,8 @@ class Embedder:
         said in one warning. Scores do not change: a text's vectors do not depend on its batch.
         """
         warn_emulated_precision(self.model_dtype, self.device)  # said once: bfloat16 a CPU only emulates
+        if isinstance(seqs, EndToEnd) and ranges is None and self._packs_whole(seqs):
+            return self._embed_packs(table, seqs, progress)
         sizes = [len(s) for s in seqs] if lengths is None else lengths
         starts = table_rows(table, sizes if ranges is None else [hi - lo for lo, hi in ranges])
         pieces = plan_pieces(sizes, self.windows, ranges, head_lengths(seqs, sizes, self.windows))
@@ -493,12 +451,54 @@ class Embedder:
                 if progress is not None:
                     progress.update(done)  # type: ignore[attr-defined]
             todo = [i for i in todo if i not in done_now]
+        self._say_budget(first_budget)
+        return starts
+
+    def _packs_whole(self, seqs: EndToEnd) -> bool:
+        """Whether `_embed_packs` takes these sequences: longest first, in an embedder that packs, each run
+        whole (no window rule, or the longest fits one window)."""
+        if not seqs.longest_first or not self.packing or not seqs.lengths:
+            return False
+        rule = self.windows
+        return rule is None or seqs.lengths[0] - rule.lead - rule.trail <= rule.size
+
+    def _embed_packs(self, table: Tensor, seqs: EndToEnd, progress: object | None) -> list[int]:
+        """`embed_into` of whole sequences laid end to end longest first (a compute()'s blocks give them so) in an
+        embedder that packs: the very packs of `packs`, each cut by bisection on the running token count and run
+        from its slice of the ids straight into its slice of the table. Nothing is made or read per text: on an
+        accelerator that work cost as much as the forward pass (docs/performance.md). Empty sequences (last)
+        take no rows; out of memory halves the budget as `embed_into` does."""
+        sizes = seqs.lengths
+        starts = table_rows(table, sizes)
+        edges, n = [*starts, starts[-1] + sizes[-1]], len(sizes)
+        while n and not sizes[n - 1]:
+            n -= 1
+        first_budget, i = self.max_tokens, 0
+        while i < n:
+            if not self.packing:  # the model refused a packed pass: the rest in its batches
+                self.embed_into(table[edges[i] :], list(seqs[i:n]), progress, lengths=sizes[i:n])
+                break
+            j = pack_end(edges, i, n, self.max_tokens, self.batch_size)
+            try:
+                self.embed_rows(seqs[i:j], out=table[edges[i] : edges[j]], lengths=sizes[i:j])
+            except Exception as err:
+                if not _out_of_memory(err):
+                    raise
+                self._halve_budget(sizes[i])
+                continue
+            if progress is not None:
+                progress.update(j - i)  # type: ignore[attr-defined]
+            i = j
+        self._say_budget(first_budget)
+        return starts
+
+    def _say_budget(self, first_budget: int) -> None:
+        """The one warning that an out-of-memory error made the budget smaller, and which budget worked."""
         if self.max_tokens != first_budget:
             warn_user(
                 f"The accelerator ran out of memory in a forward pass with a budget of {first_budget} padded tokens; "
                 f"it went on with {self.max_tokens}, which worked (kept for later passes; scores are unchanged)."
             )
-        return starts
 
     def _rows_of(self, table: Tensor, starts: list[int], chosen: list[Piece]) -> Tensor | None:
         """The table's rows a batch of whole texts lying one after another there is normalised straight into: a

@@ -1,7 +1,7 @@
 """Packed forward passes: texts of many lengths run through the model as one stream of tokens.
 
-Batches of one length (`bertscore_tm.embedding.embedder.length_batches`) are never padded, but a corpus has dozens of
-lengths with a few texts each, so most forward passes multiply small matrices (a few hundred rows). A packed
+Batches of one length (`bertscore_tm.embedding.batches.length_batches`) are never padded, but a corpus has
+dozens of lengths with a few texts each, so most forward passes multiply small matrices (a few hundred rows). A packed
 pass lays the texts of many lengths end to end, [1, tokens, hidden], so every linear layer (three quarters of
 the time) multiplies one tall matrix; only attention works text by text: our attention function (registered
 with transformers' `AttentionInterface`) attends within each run of same-length texts, so no token ever sees
@@ -21,15 +21,15 @@ On accelerators (accelerator batching: `bertscore_tm.embedding.embedder`) the sa
 their attention through fused kernels: one variable-length call over the whole stream on CUDA in bfloat16 and
 float16 (`torch.nn.attention.varlen`), scaled-dot-product attention per run of same-length texts elsewhere.
 
->>> list(packs([5, 3, 5, 2], max_tokens=8))
-[[0], [2, 1], [3]]
+Which texts a pack holds: `bertscore_tm.embedding.batches.packs`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import accumulate, groupby
 from typing import Any
 
 import torch
@@ -69,27 +69,6 @@ def send(host: Tensor, device: torch.device) -> Tensor:
     if device.type == "cuda":
         host = host.pin_memory()
     return host.to(device, non_blocking=True)
-
-
-def packs(lengths: Sequence[int], max_tokens: int, batch_size: int | None = None) -> Iterator[list[int]]:
-    """Indices of `lengths` sorted longest first, cut into packs of at most `max_tokens` tokens in all (a text
-    longer than that alone) and of at most `batch_size` texts where one is given.
-
-    >>> list(packs([4, 4, 9, 1], max_tokens=9)), list(packs([4, 4, 9, 1], max_tokens=9, batch_size=2))
-    ([[2], [0, 1, 3]], [[2], [0, 1], [3]])
-    """
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    pack: list[int] = []
-    tokens = 0
-    for i in order:
-        full = batch_size is not None and len(pack) >= batch_size
-        if pack and (full or tokens + lengths[i] > max_tokens):
-            yield pack
-            pack, tokens = [], 0
-        pack.append(i)
-        tokens += lengths[i]
-    if pack:
-        yield pack
 
 
 def packed_attention(
@@ -177,34 +156,47 @@ def _register() -> None:
 def packed_forward(
     model: Any, seqs: Sequence[Tensor], score_budget: int, fused: bool = False, lengths: Sequence[int] | None = None
 ) -> tuple[Tensor, list[int]] | None:
-    """The last hidden states of `seqs` from one packed pass of `model` (see the module's docstring), its
-    attention in pieces of at most `score_budget` scores (texts x length x length) per head (`fused`: through
-    fused kernels, for accelerators): the stream ([tokens, hidden], the model's dtype, longest texts first) and
-    each sequence's first row in it; None where the model's blocks did not all attend through our function
-    (the caller then runs the texts in batches of one length). `lengths`: the sequences' lengths, where known.
+    """The last hidden states of `seqs` from one packed pass of `model` (`packed_pass`, their ids laid end to end
+    longest first): the stream ([tokens, hidden], the model's dtype) and each sequence's first row in it; None
+    where the model's blocks did not all attend through our function (the caller then runs the texts in batches
+    of one length). `lengths`: the sequences' lengths, where known."""
+    sizes = [len(s) for s in seqs] if lengths is None else lengths
+    order = sorted(range(len(seqs)), key=lambda i: -sizes[i])
+    ordered = [sizes[k] for k in order]
+    hidden = packed_pass(model, torch.cat([seqs[k] for k in order]), ordered, score_budget, fused)
+    if hidden is None:
+        return None
+    starts = [0] * len(seqs)
+    for k, first in zip(order, accumulate([0, *ordered]), strict=False):
+        starts[k] = first
+    return hidden, starts
+
+
+def packed_pass(
+    model: Any, ids: Tensor, lengths: Sequence[int], score_budget: int, fused: bool = False
+) -> Tensor | None:
+    """The last hidden states ([tokens, hidden], the model's dtype) of one packed pass of `model` over texts
+    whose ids lie end to end in `ids`, longest first, `lengths` theirs (see the module's docstring); its attention
+    in pieces of at most `score_budget` scores (texts x length x length) per head (`fused`: through fused kernels,
+    for accelerators). None where the model's blocks did not all attend through our function.
 
     The ids go to the device in one copy (pinned on CUDA, not waited for); each run of same-length texts is
     looked up as [texts, length], so positions restart at every text with the family's own offset (RoBERTa's
-    start after the padding id)."""
+    start after the padding id). Work is per run of one length, never per text."""
     device = next(model.parameters()).device  # a loaded encoder (`can_pack`): its submodules are typed Any here
-    sizes = [len(s) for s in seqs] if lengths is None else lengths
-    order = sorted(range(len(seqs)), key=lambda i: -sizes[i])
-    flat = send(unmarked(torch.cat([seqs[k] for k in order]).to(torch.long)), device)  # as the model reads them
-    starts = [0] * len(seqs)
+    flat = send(unmarked(ids.to(torch.long)), device)  # as the model reads them
     runs: list[tuple[int, int, int]] = []
     pieces: list[Tensor] = []
-    first = i = 0
-    while i < len(order):  # texts of one length: one embedding lookup, one run
-        length = sizes[order[i]]
-        j = i
-        while j < len(order) and sizes[order[j]] == length:
-            starts[order[j]] = first + (j - i) * length
-            j += 1
-        ids = flat[first : first + (j - i) * length].view(j - i, length)
-        pieces.append(model.embeddings(input_ids=ids).flatten(0, 1))
-        runs.append((first, j - i, length))
-        first += (j - i) * length
-        i = j
+    first = 0
+    for length, run in groupby(lengths):  # texts of one length: one embedding lookup, one run
+        count = sum(1 for _ in run)
+        if runs and length > runs[-1][2]:
+            raise ValueError(f"packed_pass takes its texts longest first; a text of {length} tokens follows shorter")
+        pieces.append(
+            model.embeddings(input_ids=flat[first : first + count * length].view(count, length)).flatten(0, 1)
+        )
+        runs.append((first, count, length))
+        first += count * length
     stream = torch.cat(pieces).unsqueeze(0)
     del pieces
     found = Runs(runs, score_budget, fused=fused)
@@ -216,6 +208,4 @@ def packed_forward(
         hidden = model.encoder(stream, attention_mask=None, bertscore_runs=found)[0][0]
     finally:
         config._attn_implementation = own
-    if found.calls != model_depth(model):
-        return None
-    return hidden, starts
+    return hidden if found.calls == model_depth(model) else None

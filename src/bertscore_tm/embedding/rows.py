@@ -8,6 +8,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import overload
 
 import torch
 from torch import Tensor
@@ -34,13 +36,53 @@ class TokenTexts:
         start = int(self.start[i])
         return self.sources[int(self.which[i])][start : start + int(self.length[i])]
 
-    def many(self, texts: Sequence[int]) -> list[Tensor]:
-        """Texts `texts`' ids, as `texts[i]` gives each, their places read in one go: a block of a compute()
-        asks for thousands, and reading three tensor elements a text cost more than the block's forward pass
-        on a GPU."""
+    def many(self, texts: Sequence[int]) -> EndToEnd:
+        """Texts `texts`' ids laid end to end in that order, gathered source by source in one indexed copy each:
+        a block of a compute() asks for thousands, and a tensor or a read a text cost more than the block's
+        forward pass on a GPU."""
         index = torch.tensor(texts, dtype=torch.long)
-        places = zip(self.which[index].tolist(), self.start[index].tolist(), self.length[index].tolist(), strict=True)
-        return [self.sources[w][s : s + n] for w, s, n in places]
+        which, start, length = self.which[index], self.start[index].long(), self.length[index].long()
+        into = torch.cumsum(length, 0) - length
+        ids = torch.empty(int(length.sum()), dtype=self.sources[0].dtype)
+        for k, source in enumerate(self.sources):
+            mine = which == k
+            ids[ragged_arange(into[mine], length[mine])] = source[ragged_arange(start[mine], length[mine])]
+        return EndToEnd(ids, length.tolist(), longest_first=bool((length[1:] <= length[:-1]).all()))
+
+
+class EndToEnd(Sequence[Tensor]):
+    """Token-id sequences laid end to end in one tensor (`ids`), `lengths` theirs: a sequence of tensors whose
+    items are views, and which a packed pass takes whole (`Embedder.embed_into`), slices and all, so that the
+    thousands of texts of a compute()'s block cost no Python object each. `longest_first`: whether the lengths
+    never grow (the order of `packs`)."""
+
+    def __init__(self, ids: Tensor, lengths: list[int], longest_first: bool = False) -> None:
+        self.ids, self.lengths, self.longest_first = ids, lengths, longest_first
+
+    @cached_property
+    def firsts(self) -> list[int]:
+        """Each sequence's first id in `ids`."""
+        return end_to_end(self.lengths)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    @overload
+    def __getitem__(self, i: int) -> Tensor: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> EndToEnd: ...
+
+    def __getitem__(self, i: int | slice) -> Tensor | EndToEnd:
+        if isinstance(i, slice):
+            lo, hi, step = i.indices(len(self))
+            if step != 1 or hi <= lo:  # a copy of the chosen ones (none: no ids)
+                parts = [self[k] for k in range(lo, hi, step)]
+                return EndToEnd(torch.cat(parts) if parts else self.ids[:0], self.lengths[i])
+            end = self.firsts[hi - 1] + self.lengths[hi - 1]
+            return EndToEnd(self.ids[self.firsts[lo] : end], self.lengths[lo:hi], self.longest_first)
+        first = self.firsts[i]
+        return self.ids[first : first + self.lengths[i]]
 
 
 def table_rows_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece]) -> Tensor | None:

@@ -32,7 +32,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding.embedder import Embedder, length_batches, own_precision
+from bertscore_tm.embedding.batches import length_batches
+from bertscore_tm.embedding.embedder import Embedder, own_precision
 from bertscore_tm.embedding.rows import ragged_arange
 from bertscore_tm.errors import warn_undefined
 from bertscore_tm.scoring import matching

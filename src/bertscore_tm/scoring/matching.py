@@ -37,16 +37,15 @@ def _blocks(
     sizes: list[int] = []
     start, tokens = 0, 0
     seen: set[int] = set()
-    for m, (c, r) in enumerate(zip(match_cand, match_ref, strict=True)):
-        new = {t for t in (c, r) if t not in seen}
-        extra = sum(lengths[t] for t in new)
+    for m, (c, r) in enumerate(zip(match_cand, match_ref, strict=True)):  # plain ints and sets: 100,000s of matches
+        extra = (c not in seen) * lengths[c] + (r != c and r not in seen) * lengths[r]
         if m > start and tokens + extra > block_tokens:
             blocks.append((start, m))
             sizes.append(tokens)
             start, seen, tokens = m, set(), 0
-            new = {c, r}
-            extra = sum(lengths[t] for t in new)
-        seen |= new
+            extra = lengths[c] + (r != c) * lengths[r]
+        seen.add(c)
+        seen.add(r)
         tokens += extra
     if start < len(match_cand):
         blocks.append((start, len(match_cand)))
@@ -298,7 +297,7 @@ class KeptAside:
         embedder: Embedder,
         table: Tensor,
         needed: list[int],
-        seqs_of: Callable[[list[int]], list[Tensor]],
+        seqs_of: Callable[[list[int]], Sequence[Tensor]],
         block: int,
         progress: object | None = None,
     ) -> tuple[dict[int, int], list[int]]:
@@ -306,13 +305,13 @@ class KeptAside:
         embedded, the kept ones copied in (and let go after their last block). Returns each text's first row
         and the texts embedded now. The new ones are laid out longest first, the order of the embedder's batches,
         so that each batch is normalised straight into its rows (`Embedder.embed_into`)."""
-        new = [t for t in needed if t not in self.kept]
-        sizes = self.length[torch.tensor(new, dtype=torch.long)].tolist()
-        by_length = sorted(range(len(new)), key=lambda k: -sizes[k])
-        fresh = [new[k] for k in by_length]
-        starts = embedder.embed_into(table, seqs_of(fresh), progress=progress, lengths=[sizes[k] for k in by_length])
+        new = torch.tensor([t for t in needed if t not in self.kept] if self.kept else needed, dtype=torch.long)
+        sizes = self.length[new]
+        by_length = torch.argsort(sizes, descending=True, stable=True)
+        fresh, lengths = new[by_length].tolist(), sizes[by_length].tolist()
+        starts = embedder.embed_into(table, seqs_of(fresh), progress=progress, lengths=lengths)
         start_of = dict(zip(fresh, starts, strict=True))
-        row = starts[-1] + sizes[by_length[-1]] if fresh else 0
+        row = starts[-1] + lengths[-1] if fresh else 0
         for t in needed:
             if t in self.kept:  # embedded by an earlier block
                 vectors = self.kept.pop(t) if int(self.last_use[t]) <= block else self.kept[t]

@@ -13,7 +13,8 @@ import torch
 from bertscore_tm import BERTScore
 from bertscore_tm.embedding import embedder as embedder_module
 from bertscore_tm.embedding import packing as packing_module
-from bertscore_tm.embedding.embedder import SCORES_LENGTH, Embedder, padded_buckets
+from bertscore_tm.embedding.batches import SCORES_LENGTH, padded_buckets
+from bertscore_tm.embedding.embedder import Embedder
 from tests.conftest import MINILM
 from tiny_models import tiny_encoder
 

@@ -11,8 +11,8 @@ import torch
 from bertscore_tm import BERTScore
 from bertscore_tm.embedding import embedder as embedder_module
 from bertscore_tm.embedding import packing as packing_module
+from bertscore_tm.embedding.batches import packs
 from bertscore_tm.embedding.embedder import Embedder
-from bertscore_tm.embedding.packing import packs
 from bertscore_tm.models.loading import load_encoder, resolve_model_path
 from bertscore_tm.resources import load_config
 from conftest import MINILM

@@ -9,7 +9,7 @@ import torch
 
 from bertscore_tm import BERTScore
 from bertscore_tm.embedding import embedder as embedding_module
-from bertscore_tm.embedding.embedder import length_batches
+from bertscore_tm.embedding.batches import length_batches
 from bertscore_tm.embedding.rows import TokenTexts
 from bertscore_tm.scoring.matching import greedy_match
 from tests.conftest import MINILM
@@ -203,3 +203,27 @@ def test_similarities_do_not_depend_on_the_shapes_they_are_computed_in() -> None
     in_block = similarities(block_c, block_r)[3, :37, :29]
     assert torch.equal(alone, in_block)
     assert torch.equal(alone, (c[0].double() @ r[0].double().T).float())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_blocks_are_the_longest_runs_of_matches_whose_distinct_texts_fit(seed: int) -> None:
+    """`_blocks`' cut, checked against its definition: consecutive runs covering every match, each holding at
+    most `block_tokens` tokens of distinct texts (or one match), and none able to take the next match too."""
+    import random
+
+    from bertscore_tm.scoring.matching import _blocks
+
+    rng = random.Random(seed)
+    lengths = [rng.randrange(1, 40) for _ in range(60)]
+    cands = [rng.randrange(60) for _ in range(500)]
+    refs = [c if rng.random() < 0.1 else rng.randrange(60) for c in cands]  # a text matched with itself too
+    budget = rng.choice([30, 100, 400])
+    blocks, sizes = _blocks(cands, refs, lengths, budget)
+
+    def tokens(lo: int, hi: int) -> int:
+        return sum(lengths[t] for t in {*cands[lo:hi], *refs[lo:hi]})
+
+    assert [lo for lo, _ in blocks] == [0, *(hi for _, hi in blocks[:-1])] and blocks[-1][1] == len(cands)
+    assert sizes == [tokens(lo, hi) for lo, hi in blocks]
+    assert all(size <= budget or hi - lo == 1 for (lo, hi), size in zip(blocks, sizes, strict=True))
+    assert all(tokens(lo, hi + 1) > budget for lo, hi in blocks[:-1])
