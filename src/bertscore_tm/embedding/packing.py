@@ -5,7 +5,7 @@ dozens of lengths with a few texts each, so most forward passes multiply small m
 pass lays the texts of many lengths end to end, [1, tokens, hidden], so every linear layer (three quarters of
 the time) multiplies one tall matrix; only attention works text by text: our attention function (registered
 with transformers' `AttentionInterface`) attends within each run of same-length texts, so no token ever sees
-another text. Embeddings are looked up per length (positions restart at each text) and the encoder's blocks
+another text. Embeddings are looked up once a pack (positions restart at each text) and the encoder's blocks
 run on the packed stream; the pooler, unused by BERTScore, never runs.
 
 Where it is used: bfloat16 on a CPU, for the model families whose blocks reach attention through that
@@ -38,6 +38,7 @@ from torch.nn.functional import scaled_dot_product_attention
 
 from bertscore_tm.models.loading import model_depth
 from bertscore_tm.models.model_family import can_pack as can_pack  # the family fact, asked for through packing
+from bertscore_tm.models.model_family import packed_positions
 from bertscore_tm.models.prompts import unmarked
 
 #: The name our attention function is registered under with transformers.
@@ -180,25 +181,22 @@ def packed_pass(
     in pieces of at most `score_budget` scores (texts x length x length) per head (`fused`: through fused kernels,
     for accelerators). None where the model's blocks did not all attend through our function.
 
-    The ids go to the device in one copy (pinned on CUDA, not waited for); each run of same-length texts is
-    looked up as [texts, length], so positions restart at every text with the family's own offset (RoBERTa's
-    start after the padding id). Work is per run of one length, never per text."""
+    The ids and their positions go to the device in one copy each (pinned on CUDA, not waited for) and are
+    looked up in one call, positions restarting at every text as the family counts them (`packed_positions`:
+    RoBERTa's start after the padding id). A lookup per run of one length, as before, cost a dozen launches a
+    run, as many as the encoder's blocks on an accelerator. Work is per run, never per text."""
     device = next(model.parameters()).device  # a loaded encoder (`can_pack`): its submodules are typed Any here
-    flat = send(unmarked(ids.to(torch.long)), device)  # as the model reads them
+    host = unmarked(ids.to(torch.long))  # as the model reads them
     runs: list[tuple[int, int, int]] = []
-    pieces: list[Tensor] = []
     first = 0
-    for length, run in groupby(lengths):  # texts of one length: one embedding lookup, one run
+    for length, run in groupby(lengths):  # texts of one length: one run
         count = sum(1 for _ in run)
         if runs and length > runs[-1][2]:
             raise ValueError(f"packed_pass takes its texts longest first; a text of {length} tokens follows shorter")
-        pieces.append(
-            model.embeddings(input_ids=flat[first : first + count * length].view(count, length)).flatten(0, 1)
-        )
         runs.append((first, count, length))
         first += count * length
-    stream = torch.cat(pieces).unsqueeze(0)
-    del pieces
+    positions = packed_positions(model, host, torch.tensor(lengths, dtype=torch.long))
+    stream = model.embeddings(input_ids=send(host, device)[None], position_ids=send(positions, device)[None])
     found = Runs(runs, score_budget, fused=fused)
     config = model.config
     own = config._attn_implementation

@@ -102,6 +102,31 @@ def can_pack(model: Any) -> bool:
     )
 
 
+def packed_positions(model: Any, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """The position id of each token of texts laid end to end (`ids`, int64; `lengths`, each text's), counted
+    from each text's first token as the family's embeddings count a text alone: 0, 1, 2... or, in RoBERTa's
+    layout (`ROBERTA_POSITIONS`), from the padding id + 1 over the tokens that are not padding, a padding id
+    keeping the padding position (its `create_position_ids_from_input_ids`, text by text). For packs of a family
+    that runs packed (`can_pack`), so that one embedding lookup serves every text of a pack.
+
+    >>> from types import SimpleNamespace
+    >>> ids, lengths = torch.tensor([5, 6, 7, 8, 1, 9]), torch.tensor([2, 4])
+    >>> bert = SimpleNamespace(config=SimpleNamespace(model_type="bert"))
+    >>> pad = SimpleNamespace(padding_idx=1)
+    >>> roberta = SimpleNamespace(config=SimpleNamespace(model_type="roberta"), embeddings=pad)
+    >>> packed_positions(bert, ids, lengths).tolist(), packed_positions(roberta, ids, lengths).tolist()
+    ([0, 1, 0, 1, 2, 3], [2, 3, 2, 3, 1, 4])
+    """
+    starts = torch.cumsum(lengths, 0) - lengths
+    if model.config.model_type not in ROBERTA_POSITIONS:
+        return torch.arange(len(ids)) - torch.repeat_interleave(starts, lengths, output_size=len(ids))
+    pad = model.embeddings.padding_idx
+    kept = (ids != pad).long()
+    counted = torch.cumsum(kept, 0)
+    before = torch.repeat_interleave(counted[starts] - kept[starts], lengths, output_size=len(ids))  # each text's
+    return (counted - before) * kept + pad
+
+
 def hidden_size(encoder: Any) -> int | None:
     """The width of the model's token vectors, from its config (families name it differently)."""
     config = getattr(encoder, "config", None)

@@ -159,3 +159,27 @@ def test_packs_honour_a_count_cap() -> None:
     table = embedder.embed(texts)[0]
     assert max(sizes) == 3 and sum(sizes) == 20
     assert torch.equal(table, _batched(embedder, texts))
+
+
+@pytest.mark.parametrize("model_type", load_config("packing.json")["model_types"])
+def test_one_lookup_a_pack_gives_each_text_the_positions_it_has_alone(model_type: str) -> None:
+    """A pack's embeddings are looked up in one call with positions restarting at each text
+    (`packed_positions`), the padding id inside a text included (RoBERTa's layout gives it the padding
+    position and does not count it): the positions are those the model's embeddings make for the text alone,
+    and the vectors those of batches of one length, bit for bit."""
+    from bertscore_tm.models.model_family import packed_positions
+
+    model = tiny_encoder(model_type)
+    rng = random.Random(7)
+    texts = [torch.tensor([rng.choice([0, 1, 1, 5, 9, 40]) for _ in range(n)]) for n in (9, 9, 6, 3, 1)]
+    alone = []
+    for text in texts:
+        if hasattr(model.embeddings, "create_position_ids_from_input_ids"):  # RoBERTa's layout
+            alone.append(model.embeddings.create_position_ids_from_input_ids(text[None], model.embeddings.padding_idx))
+        else:
+            alone.append(model.embeddings.position_ids[:, : len(text)])
+    got = packed_positions(model, torch.cat(texts), torch.tensor([len(t) for t in texts]))
+    assert got.tolist() == torch.cat(alone, dim=1)[0].tolist()
+    embedder = Embedder(model, pad_id=1, all_layers=False, model_dtype=torch.bfloat16)
+    texts = [*texts, *_texts(60, seed=8)]
+    assert torch.equal(embedder.embed(texts)[0], _batched(embedder, texts))
