@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.embedding.embedder import Embedder
-from bertscore_tm.embedding.rows import table_rows
+from bertscore_tm.embedding.rows import EndToEnd, table_rows
 
 #: Bookkeeping per cached text besides its vectors and key (the dict entry, the tensor object), counted in the
 #: budget so that a budget of many short texts is not overrun by their overheads.
@@ -173,9 +173,8 @@ class CachingEmbedder:
         found = [cache.get(k) if n > 0 else None for k, n in zip(keys, lengths, strict=True)]
         missing = [i for i, n in enumerate(lengths) if n > 0 and found[i] is None]
         if missing:
-            packed = self._embedder.embed_into(
-                table, [seqs[i] for i in missing], progress=progress, lengths=[lengths[i] for i in missing]
-            )
+            lacking = seqs.take(missing) if isinstance(seqs, EndToEnd) else [seqs[i] for i in missing]
+            packed = self._embedder.embed_into(table, lacking, progress=progress, lengths=[lengths[i] for i in missing])
             # the missing texts were written end to end; move each to its own rows, the last first (each
             # moves towards the end, so no text still to move is overwritten)
             for j in reversed(range(len(missing))):

@@ -67,6 +67,19 @@ class EndToEnd(Sequence[Tensor]):
     def __len__(self) -> int:
         return len(self.lengths)
 
+    def take(self, chosen: Sequence[int]) -> EndToEnd:
+        """The sequences `chosen`, in that order, their ids gathered in one indexed copy: still longest first
+        where these were and `chosen` ascends (the texts a cache lacks, say).
+
+        >>> EndToEnd(torch.arange(6), [3, 2, 1], longest_first=True).take([0, 2]).ids.tolist()
+        [0, 1, 2, 5]
+        """
+        index = torch.tensor(chosen, dtype=torch.long)
+        lengths = torch.tensor(self.lengths, dtype=torch.long)[index]
+        ids = self.ids[ragged_arange(torch.tensor(self.firsts, dtype=torch.long)[index], lengths)]
+        ascending = bool((index[1:] > index[:-1]).all())
+        return EndToEnd(ids, lengths.tolist(), self.longest_first and ascending)
+
     @overload
     def __getitem__(self, i: int) -> Tensor: ...
 

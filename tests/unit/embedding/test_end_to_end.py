@@ -189,3 +189,28 @@ def test_packed_pass_refuses_texts_that_are_not_longest_first() -> None:
     model = tiny_encoder("bert")
     with pytest.raises(ValueError, match="longest first"):
         embedder_module.packed_pass(model, torch.arange(3, 10), [3, 4], score_budget=1 << 16)
+
+
+def test_the_texts_a_cache_lacks_still_run_in_packs_of_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An embedding cache hands the embedder only the texts it lacks: taken out of the `EndToEnd` as one
+    (`take`), still longest first, so they run in packs of slices too; the table is the uncached one."""
+    from bertscore_tm.embedding.cache import CachingEmbedder, EmbeddingCache
+
+    embedder = _accelerated(max_tokens=128)
+    seqs = _longest_first(70, seed=6, empty=1)
+    want = embedder.new_table(sum(seqs.lengths))
+    embedder.embed_into(want, list(seqs))
+    cached = CachingEmbedder(embedder, EmbeddingCache(1 << 24))
+    cached.embed_into(embedder.new_table(sum(seqs.lengths)), seqs[10:40])  # these are found next time
+    taken: list[EndToEnd] = []
+    real = embedder._embed_packs
+    monkeypatch.setattr(
+        embedder, "_embed_packs", lambda table, part, progress: taken.append(part) or real(table, part, progress)
+    )
+    got = embedder.new_table(sum(seqs.lengths))
+    assert cached.embed_into(got, seqs) == embedder.embed_into(embedder.new_table(len(want)), list(seqs))
+    assert len(taken) == 1 and taken[0].longest_first and len(taken[0]) == 40  # not the 30 found, nor the empty one
+    assert taken[0].lengths == seqs.lengths[:10] + seqs.lengths[40:70]
+    torch.testing.assert_close(got, want, atol=1e-6, rtol=0)  # the 30 found ran in other packs: rounding only
+    some = seqs.take([3, 0, 5])
+    assert [t.tolist() for t in some] == [seqs[i].tolist() for i in (3, 0, 5)] and not some.longest_first
