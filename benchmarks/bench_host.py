@@ -14,6 +14,10 @@ against ahead, in turns; the whole loop's seconds, the queue taken in at its end
     python benchmarks/bench_host.py                  # 100,000 pairs, 2 rounds
     python benchmarks/bench_host.py --pairs 20000 --rounds 1
     python benchmarks/bench_host.py --loop --pairs 20000 --rounds 4
+    python benchmarks/bench_host.py --ops --pairs 20000
+
+`--ops` counts the top-level torch ops a compute() dispatches (`op_counts`): a GPU launches a kernel or more
+for each, so where launches set the pace they are the host's cost per pair.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "src")]  # this checkout's package,
 
 UPDATE = 64  # pairs per update(), as a validation loop feeds them (the device suite's)
 DEVICE_WAIT = 0.004  # seconds a `--loop` step waits for its device
+ROBERTA_LARGE_WIDTH = 1024  # the device suite's model's: `--ops` cuts matching batches as that width does
 
 
 def stand_in(model: Any, seqs: Any, score_budget: int, fused: bool = False, lengths: Any = None) -> tuple:
@@ -78,19 +83,66 @@ def loop_round(path: str, layers: int, cands: list[str], refs: list[str], ahead:
     return time.perf_counter() - start
 
 
+def op_counts(path: str, layers: int, cands: list[str], refs: list[str]) -> dict[str, int]:
+    """Top-level torch ops (each one kernel launch or more on a GPU) that a compute() in accelerator batching
+    dispatches in its packed passes and in the rest (matching, planning, copies), the dry shape's model running,
+    variable-length attention stood in for by one op a block (as CUDA's bfloat16 runs it) and matching batches
+    holding as many pairs as at roberta-large's width: the host's work per pair where launches set the pace (the
+    H100's bare bfloat16 pass ran at 36% of its peak)."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    import bertscore_tm.embedding.embedder as embedder_module
+    import bertscore_tm.embedding.packing as packing
+    import bertscore_tm.scoring.matching as matching
+    from bertscore_tm import BERTScore
+
+    packing._varlen_usable = lambda query: True  # type: ignore[assignment]
+    packing._varlen = lambda: lambda q, *args, **kwargs: torch.empty_like(q)  # type: ignore[assignment]
+    real = embedder_module.packed_pass
+
+    def marked(*args: Any, **kwargs: Any) -> Any:
+        with record_function("packed pass"):
+            return real(*args, **kwargs)
+
+    metric = BERTScore(path, num_layers=layers, model_dtype=torch.bfloat16)
+    metric.embedder._batching, metric.embedder.max_tokens = "accelerator", 16384
+    width = metric.embedder.hidden_size  # matching batches of as many pairs as roberta-large's (1,024 wide) hold
+    matching.gather_elements = lambda device: (1 << 22) * width // ROBERTA_LARGE_WIDTH  # type: ignore[assignment]
+    for i in range(0, len(cands), UPDATE):
+        metric.update(cands[i : i + UPDATE], refs[i : i + UPDATE])
+    embedder_module.packed_pass = marked
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        metric.compute()
+    counts = {"packed passes": 0, "the rest": 0}
+    for event in prof.events():
+        parent = event.cpu_parent
+        if not event.name.startswith("aten::") or (parent is not None and parent.name.startswith("aten::")):
+            continue
+        while parent is not None and parent.name != "packed pass":
+            parent = parent.cpu_parent
+        counts["the rest" if parent is None else "packed passes"] += 1
+    return counts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--loop", action="store_true", help="tokenising ahead in a loop that waits for a device")
+    parser.add_argument("--ops", action="store_true", help="count the torch ops of a compute(), the model running")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     import bertscore_tm.embedding.embedder as embedder_module
     import gpu_suite
 
     path, layers, _ = gpu_suite.build_model(True, None)  # the dry run's tiny shape: its width, MiniLM's tokenizer
-    embedder_module.packed_forward, embedder_module.packed_pass = stand_in, stand_in_pass
     cands, refs = gpu_suite.wmt_pairs(args.pairs)
+    if args.ops:
+        counts = op_counts(path, layers, cands, refs)
+        per_pair = ", ".join(f"{name} {n} ({n / args.pairs:.2f} a pair)" for name, n in counts.items())
+        print(f"{args.pairs} pairs, top-level torch ops in compute(), a {layers}-block model: {per_pair}")
+        return
+    embedder_module.packed_forward, embedder_module.packed_pass = stand_in, stand_in_pass
     if args.loop:
         seconds: dict[bool, list[float]] = {False: [], True: []}
         for k in range(args.rounds):
