@@ -12,7 +12,7 @@ may hold.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 #: A forward batch's attention scores hold no more than those of its token budget at this length (so its
 #: memory is bounded however long its texts are); a packed pass's attention pieces keep to the same bound.
@@ -29,20 +29,7 @@ def length_batches(lengths: Sequence[int], batch_size: int | None, max_tokens: i
     >>> list(length_batches([3, 5, 3, 5, 5], batch_size=2, max_tokens=2048))
     [[1, 3], [4], [0, 2]]
     """
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    batch: list[int] = []
-    for i in order:
-        length = lengths[i]
-        n = len(batch) + 1
-        other_length = bool(batch) and lengths[batch[0]] != length
-        too_big = n * length > max_tokens or n * length * length > max_tokens * SCORES_LENGTH
-        too_many = batch_size is not None and len(batch) >= batch_size
-        if batch and (other_length or too_many or too_big):
-            yield batch
-            batch = []
-        batch.append(i)
-    if batch:
-        yield batch
+    return _cut(lengths, batch_size, max_tokens, lambda longest, length: length == longest)
 
 
 def padded_buckets(lengths: Sequence[int], batch_size: int | None, max_tokens: int) -> Iterator[list[int]]:
@@ -55,17 +42,24 @@ def padded_buckets(lengths: Sequence[int], batch_size: int | None, max_tokens: i
     >>> list(padded_buckets([10, 12, 11, 30, 5], batch_size=None, max_tokens=2048))
     [[3], [1, 2, 0], [4]]
     """
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    return _cut(lengths, batch_size, max_tokens, lambda longest, length: length >= longest - max(2, longest // 8))
+
+
+def _cut(
+    lengths: Sequence[int], batch_size: int | None, max_tokens: int, joins: Callable[[int, int], bool]
+) -> Iterator[list[int]]:
+    """Indices of `lengths` sorted longest first, cut into batches: a text joins the batch before it where
+    `joins(longest, length)` allows its length beside the batch's longest and the batch, padded to its longest,
+    stays within `max_tokens` tokens, the attention scores of `max_tokens` tokens at `SCORES_LENGTH`, and
+    `batch_size` texts (where one is given)."""
     batch: list[int] = []
-    for i in order:
-        longest = lengths[batch[0]] if batch else lengths[i]
-        n = len(batch) + 1
-        too_short = lengths[i] < longest - max(2, longest // 8)
-        too_big = n * longest > max_tokens or n * longest * longest > max_tokens * SCORES_LENGTH
-        too_many = batch_size is not None and len(batch) >= batch_size
-        if batch and (too_short or too_many or too_big):
-            yield batch
-            batch = []
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        if batch:
+            longest, n = lengths[batch[0]], len(batch) + 1
+            fits = n * longest <= max_tokens and n * longest * longest <= max_tokens * SCORES_LENGTH
+            if not (joins(longest, lengths[i]) and fits and (batch_size is None or n <= batch_size)):
+                yield batch
+                batch = []
         batch.append(i)
     if batch:
         yield batch
