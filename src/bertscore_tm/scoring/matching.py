@@ -377,19 +377,16 @@ def _match_block(
         order = order[~done[order]]
     if not len(order):
         return
-    # the matches in that order, cut into batches and their result rows made on the host (no device wait)
+    # the matches in that order, cut into batches; their rows made on the host and sent once a side (no device wait)
     lc, lr, c_rows, r_rows, out_c, out_r = (t[order].cpu() for t in (lc, lr, c_rows, r_rows, out_c, out_r))
-    batches = matching_batches(lc.tolist(), lr.tolist(), table.shape[-1] * rows, rows, gather_budget)
-    puts = [
-        _BatchRows([(lo, hi, batch[side]) for lo, hi, *batch in batches], out, lengths, device)
-        for side, out, lengths in ((0, out_c, lc), (1, out_r, lr))
+    sizes_c, sizes_r = lc.tolist(), lr.tolist()
+    batches = matching_batches(sizes_c, sizes_r, table.shape[-1] * rows, rows, gather_budget)
+    sides = [
+        _BatchRows([(lo, hi, batch[side]) for lo, hi, *batch in batches], at, lengths, out, pad_row, device)
+        for side, at, lengths, out in ((0, c_rows, lc, out_c), (1, r_rows, lr, out_r))
     ]
-    lc, lr, c_rows, r_rows = (send(t, device) for t in (lc, lr, c_rows, r_rows))
-    for b, (lo, hi, wide_c, wide_r) in enumerate(batches):
-        ar_c, ar_r = torch.arange(wide_c, device=device), torch.arange(wide_r, device=device)
-        cmask, rmask = ar_c < lc[lo:hi, None], ar_r < lr[lo:hi, None]
-        c_at = torch.where(cmask, c_rows[lo:hi, None] + ar_c, pad_row)
-        r_at = torch.where(rmask, r_rows[lo:hi, None] + ar_r, pad_row)
+    for b, (lo, hi, _, _) in enumerate(batches):
+        (c_at, cmask), (r_at, rmask) = sides[0].gathered(b), sides[1].gathered(b)
         c, r = table[c_at], table[r_at]  # [B, Lc, (rows,) D], [B, Lr, (rows,) D]
         if rows > 1:  # [rows, B, L, D], as views: similarities() makes them contiguous as it converts them
             c, r = c.permute(2, 0, 1, 3), r.permute(2, 0, 1, 3)
@@ -400,9 +397,10 @@ def _match_block(
         sim.masked_fill_(~(live_c[:, :, None] & live_r[:, None, :]), float("-inf"))
         best_c = sim.amax(dim=3)  # [rows, B, Lc]
         best_r = sim.amax(dim=2)  # [rows, B, Lr]
-        settle(best_c, best_r)  # a token with nothing to match against
-        puts[0].put(b, cand_best, best_c)
-        puts[1].put(b, ref_best, best_r)
+        if live is not None or not (min(sizes_c[lo:hi]) and min(sizes_r[lo:hi])):  # else every token has a match
+            settle(best_c, best_r)  # a token with nothing to match against
+        sides[0].put(b, cand_best, best_c)
+        sides[1].put(b, ref_best, best_r)
 
 
 def matching_batches(
@@ -427,12 +425,21 @@ def matching_batches(
 
 
 class _BatchRows:
-    """Where one side's best similarities of each matching batch ([rows, B, L], L that side's longest in the
-    batch) go in the kept results: match k's first ``lengths[k]`` tokens to rows ``out[k]`` on. Made on the host
-    for the whole block at once and sent to the device in one copy each, so that a batch only slices them: no
-    row numbers are made, sent or read back per batch."""
+    """One side's rows for each matching batch of a block, made on the host for the whole block at once and sent
+    to the device in one copy each, so that a batch only slices them: no row numbers are made, sent or read
+    back per batch. Match k gathers its tokens from table rows ``at[k] ..`` (``lengths[k]`` of them, then the
+    zero padding row up to its batch's width L), and its best similarities ([rows, B, L] a batch) go to rows
+    ``out[k] ..`` of the kept results."""
 
-    def __init__(self, batches: list[tuple[int, int, int]], out: Tensor, lengths: Tensor, device: torch.device) -> None:
+    def __init__(
+        self,
+        batches: list[tuple[int, int, int]],
+        at: Tensor,
+        lengths: Tensor,
+        out: Tensor,
+        pad_row: int,
+        device: torch.device,
+    ) -> None:
         lo, hi, width = torch.tensor(batches, dtype=torch.long).unbind(1)
         lo_of, width_of = (torch.repeat_interleave(t, hi - lo) for t in (lo, width))
         first = (torch.arange(len(lengths)) - lo_of) * width_of  # each match's first element in its batch's [B, L]
@@ -440,6 +447,20 @@ class _BatchRows:
         self.tokens = list(zip(edges[lo].tolist(), edges[hi].tolist(), strict=True))
         self.src = send(ragged_arange(first, lengths), device)
         self.dst = send(ragged_arange(out, lengths), device)
+        # the gather: each match's row of its batch's [B, L], its own rows then the padding row
+        position = ragged_arange(torch.zeros_like(width_of), width_of)
+        owner = torch.repeat_interleave(torch.arange(len(lengths)), width_of)
+        inside = position < lengths[owner]
+        self.at = send(torch.where(inside, at[owner] + position, pad_row), device)
+        self.inside = send(inside, device)
+        ends = torch.cumsum((hi - lo) * width, 0)
+        self.spans = list(zip((ends - (hi - lo) * width).tolist(), (hi - lo).tolist(), width.tolist(), strict=True))
+
+    def gathered(self, b: int) -> tuple[Tensor, Tensor]:
+        """Batch `b`'s table rows to gather ([B, L]) and which of them are its texts' own tokens."""
+        first, count, width = self.spans[b]
+        span = slice(first, first + count * width)
+        return self.at[span].view(count, width), self.inside[span].view(count, width)
 
     def put(self, b: int, best: Tensor, batch: Tensor) -> None:
         """Write batch `b`'s best similarities ([rows, B, L]) into `best`'s rows."""
