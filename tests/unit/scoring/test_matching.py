@@ -227,3 +227,30 @@ def test_blocks_are_the_longest_runs_of_matches_whose_distinct_texts_fit(seed: i
     assert sizes == [tokens(lo, hi) for lo, hi in blocks]
     assert all(size <= budget or hi - lo == 1 for (lo, hi), size in zip(blocks, sizes, strict=True))
     assert all(tokens(lo, hi + 1) > budget for lo, hi in blocks[:-1])
+
+
+def test_a_token_with_an_empty_side_to_match_gets_zero_and_the_others_their_best(metric, wmt):
+    """A text of no tokens (a model that adds no special tokens, an empty text): the other side's tokens have
+    nothing to match and keep 0, never -inf, in a matching batch that also holds ordinary matches; those get
+    the plain maximum of their similarities (checked against float64 products of their vectors)."""
+    empty = torch.zeros(0, dtype=torch.long)
+    sentences = wmt["hyps"][:6]
+    ids = [metric.token_ids(s).long() for s in sentences]
+    ids.insert(2, empty)
+    lengths = torch.tensor([len(x) for x in ids], dtype=torch.int32)
+    texts = TokenTexts(
+        (torch.cat(ids),),
+        torch.zeros(len(ids), dtype=torch.uint8),
+        torch.cumsum(lengths.long(), 0) - lengths.long(),
+        lengths,
+    )
+    cands = torch.tensor([2, 0, 3, 4], dtype=torch.int32)  # the empty text against text 1, then ordinary matches
+    refs = torch.tensor([1, 2, 5, 6], dtype=torch.int32)  # and text 0 against the empty one
+    best_c, best_r = greedy_match(metric.embedder, texts, cands, refs)
+    n1, n0 = len(ids[1]), len(ids[0])
+    assert torch.equal(best_r[:n1], torch.zeros(n1, 1)) and torch.equal(best_c[:n0], torch.zeros(n0, 1))
+    vectors, _ = metric.embedder.embed([ids[k] for k in (3, 5)])
+    c, r = vectors[: len(ids[3])].double(), vectors[len(ids[3]) :].double()
+    torch.testing.assert_close(
+        best_c[n0 : n0 + len(ids[3]), 0].double(), (c @ r.T).max(dim=1).values, atol=1e-6, rtol=0
+    )
