@@ -16,14 +16,15 @@ from typing import Any
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-from torchmetrics.utilities.data import apply_to_collection, dim_zero_cat
+from torchmetrics.utilities.data import apply_to_collection
 
 from bertscore_tm.distributed.ranks import check_same_settings, gather
 from bertscore_tm.embedding.embedder import own_precision
 from bertscore_tm.embedding.packing import send
-from bertscore_tm.engines.paired import PairTokens, TokenMatches, corpus_counts, interleave, match_pairs, weigh_pairs
+from bertscore_tm.engines.paired import TokenMatches, corpus_counts, weigh_pairs
 from bertscore_tm.metric.checkpoint import check_loadable, fitted_counts, setting_digests
 from bertscore_tm.metric.indexes import PairPlan, checked_indexes
+from bertscore_tm.metric.pending import STATES, PendingScores, cat_state
 from bertscore_tm.metric.queued import QueuedUpdates
 from bertscore_tm.metric.views import SettingViews
 from bertscore_tm.models.masks import IgnoreRule
@@ -36,18 +37,8 @@ from bertscore_tm.scoring.results import Scores, format_scores, scores_of
 from bertscore_tm.scoring.scorer import Scorer, ScoringSettings
 from bertscore_tm.settings.arguments import LongTexts, OutputName, Reduction, validate_arguments
 
-_STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts", "scored", "cand_best", "ref_best", "indexes")
 
-
-def _cat(items: list[Tensor] | Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
-    if isinstance(items, Tensor):
-        return items.to(device)
-    if not items:
-        return torch.zeros(0, dtype=dtype, device=device)
-    return dim_zero_cat([x.to(device) for x in items])
-
-
-class BERTScore(SettingViews, QueuedUpdates, Metric):
+class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
     """BERTScore (Zhang et al., 2019): precision, recall and F1 of greedy cosine matching of contextual
     token embeddings, equal to bert-score 0.3.13 to floating-point noise. Every argument: docs/metric.md.
 
@@ -91,7 +82,7 @@ class BERTScore(SettingViews, QueuedUpdates, Metric):
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
-    _QUEUED_INTO = frozenset((*_STATES, "doc_freq", "num_refs", "context_seen"))  # `QueuedUpdates`
+    _QUEUED_INTO = frozenset((*STATES, "doc_freq", "num_refs"))  # `QueuedUpdates`; queued pairs have no context
 
     cand_ids: list[Tensor]
     cand_lens: list[Tensor]
@@ -149,7 +140,7 @@ class BERTScore(SettingViews, QueuedUpdates, Metric):
         self.lang, self.idf, self.all_layers, self.long_texts = lang, idf, all_layers, long_texts
         self.model_name, self.num_layers, self.model_depth = s.model_name, s.num_layers, s.model_depth
         self.user_supplied = s.user_supplied
-        for name in _STATES:
+        for name in STATES:
             self.add_state(name, default=[], dist_reduce_fx="cat")
         counted = s.vocab_size if s.counts_idf else 0
         self.add_state("doc_freq", torch.zeros(counted, dtype=torch.long), dist_reduce_fx="sum")
@@ -207,7 +198,7 @@ class BERTScore(SettingViews, QueuedUpdates, Metric):
         if not keeps_similarities:
             self.cand_best, self.ref_best = [], []
             self.scored = [torch.zeros(sum(len(x) for x in self.scored), dtype=torch.bool, device=home)]
-        refs = (_cat(self.ref_ids, torch.int32, home), _cat(self.ref_lens, torch.int32, home))
+        refs = (cat_state(self.ref_ids, torch.int32, home), cat_state(self.ref_lens, torch.int32, home))
         self.doc_freq = fitted_counts(self.scorer, self.doc_freq, *refs)
         self.state_setting = setting_digests(self.scorer).to(self.state_setting.device)
 
@@ -243,7 +234,7 @@ class BERTScore(SettingViews, QueuedUpdates, Metric):
         c_ids, c_lens, r_ids, r_lens = encoded
         self.scorer.check_known_weights(torch.cat([c_ids, r_ids]))
         device = self.device  # copies sent from pinned memory, not waited for: an update() never stalls a GPU
-        for name, value in zip(_STATES[:4], (c_ids, c_lens, r_ids, r_lens), strict=True):
+        for name, value in zip(STATES[:4], (c_ids, c_lens, r_ids, r_lens), strict=True):
             getattr(self, name).append(send(value, device))
         self.ref_counts.append(send(torch.tensor(counts, dtype=torch.int32), device))
         self.scored.append(torch.zeros(len(counts), dtype=torch.bool, device=device))
@@ -302,38 +293,14 @@ class BERTScore(SettingViews, QueuedUpdates, Metric):
                 seen = self.context_seen.to(self.device, copy=True)  # where the backend exchanges (compute_on_cpu)
                 torch.distributed.all_reduce(seen, torch.distributed.ReduceOp.MAX, group=group)
                 self.context_seen = seen.to(self.context_seen.device)  # a context on any rank: the code names it
-            self._score_pending()
+            self._score_queued()  # pairs still being tokenised: scored in chunks as they join (`QueuedUpdates`)
             local = sum(len(x) for x in self.scored)
-            plan = PairPlan(local, _cat(self.indexes, torch.long, self.device), collective, group)
+            plan = PairPlan(local, cat_state(self.indexes, torch.long, self.device), collective, group)
             scores = self._local_scores(collective, group, plan.dropped)
             if collective:
                 scores = torch.cat(gather(scores, group))
             scores = plan.kept(scores)
         return scores_of(scores, self.all_layers, self.hash_code)
-
-    def _pairs(self, device: torch.device) -> PairTokens:
-        """The state's pairs as one set of tensors on `device` (ids int32, lengths and counts int64)."""
-        ids, lens = (_cat(getattr(self, n), torch.int32, device) for n in _STATES[:2])
-        r_ids, r_lens, counts = (_cat(getattr(self, n), torch.int32, device) for n in _STATES[2:5])
-        return PairTokens(ids, lens.long(), r_ids, r_lens.long(), counts.long())
-
-    def _score_pending(self) -> None:
-        """Embed and match the pairs no earlier compute() scored; keep their per-token best similarities."""
-        self.scorer.follow(self.device)  # clones share a loaded model: it goes where this one computes
-        scored = _cat(self.scored, torch.bool, self.device)
-        if scored.numel() == 0 or bool(scored.all()):
-            return
-        # one tensor per state from now on (so the chunks are freed, not held twice), where the states live
-        home = self.cand_ids[0].device
-        for name in _STATES[:5]:
-            setattr(self, name, [_cat(getattr(self, name), torch.int32, home)])
-        pairs, is_new = self._pairs(torch.device("cpu")), ~scored.cpu()
-        new = match_pairs(self.scorer, pairs, is_new, verbose=self.verbose)
-        old_c, old_r = (_cat(getattr(self, n), torch.float32, self.device) for n in ("cand_best", "ref_best"))
-        self.cand_best = [interleave(old_c, new.cand_best, is_new, pairs.cand_lens * pairs.ref_counts).to(home)]
-        ref_tokens = torch.repeat_interleave(is_new, pairs.ref_counts)
-        self.ref_best = [interleave(old_r, new.ref_best, ref_tokens, pairs.ref_lens).to(home)]
-        self.scored = [torch.ones_like(scored).to(home)]
 
     def _local_scores(self, collective: bool, group: Any, dropped: Tensor | None) -> Tensor:
         """This rank's per-candidate P, R, F and best reference ([pairs, rows, 4]); `dropped` marks pairs whose
@@ -345,5 +312,5 @@ class BERTScore(SettingViews, QueuedUpdates, Metric):
         if self.scorer.counts_idf:
             doc_freq, num_refs = corpus_counts(doc_freq, num_refs, pairs, dropped, collective, group)
         weights = self.scorer.weights(doc_freq, int(num_refs), device)
-        best = (_cat(getattr(self, n), torch.float32, device) for n in ("cand_best", "ref_best"))
+        best = (cat_state(getattr(self, n), torch.float32, device) for n in ("cand_best", "ref_best"))
         return weigh_pairs(self.scorer, pairs, TokenMatches(*best), weights)

@@ -1,9 +1,12 @@
 """update()s that tokenise ahead (`bertscore_tm.models.ahead`): the Metric's queue of pairs still being tokenised
-on the process's tokenising thread, and the rule that they join the state, in order, before anything reads it.
-A mixin, so that the Metric's module holds the torchmetrics protocol alone."""
+on the process's tokenising thread, the rule that they join the state, in order, before anything reads it, and
+compute()'s scoring of the joined pairs while the thread still tokenises later ones. A mixin, so that the
+Metric's module holds the torchmetrics protocol alone."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from torch import Tensor
@@ -11,9 +14,17 @@ from torch import Tensor
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.tokenizing import PendingPairs
 
-#: The most update()s whose pairs may wait for the tokenising thread: one more waits for the oldest (its ids are
-#: Python lists until it joins, nine times the state's bytes, so the queue's memory stays bounded).
-MOST_QUEUED = 32
+#: The most texts that may wait for the tokenising thread: an update() past it waits for the oldest batch. A
+#: batch's ids are Python lists from the moment they are tokenised until it joins the state (about nine times
+#: the state's bytes), which this bounds; it is large enough that an update() loop faster than the tokenizer
+#: (a corpus fed in a loop) hands every text over at once, and compute() can score while the thread tokenises.
+MOST_QUEUED_TEXTS = 1 << 18
+
+#: compute() on pairs still queued scores those that have joined the state whenever they hold this many texts
+#: and the thread is still tokenising later ones: the device embeds one chunk while the host tokenises the next.
+#: A text in two chunks is embedded twice (once per compute() otherwise), so chunks are large: about 60 packs of
+#: an accelerator's 16,384 tokens at WMT lengths.
+CHUNK_TEXTS = 1 << 14
 
 
 class QueuedUpdates:
@@ -28,6 +39,7 @@ class QueuedUpdates:
     tokenise_ahead: bool | None = None
     _QUEUED_INTO: ClassVar[frozenset[str]] = frozenset()
     _queued: list[tuple[PendingPairs, list[int], Tensor | None]]
+    _queued_texts: int = 0  # the texts of `_queued`
 
     if TYPE_CHECKING:
 
@@ -35,6 +47,8 @@ class QueuedUpdates:
         def device(self) -> Any: ...
 
         def _add_pairs(self, encoded: Any, counts: list[int], index_tensor: Tensor | None) -> None: ...
+
+        def _score_pending(self) -> None: ...
 
     def _tokenises_ahead(self) -> bool:
         if self.tokenise_ahead is None:
@@ -50,10 +64,43 @@ class QueuedUpdates:
 
     def _queue(self, pending: PendingPairs, counts: list[int], index_tensor: Tensor | None) -> None:
         """Queue an update()'s pairs; those already tokenised join the state now, and the oldest is waited for
-        past `MOST_QUEUED`."""
+        past `MOST_QUEUED_TEXTS`."""
         self._queued.append((pending, counts, index_tensor))
-        while self._queued and (self._queued[0][0].ready() or len(self._queued) > MOST_QUEUED):
+        self._queued_texts += pending.texts
+        while self._queued and (self._queued[0][0].ready() or self._queued_texts > MOST_QUEUED_TEXTS):
             self._take_queued(1)
+
+    def join_queued(self) -> None:
+        """Wait for the tokenising thread: every pair an update() was given joins the state now, and the
+        warnings and errors of its tokenisation are said now (a read of the state does the same)."""
+        self._take_queued()
+
+    def _score_queued(self) -> None:
+        """compute()'s embedding and matching of every pair not yet scored: where pairs are still queued, those
+        that have joined are scored a chunk of `CHUNK_TEXTS` texts at a time while the tokenising thread does
+        the later ones (the device then embeds while the host tokenises, where one would otherwise wait for the
+        other); the scores are the same, as texts embed alike in any pack (docs/semantics.md)."""
+        joined = 0
+        while self._queued:
+            joined += self._queued[0][0].texts
+            self._take_queued(1)  # the oldest, waited for; then every one the thread has done
+            while self._queued and self._queued[0][0].ready():
+                joined += self._queued[0][0].texts
+                self._take_queued(1)
+            if self._queued and joined >= CHUNK_TEXTS:
+                with self._queue_held():
+                    self._score_pending()
+                joined = 0
+        self._score_pending()
+
+    @contextmanager
+    def _queue_held(self) -> Iterator[None]:
+        """The queue set aside: reads of the state see the pairs that have joined, and take in no others."""
+        held, self._queued, texts, self._queued_texts = self._queued, [], self._queued_texts, 0
+        try:
+            yield
+        finally:
+            self._queued, self._queued_texts = held + self._queued, texts + self._queued_texts
 
     def _take_queued(self, most: int | None = None) -> None:
         """Add the first `most` (all) of the queued pairs to the state, in order, waiting for their tokens where
@@ -61,6 +108,7 @@ class QueuedUpdates:
         as a failed update() would; the batches after it stay queued."""
         queued, self._queued = self._queued, []  # taken off first: adding reads the states (`__getattribute__`)
         for k, (pending, counts, index_tensor) in enumerate(queued[:most]):
+            self._queued_texts -= pending.texts
             try:
                 self._add_pairs(pending.result(), counts, index_tensor)
             except BaseException:
@@ -85,7 +133,7 @@ class QueuedUpdates:
 
     def reset(self) -> None:
         """Clear the state, and drop what update()s queued (their tokens are never used)."""
-        self._queued = []
+        self._queued, self._queued_texts = [], 0
         super().reset()  # type: ignore[misc]
 
     def __getstate__(self) -> dict[str, Any]:

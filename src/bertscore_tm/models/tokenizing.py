@@ -405,6 +405,7 @@ class PendingPairs:
     def __init__(self, encoder: TextEncoder, n: int, stripped: list[str], distinct: list[str], future: Future) -> None:
         self.encoder, self.n, self.stripped, self.distinct, self.future = encoder, n, stripped, distinct, future
         self.pid = os.getpid()
+        self.texts = len(stripped)
 
     def ready(self) -> bool:
         return self.pid == os.getpid() and self.future.done()

@@ -1,7 +1,8 @@
 """Tokenising ahead (bertscore_tm.models.ahead): update() hands its texts to a background thread and returns;
 its pairs must join the state, in order and bit for bit as a synchronous update() adds them, before anything
 reads it (torchmetrics' forward, merge_state, copies, pickles, reset, a user), and its errors and warnings
-must still reach the user."""
+must still reach the user. A compute() while the thread still tokenises scores the joined pairs in chunks
+(`QueuedUpdates._score_queued`): the very scores, each pair scored once."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import torch
 
 from bertscore_tm import BERTScore
 from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.metric import pending, queued
 from bertscore_tm.models import ahead
 from bertscore_tm.models.tokenizing import TextEncoder
 from tests.conftest import MINILM
@@ -49,6 +51,34 @@ def held(monkeypatch):
     gate.set()
 
 
+@pytest.fixture
+def chunked(monkeypatch):
+    """compute() chunks of 40 texts, the thread's calls one update() each, and every call after the second held
+    until the first chunk is matched: a compute() right after the update()s finds pairs joined and pairs still
+    queued. Yields the pairs each matching saw, and the gate."""
+    gate, calls, seen = threading.Event(), [], []
+    real_ids, real_match = TextEncoder._rust_ids, pending.match_pairs
+
+    def gated(self, texts):
+        if threading.current_thread().name == "bertscore-tm-tokenise":  # not a synchronous update()
+            calls.append(len(texts))
+            if len(calls) > 2:
+                gate.wait(timeout=10)  # a compute() that never scores a chunk early fails, not hangs
+        return real_ids(self, texts)
+
+    def matched(scorer, pairs, is_new, *args, **kwargs):
+        seen.append(int(is_new.sum()))
+        gate.set()
+        return real_match(scorer, pairs, is_new, *args, **kwargs)
+
+    monkeypatch.setattr(TextEncoder, "_rust_ids", gated)
+    monkeypatch.setattr(pending, "match_pairs", matched)
+    monkeypatch.setattr(ahead, "MOST_TEXTS", 16)
+    monkeypatch.setattr(queued, "CHUNK_TEXTS", 40)
+    yield seen, gate
+    gate.set()
+
+
 def _fed(pairs, ahead_on: bool, **kwargs) -> BERTScore:
     metric = BERTScore(MINILM, **kwargs)
     metric.tokenise_ahead = ahead_on
@@ -70,6 +100,52 @@ def test_pairs_tokenised_ahead_make_the_very_state_and_scores_of_synchronous_upd
         assert int(ahead_metric.num_refs) == int(plain.num_refs)
         got, want = ahead_metric.compute(), plain.compute()
     assert all(torch.equal(got[key], want[key]) for key in want)
+
+
+def test_a_compute_while_pairs_are_still_tokenised_scores_them_in_chunks_to_the_very_scores(pairs, chunked) -> None:
+    seen, gate = chunked
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = _fed(pairs, False, idf=True).compute()
+        seen.clear(), gate.clear()  # the gate opens at the next matching: the chunked compute()'s first
+        got = _fed(pairs, True, idf=True).compute()  # indexes, several references, a blank and a long text
+    assert len(seen) >= 2 and seen[0] == 32  # the first two update()s, while the others still waited
+    assert sum(seen) == len(pairs[0])  # each pair matched once
+    assert all(torch.equal(got[key], want[key]) for key in want)
+
+
+def test_score_systems_waits_for_every_pair_so_each_shared_reference_embeds_once(pairs, chunked) -> None:
+    from bertscore_tm.comparison.systems import score_systems
+
+    cands, refs = pairs[0][:20], pairs[1][:20]
+    metric = BERTScore(MINILM)
+    metric.tokenise_ahead = True
+    before = metric.embedder.rows_embedded
+    seen, gate = chunked
+    threading.Timer(0.3, gate.set).start()  # the third system's tokens come late
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        score_systems(metric, [cands, [c.upper() for c in cands], list(reversed(cands))], refs)
+    assert seen == [60]  # one matching of every pair, not a chunk of the first system's
+    texts = {t.strip() for t in [*cands, *(c.upper() for c in cands)]} | {str(r) for r in refs}
+    assert metric.embedder.rows_embedded - before <= len(texts)
+
+
+def test_update_waits_for_the_oldest_batch_only_past_the_most_queued_texts(pairs, held, monkeypatch) -> None:
+    monkeypatch.setattr(queued, "MOST_QUEUED_TEXTS", 40)
+    metric = BERTScore(MINILM)
+    metric.tokenise_ahead = True
+    metric.update(pairs[0][:10], pairs[1][:10])  # 20 texts: queued, the thread held
+    metric.update(pairs[0][10:20], pairs[1][10:20])  # 40: still within
+    assert len(metric.__dict__["_queued"]) == 2
+    threading.Timer(0.3, held.set).start()
+    started = time.perf_counter()
+    metric.update(pairs[0][20:30], pairs[1][20:30])  # 60 > 40: waits for the oldest
+    assert time.perf_counter() - started >= 0.2
+    assert metric.__dict__["_queued_texts"] <= 40  # the oldest joined (and any the thread did meanwhile)
+    metric.join_queued()
+    assert not metric.__dict__["_queued"] and metric.__dict__["_queued_texts"] == 0
+    assert sum(len(x) for x in metric.cand_lens) == 30
 
 
 def test_every_reader_of_the_state_takes_the_queued_pairs_in_first(pairs, held) -> None:

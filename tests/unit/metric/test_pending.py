@@ -1,0 +1,88 @@
+"""Pairs scored by an earlier compute() or forward() keep their best similarities (`metric/pending.py`): a later
+compute() embeds and matches only the others, reading only the new list entries where they come last, and
+interleaving old and new in pair order where they alternate (forward()'s and merge_state()'s merges); the
+scores are those of one compute() over every pair."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bertscore_tm import BERTScore
+from bertscore_tm.metric import pending
+from bertscore_tm.metric.pending import PendingScores, _new_entries
+from tests.conftest import MINILM
+
+pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.filterwarnings("ignore:1 blank text")]
+
+
+@pytest.fixture(scope="module")
+def pairs(wmt) -> tuple[list[str], list]:
+    cands = [*wmt["hyps_long"][:40], wmt["hyps_long"][0], "   "]
+    refs: list = [*wmt["refs_long"][:40], [wmt["refs_long"][1], wmt["refs_long"][2]], "a reference"]
+    return cands, refs
+
+
+@pytest.fixture
+def paths(monkeypatch) -> list[str]:
+    """Which path each scoring took: "new" (the new entries alone) or "interleaved"."""
+    taken: list[str] = []
+    new, mixed = PendingScores._score_new_entries, PendingScores._score_interleaved
+    monkeypatch.setattr(PendingScores, "_score_new_entries", lambda s, *a: (taken.append("new"), new(s, *a))[1])
+    monkeypatch.setattr(PendingScores, "_score_interleaved", lambda s, *a: (taken.append("mixed"), mixed(s, *a))[1])
+    return taken
+
+
+def _whole(pairs, **kwargs) -> dict:
+    metric = BERTScore(MINILM, **kwargs)
+    metric.update(*pairs)
+    return metric.compute()
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"idf": True, "all_layers": True}], ids=["plain", "idf-all-layers"])
+def test_a_compute_after_a_compute_matches_only_the_new_pairs_reading_only_their_entries(pairs, paths, kwargs):
+    cands, refs = pairs
+    metric = BERTScore(MINILM, **kwargs)
+    metric.update(cands[:15], refs[:15])
+    metric.compute()
+    for lo, hi in ((15, 25), (25, 42)):  # two update()s, one compute()
+        metric.update(cands[lo:hi], refs[lo:hi])
+    seen: list[int] = []
+    real = pending.match_pairs
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pending, "match_pairs", lambda sc, p, new, *a: (seen.append(len(new)), real(sc, p, new, *a))[1])
+        got = metric.compute()
+    assert paths == ["new", "new"] and seen == [27]  # the second compute() read the 27 new pairs alone
+    assert len(metric.cand_ids) == 2 and len(metric.cand_best) == 2  # the old tensors kept, the new in one
+    want = _whole(pairs, **kwargs)
+    assert all(torch.equal(got[key], want[key]) for key in want)
+
+
+def test_scored_and_new_pairs_that_alternate_are_interleaved_in_pair_order(pairs, paths):
+    cands, refs = pairs
+    metric = BERTScore(MINILM)
+    metric.update(cands[:10], refs[:10])
+    batch = metric(cands[10:30], refs[10:30])  # forward(): its pairs scored, merged after the unscored ten
+    metric.update(cands[30:], refs[30:])
+    got = metric.compute()
+    assert paths == ["new", "mixed"]  # forward()'s own compute(), then the merged state
+    want = _whole(pairs)
+    assert all(torch.equal(got[key], want[key]) for key in want)
+    assert torch.equal(batch["f1"], want["f1"][10:30])
+
+
+@pytest.mark.parametrize(
+    ("sizes", "scored", "first"),
+    [
+        ([2, 3], [True] * 2 + [False] * 3, 1),
+        ([2, 3], [False] * 5, 0),
+        ([5], [False] * 5, 0),
+        ([2, 3, 1], [True] * 5 + [False], 2),
+        ([2, 3], [False] * 2 + [True] * 3, None),  # new before scored (a merge)
+        ([2, 3], [True] * 3 + [False] * 2, None),  # an entry holding both
+        ([2, 3], [True, False, True, False, False], None),
+    ],
+)
+def test_the_new_entries_are_found_only_where_every_new_pair_comes_after_every_scored_one(sizes, scored, first):
+    entries = [torch.ones(n, dtype=torch.int32) for n in sizes]
+    assert _new_entries(entries, torch.tensor(scored)) == first
