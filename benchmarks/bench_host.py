@@ -18,6 +18,12 @@ against ahead, in turns; the whole loop's seconds, the queue taken in at its end
 
 `--ops` counts the top-level torch ops a compute() dispatches (`op_counts`): a GPU launches a kernel or more
 for each, so where launches set the pace they are the host's cost per pair.
+
+`--overlap` measures compute()'s scoring in chunks while the tokenising thread still works
+(`queued.CHUNK_TEXTS`) against scoring once everything is tokenised: update() in a tight loop (a corpus fed
+to the metric, as the device suite feeds it), tokenising ahead, then compute(); the stand-in pass waits (a sleep,
+the host's view of a device busy) as long as the H100's bare packed bfloat16 pass took for as many tokens
+(`DEVICE_TOKENS_PER_S`), so the tokenizer and the device's time can overlap or not.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "src")]  # this checkout's package,
 UPDATE = 64  # pairs per update(), as a validation loop feeds them (the device suite's)
 DEVICE_WAIT = 0.004  # seconds a `--loop` step waits for its device
 ROBERTA_LARGE_WIDTH = 1024  # the device suite's model's: `--ops` cuts matching batches as that width does
+DEVICE_TOKENS_PER_S = 836_529  # the H100's bare packed bfloat16 pass, roberta-large to layer 17 (RESULTS-gpu.md)
+DEVICE_WAITS: list[float] = []  # `--overlap`: the seconds each stand-in pass waited
 
 
 def stand_in(model: Any, seqs: Any, score_budget: int, fused: bool = False, lengths: Any = None) -> tuple:
@@ -54,11 +62,21 @@ def stand_in_pass(model: Any, ids: Any, lengths: Any, score_budget: int, fused: 
     return torch.full((len(ids), width), width**-0.5)
 
 
-def one_round(path: str, layers: int, cands: list[str], refs: list[str]) -> tuple[float, float]:
+def device_pass(model: Any, ids: Any, lengths: Any, score_budget: int, fused: bool = False) -> Any:
+    """`stand_in_pass` after as long a wait as the device would take for the pack (`DEVICE_TOKENS_PER_S`)."""
+    DEVICE_WAITS.append(len(ids) / DEVICE_TOKENS_PER_S)
+    time.sleep(DEVICE_WAITS[-1])
+    return stand_in_pass(model, ids, lengths, score_budget, fused)
+
+
+def one_round(
+    path: str, layers: int, cands: list[str], refs: list[str], ahead: bool | None = None
+) -> tuple[float, float]:
     """(update seconds, compute seconds) of one metric over the pairs, in accelerator batching."""
     from bertscore_tm import BERTScore
 
     metric = BERTScore(path, num_layers=layers)
+    metric.tokenise_ahead = ahead
     metric.embedder._batching = "accelerator"  # the packs, blocks and batches of a GPU's compute()
     metric.embedder.max_tokens = 16384  # the accelerator's budget (a CPU's default is 2,048)
     start = time.perf_counter()
@@ -124,12 +142,37 @@ def op_counts(path: str, layers: int, cands: list[str], refs: list[str]) -> dict
     return counts
 
 
+def overlap(path: str, layers: int, cands: list[str], refs: list[str], rounds: int) -> None:
+    """update() + compute() seconds tokenising ahead, with compute() scoring in chunks as pairs join and with
+    one chunk (`CHUNK_TEXTS` past the texts), in turns; the stand-in pass waits as the device would."""
+    import bertscore_tm.embedding.embedder as embedder_module
+    from bertscore_tm.metric import queued
+
+    embedder_module.packed_pass = device_pass
+    chunk, whole = queued.CHUNK_TEXTS, 1 << 40
+    one_round(path, layers, cands[:UPDATE], refs[:UPDATE], ahead=True)  # warm up
+    DEVICE_WAITS.clear()
+    seconds: dict[int, list[tuple[float, float]]] = {chunk: [], whole: []}
+    for k in range(rounds):
+        for size in (chunk, whole) if k % 2 == 0 else (whole, chunk):
+            queued.CHUNK_TEXTS = size
+            update, compute = one_round(path, layers, cands, refs, ahead=True)
+            seconds[size].append((round(update, 2), round(compute, 2)))
+    queued.CHUNK_TEXTS = chunk
+    for size, runs in seconds.items():
+        name = f"chunks of {size} texts" if size == chunk else "one chunk"
+        totals = [round(u + c, 2) for u, c in runs]
+        print(f"{len(cands)} pairs, {name}: (update, compute) s {runs}, totals {totals}")
+    print(f"the device's share of a round (its waits): {sum(DEVICE_WAITS) / (2 * rounds):.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--loop", action="store_true", help="tokenising ahead in a loop that waits for a device")
     parser.add_argument("--ops", action="store_true", help="count the torch ops of a compute(), the model running")
+    parser.add_argument("--overlap", action="store_true", help="compute() scoring while the tokenizer still works")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     import bertscore_tm.embedding.embedder as embedder_module
@@ -143,6 +186,9 @@ def main() -> None:
         print(f"{args.pairs} pairs, top-level torch ops in compute(), a {layers}-block model: {per_pair}")
         return
     embedder_module.packed_forward, embedder_module.packed_pass = stand_in, stand_in_pass
+    if args.overlap:
+        overlap(path, layers, cands, refs, args.rounds)
+        return
     if args.loop:
         seconds: dict[bool, list[float]] = {False: [], True: []}
         for k in range(args.rounds):

@@ -70,6 +70,7 @@ def _rows(results: dict) -> list[tuple[str, dict, str]]:
         ("metric_bfloat16_25k", "metric (update + compute), bfloat16", "bfloat16"),
         ("metric_bfloat16_100k", "metric (update + compute), bfloat16", "bfloat16"),
         ("tokenise_ahead", "metric, bfloat16, update() tokenising in the caller's thread", "bfloat16"),
+        ("score_chunks", "metric, bfloat16, compute() scoring once every pair is tokenised", "bfloat16"),
         ("bert_score", "bert-score 0.3.13 `BERTScorer`, float32", "float32"),
         ("lightning", "Lightning validation epoch (`val_metric`), float32", "float32"),
     ):

@@ -48,7 +48,7 @@ def test_the_dry_run_runs_every_step_and_writes_its_report(tmp_path: Path) -> No
     assert results["cli"]["score"]["rc"] == 0
     assert results["metric_one_length"]["float32"]["batching"] == "one-length"
     assert results["pack_exactness"]["max_vector_diff_accelerator_vs_one_length float32"] < 1e-6
-    for step in ("pack_budgets", "gather_budgets", "tokenise_ahead"):  # the defaults' alternatives, measured
+    for step in ("pack_budgets", "gather_budgets", "tokenise_ahead", "score_chunks"):  # the defaults' alternatives
         assert step in results and "error" not in results[step], (step, results.get(step))
     assert [k for k in results["gather_budgets"] if k.startswith("metric bfloat16, gather")]
     for step in ("syncs", "profile", "tokenise"):  # the diagnosis (gpu_suite_diagnosis.py)
