@@ -433,14 +433,18 @@ def _metric_run(
     metric.compute()
     metric.reset()
     base = suite.peak_start()
+    chunks = _counted_matchings()
     start = time.perf_counter()
     done = 0
     while done < pairs and time.perf_counter() - start < cap / 2:
         metric.update(cands[done : done + UPDATE], refs[done : done + UPDATE])
         done = min(pairs, done + UPDATE)
     updated = time.perf_counter()
-    scores = metric.compute()
-    suite.sync()
+    try:
+        scores = metric.compute()
+        suite.sync()
+    finally:
+        chunks.stop()
     end = time.perf_counter()
     tokens = sum(len(x) for x in _token_ids(suite, list(dict.fromkeys(cands[:done] + refs[:done]))))
     return {
@@ -453,8 +457,34 @@ def _metric_run(
         "budget_tokens": metric.embedder.max_tokens,
         "batching": "accelerator" if metric.embedder.accelerated else "one-length",
         "packed": metric.embedder.packing,
+        "scorings": chunks.calls,  # compute()'s matchings: more than one where it scored while tokenising
         "f1": scores["f1"].cpu(),  # type: ignore[union-attr]
     }
+
+
+@dataclass
+class _Matchings:
+    """Counts the metric's matchings (`pending.match_pairs` calls) until `stop`."""
+
+    real: Any
+    calls: int = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.real(*args, **kwargs)
+
+    def stop(self) -> None:
+        from bertscore_tm.metric import pending
+
+        pending.match_pairs = self.real
+
+
+def _counted_matchings() -> _Matchings:
+    from bertscore_tm.metric import pending
+
+    counter = _Matchings(pending.match_pairs)
+    pending.match_pairs = counter
+    return counter
 
 
 def step_metric_float32(suite: Suite) -> dict:

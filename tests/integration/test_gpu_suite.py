@@ -46,6 +46,7 @@ def test_the_dry_run_runs_every_step_and_writes_its_report(tmp_path: Path) -> No
     assert len([k for k in results["bare"] if k.startswith(("one-length", "padded", "packed"))]) == 6
     assert results["oracle"]["max_prf_diff_vs_float64 cpu"] < 1e-6  # the oracle agrees with the metric
     assert results["cli"]["score"]["rc"] == 0
+    assert results["metric_bfloat16_100k"]["scorings"] >= 1 and results["score_chunks"]["scorings"] == 1
     assert results["metric_one_length"]["float32"]["batching"] == "one-length"
     assert results["pack_exactness"]["max_vector_diff_accelerator_vs_one_length float32"] < 1e-6
     for step in ("pack_budgets", "gather_budgets", "tokenise_ahead", "score_chunks"):  # the defaults' alternatives
