@@ -15,8 +15,8 @@ from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.tokenizing import PendingPairs
 
 #: The most texts that may wait for the tokenising thread: an update() past it waits for the oldest batch. A
-#: batch's ids are Python lists from the moment they are tokenised until it joins the state (about nine times
-#: the state's bytes), which this bounds; it is large enough that an update() loop faster than the tokenizer
+#: waiting batch holds its texts, then its ids as the state will (the thread makes them compact tensors), so
+#: this bounds how far the queue runs ahead; it is large enough that an update() loop faster than the tokenizer
 #: (a corpus fed in a loop) hands every text over at once, and compute() can score while the thread tokenises.
 MOST_QUEUED_TEXTS = 1 << 18
 

@@ -28,12 +28,19 @@ from typing import Any
 MOST_TEXTS = 4096
 
 Encode = Callable[[list[str]], tuple[list[list[int]], list[bool]]]
+#: What a job's share of a call becomes on the thread before it is handed over (compact tensors, say).
+Finish = Callable[[list[list[int]], list[bool]], Any]
+
+
+def _as_is(ids: list[list[int]], cut: list[bool]) -> tuple[list[list[int]], list[bool]]:
+    return ids, cut
 
 
 @dataclass
 class _Job:
     encode: Encode
     texts: list[str]
+    finish: Finish = _as_is
     future: Future = field(default_factory=Future)
 
 
@@ -45,8 +52,8 @@ class _Worker:
         self.thread: threading.Thread | None = None
         self.lock = threading.Lock()
 
-    def submit(self, encode: Encode, texts: Sequence[str]) -> Future:
-        job = _Job(encode, list(texts))
+    def submit(self, encode: Encode, texts: Sequence[str], finish: Finish = _as_is) -> Future:
+        job = _Job(encode, list(texts), finish)
         with self.lock:
             if self.thread is None:
                 self.thread = threading.Thread(target=self._run, name="bertscore-tm-tokenise", daemon=True)
@@ -84,7 +91,10 @@ def _encode_together(encode: Encode, jobs: list[_Job]) -> None:
     start = 0
     for job in jobs:
         end = start + len(job.texts)
-        job.future.set_result((ids[start:end], cut[start:end]))
+        try:
+            job.future.set_result(job.finish(ids[start:end], cut[start:end]))
+        except BaseException as err:  # this job's alone
+            job.future.set_exception(err)
         start = end
 
 
@@ -99,6 +109,8 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def tokenise_ahead(encode: Encode, texts: Sequence[str]) -> Future[Any]:
-    """`encode(texts)` run on the process's tokenising thread: its (ids, truncated) once done."""
-    return _WORKER.submit(encode, texts)
+def tokenise_ahead(encode: Encode, texts: Sequence[str], finish: Finish = _as_is) -> Future[Any]:
+    """`encode(texts)` run on the process's tokenising thread: its (ids, truncated) once done, or what `finish`
+    makes of them there (so that Python's lists of ids need not wait for the caller: a ready result waits as
+    the caller will keep it)."""
+    return _WORKER.submit(encode, texts, finish)

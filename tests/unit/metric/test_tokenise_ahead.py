@@ -350,3 +350,18 @@ def test_a_setting_that_is_not_a_bool_or_none_is_refused_naming_it(value) -> Non
     with pytest.raises(ArgumentValueError, match="tokenise_ahead must be True, False or None"):
         metric.update(["a candidate"], ["a reference"])
     assert not metric.__dict__["_queued"] and not metric.cand_ids  # nothing added
+
+
+def test_each_job_is_finished_on_the_thread_and_a_failing_finish_fails_that_job_alone() -> None:
+    def encode(texts):
+        return [[len(t)] for t in texts], [False] * len(texts)
+
+    def finish(ids, cut):
+        if ids == [[4]]:
+            raise ValueError("bad job")
+        return threading.current_thread().name, ids
+
+    good, bad = ahead.tokenise_ahead(encode, ["bb"], finish), ahead.tokenise_ahead(encode, ["dddd"], finish)
+    assert good.result(timeout=60) == ("bertscore-tm-tokenise", [[2]])
+    with pytest.raises(ValueError, match="bad job"):
+        bad.result(timeout=60)
