@@ -79,7 +79,8 @@ class QueuedUpdates:
         """compute()'s embedding and matching of every pair not yet scored: where pairs are still queued, those
         that have joined are scored a chunk of `CHUNK_TEXTS` texts at a time while the tokenising thread does
         the later ones (the device then embeds while the host tokenises, where one would otherwise wait for the
-        other); the scores are the same, as texts embed alike in any pack (docs/semantics.md)."""
+        other). The scores are one compute()'s: bit for bit on a CPU, within the packs' bound on a GPU, where a
+        chunk's packs hold other texts (docs/semantics.md)."""
         joined = 0
         while self._queued:
             joined += self._queued[0][0].texts
