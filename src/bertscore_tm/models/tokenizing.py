@@ -294,14 +294,9 @@ class TextEncoder:
         if len(distinct) == len(stripped):
             return flat, lens, cut
         position = {text: i for i, text in enumerate(distinct)}
-        which = torch.tensor([position[text] for text in stripped], dtype=torch.long)
-        lengths = lens.long()
-        starts = torch.cumsum(lengths, 0) - lengths
-        out_lens = lengths[which]
-        out_starts = torch.cumsum(out_lens, 0) - out_lens
-        # each output token's place in `flat`: its text's start there, plus its offset within the text
-        shift = torch.repeat_interleave(starts[which] - out_starts, out_lens)
-        return flat[torch.arange(len(shift)) + shift], out_lens.int(), cut[which]
+        which = [position[text] for text in stripped]
+        each = flat.split(lens.tolist())  # views, one a distinct text
+        return torch.cat([each[i] for i in which]), lens[which], cut[which]
 
     def _rust_ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
         """Each text's ids and whether it was truncated, from `rust_tokenizer`'s copy (whose settings never
