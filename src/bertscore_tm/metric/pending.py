@@ -59,14 +59,13 @@ class PendingScores:
     def _score_pending(self) -> None:
         """Embed and match the pairs no earlier compute() scored; keep their per-token best similarities."""
         self.scorer.follow(self.device)  # clones share a loaded model: it goes where this one computes
-        scored = cat_state(self.scored, torch.bool, self.device)
+        scored = cat_state(self.scored, torch.bool, torch.device("cpu"))  # one read from the device
         if scored.numel() == 0 or bool(scored.all()):
             return
         home = self.cand_ids[0].device  # where the states live
-        on_host = scored.cpu()
-        first = _new_entries(self.cand_lens, on_host)
+        first = _new_entries(self.cand_lens, scored)
         if first is None:
-            self._score_interleaved(~on_host, home)
+            self._score_interleaved(~scored, home)
         else:
             self._score_new_entries(first, home)
         self.scored = [torch.ones(len(scored), dtype=torch.bool, device=home)]
@@ -97,9 +96,9 @@ class PendingScores:
 
 def _new_entries(cand_lens: list[Tensor], scored: Tensor) -> int | None:
     """The index of the first list entry (of every token state: `cand_lens` has a length a pair) whose pairs are
-    all new, where every pair before it is scored and every pair from it on new; None where scored and new
-    pairs alternate, or an entry holds both."""
-    done = int(scored.logical_not().nonzero()[0]) if not bool(scored.all()) else len(scored)
+    all new, where every pair before it is scored and every pair from it on new (at least one is); None where
+    scored and new pairs alternate, or an entry holds both."""
+    done = int(scored.logical_not().nonzero()[0])  # the first new pair
     if bool(scored[done:].any()):
         return None
     start = 0
