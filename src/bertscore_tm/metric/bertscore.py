@@ -24,7 +24,7 @@ from bertscore_tm.embedding.packing import send
 from bertscore_tm.engines.paired import TokenMatches, corpus_counts, weigh_pairs
 from bertscore_tm.metric.checkpoint import check_loadable, fitted_counts, setting_digests
 from bertscore_tm.metric.indexes import PairPlan, checked_indexes
-from bertscore_tm.metric.pending import STATES, PendingScores, cat_state
+from bertscore_tm.metric.pending import STATES, HostCopies, PendingScores, cat_state
 from bertscore_tm.metric.queued import QueuedUpdates
 from bertscore_tm.metric.views import SettingViews
 from bertscore_tm.models.masks import IgnoreRule
@@ -153,6 +153,7 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
         self.add_state("state_setting", setting_digests(s), dist_reduce_fx="max")
         self._collective = False
         self._queued = []  # update()s' pairs still being tokenised (`QueuedUpdates`)
+        self._host_copies = HostCopies()  # of the entries sent to an accelerator and not scored yet (`PendingScores`)
         if device is not None:
             self.to(device)
 
@@ -166,6 +167,8 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
 
         before = self.device
         this = super()._apply(device_only, exclude_state)
+        if "_host_copies" in this.__dict__:
+            this.__dict__["_host_copies"].clear()  # of entries the move replaced
         scorer = this.__dict__.get("scorer")  # (none yet while torchmetrics' constructor runs)
         if scorer is not None:
             scorer.move_with_metric(this.device, moved=this.device != before)
@@ -234,10 +237,9 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
         c_ids, c_lens, r_ids, r_lens = encoded
         self.scorer.check_known_weights(torch.cat([c_ids, r_ids]))
         device = self.device  # copies sent from pinned memory, not waited for: an update() never stalls a GPU
-        for name, value in zip(STATES[:4], (c_ids, c_lens, r_ids, r_lens), strict=True):
-            getattr(self, name).append(send(value, device))
-        self.ref_counts.append(send(torch.tensor(counts, dtype=torch.int32), device))
-        self.scored.append(torch.zeros(len(counts), dtype=torch.bool, device=device))
+        host_counts, unscored = torch.tensor(counts, dtype=torch.int32), torch.zeros(len(counts), dtype=torch.bool)
+        for name, value in zip(STATES[:6], (c_ids, c_lens, r_ids, r_lens, host_counts, unscored), strict=True):
+            getattr(self, name).append(self._host_copies.keep(send(value, device), value))  # `HostCopies`
         if index_tensor is not None:
             self.indexes.append(send(index_tensor.to(torch.long), device))
         if self.scorer.counts_idf:

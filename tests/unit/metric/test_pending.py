@@ -1,16 +1,19 @@
 """Pairs scored by an earlier compute() or forward() keep their best similarities (`metric/pending.py`): a later
 compute() embeds and matches only the others, reading only the new list entries where they come last, and
 interleaving old and new in pair order where they alternate (forward()'s and merge_state()'s merges); the
-scores are those of one compute() over every pair."""
+scores are those of one compute() over every pair. The host plans a scoring from its own copies of the entries
+not scored yet (`HostCopies`), never from the entries an accelerator holds."""
 
 from __future__ import annotations
+
+import copy
 
 import pytest
 import torch
 
 from bertscore_tm import BERTScore
 from bertscore_tm.metric import pending
-from bertscore_tm.metric.pending import PendingScores, _new_entries
+from bertscore_tm.metric.pending import HostCopies, PendingScores, _new_entries
 from tests.conftest import MINILM
 
 pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.filterwarnings("ignore:1 blank text")]
@@ -86,3 +89,68 @@ def test_scored_and_new_pairs_that_alternate_are_interleaved_in_pair_order(pairs
 def test_the_new_entries_are_found_only_where_every_new_pair_comes_after_every_scored_one(sizes, scored, first):
     entries = [torch.ones(n, dtype=torch.int32) for n in sizes]
     assert _new_entries(entries, torch.tensor(scored)) == first
+
+
+def _as_on_an_accelerator(monkeypatch, copies: bool = True) -> None:
+    """Entries sent to the device are other tensors than the host's (as an accelerator's are; on a CPU `send`
+    returns the host tensor itself), and host copies are kept of them where `copies`."""
+    from bertscore_tm.metric import bertscore
+
+    monkeypatch.setattr(pending, "needs_copy", lambda device: copies)
+    for module in (bertscore, pending):
+        monkeypatch.setattr(module, "send", lambda host, device: host.clone())
+
+
+@pytest.fixture
+def copied(monkeypatch) -> None:
+    _as_on_an_accelerator(monkeypatch)
+
+
+@pytest.mark.parametrize("copies", [True, False], ids=["host-copies", "control-without"])
+def test_a_scoring_plans_from_the_host_copies_never_reading_the_entries_back(pairs, monkeypatch, copies):
+    cands, refs = pairs
+    _as_on_an_accelerator(monkeypatch, copies)
+    metric = BERTScore(MINILM)
+    metric.update(cands[:15], refs[:15])
+    metric.compute()
+    for lo, hi in ((15, 25), (25, 42)):
+        metric.update(cands[lo:hi], refs[lo:hi])
+    # the new entries overwritten where they live (an accelerator's copy, here): read back, they would say other
+    # words (special tokens kept, so that the final weighing, which reads them where they live, is unchanged),
+    # and that every pair is scored already
+    for entry in [*metric.cand_ids[1:], *metric.ref_ids[1:]]:
+        entry.masked_fill_(entry > 103, 1000)  # MiniLM's special tokens are ids 0 and 100-103
+    for entry in metric.scored[1:] if copies else []:  # (read, these would leave the new pairs unscored)
+        entry.fill_(True)
+    got = metric.compute()
+    want = _whole(pairs)
+    same = all(torch.equal(got[key], want[key]) for key in want)
+    assert same is copies  # the control shows that a scoring reading the entries would score otherwise
+
+
+def test_copies_are_dropped_once_scored_and_never_copied_or_pickled_with_the_metric(pairs, copied):
+    cands, refs = pairs
+    metric = BERTScore(MINILM)
+    metric.update(cands[:10], refs[:10])
+    assert len(metric._host_copies._held) == 6  # one entry of each token state and of `scored`
+    clone = copy.deepcopy(metric)
+    assert not clone._host_copies._held  # known by the identity of this metric's entries, not the clone's
+    assert torch.equal(clone.compute()["f1"], metric.compute()["f1"])
+    assert len(metric._host_copies._held) == 1  # the scored flags' alone
+    metric.update(cands[10:20], refs[10:20])
+    metric.reset()
+    assert not metric._host_copies._held
+
+
+def test_an_entry_without_a_copy_is_read_from_where_it_lives() -> None:
+    copies, cpu = HostCopies(), torch.device("cpu")
+    host = torch.arange(3, dtype=torch.int32)
+    sent = copies.keep(host.to("meta"), host)  # a meta tensor cannot be read: its reads must use the copy
+    assert torch.equal(
+        copies.cat([sent, torch.tensor([7], dtype=torch.int32)], torch.int32, cpu), torch.tensor([0, 1, 2, 7])
+    )
+    with pytest.raises(NotImplementedError, match="meta"):  # another tensor, even an equal one, has no copy
+        copies.cat([host.to("meta")], torch.int32, cpu)
+    copies.clear()
+    with pytest.raises(NotImplementedError, match="meta"):
+        copies.cat([sent], torch.int32, cpu)
