@@ -51,7 +51,7 @@ def prompted_ids(
     heads = [lead + (f"{c.strip()} \n" if contexts is not None and c.strip() else "") for c in (contexts or texts)]
     joined = [head + t.strip() for head, t in zip(heads, texts, strict=True)]
     enc = tokenizer(joined, add_special_tokens=True, return_offsets_mapping=True, verbose=False)
-    specials = set(tokenizer.all_special_ids)
+    specials = set(tokenizer.all_special_ids)  # with a zero-width span: the tokenizer added it (CLS, SEP...)
     limit, half = None, None
     if encoder.max_length is not None:
         limit = encoder.max_length if encoder.truncate else None
@@ -60,10 +60,11 @@ def prompted_ids(
     lens: list[int] = []
     cut: list[bool] = []
     for row, head in zip(zip(enc["input_ids"], enc["offset_mapping"], strict=True), heads, strict=True):
-        # each token: 0 the prompt's, 1 the context's, 2 the text's (special tokens count as the text's)
+        # each token: 0 the prompt's, 1 the context's, 2 the text's (the special tokens the tokenizer added count
+        # as the text's; one from the characters, an unknown character's [UNK], is where its characters are)
         part = [
-            2 if t in specials or stop > len(head) else (0 if stop <= len(lead) else 1)
-            for t, (_, stop) in zip(row[0], row[1], strict=True)
+            2 if (t in specials and start == stop) or stop > len(head) else (0 if stop <= len(lead) else 1)
+            for t, (start, stop) in zip(row[0], row[1], strict=True)
         ]
         kept = _fit(list(zip(row[0], part, strict=True)), limit)
         if half is not None and len(kept) > encoder.max_length:

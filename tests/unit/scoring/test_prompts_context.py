@@ -71,6 +71,16 @@ def test_context_is_encoded_with_both_sides_but_not_matched(model):
     assert torch.equal(functional["f1"], got["f1"])
 
 
+def test_an_unknown_character_is_left_out_with_its_prompt_or_context_and_kept_in_its_text(model):
+    # MiniLM's WordPiece reads an emoji as [UNK], a special token: where it comes from the prompt's or the
+    # context's characters it is theirs, not the text's (only the tokens the tokenizer adds are the text's)
+    cands, refs = [f"{CANDS[0]} \U0001f600", CANDS[1]], REFS
+    prompt, context = "\U0001f600 query: ", ["\U0001f600 where is it?", CONTEXT[1]]
+    got = bert_score(cands, refs, MINILM, candidate_prompt=prompt, context=context)
+    for row, cand, ref, ctx in zip(_rows(got), cands, refs, context, strict=True):
+        assert row == pytest.approx(_expected(model, f"{prompt}{ctx} \n", cand, f"{ctx} \n", ref), abs=1e-6)
+
+
 def test_context_stays_out_of_the_idf_counts():
     with_context, without = BERTScore(MINILM, idf=True), BERTScore(MINILM, idf=True)
     with_context.update(CANDS, REFS, context=CONTEXT)
