@@ -248,6 +248,12 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
         if names_context(contexts):
             self.context_seen.fill_(1)
 
+    def merge_state(self, incoming_state: dict[str, Any] | Metric) -> None:
+        """torchmetrics' merge (the incoming metric's pairs first, then this one's), and the result a compute()
+        cached dropped: torchmetrics keeps it, so a compute() after a merge would return the pairs before it."""
+        super().merge_state(incoming_state)
+        self._computed = None
+
     # torchmetrics would gather every state onto every rank before compute(); we keep states local and
     # exchange only IDF counts and per-pair scores inside compute(), so sync() only notes whether to.
     def sync(

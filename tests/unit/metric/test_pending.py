@@ -154,3 +154,16 @@ def test_an_entry_without_a_copy_is_read_from_where_it_lives() -> None:
     copies.clear()
     with pytest.raises(NotImplementedError, match="meta"):
         copies.cat([sent], torch.int32, cpu)
+
+
+def test_merge_state_puts_the_incoming_pairs_first_and_drops_a_cached_result(pairs, paths):
+    cands, refs = pairs
+    first, second = BERTScore(MINILM), BERTScore(MINILM)
+    first.update(cands[20:], refs[20:])
+    second.update(cands[:20], refs[:20])
+    first.compute(), second.compute()
+    first.merge_state(second)  # torchmetrics' order: the incoming metric's pairs, then this one's
+    got = first.compute()
+    assert paths == ["new", "new"]  # each metric's own compute(): the merged pairs were all scored
+    want = _whole(pairs)
+    assert all(torch.equal(got[key], want[key]) for key in want)
