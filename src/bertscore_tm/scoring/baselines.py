@@ -42,9 +42,12 @@ def find_baseline(lang: str | None, model_name: str, baseline_path: str | os.Pat
     if lang is None:
         raise ValueError("rescale_with_baseline needs lang=... (or baseline_path=...) to find the baseline")
     path = packaged_baseline_path(lang, model_name)
-    if not path.is_file():
+    if not path.is_file() or Path(model_name).is_absolute():  # a folder's name would replace the packaged folder
+        where = (
+            "none is packaged for a model given as a folder" if Path(model_name).is_absolute() else f"looked for {path}"
+        )
         raise BaselineNotFoundError(
-            f"No rescale baseline for model '{model_name}' and lang '{lang}': looked for {path}. Make one with "
+            f"No rescale baseline for model '{model_name}' and lang '{lang}': {where}. Make one with "
             f"`bertscore-tm baseline --corpus FILE -m {model_name} --lang {lang} -o baseline.tsv` (random pairs "
             "of a large monolingual corpus) and pass baseline_path='baseline.tsv', or turn rescaling off.",
             path=str(path),

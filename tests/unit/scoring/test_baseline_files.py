@@ -79,3 +79,11 @@ def test_a_file_that_is_not_utf8_is_a_baseline_file_error_naming_it(tmp_path):
 def test_a_folder_is_not_a_baseline_file(tmp_path):
     with pytest.raises(BaselineNotFoundError, match=rf"{re.escape(str(tmp_path))} is a folder, not a file"):
         find_baseline("en", MINILM, tmp_path)
+
+
+def test_a_model_given_as_a_folder_has_no_packaged_baseline_and_the_error_says_so(tmp_path):
+    folder = tmp_path / "my-model"
+    (tmp_path / "my-model.tsv").write_text("LAYER,P,R,F\n0,0.5,0.5,0.5\n")  # a joined path would have found this
+    with pytest.raises(BaselineNotFoundError, match="none is packaged for a model given as a folder") as err:
+        find_baseline("en", str(folder), None)
+    assert "baseline_path=" in str(err.value)
