@@ -41,8 +41,9 @@ def stdlib_functions(max_lines: int = 25) -> list[tuple[str, str]]:
     return out
 
 
-def build_code_roberta(root: Path) -> Path:
-    """Write the tiny code RoBERTa and its trained tokenizer to `root / "tiny-code-roberta"`; return it."""
+def build_code_roberta(root: Path, window: int = WINDOW) -> Path:
+    """Write the tiny code RoBERTa and its trained tokenizer to `root / "tiny-code-roberta"`; return it. A smaller
+    `window` makes ordinary functions long texts."""
     import torch
     from tokenizers import Tokenizer, pre_tokenizers, trainers
     from tokenizers.models import BPE
@@ -63,7 +64,7 @@ def build_code_roberta(root: Path) -> Path:
 
     model: dict[str, Any] = json.loads(tok.to_str())["model"]
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
-    tokenizer = RobertaTokenizer(vocab=model["vocab"], merges=merges, model_max_length=WINDOW, add_prefix_space=True)
+    tokenizer = RobertaTokenizer(vocab=model["vocab"], merges=merges, model_max_length=window, add_prefix_space=True)
     tokenizer.save_pretrained(str(out))
     config = RobertaConfig(
         vocab_size=len(tokenizer),
@@ -71,7 +72,7 @@ def build_code_roberta(root: Path) -> Path:
         num_hidden_layers=4,
         num_attention_heads=2,
         intermediate_size=37,
-        max_position_embeddings=WINDOW + 2,
+        max_position_embeddings=window + 2,
         pad_token_id=1,
         bos_token_id=0,
         eos_token_id=2,

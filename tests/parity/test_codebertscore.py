@@ -97,3 +97,75 @@ def test_code_bert_score_keeps_the_source_in_the_matching_under_the_prefix_space
     torch.testing.assert_close(with_sources, joined, rtol=0, atol=TOL)
     ours = bert_score(cands, refs, code_model, num_layers=LAYER, context=sources)["f1"]
     assert float((ours - with_sources[2].float()).abs().min()) > 1e-3
+
+
+# -- code longer than the window: code-bert-score never truncates, it embeds in SLED's windows ---------------------
+
+SHORT_WINDOW = 64  # ordinary functions of the standard library run 100-300 tokens: three to nine windows
+
+
+def test_sled_windows_are_code_bert_scores_for_every_length():
+    from code_bert_score.utils import get_window_indices
+
+    from bertscore_tm.models.windows import sled_windows
+
+    for window in range(4, 70):
+        for n in range(window + 1, 4 * window):
+            theirs = get_window_indices(n, window, 0.5)  # (start, end, first given, one past the last), relative
+            ours = [(a, min(a + window, n), b - a, c - a) for a, b, c in sled_windows(n, window)]
+            assert ours == theirs, (window, n)
+
+
+@pytest.fixture(scope="module")
+def short_window_model(tmp_path_factory) -> str:
+    return str(build_code_roberta(tmp_path_factory.mktemp("code64"), window=SHORT_WINDOW))
+
+
+@pytest.mark.parametrize("idf", [False, True], ids=["plain", "idf"])
+@pytest.mark.parametrize("no_punc", [True, False], ids=["no_punc", "every-token"])
+def test_long_code_in_sled_windows_equals_code_bert_score(short_window_model, code_pairs, no_punc, idf):
+    cands, refs, _ = code_pairs
+    expected = _reference(short_window_model, cands, refs, no_punc=no_punc, idf=idf)
+    ignore = "punctuation" if no_punc else None
+    kwargs = {"num_layers": LAYER, "idf": idf, "beta": 3, "ignore": ignore}
+    got = bert_score(cands, refs, short_window_model, long_texts="sled", **kwargs)
+    ours = torch.stack([got[k] for k in ("precision", "recall", "f1", "f_beta")])
+    torch.testing.assert_close(ours.double(), expected.double(), rtol=0, atol=TOL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the truncation warning
+        cut = bert_score(cands, refs, short_window_model, **kwargs)["f1"]
+    assert float((cut - got["f1"]).abs().max()) > 1e-2  # the texts are long: truncating them scores otherwise
+
+
+def _sled_vectors(model_dir: str, head: str, code: str) -> torch.Tensor:
+    """float64 vectors (layer `LAYER`, normalised) of `code`'s own rows (BOS, the code's tokens, EOS) when `head`
+    is encoded before it, the sequence embedded in the windows code-bert-score cuts (its own
+    `get_window_indices`), each row from the window that gives it, the head's rows then dropped."""
+    from code_bert_score.utils import get_window_indices
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    encoder = AutoModel.from_pretrained(model_dir).double().eval()
+    ids = tokenizer(head + code)["input_ids"]
+    n_head = len(tokenizer(head, add_special_tokens=False)["input_ids"])
+    assert ids[1 : 1 + n_head] == tokenizer(head, add_special_tokens=False)["input_ids"]  # the head splits off
+    rows = []
+    with torch.no_grad():
+        for start, end, own, own_end in get_window_indices(len(ids), SHORT_WINDOW, 0.5):
+            out = encoder(torch.tensor([ids[start:end]]), output_hidden_states=True).hidden_states[LAYER][0]
+            rows.append(out[own:own_end])
+    states = torch.cat(rows)
+    states = states[[0, *range(1 + n_head, len(ids))]]
+    return states / states.norm(dim=-1, keepdim=True)
+
+
+def test_sled_windows_cut_a_context_with_the_code_as_a_float64_computation_does(short_window_model, code_pairs):
+    cands, refs, sources = (x[:3] for x in code_pairs)
+    got = bert_score(cands, refs, short_window_model, num_layers=LAYER, context=sources, long_texts="sled")
+    for k, (cand, ref, source) in enumerate(zip(cands, refs, sources, strict=True)):
+        head = f"{source.strip()} \n"
+        c, r = _sled_vectors(short_window_model, head, cand), _sled_vectors(short_window_model, head, ref)
+        sim = c @ r.T
+        p, rec = sim.max(dim=1).values[1:-1].mean(), sim.max(dim=0).values[1:-1].mean()  # BOS, EOS weigh 0
+        assert float(got["precision"][k]) == pytest.approx(float(p), abs=TOL)
+        assert float(got["recall"][k]) == pytest.approx(float(rec), abs=TOL)

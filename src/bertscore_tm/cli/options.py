@@ -152,8 +152,9 @@ def add_long_text_options(p: argparse.ArgumentParser) -> None:
         "--long-texts",
         choices=LONG_TEXTS,
         default=default("long_texts"),
-        help="texts longer than the model's window: truncate them (default, as the reference does) or "
-        "embed them in overlapping windows and score every token (docs/long-texts.md)",
+        help="texts longer than the model's window: truncate them (default, as the reference does), "
+        "embed them in overlapping windows and score every token, or in CodeBERTScore's windows, 'sled' "
+        "(docs/long-texts.md)",
     )
     p.add_argument(
         "--window-stride",

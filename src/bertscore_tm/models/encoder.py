@@ -137,8 +137,9 @@ def _wrap_object(r: ModelRequest) -> LoadedModel:
 def _text_encoder(tokenizer: Any, config: Any, r: ModelRequest) -> tuple[TextEncoder, WindowRule | None]:
     """The text encoder (a tokenizer object, or a model folder to load one from) and the window rule, with the
     prompts checked to leave a text room in that window (before any weights load)."""
-    truncate = r.long_texts == "truncate"
-    text_encoder = TextEncoder(tokenizer, r.max_length, model_window=position_limit(config), truncate=truncate)
+    text_encoder = TextEncoder(
+        tokenizer, r.max_length, position_limit(config), r.long_texts == "truncate", r.long_texts == "window"
+    )
     windows = window_rule(r.long_texts, r.window_stride, text_encoder)
     for prompt, name in ((r.candidate_prompt, "candidate_prompt"), (r.reference_prompt, "reference_prompt")):
         check_prompt(text_encoder, prompt, name)

@@ -55,7 +55,7 @@ def prompted_ids(
     limit, half = None, None
     if encoder.max_length is not None:
         limit = encoder.max_length if encoder.truncate else None
-        half = None if encoder.truncate else (encoder.max_length - encoder.num_special) // 2
+        half = (encoder.max_length - encoder.num_special) // 2 if heads_per_window(encoder) else None
     ids: list[int] = []
     lens: list[int] = []
     cut: list[bool] = []
@@ -100,13 +100,16 @@ def _fit_head(tokens: list[tuple[int, int]], half: int) -> list[tuple[int, int]]
 
 
 def check_prompt(encoder: Any, prompt: str | None, argument: str) -> None:
-    """Refuse a prompt that leaves no room in the window for a text's first token, or with windows (`encoder.truncate`
-    off), a prompt longer than half the window: it rides in every window, and the text needs room beside it."""
+    """Refuse a prompt that leaves no room in the window for a text's first token, or with windows that carry
+    it (`heads_per_window`), a prompt longer than half the window: the text needs room beside it. SLED's windows
+    cut the prompt with the text, so nothing is refused there."""
     if prompt is None or encoder.max_length is None:
         return
     count = len(encoder.tokenizer(prompt, add_special_tokens=False)["input_ids"])
     room = encoder.max_length - encoder.num_special
-    if not encoder.truncate and count > room // 2:
+    if not (encoder.truncate or heads_per_window(encoder)):  # SLED: the prompt is cut into windows with the text
+        return
+    if heads_per_window(encoder) and count > room // 2:
         raise ArgumentValueError(
             f"{argument} takes {count} tokens; with long_texts='window' a prompt rides in every window and may take "
             f"at most half of the window's {room} tokens besides the special tokens. Use a shorter prompt, a model "
@@ -123,6 +126,11 @@ def check_prompt(encoder: Any, prompt: str | None, argument: str) -> None:
             allowed=f"a prompt of fewer than {room} tokens",
             value=prompt,
         )
+
+
+def heads_per_window(encoder: Any) -> bool:
+    """Whether texts run in windows that each carry the text's head ("window"; not truncate or "sled" mode)."""
+    return not encoder.truncate and getattr(encoder, "heads_per_window", True)
 
 
 def encode_prompted_pairs(

@@ -167,6 +167,7 @@ class TextEncoder:
         max_length: int | None = None,
         model_window: int | None = None,
         truncate: bool = True,
+        heads_per_window: bool = True,
     ) -> None:
         from transformers import AutoTokenizer
 
@@ -195,7 +196,10 @@ class TextEncoder:
                 )
             window = max_length
         self.max_length = window
-        self.truncate = truncate  # long texts: False keeps every token (window mode)
+        self.truncate = truncate  # long texts: False keeps every token (window and SLED modes)
+        #: Without truncation: whether a text's head (prompt, context) rides in each of its windows, taking at most
+        #: half of it ("window"), or is cut into windows with the text as any of its tokens ("sled").
+        self.heads_per_window = heads_per_window
         self.num_special = tokenizer.num_special_tokens_to_add(pair=False)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         #: Tokens that weigh 0 without IDF, as in the reference: the CLS and SEP ids.

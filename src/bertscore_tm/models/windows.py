@@ -12,6 +12,11 @@ that does not fit carries its head in every window, after the leading special to
 slide in the room the head leaves, with the stride scaled to that room (`WindowRule.room`), so every window is
 read with its prompt and its context, as the model is meant to read a text.
 
+With ``long_texts="sled"`` a text is embedded as CodeBERTScore (`code-bert-score` 0.4.1) embeds code longer
+than the window, by SLED's rule (Ivgy et al., 2022; `SledRule`): windows of the model's whole window are cut
+from the sequence itself, its special tokens and head included (no window gets special tokens of its own), and
+each token takes its vector from one window, where a quarter of the window on each side of it is context.
+
 This module holds the rule (`window_starts`, `token_windows`), its setting (`WindowRule`, `window_rule`,
 checked before any model loads) and the stitching plan (`plan_pieces`): which sequence each forward pass
 runs and which of its output rows go to which rows of the text. A text that fits is one piece, the whole
@@ -159,6 +164,65 @@ class WindowRule:
         return torch.cat(parts)
 
 
+def sled_windows(n: int, window: int) -> list[tuple[int, int, int]]:
+    """SLED's windows over a sequence of `n` tokens (special tokens included) longer than `window`: (first token,
+    first token it gives a vector, one past its last) of each, in sequence coordinates. A margin of a quarter of
+    the window (rounded down) is context alone at each inner edge; the windows move by the rest, the first gives
+    vectors from token 0 and the last, which ends at token n, up to the end, each from where the last one stopped.
+
+    >>> sled_windows(20, 8)  # margin 2, stride 4
+    [(0, 0, 6), (4, 6, 10), (8, 10, 14), (12, 14, 20)]
+    """
+    margin = window // 4
+    stride = window - 2 * margin
+    out = [(0, 0, window - margin)]
+    end = window
+    while end < n:
+        end = min(n, end + stride)
+        start = n - window if end == n else out[-1][0] + stride
+        out.append((start, out[-1][2], n if end == n else out[-1][2] + stride))
+    return out
+
+
+@dataclass(frozen=True)
+class SledRule(WindowRule):
+    """CodeBERTScore's long texts (`code-bert-score` 0.4.1, SLED's rule): a sequence longer than the model's
+    window runs in windows of the whole window cut from it (`sled_windows`), heads and special tokens riding
+    along as any token; `size` is still the window less the special tokens (so that a text that fits is one
+    piece) and `stride` the windows' step.
+
+    >>> rule = SledRule(size=6, stride=4, lead=1, trail=1)
+    >>> [(p.start, p.size, p.src, p.length, p.dst) for p in rule.pieces(0, 20)]
+    [(0, 8, 0, 6, 0), (4, 8, 2, 4, 6), (8, 8, 2, 4, 10), (12, 8, 2, 6, 14)]
+    >>> rule.label
+    'sled-w8'
+    """
+
+    @property
+    def window(self) -> int:
+        return self.size + self.lead + self.trail
+
+    @property
+    def label(self) -> str:
+        return f"sled-w{self.window}"
+
+    def pieces(self, text: int, length: int, lo: int = 0, hi: int | None = None, head: int = 0) -> list[Piece]:
+        """As `WindowRule.pieces`; a head is a part of the sequence like any other."""
+        hi = length if hi is None else hi
+        if length <= self.window:
+            return [Piece(text, None, length, lo, hi - lo, lo)] if hi > lo else []
+        out = []
+        for start, first, stop in sled_windows(length, self.window):
+            a, b = max(first, lo), min(stop, hi)
+            if b > a:
+                out.append(Piece(text, start, self.window, a - start, b - a, a))
+        return out
+
+    def ids(self, seq: Tensor, piece: Piece) -> Tensor:
+        """The window's slice of the sequence."""
+        return seq if piece.start is None else seq[piece.start : piece.start + self.window]
+
+
 def plan_pieces(
     lengths: Sequence[int],
     rule: WindowRule | None,
@@ -215,7 +279,17 @@ def window_rule(long_texts: str, window_stride: int | None, encoder: TextEncoder
     """
     if long_texts == "truncate" or encoder.max_length is None:
         return None
+    lead, trail = special_layout(encoder.tokenizer)
     size = encoder.max_length - encoder.num_special
+    if long_texts == "sled":
+        if encoder.max_length < 4:
+            raise ArgumentValueError(
+                f"long_texts='sled' needs a window of at least 4 tokens, got max_length {encoder.max_length}",
+                argument="max_length",
+                allowed="at least 4",
+                value=encoder.max_length,
+            )
+        return SledRule(size=size, stride=encoder.max_length - 2 * (encoder.max_length // 4), lead=lead, trail=trail)
     where = f"the window of {size} tokens (max_length {encoder.max_length} less {encoder.num_special} special tokens)"
     if size < 2:
         raise ArgumentValueError(
@@ -232,7 +306,6 @@ def window_rule(long_texts: str, window_stride: int | None, encoder: TextEncoder
             allowed=f"1 to {size - 1}",
             value=stride,
         )
-    lead, trail = special_layout(encoder.tokenizer)
     return WindowRule(size=size, stride=stride, lead=lead, trail=trail)
 
 

@@ -47,8 +47,9 @@ Reduction = Literal["none", "mean"]
 #: The values of ``output``: which score to return alone.
 OutputName = Literal["precision", "recall", "f1", "f_beta"]
 
-#: The values of ``long_texts``: cut texts at the model's window (the reference), or score them in windows.
-LongTexts = Literal["truncate", "window"]
+#: The values of ``long_texts``: cut texts at the model's window (the reference), score them in windows, or in
+#: CodeBERTScore's windows (SLED's rule, as `code-bert-score` embeds long code).
+LongTexts = Literal["truncate", "window", "sled"]
 
 REDUCTIONS: tuple[str, ...] = get_args(Reduction)
 LONG_TEXTS: tuple[str, ...] = get_args(LongTexts)
@@ -147,8 +148,8 @@ SETTINGS: dict[str, Setting] = {
     "long_texts": Setting(
         choice(LONG_TEXTS),
         "truncate",
-        '`"truncate"` (the reference\'s semantics) or `"window"`: a longer text is embedded in overlapping windows '
-        "and every token scored",
+        '`"truncate"` (the reference\'s semantics), `"window"`: a longer text is embedded in overlapping windows '
+        'and every token scored, or `"sled"`: in the windows CodeBERTScore embeds long code in',
         see="[Long texts](long-texts.md)",
     ),
     "window_stride": Setting(

@@ -20,7 +20,7 @@ import torch
 from bertscore_tm import BERTScore, bert_score, score
 from bertscore_tm.cli import main
 from bertscore_tm.embedding.rows import TokenTexts
-from bertscore_tm.models.windows import WindowRule, token_windows, window_rule, window_starts
+from bertscore_tm.models.windows import SledRule, WindowRule, token_windows, window_rule, window_starts
 from bertscore_tm.scoring.matching import greedy_match
 from tests.conftest import MINILM
 from tests.spawn import process_group, run_ranks, save_rank
@@ -225,6 +225,31 @@ def test_stitching_plan_covers_every_row_once_from_an_in_window_row():
     assert part == list(range(10, 30))
 
 
+def test_sled_windows_give_every_row_once_from_a_window_that_holds_it():
+    rule = SledRule(size=10, stride=6, lead=1, trail=1)  # a window of 12: margin 3
+    length = 45
+    rows = []
+    for p in rule.pieces(0, length):
+        window = rule.ids(torch.arange(length), p)
+        assert len(window) == p.size == 12  # cut from the sequence: no special tokens of its own
+        assert window[p.src : p.src + p.length].tolist() == list(range(p.dst, p.dst + p.length))
+        inner = (p.dst > 0, p.dst + p.length < length)  # an inner edge keeps its margin of context
+        assert p.src >= 3 * inner[0] and p.size - p.src - p.length >= 3 * inner[1]
+        rows.extend(range(p.dst, p.dst + p.length))
+    assert rows == list(range(length))
+    assert [r for p in rule.pieces(0, length, 10, 30) for r in range(p.dst, p.dst + p.length)] == list(range(10, 30))
+    assert [(p.start, p.size) for p in rule.pieces(0, 12)] == [(None, 12)]  # a sequence that fits runs whole
+
+
+def test_sled_cuts_a_prompt_with_the_text_so_no_prompt_is_too_long(small_docs):
+    prompt = "represent this document for retrieval of similar documents please " * 30  # past half the window
+    with pytest.raises(ValueError, match="may take at most half"):
+        BERTScore(MINILM, long_texts="window", candidate_prompt=prompt)
+    cands, refs = small_docs
+    got = bert_score(cands[:1], refs[:1], MINILM, long_texts="sled", candidate_prompt=prompt)  # 700 tokens or so
+    assert 0 < float(got["f1"][0]) < 1
+
+
 # -- settings --------------------------------------------------------------------------------------------
 
 
@@ -235,7 +260,7 @@ def test_bad_settings_raise_before_the_model_loads(monkeypatch):
         raise AssertionError("the model was loaded before the setting was checked")
 
     monkeypatch.setattr(bertscore_tm.models.encoder, "load_encoder", no_model)
-    with pytest.raises(ValueError, match=r"long_texts must be one of 'truncate', 'window', got 'chunks'"):
+    with pytest.raises(ValueError, match=r"long_texts must be one of 'truncate', 'window', 'sled', got 'chunks'"):
         BERTScore(MINILM, long_texts="chunks")
     with pytest.raises(ValueError, match=r"window_stride must be an integer >= 1 or None .*got 0"):
         BERTScore(MINILM, long_texts="window", window_stride=0)
@@ -249,6 +274,12 @@ def test_bad_settings_raise_before_the_model_loads(monkeypatch):
         BERTScore(MINILM, long_texts="window", window_stride=2.5)
     with pytest.raises(ValueError, match="windows of at least 2 tokens"):
         BERTScore(MINILM, long_texts="window", max_length=3)
+    with pytest.raises(
+        ValueError, match=r"window_stride=100 applies only to long_texts='window' \(long_texts is 'sled'"
+    ):
+        BERTScore(MINILM, long_texts="sled", window_stride=100)
+    with pytest.raises(ValueError, match="long_texts='sled' needs a window of at least 4 tokens, got max_length 3"):
+        BERTScore(MINILM, long_texts="sled", max_length=3)
 
 
 def test_a_model_without_a_window_gets_no_windows():
@@ -269,14 +300,15 @@ def test_hash_names_the_window_and_its_stride():
     assert default.hash_code == truncate.hash_code + "_long-texts=window-w510-s255"
     assert other.hash_code == truncate.hash_code + "_long-texts=window-w510-s100"
     assert len({truncate.hash_code, default.hash_code, other.hash_code}) == 3
+    assert BERTScore(MINILM, long_texts="sled").hash_code == truncate.hash_code + "_long-texts=sled-w512"
 
 
 # -- scores ----------------------------------------------------------------------------------------------
 
 
 def test_texts_that_fit_score_exactly_as_truncation(wmt):
-    for idf in (False, True):
-        window = run(wmt["hyps"], wmt["refs"], idf=idf)
+    for idf, mode in ((False, "window"), (True, "window"), (True, "sled")):
+        window = run(wmt["hyps"], wmt["refs"], idf=idf, long_texts=mode)
         truncate = run(wmt["hyps"], wmt["refs"], idf=idf, long_texts="truncate")
         for key in ("precision", "recall", "f1"):
             assert torch.equal(window[key], truncate[key]), key
