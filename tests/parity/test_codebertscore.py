@@ -1,7 +1,8 @@
 """Parity with CodeBERTScore (`code-bert-score` 0.4.1, its `score` run unpadded with batch_size=1) on real code:
 functions of Python's standard library against other functions of it, on a small RoBERTa with a byte-level BPE
 tokenizer trained on those sources (tests/code_models.py). Its ``no_punc`` is ``ignore="punctuation"``, its F3
-``beta=3``; P, R, F1 and F3 agree to 1e-6 with and without IDF."""
+``beta=3``; P, R, F1 and F3 agree to 1e-6 with and without IDF, and on code longer than the window (which
+code-bert-score embeds in SLED's windows) with ``long_texts="sled"``."""
 
 from __future__ import annotations
 
@@ -53,11 +54,17 @@ def _reference(model: str, cands, refs, **kwargs) -> torch.Tensor:
 
 @pytest.mark.parametrize("idf", [False, True], ids=["plain", "idf"])
 @pytest.mark.parametrize("no_punc", [True, False], ids=["no_punc", "every-token"])
-def test_scores_equal_code_bert_score(code_model, code_pairs, no_punc, idf):
+@pytest.mark.parametrize(
+    ("model", "long_texts"), [("code_model", "truncate"), ("short_window_model", "sled")], ids=["fits", "long-sled"]
+)
+def test_scores_equal_code_bert_score(request, code_pairs, model, long_texts, no_punc, idf):
+    """Functions that fit the window, and (a window of 64) long code in SLED's windows, as code-bert-score
+    embeds it whatever its length."""
     cands, refs, _ = code_pairs
-    expected = _reference(code_model, cands, refs, no_punc=no_punc, idf=idf)
+    model = request.getfixturevalue(model)
+    expected = _reference(model, cands, refs, no_punc=no_punc, idf=idf)
     ignore = "punctuation" if no_punc else None
-    got = bert_score(cands, refs, code_model, num_layers=LAYER, idf=idf, beta=3, ignore=ignore)
+    got = bert_score(cands, refs, model, num_layers=LAYER, idf=idf, beta=3, ignore=ignore, long_texts=long_texts)
     ours = torch.stack([got[k] for k in ("precision", "recall", "f1", "f_beta")])
     torch.testing.assert_close(ours.double(), expected.double(), rtol=0, atol=TOL)
 
@@ -121,20 +128,13 @@ def short_window_model(tmp_path_factory) -> str:
     return str(build_code_roberta(tmp_path_factory.mktemp("code64"), window=SHORT_WINDOW))
 
 
-@pytest.mark.parametrize("idf", [False, True], ids=["plain", "idf"])
-@pytest.mark.parametrize("no_punc", [True, False], ids=["no_punc", "every-token"])
-def test_long_code_in_sled_windows_equals_code_bert_score(short_window_model, code_pairs, no_punc, idf):
+def test_the_long_code_is_long(short_window_model, code_pairs):
+    """The SLED parity above would pass on texts that fit: truncating these scores otherwise."""
     cands, refs, _ = code_pairs
-    expected = _reference(short_window_model, cands, refs, no_punc=no_punc, idf=idf)
-    ignore = "punctuation" if no_punc else None
-    kwargs = {"num_layers": LAYER, "idf": idf, "beta": 3, "ignore": ignore}
-    got = bert_score(cands, refs, short_window_model, long_texts="sled", **kwargs)
-    ours = torch.stack([got[k] for k in ("precision", "recall", "f1", "f_beta")])
-    torch.testing.assert_close(ours.double(), expected.double(), rtol=0, atol=TOL)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the truncation warning
-        cut = bert_score(cands, refs, short_window_model, **kwargs)["f1"]
-    assert float((cut - got["f1"]).abs().max()) > 1e-2  # the texts are long: truncating them scores otherwise
+    sled = bert_score(cands, refs, short_window_model, num_layers=LAYER, long_texts="sled")["f1"]
+    with pytest.warns(UserWarning, match="longer than the model's window"):
+        cut = bert_score(cands, refs, short_window_model, num_layers=LAYER)["f1"]
+    assert float((cut - sled).abs().max()) > 1e-2
 
 
 def _sled_vectors(model_dir: str, head: str, code: str) -> torch.Tensor:
