@@ -5,6 +5,8 @@ file, column or row, before any model loads."""
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 from pathlib import Path
 
@@ -14,6 +16,8 @@ import pytest
 import bertscore_tm
 from bertscore_tm import BERTScore
 from bertscore_tm.cli import main
+from bertscore_tm.corpus.tables import ColumnFile
+from bertscore_tm.errors import ColumnDataError, InputFileError
 from tests.conftest import MINILM
 
 pa = pytest.importorskip("pyarrow")
@@ -166,3 +170,146 @@ def test_bad_files_and_cells_are_one_line_before_any_model_loads(capsys, tmp_pat
         "pairs.parquet",
         "x.txt",
     ]
+
+
+def test_a_column_name_given_twice_is_one_line_before_any_model_loads(capsys, tmp_path, table, no_model):
+    """A CSV header or a Parquet schema may name two columns alike: which is meant cannot be told (pyarrow
+    refuses to pick), and an output cannot keep both by name (JSON Lines would keep one), so either is refused
+    with the name and its count, whether or not the column holds texts."""
+    dup = tmp_path / "dup.csv"
+    dup.write_text("candidate,reference,reference\nThe cat.,A cat.,The cat\n", encoding="utf-8")
+    err = one_line(capsys, "--data", str(dup), "-o", str(tmp_path / "o.parquet"))
+    assert "the column name 'reference' appears 2 times" in err
+    names = ["id", "candidate", "reference", "id"]
+    ids = write(pa.Table.from_arrays([table[n] for n in names], names=names), tmp_path / "ids.parquet")
+    assert "the column name 'id' appears 2 times" in one_line(
+        capsys, "--data", str(ids), "-o", str(tmp_path / "o.jsonl")
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dup.csv", "ids.parquet"]
+
+
+def test_json_lines_write_timestamps_dates_and_decimals_as_strings(capsys, tmp_path, table, plain):
+    """JSON has no type for a timestamp, a date or a decimal, which a Parquet file may hold beside the texts:
+    they are written as ISO 8601 strings and as the decimal's own digits (no float rounding), every line
+    strict JSON, where the writer used to stop after scoring the whole file."""
+    when = datetime.datetime(2024, 1, 2, 3, 4, 5)
+    extra = {
+        "when": pa.array([when] * N, pa.timestamp("us", tz="UTC")),
+        "day": [when.date()] * N,
+        "price": pa.array([decimal.Decimal("1.50")] * N, pa.decimal128(5, 2)),
+    }
+    data = write(pa.table({**{n: table[n] for n in table.column_names}, **extra}), tmp_path / "typed.parquet")
+    out_file = tmp_path / "scored.jsonl"
+    score(capsys, "--data", str(data), "-o", str(out_file))
+    rows = [json.loads(line, parse_constant=refuse) for line in out_file.read_text(encoding="utf-8").splitlines()]
+    assert {(r["when"], r["day"], r["price"]) for r in rows} == {("2024-01-02T03:04:05+00:00", "2024-01-02", "1.50")}
+    assert_scores(read(out_file), plain)
+
+
+def refuse(token: str) -> None:
+    raise AssertionError(f"not JSON: {token}")
+
+
+def test_an_output_format_that_cannot_hold_a_column_is_refused_naming_it(capsys, tmp_path, table, no_model):
+    """CSV has no form for a list (the documented column of several references) or a struct, nor JSON for
+    bytes: one line naming the column and the formats that hold it, no output file, and the check is one the
+    command line makes before any pair is scored (`ColumnFile.check_writable`), not pyarrow's traceback after."""
+    groups = [list(g) for g in zip(table["reference"].to_pylist(), table["other"].to_pylist(), strict=True)]
+    extra = {"refs": groups, "meta": [{"a": 1}] * N, "blob": [b"\x00"] * N}
+    data = write(pa.table({**{n: table[n] for n in table.column_names}, **extra}), tmp_path / "lists.parquet")
+    opened = ColumnFile.open(str(data), "candidate", ["refs"])
+    for fmt, column, others in [("csv", "refs", ".parquet or .jsonl"), ("jsonl", "blob", ".parquet or .csv")]:
+        with pytest.raises(ColumnDataError, match=f"column '{column}' .* cannot hold: write the output as {others}"):
+            opened.check_writable(fmt)
+    err = one_line(capsys, "--data", str(data), "--reference-column", "refs", "-o", str(tmp_path / "o.csv"))
+    assert "column 'refs'" in err and "a CSV file cannot hold" in err and ".parquet or .jsonl" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lists.parquet"]
+
+
+def test_json_lines_write_nan_scores_and_cells_as_null(capsys, tmp_path):
+    """JSON has no NaN: a pair whose token weights sum to 0 (IDF over references that all hold the same
+    tokens) gets null, as ``score --format json`` writes it, and so does a NaN cell of the input."""
+    rows = pa.table({"candidate": ["the cat", "the dog"], "reference": ["a b", "a b"], "weight": [float("nan"), 1.0]})
+    out_file = tmp_path / "scored.jsonl"
+    score(capsys, "--data", str(write(rows, tmp_path / "nan.parquet")), "--idf", "-o", str(out_file))
+    out = [json.loads(line, parse_constant=refuse) for line in out_file.read_text(encoding="utf-8").splitlines()]
+    assert [r["bertscore_recall"] for r in out] == [None, None] and [r["weight"] for r in out] == [None, 1.0]
+
+
+def test_score_columns_of_an_earlier_run_are_replaced_or_left_out_with_a_warning(capsys, tmp_path, table, plain):
+    """A file scored before with two references, scored again with one: its best reference column would sit
+    beside the new scores as if it were theirs. It is left out, with one warning naming it; the old F1 is
+    replaced."""
+    earlier = table.append_column("bertscore_best_reference", pa.array([1] * N))
+    data = write(earlier.append_column("bertscore_f1", pa.array([0.5] * N)), tmp_path / "scored_before.parquet")
+    out_file = tmp_path / "scored.parquet"
+    code = main(["score", "-m", MINILM, "--data", str(data), "-o", str(out_file)])
+    err = capsys.readouterr().err
+    assert code == 0 and err.count("'bertscore_best_reference' that this run does not write") == 1, err
+    out = read(out_file)
+    assert "bertscore_best_reference" not in out.column_names and out.column_names.count("bertscore_f1") == 1
+    assert_scores(out, plain)
+
+
+#: Rows enough for a file well past pyarrow's first block of 4 MiB.
+MANY = 60_000
+
+
+def late_rows(last: dict[str, object]) -> list[dict[str, object]]:
+    rows = [
+        {"candidate": f"The cat sat on the mat number {i} today.", "reference": f"A cat was on mat {i} today.", "id": i}
+        for i in range(MANY)
+    ]
+    return [*rows, {"candidate": "x y", "reference": "x z", **last}]
+
+
+def csv_text(rows: list[dict[str, object]]) -> str:
+    return "id,candidate,reference\n" + "".join(f"{r['id']},{r['candidate']},{r['reference']}\n" for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("suffix", "last", "expected"),
+    [
+        (".jsonl", {"id": 1.5, "note": "late", "meta": {"a": 1}}, {"id": 1.5, "note": "late", "meta": {"a": 1}}),
+        (".csv", {"id": "x7"}, {"id": "x7"}),
+        (".tsv", {"id": 0.5}, {"id": 0.5}),
+    ],
+)
+def test_a_column_whose_type_shows_after_the_first_4_mib_is_read_whole(tmp_path, suffix, last, expected):
+    """pyarrow types a streamed CSV or JSON Lines file by its first 4 MiB, and a valid file whose key first
+    appears later, or whose id column holds a fraction or a text only there, was refused at that row. The
+    file is typed block by block first, so that every block is read with types that hold all of them."""
+    rows = late_rows(last)
+    path = tmp_path / f"late{suffix}"
+    if suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    else:
+        path.write_text(csv_text(rows).replace(",", "\t" if suffix == ".tsv" else ","), encoding="utf-8")
+    assert path.stat().st_size > 4 << 20
+    opened = ColumnFile.open(str(path), "candidate", ["reference"])
+    cands, groups, _ = opened.pairs()
+    assert len(cands) == len(groups) == MANY + 1 and cands[-1] == "x y"
+    whole = pa.Table.from_batches(list(opened.batches()))  # one schema for every batch, as a writer needs
+    assert {k: whole[k][MANY].as_py() for k in expected} == expected
+    assert whole["id"][1].as_py() == ("1" if expected["id"] == "x7" else 1)
+
+
+def test_a_json_lines_column_of_two_types_names_it_and_its_rows(tmp_path):
+    """A JSON number cannot be read as a text: a column holding numbers for 4 MiB, then a string, is refused
+    naming the column and what to do, with rows counted in the file (pyarrow counts them within its block),
+    whether the string comes within a block of numbers or in a block of its own; a broken line alike."""
+    path = tmp_path / "mixed.jsonl"
+    lines = [json.dumps(r) + "\n" for r in late_rows({"id": "x7"})]
+    path.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(InputFileError, match=rf"Column\(/id\) changed from number to string in row {MANY}: a column"):
+        ColumnFile.open(str(path), "candidate", ["reference"])
+    numbers = "".join(lines[:-1])
+    numbers = numbers[: numbers.rindex("\n", 0, 4 << 20) + 1]  # up to the end of pyarrow's first block
+    strings = [json.dumps({"candidate": "x y", "reference": "x z", "id": f"x{i}"}) + "\n" for i in range(5)]
+    path.write_text(numbers[:-1] + " " * ((4 << 20) - len(numbers)) + "\n" + "".join(strings), encoding="utf-8")
+    count = numbers.count("\n")
+    with pytest.raises(InputFileError, match=rf"'id' holds int64 values before row {count} but string values in rows"):
+        ColumnFile.open(str(path), "candidate", ["reference"])
+    path.write_text("".join(lines[:-1]) + '{"candidate": "x", "reference"\n', encoding="utf-8")
+    with pytest.raises(InputFileError, match=rf"Missing a colon .* in row {MANY}$"):
+        ColumnFile.open(str(path), "candidate", ["reference"])

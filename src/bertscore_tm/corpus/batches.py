@@ -35,7 +35,9 @@ _RESULT_ARGUMENTS = ("reduction", "output", "return_hash")
 class BatchScorer:
     """BERTScore of each row's candidate against its reference(s), added to the rows as
     ``<prefix>precision``, ``<prefix>recall`` and ``<prefix>f1`` (float32, the Metric's values), and
-    ``<prefix>best_reference`` (the index of the best reference) where rows may have several.
+    ``<prefix>best_reference`` (the index of the best reference) where rows may have several. The rows' own
+    columns of these names (an earlier run's) are replaced, or left out with a warning where this call writes
+    no such column, so that no score beside the new ones is another run's.
 
     `reference_column` is one column (of texts, or of lists of texts) or a list of columns (one reference
     each). `several_references` says whether one column holds lists, so that every batch gets the same
@@ -61,7 +63,7 @@ class BatchScorer:
         *,
         candidate_column: str = "candidate",
         reference_column: str | Sequence[str] = "reference",
-        prefix: str = "bertscore_",
+        prefix: str = columns.PREFIX,
         several_references: bool | None = None,
         context_column: str | None = None,
         **metric_arguments: Any,
@@ -125,7 +127,8 @@ class BatchScorer:
         new = {f"{self.prefix}{name}": per[:, i].copy() for i, name in enumerate(names)}
         if several:
             new[f"{self.prefix}best_reference"] = per[:, -1].astype(np.int64)
-        return columns.with_columns(batch, kind, new)
+        stale = columns.stale_scores(columns.column_names(batch, kind), new, self.prefix)
+        return columns.with_columns(batch, kind, new, stale)
 
     def built(self, rank: int | None = None) -> BuiltScorer:
         """The scoring core, loaded on first use (once per object and process)."""

@@ -4,17 +4,23 @@ Table (or RecordBatch). Texts come out as plain Python strings, each cell checke
 columns of the same shape.
 
 pandas and pyarrow are recognised by their type's module, never imported here, so that the package imports
-neither (they are optional extras). Every bad cell is a `ColumnDataError` naming its column and row.
+neither (they are optional extras). Every bad cell is a `ColumnDataError` naming its column and row, and so
+is a column asked for that is missing or whose name two columns share. A batch's own score columns from an
+earlier run never stay beside the new ones (`stale_scores`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from bertscore_tm.errors import ColumnDataError
+from bertscore_tm.errors import ColumnDataError, warn_user
+
+#: The score columns a scorer adds, after its prefix (``bertscore_`` by default, always on the command line).
+PREFIX = "bertscore_"
+SCORE_NAMES = ("precision", "recall", "f1", "f_beta", "best_reference")
 
 
 def batch_kind(batch: object) -> str:
@@ -51,15 +57,29 @@ def num_rows(batch: Any, kind: str) -> int:
     return lengths.pop() if lengths else 0
 
 
-def cells(batch: Any, kind: str, column: str, argument: str) -> list[Any]:
-    """The cells of `column` as Python objects; a missing column is named with the columns present."""
-    names = column_names(batch, kind)
-    if column not in names:
+def check_column(names: Sequence[str], column: str, argument: str) -> None:
+    """A `ColumnDataError` unless `column` is one of `names` exactly once: a missing column is named with the
+    columns present, and a name given to two columns is refused (pandas would hand over both as one frame,
+    whose cells are its labels, and pyarrow cannot tell which one is meant)."""
+    count = list(names).count(column)
+    if count == 0:
         raise ColumnDataError(
             f"no column {column!r} in the rows ({argument}); the columns are: {', '.join(map(repr, names))}",
             column=column,
             row=None,
         )
+    if count > 1:
+        raise ColumnDataError(
+            f"the column name {column!r} appears {count} times in the rows ({argument}): rename or drop all but "
+            "one of those columns first",
+            column=column,
+            row=None,
+        )
+
+
+def cells(batch: Any, kind: str, column: str, argument: str) -> list[Any]:
+    """The cells of `column` as Python objects, once `check_column` has found it exactly once."""
+    check_column(column_names(batch, kind), column, argument)
     if kind == "arrow":
         return list(batch.column(column).to_pylist())
     values = batch[column]
@@ -164,18 +184,35 @@ def _is_list(value: object) -> bool:
     return isinstance(value, (list, tuple, np.ndarray))
 
 
-def with_columns(batch: Any, kind: str, new: Mapping[str, np.ndarray]) -> Any:
-    """The batch with the `new` columns added (or replaced), in the batch's own shape; the input is not changed."""
+def stale_scores(names: Sequence[str], new: Iterable[str], prefix: str) -> list[str]:
+    """The columns among `names` that carry this package's score names (`prefix` + one of `SCORE_NAMES`) but
+    are not among the `new` columns: an earlier run's (a best reference from a run with several references,
+    an F-beta from a run with beta), which would stand beside this run's scores as if they were theirs. A
+    warning names them; the caller leaves them out (`with_columns`)."""
+    unwritten = {prefix + name for name in SCORE_NAMES} - set(new)
+    stale = [name for name in dict.fromkeys(names) if name in unwritten]
+    if stale:
+        warn_user(
+            f"the rows already hold score column(s) {', '.join(map(repr, stale))} that this run does not write "
+            "(an earlier run's): left out of the output, so that every score column is this run's"
+        )
+    return stale
+
+
+def with_columns(batch: Any, kind: str, new: Mapping[str, np.ndarray], drop: Sequence[str] = ()) -> Any:
+    """The batch without the `drop` columns and with the `new` columns added (or replaced), in the batch's own
+    shape; the input is not changed."""
     if kind == "pandas":
-        return batch.assign(**new)
+        return (batch.drop(columns=list(drop)) if drop else batch).assign(**new)
     if kind == "arrow":
         out = batch
-        for name, values in new.items():
+        for name in [*drop, *new]:
             if name in out.column_names:
                 out = out.drop_columns([name]) if hasattr(out, "drop_columns") else out.drop([name])
+        for name, values in new.items():
             out = out.append_column(name, _arrow_array(values))
         return out
-    return {**dict(batch.items()), **new}
+    return {**{k: v for k, v in batch.items() if k not in drop}, **new}
 
 
 def _arrow_array(values: np.ndarray) -> Any:

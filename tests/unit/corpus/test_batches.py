@@ -190,3 +190,36 @@ def test_beta_adds_an_f_beta_column_equal_to_the_metric_and_keeps_the_best_refer
         assert np.array_equal(rows[f"bertscore_{name}"], expected[name].numpy()), name
     best = metric.compute_scores().best_reference
     assert best is not None and rows["bertscore_best_reference"].tolist() == best.tolist()
+
+
+@pytest.mark.parametrize("shape", ["pandas", "arrow"])
+@pytest.mark.parametrize("column", ["candidate", "reference"])
+def test_a_column_name_given_to_two_columns_is_refused(scorer, shape, column):
+    """pandas hands over both columns as one frame (whose cells would be its labels: every candidate scored
+    against the word "reference") and pyarrow cannot pick one: neither may pass as a score."""
+    names = ["candidate", "reference", column]
+    rows = [["The cat sat.", "A cat sat.", "x"], ["It rained.", "Rain fell.", "y"]]
+    batch = pd.DataFrame(rows, columns=names)
+    if shape == "arrow":
+        batch = pa.Table.from_arrays([pa.array(list(c)) for c in zip(*rows, strict=True)], names=names)
+    with pytest.raises(ColumnDataError, match=f"the column name '{column}' appears 2 times") as caught:
+        scorer(batch)
+    assert caught.value.column == column and caught.value.row is None
+
+
+@pytest.mark.parametrize("shape", ["mapping", "pandas", "arrow"])
+def test_score_columns_of_an_earlier_run_never_stand_beside_this_runs(scorer, pairs, plain, shape):
+    """Rows scored before with two references carry a best reference: scored again with one, that column
+    would sit beside the new scores as if it were theirs. It is left out with a warning naming it; the
+    scores of the same names are replaced, and other columns (even with the prefix) are kept."""
+    earlier = {"bertscore_best_reference": [1] * N, "bertscore_f1": [0.5] * N, "bertscore_note": ["kept"] * N}
+    batch: object = {"candidate": pairs[0], "reference": pairs[1], **earlier}
+    if shape != "mapping":
+        batch = pd.DataFrame(batch) if shape == "pandas" else pa.table(batch)
+    with pytest.warns(UserWarning, match=r"'bertscore_best_reference' that this run does not write") as caught:
+        out = scorer(batch)
+    assert len(caught) == 1 and "bertscore_f1'" not in str(caught[0].message)
+    names = list(out.columns) if shape == "pandas" else list(out.column_names if shape == "arrow" else out)
+    assert "bertscore_best_reference" not in names and "bertscore_note" in names
+    assert names.count("bertscore_f1") == 1
+    assert_equal({k: np.asarray(out[k]) for k in names if k != "bertscore_note"}, plain)
