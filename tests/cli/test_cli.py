@@ -7,8 +7,10 @@ to keep the suite quick on two cores. Printed scores have six decimals, so they 
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
+import itertools
 import json
 import os
 import re
@@ -23,7 +25,8 @@ import torch
 
 import bertscore_tm
 from bertscore_tm import BERTScore, errors, score
-from bertscore_tm.cli import main
+from bertscore_tm.cli import build_parser, main, outputs
+from bertscore_tm.cli.errors import FLAGS
 from bertscore_tm.tuning.baseline_building import sample_pairs
 from tests.conftest import MINILM, WMT
 
@@ -247,6 +250,33 @@ def test_score_tsv(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> 
     assert table[0] == ["line", "P", "R", "F1"]
     assert [int(r[0]) for r in table[1:]] == list(range(1, 11))
     assert_close([[float(x) for x in r[1:]] for r in table[1:]], per)
+
+
+def test_score_data_json_counts_each_rows_references(capsys, tmp_path: Path, wmt: dict[str, list[str]]) -> None:
+    """`references_per_candidate` is every row's number of references (it was the number of columns named: 1
+    for a column of lists), None where the rows have different numbers; and `--reference-column ref1
+    --reference-column ref2` scores against both columns, as `--reference-column ref1 ref2` does."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    cands, refs, refs2 = wmt["hyps"][:3], wmt["refs"][:3], wmt["refs2"][:3]
+    both = [[a, b] for a, b in zip(refs, refs2, strict=True)]
+    some = [[refs[0]], both[1], [refs[2]]]
+    data = tmp_path / "pairs.parquet"
+    pq.write_table(pa.table({"candidate": cands, "ref1": refs, "ref2": refs2, "both": both, "some": some}), data)
+
+    def summary(*columns: str) -> dict:
+        args = ["--data", str(data), "--reference-column", *columns, "-o", str(tmp_path / "scored.parquet")]
+        rc, out, err = run_main(capsys, "score", *args, "-m", MINILM, "--format", "json")
+        assert rc == 0, err
+        return json.loads(out)
+
+    together, listed = summary("ref1", "ref2"), summary("both")
+    assert together["references_per_candidate"] == listed["references_per_candidate"] == 2
+    assert listed["f1"] == pytest.approx(together["f1"], abs=1e-9)
+    assert summary("ref1", "--reference-column", "ref2") == together
+    assert summary("some")["references_per_candidate"] is None
+    assert summary("ref1")["references_per_candidate"] == 1
 
 
 def test_score_rescaled_with_computed_baseline(
@@ -714,6 +744,29 @@ def test_hints_come_from_fields_not_from_messages(capsys, monkeypatch, small: di
     assert line == "bertscore-tm: error: pass baseline_path='x' or num_layers=<int> (model_name_or_path)"
 
 
+def test_every_argument_the_metric_gets_from_an_option_has_its_flag(capsys, monkeypatch, small: dict[str, str]) -> None:
+    """A library error names the Python argument at fault (`argument`), and the hint spells it as a flag: every
+    argument `score` passes to the metric (as many as any command passes) needs its flag in FLAGS, or its errors
+    come without one (``candidate_prompt must not be blank`` did)."""
+    given: dict[str, object] = {}
+
+    def record(**kwargs: object) -> None:
+        given.update(kwargs)
+        raise errors.BERTScoreError("stop here")
+
+    monkeypatch.setattr(bertscore_tm.metric.bertscore, "BERTScore", record)
+    one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
+    assert {"candidate_prompt", "beta", "ignore"} <= set(given)
+    assert set(given) - set(FLAGS) == set()
+
+
+@pytest.mark.parametrize("flag", ["--candidate-prompt", "--reference-prompt"])
+def test_a_blank_prompt_is_one_line_naming_its_flag(capsys, small: dict[str, str], flag: str) -> None:
+    name = flag[2:].replace("-", "_")
+    line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM, flag, " ")
+    assert line.endswith(f"{name} must not be blank. On the command line, {name} is {flag}."), line
+
+
 def test_library_errors_while_scoring_are_one_line(capsys, monkeypatch, small: dict[str, str]) -> None:
     def fail(self: BERTScore) -> None:
         raise errors.SettingsMismatchError(
@@ -942,6 +995,105 @@ def test_standard_input_errors_name_it(capsys, monkeypatch, no_model, small: dic
     assert "reference file - (standard input) is not UTF-8 text" in line and "byte 3" in line
 
 
+# -- every command's inputs and outputs ----------------------------------------------------------------------
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    """Each command's parser, by name, as `bertscore-tm` builds them."""
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def fewest(command: str, small: dict[str, str], given: dict[str, list[str]]) -> list[str]:
+    """The command's fewest arguments (in `small`'s files), with the options `given` put in their place."""
+    least = {
+        "score": {"-c": [small["cands"]], "-r": [small["refs"]]},
+        "compare": {"-c": [small["cands"], small["refs"]], "-r": [small["refs"]]},
+        "show": {"-c": ["a cat"], "-r": ["a dog"], "-f": [small["png"]]},
+        "explain": {"-c": [small["cands"]], "-r": [small["refs"]]},
+        "baseline": {"--corpus": [small["cands"]], "-o": [small["out"]]},
+        "pairwise": {"-c": [small["cands"]], "-r": [small["refs"]]},
+        "mbr": {"-i": [small["cands"]], "--group-size": ["3"]},
+        "tune-layers": {"--data": [small["cands"]]},
+    }[command]
+    return [command, *(x for flag, values in (least | given).items() for x in (flag, *values))]
+
+
+def files_of(command: str) -> tuple[list[argparse.Action], list[argparse.Action]]:
+    """The command's options that name files it reads and files (or folders) it writes (`outputs.READS`,
+    `outputs.WRITES`), options that hold texts (metavar TEXT: show's -c and -r) left out."""
+    actions = [a for a in subcommands()[command]._actions if a.option_strings]
+    reads = [a for a in actions if a.dest in outputs.READS and a.metavar != "TEXT"]
+    return reads, [a for a in actions if a.dest in outputs.WRITES]
+
+
+def test_every_option_that_names_a_file_is_an_input_or_an_output() -> None:
+    """So that the checks below cover an option added later: one whose metavar says it takes a file or a folder
+    must be in `outputs.READS` or `outputs.WRITES` (and every name there is some command's option)."""
+    named = set()
+    for command, parser in subcommands().items():
+        for action in parser._actions:
+            if action.metavar and re.search(r"FILE|DIR|SYS|HYPS|OUT|PATH", str(action.metavar)):
+                assert action.dest in outputs.READS or action.dest in outputs.WRITES, (command, action.option_strings)
+            named.add(action.dest)
+    assert set(outputs.READS) | set(outputs.WRITES) <= named
+
+
+@pytest.mark.parametrize("command", [c for c in sorted(subcommands()) if all(files_of(c))])
+def test_no_output_may_be_any_input_of_its_command(
+    capsys, no_model, small: dict[str, str], tmp_path: Path, command: str
+) -> None:
+    """Every output option (-o, --html, --plot, --add-to-table, -f, --checkpoint) against every input option
+    (-c, -r, --data, --context, --idf-references, --baseline-path, --corpus, ...): refused before any model
+    loads, the input left as it was."""
+    victim = tmp_path / "victim.txt"
+    reads, writes = files_of(command)
+    for read, write in itertools.product(reads, writes):
+        victim.write_text("kept\n", encoding="utf-8")
+        given = {read.option_strings[0]: [str(victim)], write.option_strings[0]: [str(victim)]}
+        line = one_line_error(capsys, *fewest(command, small, given), "-m", MINILM)
+        assert f"it is the input file {victim} ({outputs.READS[read.dest]})" in line, line
+        assert victim.read_text(encoding="utf-8") == "kept\n"
+
+
+def test_the_inputs_and_outputs_are_checked_in_every_command_that_has_them() -> None:
+    pairs = {command: len(list(itertools.product(*files_of(command)))) for command in subcommands()}
+    assert pairs["score"] == 5 * 2 and pairs["explain"] == 5 * 2 and pairs["tune-layers"] == 1 * 3, pairs
+    assert pairs["mbr"] == 0 and all(n > 0 for command, n in pairs.items() if command != "mbr"), pairs
+
+
+@pytest.mark.parametrize("command", [c for c in sorted(subcommands()) if len(files_of(c)[1]) > 1])
+def test_two_outputs_naming_one_path_are_refused_before_anything_is_written(
+    capsys, no_model, small: dict[str, str], tmp_path: Path, command: str
+) -> None:
+    """`-o x --checkpoint x` used to score everything, then fail on writing x (a folder by then)."""
+    same = tmp_path / "same.png"  # a picture's name as -f and --plot write it
+    for first, second in itertools.combinations(files_of(command)[1], 2):
+        given = {first.option_strings[0]: [str(same)], second.option_strings[0]: [str(same)]}
+        line = one_line_error(capsys, *fewest(command, small, given), "-m", MINILM)
+        flags = sorted(
+            [outputs.WRITES[first.dest], outputs.WRITES[second.dest]], key=list(outputs.WRITES.values()).index
+        )
+        assert f"{flags[0]} and {flags[1]} name the same" in line and str(same) in line, line
+        assert not same.exists()
+
+
+@pytest.mark.parametrize("command", ["score", "compare", "pairwise"])
+def test_a_checkpoint_that_is_a_file_is_refused_as_a_file(
+    capsys, no_model, small: dict[str, str], tmp_path: Path, command: str
+) -> None:
+    """Not "File exists": the one line says what is wrong, whether the file is an input or not."""
+    other = tmp_path / "notes.txt"
+    other.write_text("kept\n", encoding="utf-8")
+    line = one_line_error(capsys, *fewest(command, small, {"--checkpoint": [str(other)]}), "-m", MINILM)
+    assert line.endswith(
+        f"cannot keep a checkpoint in {other}: it is a file, not a folder; give a folder (made where missing)"
+    )
+    line = one_line_error(capsys, *fewest(command, small, {"--checkpoint": [small["refs"]]}), "-m", MINILM)
+    assert f"cannot keep a checkpoint in {small['refs']}: it is the input file" in line and "not a folder" in line
+    assert other.read_text(encoding="utf-8") == "kept\n"
+
+
 # -- repeated options ----------------------------------------------------------------------------------------
 
 
@@ -969,6 +1121,51 @@ def test_a_one_file_option_given_twice_is_refused(capsys, no_model, small: dict[
         main([a.format(**small) for a in command] + ["-m", MINILM])
     assert exc.value.code == 2
     assert "given twice" in capsys.readouterr().err
+
+
+def _value(action: argparse.Action) -> str:
+    """A value the option takes."""
+    return str(next(iter(action.choices))) if action.choices else "1"
+
+
+@pytest.mark.parametrize("command", sorted(subcommands()))
+def test_every_option_that_takes_one_value_is_refused_when_given_twice(
+    capsys, small: dict[str, str], command: str
+) -> None:
+    """Every option of every command, walked: a flag takes no value; an option that takes one (a file, a
+    number, a name: -o, --data, -l, --format, ...) is refused when given twice, and accepted once, its default
+    not counting as given (--lang en); one that takes several collects every occurrence."""
+    parser = subcommands()[command]
+    exclusive = {a for group in parser._mutually_exclusive_groups for a in group._group_actions}
+    for action in (a for a in parser._actions if a.option_strings and a.nargs != 0):
+        flag, value = action.option_strings[0], _value(action)
+        if action.nargs is None:
+            with pytest.raises(SystemExit) as exc:
+                build_parser().parse_args([command, flag, value, flag, value])
+            assert exc.value.code == 2
+            assert f"argument {'/'.join(action.option_strings)}: given twice" in capsys.readouterr().err
+            if action not in exclusive:
+                build_parser().parse_args([*fewest(command, small, {flag: [value]})])
+        else:
+            assert action.nargs == "+", (command, flag, action.nargs)
+            args = build_parser().parse_args([*fewest(command, small, {flag: ["a"]}), flag, "b", "c"])
+            assert getattr(args, action.dest) == ["a", "b", "c"], (command, flag)
+
+
+def test_reference_columns_given_apart_are_collected() -> None:
+    """`--reference-column ref1 --reference-column ref2` is both columns, as `-r a -r b` is both files (it used to
+    be ref2 alone, silently)."""
+    apart = build_parser().parse_args(
+        ["score", "--data", "d.parquet", "--reference-column", "ref1", "--reference-column", "ref2"]
+    )
+    assert apart.reference_column == ["ref1", "ref2"]
+
+
+def test_a_column_option_without_data_is_refused(capsys, no_model, small: dict[str, str]) -> None:
+    """--candidate-column was silently ignored with -c/-r (its default hid whether it was given)."""
+    for option in ("--candidate-column", "--reference-column", "--context-column"):
+        line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], option, "foo", "-m", MINILM)
+        assert line.endswith("--reference-column, --candidate-column and --context-column go with --data FILE")
 
 
 # -- standard output that cannot be written ------------------------------------------------------------------

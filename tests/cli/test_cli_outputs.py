@@ -187,6 +187,18 @@ def test_a_full_disk_leaves_the_old_file_byte_identical_and_no_temporary_file(
     assert listing(folder) == {target.name: OLD}
 
 
+def test_a_picture_is_compared_with_the_other_outputs_as_the_file_it_writes(
+    capsys, no_model, tmp_path: Path, texts: dict[str, str]
+) -> None:
+    """`--plot fig` writes fig.png: `-o fig.png` beside it would be overwritten by it (or it by -o)."""
+    judged = tmp_path / "judged.tsv"
+    judged.write_text("candidate\treference\thuman\na\tb\t1\nc\td\t2\ne\tf\t3\n", encoding="utf-8")
+    figure = tmp_path / "fig"
+    args = ["tune-layers", "--data", str(judged), "-o", f"{figure}.png", "--plot", str(figure)]
+    assert f"-o and --plot name the same file {figure}.png" in one_line_error(capsys, args)
+    assert not (tmp_path / "fig.png").exists()
+
+
 def test_a_successful_write_replaces_the_file_whole(capsys, tmp_path: Path, texts: dict[str, str]) -> None:
     """The new file takes the old one's place in one step: a reader that opened the old file still reads all of
     it (it was not truncated and rewritten), a link stays a link to the file it names, and the mode stays."""

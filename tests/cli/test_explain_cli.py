@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bertscore_tm import BERTScore
+from bertscore_tm.cli import build_parser, outputs
 from tests.cli.test_cli import api, one_line_error, run_main
 from tests.conftest import MINILM, WMT
 
@@ -107,6 +108,37 @@ def test_a_blank_line_is_explained_not_a_crash(capsys, tmp_path: Path):
 def test_bad_input_is_one_line(capsys, args, words):
     line = one_line_error(capsys, "explain", "-m", MINILM, *args)
     assert all(w in line for w in words), line
+
+
+def test_no_output_overwrites_the_context_or_the_idf_references(capsys, tmp_path: Path):
+    """-o and --html were checked against -c and -r only: the context file and the IDF references were
+    overwritten, exit code 0."""
+    context = tmp_path / "context.txt"
+    kept = "".join(f"context {i}\n" for i in range(10))
+    for args in (
+        ["-c", HYPS, "-r", REFS, "--context", str(context), "--worst", "1", "-o", str(context)],
+        ["-c", HYPS, "-r", REFS, "--context", str(context), "--worst", "1", "--html", str(context)],
+        ["--text", "-c", "The cat", "-r", "A cat", "--idf", "--idf-references", str(context), "-o", str(context)],
+    ):
+        context.write_text(kept, encoding="utf-8")
+        line = one_line_error(capsys, "explain", "-m", MINILM, *args)
+        flag = "--idf-references" if "--text" in args else "--context"
+        assert f"cannot write {context}: it is the input file {context} ({flag})" in line, line
+        assert context.read_text(encoding="utf-8") == kept
+
+
+def test_texts_are_no_input_files_but_idf_references_are():
+    """With --text (and in show) -c, -r and --context hold texts, so an output may be spelled as one of them;
+    --idf-references and --baseline-path still name files."""
+    parse = build_parser().parse_args
+    args = parse(["explain", "--text", "-c", "a.txt", "-r", "b.txt", "--context", "c.txt", "--idf"])
+    assert outputs.read_files(args) == []
+    args = parse(["explain", "--text", "-c", "a", "-r", "b", "--idf", "--idf-references", "i.txt", "-o", "a"])
+    assert outputs.read_files(args) == [("--idf-references", "i.txt")]
+    args = parse(["explain", "-c", "a.txt", "-r", "b.txt", "b2.txt", "--context", "c.txt"])
+    assert outputs.read_files(args) == [("-c", "a.txt"), ("-r", "b.txt"), ("-r", "b2.txt"), ("--context", "c.txt")]
+    args = parse(["show", "-c", "a", "-r", "b", "-f", "x.png", "--idf-references", "i.txt", "--baseline-path", "l.tsv"])
+    assert outputs.read_files(args) == [("--idf-references", "i.txt"), ("--baseline-path", "l.tsv")]
 
 
 def test_compare_html_page(capsys, tmp_path: Path):

@@ -19,8 +19,8 @@ and `errors` (one-line messages, hints, exit codes); `app` builds the parser and
 User errors (a missing or empty file, files of different lengths, a model or baseline that is not on this
 machine, a bad setting, an unusable device, an output that cannot be written, standard output included, any of
 the library's `bertscore_tm.errors.BERTScoreError`) print one line, ``bertscore-tm: error: ...``, on stderr and
-exit with code 2. Input files, output paths (never one of the inputs), the device, the model's presence and
-weights files and the baseline are checked before any model is loaded. A file argument of ``-`` is standard
+exit with code 2. Input files, output paths (never one of the inputs, nor two the same), the device, the model's
+presence and weights files and the baseline are checked before any model is loaded. A file argument of ``-`` is standard
 input (one of them at most). Options that take several files (``-r``, compare's ``-c``) collect every
 occurrence (``-r a -r b`` is ``-r a b``); an option that takes one is refused when given twice. Output files
 appear whole or not at all. SIGINT and SIGTERM stop a command with one line and exit codes 130 and 143.

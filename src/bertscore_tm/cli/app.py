@@ -1,5 +1,7 @@
 """The parser of every command, and the entry point that runs one and turns what goes wrong into one line and
-an exit code (`bertscore_tm.cli.errors`)."""
+an exit code (`bertscore_tm.cli.errors`). Every command's parser refuses an option that takes one value given twice
+(`bertscore_tm.cli.options.CommandParser`), and every command's outputs are checked against its inputs and each
+other before it runs (`bertscore_tm.cli.outputs.check_files`), here, so that no command can miss either."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from bertscore_tm.cli.errors import (
     lost_process_line,
     show_warning,
 )
-from bertscore_tm.cli.outputs import StandardOutput, silence_stdout
+from bertscore_tm.cli.options import CommandParser
+from bertscore_tm.cli.outputs import StandardOutput, check_files, silence_stdout
 from bertscore_tm.cli.signals import terminable
 from bertscore_tm.errors import BERTScoreError
 from bertscore_tm.models.registry import PACKAGED_MINILM
@@ -41,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     from bertscore_tm import __version__
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=CommandParser)
     for command in COMMANDS:
         command.add_parser(sub)
     return parser
@@ -56,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = StandardOutput(sys.stdout)
     try:
         with terminable():
+            check_files(args)  # every command's outputs against its inputs, in one place
             code = int(args.run(args, out))
             out.flush()  # a full disk shows here, not when Python exits
         return code

@@ -66,7 +66,8 @@ def error_line(err: BaseException) -> str:
     return f"{PROG}: error: {one_line(err)}{hint(err)}"
 
 
-#: The command line's name for each Python argument that the library's errors can name in their `argument`.
+#: The command line's name for each Python argument that the library's errors can name in their `argument`: every
+#: argument a command passes to the library on an option's behalf (tests/cli/test_cli.py checks the metric's).
 FLAGS = {
     "preds": "-c/--cand",
     "target": "-r/--ref",
@@ -85,6 +86,13 @@ FLAGS = {
     "window_stride": "--window-stride",
     "checkpoint_dir": "--checkpoint",
     "shard_size": "--shard-size",
+    "beta": "--beta",
+    "ignore": "--ignore",
+    "candidate_prompt": "--candidate-prompt",
+    "reference_prompt": "--reference-prompt",
+    "idf_references": "--idf-references",
+    "threshold": "--threshold",
+    "utility": "--utility",
 }
 #: What to do on the command line where the library's message ends with what to pass in Python.
 ADVICE = {

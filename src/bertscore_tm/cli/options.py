@@ -1,6 +1,7 @@
 """The option groups several commands share, each declared once, and read back checked, in the command line's
 terms, before anything is loaded: the model (``-m``, ``-l``, ``--lang``), rescaling, long texts, how to run
 (batch size, device, dtype, compile, progress) and resampling (``--confidence``, ``--bootstrap``, ``--seed``).
+Every command's parser is a `CommandParser`: an option that takes one value is refused when given twice (`Once`).
 
 The choices and defaults are the library's own (`bertscore_tm.settings.arguments.SETTINGS`); what the library checks as
 clearly is left to it.
@@ -24,9 +25,15 @@ from bertscore_tm.settings.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTY
 DEFAULT_RESAMPLES = 1000
 
 
+#: Where `Once` keeps, in the namespace being parsed, the options given so far (a default is not "given").
+_GIVEN = "_given_once"
+
+
 class Once(argparse.Action):
-    """An option that takes one file (or text), refused when given twice: keeping the last would silently
-    ignore the other (options that take several files, such as -r, collect every occurrence instead)."""
+    """The action of every option that takes one value (`CommandParser` makes it their default): given twice,
+    it is refused, as keeping the last would silently ignore the other (``--reference-column ref1
+    --reference-column ref2`` would score against ref2 alone). Options that take several values collect every
+    occurrence instead (`add_many`). What was given is kept beside the values, since a default is not given."""
 
     def __call__(
         self,
@@ -35,19 +42,33 @@ class Once(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        earlier = getattr(namespace, self.dest, None)
-        if earlier is not None:
-            raise argparse.ArgumentError(self, f"given twice ({earlier} and {values}): it takes one, give it once")
+        given = vars(namespace).setdefault(_GIVEN, {})
+        if self.dest in given:
+            raise argparse.ArgumentError(
+                self, f"given twice ({given[self.dest]} and {values}): it takes one, give it once"
+            )
+        given[self.dest] = values
         setattr(namespace, self.dest, values)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A command's parser: an option declared without an action (or with ``store``) is `Once`, so that every
+    option taking one value, of every command, now and later, is refused when given twice without each
+    declaration having to say so. Flags (``store_true``, ``--x/--no-x``) and `add_many`'s options are not."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, Once)
+        self.register("action", "store", Once)
 
 
 # -- declarations ---------------------------------------------------------------------------------------------
 
 
-def add_many(p: argparse.ArgumentParser, short: str, long: str, metavar: str, help: str, required: bool = True) -> None:
-    """An option of one or more files (`required` unless told) that collects every occurrence: ``-r a.txt -r
-    b.txt`` is ``-r a.txt b.txt``, not ``b.txt`` alone."""
-    p.add_argument(short, long, required=required, nargs="+", action="extend", metavar=metavar, help=help)
+def add_many(p: argparse.ArgumentParser, *flags: str, metavar: str, help: str, required: bool = True) -> None:
+    """An option of one or more values (files, column names; `required` unless told) that collects every
+    occurrence: ``-r a.txt -r b.txt`` is ``-r a.txt b.txt``, not ``b.txt`` alone."""
+    p.add_argument(*flags, required=required, nargs="+", action="extend", metavar=metavar, help=help)
 
 
 def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
@@ -254,11 +275,17 @@ def add_checkpoint_options(p: argparse.ArgumentParser, items: str, default: int 
 
 def shard_size(args: argparse.Namespace) -> int:
     """--shard-size, checked before any model loads (it only matters with --checkpoint), and the --checkpoint
-    folder: made where missing, and one that takes new files (probed with a nameless temporary file)."""
+    folder: made where missing, and one that takes new files (probed with a nameless temporary file). That it is
+    none of the command's inputs and outputs, `bertscore_tm.cli.outputs.check_files` has said."""
     if args.shard_size is not None and args.checkpoint is None:
         raise UsageError("--shard-size only matters with --checkpoint DIR")
     if args.checkpoint is not None:
         folder = Path(args.checkpoint).expanduser()
+        if folder.is_file():  # mkdir would only say "File exists"
+            raise UsageError(
+                f"cannot keep a checkpoint in {args.checkpoint}: it is a file, not a folder; give a folder "
+                "(made where missing)"
+            )
         try:
             folder.mkdir(parents=True, exist_ok=True)
             tempfile.TemporaryFile(dir=folder).close()

@@ -1,6 +1,8 @@
-"""Where the commands write: output files (``-o``, ``show -f``) and standard output.
+"""Where the commands write: output files (``-o``, ``--html``, ``show -f``, ...) and standard output.
 
-An output file is checked before any model loads (not a folder, not one of the inputs, in a folder that exists
+Every option that names a file a command reads (`READS`) or writes (`WRITES`) is known here, for every command:
+before a command runs, an output that is one of its inputs, or two outputs naming the same path, are refused
+(`check_files`). Each output file is then checked before any model loads (not a folder, in a folder that exists
 and takes new files) and written only once the results are there, atomically: into a temporary file in the same
 folder, flushed to disk, then moved onto the target in one step, so that the target holds its old content or the
 whole new one, never a part (a full disk, a kill, a crash), and no temporary file stays behind. A target that is
@@ -18,25 +20,119 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from bertscore_tm.cli.errors import UsageError, one_line
 from bertscore_tm.cli.inputs import STDIN
 
+# -- which files a command reads and writes ------------------------------------------------------------------
+
+#: Every option that names a file a command reads, by its name in `args`, with its flag. A command whose option
+#: of that name holds a text instead (show's -c and -r; explain's -c, -r and --context with --text) says so in
+#: its parser's default ``texts``: a function of `args` giving those names.
+READS = {
+    "cand": "-c",
+    "ref": "-r",
+    "data": "--data",
+    "context": "--context",
+    "idf_references": "--idf-references",
+    "baseline_path": "--baseline-path",
+    "corpus": "--corpus",
+    "input": "-i",
+    "groups": "--groups",
+}
+#: Every option that names a file (or folder, `FOLDERS`) a command writes, with its flag; `IMAGES` name pictures,
+#: whose file may get the format's extension added (`image_name`).
+WRITES = {
+    "output": "-o",
+    "html": "--html",
+    "plot": "--plot",
+    "add_to_table": "--add-to-table",
+    "file": "-f",
+    "checkpoint": "--checkpoint",
+}
+FOLDERS, IMAGES = frozenset({"checkpoint"}), frozenset({"plot", "file"})
+
+
+def check_files(args: argparse.Namespace) -> None:
+    """Refuse, before a command reads anything or loads a model, an output that is one of its input files (the
+    results would overwrite it; compared as files, so another spelling of the path or a link counts too) and two
+    outputs that name the same path (only the last written would stay, or a file and a folder would clash once
+    every pair is scored). Every command's files go through here, so that no input of any command is missed."""
+    read = read_files(args)
+    seen: dict[str, str] = {}
+    for dest, path in written_files(args):
+        target = Path(path).expanduser()
+        for flag, source in read:
+            if target.exists() and _same_file(target, source):
+                raise UsageError(_overwrites(dest, path, f"{source} ({flag})"))
+        real = os.path.realpath(target)
+        if real in seen:
+            what = "path" if FOLDERS & {dest, seen[real]} else "file"
+            raise UsageError(
+                f"{WRITES[seen[real]]} and {WRITES[dest]} name the same {what} {path}: give each its own {what}"
+            )
+        seen[real] = dest
+
+
+def read_files(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(flag, path) of each file the command reads (`READS` given in `args`, standard input left out), less the
+    options that hold texts here (the command's ``texts``)."""
+    texts = getattr(args, "texts", None)
+    skip = set(texts(args)) if texts is not None else set()
+    read: list[tuple[str, str]] = []
+    for dest, flag in READS.items():
+        value = getattr(args, dest, None)
+        if dest not in skip and value is not None:
+            read += [(flag, path) for path in ([value] if isinstance(value, str) else value) if path != STDIN]
+    return read
+
+
+def written_files(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(option name, path) of each output given, the path being the file the command writes: a picture's
+    format extension added where it has none (as matplotlib adds it; without matplotlib the command says so)."""
+    written = []
+    for dest in WRITES:
+        path = getattr(args, dest, None)
+        if path is not None and dest in IMAGES:
+            with contextlib.suppress(ImportError):
+                path = image_name(path)[0]
+        if path is not None:
+            written.append((dest, path))
+    return written
+
+
+def _same_file(target: Path, source: str) -> bool:
+    try:
+        return os.path.samefile(target, Path(source).expanduser())
+    except OSError:  # the input does not exist: its command says so
+        return False
+
+
+def _overwrites(dest: str, path: str, source: str) -> str:
+    """The message for the output `path` (option `dest`) that is the input file `source` (its path and flag)."""
+    if dest in FOLDERS:
+        return f"cannot keep a checkpoint in {path}: it is the input file {source}, a file, not a folder; give a folder"
+    return (
+        f"cannot write {path}: it is the input file {source}, which the results would overwrite; give another "
+        "output file"
+    )
+
+
 # -- checked before any model loads --------------------------------------------------------------------------
 
 
-def check_output(path: str, example: str, inputs: Sequence[str] = ()) -> Path:
-    """The file an output option names, checked before any model loads: not a folder, not one of the `inputs`,
-    in a folder that exists and takes new files (probed with a nameless temporary file, so nothing is left behind,
-    and so that it holds for root and read-only file systems too: the results go to a temporary file there), and
-    not a file the user made read-only. Nothing is written to it until the results are there."""
+def check_output(path: str, example: str) -> Path:
+    """The file an output option names, checked before any model loads: not a folder, in a folder that exists
+    and takes new files (probed with a nameless temporary file, so nothing is left behind, and so that it holds
+    for root and read-only file systems too: the results go to a temporary file there), and not a file the user
+    made read-only (that it is none of the inputs, `check_files` has said). Nothing is written to it until the
+    results are there."""
     target = Path(path).expanduser()
     if target.is_dir():
         raise UsageError(f"cannot write {path}: it is a folder; give a file name such as {target / example}")
-    _not_an_input(target, path, inputs)
     folder = target.parent
     if not folder.is_dir():
         reason = f"{folder} is not a folder" if folder.exists() else f"the folder {folder} does not exist"
@@ -54,37 +150,30 @@ def check_output(path: str, example: str, inputs: Sequence[str] = ()) -> Path:
     return target
 
 
-def _not_an_input(target: Path, name: str, inputs: Sequence[str]) -> None:
-    """Refuse an output that is one of the input files: writing the results would overwrite it (compared as
-    files, so another spelling of the same path, or a link to it, counts too)."""
-    for path in inputs:
-        if path == STDIN:
-            continue
-        try:
-            same = target.exists() and os.path.samefile(target, Path(path).expanduser())
-        except OSError:
-            same = False
-        if same:
-            raise UsageError(
-                f"cannot write {name}: it is the input file {path}, which the results would overwrite; "
-                "give another output file"
-            )
-
-
 def image_target(path: str) -> tuple[Path, str]:
-    """The file `show -f` really writes and its format, checked before any model loads. As matplotlib's
-    savefig: the format is the extension, else ``savefig.format`` (png), whose extension is then added."""
-    import matplotlib
-
+    """The file `show -f` (or `tune-layers --plot`) really writes and its format (`image_name`), checked before
+    any model loads."""
     if Path(path).expanduser().is_dir():
         check_output(path, "similarity.png")  # says it is a folder
-    name = path
+    name, fmt = image_name(path)
+    _check_image_format(name, fmt)
+    return check_output(name, "similarity.png"), fmt
+
+
+def image_name(path: str) -> tuple[str, str]:
+    """The file a picture option writes and its format, as matplotlib's savefig: the format is the extension,
+    else ``savefig.format`` (png), whose extension is then added.
+
+    >>> image_name("plots/sim.SVG")
+    ('plots/sim.SVG', 'svg')
+    """
     fmt = os.path.splitext(path)[1][1:]
-    if not fmt:
-        fmt = str(matplotlib.rcParams["savefig.format"])
-        name = path.rstrip(".") + "." + fmt
-    _check_image_format(name, fmt.lower())
-    return check_output(name, "similarity.png"), fmt.lower()
+    if fmt:
+        return path, fmt.lower()
+    import matplotlib
+
+    fmt = str(matplotlib.rcParams["savefig.format"])
+    return path.rstrip(".") + "." + fmt, fmt.lower()
 
 
 def _check_image_format(name: str, fmt: str) -> None:

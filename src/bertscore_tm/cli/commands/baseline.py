@@ -8,7 +8,6 @@ from typing import Any, TextIO
 
 from bertscore_tm.cli import devices, inputs, metrics, options, outputs
 from bertscore_tm.cli.errors import UsageError
-from bertscore_tm.cli.options import Once
 from bertscore_tm.distributed.launch import processes
 
 
@@ -24,7 +23,6 @@ def add_parser(sub: Any) -> None:
     b.add_argument(
         "--corpus",
         required=True,
-        action=Once,
         metavar="FILE",
         help="monolingual corpus, one sentence per line ('-': standard input)",
     )
@@ -56,7 +54,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             f"{inputs.input_name(args.corpus, 'corpus')} has {distinct} distinct non-blank lines, but --pairs "
             f"{args.pairs} needs {2 * args.pairs} (each line is used at most once): use a larger corpus or fewer pairs"
         )
-    target = outputs.check_output(args.output, "baseline.tsv", [args.corpus])
+    target = outputs.check_output(args.output, "baseline.tsv")
     long_texts = options.long_texts(args)
     model_name = metrics.model_name(args)
     device = devices.device(args.device)

@@ -33,10 +33,18 @@ def add_parser(sub: Any) -> None:
         "randomization (Riezler and Maxwell 2005). Same seed, same numbers.",
     )
     options.add_many(
-        c, "-r", "--ref", "FILE", "references, one per line; several files give several references per line"
+        c,
+        "-r",
+        "--ref",
+        metavar="FILE",
+        help="references, one per line; several files give several references per line",
     )
     options.add_many(
-        c, "-c", "--cand", "SYS", "two or more system files, one candidate per line; the first is the baseline"
+        c,
+        "-c",
+        "--cand",
+        metavar="SYS",
+        help="two or more system files, one candidate per line; the first is the baseline",
     )
     options.add_model_options(c)
     c.add_argument(
@@ -78,7 +86,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     settings = options.resampling(args)
     assert settings is not None  # compare's --confidence has a default
     systems, targets = _read(names, args.ref)
-    html = None if args.html is None else outputs.check_output(args.html, "compare.html", [*names, *args.ref])
+    html = None if args.html is None else outputs.check_output(args.html, "compare.html")
     shard_size = options.shard_size(args)
 
     metric = metrics.scoring_metric(args)

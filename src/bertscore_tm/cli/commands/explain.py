@@ -14,7 +14,6 @@ from typing import Any, TextIO
 
 from bertscore_tm.cli import devices, inputs, metrics, options, outputs
 from bertscore_tm.cli.errors import UsageError
-from bertscore_tm.cli.options import Once
 
 
 def add_parser(sub: Any) -> None:
@@ -26,9 +25,13 @@ def add_parser(sub: Any) -> None:
         "and the words weakly supported (possible additions) or weakly covered (possible omissions). Files are "
         "read as score reads them; with --worst K only the K pairs of lowest F1 are explained.",
     )
-    e.add_argument("-c", "--cand", required=True, action=Once, metavar="FILE", help="candidates, one per line")
+    e.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line")
     options.add_many(
-        e, "-r", "--ref", "FILE", "references, one per line; several files give several references per candidate"
+        e,
+        "-r",
+        "--ref",
+        metavar="FILE",
+        help="references, one per line; several files give several references per candidate",
     )
     e.add_argument(
         "--text",
@@ -52,7 +55,13 @@ def add_parser(sub: Any) -> None:
     _add_output_options(e)
     options.add_long_text_options(e)
     options.add_run_options(e)
-    e.set_defaults(run=run)
+    e.set_defaults(run=run, texts=_texts)
+
+
+def _texts(args: argparse.Namespace) -> tuple[str, ...]:
+    """The options that hold texts, not file names (so no output is compared with them,
+    `bertscore_tm.cli.outputs.read_files`): -c, -r and --context with --text."""
+    return ("cand", "ref", "context") if args.text else ()
 
 
 def _add_output_options(e: argparse.ArgumentParser) -> None:
@@ -83,11 +92,8 @@ def _add_output_options(e: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     devices.one_process("explain")
     _check(args)
-    read = [] if args.text else [args.cand, *args.ref]
-    html = None if args.html is None else outputs.check_output(args.html, "explain.html", read)
-    target = None if args.output is None else outputs.check_output(args.output, "explain.txt", read)
-    if html is not None and target is not None and os.path.realpath(html) == os.path.realpath(target):
-        raise UsageError(f"--html and -o name the same file {args.html}: give two files")
+    html = None if args.html is None else outputs.check_output(args.html, "explain.html")
+    target = None if args.output is None else outputs.check_output(args.output, "explain.txt")
     idf_references = _idf_references(args)
     pairs = None if args.text else inputs.pair_lines(args.cand, args.ref)  # checked before the model loads
     context = _context(args, pairs)

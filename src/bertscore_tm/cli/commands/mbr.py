@@ -10,7 +10,6 @@ from typing import Any, TextIO
 from bertscore_tm.cli import devices, inputs, metrics, options, outputs
 from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.cli.inputs import n_lines
-from bertscore_tm.cli.options import Once
 
 
 def add_parser(sub: Any) -> None:
@@ -22,13 +21,12 @@ def add_parser(sub: Any) -> None:
         "chosen hypothesis of each group, one per line, in group order; JSON gives each group's chosen index, "
         "its line number and every hypothesis's mean F1 (or mean --utility).",
     )
-    m.add_argument("-i", "--input", required=True, action=Once, metavar="HYPS", help="hypotheses, one per line")
+    m.add_argument("-i", "--input", required=True, metavar="HYPS", help="hypotheses, one per line")
     grouping = m.add_mutually_exclusive_group(required=True)
     grouping.add_argument("--group-size", type=int, default=None, metavar="K", help="each group is K consecutive lines")
     grouping.add_argument(
         "--groups",
         default=None,
-        action=Once,
         metavar="FILE",
         help="one group id per line of HYPS (lines with the same id form a group, in order of first appearance)",
     )

@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from bertscore_tm.cli import inputs, metrics, options, outputs
-from bertscore_tm.cli.options import Once
 from bertscore_tm.distributed.launch import processes
 from bertscore_tm.settings.arguments import ROW_SHARD_SIZE
 
@@ -22,17 +21,8 @@ def add_parser(sub: Any) -> None:
         "reference, full precision; JSON writes the P, R and F1 matrices with the setting's hash code. With "
         "--idf the IDF is over the M references.",
     )
-    a.add_argument(
-        "-c", "--cand", required=True, action=Once, metavar="FILE", help="candidates, one per line (the matrix's rows)"
-    )
-    a.add_argument(
-        "-r",
-        "--ref",
-        required=True,
-        action=Once,
-        metavar="FILE",
-        help="references, one per line (the matrix's columns)",
-    )
+    a.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line (the matrix's rows)")
+    a.add_argument("-r", "--ref", required=True, metavar="FILE", help="references, one per line (the matrix's columns)")
     a.add_argument(
         "-o", "--output", default=None, metavar="FILE", help="write the matrix to FILE (default: standard output)"
     )
@@ -52,9 +42,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     inputs.check_stdin([args.cand, args.ref], "-c/-r")
     cands = inputs.read_lines(args.cand, "candidate")
     refs = inputs.read_lines(args.ref, "reference")
-    target = None
-    if args.output is not None:
-        target = outputs.check_output(args.output, "matrix.tsv", [args.cand, args.ref])
+    target = None if args.output is None else outputs.check_output(args.output, "matrix.tsv")
     shard_size = options.shard_size(args)
     metric = metrics.scoring_metric(args)
     names = ("precision", "recall", "f1") if args.format == "json" else ("f1",)

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from bertscore_tm.cli import inputs, metrics, options, outputs
 from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.cli.intervals import f1_interval, percent
-from bertscore_tm.cli.options import Once, Resampling
+from bertscore_tm.cli.options import Resampling
 from bertscore_tm.distributed.launch import processes
 from bertscore_tm.errors import BERTScoreError
 
@@ -29,20 +29,13 @@ def add_parser(sub: Any) -> None:
         "A FILE of '-' is standard input (for one of -c/-r at most). Or --data FILE: the pairs are columns of a "
         "Parquet, JSON Lines, CSV or TSV file, and -o gets every input column plus the scores.",
     )
-    s.add_argument(
-        "-c",
-        "--cand",
-        default=None,
-        action=Once,
-        metavar="FILE",
-        help="candidates, one per line ('-': standard input)",
-    )
+    s.add_argument("-c", "--cand", default=None, metavar="FILE", help="candidates, one per line ('-': standard input)")
     options.add_many(
         s,
         "-r",
         "--ref",
-        "FILE",
-        "references, one per line; several files give several references per candidate ('-': standard input)",
+        metavar="FILE",
+        help="references, one per line; several files give several references per candidate ('-': standard input)",
         required=False,
     )
     _add_data_options(s)
@@ -84,19 +77,21 @@ def _add_data_options(s: Any) -> None:
         "extension); -o FILE (.parquet, .jsonl or .csv) gets every input column plus bertscore_precision, "
         "bertscore_recall and bertscore_f1 (and bertscore_best_reference with several references)",
     )
-    s.add_argument("--candidate-column", default="candidate", metavar="C", help="with --data: the candidates' column")
+    s.add_argument(
+        "--candidate-column", default=None, metavar="C", help="with --data: the candidates' column (default: candidate)"
+    )
     s.add_argument(
         "--context-column",
         default=None,
         metavar="X",
         help="with --data: each row's context (as --context gives it to line files; an empty cell: none)",
     )
-    s.add_argument(
+    options.add_many(
+        s,
         "--reference-column",
-        nargs="+",
-        default=None,
         metavar="R",
         help="with --data: the references' column (default: reference), a column of lists, or several columns",
+        required=False,
     )
 
 
@@ -105,13 +100,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return _run_data(args, out)
     if args.cand is None or not args.ref:
         raise UsageError("give the candidates and references: -c FILE -r FILE [FILE ...], or --data FILE")
-    if args.reference_column is not None or args.context_column is not None:
+    if any(getattr(args, column) is not None for column in ("reference_column", "candidate_column", "context_column")):
         raise UsageError("--reference-column, --candidate-column and --context-column go with --data FILE")
     inputs.check_stdin([args.cand, *args.ref], "-c/-r")
     pairs = inputs.pair_lines(args.cand, args.ref)
-    target = None
-    if args.output is not None:
-        target = outputs.check_output(args.output, "scores.txt", [args.cand, *args.ref])
+    target = None if args.output is None else outputs.check_output(args.output, "scores.txt")
     resampling = options.resampling(args)
     shard_size = options.shard_size(args)
     context = _context(args, len(pairs))
@@ -132,7 +125,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     columns = [x.double().cpu().tolist() for x in scores.stacked().unbind(0)]  # P, R, F (and F-beta)
     ci = None if resampling is None else f1_interval(resampling, columns[2], args.cand)
     best = None if scores.best_reference is None else scores.best_reference.cpu().tolist()
-    report = _report(args, metric, scores.hash_code, columns, ci, resampling, best)
+    report = _report(args, metric, scores.hash_code, columns, ci, resampling, best, len(args.ref))
     outputs.write_output(target, args.output, [report], out)
     return 0
 
@@ -152,12 +145,14 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
     if args.output is None:
         raise UsageError("--data FILE needs -o FILE (.parquet, .jsonl or .csv): every row, with its scores")
     refs = args.reference_column or ["reference"]
-    data = ColumnFile.open(args.data, args.candidate_column, refs, args.context_column)
+    cand = "candidate" if args.candidate_column is None else args.candidate_column
+    data = ColumnFile.open(args.data, cand, refs, args.context_column)
     try:
         fmt = file_format(args.output, WRITES, "output")
     except BERTScoreError as err:
         raise UsageError(str(err)) from None
-    target = outputs.check_output(args.output, "scores.parquet", [args.data])
+    data.check_writable(fmt)  # a column the output cannot hold: said now, not after the whole corpus is scored
+    target = outputs.check_output(args.output, "scores.parquet")
     resampling, shard_size = options.resampling(args), options.shard_size(args)
     cands, groups, several = data.pairs()
     context = data.contexts()
@@ -184,9 +179,21 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
         write_scored(data, temp, fmt, columns)
     per = [x.double().cpu().tolist() for x in stacked.unbind(0)]
     ci = None if resampling is None else f1_interval(resampling, per[2], args.data)
-    args.ref = refs
-    outputs.write_output(None, "", [_report(args, metric, scores.hash_code, per, ci, resampling)], out)
+    per_candidate = _references_per_candidate(groups)
+    outputs.write_output(
+        None, "", [_report(args, metric, scores.hash_code, per, ci, resampling, None, per_candidate)], out
+    )
     return 0
+
+
+def _references_per_candidate(groups: list[list[str]]) -> int | None:
+    """Every row's number of references (a column of lists may give rows different numbers: then None).
+
+    >>> _references_per_candidate([["a", "b"], ["c", "d"]]), _references_per_candidate([["a"], ["b", "c"]])
+    (2, None)
+    """
+    counts = {len(group) for group in groups}
+    return counts.pop() if len(counts) == 1 else None
 
 
 def _context(args: argparse.Namespace, lines: int) -> list[str] | None:
@@ -239,14 +246,17 @@ def _report(
     ci: tuple[float, float] | None,
     resampling: Resampling | None,
     best: list[int] | None = None,
+    references: int | None = None,
 ) -> str:
     """What `score` prints, in the --format asked for (`code`: the scores' hash code, which names a context
-    where the pairs had one; `best`: each pair's best reference, for JSON)."""
+    where the pairs had one; `best`: each pair's best reference, and `references`: every candidate's number of
+    references, None where it varies, for JSON)."""
     means = [math.fsum(x) / len(x) for x in scores]
     if args.format == "text":
         lines = _text(code, _names(args), means, scores, ci, resampling, args.seg_level)
     elif args.format == "json":
-        lines = [json.dumps(_json(args, metric, code, means, scores, ci, resampling, best), indent=2)]
+        doc = _json(args, metric, code, means, scores, ci, resampling, best, references)
+        lines = [json.dumps(doc, indent=2)]
     else:
         lines = _tsv(code, _names(args), means, scores, ci, args.seg_level)
     return "".join(line + "\n" for line in lines)
@@ -277,7 +287,10 @@ def _json(
     ci: tuple[float, float] | None,
     resampling: Resampling | None,
     best: list[int] | None = None,
+    references: int | None = None,
 ) -> dict[str, Any]:
+    """The JSON document (`references`: every candidate's number of references; None where rows of --data have
+    different numbers)."""
     num = outputs.json_number
     doc: dict[str, Any] = {
         "hash": code,
@@ -286,7 +299,7 @@ def _json(
         "idf": args.idf,
         "rescaled": args.rescale_with_baseline,
         "pairs": len(scores[0]),
-        "references_per_candidate": len(args.ref),
+        "references_per_candidate": references,
         "precision": num(means[0]),
         "recall": num(means[1]),
         "f1": num(means[2]),

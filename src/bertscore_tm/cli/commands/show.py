@@ -8,7 +8,6 @@ from typing import Any, TextIO
 
 from bertscore_tm.cli import devices, inputs, metrics, options, outputs
 from bertscore_tm.cli.errors import UsageError
-from bertscore_tm.cli.options import Once
 
 
 def add_parser(sub: Any) -> None:
@@ -22,8 +21,8 @@ def add_parser(sub: Any) -> None:
         "in a picture of at most about 2400 pixels a side. With rescaling, cells and scores are rescaled "
         "(cells with the F baseline); with --idf the labels carry the tokens' weights.",
     )
-    v.add_argument("-c", "--cand", required=True, action=Once, metavar="TEXT", help="candidate text")
-    v.add_argument("-r", "--ref", required=True, action=Once, metavar="TEXT", help="reference text")
+    v.add_argument("-c", "--cand", required=True, metavar="TEXT", help="candidate text")
+    v.add_argument("-r", "--ref", required=True, metavar="TEXT", help="reference text")
     v.add_argument(
         "-f",
         "--file",
@@ -47,7 +46,13 @@ def add_parser(sub: Any) -> None:
     options.add_rescale_options(v)
     options.add_long_text_options(v)
     options.add_run_options(v, batch=False)
-    v.set_defaults(run=run)
+    v.set_defaults(run=run, texts=_texts)
+
+
+def _texts(args: argparse.Namespace) -> tuple[str, ...]:
+    """The options that hold texts, not file names (so no output is compared with them,
+    `bertscore_tm.cli.outputs.read_files`): -c and -r."""
+    return ("cand", "ref")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any, TextIO
@@ -22,7 +21,6 @@ from typing import Any, TextIO
 from bertscore_tm.cli import devices, metrics, options, outputs
 from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.cli.intervals import p_text, percent
-from bertscore_tm.cli.options import Once
 
 #: How the command line says what fixes a judgement file (`bertscore_tm.tuning.judgements.REMEDIES` says it in Python).
 REMEDIES = {
@@ -47,7 +45,6 @@ def add_parser(sub: Any) -> None:
     t.add_argument(
         "--data",
         required=True,
-        action=Once,
         metavar="FILE",
         help="the judgements: UTF-8, tab-separated, a header line naming the columns, one judged pair a line",
     )
@@ -147,10 +144,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.default_layer is not None and args.default_layer < 0:
         raise UsageError(f"--default-layer must be 0 or more (0 = the embeddings), got {args.default_layer}")
     rows = _judgements(args)
-    target = None if args.output is None else outputs.check_output(args.output, "tuning.txt", [args.data])
+    target = None if args.output is None else outputs.check_output(args.output, "tuning.txt")
     plot = _plot_target(args)
     table = _table_target(args)
-    _distinct({"-o": target, "--plot": None if plot is None else plot[0], "--add-to-table": table})
     metric = _metric(args)
     from bertscore_tm.tuning.layer_tuning import layer_scores, tune_from_scores
 
@@ -221,24 +217,12 @@ def _table_target(args: argparse.Namespace) -> Path | None:
     """The layer table to add to, checked before any model loads: writable, and, where it exists, a table."""
     if args.add_to_table is None:
         return None
-    target = outputs.check_output(args.add_to_table, "layers.json", [args.data])
+    target = outputs.check_output(args.add_to_table, "layers.json")
     if target.exists():
         from bertscore_tm.models.registry import user_layer_table
 
         user_layer_table(target)  # a LayerTableError (one line) for a file that is no layer table
     return target
-
-
-def _distinct(files: dict[str, Path | None]) -> None:
-    """Each output its own file: two options naming one file would leave only the last one written."""
-    seen: dict[str, str] = {}
-    for flag, path in files.items():
-        if path is None:
-            continue
-        real = os.path.realpath(path)
-        if real in seen:
-            raise UsageError(f"{seen[real]} and {flag} name the same file {path}: give each its own file")
-        seen[real] = flag
 
 
 def _metric(args: argparse.Namespace) -> Any:
