@@ -40,6 +40,7 @@ class QueuedUpdates:
     _QUEUED_INTO: ClassVar[frozenset[str]] = frozenset()
     _queued: list[tuple[PendingPairs, list[int], Tensor | None]]
     _queued_texts: int = 0  # the texts of `_queued`
+    _joined_texts: int = 0  # the texts of queued pairs that joined the state since it was last scored
 
     if TYPE_CHECKING:
 
@@ -81,7 +82,7 @@ class QueuedUpdates:
         the later ones (the device then embeds while the host tokenises, where one would otherwise wait for the
         other). The scores are one compute()'s: bit for bit on a CPU, within the packs' bound on a GPU, where a
         chunk's packs hold other texts (docs/semantics.md)."""
-        joined = 0
+        joined = self._joined_texts  # pairs that joined at an update(), before this compute(), count too
         while self._queued:
             joined += self._queued[0][0].texts
             self._take_queued(1)  # the oldest, waited for; then every one the thread has done
@@ -93,6 +94,7 @@ class QueuedUpdates:
                     self._score_pending()
                 joined = 0
         self._score_pending()
+        self._joined_texts = 0
 
     @contextmanager
     def _queue_held(self) -> Iterator[None]:
@@ -112,6 +114,7 @@ class QueuedUpdates:
             self._queued_texts -= pending.texts
             try:
                 self._add_pairs(pending.result(), counts, index_tensor)
+                self._joined_texts += pending.texts
             except BaseException:
                 self._queued = queued[k + 1 :] + self._queued
                 raise
@@ -134,7 +137,7 @@ class QueuedUpdates:
 
     def reset(self) -> None:
         """Clear the state, and drop what update()s queued (their tokens are never used)."""
-        self._queued, self._queued_texts = [], 0
+        self._queued, self._queued_texts, self._joined_texts = [], 0, 0
         super().reset()  # type: ignore[misc]
 
     def __getstate__(self) -> dict[str, Any]:

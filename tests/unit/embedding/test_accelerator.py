@@ -246,4 +246,4 @@ def test_update_moves_every_state_tensor_through_the_pinned_send(monkeypatch: py
     state |= {"ref_counts": metric.ref_counts[0], "indexes": metric.indexes[0]}
     for name, value in state.items():
         assert any(value is s for s in sent), name  # on the CPU `send` hands the tensor itself back
-    assert len(sent) == 7  # and the IDF counts' increment
+    assert len(sent) == 8  # the scored flags (kept on the host too, `HostCopies`) and the IDF counts' increment

@@ -124,6 +124,26 @@ def test_a_compute_while_pairs_are_still_tokenised_scores_them_in_chunks_to_the_
         assert all(torch.allclose(got[key], want[key], rtol=0, atol=1e-6) for key in want)
 
 
+def test_pairs_that_joined_at_an_update_count_toward_compute_s_first_chunk(pairs, chunked) -> None:
+    """The first update()'s pairs are tokenised, and join, before the second update() returns: compute() must
+    count them, so that it scores them with the second's at once rather than waiting for a third (held here
+    until a matching, so a compute() that waited would see the gate's timeout and match 48 pairs first)."""
+    seen, _ = chunked
+    cands, refs = pairs
+    metric = BERTScore(MINILM)
+    metric.tokenise_ahead = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        metric.update(cands[:16], refs[:16])
+        while not metric._queued[0][0].ready():
+            time.sleep(0.01)
+        for i in range(16, len(cands), 16):
+            metric.update(cands[i : i + 16], refs[i : i + 16])  # the first joins at the second
+        started = time.perf_counter()
+        metric.compute()
+    assert seen[0] == 32 and time.perf_counter() - started < 8
+
+
 def test_score_systems_waits_for_every_pair_so_each_shared_reference_embeds_once(pairs, chunked) -> None:
     from bertscore_tm.comparison.systems import score_systems
 
