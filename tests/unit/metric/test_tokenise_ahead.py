@@ -63,7 +63,9 @@ def chunked(monkeypatch):
         if threading.current_thread().name == "bertscore-tm-tokenise":  # not a synchronous update()
             calls.append(len(texts))
             if len(calls) > 2:
-                gate.wait(timeout=10)  # a compute() that never scores a chunk early fails, not hangs
+                gate.wait(
+                    timeout=60
+                )  # a compute() that never scores a chunk early fails, not hangs (a minute: CI is loaded)
         return real_ids(self, texts)
 
     def matched(scorer, pairs, is_new, *args, **kwargs):
@@ -141,7 +143,7 @@ def test_pairs_that_joined_at_an_update_count_toward_compute_s_first_chunk(pairs
             metric.update(cands[i : i + 16], refs[i : i + 16])  # the first joins at the second
         started = time.perf_counter()
         metric.compute()
-    assert seen[0] == 32 and time.perf_counter() - started < 8
+    assert seen[0] == 32 and time.perf_counter() - started < 50
 
 
 def test_score_systems_waits_for_every_pair_so_each_shared_reference_embeds_once(pairs, chunked) -> None:
