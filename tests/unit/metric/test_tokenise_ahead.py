@@ -63,9 +63,7 @@ def chunked(monkeypatch):
         if threading.current_thread().name == "bertscore-tm-tokenise":  # not a synchronous update()
             calls.append(len(texts))
             if len(calls) > 2:
-                gate.wait(
-                    timeout=60
-                )  # a compute() that never scores a chunk early fails, not hangs (a minute: CI is loaded)
+                gate.wait(timeout=60)  # a compute() that never scores a chunk early fails, not hangs
         return real_ids(self, texts)
 
     def matched(scorer, pairs, is_new, *args, **kwargs):
