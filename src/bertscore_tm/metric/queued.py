@@ -82,17 +82,17 @@ class QueuedUpdates:
         the later ones (the device then embeds while the host tokenises, where one would otherwise wait for the
         other). The scores are one compute()'s: bit for bit on a CPU, within the packs' bound on a GPU, where a
         chunk's packs hold other texts (docs/semantics.md)."""
-        joined = self._joined_texts  # pairs that joined at an update(), before this compute(), count too
         while self._queued:
-            joined += self._queued[0][0].texts
-            self._take_queued(1)  # the oldest, waited for; then every one the thread has done
-            while self._queued and self._queued[0][0].ready():
-                joined += self._queued[0][0].texts
+            while self._queued and self._queued[0][0].ready():  # every batch the thread has done, at once
                 self._take_queued(1)
-            if self._queued and joined >= CHUNK_TEXTS:
+            if not self._queued:
+                break
+            if self._joined_texts >= CHUNK_TEXTS:  # enough to score before waiting for the thread again
                 with self._queue_held():
                     self._score_pending()
-                joined = 0
+                self._joined_texts = 0
+            else:
+                self._take_queued(1)  # the oldest, waited for
         self._score_pending()
         self._joined_texts = 0
 
