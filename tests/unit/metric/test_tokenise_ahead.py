@@ -169,10 +169,10 @@ def test_update_waits_for_the_oldest_batch_only_past_the_most_queued_texts(pairs
     metric.update(pairs[0][:10], pairs[1][:10])  # 20 texts: queued, the thread held
     metric.update(pairs[0][10:20], pairs[1][10:20])  # 40: still within
     assert len(metric.__dict__["_queued"]) == 2
-    threading.Timer(0.3, held.set).start()
     started = time.perf_counter()
+    threading.Timer(0.3, held.set).start()  # timed from before its start: a paused test cannot shorten it
     metric.update(pairs[0][20:30], pairs[1][20:30])  # 60 > 40: waits for the oldest
-    assert time.perf_counter() - started >= 0.2
+    assert time.perf_counter() - started >= 0.3
     assert metric.__dict__["_queued_texts"] <= 40  # the oldest joined (and any the thread did meanwhile)
     metric.join_queued()
     assert not metric.__dict__["_queued"] and metric.__dict__["_queued_texts"] == 0
