@@ -219,6 +219,45 @@ def test_a_successful_write_replaces_the_file_whole(capsys, tmp_path: Path, text
     assert sorted(p.name for p in folder.iterdir()) == ["scores.txt"]
 
 
+@pytest.mark.parametrize(
+    ("command", "name", "fmt"),
+    [
+        ("score", "s.json", "text"),
+        ("score", "s.JSONL", "text"),
+        ("explain", "why.json", "text"),
+        ("pairwise", "m.json", "tsv"),
+    ],
+)
+@pytest.mark.usefixtures("no_model")
+def test_an_output_named_as_json_that_would_hold_text_is_refused_before_any_model(
+    capsys, tmp_path: Path, texts: dict[str, str], command: str, name: str, fmt: str
+) -> None:
+    """`-o scores.json` without `--format json` would be text lines in a file every JSON reader fails on."""
+    inputs = (
+        ["-i", texts["cands"], "--group-size", "2"] if command == "mbr" else ["-c", texts["cands"], "-r", texts["refs"]]
+    )
+    target = tmp_path / name
+    line = one_line_error(capsys, [command, *inputs, "-o", str(target)])
+    assert line == (
+        f"bertscore-tm: error: -o {target}: a {target.suffix.lower()} file would hold {fmt}, not JSON "
+        f"(--format {fmt}): give --format json where the command has it, or another file name"
+    )
+    assert not target.exists()
+
+
+def test_an_output_named_as_json_is_written_as_json_or_as_the_data_file_names(
+    capsys, tmp_path: Path, texts: dict[str, str]
+) -> None:
+    """The check leaves alone what is JSON: `--format json`, and `score --data`, whose output's name picks it."""
+    import json
+
+    target = tmp_path / "scores.json"
+    args = ["score", "-c", texts["cands"], "-r", texts["refs"], "-m", MINILM, "--format", "json", "-o", str(target)]
+    assert main(args) == 0
+    assert "f1" in json.dumps(json.loads(target.read_text(encoding="utf-8")))
+    capsys.readouterr()
+
+
 def test_an_interrupted_write_leaves_nothing(tmp_path: Path) -> None:
     """SIGTERM (or anything else) while the new content is being written: the temporary file is removed and
     the target left as it was; an OSError becomes a one-line UsageError naming the output."""

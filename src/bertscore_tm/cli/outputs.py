@@ -60,7 +60,8 @@ def check_files(args: argparse.Namespace) -> None:
     """Refuse, before a command reads anything or loads a model, an output that is one of its input files (the
     results would overwrite it; compared as files, so another spelling of the path or a link counts too) and two
     outputs that name the same path (only the last written would stay, or a file and a folder would clash once
-    every pair is scored). Every command's files go through here, so that no input of any command is missed."""
+    every pair is scored), and an output named as JSON that would hold another format (`check_json_name`). Every
+    command's files go through here, so that no input of any command is missed."""
     read = read_files(args)
     seen: dict[str, str] = {}
     for dest, path in written_files(args):
@@ -75,6 +76,22 @@ def check_files(args: argparse.Namespace) -> None:
                 f"{WRITES[seen[real]]} and {WRITES[dest]} name the same {what} {path}: give each its own {what}"
             )
         seen[real] = dest
+    check_json_name(args)
+
+
+def check_json_name(args: argparse.Namespace) -> None:
+    """Refuse an output named as JSON (``.json``, ``.jsonl``) that would hold another format: a file every reader
+    of it gets wrong. Other names are the user's choice (score's text lines are tab-separated, say, so a
+    ``.tsv`` name fits them too); ``score --data`` writes the format its output's name gives."""
+    fmt, path = getattr(args, "format", None), getattr(args, "output", None)
+    if fmt in (None, "json") or path is None or getattr(args, "data", None) is not None:
+        return
+    suffix = Path(path).suffix.lower()
+    if suffix in (".json", ".jsonl"):
+        raise UsageError(
+            f"-o {path}: a {suffix} file would hold {fmt}, not JSON (--format {fmt}): give --format json where "
+            f"the command has it, or another file name"
+        )
 
 
 def read_files(args: argparse.Namespace) -> list[tuple[str, str]]:
