@@ -18,11 +18,12 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import apply_to_collection
 
-from bertscore_tm.distributed.ranks import check_same_settings, gather
+from bertscore_tm.distributed.ranks import check_same_settings, first_difference, gather
 from bertscore_tm.embedding.embedder import own_precision
 from bertscore_tm.embedding.packing import send
 from bertscore_tm.engines.paired import TokenMatches, corpus_counts, weigh_pairs
-from bertscore_tm.metric.checkpoint import check_loadable, fitted_counts, setting_digests
+from bertscore_tm.errors import SettingsMismatchError
+from bertscore_tm.metric.checkpoint import check_loadable, check_mergeable, fitted_counts, setting_digests
 from bertscore_tm.metric.indexes import PairPlan, checked_indexes
 from bertscore_tm.metric.pending import STATES, HostCopies, PendingScores, cat_state
 from bertscore_tm.metric.queued import QueuedUpdates
@@ -250,7 +251,21 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
 
     def merge_state(self, incoming_state: dict[str, Any] | Metric) -> None:
         """torchmetrics' merge (the incoming metric's pairs first, then this one's), and the result a compute()
-        cached dropped: torchmetrics keeps it, so a compute() after a merge would return the pairs before it."""
+        cached dropped: torchmetrics keeps it, so a compute() after a merge would return the pairs before it.
+        A metric (or a state) of another setting is refused first: its token ids, kept similarities and IDF
+        counts are that setting's, and merged they would be scored as this one's, a confident wrong number."""
+        if isinstance(incoming_state, BERTScore):
+            found = first_difference([incoming_state.settings(), self.settings()])
+            if found is not None:
+                name, (theirs, ours) = found
+                raise SettingsMismatchError(
+                    f"merge_state: the incoming metric has {name} = {theirs!r:.80}, this one {ours!r:.80}, so "
+                    "their pairs cannot be scored together. Merge metrics created with the same arguments.",
+                    setting=name,
+                    values=[theirs, ours],
+                )
+        elif isinstance(incoming_state, Mapping):
+            check_mergeable(self.scorer, incoming_state, self.doc_freq.numel())
         super().merge_state(incoming_state)
         self._computed = None
 

@@ -72,6 +72,30 @@ def check_loadable(scorer: Scorer, state_dict: Mapping[str, object], prefix: str
     return not pairs or saved_embedding == own_embedding
 
 
+def check_mergeable(scorer: Scorer, incoming: Mapping[str, object], counted: int) -> None:
+    """Refuse a state to merge (`BERTScore.merge_state` given a dict) that another setting made: token ids of
+    another tokenisation, similarities of another embedding, or IDF counts of another length (`counted`, this
+    metric's). Unlike a loaded state, whose similarities are embedded again, a merged one is taken as it is."""
+    if not check_loadable(scorer, incoming, ""):
+        raise SettingsMismatchError(
+            "merge_state: the incoming state's similarities were kept under another setting (model, layer, "
+            "prompts, ignored tokens, dtype, ...), so they cannot be scored as this metric's. Merge states of "
+            "metrics created with the same arguments.",
+            setting="embedding",
+            values=[torch.as_tensor(incoming.get("state_setting")).tolist(), setting_digests(scorer).tolist()],
+        )
+    counts = incoming.get("doc_freq")
+    spans = None if counts is None else torch.as_tensor(counts).numel()
+    if spans not in (None, counted):
+        raise SettingsMismatchError(
+            f"merge_state: the incoming state's IDF counts span {spans} token ids, this metric's {counted}: one "
+            "of the two counts IDF and the other does not. Merge states of metrics created with the same "
+            "arguments.",
+            setting="idf",
+            values=[spans, counted],
+        )
+
+
 def fitted_counts(scorer: Scorer, doc_freq: Tensor, ref_ids: Tensor, ref_lens: Tensor) -> Tensor:
     """The IDF document counts a loaded state should hold under this setting: counted again from its references
     (`ref_ids`, `ref_lens`) where it has none (a metric without IDF saved it), none where this setting counts

@@ -167,3 +167,35 @@ def test_merge_state_puts_the_incoming_pairs_first_and_drops_a_cached_result(pai
     assert paths == ["new", "new"]  # each metric's own compute(): the merged pairs were all scored
     want = _whole(pairs)
     assert all(torch.equal(got[key], want[key]) for key in want)
+
+
+@pytest.mark.parametrize("given", ["metric", "state"])
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        ({"num_layers": 3}, "num_layers"),  # another embedding: kept similarities of layer 3
+        ({"max_length": 5}, "max_length"),  # another tokenisation: token ids cut at 5
+        ({"all_layers": True}, "all_layers"),  # similarities of every layer
+        ({"idf": True}, "idf"),  # IDF counts of the whole vocabulary
+        ({"ignore": "punctuation"}, "ignore"),
+    ],
+)
+def test_merge_state_refuses_a_metric_or_state_of_another_setting_and_keeps_its_own(pairs, setting, named, given):
+    """Merged as they were, another setting's similarities scored as this one's (layer 3's precision under a
+    layer-5 hash code), or crashed deep in torchmetrics (IDF counts of two lengths): one named error instead."""
+    from bertscore_tm import SettingsMismatchError
+
+    cands, refs = pairs
+    mine, other = BERTScore(MINILM), BERTScore(MINILM, **setting)
+    mine.update(cands[:3], refs[:3])
+    other.update(cands[3:6], refs[3:6])
+    other.compute()  # its similarities kept
+    with pytest.raises(SettingsMismatchError) as raised:
+        mine.merge_state(other if given == "metric" else other.metric_state)
+    assert given == "state" or raised.value.setting == named
+    want = BERTScore(MINILM)
+    want.update(cands[:3], refs[:3])
+    assert torch.equal(mine.compute()["f1"], want.compute()["f1"])  # nothing merged
+    same = BERTScore(MINILM, **setting)
+    same.merge_state(other if given == "metric" else other.metric_state)  # the same setting merges
+    assert same.compute()["f1"].shape[-1] == 3  # [3], or [layers, 3] with all_layers
