@@ -42,7 +42,8 @@ def corpus_idf(
     ``idf=True``) to :class:`BatchScorer` or :class:`BERTScore`.
 
     `references`: an iterable of texts (or of lists of texts, several references per row), a
-    ``datasets.Dataset`` or a Ray Dataset, whose `reference_column` (one column of texts or of lists, or a
+    ``datasets.Dataset``, a Ray Dataset, a pandas DataFrame, a pyarrow Table or a dict of columns, whose
+    `reference_column` (one column of texts or of lists, or a
     list of columns) holds the references. `metric_arguments` are those the scorer gets (``lang``,
     ``max_length``, ``long_texts``... change how texts are tokenised); the model's tokenizer does the counting.
 
@@ -68,6 +69,8 @@ def corpus_idf(
     elif module.startswith("datasets") and hasattr(references, "iter"):
         counts = (_count(scorer.encoder, scorer.vocab_size, batch, refs) for batch in references.iter(CHUNK))
         doc_freq, num_refs = _sum(counts, scorer.vocab_size)
+    elif _is_table(references):  # iterated, a table or a dict would give its column names, not its texts
+        doc_freq, num_refs = _sum(_table_counts(references, scorer.encoder, scorer.vocab_size, refs), scorer.vocab_size)
     else:
         doc_freq, num_refs = _sum(_iterable_counts(references, scorer.encoder, scorer.vocab_size), scorer.vocab_size)
     if num_refs == 0:
@@ -79,6 +82,28 @@ def corpus_idf(
         )
     table = idf_weights(torch.from_numpy(doc_freq), num_refs)
     return dict(enumerate(table.tolist()))
+
+
+def _is_table(references: object) -> bool:
+    """Whether `references` is rows in columns (`columns.batch_kind`): a DataFrame, a pyarrow Table, a dict."""
+    try:
+        columns.batch_kind(references)
+    except TypeError:
+        return False
+    return True
+
+
+def _table_counts(table: Any, encoder: TextEncoder, vocab: int, refs: list[str]) -> Iterator[tuple[np.ndarray, int]]:
+    """Counts of a table's (or a dict of columns') reference columns, a chunk of rows at a time."""
+    kind = columns.batch_kind(table)
+    for first in range(0, columns.num_rows(table, kind), CHUNK):
+        if kind == "pandas":
+            rows = table.iloc[first : first + CHUNK]
+        elif kind == "arrow":
+            rows = table.slice(first, CHUNK)
+        else:
+            rows = {name: values[first : first + CHUNK] for name, values in table.items()}
+        yield _count(encoder, vocab, rows, refs, first)
 
 
 def _iterable_counts(references: Iterable[Any], encoder: TextEncoder, vocab: int) -> Iterator[tuple[np.ndarray, int]]:

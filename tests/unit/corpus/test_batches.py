@@ -117,6 +117,20 @@ def test_idf_counted_over_the_corpus_first_equals_the_metric_with_idf(pairs):
     assert_equal({k: np.concatenate([h[k] for h in halves]) for k in halves[0] if k.startswith("b")}, scores, True)
 
 
+@pytest.mark.parametrize("shape", ["pandas", "arrow", "dict"])
+def test_corpus_idf_reads_a_table_s_reference_columns_not_its_column_names(pairs, shape, monkeypatch):
+    """Iterated, a DataFrame or a dict gives its column names: the table's columns must be read, a chunk of rows
+    at a time (7 here), to the metric's counts over the same references."""
+    from bertscore_tm.corpus import idf_counts
+
+    monkeypatch.setattr(idf_counts, "CHUNK", 7)
+    groups = [list(g) for g in zip(pairs[1], pairs[2], strict=True)]
+    columns = {"first": pairs[1], "second": pairs[2], "other": list(range(N))}
+    table = {"pandas": pd.DataFrame, "arrow": pa.table, "dict": dict}[shape](columns)
+    metric, _ = metric_scores(pairs[0], groups, idf=True)
+    assert corpus_idf(table, PACKAGED_MINILM, reference_column=["first", "second"]) == metric.idf_weights()
+
+
 def test_idf_counted_per_batch_is_refused_before_loading():
     with pytest.raises(ArgumentValueError, match="corpus_idf"):
         BatchScorer(PACKAGED_MINILM, idf=True)
