@@ -51,6 +51,14 @@ def num_rows(batch: Any, kind: str) -> int:
     """How many rows the batch holds (0 for a mapping without columns)."""
     if kind in ("pandas", "arrow"):
         return len(batch)
+    for name, values in batch.items():  # one row's values (`datasets`' map without batched=True), not columns
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+            raise ColumnDataError(
+                f"column {str(name)!r} of the batch holds one {type(values).__name__} ({values!r:.40}), not a "
+                "column of values: a dict batch maps each column to a list (with datasets, map(..., batched=True))",
+                column=str(name),
+                row=None,
+            )
     lengths = {len(values) for values in batch.values()}
     if len(lengths) > 1:
         raise ColumnDataError(f"the batch's columns have different lengths: {sorted(lengths)}", column=None, row=None)

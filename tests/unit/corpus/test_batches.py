@@ -131,6 +131,17 @@ def test_corpus_idf_reads_a_table_s_reference_columns_not_its_column_names(pairs
     assert corpus_idf(table, PACKAGED_MINILM, reference_column=["first", "second"]) == metric.idf_weights()
 
 
+@pytest.mark.parametrize(
+    "row", [{"candidate": "cat sat", "reference": "dog ran"}, {"candidate": ["a"], "reference": 5}]
+)
+def test_a_dict_of_one_row_s_values_is_refused_not_scored_character_by_character(scorer, row):
+    """`datasets`' map without batched=True hands one row: its strings, taken as columns, were lists of
+    characters (a score a character, or 'different lengths' where the texts' lengths differ)."""
+    column = next(name for name, value in row.items() if not isinstance(value, list))
+    with pytest.raises(ColumnDataError, match=rf"column '{column}' of the batch holds one .*batched=True"):
+        scorer(row)
+
+
 def test_idf_counted_per_batch_is_refused_before_loading():
     with pytest.raises(ArgumentValueError, match="corpus_idf"):
         BatchScorer(PACKAGED_MINILM, idf=True)
