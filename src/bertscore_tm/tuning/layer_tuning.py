@@ -34,6 +34,7 @@ import numpy as np
 
 from bertscore_tm.errors import ArgumentValueError, warn_user
 from bertscore_tm.models.registry import LayerTable, add_to_layer_table, default_num_layers, is_known_model
+from bertscore_tm.settings.arguments import MAX_RESAMPLES
 from bertscore_tm.tuning.correlation import (
     METHODS,
     GroupedBootstrap,
@@ -262,8 +263,9 @@ def _test_dict(test: PairedTest, best: int, default: int | None) -> dict[str, An
     }
 
 
-def check_choices(criterion: str | None, score: str, bootstrap: int, confidence: float) -> None:
-    """The arguments' values (`criterion` None: none to check, relative rankings have one measure)."""
+def check_choices(criterion: str | None, score: str, bootstrap: int, confidence: float, alpha: float) -> None:
+    """The arguments' values (`criterion` None: none to check, relative rankings have one measure); resamples
+    at most `MAX_RESAMPLES`, as the significance functions allow (memory grows with them)."""
     checked = (("criterion", criterion, METHODS), ("score", score, SCORES))
     for argument, value, allowed in checked[criterion is None :]:
         if value not in allowed:
@@ -273,12 +275,20 @@ def check_choices(criterion: str | None, score: str, bootstrap: int, confidence:
                 allowed=", ".join(allowed),
                 value=value,
             )
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or not 0 <= bootstrap <= MAX_RESAMPLES:
         raise ArgumentValueError(
-            f"bootstrap must be a number of resamples >= 0 (0: no intervals and no test); got {bootstrap!r}",
+            f"bootstrap must be a number of resamples from 0 (no intervals and no test) to {MAX_RESAMPLES:,}; "
+            f"got {bootstrap!r}",
             argument="bootstrap",
-            allowed="an integer >= 0",
+            allowed=f"an integer in [0, {MAX_RESAMPLES}]",
             value=bootstrap,
+        )
+    if isinstance(alpha, bool) or not (isinstance(alpha, (int, float)) and 0 < alpha < 1):  # nan fails too
+        raise ArgumentValueError(
+            f"alpha, the test's significance level, must be between 0 and 1, e.g. 0.05; got {alpha!r}",
+            argument="alpha",
+            allowed="a number in (0, 1)",
+            value=alpha,
         )
     if not (isinstance(confidence, float) and 0 < confidence < 1):
         raise ArgumentValueError(
@@ -390,7 +400,7 @@ def tune_from_scores(
     """The correlations of every layer of `scores` (from `score_all_layers`) with `rows`' human scores, the
     best layer and the paired test against the default layer: `tune_layers` without the scoring, so that
     scores made once can be analysed several ways. Arguments as `tune_layers`."""
-    check_choices(criterion, score, bootstrap, confidence)
+    check_choices(criterion, score, bootstrap, confidence, alpha)
     rows, scores, dropped = _defined_pairs(rows, scores)
     check_variation(rows)
     if rows.systems is not None and not _system_level(rows):
@@ -470,7 +480,7 @@ def tune_layers(
     says the best layer is really better than the default on this kind of data; its size is best confirmed on
     held-out judgements (`tune_from_scores` on another `Judgements`).
     """
-    check_choices(criterion, score, bootstrap, confidence)
+    check_choices(criterion, score, bootstrap, confidence, alpha)
     check_variation(rows)  # before the model runs
     scores = score_all_layers(rows, model, idf=idf, progress=progress, **metric_kwargs)
     return tune_from_scores(

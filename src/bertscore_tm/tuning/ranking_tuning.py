@@ -54,7 +54,7 @@ def tune_rankings_from_scores(
 ) -> LayerTuning:
     """`tune_layers_on_rankings` without the scoring: `scores` of ``rankings.as_pairs()`` (every better
     candidate, then every worse one) from `score_all_layers`. Arguments as `tune_layers_on_rankings`."""
-    check_choices(None, score, bootstrap, confidence)
+    check_choices(None, score, bootstrap, confidence, alpha)
     rankings, scores, dropped = _defined_rankings(rankings, scores)
     n = len(rankings)
     boot = DarrBootstrap(n, rankings.groups, max(bootstrap, 1), seed)
@@ -153,7 +153,7 @@ def tune_layers_on_rankings(
     references, one per judgement (each judgement's reference counted once, not once per candidate). Other
     arguments as `tune_layers`.
     """
-    check_choices(None, score, bootstrap, confidence)
+    check_choices(None, score, bootstrap, confidence, alpha)
     _check_size(len(rankings))  # before the model runs
     if idf:
         metric_kwargs.setdefault("idf_texts", rankings.references)

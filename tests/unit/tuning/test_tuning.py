@@ -150,6 +150,12 @@ def test_bad_arguments(rows, tuned):
         ({"bootstrap": -1}, "bootstrap"),
         ({"default_layer": 7}, "default_layer"),
         ({"confidence": 95.0}, "confidence"),
+        ({"bootstrap": 1_000_001}, "bootstrap"),  # the significance functions' cap: memory grows with it
+        ({"alpha": 2.0}, "alpha"),  # every p-value below it: a significant verdict whatever the data
+        ({"alpha": float("nan")}, "alpha"),
+        ({"alpha": -1}, "alpha"),
+        ({"alpha": "0.05"}, "alpha"),
+        ({"alpha": True}, "alpha"),
     ):
         with pytest.raises(ArgumentValueError) as err:
             tune_from_scores(rows, tuned.scores, **kwargs)
