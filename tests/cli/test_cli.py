@@ -26,7 +26,7 @@ import torch
 import bertscore_tm
 from bertscore_tm import BERTScore, errors, score
 from bertscore_tm.cli import build_parser, main, outputs
-from bertscore_tm.cli.errors import FLAGS
+from bertscore_tm.cli.errors import flag
 from bertscore_tm.tuning.baseline_building import sample_pairs
 from tests.conftest import MINILM, WMT
 
@@ -117,7 +117,7 @@ def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         pytest.fail("a metric was built (a model loaded) before the mistake was reported")
 
-    monkeypatch.setattr(bertscore_tm.metric.bertscore, "BERTScore", refuse)
+    monkeypatch.setattr(bertscore_tm.metric.bertscore.BERTScore, "from_config", classmethod(refuse))
 
 
 def parse_text(out: str) -> tuple[str, list[float], list[list[float]]]:
@@ -609,18 +609,65 @@ ERRORS = [
         ["No rescale baseline", "'xx'"],
     ),
     (
-        ["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{missing}"],
+        [
+            "score",
+            "-c",
+            "{cands}",
+            "-r",
+            "{refs}",
+            "-m",
+            MINILM,
+            "--rescale-with-baseline",
+            "--baseline-path",
+            "{missing}",
+        ],
         ["Baseline file", "missing.txt", "does not exist"],
     ),
     (
-        ["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{folder}"],
+        [
+            "score",
+            "-c",
+            "{cands}",
+            "-r",
+            "{refs}",
+            "-m",
+            MINILM,
+            "--rescale-with-baseline",
+            "--baseline-path",
+            "{folder}",
+        ],
         ["Baseline file", "folder is a folder, not a file"],
     ),
     (
-        ["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{latin1}"],
+        [
+            "score",
+            "-c",
+            "{cands}",
+            "-r",
+            "{refs}",
+            "-m",
+            MINILM,
+            "--rescale-with-baseline",
+            "--baseline-path",
+            "{latin1}",
+        ],
         ["Baseline file", "latin1.txt is not UTF-8 text", "byte 3"],
     ),
-    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "--baseline-path", "{refs}"], ["header", "LAYER,P,R,F"]),
+    (
+        [
+            "score",
+            "-c",
+            "{cands}",
+            "-r",
+            "{refs}",
+            "-m",
+            MINILM,
+            "--rescale-with-baseline",
+            "--baseline-path",
+            "{refs}",
+        ],
+        ["header", "LAYER,P,R,F"],
+    ),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "9"], ["num_layers", "between 0 and 6"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-b", "0"], ["--batch-size", "at least 1", "got 0"]),
     (
@@ -714,7 +761,7 @@ def test_library_errors_are_one_line_with_the_flag(
     def raise_it(*args: object, **kwargs: object) -> None:
         raise error
 
-    monkeypatch.setattr(bertscore_tm.metric.bertscore, "BERTScore", raise_it)
+    monkeypatch.setattr(bertscore_tm.metric.bertscore.BERTScore, "from_config", classmethod(raise_it))
     line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
     assert line.startswith(f"bertscore-tm: error: {error}")
     for word in words:
@@ -728,7 +775,7 @@ def test_hints_follow_the_message_as_a_sentence(capsys, monkeypatch, small: dict
     def raise_it(*args: object, **kwargs: object) -> None:
         raise errors.ModelSetupError(f"num_layers must be between 0 and 6, got 7{ending}", argument="num_layers")
 
-    monkeypatch.setattr(bertscore_tm.metric.bertscore, "BERTScore", raise_it)
+    monkeypatch.setattr(bertscore_tm.metric.bertscore.BERTScore, "from_config", classmethod(raise_it))
     line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
     assert line.endswith("got 7. On the command line, num_layers is -l/--num-layers."), line
 
@@ -739,25 +786,37 @@ def test_hints_come_from_fields_not_from_messages(capsys, monkeypatch, small: di
     def raise_it(*args: object, **kwargs: object) -> None:
         raise errors.BERTScoreError("pass baseline_path='x' or num_layers=<int> (model_name_or_path)")
 
-    monkeypatch.setattr(bertscore_tm.metric.bertscore, "BERTScore", raise_it)
+    monkeypatch.setattr(bertscore_tm.metric.bertscore.BERTScore, "from_config", classmethod(raise_it))
     line = one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
     assert line == "bertscore-tm: error: pass baseline_path='x' or num_layers=<int> (model_name_or_path)"
 
 
 def test_every_argument_the_metric_gets_from_an_option_has_its_flag(capsys, monkeypatch, small: dict[str, str]) -> None:
     """A library error names the Python argument at fault (`argument`), and the hint spells it as a flag: every
-    argument `score` passes to the metric (as many as any command passes) needs its flag in FLAGS, or its errors
-    come without one (``candidate_prompt must not be blank`` did)."""
+    setting `score` passes to the metric (as many as any command passes) needs its flag in the settings table, or
+    its errors come without one (``candidate_prompt must not be blank`` did)."""
+    from bertscore_tm.settings.config import Config
+
     given: dict[str, object] = {}
 
-    def record(**kwargs: object) -> None:
-        given.update(kwargs)
+    def record(cls: type, arguments: dict[str, object], **kwargs: object) -> None:
+        given.update(arguments)
         raise errors.BERTScoreError("stop here")
 
-    monkeypatch.setattr(bertscore_tm.metric.bertscore, "BERTScore", record)
+    monkeypatch.setattr(Config, "of", classmethod(record))
     one_line_error(capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM)
     assert {"candidate_prompt", "beta", "ignore"} <= set(given)
-    assert set(given) - set(FLAGS) == set()
+    assert [name for name in given if flag(name) is None] == []
+
+
+def test_a_baseline_file_without_rescaling_is_refused_as_the_library_refuses_it(
+    capsys, small: dict[str, str], tmp_path: Path
+) -> None:
+    line = one_line_error(
+        capsys, "score", "-c", small["cands"], "-r", small["refs"], "-m", MINILM, "--baseline-path", str(tmp_path)
+    )
+    assert "rescale_with_baseline is False" in line
+    assert line.endswith("baseline_path is --baseline-path and rescale_with_baseline is --rescale-with-baseline."), line
 
 
 @pytest.mark.parametrize("flag", ["--candidate-prompt", "--reference-prompt"])

@@ -76,7 +76,7 @@ def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         pytest.fail("a metric was built (a model loaded) before the mistake was reported")
 
-    monkeypatch.setattr("bertscore_tm.metric.bertscore.BERTScore", refuse)
+    monkeypatch.setattr("bertscore_tm.metric.bertscore.BERTScore.from_config", classmethod(refuse))
 
 
 @pytest.fixture()

@@ -141,7 +141,7 @@ def no_model(monkeypatch):
     def refuse(*args, **kwargs):
         pytest.fail("a model loaded before the mistake was reported")
 
-    monkeypatch.setattr(bertscore_tm.metric.bertscore, "BERTScore", refuse)
+    monkeypatch.setattr(bertscore_tm.metric.bertscore.BERTScore, "from_config", classmethod(refuse))
 
 
 def test_bad_files_and_cells_are_one_line_before_any_model_loads(capsys, tmp_path, table, no_model):

@@ -1,6 +1,6 @@
-"""The package stays made of small parts in folders that show its layers (docs/architecture.md): at most 5
-modules at the root and about 10 in a folder, no module over 600 lines, no function over 60 (docstring, signature
-and decorators included), the Metric's module at most 350, and no module reading another's private names."""
+"""The package keeps its folders as its layers (docs/architecture.md): a small root (the public face and the
+foundations), every folder a package, and no module reading another's private names. Sizes are not capped: a class
+or a module is as long as its one concept needs (the import contracts in pyproject.toml guard the layers)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from pathlib import Path
 import bertscore_tm
 
 PACKAGE = Path(bertscore_tm.__file__).parent
-MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_METRIC_LINES = 600, 60, 350
-MAX_ROOT_MODULES, MAX_FOLDER_MODULES = 5, 10
+MAX_ROOT_MODULES = 5
 
 
 def _modules() -> list[Path]:
@@ -34,34 +33,10 @@ def test_the_root_keeps_the_public_face_and_the_foundations() -> None:
     assert len(_own_modules(PACKAGE)) <= MAX_ROOT_MODULES - 1, _own_modules(PACKAGE)  # __init__ is the fifth
 
 
-def test_no_folder_holds_more_than_about_ten_modules() -> None:
+def test_every_folder_is_a_package() -> None:
     folders = sorted({p.parent for p in _modules()} - {PACKAGE})
     assert len(folders) >= 10
-    crowded = {_dotted(f / "__init__.py"): len(_own_modules(f)) for f in folders}
-    assert {name: n for name, n in crowded.items() if n > MAX_FOLDER_MODULES} == {}
     assert all((f / "__init__.py").is_file() for f in folders)
-
-
-def test_no_module_and_no_function_is_too_long() -> None:
-    modules = _modules()
-    assert len(modules) > 30
-    too_long = []
-    for module in modules:
-        text = module.read_text(encoding="utf-8")
-        name = _dotted(module)
-        if text.count("\n") > MAX_MODULE_LINES:
-            too_long.append(f"{name}: {text.count(chr(10))} lines")
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                length = (node.end_lineno or node.lineno) - first + 1
-                if length > MAX_FUNCTION_LINES:
-                    too_long.append(f"{name}: {node.name}() {length} lines")
-    assert too_long == []
-
-
-def test_the_metric_module_only_keeps_state_and_the_torchmetrics_protocol() -> None:
-    assert (PACKAGE / "metric" / "bertscore.py").read_text(encoding="utf-8").count("\n") <= MAX_METRIC_LINES
 
 
 def test_no_module_reads_the_private_names_of_a_metric_or_a_scorer() -> None:

@@ -66,30 +66,13 @@ def error_line(err: BaseException) -> str:
     return f"{PROG}: error: {one_line(err)}{hint(err)}"
 
 
-#: The command line's name for each Python argument that the library's errors can name in their `argument`: every
-#: argument a command passes to the library on an option's behalf (tests/cli/test_cli.py checks the metric's).
-FLAGS = {
+#: The command line's name for each Python argument, not a setting, that the library's errors can name in their
+#: `argument`; a setting's flag is in the settings table (`Setting.flag`).
+OTHER_FLAGS = {
     "preds": "-c/--cand",
     "target": "-r/--ref",
-    "model_name_or_path": "-m/--model",
-    "num_layers": "-l/--num-layers",
-    "lang": "--lang",
-    "idf": "--idf",
-    "rescale_with_baseline": "--rescale-with-baseline",
-    "baseline_path": "--baseline-path",
-    "batch_size": "-b/--batch-size",
-    "device": "--device",
-    "model_dtype": "--dtype",
-    "compile_model": "--compile",
-    "verbose": "--progress",
-    "long_texts": "--long-texts",
-    "window_stride": "--window-stride",
     "checkpoint_dir": "--checkpoint",
     "shard_size": "--shard-size",
-    "beta": "--beta",
-    "ignore": "--ignore",
-    "candidate_prompt": "--candidate-prompt",
-    "reference_prompt": "--reference-prompt",
     "idf_references": "--idf-references",
     "threshold": "--threshold",
     "utility": "--utility",
@@ -99,6 +82,18 @@ ADVICE = {
     "model_name_or_path": "-m /path/to/local/model (with -l N where the model has no tuned default layer)",
     "rescale_with_baseline": "--baseline-path baseline.tsv, or leave out --rescale-with-baseline",
 }
+
+
+def flag(argument: str) -> str | None:
+    """The command line's spelling of a Python argument, or None where no command takes it.
+
+    >>> flag("num_layers"), flag("preds"), flag("model")
+    ('-l/--num-layers', '-c/--cand', None)
+    """
+    from bertscore_tm.settings.arguments import SETTINGS
+
+    setting = SETTINGS.get(argument)
+    return (setting.flag or None) if setting is not None else OTHER_FLAGS.get(argument)
 
 
 def hint(err: BaseException) -> str:
@@ -112,12 +107,16 @@ def hint(err: BaseException) -> str:
     ''
     """
     argument = getattr(err, "argument", None) if isinstance(err, BERTScoreError) else None
+    if argument is None:
+        return ""
     if argument in ADVICE:
         text = f"On the command line: {ADVICE[argument]}."
-    elif argument in FLAGS:
-        text = f"On the command line, {argument} is {FLAGS[argument]}."
     else:
-        return ""
+        named = [(name, flag(name)) for name in (argument, *getattr(err, "others", ()))]
+        spelled = [f"{name} is {spelling}" for name, spelling in named if spelling is not None]
+        if not spelled:
+            return ""
+        text = f"On the command line, {' and '.join(spelled)}."
     return ("" if one_line(err).endswith((".", "!", "?")) else ".") + " " + text
 
 

@@ -14,11 +14,14 @@ from bertscore_tm.errors import BERTScoreError
 
 
 def make_metric(**kwargs: Any) -> Any:
-    """A BERTScore metric; a bad setting (layer out of range, unreadable model or baseline) is a user error."""
+    """A BERTScore metric of the settings the options name (checked once, as the library checks them); a bad
+    setting (layer out of range, unreadable model or baseline) is a user error."""
     from bertscore_tm.metric.bertscore import BERTScore
+    from bertscore_tm.settings.config import Config
 
+    config = Config.of(kwargs)
     try:
-        return BERTScore(**kwargs)
+        return BERTScore.from_config(config)
     except BERTScoreError:
         raise  # reported with a hint from its fields
     except (ValueError, TypeError, OSError) as err:
@@ -91,9 +94,8 @@ def model_folder(name: str) -> Path:
 
 
 def check_baseline(args: argparse.Namespace, model_name: str) -> None:
-    """Fail before loading any model when rescaling is asked for and the baseline is not there."""
-    if args.baseline_path is not None:
-        args.rescale_with_baseline = True  # a baseline file means: rescale with it
+    """Fail before loading any model when rescaling is asked for and the baseline is not there (a baseline file
+    without --rescale-with-baseline is refused by the settings' check, as the library refuses it)."""
     if not args.rescale_with_baseline:
         return
     from bertscore_tm.scoring.baselines import find_baseline, read_baseline

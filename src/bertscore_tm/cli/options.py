@@ -106,7 +106,7 @@ def add_rescale_options(p: argparse.ArgumentParser) -> None:
         "--baseline-path",
         default=None,
         metavar="FILE",
-        help="rescale with this LAYER,P,R,F baseline file instead (implies --rescale-with-baseline)",
+        help="with --rescale-with-baseline: rescale with this LAYER,P,R,F baseline file instead",
     )
 
 

@@ -24,8 +24,8 @@ import torch
 from bertscore_tm.corpus import columns
 from bertscore_tm.engines.paired import score_texts
 from bertscore_tm.errors import ArgumentValueError
-from bertscore_tm.scoring.scorer import METRIC_PROTOCOL_ARGUMENTS, BuiltScorer, build_scorer
-from bertscore_tm.settings.arguments import RULES, validate_arguments
+from bertscore_tm.scoring.scorer import Scorer
+from bertscore_tm.settings.config import Config
 
 #: Metric arguments about the Metric's own result (reduced means, one tensor, the hash beside it): a batch
 #: scorer always adds the three per-pair columns, so these are refused rather than ignored.
@@ -83,14 +83,13 @@ class BatchScorer:
             raise ArgumentValueError("prefix must be a string", argument="prefix", allowed="a string", value=prefix)
         self.prefix = prefix
         self.several_references = _several(several_references, self.reference_columns)
-        self.arguments = {"model_name_or_path": model_name_or_path, **metric_arguments}
-        _check_arguments(self.arguments)
-        self._built: BuiltScorer | None = None
+        self.config = _checked_config({"model_name_or_path": model_name_or_path, **metric_arguments})
+        self._scorer: Scorer | None = None
         self._home = os.getpid()
 
     # -- pickling: the arguments travel, the loaded model never does --------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_built": None}
+        return {**self.__dict__, "_scorer": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -116,13 +115,14 @@ class BatchScorer:
         if self.context_column is not None:
             cells = columns.cells(batch, kind, self.context_column, "context_column")
             context = columns.contexts(cells, self.context_column, first_row)
-        names = ["precision", "recall", "f1"] + ([] if self.arguments.get("beta") is None else ["f_beta"])
+        names = ["precision", "recall", "f1"] + ([] if self.config.scoring.beta is None else ["f_beta"])
         if rows == 0:
             per = np.zeros((0, len(names) + 1), dtype=np.float32)
         else:
-            built = self.built(rank)
+            scorer = self.scorer(rank)
+            device = torch.device(scorer.config.runtime.device or "cpu")
             with torch.inference_mode():
-                out = score_texts(built.scorer, cands, groups, built.device, False, self._weights(built), context)
+                out = score_texts(scorer, cands, groups, device, False, scorer.weights(device=device), context)
             per = out[:, 0, :].cpu().numpy()  # P, R, F (F-beta with beta), then the best reference
         new = {f"{self.prefix}{name}": per[:, i].copy() for i, name in enumerate(names)}
         if several:
@@ -130,27 +130,25 @@ class BatchScorer:
         stale = columns.stale_scores(columns.column_names(batch, kind), new, self.prefix)
         return columns.with_columns(batch, kind, new, stale)
 
-    def built(self, rank: int | None = None) -> BuiltScorer:
-        """The scoring core, loaded on first use (once per object and process)."""
-        if self._built is None:
+    def scorer(self, rank: int | None = None) -> Scorer:
+        """The scoring core, loaded on first use (once per object and process), with the device it runs on."""
+        if self._scorer is None:
             if os.getpid() != self._home:
                 # a copy in another process (datasets' num_proc workers): the processes are the parallelism, and
                 # a forked child must not enter torch's OpenMP pool, which did not survive the fork (it hangs)
                 torch.set_num_threads(1)
-            arguments = dict(self.arguments)
-            if arguments.get("device") is None and arguments.get("model") is None:
-                arguments["device"] = _default_device(rank)
-            self._built = build_scorer(arguments)
-        return self._built
-
-    def _weights(self, built: BuiltScorer) -> torch.Tensor:
-        return built.scorer.weights(device=built.device)
+            config = self.config
+            if config.runtime.device is None:
+                device = "cpu" if config.model.model is not None else _default_device(rank)
+                config = config.replace(device=device)
+            self._scorer = Scorer(config)
+        return self._scorer
 
     @property
     def hash_code(self) -> str:
         """The setting's hash code (loads the model if it is not loaded yet); with a `context_column` it ends in
         ``_context``: the rows may be scored in other worker processes, so the column, not its cells, decides."""
-        return self.built().scorer.signature_for(self.context_column is not None).format()
+        return self.scorer().signature_for(self.context_column is not None).format()
 
 
 def _column_name(value: object, argument: str) -> str:
@@ -177,12 +175,9 @@ def _several(value: object, references: list[str]) -> bool | None:
     return True if len(references) > 1 else value
 
 
-def _check_arguments(arguments: dict[str, Any]) -> None:
+def _checked_config(arguments: dict[str, Any]) -> Config:
     """The Metric's checks, and those a batch scorer adds: no result formatting, one layer, IDF fixed."""
-    unknown = sorted(set(arguments) - set(RULES) - METRIC_PROTOCOL_ARGUMENTS)
-    if unknown:
-        raise TypeError(f"BatchScorer: unexpected keyword argument(s): {', '.join(unknown)}")
-    validate_arguments(arguments)
+    config = Config.of(arguments, caller="BatchScorer")
     for name in _RESULT_ARGUMENTS:
         if arguments.get(name) not in (None, False):
             raise ArgumentValueError(
@@ -207,6 +202,7 @@ def _check_arguments(arguments: dict[str, Any]) -> None:
             allowed="idf=True with idf_weights (or idf_texts)",
             value=True,
         )
+    return config
 
 
 def _default_device(rank: int | None) -> str:

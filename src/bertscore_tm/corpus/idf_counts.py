@@ -24,7 +24,8 @@ from bertscore_tm.corpus import columns
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.tokenizing import TextEncoder
 from bertscore_tm.scoring.idf import document_frequency, idf_weights
-from bertscore_tm.scoring.scorer import build_scorer
+from bertscore_tm.scoring.scorer import Scorer
+from bertscore_tm.settings.config import Config
 
 #: Texts tokenised at a time.
 CHUNK = 4096
@@ -61,7 +62,7 @@ def corpus_idf(
                 value=metric_arguments[name],
             )
     arguments = {"model_name_or_path": model_name_or_path, **metric_arguments, "idf": True, "device": "cpu"}
-    scorer = build_scorer(arguments).scorer
+    scorer = Scorer(Config.of(arguments, caller="corpus_idf"))
     refs = [reference_column] if isinstance(reference_column, str) else list(reference_column)
     module = type(references).__module__
     if module.startswith("ray.data"):

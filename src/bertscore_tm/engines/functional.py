@@ -14,13 +14,12 @@ from torch import Tensor
 
 from bertscore_tm.engines.paired import score_texts
 from bertscore_tm.errors import ArgumentValueError
-from bertscore_tm.models.masks import IgnoreRule
 from bertscore_tm.models.prompts import check_context
 from bertscore_tm.models.tokenizing import normalize_inputs
-from bertscore_tm.models.user_model import ForwardFn
 from bertscore_tm.scoring.results import Scores, format_scores, scores_of
-from bertscore_tm.scoring.scorer import Scorer, build_scorer
-from bertscore_tm.settings.arguments import LongTexts, validate_arguments
+from bertscore_tm.scoring.scorer import Scorer
+from bertscore_tm.settings.arguments import ForwardFn, IgnoreRule, LongTexts
+from bertscore_tm.settings.config import Config
 
 
 def bert_score(
@@ -42,15 +41,16 @@ def bert_score(
     0.9183
     """
     context = kwargs.pop("context", None)
-    arguments = {"model_name_or_path": model_name_or_path, **kwargs}
-    validate_arguments(arguments)
+    config = Config.of({"model_name_or_path": model_name_or_path, **kwargs}, caller="bert_score")
     cands, groups = normalize_inputs(preds, target)
     contexts = check_context(context, len(cands))
-    built = build_scorer(arguments)
-    scores = score_pairs(built.scorer, cands, groups, built.device, built.verbose, contexts)
+    scorer = Scorer(config)
+    device = torch.device(config.runtime.device or "cpu")
+    scores = score_pairs(scorer, cands, groups, device, config.runtime.verbose, contexts)
     per = scores.stacked()
-    per = per.mean(dim=-1) if kwargs.get("reduction", "none") == "mean" else per
-    return format_scores(per, built.output, scores.hash_code if built.return_hash else None)
+    out = config.output
+    per = per.mean(dim=-1) if out.reduction == "mean" else per
+    return format_scores(per, out.output, scores.hash_code if out.return_hash else None)
 
 
 #: `score()`'s argument names that the Metric spells otherwise.
@@ -106,14 +106,12 @@ def score(
     if model_type is None and lang is None and model is None:  # as bert-score: its lang has no default
         message, allowed = "Either lang or model_type must be given", "a model, or lang"
         raise ArgumentValueError(message, argument="model_type", allowed=allowed, value=None, others=("lang",))
-    validate_arguments(arguments)
+    config = Config.of({**arguments, "return_hash": False}, caller="score")  # the hash comes beside the tuple
     cands_list, groups = normalize_inputs(cands, refs)
     contexts = check_context(context, len(cands_list))
     if device is None and model is None:  # a model object runs where it is: it is not the function's to move
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    arguments.update(device=device, return_hash=False)  # score() returns the hash itself, beside the tuple
-    built = build_scorer(arguments)
-    scores = score_pairs(built.scorer, cands_list, groups, built.device, verbose, contexts)
+    scores = score_pairs(Scorer(config), cands_list, groups, torch.device(device or "cpu"), verbose, contexts)
     out = tuple(t.cpu() for t in scores.stacked().unbind(0))
     return (out, scores.hash_code) if return_hash else out
 

@@ -46,8 +46,9 @@ from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
 from bertscore_tm.scoring.idf import idf_weights
 from bertscore_tm.scoring.matching import KeptAside
 from bertscore_tm.scoring.results import progress_bar
-from bertscore_tm.scoring.scorer import Scorer, build_scorer
+from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights, unmarked
+from bertscore_tm.settings.config import Config
 
 # -- input checks (before any model is loaded) --------------------------------------------------------------
 
@@ -492,6 +493,6 @@ def mbr_select(
     check_utility(utility, kwargs.get("beta"))
     if kwargs.get("all_layers"):
         raise ValueError("mbr_select scores with one layer: all_layers does not apply")
-    built = build_scorer({"model_name_or_path": model_name_or_path, **kwargs})
-    verbose = built.verbose
-    return select(built.scorer, built.device, groups, references, return_utilities, verbose=verbose, utility=utility)
+    config = Config.of({"model_name_or_path": model_name_or_path, **kwargs}, caller="mbr_select")
+    device, verbose = torch.device(config.runtime.device or "cpu"), config.runtime.verbose
+    return select(Scorer(config), device, groups, references, return_utilities, verbose=verbose, utility=utility)

@@ -40,8 +40,9 @@ from bertscore_tm.scoring import matching
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
 from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.results import format_scores, progress_bar
-from bertscore_tm.scoring.scorer import Scorer, build_scorer
+from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
+from bertscore_tm.settings.config import Config
 
 #: The similarity of any token with a padding position: below every cosine similarity, so never a best match.
 PAD_SIMILARITY = -3.0
@@ -566,6 +567,7 @@ def pairwise_bert_score(
     refs = check_texts(refs, "refs", "reference")
     if kwargs.get("reduction", "none") != "none":
         raise ValueError("pairwise_bert_score returns the N x M matrices; reduction does not apply (leave it 'none')")
-    built = build_scorer({"model_name_or_path": model_name_or_path, **kwargs})
-    per = pairwise_scores(built.scorer, cands, refs, built.device, verbose=built.verbose)
-    return format_scores(per, built.output, built.scorer.hash_code if built.return_hash else None)
+    config = Config.of({"model_name_or_path": model_name_or_path, **kwargs}, caller="pairwise_bert_score")
+    scorer, out = Scorer(config), config.output
+    per = pairwise_scores(scorer, cands, refs, torch.device(config.runtime.device or "cpu"), config.runtime.verbose)
+    return format_scores(per, out.output, scorer.hash_code if out.return_hash else None)

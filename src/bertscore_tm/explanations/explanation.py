@@ -40,8 +40,9 @@ from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
 from bertscore_tm.scoring.distinct import first_seen_ids
 from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.scoring.matching import best_of_references, weighted_scores
-from bertscore_tm.scoring.scorer import Scorer, build_scorer
+from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
+from bertscore_tm.settings.config import Config
 
 # -- the engine ----------------------------------------------------------------------------------------------
 
@@ -466,10 +467,10 @@ def explain(
     _pair_arguments(candidate, references)  # before anything loads
     _checked_options(threshold, idf_references, bool(kwargs.get("idf", False)), kwargs)
     check_context(context, 1)
-    built = build_scorer(arguments)
+    config = Config.of(arguments, caller="explain")
     return explain_with(
-        built.scorer,
-        built.device,
+        Scorer(config),
+        config.runtime.device or "cpu",
         candidate,
         references,
         idf_references=idf_references,
@@ -495,7 +496,7 @@ def explain_with(
     counted, over `idf_references`, else the document `counts` where given, else the pair's own references;
     `context`: the pair's, as `explain` takes it."""
     cand, refs = _pair_arguments(candidate, references)
-    settings = scorer.settings
+    settings = scorer.config.scoring
     flat = _checked_options(
         threshold, idf_references, scorer.idf, {"idf_texts": settings.idf_texts, "idf_weights": settings.idf_weights}
     )

@@ -73,7 +73,7 @@ def weak_threshold(scorer: Scorer, layer: int, threshold: float | None) -> Thres
         row = scorer.baseline[layer] if scorer.all_layers else scorer.baseline[0]
         return Threshold(float(row[0]), float(row[1]), f"the rescale baseline of layer {layer}")
     try:
-        file = find_baseline(scorer.settings.lang, scorer.model_name, None)
+        file = find_baseline(scorer.config.model.lang, scorer.model_name, None)
         row = baseline_rows(read_baseline(file), layer, False, file)[0]
     except (BERTScoreError, ValueError, OSError):
         return Threshold(None, None, "none: no baseline is known for this model and layer (give a threshold)")

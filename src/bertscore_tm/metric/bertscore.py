@@ -28,15 +28,14 @@ from bertscore_tm.metric.indexes import PairPlan, checked_indexes
 from bertscore_tm.metric.pending import STATES, HostCopies, PendingScores, cat_state
 from bertscore_tm.metric.queued import QueuedUpdates
 from bertscore_tm.metric.views import SettingViews
-from bertscore_tm.models.masks import IgnoreRule
 from bertscore_tm.models.prompts import check_context
 from bertscore_tm.models.tokenizing import normalize_inputs
-from bertscore_tm.models.user_model import ForwardFn
 from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.scoring.idf import document_frequency
 from bertscore_tm.scoring.results import Scores, format_scores, scores_of
-from bertscore_tm.scoring.scorer import Scorer, ScoringSettings
-from bertscore_tm.settings.arguments import LongTexts, OutputName, Reduction, validate_arguments
+from bertscore_tm.scoring.scorer import Scorer
+from bertscore_tm.settings.arguments import ForwardFn, IgnoreRule, LongTexts, OutputName, Reduction
+from bertscore_tm.settings.config import Config
 
 
 class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
@@ -132,12 +131,27 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
         **kwargs: Any,
     ) -> None:
         arguments = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
-        validate_arguments(arguments)
+        self._set_up(Config.of(arguments), kwargs)
+
+    @classmethod
+    def from_config(cls, config: Config, **kwargs: Any) -> BERTScore:
+        """A metric of settings already checked (`Config.of`, as the command line builds them); `kwargs` are
+        torchmetrics' own Metric arguments."""
+        new = cls.__new__(cls)
+        new._set_up(config, kwargs)
+        return new
+
+    def _set_up(self, config: Config, kwargs: dict[str, Any]) -> None:
         super().__init__(**kwargs)
-        self.reduction, self.output, self.return_hash, self.verbose = reduction, output, return_hash, verbose
+        self.config = config
+        out = config.output
+        self.reduction, self.output, self.return_hash = out.reduction, out.output, out.return_hash
+        self.verbose = config.runtime.verbose
         #: The scoring core: model, tokenizer, weights policy, baseline, hash signature (`scorer.py`).
-        self.scorer = Scorer(ScoringSettings.of(arguments))
+        self.scorer = Scorer(config)
         s = self.scorer
+        lang, idf, all_layers = config.model.lang, config.scoring.idf, config.model.all_layers
+        long_texts, device = config.text.long_texts, config.runtime.device
         self.lang, self.idf, self.all_layers, self.long_texts = lang, idf, all_layers, long_texts
         self.model_name, self.num_layers, self.model_depth = s.model_name, s.num_layers, s.model_depth
         self.user_supplied = s.user_supplied

@@ -14,7 +14,6 @@ from bertscore_tm.lazy import exports
 __all__ = [
     "PACKAGED_MINILM",
     "LoadedModel",
-    "ModelRequest",
     "TextEncoder",
     "add_to_layer_table",
     "default_model",
@@ -28,7 +27,6 @@ __getattr__ = exports(
     __name__,
     {
         "LoadedModel": "encoder",
-        "ModelRequest": "encoder",
         "load_model": "encoder",
         "PACKAGED_MINILM": "registry",
         "add_to_layer_table": "registry",
@@ -41,7 +39,7 @@ __getattr__ = exports(
 )
 
 if TYPE_CHECKING:
-    from bertscore_tm.models.encoder import LoadedModel, ModelRequest, load_model
+    from bertscore_tm.models.encoder import LoadedModel, load_model
     from bertscore_tm.models.loading import load_encoder, resolve_model_path
     from bertscore_tm.models.registry import PACKAGED_MINILM, add_to_layer_table, default_model, default_num_layers
     from bertscore_tm.models.tokenizing import TextEncoder

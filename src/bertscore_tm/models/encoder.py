@@ -11,7 +11,6 @@ scoring core calls `load_model` once and assembles the embedder and scorer from 
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
 import torch
@@ -19,38 +18,19 @@ from torch import Tensor, nn
 
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.loading import embedding_rows, load_encoder, resolve_model_path
-from bertscore_tm.models.masks import IgnoreRule, describe, ignored_table
+from bertscore_tm.models.masks import describe, ignored_table
 from bertscore_tm.models.model_family import model_config, position_limit, vocabulary_rows
 from bertscore_tm.models.prompts import check_prompt
 from bertscore_tm.models.registry import default_model, default_num_layers, is_known_model
 from bertscore_tm.models.tokenizing import TextEncoder, check_vocabulary
 from bertscore_tm.models.user_model import (
-    ForwardFn,
     UserModel,
     hash_model_name,
     known_model_name,
     prepare_user_model,
 )
 from bertscore_tm.models.windows import WindowRule, window_label, window_rule
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelRequest:
-    """What picks and shapes the model: the scoring settings' model fields, already validated."""
-
-    model_name_or_path: str | os.PathLike[str] | None = None
-    lang: str | None = None
-    num_layers: int | None = None
-    all_layers: bool = False
-    max_length: int | None = None
-    long_texts: str = "truncate"
-    window_stride: int | None = None
-    model: nn.Module | None = None
-    tokenizer: Any = None
-    forward_fn: ForwardFn | None = None
-    ignore: IgnoreRule | None = None
-    candidate_prompt: str | None = None
-    reference_prompt: str | None = None
+from bertscore_tm.settings.config import ModelSettings, TextSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,14 +64,14 @@ class LoadedModel:
     ignore_label: str | None = None
 
 
-def load_model(request: ModelRequest) -> LoadedModel:
-    """The model `request` names (a name, a folder, or the user's object), loaded, cut and checked, with the
+def load_model(model: ModelSettings, text: TextSettings) -> LoadedModel:
+    """The model the settings name (a name, a folder, or the user's object), loaded, cut and checked, with the
     token rules its tokenizer gives: the prompts checked against its window, the ignored tokens' table."""
-    loaded = _load_named(request) if request.model is None else _wrap_object(request)
-    return dataclasses.replace(loaded, ignored=_ignored(loaded, request), ignore_label=describe(request.ignore))
+    loaded = _load_named(model, text) if model.model is None else _wrap_object(model, text)
+    return dataclasses.replace(loaded, ignored=_ignored(loaded, text), ignore_label=describe(text.ignore))
 
 
-def _ignored(loaded: LoadedModel, r: ModelRequest) -> Tensor | None:
+def _ignored(loaded: LoadedModel, r: TextSettings) -> Tensor | None:
     """The ignored tokens' table (`masks.py`): the mask's, or none flagged where only prompts mark tokens."""
     if r.ignore is not None:
         return ignored_table(loaded.text_encoder.tokenizer, r.ignore, loaded.vocab_size)
@@ -100,7 +80,7 @@ def _ignored(loaded: LoadedModel, r: ModelRequest) -> Tensor | None:
     return torch.zeros(loaded.vocab_size, dtype=torch.bool)
 
 
-def _load_named(r: ModelRequest) -> LoadedModel:
+def _load_named(r: ModelSettings, text: TextSettings) -> LoadedModel:
     """A model from this machine (one not here is the first thing said, before anything loads)."""
     name = str(r.model_name_or_path if r.model_name_or_path is not None else default_model(str(r.lang)))
     path = resolve_model_path(name)
@@ -108,16 +88,16 @@ def _load_named(r: ModelRequest) -> LoadedModel:
     if num_layers is None and (not r.all_layers or is_known_model(name)):
         num_layers = default_num_layers(name)
     config = model_config(path)
-    text_encoder, windows = _text_encoder(path, config, r)  # the window is checked before the weights load
+    text_encoder, windows = _text_encoder(path, config, text)  # the window is checked before the weights load
     # with all_layers an untabled model needs no layer: its hash code then names the full depth
     encoder, depth = load_encoder(path, 0 if num_layers is None else int(num_layers), r.all_layers)
     check_vocabulary(text_encoder.tokenizer, embedding_rows(encoder), path)
     vocab_size = max(text_encoder.vocab_size, vocabulary_rows(config))
-    label = window_label(r.long_texts, windows)
+    label = window_label(text.long_texts, windows)
     return LoadedModel(name, encoder, text_encoder, windows, num_layers, depth, vocab_size, None, False, label)
 
 
-def _wrap_object(r: ModelRequest) -> LoadedModel:
+def _wrap_object(r: ModelSettings, text: TextSettings) -> LoadedModel:
     """The user's model object, through a view that leaves it as it is (`user_model.py`)."""
     assert r.model is not None
     known = known_model_name(r.model)
@@ -126,15 +106,15 @@ def _wrap_object(r: ModelRequest) -> LoadedModel:
         num_layers = _object_default_layer(r.model, known)
     runner, depth = prepare_user_model(r.model, r.tokenizer, num_layers, r.all_layers, r.forward_fn)
     config = getattr(runner.view, "config", None)
-    text_encoder, windows = _text_encoder(r.tokenizer, config, r)
+    text_encoder, windows = _text_encoder(r.tokenizer, config, text)
     vocab_size = max(text_encoder.vocab_size, vocabulary_rows(config))
-    name, label = hash_model_name(r.model, r.forward_fn), window_label(r.long_texts, windows)
+    name, label = hash_model_name(r.model, r.forward_fn), window_label(text.long_texts, windows)
     return LoadedModel(
         name, runner, text_encoder, windows, num_layers, depth, vocab_size, runner.hidden_size, True, label
     )
 
 
-def _text_encoder(tokenizer: Any, config: Any, r: ModelRequest) -> tuple[TextEncoder, WindowRule | None]:
+def _text_encoder(tokenizer: Any, config: Any, r: TextSettings) -> tuple[TextEncoder, WindowRule | None]:
     """The text encoder (a tokenizer object, or a model folder to load one from) and the window rule, with the
     prompts checked to leave a text room in that window (before any weights load)."""
     text_encoder = TextEncoder(

@@ -18,10 +18,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.errors import ArgumentValueError
-
-#: What ``ignore`` takes: "punctuation", a regular expression (a string or a compiled pattern) over the pieces,
-#: or a callable taking a piece and returning whether to ignore it.
-IgnoreRule = str | re.Pattern[str] | Callable[[str], bool]
+from bertscore_tm.settings.arguments import IgnoreRule
 
 #: CodeBERTScore's punctuation: Python's `string.punctuation` less the operators it keeps (``+-*/&|~``).
 CODE_PUNCTUATION = frozenset(string.punctuation) - frozenset("+-*/&|~")

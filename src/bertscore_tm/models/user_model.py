@@ -21,7 +21,7 @@ it is given the uncut eval-mode view and returns [B, T, D] ([B, T, L + 1, D] wit
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -32,9 +32,7 @@ from bertscore_tm.errors import ArgumentValueError, ModelSetupError
 from bertscore_tm.models.loading import cut_to_layers, encoder_of, model_depth
 from bertscore_tm.models.model_family import hidden_size as family_hidden_size
 from bertscore_tm.models.registry import is_known_model
-
-#: `forward_fn(model, input_ids, attention_mask) -> Tensor`: [B, T, D], or [B, T, L + 1, D] with all_layers.
-ForwardFn = Callable[[nn.Module, Tensor, Tensor], Tensor]
+from bertscore_tm.settings.arguments import ForwardFn
 
 
 def shallow_view(module: nn.Module) -> nn.Module:

@@ -14,7 +14,6 @@ __all__ = [
     "HashSignature",
     "Scorer",
     "Scores",
-    "ScoringSettings",
     "build_scorer",
     "hash_code",
 ]
@@ -25,7 +24,6 @@ __getattr__ = exports(
         "HashSignature": "hashcode",
         "hash_code": "hashcode",
         "Scorer": "scorer",
-        "ScoringSettings": "scorer",
         "build_scorer": "scorer",
         "Scores": "results",
     },
@@ -34,4 +32,4 @@ __getattr__ = exports(
 if TYPE_CHECKING:
     from bertscore_tm.scoring.hashcode import HashSignature, hash_code
     from bertscore_tm.scoring.results import Scores
-    from bertscore_tm.scoring.scorer import Scorer, ScoringSettings, build_scorer
+    from bertscore_tm.scoring.scorer import Scorer, build_scorer

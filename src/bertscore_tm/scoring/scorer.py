@@ -11,7 +11,6 @@ delegates here; the functional API, all pairs (`pairwise.py`), MBR (`mbr.py`) an
 from __future__ import annotations
 
 import dataclasses
-import os
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -22,11 +21,9 @@ from torch import Tensor
 from bertscore_tm.embedding.cache import CachingEmbedder, EmbeddingCache
 from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.errors import ArgumentValueError
-from bertscore_tm.models.encoder import ModelRequest, load_model
-from bertscore_tm.models.masks import IgnoreRule
+from bertscore_tm.models.encoder import load_model
 from bertscore_tm.models.prompts import encode_prompted_pairs
 from bertscore_tm.models.tokenizing import PendingPairs
-from bertscore_tm.models.user_model import ForwardFn
 from bertscore_tm.scoring.baselines import baseline_rows, f_beta_baseline, find_baseline, read_baseline, rescale
 from bertscore_tm.scoring.hashcode import HashSignature, names_context
 from bertscore_tm.scoring.idf import (
@@ -38,69 +35,28 @@ from bertscore_tm.scoring.idf import (
     table_digest,
     unknown_ids,
 )
-from bertscore_tm.settings.arguments import RULES, LongTexts, default, validate_arguments
-
-
-@dataclasses.dataclass(frozen=True)
-class ScoringSettings:
-    """The settings that make a score (the Metric's own, such as `reduction`, are not here). Built from
-    arguments that `arguments.validate_arguments` has checked; the defaults are those `arguments.SETTINGS`
-    declares."""
-
-    model_name_or_path: str | os.PathLike[str] | None = dataclasses.field(default=default("model_name_or_path"))
-    num_layers: int | None = dataclasses.field(default=default("num_layers"))
-    all_layers: bool = dataclasses.field(default=default("all_layers"))
-    lang: str | None = dataclasses.field(default=default("lang"))
-    idf: bool = dataclasses.field(default=default("idf"))
-    rescale_with_baseline: bool = dataclasses.field(default=default("rescale_with_baseline"))
-    baseline_path: str | os.PathLike[str] | None = dataclasses.field(default=default("baseline_path"))
-    batch_size: int | None = dataclasses.field(default=default("batch_size"))
-    max_length: int | None = dataclasses.field(default=default("max_length"))
-    long_texts: LongTexts = dataclasses.field(default=default("long_texts"))
-    window_stride: int | None = dataclasses.field(default=default("window_stride"))
-    model_dtype: torch.dtype = dataclasses.field(default=getattr(torch, default("model_dtype")))
-    embedding_cache_mb: int = dataclasses.field(default=default("embedding_cache_mb"))
-    compile_model: bool = dataclasses.field(default=default("compile_model"))
-    model: torch.nn.Module | None = dataclasses.field(default=default("model"))
-    tokenizer: Any = dataclasses.field(default=default("tokenizer"))
-    forward_fn: ForwardFn | None = dataclasses.field(default=default("forward_fn"))
-    idf_texts: Sequence[str] | None = dataclasses.field(default=default("idf_texts"))
-    idf_weights: Mapping[int, float] | None = dataclasses.field(default=default("idf_weights"))
-    beta: float | None = dataclasses.field(default=default("beta"))
-    ignore: IgnoreRule | None = dataclasses.field(default=default("ignore"))
-    candidate_prompt: str | None = dataclasses.field(default=default("candidate_prompt"))
-    reference_prompt: str | None = dataclasses.field(default=default("reference_prompt"))
-
-    def model_request(self) -> ModelRequest:
-        """The fields that pick and shape the model, for the models folder's one entry (`load_model`)."""
-        names = {f.name for f in dataclasses.fields(ModelRequest)}
-        return ModelRequest(**{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in names})
-
-    @classmethod
-    def of(cls, arguments: Mapping[str, Any]) -> ScoringSettings:
-        """The scoring settings among `arguments` (others, such as `reduction`, are left out)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in arguments.items() if k in names})
+from bertscore_tm.settings.config import Config, ScoringSettings
 
 
 class Scorer:
     """The model, tokenizer, weights policy, baseline and hash signature of one scoring setting.
 
     >>> from bertscore_tm import PACKAGED_MINILM
-    >>> scorer = Scorer(ScoringSettings(PACKAGED_MINILM))
+    >>> scorer = Scorer(Config.of({"model_name_or_path": PACKAGED_MINILM}))
     >>> scorer.num_layers, scorer.hash_code.split("_version")[0]
     (5, 'sentence-transformers/all-MiniLM-L6-v2_L5_no-idf')
     """
 
-    def __init__(self, settings: ScoringSettings) -> None:
-        self.settings = settings
-        self.all_layers = settings.all_layers
-        self.idf = settings.idf
-        self.long_texts = settings.long_texts
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        model, text, scoring = config.model, config.text, config.scoring
+        self.all_layers = model.all_layers
+        self.idf = scoring.idf
+        self.long_texts = text.long_texts
         #: F-beta's beta (a fourth score), or None
-        self.beta: float | None = None if settings.beta is None else float(settings.beta)
+        self.beta: float | None = None if scoring.beta is None else float(scoring.beta)
         # one pass down: the settings (checked), the model (`models.load_model`), the embedder, then this core
-        loaded = load_model(settings.model_request())
+        loaded = load_model(model, text)
         self.model_name = loaded.name
         #: Whether the model is the user's object (then it runs where it is and is never moved by scoring).
         self.user_supplied = loaded.user_supplied
@@ -113,28 +69,29 @@ class Scorer:
         self.embedder = Embedder(
             loaded.runner,
             self.encoder.pad_id,
-            settings.all_layers,
-            settings.model_dtype,
-            settings.batch_size,
+            model.all_layers,
+            model.model_dtype,
+            config.runtime.batch_size,
             hidden_size=loaded.hidden_size,
             depth=self.model_depth if loaded.user_supplied else None,
             windows=self.windows,
-            compile_model=settings.compile_model,
+            compile_model=model.compile_model,
         )
+        cache_mb = config.runtime.embedding_cache_mb
         #: The embedding cache (`embedding_cache_mb`), or None when it is off.
-        self.cache = EmbeddingCache(settings.embedding_cache_mb << 20) if settings.embedding_cache_mb else None
+        self.cache = EmbeddingCache(cache_mb << 20) if cache_mb else None
         #: Token ids left out of the matching and the weights (``ignore=``: `token_rules`; none flagged with a
         #: prompt alone, whose tokens are marked), or None where neither is set.
-        self.prompts = (settings.candidate_prompt, settings.reference_prompt)
+        self.prompts = (text.candidate_prompt, text.reference_prompt)
         self.ignored = loaded.ignored
         self.ignore_label = loaded.ignore_label
         #: IDF weights fixed beforehand (idf_texts, idf_weights): the same table on every rank, never summed.
-        self.fixed_idf = self._fixed_weights(settings)
+        self.fixed_idf = self._fixed_weights(scoring)
         self.baseline: Tensor | None = None
-        if settings.rescale_with_baseline:
-            file = find_baseline(settings.lang, self.model_name, settings.baseline_path)
+        if scoring.rescale_with_baseline:
+            file = find_baseline(model.lang, self.model_name, scoring.baseline_path)
             self.baseline = baseline_rows(read_baseline(file), self.num_layers, self.all_layers, file, self.model_depth)
-        self.signature = self._signature(settings)
+        self.signature = self._signature(config)
 
     def encode_pairs(
         self, cands: Sequence[str], refs: Sequence[str], context: Sequence[str] | None = None, counts: Any = None
@@ -173,23 +130,25 @@ class Scorer:
             return mapping_weights(s.idf_weights, self.vocab_size)
         return None
 
-    def _signature(self, s: ScoringSettings) -> HashSignature:
+    def _signature(self, c: Config) -> HashSignature:
+        dtype = c.model.model_dtype
+        prompts = (c.text.candidate_prompt, c.text.reference_prompt)
         return HashSignature(
             self.model_name,
             self.num_layers,
-            s.idf,
-            rescaled=s.rescale_with_baseline,
-            custom_baseline=s.baseline_path is not None,
+            c.scoring.idf,
+            rescaled=c.scoring.rescale_with_baseline,
+            custom_baseline=c.scoring.baseline_path is not None,
             fast_tokenizer=self.encoder.is_fast,
-            all_layers=s.all_layers,
+            all_layers=c.model.all_layers,
             max_length=self.encoder.max_length if self.encoder.truncates_below_window else None,
-            model_dtype=None if s.model_dtype == torch.float32 else str(s.model_dtype).removeprefix("torch."),
+            model_dtype=None if dtype == torch.float32 else str(dtype).removeprefix("torch."),
             idf_digest=None if self.fixed_idf is None else table_digest(self.fixed_idf),
             window=self.window_label,
             beta=None if self.beta is None else f"{self.beta:g}",
             ignore=self.ignore_label,
-            candidate_prompt=None if s.candidate_prompt is None else repr(s.candidate_prompt),
-            reference_prompt=None if s.reference_prompt is None else repr(s.reference_prompt),
+            candidate_prompt=None if prompts[0] is None else repr(prompts[0]),
+            reference_prompt=None if prompts[1] is None else repr(prompts[1]),
         )
 
     # -- the setting ---------------------------------------------------------------------------------------
@@ -307,45 +266,6 @@ class Scorer:
         )
 
 
-#: torchmetrics' own Metric arguments: accepted by the functional twins as the Metric accepts them, and
-#: meaningless to a function call (it scores this process's pairs, never syncing).
-METRIC_PROTOCOL_ARGUMENTS = frozenset(
-    {
-        "compute_on_cpu",
-        "dist_sync_on_step",
-        "process_group",
-        "dist_sync_fn",
-        "distributed_available_fn",
-        "sync_on_compute",
-        "compute_with_cache",
-    }
-)
-
-
-@dataclasses.dataclass
-class BuiltScorer:
-    """A scorer built for a function call, with where it computes and how its results are returned."""
-
-    scorer: Scorer
-    device: torch.device
-    output: str | None = None
-    return_hash: bool = False
-    verbose: bool = False
-
-
-def build_scorer(arguments: Mapping[str, Any]) -> BuiltScorer:
-    """Check keyword arguments as `BERTScore` takes them (before anything is loaded) and build the core.
-
-    An unknown name is a TypeError, as Python gives for a function's unexpected keyword argument."""
-    unknown = sorted(set(arguments) - set(RULES) - METRIC_PROTOCOL_ARGUMENTS)
-    if unknown:
-        raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
-    validate_arguments(arguments)
-    device = arguments.get("device")
-    return BuiltScorer(
-        Scorer(ScoringSettings.of(arguments)),
-        torch.device("cpu") if device is None else torch.device(device),
-        output=arguments.get("output"),
-        return_hash=bool(arguments.get("return_hash", False)),
-        verbose=bool(arguments.get("verbose", False)),
-    )
+def build_scorer(arguments: Mapping[str, Any], *, caller: str = "BERTScore") -> Scorer:
+    """The scoring core of keyword arguments as `BERTScore` takes them, checked once before anything loads."""
+    return Scorer(Config.of(arguments, caller=caller))

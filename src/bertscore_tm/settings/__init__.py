@@ -11,6 +11,7 @@ from bertscore_tm.lazy import exports
 
 __all__ = [
     "SETTINGS",
+    "Config",
     "settings_table",
     "validate_arguments",
 ]
@@ -19,6 +20,7 @@ __getattr__ = exports(
     __name__,
     {
         "SETTINGS": "arguments",
+        "Config": "config",
         "settings_table": "arguments",
         "validate_arguments": "arguments",
     },
@@ -26,3 +28,4 @@ __getattr__ = exports(
 
 if TYPE_CHECKING:
     from bertscore_tm.settings.arguments import SETTINGS, settings_table, validate_arguments
+    from bertscore_tm.settings.config import Config

@@ -16,9 +16,10 @@ heavy: torch only when a dtype or a device is checked.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.settings.rules import (
@@ -41,6 +42,15 @@ from bertscore_tm.settings.rules import (
     tokenizer_object,
     weight_mapping,
 )
+
+if TYPE_CHECKING:
+    import torch
+
+#: What ``ignore`` takes: "punctuation", a regular expression (a string or a compiled pattern) over the pieces,
+#: or a callable taking a piece and returning whether to ignore it.
+IgnoreRule = str | re.Pattern[str] | Callable[[str], bool]
+#: `forward_fn(model, input_ids, attention_mask) -> Tensor`: [B, T, D], or [B, T, L + 1, D] with all_layers.
+ForwardFn = Callable[["torch.nn.Module", "torch.Tensor", "torch.Tensor"], "torch.Tensor"]
 
 #: The values of ``reduction``: per-pair scores, or their means.
 Reduction = Literal["none", "mean"]
@@ -83,6 +93,8 @@ class Setting:
     help: str
     default_means: str = ""
     see: str = ""
+    #: the command line's spelling, where a command takes the setting ("" where none does)
+    flag: str = ""
 
 
 #: Every constructor argument of BERTScore, in the signature's order (torchmetrics' own are left to it).
@@ -95,6 +107,7 @@ SETTINGS: dict[str, Setting] = {
         "Nothing is ever downloaded",
         "the default model of `lang`",
         "[Models](models.md)",
+        flag="-m/--model",
     ),
     "num_layers": Setting(
         integer(0, optional=True, why=" (0 is the embedding layer)"),
@@ -102,6 +115,7 @@ SETTINGS: dict[str, Setting] = {
         "score with the output of this layer (0 = the embedding layer); the model is cut after it",
         "the model's tuned layer",
         "[Models](models.md#default-layer-per-model)",
+        flag="-l/--num-layers",
     ),
     "all_layers": Setting(
         boolean, False, "score with every layer: each output gains a leading `L + 1` axis (embedding layer included)"
@@ -111,6 +125,7 @@ SETTINGS: dict[str, Setting] = {
         "en",
         "language code: picks the default model and the packaged rescale baseline",
         see="[Models](models.md#default-model-per-language)",
+        flag="--lang",
     ),
     "idf": Setting(
         boolean,
@@ -118,12 +133,14 @@ SETTINGS: dict[str, Setting] = {
         "weigh tokens by inverse document frequency over all references (of every rank), or over `idf_texts`, or "
         "with `idf_weights`",
         see="[Semantics](semantics.md#weights-precision-recall-f1)",
+        flag="--idf",
     ),
     "rescale_with_baseline": Setting(
         boolean,
         False,
         "map each score through (x - b) / (1 - b) with the baseline of (`lang`, model) or of `baseline_path`",
         see="[Models](models.md#rescale-baselines)",
+        flag="--rescale-with-baseline",
     ),
     "baseline_path": Setting(
         path(optional=True),
@@ -131,11 +148,13 @@ SETTINGS: dict[str, Setting] = {
         "a `LAYER,P,R,F` baseline file of your own; needs `rescale_with_baseline=True` (alone it is an error, "
         "never silently ignored)",
         see="[CLI: baseline](cli.md#baseline)",
+        flag="--baseline-path",
     ),
     "batch_size": Setting(
         integer(1, optional=True),
         None,
         "a cap on texts per forward pass; by default the token budget alone sizes the batches",
+        flag="-b/--batch-size",
     ),
     "max_length": Setting(
         integer(2, optional=True, why=" (room for the special tokens)"),
@@ -151,6 +170,7 @@ SETTINGS: dict[str, Setting] = {
         '`"truncate"` (the reference\'s semantics), `"window"`: a longer text is embedded in overlapping windows '
         'and every token scored, or `"sled"`: in the windows CodeBERTScore embeds long code in',
         see="[Long texts](long-texts.md)",
+        flag="--long-texts",
     ),
     "window_stride": Setting(
         integer(1, optional=True, why=" (and below the window's size)"),
@@ -158,12 +178,14 @@ SETTINGS: dict[str, Setting] = {
         "tokens between the starts of consecutive windows",
         "half the window",
         "[Long texts](long-texts.md)",
+        flag="--window-stride",
     ),
     "device": Setting(
         device,
         None,
         "where the model runs and the states live; by default wherever `metric.to(...)` puts the metric",
         "follow the metric",
+        flag="--device",
     ),
     "model_dtype": Setting(
         model_dtype,
@@ -171,6 +193,7 @@ SETTINGS: dict[str, Setting] = {
         "the model's compute dtype: float32 is exact; `torch.bfloat16` / `torch.float16` are opt-in and inexact "
         "(F1 within about 1e-3)",
         see="[Precision](#precision-float32-bfloat16-float16)",
+        flag="--dtype",
     ),
     "reduction": Setting(choice(REDUCTIONS), "none", '`"none"`: one score per pair; `"mean"`: their means'),
     "output": Setting(
@@ -183,7 +206,7 @@ SETTINGS: dict[str, Setting] = {
     "return_hash": Setting(
         boolean, False, 'add the setting\'s hash code to the dict, under `"hash"`', see="[Hash code](#hash-code)"
     ),
-    "verbose": Setting(boolean, False, "a progress bar while embedding"),
+    "verbose": Setting(boolean, False, "a progress bar while embedding", flag="--progress"),
     "embedding_cache_mb": Setting(
         integer(0, why=" (MiB of cached vectors; 0 turns the cache off)"),
         0,
@@ -197,6 +220,7 @@ SETTINGS: dict[str, Setting] = {
         False,
         "run a loaded model's forward pass through `torch.compile` (opt-in, inexact)",
         see="[compile_model](#compile_model)",
+        flag="--compile",
     ),
     "model": Setting(
         module,
@@ -239,6 +263,7 @@ SETTINGS: dict[str, Setting] = {
         "the best reference is then the one with the highest F-beta",
         "no F-beta",
         "[Semantics](semantics.md#f-beta)",
+        flag="--beta",
     ),
     "ignore": Setting(
         token_mask,
@@ -248,6 +273,7 @@ SETTINGS: dict[str, Setting] = {
         "piece and returning True to ignore it",
         "every token counts",
         "[Semantics](semantics.md#token-masks)",
+        flag="--ignore",
     ),
     "candidate_prompt": Setting(
         text(optional=True),
@@ -256,6 +282,7 @@ SETTINGS: dict[str, Setting] = {
         "of the matching, the weights and the IDF counts",
         "none",
         "[Semantics](semantics.md#prompts)",
+        flag="--candidate-prompt",
     ),
     "reference_prompt": Setting(
         text(optional=True),
@@ -263,6 +290,7 @@ SETTINGS: dict[str, Setting] = {
         "a fixed prompt before every reference, as `candidate_prompt`",
         "none",
         "[Semantics](semantics.md#prompts)",
+        flag="--reference-prompt",
     ),
 }
 

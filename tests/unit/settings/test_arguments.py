@@ -125,13 +125,11 @@ def test_every_constructor_argument_has_a_rule():
 
 def test_the_settings_declaration_is_the_one_source_of_defaults():
     """The Metric's signature, the scoring core and the command line take each default from `SETTINGS`."""
-    import dataclasses
-
     import torch
 
     from bertscore_tm.cli import build_parser
-    from bertscore_tm.scoring.scorer import ScoringSettings
     from bertscore_tm.settings.arguments import SETTINGS, default, settings_table
+    from bertscore_tm.settings.config import Config
 
     def as_declared(value: object) -> object:
         return str(value).removeprefix("torch.") if isinstance(value, torch.dtype) else value
@@ -139,8 +137,8 @@ def test_the_settings_declaration_is_the_one_source_of_defaults():
     parameters = inspect.signature(BERTScore.__init__).parameters
     assert list(SETTINGS) == [n for n, p in parameters.items() if n != "self" and p.kind is not p.VAR_KEYWORD]
     assert {n: as_declared(parameters[n].default) for n in SETTINGS} == {n: s.default for n, s in SETTINGS.items()}
-    for field in dataclasses.fields(ScoringSettings):
-        assert as_declared(field.default) == default(field.name), field.name
+    built = Config.of({}).arguments()
+    assert {n: as_declared(v) for n, v in built.items()} == {n: s.default for n, s in SETTINGS.items()}
     args = build_parser().parse_args(["score", "-c", "c", "-r", "r"])
     assert (args.lang, args.long_texts, args.dtype) == (default("lang"), default("long_texts"), default("model_dtype"))
     table = settings_table()
@@ -164,3 +162,45 @@ def test_integer_types_that_are_integers_are_fine():
     from bertscore_tm.settings.arguments import validate_arguments
 
     validate_arguments({"num_layers": np.int64(5), "batch_size": 3, "max_length": 2, "device": torch.device("cpu")})
+
+
+def test_the_settings_object_groups_every_setting_of_the_table_once():
+    from bertscore_tm.settings.arguments import SETTINGS
+    from bertscore_tm.settings.config import groups
+
+    names = [name for group in groups().values() for name in group]
+    assert sorted(names) == sorted(SETTINGS) and len(names) == len(set(names))
+
+
+def test_the_settings_object_refuses_a_name_the_table_lacks_naming_it(no_model_loading):
+    from bertscore_tm.errors import ArgumentTypeError
+    from bertscore_tm.settings.config import Config
+
+    with pytest.raises(
+        ArgumentTypeError, match="bert_score\\(\\) got an unexpected keyword argument 'num_layer'"
+    ) as err:
+        Config.of({"num_layer": 5}, caller="bert_score")
+    assert err.value.argument == "num_layer"
+    with pytest.raises(TypeError, match="unexpected keyword argument 'num_layer'"):
+        bert_score(["a"], ["b"], MINILM, num_layer=5)
+
+
+def test_a_changed_setting_is_checked_again():
+    from bertscore_tm.settings.config import Config
+
+    config = Config.of({"num_layers": 5})
+    assert config.replace(idf=True).scoring.idf is True and config.scoring.idf is False
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1"):
+        config.replace(batch_size=0)
+
+
+def test_a_metric_from_a_checked_config_equals_one_from_its_arguments():
+    from bertscore_tm.settings.config import Config
+
+    config = Config.of({"model_name_or_path": MINILM, "idf": True})
+    a, b = BERTScore.from_config(config), BERTScore(MINILM, idf=True)
+    for metric in (a, b):
+        metric.update(["The cat sat.", "It rained."], ["A cat was sitting.", "Rain fell all day."])
+    assert a.hash_code == b.hash_code
+    got, want = a.compute(), b.compute()
+    assert all(torch.equal(got[k], want[k]) for k in ("precision", "recall", "f1"))
