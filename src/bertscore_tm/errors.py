@@ -55,6 +55,18 @@ class BERTScoreError(Exception):
         super().__init__(message)
         self.argument = argument
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # the message and every field travel (to a Ray actor's caller, a datasets worker's, another rank), so
+        # no subclass needs its own rule and none is rebuilt through an __init__ of keyword-only fields
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(kind: type[BERTScoreError], args: tuple[object, ...], fields: dict[str, object]) -> BERTScoreError:
+    err = kind.__new__(kind)
+    Exception.__init__(err, *args)
+    err.__dict__.update(fields)
+    return err
+
 
 class ArgumentTypeError(BERTScoreError, TypeError):
     """An argument of the wrong type (``num_layers=5.5``, ``idf="no"``...). `expected` says what it must be,
@@ -180,9 +192,34 @@ class ColumnDataError(BERTScoreError, ValueError):
         self.column = column
         self.row = row
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_column_data_error, (str(self), self.column, self.row))
+
+class LayerTableError(BERTScoreError, ValueError):
+    """A user layer table that cannot be used; `path` is the file."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message, argument="layer_table")
+        self.path = path
 
 
-def _column_data_error(message: str, column: str | None, row: int | None) -> ColumnDataError:
-    return ColumnDataError(message, column=column, row=row)
+#: What fixes a `JudgementFileError`, in Python's terms (the command line says it in its own).
+JUDGEMENT_REMEDIES = {
+    "skip_bad": "pass skip_bad=True to leave bad lines out",
+    "columns": "name the right ones with the column arguments",
+    "context_column": "name the right one with context=",
+}
+
+
+class JudgementFileError(InputFileError):
+    """A judgement file that cannot be used: missing columns, a bad line (`line`, 1 = the header), too few rows.
+    `problem` is what is wrong and `remedy` the key in `JUDGEMENT_REMEDIES` of what fixes it (None: nothing to
+    pass), so that the command line can say it with its own flags."""
+
+    def __init__(self, problem: str, *, path: str, line: int | None = None, remedy: str | None = None) -> None:
+        hint = f" ({JUDGEMENT_REMEDIES[remedy]})" if remedy else ""
+        super().__init__(problem + hint, path=path, what="judgements")
+        self.problem, self.line, self.remedy = problem, line, remedy
+
+
+class JudgementsError(BERTScoreError, ValueError):
+    """Judgements that cannot be correlated as they are: human scores constant within a group, or no group
+    of enough segments."""

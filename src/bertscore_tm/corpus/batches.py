@@ -23,7 +23,7 @@ import torch
 
 from bertscore_tm.corpus import columns
 from bertscore_tm.engines.paired import score_texts
-from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.settings.config import Config
 
@@ -70,7 +70,7 @@ class BatchScorer:
     ) -> None:
         self.candidate_column = _column_name(candidate_column, "candidate_column")
         self.context_column = None if context_column is None else _column_name(context_column, "context_column")
-        refs = [reference_column] if isinstance(reference_column, str) else list(reference_column)
+        refs = [reference_column] if isinstance(reference_column, str) else _column_list(reference_column)
         if not refs:
             raise ArgumentValueError(
                 "reference_column is an empty list: name at least one column of references",
@@ -149,6 +149,17 @@ class BatchScorer:
         """The setting's hash code (loads the model if it is not loaded yet); with a `context_column` it ends in
         ``_context``: the rows may be scored in other worker processes, so the column, not its cells, decides."""
         return self.scorer().signature_for(self.context_column is not None).format()
+
+
+def _column_list(value: object) -> list[object]:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise ArgumentTypeError(
+        f"reference_column must be a column name or a list of them, got {type(value).__name__} {value!r:.40}",
+        argument="reference_column",
+        expected="str | list[str]",
+        value=value,
+    )
 
 
 def _column_name(value: object, argument: str) -> str:

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from bertscore_tm.errors import ColumnDataError, warn_user
+from bertscore_tm.errors import BERTScoreError, ColumnDataError, warn_user
+from bertscore_tm.settings.texts import check_text
 
 #: The score columns a scorer adds, after its prefix (``bertscore_`` by default, always on the command line).
 PREFIX = "bertscore_"
@@ -86,11 +87,14 @@ def check_column(names: Sequence[str], column: str, argument: str) -> None:
 
 
 def cells(batch: Any, kind: str, column: str, argument: str) -> list[Any]:
-    """The cells of `column` as Python objects, once `check_column` has found it exactly once."""
-    check_column(column_names(batch, kind), column, argument)
+    """The cells of `column` as Python objects, once `check_column` has found it exactly once (a DataFrame's or a
+    dict's label that is not a string, such as 0, is found by its string, "0")."""
+    names = column_names(batch, kind)
+    check_column(names, column, argument)
     if kind == "arrow":
         return list(batch.column(column).to_pylist())
-    values = batch[column]
+    labels = list(batch.columns) if kind == "pandas" else list(batch)
+    values = batch[labels[names.index(column)]]
     return list(values.tolist()) if hasattr(values, "tolist") else list(values)
 
 
@@ -101,9 +105,13 @@ def _is_empty(value: object) -> bool:
 
 
 def text_cell(value: object, column: str, row: int) -> str:
-    """`value` as a text, or a `ColumnDataError` saying why it is not one (null, NaN, a number...)."""
+    """`value` as a text, or a `ColumnDataError` saying why it is not one (null, NaN, a number, a lone
+    surrogate...)."""
     if isinstance(value, str):
-        return str(value)
+        try:
+            return check_text(str(value), f"row {row} of column {column!r}")
+        except BERTScoreError as err:
+            raise ColumnDataError(str(err), column=column, row=row) from None
     if _is_empty(value):
         raise ColumnDataError(
             f"row {row} of column {column!r} is empty (null or NaN): every pair needs its texts; drop or fill "

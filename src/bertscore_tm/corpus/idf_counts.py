@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from bertscore_tm.corpus import columns
-from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
 from bertscore_tm.models.tokenizing import TextEncoder
 from bertscore_tm.scoring.idf import document_frequency, idf_weights
 from bertscore_tm.scoring.scorer import Scorer
@@ -29,6 +29,23 @@ from bertscore_tm.settings.config import Config
 
 #: Texts tokenised at a time.
 CHUNK = 4096
+#: The settings that do not act on the counts: refused rather than ignored (only the model's tokenizer counts).
+NOT_COUNTING = (
+    "idf",
+    "device",
+    "all_layers",
+    "rescale_with_baseline",
+    "baseline_path",
+    "batch_size",
+    "model_dtype",
+    "reduction",
+    "output",
+    "return_hash",
+    "verbose",
+    "embedding_cache_mb",
+    "compile_model",
+    "beta",
+)
 
 
 def corpus_idf(
@@ -61,9 +78,27 @@ def corpus_idf(
                 allowed="None",
                 value=metric_arguments[name],
             )
-    arguments = {"model_name_or_path": model_name_or_path, **metric_arguments, "idf": True, "device": "cpu"}
-    scorer = Scorer(Config.of(arguments, caller="corpus_idf"))
-    refs = [reference_column] if isinstance(reference_column, str) else list(reference_column)
+    if references is None:
+        raise ArgumentTypeError(
+            "corpus_idf: references must be texts (an iterable of texts, a dataset or a table), got None",
+            argument="references",
+            expected="texts",
+            value=None,
+        )
+    arguments = {"model_name_or_path": model_name_or_path, **metric_arguments}
+    config = Config.of(arguments, caller="corpus_idf", unused=NOT_COUNTING)
+    scorer = Scorer(config.replace(idf=True, device="cpu"))
+    if isinstance(reference_column, str):
+        refs = [reference_column]
+    elif isinstance(reference_column, (list, tuple)) and all(isinstance(c, str) for c in reference_column):
+        refs = list(reference_column)
+    else:
+        raise ArgumentTypeError(
+            f"reference_column must be a column name or a list of them, got {reference_column!r:.60}",
+            argument="reference_column",
+            expected="str | list[str]",
+            value=reference_column,
+        )
     module = type(references).__module__
     if module.startswith("ray.data"):
         doc_freq, num_refs = _ray_counts(references, refs, scorer.encoder, scorer.vocab_size)
@@ -109,12 +144,15 @@ def _table_counts(table: Any, encoder: TextEncoder, vocab: int, refs: list[str])
 
 def _iterable_counts(references: Iterable[Any], encoder: TextEncoder, vocab: int) -> Iterator[tuple[np.ndarray, int]]:
     """Counts of an iterable of texts (or lists of texts), a chunk of rows at a time."""
-    if isinstance(references, (str, bytes)):
-        raise ArgumentValueError(
-            "corpus_idf takes an iterable of texts, not one string",
+    if isinstance(references, str):  # one text, as at every door (docs/semantics.md)
+        references = [references]
+    if isinstance(references, (bytes, bytearray)) or not isinstance(references, Iterable):
+        raise ArgumentTypeError(
+            f"corpus_idf: references must be texts, got {type(references).__name__} (decode bytes first; pass a "
+            "list, a dataset or a table)",
             argument="references",
-            allowed="a list (or other iterable) of texts",
-            value=references[:60],
+            expected="texts",
+            value=references,
         )
     chunk: list[Any] = []
     first = 0

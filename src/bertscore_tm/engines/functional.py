@@ -14,12 +14,11 @@ from torch import Tensor
 
 from bertscore_tm.engines.paired import score_texts
 from bertscore_tm.errors import ArgumentValueError
-from bertscore_tm.models.prompts import check_context
-from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.scoring.results import Scores, format_scores, scores_of
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.settings.arguments import ForwardFn, IgnoreRule, LongTexts
 from bertscore_tm.settings.config import Config
+from bertscore_tm.settings.texts import check_contexts, check_pairs
 
 
 def bert_score(
@@ -42,8 +41,8 @@ def bert_score(
     """
     context = kwargs.pop("context", None)
     config = Config.of({"model_name_or_path": model_name_or_path, **kwargs}, caller="bert_score")
-    cands, groups = normalize_inputs(preds, target)
-    contexts = check_context(context, len(cands))
+    cands, groups = check_pairs(preds, target)
+    contexts = check_contexts(context, len(cands))
     scorer = Scorer(config)
     device = torch.device(config.runtime.device or "cpu")
     scores = score_pairs(scorer, cands, groups, device, config.runtime.verbose, contexts)
@@ -107,8 +106,8 @@ def score(
         message, allowed = "Either lang or model_type must be given", "a model, or lang"
         raise ArgumentValueError(message, argument="model_type", allowed=allowed, value=None, others=("lang",))
     config = Config.of({**arguments, "return_hash": False}, caller="score")  # the hash comes beside the tuple
-    cands_list, groups = normalize_inputs(cands, refs)
-    contexts = check_context(context, len(cands_list))
+    cands_list, groups = check_pairs(cands, refs)
+    contexts = check_contexts(context, len(cands_list))
     if device is None and model is None:  # a model object runs where it is: it is not the function's to move
         device = "cuda" if torch.cuda.is_available() else "cpu"
     scores = score_pairs(Scorer(config), cands_list, groups, torch.device(device or "cpu"), verbose, contexts)

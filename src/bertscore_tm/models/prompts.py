@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.errors import ArgumentValueError, warn_user
+from bertscore_tm.settings.texts import check_contexts
 
 
 def unmarked(ids: Tensor) -> Tensor:
@@ -171,17 +172,6 @@ def encode_prompted_pairs(
 
 
 def check_context(context: object, count: int) -> list[str] | None:
-    """`context` as one string per pair (a string alone for one pair), or None; a TypeError or ValueError naming
-    ``context`` for anything else (another length than the pairs, a non-string entry)."""
-    if context is None:
-        return None
-    if isinstance(context, str):
-        context = [context]
-    if not isinstance(context, Sequence) or isinstance(context, (bytes, bytearray)):
-        raise TypeError(f"context must be a sequence of strings (one per pair) or None, got {type(context).__name__}")
-    if len(context) != count:
-        raise ValueError(f"context must hold one text per pair: got {len(context)} for {count} pair(s)")
-    for i, c in enumerate(context):
-        if not isinstance(c, str):
-            raise TypeError(f"context[{i}] must be a string, got {type(c).__name__}")
-    return list(context)
+    """`context` as one text per pair (a string alone for one pair), or None: the one text rule
+    (`bertscore_tm.settings.texts.check_contexts`)."""
+    return check_contexts(context, count)

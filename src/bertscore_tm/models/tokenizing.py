@@ -25,6 +25,7 @@ from torch import Tensor
 from bertscore_tm.errors import ArgumentValueError, ModelSetupError, warn_user
 from bertscore_tm.models.ahead import tokenise_ahead
 from bertscore_tm.models.model_family import uses_prefix_space
+from bertscore_tm.settings.texts import check_pairs
 
 #: Tokenizers report this (or more) when they know no maximum length.
 _NO_LIMIT = 10**8
@@ -33,71 +34,9 @@ _NO_LIMIT = 10**8
 def normalize_inputs(
     preds: str | Sequence[str], target: str | Sequence[str | Sequence[str]]
 ) -> tuple[list[str], list[list[str]]]:
-    """Candidates as a list of strings and references as one list of strings per candidate: the one check of
-    what counts as texts, shared by `BERTScore.update`, `bert_score` and `score`.
-
-    A string, or a sequence (list, tuple) of strings; each target entry a string or a non-empty sequence of
-    strings. A mapping is not a sequence of texts (its keys are not texts), nor are sets, generators, arrays or
-    bytes. Raises TypeError naming the argument or position of anything else, ValueError for mismatched lengths,
-    a candidate without references, or text that cannot be encoded as UTF-8 (a lone surrogate), by position.
-
-    >>> normalize_inputs("A cat.", ["A cat sat.", "A kitten."])
-    Traceback (most recent call last):
-    ...
-    ValueError: preds and target must have the same length: got 1 predictions and 2 targets
-    >>> normalize_inputs(["A cat."], [["A cat sat.", "A kitten."]])
-    (['A cat.'], [['A cat sat.', 'A kitten.']])
-    """
-    cands = _texts([preds] if isinstance(preds, str) else preds, "preds", "a string or a sequence of strings")
-    refs = _texts(
-        [target] if isinstance(target, str) else target,
-        "target",
-        "a string, a sequence of strings or a sequence of sequences of strings",
-    )
-    if len(cands) != len(refs):
-        raise ValueError(
-            f"preds and target must have the same length: got {len(cands)} predictions and {len(refs)} targets"
-        )
-    out_cands = [_text(cand, f"preds[{i}]") for i, cand in enumerate(cands)]
-    groups: list[list[str]] = []
-    for i, ref in enumerate(refs):
-        if isinstance(ref, str):
-            groups.append([_text(ref, f"target[{i}]")])
-            continue
-        ref = _texts(ref, f"target[{i}]", "a string or a sequence of strings")
-        if len(ref) == 0:
-            raise ValueError(f"target[{i}] is an empty list: every candidate needs at least one reference")
-        groups.append([_text(r, f"target[{i}][{j}]") for j, r in enumerate(ref)])
-    return out_cands, groups
-
-
-def _texts(value: object, name: str, expected: str) -> Sequence[object]:
-    """`value` if it is a sequence (list, tuple...) of would-be texts; a TypeError saying what to pass otherwise."""
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
-        return value
-    kind = type(value).__name__
-    if isinstance(value, Mapping):
-        hint = ": a mapping is not a sequence of texts (pass list(d.values()) or list(d) explicitly)"
-    elif isinstance(value, (bytes, bytearray)):
-        hint = ": decode bytes to str first (e.g. value.decode('utf-8'))"
-    else:
-        hint = " (pass a list, e.g. list(...) or array.tolist())"
-    raise TypeError(f"{name} must be {expected}, got {kind}{hint}")
-
-
-def _text(value: object, position: str) -> str:
-    """`value` if it is a string that can be encoded as UTF-8 (what tokenizers need)."""
-    if not isinstance(value, str):
-        hint = ": decode bytes to str first" if isinstance(value, (bytes, bytearray)) else ""
-        raise TypeError(f"{position} must be a string, got {type(value).__name__}{hint}: {value!r:.60}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise ValueError(
-            f"{position} cannot be encoded as UTF-8: {err.reason} ({value[err.start]!a}, a lone surrogate) at "
-            f"character {err.start}: {value!a:.60}. Decode the text with errors='replace' or fix its source."
-        ) from None
-    return value
+    """Candidates as a list of strings and references as one list of strings per candidate: the one rule for
+    pairs of texts (`bertscore_tm.settings.texts.check_pairs`), shared by every door."""
+    return check_pairs(preds, target)
 
 
 def check_tokenizer_files(tokenizer: object, model_path: Path) -> None:

@@ -26,6 +26,7 @@ from bertscore_tm.settings.rules import (
     MODEL_DTYPES as MODEL_DTYPES,  # the dtype names, re-exported with the other choices
 )
 from bertscore_tm.settings.rules import (
+    SQUARE_ROOT_OF_MAX,
     Rule,
     boolean,
     choice,
@@ -42,6 +43,7 @@ from bertscore_tm.settings.rules import (
     tokenizer_object,
     weight_mapping,
 )
+from bertscore_tm.settings.texts import check_texts
 
 if TYPE_CHECKING:
     import torch
@@ -95,6 +97,13 @@ class Setting:
     see: str = ""
     #: the command line's spelling, where a command takes the setting ("" where none does)
     flag: str = ""
+    #: the value as the settings object keeps it, from a value the rule accepted (None: as given)
+    convert: Callable[[Any], Any] | None = None
+
+
+def as_texts(value: object) -> list[str] | None:
+    """Texts as a list (one string is one text: `bertscore_tm.settings.texts`)."""
+    return None if value is None else check_texts(value, "idf_texts")
 
 
 #: Every constructor argument of BERTScore, in the signature's order (torchmetrics' own are left to it).
@@ -248,6 +257,7 @@ SETTINGS: dict[str, Setting] = {
         "with `idf=True`: count document frequencies in these texts instead of the references (bert-score's "
         "`idf_sents`)",
         see="[Your own model](own-model.md#idf-from-a-corpus-or-from-saved-weights)",
+        convert=as_texts,
     ),
     "idf_weights": Setting(
         weight_mapping,
@@ -257,7 +267,7 @@ SETTINGS: dict[str, Setting] = {
         see="[Your own model](own-model.md#idf-from-a-corpus-or-from-saved-weights)",
     ),
     "beta": Setting(
-        positive_number(optional=True, why=" (recall weighs beta times precision)"),
+        positive_number(optional=True, why=" (recall weighs beta times precision)", below=SQUARE_ROOT_OF_MAX),
         None,
         "also return F-beta, (1 + beta^2) P R / (beta^2 P + R), under `f_beta` (`beta=3`: CodeBERTScore's F3); "
         "the best reference is then the one with the highest F-beta",

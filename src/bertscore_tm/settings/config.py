@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bertscore_tm.errors import ArgumentTypeError
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
 from bertscore_tm.settings.arguments import SETTINGS, ForwardFn, IgnoreRule, validate_arguments
 
 if TYPE_CHECKING:
@@ -102,9 +102,11 @@ class Config:
     output: OutputSettings
 
     @classmethod
-    def of(cls, arguments: Mapping[str, object], *, caller: str = "BERTScore") -> Config:
+    def of(cls, arguments: Mapping[str, object], *, caller: str = "BERTScore", unused: Collection[str] = ()) -> Config:
         """The settings `arguments` names (the table's defaults for the rest), each checked by its rule and then
-        together, before anything loads; a name the table lacks is a TypeError, as Python gives it."""
+        together, before anything loads. A name the table lacks is a TypeError, as Python gives it; a setting the
+        caller does not use (`unused`) given otherwise than its default is refused, never ignored. numpy scalars
+        are taken as the Python numbers they hold."""
         unknown = [name for name in arguments if name not in SETTINGS]
         if unknown:
             raise ArgumentTypeError(
@@ -114,7 +116,16 @@ class Config:
                 value=arguments[unknown[0]],
             )
         validate_arguments(arguments)
-        values = {name: arguments[name] if name in arguments else _default(name) for name in SETTINGS}
+        for name in unused:
+            if name in arguments and arguments[name] != _default(name):
+                raise ArgumentValueError(
+                    f"{caller}() does not use {name}: leave it out (it would be ignored)",
+                    argument=name,
+                    allowed="left out",
+                    value=arguments[name],
+                )
+        given = {name: _kept(name, value) for name, value in arguments.items()}
+        values = {name: given[name] if name in given else _default(name) for name in SETTINGS}
         groups = {
             group: kind(**{f.name: values[f.name] for f in dataclasses.fields(kind)}) for group, kind in _GROUPS.items()
         }
@@ -130,6 +141,15 @@ class Config:
 
     def _parts(self) -> list[Any]:
         return [getattr(self, group) for group in _GROUPS]
+
+
+def _kept(name: str, value: object) -> object:
+    """A checked value as the settings keep it: a numpy scalar as the Python number it holds, then the table's
+    conversion where it has one."""
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        value = value.item()  # type: ignore[attr-defined]
+    convert = SETTINGS[name].convert
+    return value if convert is None else convert(value)
 
 
 def _default(name: str) -> object:

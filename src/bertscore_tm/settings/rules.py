@@ -10,15 +10,23 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping
 
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm.settings.texts import check_text, check_texts
 
 #: The compute dtypes of the model, by name: float32 is exact, the others run under autocast.
 MODEL_DTYPES = ("float32", "bfloat16", "float16")
 
 #: A rule: check one argument's value, raising ArgumentTypeError or ArgumentValueError naming `name`.
 Rule = Callable[[str, object], None]
+
+#: The largest integer an integer setting takes: counts and sizes past it mean nothing and would overflow the
+#: 32-bit and 64-bit arithmetic of the tensors they size.
+MAX_INTEGER = 2**31 - 1
+#: Numbers squared in the scores (F-beta's beta) stay below this, so that their square is a finite float.
+SQUARE_ROOT_OF_MAX = math.sqrt(sys.float_info.max)
 
 
 def _shown(value: object) -> str:
@@ -37,8 +45,9 @@ def boolean(name: str, value: object) -> None:
         )
 
 
-def integer(minimum: int, *, optional: bool = False, why: str = "") -> Rule:
-    """An int (not a bool, float or string) of at least `minimum`; None too where `optional`."""
+def integer(minimum: int, *, optional: bool = False, why: str = "", maximum: int = MAX_INTEGER) -> Rule:
+    """An int (not a bool, float or string; a numpy integer is one) from `minimum` to `maximum`; None too where
+    `optional`."""
 
     def check(name: str, value: object) -> None:
         if value is None and optional:
@@ -50,17 +59,23 @@ def integer(minimum: int, *, optional: bool = False, why: str = "") -> Rule:
                 expected=f"int{_or_none(optional)}",
                 value=value,
             )
-        if value < minimum:
+        if int(value) < minimum:
             allowed = f"an integer >= {minimum}{_or_none(optional)}"
             raise ArgumentValueError(
                 f"{name} must be {allowed}{why}, got {value}", argument=name, allowed=allowed, value=value
+            )
+        if int(value) > maximum:
+            allowed = f"an integer from {minimum} to {maximum}{_or_none(optional)}"
+            raise ArgumentValueError(
+                f"{name} must be {allowed}, got {value}", argument=name, allowed=allowed, value=value
             )
 
     return check
 
 
-def positive_number(*, optional: bool = False, why: str = "") -> Rule:
-    """A finite real number (int or float, not a bool or a string) above 0; None too where `optional`."""
+def positive_number(*, optional: bool = False, why: str = "", below: float = math.inf) -> Rule:
+    """A finite real number (int or float, a numpy number too; not a bool or a string) above 0 and below `below`;
+    None too where `optional`."""
 
     def check(name: str, value: object) -> None:
         if value is None and optional:
@@ -76,6 +91,14 @@ def positive_number(*, optional: bool = False, why: str = "") -> Rule:
             allowed = f"a finite number > 0{_or_none(optional)}"
             raise ArgumentValueError(
                 f"{name} must be {allowed}{why}, got {value}", argument=name, allowed=allowed, value=value
+            )
+        if float(value) >= below:
+            allowed = f"a number > 0 and below {below:.4g}{_or_none(optional)}"
+            raise ArgumentValueError(
+                f"{name} must be {allowed} (the scores square it, and its square must be a finite float), got {value}",
+                argument=name,
+                allowed=allowed,
+                value=value,
             )
 
     return check
@@ -117,6 +140,7 @@ def text(*, optional: bool = False) -> Rule:
             raise ArgumentValueError(
                 f"{name} must not be blank", argument=name, allowed="a non-blank string", value=value
             )
+        check_text(value, name)
 
     return check
 
@@ -140,6 +164,24 @@ def path(*, optional: bool = False) -> Rule:
             )
 
     return check
+
+
+def file_argument(name: str, value: object) -> None:
+    """A file: a non-blank path (str or os.PathLike) or an open file object (with ``read``); never an integer,
+    which Python's ``open`` would take as a file descriptor (and close)."""
+    if isinstance(value, (str, os.PathLike)):
+        if not str(os.fspath(value)).strip():
+            raise ArgumentValueError(
+                f"{name} must not be blank", argument=name, allowed="a non-blank path", value=value
+            )
+        return
+    if not callable(getattr(value, "read", None)):
+        raise ArgumentTypeError(
+            f"{name} must be a path (str or os.PathLike) or an open file, got {_shown(value)}",
+            argument=name,
+            expected="str | os.PathLike | a file object",
+            value=value,
+        )
 
 
 def model_dtype(name: str, value: object) -> None:
@@ -233,28 +275,10 @@ def function(name: str, value: object) -> None:
 
 
 def texts(name: str, value: object) -> None:
-    """None, or a non-empty sequence of strings (a list, a tuple; not one string)."""
-    if value is None:
-        return
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise ArgumentTypeError(
-            f"{name} must be a sequence of strings (e.g. a list of texts) or None, got {_shown(value)}",
-            argument=name,
-            expected="Sequence[str] | None",
-            value=value,
-        )
-    if len(value) == 0:
-        raise ArgumentValueError(
-            f"{name} is empty: pass at least one text (or leave it out)",
-            argument=name,
-            allowed="a non-empty sequence of strings, or None",
-            value=value,
-        )
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise ArgumentTypeError(
-                f"{name}[{i}] must be a string, got {_shown(item)}", argument=name, expected="str", value=item
-            )
+    """None, or texts as every door takes them (`bertscore_tm.settings.texts`: one string is one text), at least
+    one."""
+    if value is not None:
+        check_texts(value, name, empty=False)
 
 
 def token_mask(name: str, value: object) -> None:

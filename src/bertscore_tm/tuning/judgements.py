@@ -17,33 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bertscore_tm.errors import BERTScoreError, InputFileError, warn_user
+from bertscore_tm.errors import JudgementFileError, JudgementsError, warn_user
 
 #: Fewest judgements tuning accepts (a correlation needs 3 points).
 MIN_ROWS = 3
-
-
-#: What fixes a `JudgementFileError`, in Python's terms (the command line says it in its own).
-REMEDIES = {
-    "skip_bad": "pass skip_bad=True to leave bad lines out",
-    "columns": "name the right ones with the column arguments",
-    "context_column": "name the right one with context=",
-}
-
-
-class JudgementFileError(InputFileError):
-    """A judgement file that cannot be used: missing columns, a bad line (`line`, 1 = the header), too few rows.
-    `problem` is what is wrong and `remedy` the key in `REMEDIES` of what fixes it (None: nothing to pass), so
-    that the command line can say it with its own flags."""
-
-    def __init__(self, problem: str, *, path: str, line: int | None = None, remedy: str | None = None) -> None:
-        super().__init__(problem + (f" ({REMEDIES[remedy]})" if remedy else ""), path=path, what="judgements")
-        self.problem, self.line, self.remedy = problem, line, remedy
-
-
-class JudgementsError(BERTScoreError, ValueError):
-    """Judgements that cannot be correlated as they are: human scores constant within a group, or no group
-    of `MIN_ROWS` segments."""
 
 
 @dataclass(frozen=True)

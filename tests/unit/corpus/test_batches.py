@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from bertscore_tm import PACKAGED_MINILM, BatchScorer, BERTScore, ColumnDataError, corpus_idf
-from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
 
 pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")
@@ -188,11 +188,16 @@ def test_a_nan_cell_of_a_dataframe_and_an_empty_batch(scorer):
         scorer(["a", "b"])
 
 
-def test_corpus_idf_refuses_an_empty_corpus_and_a_string():
+def test_corpus_idf_refuses_an_empty_corpus_and_takes_a_string_as_one_text():
     with pytest.raises(ArgumentValueError, match="empty"):
         corpus_idf([], PACKAGED_MINILM)
-    with pytest.raises(ArgumentValueError, match="not one string"):
-        corpus_idf("a text", PACKAGED_MINILM)
+    assert corpus_idf("A cat sat.", PACKAGED_MINILM) == corpus_idf(["A cat sat."], PACKAGED_MINILM)
+    for bad in (None, b"A cat sat.", 3):
+        with pytest.raises(ArgumentTypeError, match="references") as err:
+            corpus_idf(bad, PACKAGED_MINILM)
+        assert err.value.argument == "references"
+    with pytest.raises(ArgumentValueError, match="does not use beta"):
+        corpus_idf(["A cat sat."], PACKAGED_MINILM, beta=2.0)
 
 
 def test_importing_the_package_imports_no_data_engine():

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from bertscore_tm import BaselineNotFoundError, BERTScore, ModelNotFoundError, bert_score, score
+from bertscore_tm.errors import ArgumentTypeError
 from tests.conftest import MINILM
 
 
@@ -220,7 +221,7 @@ def test_score_and_the_metric_accept_and_refuse_the_same_inputs(fresh, kind):
     if kind in ("list", "tuple", "one string"):
         assert by_score[0] == "scored"
     else:
-        assert by_score[0] is TypeError
+        assert by_score[0] is ArgumentTypeError  # the package's own, a TypeError
 
 
 def test_a_mapping_is_not_a_sequence_of_texts(fresh):

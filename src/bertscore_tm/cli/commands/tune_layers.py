@@ -22,7 +22,7 @@ from bertscore_tm.cli import devices, metrics, options, outputs
 from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.cli.intervals import p_text, percent
 
-#: How the command line says what fixes a judgement file (`bertscore_tm.tuning.judgements.REMEDIES` says it in Python).
+#: How the command line says what fixes a judgement file (`bertscore_tm.errors.JUDGEMENT_REMEDIES` says it in Python).
 REMEDIES = {
     "skip_bad": "--skip-bad leaves bad lines out",
     "columns": "name the right ones with --candidate-column, --reference-column, --human-column, --group-by "

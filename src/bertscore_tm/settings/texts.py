@@ -1,0 +1,144 @@
+"""The one rule for texts: what every door takes as a text, as texts, and as pairs of texts, checked before any
+model loads so that nothing reaches the tokenizer that it would refuse from deep inside.
+
+A text is a `str` that UTF-8 can hold (no lone surrogate). Where texts are expected, a bare string is one text,
+at every door; a list or a tuple holds texts; anything else (None, bytes, a mapping, a set, a generator, a
+number) is refused naming the argument, since iterating it would silently give something else than texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+
+
+def check_text(value: object, name: str) -> str:
+    """`value` if it is a text; an error naming `name` (a position such as ``preds[3]``) otherwise.
+
+    >>> check_text("a\\ud800b", "context[0]")
+    Traceback (most recent call last):
+    ...
+    bertscore_tm.errors.ArgumentValueError: context[0] cannot be encoded as UTF-8: ... at character 1: ...
+    """
+    if not isinstance(value, str):
+        hint = ": decode bytes to str first" if isinstance(value, (bytes, bytearray)) else ""
+        raise ArgumentTypeError(
+            f"{name} must be a string, got {type(value).__name__}{hint}: {value!r:.60}",
+            argument=_argument(name),
+            expected="str",
+            value=value,
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ArgumentValueError(
+            f"{name} cannot be encoded as UTF-8: {err.reason} ({value[err.start]!a}, a lone surrogate) at "
+            f"character {err.start}: {value!a:.60}. Decode the text with errors='replace' or fix its source.",
+            argument=_argument(name),
+            allowed="text that UTF-8 can hold",
+            value=value,
+        ) from None
+    return value
+
+
+def sequence_of(value: object, name: str, expected: str) -> Sequence[object]:
+    """`value` if it is a sequence of would-be texts (a list, a tuple ...; not a string, bytes or a mapping); an
+    error naming `name` and saying what to pass otherwise."""
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
+        return value
+    kind = type(value).__name__
+    if isinstance(value, Mapping):
+        hint = ": a mapping is not a sequence of texts (pass list(d.values()) or list(d) explicitly)"
+    elif isinstance(value, (bytes, bytearray)):
+        hint = ": decode bytes to str first (e.g. value.decode('utf-8'))"
+    else:
+        hint = " (pass a list, e.g. list(...) or array.tolist())"
+    raise ArgumentTypeError(
+        f"{name} must be {expected}, got {kind}{hint}", argument=name, expected=expected, value=value
+    )
+
+
+def check_texts(value: object, name: str, *, what: str = "text", empty: bool = True) -> list[str]:
+    """`value` as a list of texts: one string is one text, a sequence holds texts; `empty` False refuses none.
+
+    >>> check_texts("One text.", "refs"), check_texts(("a", "b"), "refs")
+    (['One text.'], ['a', 'b'])
+    >>> check_texts(None, "refs")
+    Traceback (most recent call last):
+    ...
+    bertscore_tm.errors.ArgumentTypeError: refs must be a string or a sequence of strings, got NoneType ...
+    """
+    items = [value] if isinstance(value, str) else sequence_of(value, name, "a string or a sequence of strings")
+    if not empty and len(items) == 0:
+        raise ArgumentValueError(
+            f"{name} is empty: pass at least one {what}", argument=name, allowed=f"at least one {what}", value=value
+        )
+    return [check_text(item, f"{name}[{i}]") for i, item in enumerate(items)]
+
+
+def check_pairs(preds: object, target: object) -> tuple[list[str], list[list[str]]]:
+    """Candidates as a list of texts and references as one list of texts per candidate, the one check of pairs:
+    each target entry a text or a non-empty sequence of texts; as many targets as predictions.
+
+    >>> check_pairs(["A cat."], [["A cat sat.", "A kitten."]])
+    (['A cat.'], [['A cat sat.', 'A kitten.']])
+    >>> check_pairs("A cat.", ["A cat sat.", "A kitten."])
+    Traceback (most recent call last):
+    ...
+    bertscore_tm.errors.ArgumentValueError: preds and target must have the same length: got 1 predictions and 2 targets
+    """
+    cands = check_texts(preds, "preds")
+    refs = [target] if isinstance(target, str) else sequence_of(target, "target", _TARGET)
+    if len(cands) != len(refs):
+        raise ArgumentValueError(
+            f"preds and target must have the same length: got {len(cands)} predictions and {len(refs)} targets",
+            argument="target",
+            allowed=f"{len(cands)} targets, one per prediction",
+            value=len(refs),
+            others=("preds",),
+        )
+    groups: list[list[str]] = []
+    for i, ref in enumerate(refs):
+        if isinstance(ref, str):
+            groups.append([check_text(ref, f"target[{i}]")])
+            continue
+        group = sequence_of(ref, f"target[{i}]", "a string or a sequence of strings")
+        if len(group) == 0:
+            raise ArgumentValueError(
+                f"target[{i}] is an empty list: every candidate needs at least one reference",
+                argument="target",
+                allowed="a non-empty list of references",
+                value=group,
+            )
+        groups.append([check_text(r, f"target[{i}][{j}]") for j, r in enumerate(group)])
+    return cands, groups
+
+
+def check_contexts(value: object, count: int, name: str = "context") -> list[str] | None:
+    """`value` as one text per pair (a string alone for one pair), or None.
+
+    >>> check_contexts(["a", "b"], 1)
+    Traceback (most recent call last):
+    ...
+    bertscore_tm.errors.ArgumentValueError: context must hold one text per pair: got 2 for 1 pair(s)
+    """
+    if value is None:
+        return None
+    contexts = check_texts(value, name)
+    if len(contexts) != count:
+        raise ArgumentValueError(
+            f"{name} must hold one text per pair: got {len(contexts)} for {count} pair(s)",
+            argument=name,
+            allowed=f"{count} texts",
+            value=len(contexts),
+        )
+    return contexts
+
+
+_TARGET = "a string, a sequence of strings or a sequence of sequences of strings"
+
+
+def _argument(position: str) -> str:
+    """The argument a position names: ``preds`` of ``preds[3]``."""
+    return position.split("[", 1)[0]
