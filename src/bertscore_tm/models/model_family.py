@@ -43,11 +43,12 @@ def vocabulary_rows(config: Any) -> int:
     return int(getattr(config, "vocab_size", 0) or 0)
 
 
-def model_config(path: Path | str) -> Any:
-    """The model's config alone (no weights), read from its folder."""
+def model_config(path: Path | str, *, trust_remote_code: bool = False) -> Any:
+    """The model's config alone (no weights), read from its folder (by the model's own code, with
+    `trust_remote_code`)."""
     from transformers import AutoConfig
 
-    return AutoConfig.from_pretrained(str(path), local_files_only=True)
+    return AutoConfig.from_pretrained(str(path), local_files_only=True, trust_remote_code=trust_remote_code)
 
 
 #: Norms applied after the last block, by model type. For these models hidden_states[k] is block k's output

@@ -97,7 +97,8 @@ class TextEncoder:
 
     `source` is the model's directory, or a tokenizer object the user passed: that one is used as it is (never
     reloaded or reconfigured); a byte-level BPE tokenizer not made with `add_prefix_space=True` then gets the
-    space put in front of each (stripped, non-blank) text instead, which gives the same ids.
+    space put in front of each (stripped, non-blank) text instead, which gives the same ids. `trust_remote_code`
+    lets a tokenizer of the model's own code (in its directory) load.
     """
 
     def __init__(
@@ -107,14 +108,20 @@ class TextEncoder:
         model_window: int | None = None,
         truncate: bool = True,
         heads_per_window: bool = True,
+        *,
+        trust_remote_code: bool = False,
     ) -> None:
         from transformers import AutoTokenizer
 
         if isinstance(source, (str, os.PathLike)):
-            tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
+            tokenizer = AutoTokenizer.from_pretrained(
+                str(source), local_files_only=True, trust_remote_code=trust_remote_code
+            )
             check_tokenizer_files(tokenizer, Path(source))
             if uses_prefix_space(tokenizer):
-                tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True, add_prefix_space=True)
+                tokenizer = AutoTokenizer.from_pretrained(
+                    str(source), local_files_only=True, add_prefix_space=True, trust_remote_code=trust_remote_code
+                )
             self.prefix_space = False
         else:
             tokenizer = source

@@ -613,10 +613,10 @@ def test_argument_mistakes_are_refused_before_any_model_is_set_up(nothing_loaded
             r"forward_fn must be a function",
         ),
         (
-            {"model_name_or_path": minilm_path, "idf": True, "idf_texts": "one string"},
+            {"model_name_or_path": minilm_path, "idf": True, "idf_texts": b"bytes, not a text"},
             ArgumentTypeError,
             "idf_texts",
-            r"idf_texts must be a sequence of strings",
+            r"idf_texts must be a string or a sequence of strings, got bytes",
         ),
         (
             {"model_name_or_path": minilm_path, "idf": True, "idf_texts": ["a", 3]},
