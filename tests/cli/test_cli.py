@@ -138,7 +138,9 @@ def assert_close(printed: list[float] | list[list[float]], expected: torch.Tenso
 
 def api(cands: list[str], refs: list, **kwargs) -> tuple[torch.Tensor, torch.Tensor, str]:
     """The API's per-pair [N, 3] scores, their means [3] and the hash code."""
-    (p, r, f), code = score(cands, refs, model_type=MINILM, lang="en", return_hash=True, **kwargs)
+    (p, r, f), code = score(
+        cands, refs, model_type=MINILM, lang="en", return_hash=True, use_fast_tokenizer=True, **kwargs
+    )
     per = torch.stack((p, r, f), dim=1).to(torch.float64)
     return per, per.mean(dim=0), code
 
@@ -342,7 +344,13 @@ def test_score_rescaled_with_shipped_baseline(capsys, files: dict[str, str], wmt
     assert rc == 0
     code, means, _ = parse_text(out)
     (p, r, f), expected_code = score(
-        wmt["hyps"], wmt["refs"], model_type=MINILM, lang="en", rescale_with_baseline=True, return_hash=True
+        wmt["hyps"],
+        wmt["refs"],
+        model_type=MINILM,
+        lang="en",
+        rescale_with_baseline=True,
+        return_hash=True,
+        use_fast_tokenizer=True,
     )
     assert code == expected_code
     assert_close(means, torch.stack((p, r, f), dim=1).double().mean(dim=0))

@@ -128,8 +128,9 @@ def test_compare_json_equals_score_per_system_and_the_significance_functions(cap
     )
     assert rc == 0, err
     doc = json.loads(out)
-    assert list(doc) == ["hash", "method", "bootstrap", "seed", "confidence", "systems"]
-    (_, code) = score(wmt["hyps"], wmt["refs"], model_type=MINILM, idf=idf, return_hash=True)
+    assert list(doc) == ["hash", "model_commit", "method", "bootstrap", "seed", "confidence", "systems"]
+    assert doc["model_commit"] is None  # the packaged MiniLM records no Hub commit
+    (_, code) = score(wmt["hyps"], wmt["refs"], model_type=MINILM, idf=idf, return_hash=True, use_fast_tokenizer=True)
     settings = (doc["hash"], doc["method"], doc["bootstrap"], doc["seed"], doc["confidence"])
     assert settings == (code, "bootstrap", 1000, 0, 0.95)
     assert [s["name"] for s in doc["systems"]] == names

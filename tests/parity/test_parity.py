@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from bertscore_tm import BERTScore, score
@@ -86,7 +87,19 @@ def test_rescaled_with_a_custom_baseline_file(wmt, reference_score, tmp_path):
             all_layers=all_layers,
         )
         assert_close(ours, theirs)
-        assert code.endswith("-custom-rescaled_fast-tokenizer")
+        assert code.endswith("-custom-rescaled")  # bert-score's default use_fast_tokenizer=False: its code
+
+
+@pytest.mark.parametrize("fast", [None, False, True])
+def test_the_hash_code_of_a_score_call_is_bert_scores_for_the_same_call(wmt, reference_score, minilm_path, fast):
+    """score() takes bert-score's arguments in its order and with its defaults, so the same call names the same
+    setting: use_fast_tokenizer=False by default, the code's `_fast-tokenizer` only with True."""
+    cands, refs = wmt["hyps"][:4], wmt["refs"][:4]
+    given = {} if fast is None else {"use_fast_tokenizer": fast}
+    (_, code) = score(cands, refs, minilm_path, 5, False, True, return_hash=True, **given)  # bert-score's order
+    kwargs = {"use_fast_tokenizer": False, **given}
+    _, theirs = reference_score(cands, refs, idf=True, return_hash=True, **kwargs)
+    assert code == theirs
 
 
 def test_unseen_long_pairs_equal_the_reference(wmt, reference_score):

@@ -10,7 +10,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from bertscore_tm.cli.commands import baseline, compare, explain, mbr, pairwise, score, show, tune_layers
+from bertscore_tm.cli.commands import baseline, bert_score, compare, explain, mbr, pairwise, score, show, tune_layers
 from bertscore_tm.cli.errors import (
     INTERRUPTED,
     LOST_PROCESS,
@@ -38,8 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="BERTScore from the command line: exact scores (equal to bert-score 0.3.13), similarity "
-        "plots and rescale baselines. Models are never downloaded: use a local directory, a model in the "
-        f"Hugging Face cache, or the packaged {PACKAGED_MINILM}.",
+        "plots and rescale baselines. Models come from a local directory, the Hugging Face cache or the Hub "
+        f"({PACKAGED_MINILM} is packaged). Without a command, the arguments are "
+        "bert-score's own (bertscore-tm -r refs.txt -c hyps.txt).",
     )
     from bertscore_tm import __version__
 
@@ -51,16 +52,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0; 2 for a user error; 130 interrupted, 143 terminated)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run the command line; returns the exit code (0; 2 for a user error; 130 interrupted, 143 terminated).
+    Without a command, the arguments are bert-score's (`commands.bert_score`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_bert_score = bool(argv) and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")
+    args = None if as_bert_score else build_parser().parse_args(argv)
     previous = warnings.showwarning
     warnings.showwarning = show_warning
     out = StandardOutput(sys.stdout)
     try:
         with terminable():
-            check_files(args)  # every command's outputs against its inputs, in one place
-            code = int(args.run(args, out))
+            if args is None:
+                code = bert_score.main(argv, out)
+            else:
+                check_files(args)  # every command's outputs against its inputs, in one place
+                code = int(args.run(args, out))
             out.flush()  # a full disk shows here, not when Python exits
         return code
     except Terminated:

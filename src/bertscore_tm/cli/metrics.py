@@ -29,7 +29,8 @@ def make_metric(**kwargs: Any) -> Any:
     except Exception as err:
         if not isinstance(err, model_files.weights_read_errors()):
             raise
-        folder = model_folder(str(kwargs["model_name_or_path"]))
+        source = {k: kwargs[k] for k in ("revision", "local_files_only", "trust_remote_code") if k in kwargs}
+        folder = model_folder(str(kwargs["model_name_or_path"]), **source)
         files = ", ".join(str(f) for f in model_files.weights_files(folder))
         raise UsageError(
             f"cannot read the weights of the model in {folder} ({files}): {one_line(err)}; the files are damaged: "
@@ -43,7 +44,8 @@ def rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
     process's own GPU)."""
     options.check_run_options(args)
     long_texts = options.long_texts(args)
-    name = model_name(args)
+    source = options.model_source(args)
+    name = model_name(args, **source)
     check_layer(args, name)
     check_baseline(args, name)
     device = devices.process_device(args.device)
@@ -55,6 +57,7 @@ def rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
         baseline_path=args.baseline_path,
         device=device,
         compile_model=getattr(args, "compile", False),
+        **source,
         **long_texts,
         **extra,
     )
@@ -76,21 +79,23 @@ def scoring_metric(args: argparse.Namespace) -> Any:
     )
 
 
-def model_name(args: argparse.Namespace) -> str:
-    """The model asked for (or the language's default), checked to be on this machine, with weights files
-    that are whole, before anything loads."""
+def model_name(args: argparse.Namespace, **source: Any) -> str:
+    """The model asked for (or the language's default), found (downloaded where it must be and may be), with
+    weights files that are whole, before anything loads."""
     from bertscore_tm.models.registry import default_model
 
     name = args.model if args.model is not None else default_model(args.lang)
-    model_files.check_weights(model_folder(name))  # ModelNotFoundError first, before any other complaint
+    model_files.check_weights(model_folder(name, **source))  # ModelNotFoundError first, before any other complaint
     return str(name)
 
 
-def model_folder(name: str) -> Path:
-    """The model's folder on this machine; ModelNotFoundError (from bertscore_tm.errors) otherwise."""
-    from bertscore_tm.models.loading import resolve_model_path
+def model_folder(name: str, **source: Any) -> Path:
+    """The model's folder on this machine (downloaded into the cache where it must be and may be);
+    ModelNotFoundError (from bertscore_tm.errors) otherwise. `source`: revision, local_files_only,
+    trust_remote_code."""
+    from bertscore_tm.models.loading import locate_model
 
-    return resolve_model_path(name)
+    return locate_model(name, **source).path
 
 
 def check_baseline(args: argparse.Namespace, model_name: str) -> None:

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.models.registry import PACKAGED_MINILM
-from bertscore_tm.settings.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES, SHARD_SIZE, default
+from bertscore_tm.settings.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES, SETTINGS, SHARD_SIZE, default
 
 #: Resamples (and shuffles) drawn without --bootstrap.
 DEFAULT_RESAMPLES = 1000
@@ -94,6 +94,23 @@ def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
         default=default("lang"),
         help=f"language code: picks the default model and the packaged baseline (default: {default('lang')})",
     )
+    p.add_argument("--revision", default=None, metavar="REV", help=_help("revision"))
+    p.add_argument("--offline", action="store_true", help=_help("local_files_only"))
+    p.add_argument("--trust-remote-code", action="store_true", help=_help("trust_remote_code"))
+
+
+def _help(setting: str) -> str:
+    """A setting's help text from the table, in the command line's words (no Markdown backquotes)."""
+    return SETTINGS[setting].help.replace("`", "")
+
+
+def model_source(args: argparse.Namespace) -> dict[str, Any]:
+    """Where the model comes from: --revision, --offline, --trust-remote-code as the library's settings."""
+    return {
+        "revision": args.revision,
+        "local_files_only": args.offline,
+        "trust_remote_code": args.trust_remote_code,
+    }
 
 
 def add_rescale_options(p: argparse.ArgumentParser) -> None:

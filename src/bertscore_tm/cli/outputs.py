@@ -303,10 +303,12 @@ def json_number(x: float) -> float | None:
 
 
 def setting(metric: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """The setting a JSON output starts with: the hash code, the model, its layer, idf and rescaling."""
+    """The setting a JSON output starts with: the hash code, the model (and its Hub commit), its layer, idf and
+    rescaling."""
     return {
         "hash": metric.hash_code,
         "model": metric.model_name,
+        "model_commit": metric.model_commit,
         "num_layers": metric.num_layers,
         "idf": args.idf,
         "rescaled": args.rescale_with_baseline,

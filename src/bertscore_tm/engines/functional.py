@@ -52,8 +52,8 @@ def bert_score(
     return format_scores(per, out.output, scores.hash_code if out.return_hash else None)
 
 
-#: `score()`'s argument names that the Metric spells otherwise.
-_METRIC_NAMES = {"model_type": "model_name_or_path"}
+#: `score()`'s argument names that the Metric spells otherwise (bert-score's spellings).
+_METRIC_NAMES = {"model_type": "model_name_or_path", "nthreads": "num_threads"}
 
 
 def score(
@@ -61,17 +61,19 @@ def score(
     refs: Sequence[str] | Sequence[Sequence[str]],
     model_type: str | None = None,
     num_layers: int | None = None,
-    idf: bool = False,
+    verbose: bool = False,
+    idf: bool | Mapping[int, float] = False,
+    device: torch.device | str | None = None,
+    batch_size: int | None = 64,
+    nthreads: int | None = None,
+    all_layers: bool = False,
     lang: str | None = None,
+    return_hash: bool = False,
     rescale_with_baseline: bool = False,
     baseline_path: str | os.PathLike[str] | None = None,
-    all_layers: bool = False,
-    batch_size: int | None = 64,
-    return_hash: bool = False,
-    device: torch.device | str | None = None,
-    verbose: bool = False,
-    model_dtype: torch.dtype = torch.float32,
+    use_fast_tokenizer: bool = False,
     *,
+    model_dtype: torch.dtype = torch.float32,
     model: torch.nn.Module | None = None,
     tokenizer: Any = None,
     forward_fn: ForwardFn | None = None,
@@ -85,23 +87,39 @@ def score(
     candidate_prompt: str | None = None,
     reference_prompt: str | None = None,
     context: Sequence[str] | None = None,
+    revision: str | None = None,
+    local_files_only: bool = False,
+    trust_remote_code: bool = False,
 ) -> tuple[Tensor, ...] | tuple[tuple[Tensor, ...], str]:
     """BERTScore of candidates against references, as `bert_score.score` returns it: ``(P, R, F)``, each
     ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`; with
     `beta` F-beta comes fourth, ``(P, R, F, F_beta)``, as CodeBERTScore's ``score`` returns F3.
-    `refs` may hold one string per candidate or a list of references per candidate (the best is taken).
-    The keyword-only arguments are :class:`BERTScore`'s (a model object in place of `model_type`; IDF from a
-    corpus or from weights; windows for long texts; `torch.compile`; F-beta; token masks, ``ignore="punctuation"``
-    being CodeBERTScore's ``no_punc``; prompts; `context`, one text per pair), checked before the model loads.
+
+    The arguments up to `use_fast_tokenizer` are bert-score's, in its order and with its defaults (`idf` may be
+    its dict of weights; `nthreads` sets torch's CPU threads for the call); the keyword-only ones are
+    :class:`BERTScore`'s. `refs` holds one string per candidate or a list of references per candidate (the best
+    counts). Everything is checked before the model loads.
 
     >>> from bertscore_tm import PACKAGED_MINILM
     >>> (P, R, F), code = score(["The cat sat on the mat."], ["A cat was sitting on the mat."],
     ...                         model_type=PACKAGED_MINILM, return_hash=True)
     >>> [round(float(x), 4) for x in (P[0], R[0], F[0])]
     [0.9316, 0.9053, 0.9183]
+    >>> code.split("_version")[0]  # bert-score's default use_fast_tokenizer=False, its code
+    'sentence-transformers/all-MiniLM-L6-v2_L5_no-idf'
     """
     # every argument but the texts, under the Metric's names (`model_type` is its `model_name_or_path`)
     arguments = {_METRIC_NAMES.get(k, k): v for k, v in locals().items() if k not in ("cands", "refs", "context")}
+    if isinstance(idf, Mapping):  # bert-score's idf_dict: weights given
+        if idf_weights is not None:
+            raise ArgumentValueError(
+                "idf is a dict of weights and idf_weights is given too: pass the weights once",
+                argument="idf",
+                allowed="True, False or a dict of weights (without idf_weights)",
+                value=type(idf).__name__,
+                others=("idf_weights",),
+            )
+        arguments.update(idf=True, idf_weights=idf)
     if model_type is None and lang is None and model is None:  # as bert-score: its lang has no default
         message, allowed = "Either lang or model_type must be given", "a model, or lang"
         raise ArgumentValueError(message, argument="model_type", allowed=allowed, value=None, others=("lang",))
@@ -126,5 +144,6 @@ def score_pairs(
     """Each candidate against its references (a list per candidate), with IDF (if counted) over these
     references and each pair's `context`: the paired engine from texts to per-pair scores, as the Metric's
     compute() runs it."""
-    scores = score_texts(scorer, cands, groups, device, verbose, context=context)
+    with scorer.threads():
+        scores = score_texts(scorer, cands, groups, device, verbose, context=context)
     return scores_of(scores, scorer.all_layers, scorer.code_with(context))

@@ -128,6 +128,11 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
         ignore: IgnoreRule | None = None,
         candidate_prompt: str | None = None,
         reference_prompt: str | None = None,
+        revision: str | None = None,
+        local_files_only: bool = False,
+        trust_remote_code: bool = False,
+        use_fast_tokenizer: bool = True,
+        num_threads: int | None = None,
         **kwargs: Any,
     ) -> None:
         arguments = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
@@ -322,7 +327,8 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
             return self._compute_scores()
 
     def _compute_scores(self) -> Scores:
-        with own_precision(self.device):  # the setting's precision, whatever autocast the caller runs under
+        # the setting's precision (whatever autocast the caller runs under) and CPU threads
+        with own_precision(self.device), self.scorer.threads():
             collective, self._collective = self._collective, False
             group = self._collective_group if collective else None  # None: the default group, or no exchange
             if collective:  # the first exchange, of one fixed size whatever the setting: mismatched ranks never hang

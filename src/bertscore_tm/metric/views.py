@@ -52,6 +52,12 @@ class SettingViews:
         return self.signature.format()
 
     @property
+    def model_commit(self) -> str | None:
+        """The Hugging Face Hub commit the model's files are of, to report beside the scores (None for a local
+        folder, the packaged MiniLM or a model object of your own)."""
+        return self.scorer.model_commit
+
+    @property
     def embedder(self) -> Embedder:
         """The frozen embedding model and its batching (outside the module tree)."""
         return self.scorer.embedder

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from bertscore_tm.errors import ArgumentValueError
-from bertscore_tm.models.loading import embedding_rows, load_encoder, resolve_model_path
+from bertscore_tm.models.loading import embedding_rows, load_encoder, locate_model
 from bertscore_tm.models.masks import describe, ignored_table
 from bertscore_tm.models.model_family import model_config, position_limit, vocabulary_rows
 from bertscore_tm.models.prompts import check_prompt
@@ -62,12 +62,15 @@ class LoadedModel:
     ignored: Tensor | None = None
     #: The hash code's name for the mask (None without one).
     ignore_label: str | None = None
+    #: The Hub commit the model's files are of (None: a local folder, the packaged MiniLM or the user's object).
+    commit: str | None = None
 
 
-def load_model(model: ModelSettings, text: TextSettings) -> LoadedModel:
+def load_model(model: ModelSettings, text: TextSettings, progress: bool = False) -> LoadedModel:
     """The model the settings name (a name, a folder, or the user's object), loaded, cut and checked, with the
-    token rules its tokenizer gives: the prompts checked against its window, the ignored tokens' table."""
-    loaded = _load_named(model, text) if model.model is None else _wrap_object(model, text)
+    token rules its tokenizer gives: the prompts checked against its window, the ignored tokens' table.
+    `progress`: download bars for a Hub model not in the cache."""
+    loaded = _load_named(model, text, progress) if model.model is None else _wrap_object(model, text)
     return dataclasses.replace(loaded, ignored=_ignored(loaded, text), ignore_label=describe(text.ignore))
 
 
@@ -80,21 +83,30 @@ def _ignored(loaded: LoadedModel, r: TextSettings) -> Tensor | None:
     return torch.zeros(loaded.vocab_size, dtype=torch.bool)
 
 
-def _load_named(r: ModelSettings, text: TextSettings) -> LoadedModel:
-    """A model from this machine (one not here is the first thing said, before anything loads)."""
+def _load_named(r: ModelSettings, text: TextSettings, progress: bool) -> LoadedModel:
+    """A model from a folder, the cache or the Hub (one not found is the first thing said, before anything
+    loads)."""
     name = str(r.model_name_or_path if r.model_name_or_path is not None else default_model(str(r.lang)))
-    path = resolve_model_path(name)
+    remote = r.trust_remote_code
+    where = locate_model(
+        name, revision=r.revision, local_files_only=r.local_files_only, trust_remote_code=remote, progress=progress
+    )
+    path = where.path
     num_layers = r.num_layers
     if num_layers is None and (not r.all_layers or is_known_model(name)):
         num_layers = default_num_layers(name)
-    config = model_config(path)
-    text_encoder, windows = _text_encoder(path, config, text)  # the window is checked before the weights load
+    config = model_config(path, trust_remote_code=remote)
+    # the window is checked before the weights load
+    text_encoder, windows = _text_encoder(path, config, text, r)
     # with all_layers an untabled model needs no layer: its hash code then names the full depth
-    encoder, depth = load_encoder(path, 0 if num_layers is None else int(num_layers), r.all_layers)
+    layers = 0 if num_layers is None else int(num_layers)
+    encoder, depth = load_encoder(path, layers, r.all_layers, trust_remote_code=remote)
     check_vocabulary(text_encoder.tokenizer, embedding_rows(encoder), path)
     vocab_size = max(text_encoder.vocab_size, vocabulary_rows(config))
     label = window_label(text.long_texts, windows)
-    return LoadedModel(name, encoder, text_encoder, windows, num_layers, depth, vocab_size, None, False, label)
+    return LoadedModel(
+        name, encoder, text_encoder, windows, num_layers, depth, vocab_size, None, False, label, commit=where.commit
+    )
 
 
 def _wrap_object(r: ModelSettings, text: TextSettings) -> LoadedModel:
@@ -106,7 +118,7 @@ def _wrap_object(r: ModelSettings, text: TextSettings) -> LoadedModel:
         num_layers = _object_default_layer(r.model, known)
     runner, depth = prepare_user_model(r.model, r.tokenizer, num_layers, r.all_layers, r.forward_fn)
     config = getattr(runner.view, "config", None)
-    text_encoder, windows = _text_encoder(r.tokenizer, config, text)
+    text_encoder, windows = _text_encoder(r.tokenizer, config, text, r)
     vocab_size = max(text_encoder.vocab_size, vocabulary_rows(config))
     name, label = hash_model_name(r.model, r.forward_fn), window_label(text.long_texts, windows)
     return LoadedModel(
@@ -114,11 +126,19 @@ def _wrap_object(r: ModelSettings, text: TextSettings) -> LoadedModel:
     )
 
 
-def _text_encoder(tokenizer: Any, config: Any, r: TextSettings) -> tuple[TextEncoder, WindowRule | None]:
+def _text_encoder(
+    tokenizer: Any, config: Any, r: TextSettings, model: ModelSettings
+) -> tuple[TextEncoder, WindowRule | None]:
     """The text encoder (a tokenizer object, or a model folder to load one from) and the window rule, with the
     prompts checked to leave a text room in that window (before any weights load)."""
     text_encoder = TextEncoder(
-        tokenizer, r.max_length, position_limit(config), r.long_texts == "truncate", r.long_texts == "window"
+        tokenizer,
+        r.max_length,
+        position_limit(config),
+        r.long_texts == "truncate",
+        r.long_texts == "window",
+        trust_remote_code=model.trust_remote_code,
+        use_fast=model.use_fast_tokenizer,
     )
     windows = window_rule(r.long_texts, r.window_stride, text_encoder)
     for prompt, name in ((r.candidate_prompt, "candidate_prompt"), (r.reference_prompt, "reference_prompt")):

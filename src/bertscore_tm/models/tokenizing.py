@@ -110,18 +110,16 @@ class TextEncoder:
         heads_per_window: bool = True,
         *,
         trust_remote_code: bool = False,
+        use_fast: bool = True,
     ) -> None:
         from transformers import AutoTokenizer
 
         if isinstance(source, (str, os.PathLike)):
-            tokenizer = AutoTokenizer.from_pretrained(
-                str(source), local_files_only=True, trust_remote_code=trust_remote_code
-            )
+            options = {"local_files_only": True, "trust_remote_code": trust_remote_code, "use_fast": use_fast}
+            tokenizer = AutoTokenizer.from_pretrained(str(source), **options)
             check_tokenizer_files(tokenizer, Path(source))
             if uses_prefix_space(tokenizer):
-                tokenizer = AutoTokenizer.from_pretrained(
-                    str(source), local_files_only=True, add_prefix_space=True, trust_remote_code=trust_remote_code
-                )
+                tokenizer = AutoTokenizer.from_pretrained(str(source), add_prefix_space=True, **options)
             self.prefix_space = False
         else:
             tokenizer = source

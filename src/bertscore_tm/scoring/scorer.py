@@ -10,9 +10,10 @@ delegates here; the functional API, all pairs (`pairwise.py`), MBR (`mbr.py`) an
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import torch
@@ -56,7 +57,9 @@ class Scorer:
         #: F-beta's beta (a fourth score), or None
         self.beta: float | None = None if scoring.beta is None else float(scoring.beta)
         # one pass down: the settings (checked), the model (`models.load_model`), the embedder, then this core
-        loaded = load_model(model, text)
+        loaded = load_model(model, text, progress=config.runtime.verbose)
+        #: The Hub commit of the model's files (None: a local folder, the packaged MiniLM, the user's object).
+        self.model_commit = loaded.commit
         self.model_name = loaded.name
         #: Whether the model is the user's object (then it runs where it is and is never moved by scoring).
         self.user_supplied = loaded.user_supplied
@@ -139,7 +142,7 @@ class Scorer:
             c.scoring.idf,
             rescaled=c.scoring.rescale_with_baseline,
             custom_baseline=c.scoring.baseline_path is not None,
-            fast_tokenizer=self.encoder.is_fast,
+            fast_tokenizer=self.encoder.is_fast and c.model.use_fast_tokenizer,
             all_layers=c.model.all_layers,
             max_length=self.encoder.max_length if self.encoder.truncates_below_window else None,
             model_dtype=None if dtype == torch.float32 else str(dtype).removeprefix("torch."),
@@ -150,6 +153,19 @@ class Scorer:
             candidate_prompt=None if prompts[0] is None else repr(prompts[0]),
             reference_prompt=None if prompts[1] is None else repr(prompts[1]),
         )
+
+    @contextlib.contextmanager
+    def threads(self) -> Iterator[None]:
+        """torch's CPU threads set to the setting's `num_threads` for the work inside (as it was, after)."""
+        wanted = self.config.runtime.num_threads
+        before = torch.get_num_threads()
+        if wanted is not None:
+            torch.set_num_threads(wanted)
+        try:
+            yield
+        finally:
+            if wanted is not None:
+                torch.set_num_threads(before)
 
     # -- the setting ---------------------------------------------------------------------------------------
     @property

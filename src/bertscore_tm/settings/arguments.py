@@ -302,6 +302,43 @@ SETTINGS: dict[str, Setting] = {
         "[Semantics](semantics.md#prompts)",
         flag="--reference-prompt",
     ),
+    "revision": Setting(
+        text(optional=True),
+        None,
+        "the commit, branch or tag of a Hugging Face Hub model to score with (the commit used is "
+        "`metric.model_commit`)",
+        "the Hub's main branch",
+        "[Models](models.md#downloads-offline-use-and-the-cache)",
+        flag="--revision",
+    ),
+    "local_files_only": Setting(
+        boolean,
+        False,
+        "never touch the network: a Hub model must be in the local cache already (as `HF_HUB_OFFLINE=1`)",
+        see="[Models](models.md#downloads-offline-use-and-the-cache)",
+        flag="--offline",
+    ),
+    "trust_remote_code": Setting(
+        boolean,
+        False,
+        "run the code a Hub model ships in its repository (models that are not transformers' own need it)",
+        see="[Models](models.md#downloads-offline-use-and-the-cache)",
+        flag="--trust-remote-code",
+    ),
+    "use_fast_tokenizer": Setting(
+        boolean,
+        True,
+        "load the model's fast (Rust) tokenizer; the hash code ends in `_fast-tokenizer` only then, as "
+        "bert-score's does (under transformers 5 every tokenizer is the fast one, so only the code changes)",
+        see="[Migrating](migrating.md)",
+    ),
+    "num_threads": Setting(
+        integer(1, optional=True),
+        None,
+        "CPU threads torch uses while this metric embeds and matches (bert-score's `nthreads`, torchmetrics' "
+        "`num_threads`: speed only, never the scores)",
+        "torch's own setting",
+    ),
 }
 
 #: One rule per constructor argument of BERTScore (torchmetrics' own keyword arguments are left to it).

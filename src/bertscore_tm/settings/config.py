@@ -32,6 +32,10 @@ class ModelSettings:
     model: torch.nn.Module | None
     tokenizer: Any
     forward_fn: ForwardFn | None
+    revision: str | None
+    local_files_only: bool
+    trust_remote_code: bool
+    use_fast_tokenizer: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +70,7 @@ class RuntimeSettings:
     batch_size: int | None
     embedding_cache_mb: int
     verbose: bool
+    num_threads: int | None
 
 
 @dataclasses.dataclass(frozen=True)

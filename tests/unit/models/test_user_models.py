@@ -554,7 +554,7 @@ def nothing_loaded(monkeypatch):
     def loaded(*args, **kwargs):
         raise AssertionError("a model was set up before the arguments were checked")
 
-    monkeypatch.setattr(bertscore_tm.models.encoder, "resolve_model_path", loaded)
+    monkeypatch.setattr(bertscore_tm.models.encoder, "locate_model", loaded)
     monkeypatch.setattr(bertscore_tm.models.encoder, "prepare_user_model", loaded)
 
 

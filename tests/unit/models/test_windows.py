@@ -407,7 +407,15 @@ def test_all_layers_rescaling_and_functional_twins(small_docs, medium_docs):
     rescaled = bert_score(cands, refs, MINILM, long_texts="window", max_length=64, rescale_with_baseline=True)
     assert not torch.allclose(rescaled["f1"], layers["f1"][LAYER])
     cands, refs = medium_docs
-    (_p, _r, f), code = score(cands, refs, model_type=MINILM, long_texts="window", window_stride=200, return_hash=True)
+    (_p, _r, f), code = score(
+        cands,
+        refs,
+        model_type=MINILM,
+        long_texts="window",
+        window_stride=200,
+        return_hash=True,
+        use_fast_tokenizer=True,
+    )
     assert code.endswith("_fast-tokenizer_long-texts=window-w510-s200")
     torch.testing.assert_close(f, run(cands, refs, window_stride=200)["f1"], rtol=0, atol=1e-6)
     assert (f - run(cands, refs)["f1"]).abs().max() > 1e-5  # the stride matters at this length

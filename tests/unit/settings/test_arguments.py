@@ -53,7 +53,7 @@ def no_model_loading(monkeypatch):
     def loaded(*args, **kwargs):
         raise AssertionError("a model was looked up before the arguments were checked")
 
-    monkeypatch.setattr(bertscore_tm.models.encoder, "resolve_model_path", loaded)
+    monkeypatch.setattr(bertscore_tm.models.encoder, "locate_model", loaded)
 
 
 def _settings(argument, value):

@@ -56,7 +56,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         )
     target = outputs.check_output(args.output, "baseline.tsv")
     long_texts = options.long_texts(args)
-    model_name = metrics.model_name(args)
+    source = options.model_source(args)
+    model_name = metrics.model_name(args, **source)
     device = devices.device(args.device)
 
     from bertscore_tm.tuning.baseline_building import layer_means, sample_pairs, write_baseline
@@ -72,6 +73,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             model_dtype=devices.dtype(args.dtype),
             compile_model=args.compile,
             verbose=options.progress(args) and job.writes_output,
+            **source,
             **long_texts,
         )
         start, stop = job.shard(len(cands))

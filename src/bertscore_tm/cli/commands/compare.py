@@ -100,6 +100,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "json":
         doc = {
             "hash": metric.hash_code,
+            "model_commit": metric.model_commit,
             "method": args.method,
             "bootstrap": settings.num_samples,
             "seed": settings.seed,

@@ -115,7 +115,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     whys = explain_pairs(
         metric.scorer, cands, groups, weights, device=metric.device, threshold=args.threshold, context=context
     )
-    outputs.write_output(target, args.output, [_report(args, whys, lines, target is None and _colour(args))], out)
+    report = _report(args, whys, lines, target is None and _colour(args), metric.model_commit)
+    outputs.write_output(target, args.output, [report], out)
     if html is not None:
         from bertscore_tm.reports.explanation_html import render_html
 
@@ -203,10 +204,12 @@ def _colour(args: argparse.Namespace) -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
-def _report(args: argparse.Namespace, whys: list[Any], lines: list[int | None], colour: bool) -> str:
+def _report(
+    args: argparse.Namespace, whys: list[Any], lines: list[int | None], colour: bool, commit: str | None
+) -> str:
     if args.format == "json":
         pairs = [{"line": line, **why.to_json()} for line, why in zip(lines, whys, strict=True)]
-        doc = {"hash": whys[0].hash_code if whys else None, "pairs": pairs}
+        doc = {"hash": whys[0].hash_code if whys else None, "model_commit": commit, "pairs": pairs}
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     from bertscore_tm.reports.explanation_text import render_text
 

@@ -295,6 +295,7 @@ def _json(
     doc: dict[str, Any] = {
         "hash": code,
         "model": metric.model_name,
+        "model_commit": metric.model_commit,
         "num_layers": metric.num_layers,
         "idf": args.idf,
         "rescaled": args.rescale_with_baseline,

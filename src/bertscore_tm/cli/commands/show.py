@@ -26,10 +26,10 @@ def add_parser(sub: Any) -> None:
     v.add_argument(
         "-f",
         "--file",
-        required=True,
+        default="visualize.png",
         metavar="OUT.png",
-        help="where to write the picture; the format is the extension (png, svg, pdf, jpg, ...; "
-        "none: png, with .png added)",
+        help="where to write the picture (default: visualize.png, as bert-score-show); the format is the "
+        "extension (png, svg, pdf, jpg, ...; none: png, with .png added)",
     )
     options.add_model_options(v)
     v.add_argument(

@@ -228,7 +228,8 @@ def _table_target(args: argparse.Namespace) -> Path | None:
 def _metric(args: argparse.Namespace) -> Any:
     """A metric keeping every layer, from the checked options; --default-layer checked against its depth."""
     long_texts = options.long_texts(args)
-    name = metrics.model_name(args)
+    source = options.model_source(args)
+    name = metrics.model_name(args, **source)
     metric = metrics.make_metric(
         model_name_or_path=name,
         all_layers=True,
@@ -239,6 +240,7 @@ def _metric(args: argparse.Namespace) -> Any:
         device=devices.process_device(args.device),
         compile_model=args.compile,
         verbose=options.progress(args),
+        **source,
         **long_texts,
     )
     if args.default_layer is not None and args.default_layer > metric.model_depth:
