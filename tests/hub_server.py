@@ -226,13 +226,12 @@ def _step(step: dict[str, Any]) -> dict[str, Any]:
         location = locate_model(name, **options)
         return {"path": str(location.path), "commit": location.commit}
     if kind == "score":
-        from bertscore_tm import bert_score
-        from bertscore_tm.models.loading import locate_model
+        from bertscore_tm import BERTScore, bert_score
 
-        if options:  # the functions take no revision yet: score the folder located
-            name = str(locate_model(name, **options).path)
-        f1 = bert_score(step["preds"], step["refs"], name, num_layers=step["num_layers"], output="f1")
-        return {"f1": f1.tolist()}
+        options = {("verbose" if k == "progress" else k): v for k, v in options.items()}
+        f1 = bert_score(step["preds"], step["refs"], name, num_layers=step["num_layers"], output="f1", **options)
+        metric = BERTScore(name, num_layers=step["num_layers"], **options)
+        return {"f1": f1.tolist(), "commit": metric.model_commit}
     if kind == "load":
         import torch
 

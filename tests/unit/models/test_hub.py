@@ -237,6 +237,9 @@ def test_revision_pins_the_weights(rounds):
     assert r["versions scored"]["f1"] == r["v2 folder"]["f1"]
     assert r["versions c1 scored"]["f1"] == r["versions v1 scored"]["f1"] == r["v1 folder"]["f1"]
     assert r["v1 folder"]["f1"] != r["v2 folder"]["f1"]
+    # the metric reports the commit it scored with; a folder records none
+    assert r["versions c1 scored"]["commit"] == r["versions v1 scored"]["commit"] == commits["c1"]
+    assert r["versions scored"]["commit"] == commits["c2"] and r["v1 folder"]["commit"] is None
 
 
 def test_a_repo_or_a_revision_that_does_not_exist_is_one_clear_error(rounds):
