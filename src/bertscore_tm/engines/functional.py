@@ -18,6 +18,7 @@ from bertscore_tm.scoring.results import Scores, format_scores, scores_of
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.settings.arguments import ForwardFn, IgnoreRule, LongTexts
 from bertscore_tm.settings.config import Config
+from bertscore_tm.settings.peers import from_torchmetrics
 from bertscore_tm.settings.texts import check_contexts, check_pairs
 
 
@@ -40,7 +41,8 @@ def bert_score(
     0.9183
     """
     context = kwargs.pop("context", None)
-    config = Config.of({"model_name_or_path": model_name_or_path, **kwargs}, caller="bert_score")
+    arguments = from_torchmetrics({"model_name_or_path": model_name_or_path, **kwargs})  # its spellings too
+    config = Config.of(arguments, caller="bert_score")
     cands, groups = check_pairs(preds, target)
     contexts = check_contexts(context, len(cands))
     scorer = Scorer(config)

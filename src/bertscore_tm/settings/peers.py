@@ -1,0 +1,128 @@
+"""The peers' spellings of our settings: torchmetrics' `BERTScore` and `bert_score` arguments, taken with their
+meaning (docs/migrating.md has the whole table), or refused in one line that says what to pass instead. Every
+door that takes torchmetrics' arguments turns them into ours here, before the settings are checked."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+
+#: torchmetrics' argument names that are not ours, each with what it becomes.
+TORCHMETRICS = ("user_tokenizer", "user_forward_fn", "baseline_url", "truncation")
+
+
+def from_torchmetrics(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` with torchmetrics' spellings turned into ours: ``user_tokenizer`` is ``tokenizer``,
+    ``user_forward_fn(model, batch)`` a ``forward_fn``, ``num_threads=0`` (its DataLoader's "no workers") torch's own
+    threads, ``baseline_url`` a local file (``file://``) or one downloaded where downloads are allowed,
+    ``truncation`` the choice of ``long_texts``."""
+    out = {k: v for k, v in arguments.items() if k not in TORCHMETRICS}
+    given = {k: arguments[k] for k in TORCHMETRICS if k in arguments}
+    if out.get("num_threads") == 0:
+        out["num_threads"] = None
+    tokenizer = given.get("user_tokenizer")
+    if tokenizer is not None:
+        _not_both(out, "user_tokenizer", "tokenizer")
+        out["tokenizer"] = tokenizer
+    forward = given.get("user_forward_fn")
+    if forward is not None:
+        _not_both(out, "user_forward_fn", "forward_fn")
+        if not callable(forward):
+            raise ArgumentTypeError(
+                f"user_forward_fn must be a function (model, batch) -> [B, T, D], got {type(forward).__name__}",
+                argument="user_forward_fn",
+                expected="callable",
+                value=forward,
+            )
+        out["forward_fn"] = _BatchForward(forward)
+    if given.get("baseline_url") is not None:
+        _not_both(out, "baseline_url", "baseline_path")
+        out["baseline_path"] = _baseline_file(given["baseline_url"], bool(out.get("local_files_only")))
+    truncation = given.get("truncation")
+    if truncation is not None:
+        if not isinstance(truncation, bool):
+            raise ArgumentTypeError(
+                f"truncation must be True or False, got {type(truncation).__name__} {truncation!r:.40}",
+                argument="truncation",
+                expected="bool",
+                value=truncation,
+            )
+        if truncation is False:  # never cut a text: longer ones run in windows (torchmetrics fails on them)
+            _not_both(out, "truncation", "long_texts")
+            out["long_texts"] = "window"
+    return out
+
+
+def _not_both(arguments: Mapping[str, Any], theirs: str, ours: str) -> None:
+    if arguments.get(ours) is not None:
+        raise ArgumentValueError(
+            f"{theirs} (torchmetrics' name) and {ours} say the same thing: pass one of them",
+            argument=theirs,
+            allowed=f"None when {ours} is given",
+            value=arguments[ours],
+            others=(ours,),
+        )
+
+
+class _BatchForward:
+    """torchmetrics' ``user_forward_fn(model, {"input_ids", "attention_mask"})`` as our ``forward_fn(model,
+    input_ids, attention_mask)``; a class, so that a metric holding it pickles."""
+
+    def __init__(self, forward: Callable[[Any, dict[str, Any]], Any]) -> None:
+        self.forward = forward
+
+    def __call__(self, model: Any, input_ids: Any, attention_mask: Any) -> Any:
+        return self.forward(model, {"input_ids": input_ids, "attention_mask": attention_mask})
+
+
+def _baseline_file(url: object, offline: bool) -> str:
+    """The local file a baseline URL names: a ``file://`` URL's path, or an ``http(s)://`` one downloaded into a
+    temporary file, unless downloads are off (``local_files_only``, ``HF_HUB_OFFLINE``)."""
+    if not isinstance(url, str) or not url.strip():
+        raise ArgumentTypeError(
+            f"baseline_url must be a URL (file://, https://), got {url!r:.60}",
+            argument="baseline_url",
+            expected="str",
+            value=url,
+        )
+    parts = urllib.parse.urlparse(url)
+    if parts.scheme == "file":
+        return urllib.request.url2pathname(parts.path)
+    if parts.scheme not in ("http", "https"):
+        raise ArgumentValueError(
+            f"baseline_url={url!r}: a file:// or https:// URL (a local file: pass baseline_path instead)",
+            argument="baseline_url",
+            allowed="a file:// or https:// URL",
+            value=url,
+        )
+    switched_off = offline or any(os.environ.get(v, "").strip() not in ("", "0") for v in _OFFLINE)
+    if switched_off:
+        raise ArgumentValueError(
+            f"baseline_url={url!r} needs a download, and downloads are off (local_files_only or HF_HUB_OFFLINE): "
+            "fetch the file where there is network and pass baseline_path",
+            argument="baseline_url",
+            allowed="a file:// URL while offline",
+            value=url,
+        )
+    handle, path = tempfile.mkstemp(prefix="bertscore-tm-baseline-", suffix=".csv")
+    try:
+        with os.fdopen(handle, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
+            out.write(response.read())
+    except OSError as err:
+        os.unlink(path)
+        raise ArgumentValueError(
+            f"baseline_url={url!r} could not be downloaded ({err}): pass a local file as baseline_path",
+            argument="baseline_url",
+            allowed="a URL that can be read",
+            value=url,
+        ) from None
+    return path
+
+
+_OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
