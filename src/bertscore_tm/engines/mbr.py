@@ -6,8 +6,8 @@ every hypothesis scored against every other, for every source. Groups are small,
 would run the model on a handful of texts at a time: instead groups are taken together, a block of groups
 at a time: each distinct text of the block is embedded once (in full forward batches, across groups; a
 text a later block needs again is kept aside, so no text is embedded twice), and similar groups are matched
-together in one batched matrix product (`pairwise.match_tiles`), a group too large for that in tiles of its
-own. Within a group, a hypothesis repeated (common with sampling) is scored once.
+together in one batched matching (`pairwise.score_tiles`: the kernel's), a group too large for that in tiles of
+its own. Within a group, a hypothesis repeated (common with sampling) is scored once.
 
 Utility of hypothesis i: the mean of F1(h_i, h_j) over the other hypotheses j of its group (every position but its own,
 repeats included), or over all of the group's `references`; each F1 exactly as `bert_score` gives it for that pair, with
@@ -32,17 +32,11 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.embedding.embedder import own_precision
-from bertscore_tm.engines.pairwise import (
-    DistinctTexts,
-    distinct_texts,
-    f_measure,
-    make_tile,
-    match_tiles,
-    tile_cuts,
-    tile_tokens_for,
-)
+from bertscore_tm.embedding.rows import TokenTexts
+from bertscore_tm.engines.pairwise import make_tile, score_tiles, tile_cuts, tile_tokens_for
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
+from bertscore_tm.scoring.distinct import distinct_texts, token_index
 from bertscore_tm.scoring.idf import idf_weights
 from bertscore_tm.scoring.matching import KeptAside
 from bertscore_tm.scoring.results import progress_bar
@@ -100,7 +94,7 @@ def check_mbr_inputs(
     return hyps, refs
 
 
-#: The scores MBR can average, each with its row in `pairwise.f_measure`'s stack (F-beta's with a beta).
+#: The scores MBR can average, each with its place among `kernel.weighted_scores`' (F-beta's with a beta).
 UTILITIES = {"precision": 0, "recall": 1, "f1": 2, "f_beta": 3}
 
 
@@ -155,12 +149,12 @@ def _distinct(ids: list[int]) -> tuple[list[int], list[int], list[int]]:
     return list(index), slot, counts
 
 
-def _groups(texts: DistinctTexts, hyps: list[list[str]], refs: list[list[str]] | None) -> list[_Group]:
-    """The groups as distinct texts: `texts.text_of` lists every hypothesis as a candidate, then every
+def _groups(text_of_input: Tensor, hyps: list[list[str]], refs: list[list[str]] | None) -> list[_Group]:
+    """The groups as distinct texts: `text_of_input` lists every hypothesis as a candidate, then every
     reference as given (without `refs`: every hypothesis again, as a reference, so that a prompt of each side
     is the right one; the same texts as the candidates' where no prompt is set)."""
     out = []
-    text_of = texts.text_of.tolist()
+    text_of = text_of_input.tolist()
     total = sum(len(group) for group in hyps)
     pos, ref_pos = 0, total
     for g, group in enumerate(hyps):
@@ -180,8 +174,8 @@ class _Weights:
     references as given (its hypotheses, or its `references`); a prompt's tokens are not counted, and they and
     the tokens `flags` flags (``ignore=``) weigh 0 (`token_rules`)."""
 
-    def __init__(self, scorer: Scorer, texts: DistinctTexts, groups: list[_Group], flags: Tensor | None) -> None:
-        self.texts, self.flags = texts, flags
+    def __init__(self, scorer: Scorer, texts: TokenTexts, groups: list[_Group], flags: Tensor | None) -> None:
+        self.texts, self.ids, self.flags = texts, texts.sources[0], flags
         self.vocab = scorer.vocab_size
         self.idf = scorer.counts_idf
         if not self.idf:  # fixed IDF (idf_texts, idf_weights) or plain: one table for every group
@@ -191,8 +185,8 @@ class _Weights:
         doc_group = torch.repeat_interleave(
             torch.arange(len(groups)), torch.tensor([len(grp.ref_docs) for grp in groups])
         )
-        lengths = texts.length[docs]
-        tokens = texts.ids[texts.token_index(docs)].long()
+        lengths = texts.length[docs].long()
+        tokens = self.ids[token_index(texts, docs)].long()
         doc = torch.repeat_interleave(torch.arange(len(docs)), lengths)
         doc, tokens = doc[tokens >= 0], tokens[tokens >= 0]  # a prompt's (marked) tokens are not counted
         first = torch.unique(doc * self.vocab + tokens)  # each (document, token) once
@@ -202,11 +196,11 @@ class _Weights:
 
     def of(self, group_of_slot: Tensor, slot_texts: Tensor) -> Tensor:
         """Float64 weights of the tokens of `slot_texts` (end to end), each text in group `group_of_slot`."""
-        marked = self.texts.ids[self.texts.token_index(slot_texts)]
+        marked = self.ids[token_index(self.texts, slot_texts)]
         if not self.idf:
             return scored_weights(self.plain, marked, self.flags)
         ids = unmarked(marked).long()
-        group = torch.repeat_interleave(group_of_slot, self.texts.length[slot_texts])
+        group = torch.repeat_interleave(group_of_slot, self.texts.length[slot_texts].long())
         keys = group * self.vocab + ids
         at = torch.searchsorted(self.keys, keys).clamp(max=len(self.keys) - 1)
         df = torch.where(self.keys[at] == keys, self.df[at], 0)
@@ -271,7 +265,7 @@ def _group_scores(
     row_of: dict[int, int],
     groups: list[_Group],
     batch: list[int],
-    texts: DistinctTexts,
+    texts: TokenTexts,
     weights: _Weights,
     flags: tuple[Tensor, Tensor | None],
     utility: tuple[int, float | None, int],
@@ -279,27 +273,26 @@ def _group_scores(
     """The utility's score of each distinct hypothesis against each distinct reference, per group of `batch`:
     [hyps, refs]. `flags`: which texts are blank (or left so by the mask or a prompt) and which tokens take part
     in the matching (None: all); `utility`: the score's row (`UTILITIES`), the beta and the similarity budget."""
-    length = texts.length
+    length = texts.length.long()
     blank, live = flags
     which, beta, sim_bytes = utility
 
-    def tile(slots: list[list[int]], left: bool) -> Any:
+    def tile(slots: list[list[int]]) -> Any:
         k = max(len(s) for s in slots)
         ids = torch.tensor([s[i] if i < len(s) else -1 for s in slots for i in range(k)], dtype=torch.long)
         real = ids >= 0
         group_of = torch.tensor([g for g in batch for _ in range(k)], dtype=torch.long)
         starts = torch.tensor([row_of.get(t, 0) for t in ids.tolist()], dtype=torch.long)
         lengths = torch.where(real, length[ids.clamp(min=0)], 0)
-        on = None if live is None else live[texts.token_index(ids[real])]
+        on = None if live is None else live[token_index(texts, ids[real])]
         token_weights = weights.of(group_of[real], ids[real])
-        return make_tile(table, starts, lengths, token_weights, ids, left, groups=len(slots), live=on)
+        slot_blank = blank[ids.clamp(min=0)]
+        return make_tile(table, starts, lengths, token_weights, ids, slot_blank, groups=len(slots), live=on)
 
     if len(batch) > 1 or _fits(groups[batch[0]], length, sim_bytes):
-        left = tile([groups[g].hyps for g in batch], left=True)
-        right = tile([groups[g].refs for g in batch], left=False)
-        p, r = match_tiles(left, right)  # [G, 1, Kh, Kr]
-        pair_blank = _blank_of(left.texts, blank)[:, :, None] | _blank_of(right.texts, blank)[:, None, :]
-        f = f_measure(p[:, 0], r[:, 0], pair_blank, beta)[which]
+        hyps = tile([groups[g].hyps for g in batch])
+        refs = tile([groups[g].refs for g in batch])
+        f = score_tiles(hyps, refs, beta)[:, 0, :, :, which]  # [G, Kh, Kr]
         return [f[i, : len(groups[g].hyps), : len(groups[g].refs)] for i, g in enumerate(batch)]
     # one large group: tiles of its own hypotheses against tiles of its references
     grp = groups[batch[0]]
@@ -309,13 +302,10 @@ def _group_scores(
     r_order = sorted(range(len(grp.refs)), key=lambda i: -int(length[grp.refs[i]]))
     for hl, hh in tile_cuts([int(length[grp.hyps[i]]) for i in h_order], tile_tokens):
         h_at = h_order[hl:hh]
-        left = tile([[grp.hyps[i] for i in h_at]], left=True)
+        hyps = tile([[grp.hyps[i] for i in h_at]])
         for rl, rh in tile_cuts([int(length[grp.refs[i]]) for i in r_order], tile_tokens):
             r_at = r_order[rl:rh]
-            right = tile([[grp.refs[i] for i in r_at]], left=False)
-            p, r = match_tiles(left, right)
-            pair_blank = _blank_of(left.texts, blank)[0][:, None] | _blank_of(right.texts, blank)[0][None, :]
-            part = f_measure(p[0, 0], r[0, 0], pair_blank, beta)[which]
+            part = score_tiles(hyps, tile([[grp.refs[i] for i in r_at]]), beta)[0, 0, :, :, which]
             f[torch.tensor(h_at)[:, None], torch.tensor(r_at)[None, :]] = part
     return [f]
 
@@ -324,10 +314,6 @@ def _fits(grp: _Group, length: Tensor, sim_bytes: int) -> bool:
     lh = max(1, int(length[grp.hyps].max()))
     lr = max(1, int(length[grp.refs].max()))
     return len(grp.hyps) * lh * len(grp.refs) * lr * 4 <= sim_bytes
-
-
-def _blank_of(slot_texts: Tensor, blank: Tensor) -> Tensor:
-    return blank[slot_texts.clamp(min=0).to(blank.device)]
 
 
 def _utilities(grp: _Group, f: list[list[float]]) -> list[float]:
@@ -394,13 +380,16 @@ class _Run:
         self.which = which
         block_tokens = 4 * embedder.max_tokens if block_tokens is None else block_tokens
         c_ids, c_lens, r_ids, r_lens = _encoded(scorer, hyps, refs)
-        self.texts = distinct_texts(torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)))
-        self.groups = _groups(self.texts, hyps, refs)
+        ids, lens = torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)).long()
+        starts = torch.cumsum(lens, 0) - lens
+        self.texts, text_of = distinct_texts((ids,), torch.zeros(len(lens), dtype=torch.uint8), starts, lens)
+        self.groups = _groups(text_of, hyps, refs)
         flags = scorer.token_flags(c_ids, r_ids)  # a mask's, or a prompt's marked tokens: out of the matching
         self.weights = _Weights(scorer, self.texts, self.groups, flags)
-        self.live = kept(self.texts.ids, flags)
-        emptied = left_blank(self.texts.ids, self.texts.length, flags, scorer.encoder.zero_weight_ids)
-        self.blank = (scorer.encoder.is_blank(self.texts.length) | emptied).to(embedder.device)
+        self.live = kept(ids, flags)
+        distinct_ids = ids[token_index(self.texts, torch.arange(len(self.texts)))]
+        emptied = left_blank(distinct_ids, self.texts.length, flags, scorer.encoder.zero_weight_ids)
+        self.blank = scorer.encoder.is_blank(self.texts.length) | emptied
         baseline = scorer.baseline  # the utility's own column (F-beta's made from P, R, F as the paired scores do)
         if baseline is not None and scorer.beta is not None:
             baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta)), -1)
@@ -416,7 +405,7 @@ class _Run:
 
     def model_ids(self, texts: list[int]) -> list[Tensor]:
         """The token ids of `texts`, marked ids as they are held (the embedder reads them as the model does)."""
-        return [self.texts.seq(t) for t in texts]
+        return [self.texts[t] for t in texts]
 
     def utilities(self, progress: Any) -> list[list[float]]:
         """Each group's utilities, a block of groups at a time; a text a later block needs is kept aside."""

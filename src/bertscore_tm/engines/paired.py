@@ -19,9 +19,9 @@ from torch import Tensor
 from bertscore_tm.embedding.embedder import own_precision
 from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
 from bertscore_tm.errors import warn_undefined, warn_user
-from bertscore_tm.scoring.distinct import first_seen_ids
+from bertscore_tm.scoring.distinct import distinct_texts
 from bertscore_tm.scoring.idf import without_documents
-from bertscore_tm.scoring.matching import best_of_references, greedy_match, segment_sum, weighted_scores
+from bertscore_tm.scoring.matching import best_of_references, greedy_match, ragged_scores, segment_sum
 from bertscore_tm.scoring.results import progress_bar
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import left_blank, scored_weights
@@ -59,7 +59,7 @@ class TokenMatches:
 def match_pairs(scorer: Scorer, pairs: PairTokens, is_new: Tensor, verbose: bool = False) -> TokenMatches:
     """Embed the distinct texts of the pairs marked `is_new` (each once) and keep their per-token best
     similarities, on the embedder's device; a progress bar over the texts with `verbose`."""
-    texts, match_cand, match_ref = distinct_texts(pairs, is_new)
+    texts, match_cand, match_ref = matches_of(pairs, is_new)
     with progress_bar(verbose, len(texts), "BERTScore: embedding", "text") as progress:
         source = scorer.embedding_source()
         flags = scorer.token_flags(pairs.cand_ids, pairs.ref_ids)
@@ -126,7 +126,7 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
         emptied = _emptied(scorer, cand_tokens, match_c_lens, flags) | _emptied(scorer, ref_tokens, r_lens[refs], flags)
         blank = scorer.encoder.is_blank(match_c_lens) | scorer.encoder.is_blank(r_lens[refs]) | emptied
         left_empty += int((emptied & ~blank_texts(scorer, match_c_lens, r_lens[refs])).sum())
-        scores = weighted_scores(
+        scores = ragged_scores(
             matches.cand_best[best],
             scored_weights(weights, cand_tokens, flags),
             match_c_lens,
@@ -242,10 +242,10 @@ def interleave(old: Tensor, new: Tensor, is_new: Tensor, counts: Tensor) -> Tens
     return out
 
 
-def distinct_texts(pairs: PairTokens, is_new: Tensor) -> tuple[TokenTexts, Tensor, Tensor]:
-    """The distinct token sequences of the new pairs (held by reference into the id tensors, numbered in order
-    of first appearance: a pair's candidate, its references, the next pair's candidate...) and, for each
-    (candidate, reference) match of those pairs in order, the index of its candidate and reference text.
+def matches_of(pairs: PairTokens, is_new: Tensor) -> tuple[TokenTexts, Tensor, Tensor]:
+    """The distinct token sequences of the new pairs (`distinct.distinct_texts`, numbered in order of first
+    appearance: a pair's candidate, its references, the next pair's candidate...) and, for each (candidate,
+    reference) match of those pairs in order, the index of its candidate and reference text.
 
     Tensor operations only (no Python object per text or per pair), so a corpus of millions of pairs costs
     a few integers a text here."""
@@ -259,13 +259,10 @@ def distinct_texts(pairs: PairTokens, is_new: Tensor) -> tuple[TokenTexts, Tenso
     cand_at = torch.cumsum(counts + 1, 0) - (counts + 1)
     is_cand = torch.zeros(len(new_pairs) + len(new_refs), dtype=torch.bool)
     is_cand[cand_at] = True
-    which = (~is_cand).to(torch.uint8)
     start = torch.empty(len(is_cand), dtype=torch.long)
     length = torch.empty(len(is_cand), dtype=torch.long)
     start[is_cand], length[is_cand] = c_start[new_pairs], c_lens[new_pairs]
     start[~is_cand], length[~is_cand] = r_start[new_refs], r_lens[new_refs]
-    sources = (pairs.cand_ids, pairs.ref_ids)
-    text_of, first = first_seen_ids(sources, which, start, length)
-    texts = TokenTexts(sources=sources, which=which[first], start=start[first], length=length[first].to(torch.int32))
+    texts, text_of = distinct_texts((pairs.cand_ids, pairs.ref_ids), (~is_cand).to(torch.uint8), start, length)
     match_cand = torch.repeat_interleave(text_of[is_cand], counts)
     return texts, match_cand.to(torch.int32), text_of[~is_cand].to(torch.int32)

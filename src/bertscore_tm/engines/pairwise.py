@@ -15,10 +15,10 @@ passes. Tiles are sized so that one tile pair's similarities stay within a fixed
 budget) and cut where the texts' lengths drop by a quarter (less padding to multiply), so beyond the store and the N
 x M outputs the working memory is bounded whatever N and M are.
 
-Semantics are `matching.py`'s: padding never matches (each token vector carries two extra coordinates that
-make any similarity with a padding position -3, below every cosine, with no masking pass), the weighted sums
-run in float64, blank texts score 0 (with a warning), and with IDF the weights come from the M references
-as given.
+Semantics and numerics are the paired engine's: every tile pair is matched by `kernel.best_similarities` (its
+padding and the tokens out of the matching masked, so never a match) and weighed by `kernel.weighted_scores`, so
+entry (i, j) is the very bits the paired engine gives for that pair on a CPU; blank texts score 0 (with a
+warning), and with IDF the weights come from the M references as given.
 """
 
 from __future__ import annotations
@@ -34,18 +34,16 @@ from torch import Tensor
 
 from bertscore_tm.embedding.batches import length_batches
 from bertscore_tm.embedding.embedder import Embedder, own_precision
-from bertscore_tm.embedding.rows import ragged_arange
+from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
 from bertscore_tm.errors import warn_undefined
-from bertscore_tm.scoring import matching
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
-from bertscore_tm.scoring.distinct import first_seen_ids
+from bertscore_tm.scoring.distinct import distinct_texts, token_index
+from bertscore_tm.scoring.kernel import best_similarities, weighted_scores
 from bertscore_tm.scoring.results import format_scores, progress_bar
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
 from bertscore_tm.settings.config import Config
 
-#: The similarity of any token with a padding position: below every cosine similarity, so never a best match.
-PAD_SIMILARITY = -3.0
 #: A tile is cut where a text's length falls below this share of the tile's first (longest) text: padding
 #: would otherwise take up to half of the similarities computed for a few hundred texts a side.
 MIN_FILL = 0.75
@@ -79,42 +77,6 @@ def check_texts(texts: str | Sequence[str], name: str, what: str) -> list[str]:
 # -- distinct texts and where they occur --------------------------------------------------------------------
 
 
-@dataclass
-class DistinctTexts:
-    """Distinct token sequences, end to end in `ids`, and which of them each input sequence is (`text_of`)."""
-
-    ids: Tensor  # int32, flat
-    start: Tensor  # int64 [texts]
-    length: Tensor  # int64 [texts]
-    text_of: Tensor  # int64 [input sequences]
-
-    def __len__(self) -> int:
-        return len(self.length)
-
-    def seq(self, t: int) -> Tensor:
-        start = int(self.start[t])
-        return self.ids[start : start + int(self.length[t])]
-
-    def token_index(self, texts: Tensor) -> Tensor:
-        """Indices into `ids` of the tokens of `texts`, text after text."""
-        return ragged_arange(self.start[texts], self.length[texts])
-
-
-def distinct_texts(ids: Tensor, lens: Tensor) -> DistinctTexts:
-    """The distinct sequences among the ragged `ids` (split by `lens`), in order of first occurrence, found
-    exactly (`distinct.first_seen_ids`), as the paired engine finds them."""
-    lens = lens.long()
-    starts = torch.cumsum(lens, 0) - lens
-    text_of, first = first_seen_ids((ids,), torch.zeros(len(lens), dtype=torch.uint8), starts, lens)
-    length = lens[first]
-    return DistinctTexts(
-        ids=ids[ragged_arange(starts[first], length)],
-        start=torch.cumsum(length, 0) - length,
-        length=length,
-        text_of=text_of,
-    )
-
-
 class Positions:
     """Where each distinct text occurs among one side's inputs (a text may occur several times)."""
 
@@ -135,34 +97,27 @@ class Positions:
 
 @dataclass
 class Tile:
-    """Padded, augmented token vectors of G groups of K texts, ready to be one operand of a matrix product.
+    """Padded token vectors of G groups of K texts, one side of the kernel's all-pairs matching.
 
-    `vectors` [G, rows, L * K, D + 2], token-major: token l of text k at row l * K + k (so that the maxima
-    over either side's tokens reduce over an outer dimension, which is fast), zero vectors on padding. The
-    two extra columns hold (bias, 1) on the left operand and (1, bias) on the right one, bias being 0 on a
-    token and -3 on padding, so a left-right product is the cosine between tokens and -3 (or -6) with
-    padding. `weights` [G, K, L] float64: the token weights, 0 on padding. `texts` [G, K]: distinct-text
-    ids, -1 for an empty slot.
+    `vectors` [G, rows, K, L, D] (a view; zero vectors on padding); `live` [G, K, L] the tokens that take part
+    (not padding, nor a mask's or a prompt's); `weights` [G, K, L] float64, the token weights (0 on padding);
+    `blank` [G, K] which texts are blank; `texts` [G, K]: distinct-text ids, -1 for an empty slot.
     """
 
     vectors: Tensor
+    live: Tensor
     weights: Tensor
+    blank: Tensor
     texts: Tensor
 
     @property
-    def width(self) -> int:
-        """L, the padded length."""
-        return self.weights.shape[-1]
-
-    @property
     def nbytes(self) -> int:
-        """What the tile keeps: its float32 vectors and float64 weights."""
-        return self.vectors.numel() * 4 + self.weights.numel() * 8
+        """What the tile keeps: its float32 vectors, float64 weights and flags."""
+        return self.vectors.numel() * 4 + self.weights.numel() * 9
 
     def token_vectors(self, slot: int, length: int) -> Tensor:
         """The [rows, length, D] vectors of the text in `slot` of the first group."""
-        k = self.weights.shape[1]
-        return self.vectors[0, :, slot : slot + length * k : k, :-2]
+        return self.vectors[0, :, slot, :length]
 
 
 def make_tile(
@@ -171,66 +126,47 @@ def make_tile(
     lengths: Tensor,
     token_weights: Tensor,
     texts: Tensor,
-    left: bool,
+    blank: Tensor,
     groups: int = 1,
     live: Tensor | None = None,
 ) -> Tile:
     """A tile of the texts whose vectors start at `starts` rows of `table` ([tokens, D] or [tokens, rows, D])
     with `lengths` tokens (0 for an empty slot); `token_weights` float64, their tokens' weights end to end;
-    `live` (end to end too) False on tokens out of the matching (a mask's, a prompt's): biased as padding is."""
+    `blank` a flag per slot; `live` (end to end too) False on tokens out of the matching (a mask's, a prompt's)."""
     device = table.device
     n = len(lengths)
-    k = n // groups
     width = max(1, int(lengths.max()))
-    rows = table.shape[1] if table.dim() == 3 else 1
-    dim = table.shape[-1]
+    rows, dim = (table.shape[1] if table.dim() == 3 else 1), table.shape[-1]
     lengths, starts = lengths.to(device), starts.to(device)
     pos = torch.arange(width, device=device)
     mask = pos[None, :] < lengths[:, None]  # [n, L]
-    vectors = torch.zeros((groups, rows, k * width, dim + 2), dtype=torch.float32, device=device)
-    slot = torch.arange(n, device=device)[:, None].expand(n, width)[mask]
-    tok = pos[None, :].expand(n, width)[mask]
-    got = table[(starts[:, None] + pos[None, :])[mask]]
-    got = got[:, None, :] if table.dim() == 2 else got
-    vectors.permute(0, 2, 1, 3)[slot // k, tok * k + slot % k, :, :dim] = got
+    vectors = torch.zeros((n, width, rows, dim), dtype=torch.float32, device=device)
+    vectors[mask] = table[(starts[:, None] + pos[None, :])[mask]].view(-1, rows, dim)
     on = mask
     if live is not None:
         on = torch.zeros_like(mask)
         on[mask] = live.to(device)
-    bias = torch.where(on, 0.0, PAD_SIMILARITY).view(groups, k, width).transpose(1, 2).reshape(groups, 1, width * k)
-    vectors[..., dim if left else dim + 1] = bias
-    vectors[..., dim + 1 if left else dim] = 1.0
     weights = torch.zeros((n, width), dtype=torch.float64, device=device)
     weights[mask] = token_weights.to(device)
-    return Tile(vectors, weights.view(groups, k, width), texts.view(groups, k))
-
-
-def match_tiles(left: Tile, right: Tile) -> tuple[Tensor, Tensor]:
-    """Every left text against every right text of the same group: (left scores, right scores), each float64
-    [G, rows, K_left, K_right]: the weighted mean over the left (right) text's tokens of their best
-    similarity with the other text's tokens. NaN where a text's weights sum to 0."""
-    g, rows = left.vectors.shape[:2]
-    kl, ll = left.weights.shape[1:]
-    kr, lr = right.weights.shape[1:]
-    sim = torch.matmul(left.vectors, right.vectors.transpose(-1, -2)).view(g, rows, ll, kl, lr, kr)
-    best_left = sim.amax(dim=4)  # [G, rows, Ll, Kl, Kr]: each left token's best over the right text's tokens
-    best_right = sim.amax(dim=2)  # [G, rows, Kl, Lr, Kr]
-    del sim
-    left_num = torch.einsum("grlis,gil->gris", best_left.double(), left.weights)
-    right_num = torch.einsum("grils,gsl->gris", best_right.double(), right.weights)
-    return (
-        left_num / left.weights.sum(-1)[:, None, :, None],
-        right_num / right.weights.sum(-1)[:, None, None, :],
+    k = n // groups
+    return Tile(
+        vectors.view(groups, k, width, rows, dim).permute(0, 3, 1, 2, 4),
+        on.view(groups, k, width),
+        weights.view(groups, k, width),
+        blank.to(device).view(groups, k),
+        texts.view(groups, k),
     )
 
 
-def f_measure(p: Tensor, r: Tensor, blank: Tensor, beta: float | None = None) -> Tensor:
-    """P, R, F (`matching.f_measure`) stacked as float32 [3, ...], and F-beta (`matching.f_beta`) fourth with
-    `beta`."""
-    scores = [*matching.f_measure(p, r, blank)]
-    if beta is not None:
-        scores.append(matching.f_beta(p, r, beta, blank))
-    return torch.stack(scores).to(torch.float32)
+def score_tiles(cand: Tile, ref: Tile, beta: float | None = None) -> Tensor:
+    """Every candidate text against every reference text of the same group: P, R, F (F-beta fourth with
+    `beta`), float32 [G, rows, K_cand, K_ref, 3 or 4]: the kernel's matching and weighing, nothing else."""
+    c_live = None if bool(cand.live.all()) else cand.live[:, None]
+    r_live = None if bool(ref.live.all()) else ref.live[:, None]
+    found = best_similarities(cand.vectors, ref.vectors, c_live, r_live, all_pairs=True)
+    blank = cand.blank[:, None, :, None] | ref.blank[:, None, None, :]
+    c_weight, r_weight = cand.weights[:, None, :, None, :], ref.weights[:, None, None, :, :]
+    return weighted_scores(found.cand, c_weight, found.ref, r_weight, blank, beta)
 
 
 # -- planning: forward-batch chunks and tiles --------------------------------------------------------------
@@ -288,7 +224,7 @@ def tile_tokens_for(sim_bytes: int, rows: int) -> int:
 
 def score_all_pairs(
     embedder: Embedder,
-    texts: DistinctTexts,
+    texts: TokenTexts,
     token_weights: Tensor,
     blank: Tensor,
     cand_text: Tensor,
@@ -304,8 +240,9 @@ def score_all_pairs(
     and counts: `store_bytes` (the kept token vectors and weights), `kept_bytes` (the stream's, when kept),
     `tiles` (tile pairs matched) and `undefined` (pairs whose precision or recall is NaN: weights summing to 0).
 
-    `texts` are the distinct token sequences, `token_weights` (float64) the weight of each of their tokens,
-    `blank` which texts are blank; candidate i is text `cand_text[i]`, reference j text `ref_text[j]`.
+    `texts` are the distinct token sequences (of one source), `token_weights` (float64) and `live` the weight of
+    each token of that source and whether it takes part in the matching (None: all), `blank` which texts are
+    blank; candidate i is text `cand_text[i]`, reference j text `ref_text[j]`.
     `sim_bytes` bounds one tile pair's similarities (default: the embedder's block budget / 8), `chunk_tokens`
     the padded tokens of the texts embedded at a time (default: two forward batches), `keep_bytes` the
     stream's vectors that may be kept (default: the block budget / 2): when they fit, the stream's texts run
@@ -330,7 +267,7 @@ class _AllPairs:
     def __init__(
         self,
         embedder: Embedder,
-        texts: DistinctTexts,
+        texts: TokenTexts,
         token_weights: Tensor,
         blank: Tensor,
         cand_text: Tensor,
@@ -348,12 +285,12 @@ class _AllPairs:
             (scores, rows, len(cand_text), len(ref_text)), dtype=torch.float32, device=embedder.device
         )
         cand_texts, ref_texts = torch.unique(cand_text), torch.unique(ref_text)
-        self.length = length = texts.length
+        self.length = length = texts.length.long()
         self.store_is_ref = int(length[ref_texts].sum()) <= int(length[cand_texts].sum())
         self.store, stream = (ref_texts, cand_texts) if self.store_is_ref else (cand_texts, ref_texts)
         self.stream_side = self.by_length(stream)
         self.positions = (Positions(cand_text, len(texts)), Positions(ref_text, len(texts)))
-        self.blank = blank.to(embedder.device)
+        self.blank = blank
         self.in_store = torch.zeros(len(texts), dtype=torch.bool)
         self.in_store[self.store] = True
         self.info = {"store_bytes": 0, "kept_bytes": 0, "tiles": 0, "undefined": 0}
@@ -369,7 +306,7 @@ class _AllPairs:
         many texts there are."""
         embedder, length, stream = self.embedder, self.length, self.stream_side
         fresh, reused = stream[~self.in_store[stream]], stream[self.in_store[stream]]
-        keep = int(length[fresh].sum()) * embedder.num_rows * (embedder.hidden_size + 2) * 4 <= keep_bytes
+        keep = int(length[fresh].sum()) * (embedder.num_rows * embedder.hidden_size * 4 + 9) <= keep_bytes
         first = self.by_length(torch.cat((self.store, fresh)) if keep else self.store)
         batching = (embedder.batch_size, embedder.max_tokens, chunk_tokens)
         chunks = forward_chunks(length[first].tolist(), *batching)
@@ -385,19 +322,17 @@ class _AllPairs:
             capacity = max(capacity, chunk_tokens)
         self.table = embedder.new_table(capacity)
 
-    def tiles(self, ids: Tensor, starts: Tensor, left: bool) -> Iterator[tuple[Tensor, Tile]]:
+    def tiles(self, ids: Tensor, starts: Tensor) -> Iterator[tuple[Tensor, Tile]]:
         length = self.length
         for lo, hi in tile_cuts(length[ids].tolist(), self.tile_tokens, MIN_FILL):
             part = ids[lo:hi]
-            index = self.texts.token_index(part)
+            index = token_index(self.texts, part)
             live = None if self.token_live is None else self.token_live[index]
-            yield (
-                part,
-                make_tile(self.table, starts[lo:hi], length[part], self.token_weights[index], part, left, live=live),
-            )
+            weights = self.token_weights[index]
+            yield part, make_tile(self.table, starts[lo:hi], length[part], weights, part, self.blank[part], live=live)
 
     def embedded(self, ids: Tensor) -> Tensor:
-        seqs = [self.texts.seq(t) for t in ids.tolist()]  # marked ids: the embedder reads them as the model does
+        seqs = [self.texts[t] for t in ids.tolist()]  # marked ids: the embedder reads them as the model does
         return torch.tensor(self.embedder.embed_into(self.table, seqs), dtype=torch.long)
 
     def embed_store(self, progress: Any) -> None:
@@ -408,28 +343,29 @@ class _AllPairs:
         for ids in self.first_chunks:
             starts = self.embedded(ids)
             mine = self.in_store[ids]
-            for part, tile in self.tiles(ids[mine], starts[mine], left=False):
+            for part, tile in self.tiles(ids[mine], starts[mine]):
                 for slot, t in enumerate(part.tolist()):
                     self.where[t] = (len(self.store_tiles), slot)
                 self.store_tiles.append(tile)
-            self.kept += self.tiles(ids[~mine], starts[~mine], left=True)
+            self.kept += self.tiles(ids[~mine], starts[~mine])
             if progress is not None:
                 progress.update(len(ids))
         self.info["store_bytes"] = sum(t.nbytes for t in self.store_tiles)
         self.info["kept_bytes"] = sum(t.nbytes for _, t in self.kept)
         side = self.positions[1 if self.store_is_ref else 0]
-        self.store_side = [_Occurrences(side, t.texts[0], self.blank) for t in self.store_tiles]
+        device = self.embedder.device
+        self.store_side = [_Occurrences(side, t.texts[0], device) for t in self.store_tiles]
 
-    def match(self, part: Tensor, left: Tile) -> None:
-        """One stream tile against every tile of the store."""
-        left_side = _Occurrences(self.positions[0 if self.store_is_ref else 1], part, self.blank)
-        for right, right_side in zip(self.store_tiles, self.store_side, strict=True):
-            a, b = match_tiles(left, right)
+    def match(self, part: Tensor, tile: Tile) -> None:
+        """One stream tile against every tile of the store, the candidates' tile first."""
+        side = _Occurrences(self.positions[0 if self.store_is_ref else 1], part, self.embedder.device)
+        for stored, stored_side in zip(self.store_tiles, self.store_side, strict=True):
             if self.store_is_ref:  # the stream holds the candidates
-                self.info["undefined"] += _write(self.out, a[0], b[0], left_side, right_side, self.beta)
+                scores = score_tiles(tile, stored, self.beta)[0]
+                self.info["undefined"] += _write(self.out, scores, side, stored_side)
             else:
-                t = (b[0].transpose(1, 2), a[0].transpose(1, 2))
-                self.info["undefined"] += _write(self.out, *t, right_side, left_side, self.beta)
+                scores = score_tiles(stored, tile, self.beta)[0]
+                self.info["undefined"] += _write(self.out, scores, stored_side, side)
             self.info["tiles"] += 1
 
     def stream(self, progress: Any) -> None:
@@ -441,23 +377,21 @@ class _AllPairs:
                 starts = self.embedded(ids)
             else:
                 starts = _copy_from_store(self.table, self.store_tiles, self.where, ids, self.length)
-            for part, left in self.tiles(ids, starts, left=True):
-                self.match(part, left)
-                del left
+            for part, tile in self.tiles(ids, starts):
+                self.match(part, tile)
+                del tile
             if progress is not None:
                 progress.update(len(ids))
 
 
 class _Occurrences:
-    """For a tile's texts: every input position where they occur, which text of the tile each one is, and
-    which texts are blank; on the device where the outputs are written."""
+    """For a tile's texts: every input position where they occur and which text of the tile each one is, on the
+    device where the outputs are written."""
 
-    def __init__(self, positions: Positions, texts: Tensor, blank: Tensor) -> None:
-        device = blank.device
+    def __init__(self, positions: Positions, texts: Tensor, device: torch.device) -> None:
         pos, local = positions.of(texts.cpu())
         self.positions, self.local = pos.to(device), local.to(device)
         self.all_once = bool(torch.equal(local, torch.arange(len(texts))))
-        self.blank = blank[texts.to(device)]
 
 
 def _copy_from_store(
@@ -473,13 +407,11 @@ def _copy_from_store(
     return starts
 
 
-def _write(
-    out: Tensor, p: Tensor, r: Tensor, cands: _Occurrences, refs: _Occurrences, beta: float | None = None
-) -> int:
-    """Write the P and R ([rows, candidate texts, reference texts]) of one tile pair, with their F (and F-beta
-    with `beta`), to every position of `out` [3 or 4, rows, N, M] where those texts occur; return how many of
-    those pairs have a NaN precision or recall (weights summing to 0)."""
-    scores = f_measure(p, r, cands.blank[:, None] | refs.blank[None, :], beta)
+def _write(out: Tensor, scores: Tensor, cands: _Occurrences, refs: _Occurrences) -> int:
+    """Write the scores ([rows, candidate texts, reference texts, 3 or 4]) of one tile pair to every position of
+    `out` [3 or 4, rows, N, M] where those texts occur; return how many of those pairs have a NaN precision or
+    recall (weights summing to 0)."""
+    scores = scores.movedim(-1, 0)
     if not (cands.all_once and refs.all_once):  # a text occurring more than once: repeat its scores
         scores = scores[:, :, cands.local[:, None], refs.local[None, :]]
     out[:, :, cands.positions[:, None], refs.positions[None, :]] = scores
@@ -508,13 +440,17 @@ def all_pairs(
     encoder = scorer.encoder
     scorer.follow(device)
     c_ids, c_lens, r_ids, r_lens = scorer.encode_pairs(cands, refs)  # one warning per kind, both sides counted
-    texts = distinct_texts(torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)))
+    ids, lens = torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)).long()
+    texts, text_of = distinct_texts(
+        (ids,), torch.zeros(len(lens), dtype=torch.uint8), torch.cumsum(lens, 0) - lens, lens
+    )
     weights = scorer.reference_weights(r_ids, r_lens, len(refs))  # IDF over the M references as given
     flags = scorer.token_flags(c_ids, r_ids)  # a mask's, or a prompt's marked tokens: out of the matching
     del c_ids, r_ids
-    token_weights = scored_weights(weights, texts.ids, flags)
-    blank = encoder.is_blank(texts.length) | left_blank(texts.ids, texts.length, flags, encoder.zero_weight_ids)
-    cand_text, ref_text = texts.text_of[: len(cands)], texts.text_of[len(cands) :]
+    token_weights = scored_weights(weights, ids, flags)
+    distinct_ids = ids[token_index(texts, torch.arange(len(texts)))]
+    blank = encoder.is_blank(texts.length) | left_blank(distinct_ids, texts.length, flags, encoder.zero_weight_ids)
+    cand_text, ref_text = text_of[: len(cands)], text_of[len(cands) :]
     total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
     with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:
         out, info = score_all_pairs(
@@ -525,10 +461,10 @@ def all_pairs(
             cand_text,
             ref_text,
             progress=progress,
-            live=kept(texts.ids, flags),
+            live=kept(ids, flags),
             beta=scorer.beta,
         )
-    held = (texts.ids, texts.start, texts.length, texts.text_of, token_weights, blank, c_lens, r_lens)
+    held = (ids, texts.which, texts.start, texts.length, text_of, token_weights, blank, c_lens, r_lens)
     info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
     warn_undefined(info["undefined"])
     if scorer.baseline is not None:  # in place: the N x M outputs are the largest thing held

@@ -5,9 +5,10 @@ best match among the (best) reference's tokens, that similarity, its weight and 
 similarity / the side's sum of weights, so that the candidate's contributions add up to P (the reference's to
 R). The same for the reference's tokens. Words of the original text are the pieces merged; a word is *weak*
 (weakly supported: a possible addition on the candidate's side, a possible omission on the reference's) when
-its support falls below a threshold. Every rule is the scoring core's own: the weights come from the Scorer,
-P/R/F from `matching.weighted_scores` and `best_of_references`, the best reference from
-`paired.best_reference`, rescaling from `baselines.rescale`. Semantics and examples: docs/explain.md.
+its support falls below a threshold. Every rule is the scoring core's own: the weights come from the Scorer, the
+best similarities from the engine's kernel (`scoring.kernel`), P/R/F from `matching.ragged_scores` (the kernel's
+weighing) and `best_of_references`, the best reference from `paired.best_reference`, rescaling from
+`baselines.rescale`; so its P, R and F are the engine's bits. Semantics and examples: docs/explain.md.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ from bertscore_tm.explanations.weighting import Weighting, weak_threshold, weigh
 from bertscore_tm.models.prompts import check_context, prompted_ids
 from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
-from bertscore_tm.scoring.distinct import first_seen_ids
+from bertscore_tm.scoring.distinct import distinct_texts
 from bertscore_tm.scoring.hashcode import names_context
-from bertscore_tm.scoring.matching import best_of_references, weighted_scores
+from bertscore_tm.scoring.matching import best_of_references, ragged_scores
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
 from bertscore_tm.settings.config import Config
@@ -212,8 +213,8 @@ def _vectors(scorer: Scorer, seqs: Sequence[Tensor], row: int) -> list[Tensor]:
     lens = torch.tensor([len(s) for s in seqs], dtype=torch.long)
     flat = torch.cat(list(seqs)) if seqs else torch.zeros(0, dtype=torch.long)
     which = torch.zeros(len(seqs), dtype=torch.uint8)
-    text_of, first = first_seen_ids((flat,), which, torch.cumsum(lens, 0) - lens, lens)
-    index, distinct = text_of.tolist(), [seqs[int(f)] for f in first]  # marked ids: the embedder unmarks them
+    texts, text_of = distinct_texts((flat,), which, torch.cumsum(lens, 0) - lens, lens)
+    index, distinct = text_of.tolist(), [texts[t] for t in range(len(texts))]  # marked: the embedder unmarks them
     source = scorer.embedding_source()
     table = source.new_table(sum(len(s) for s in distinct))
     starts = source.embed_into(table, distinct)
@@ -242,7 +243,7 @@ def _scores(
     zero = scorer.encoder.zero_weight_ids
     emptied = left_blank(c_flat, c_len, flags, zero) | left_blank(r_flat, r_len, flags, zero)
     blank = scorer.encoder.is_blank(c_len) | scorer.encoder.is_blank(r_len) | emptied
-    raw = weighted_scores(
+    raw = ragged_scores(
         torch.cat([f[0] for f in found])[:, None],
         scored_weights(table, c_flat, flags),
         c_len,

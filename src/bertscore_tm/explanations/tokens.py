@@ -10,7 +10,6 @@ non-space characters of the original text. Semantics: docs/explain.md.
 from __future__ import annotations
 
 import bisect
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +18,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-#: Similarity-matrix elements computed at once when a long pair is matched a block of rows at a time.
+from bertscore_tm.scoring.longpairs import match_in_tiles, settle
+
+#: Similarity-matrix elements computed at once when a long pair is matched in tiles.
 MATCH_BLOCK_ELEMENTS = 1 << 22
 
 _WORD = re.compile(r"\S+")
@@ -167,35 +168,24 @@ def best_matches(
     cand: Tensor, ref: Tensor, cand_live: Tensor | None = None, ref_live: Tensor | None = None
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Each candidate token's best similarity over the reference's tokens and that token's index, and the same
-    for each reference token: (cand_best, cand_match, ref_best, ref_match), similarities float32 as the
-    engine keeps them, indices int64 (-1 where the other side has no token, the similarity then 0, as the
-    engine gives it). `cand` and `ref` are normalised vectors [tokens, D]; a long pair is matched a block of
-    candidate rows at a time, so its similarity matrix is never held whole. On a tie the first index wins.
-    `cand_live`, `ref_live` (bool per token; None: all) leave tokens out of the matching (a mask's, a prompt's,
-    a context's): no match for the other side, and no match of their own (-1, similarity 0), as in the engine."""
+    for each reference token: (cand_best, cand_match, ref_best, ref_match) on the CPU, similarities float32,
+    indices int64 (the first on a tie; -1 where the token has no match, its similarity then 0). `cand` and
+    `ref` are normalised vectors [tokens, D], matched by the engine's own kernel and tiles
+    (`longpairs.match_in_tiles`), so the similarities are the engine's bits and a long pair's matrix is never
+    held whole. `cand_live`, `ref_live` (bool per token; None: all) leave tokens out of the matching (a mask's,
+    a prompt's, a context's), as in the engine."""
     n_c, n_r = len(cand), len(ref)
-    c_best, c_match = torch.zeros(n_c, dtype=torch.float32), torch.full((n_c,), -1)
-    r_best = torch.full((n_r,), float("-inf"), dtype=torch.float32)
-    r_match = torch.full((n_r,), -1)
-    if n_c and n_r:
-        step = max(1, MATCH_BLOCK_ELEMENTS // n_r)
-        for lo in range(0, n_c, step):
-            sim = (cand[lo : lo + step] @ ref.T).float().cpu()
-            if cand_live is not None or ref_live is not None:
-                out = ~_live(cand_live, lo, len(sim))[:, None] | ~_live(ref_live, 0, n_r)[None, :]
-                sim.masked_fill_(out, -math.inf)
-            arg = sim.argmax(dim=1)
-            value = sim.gather(1, arg[:, None])[:, 0]
-            found = value > -math.inf
-            c_best[lo : lo + len(sim)] = torch.where(found, value, 0.0)
-            c_match[lo : lo + len(sim)] = torch.where(found, arg, -1)
-            col = sim.argmax(dim=0)
-            value = sim.gather(0, col[None, :])[0]
-            better = value > r_best  # strictly: an earlier block's equal maximum keeps its (lower) index
-            r_best = torch.where(better, value, r_best)
-            r_match = torch.where(better, col + lo, r_match)
-    return c_best, c_match, r_best.masked_fill(r_match < 0, 0.0), r_match
+    c_best = torch.full((n_c, 1), float("-inf"), dtype=torch.float32, device=cand.device)
+    r_best = torch.full((n_r, 1), float("-inf"), dtype=torch.float32, device=cand.device)
+    c_match = torch.full((n_c, 1), -1, dtype=torch.long, device=cand.device)
+    r_match = torch.full((n_r, 1), -1, dtype=torch.long, device=cand.device)
+    live = None
+    if cand_live is not None or ref_live is not None:
+        live = (_live(cand_live, n_c).to(cand.device), _live(ref_live, n_r).to(cand.device))
+    match_in_tiles(cand, ref, c_best, r_best, MATCH_BLOCK_ELEMENTS, live, (c_match, r_match))
+    settle(c_best, r_best)
+    return c_best[:, 0].cpu(), c_match[:, 0].cpu(), r_best[:, 0].cpu(), r_match[:, 0].cpu()
 
 
-def _live(live: Tensor | None, lo: int, count: int) -> Tensor:
-    return torch.ones(count, dtype=torch.bool) if live is None else live[lo : lo + count].cpu()
+def _live(live: Tensor | None, count: int) -> Tensor:
+    return torch.ones(count, dtype=torch.bool) if live is None else live

@@ -1,13 +1,39 @@
-"""Distinct token sequences, found exactly: the one rule by which every engine embeds each distinct text once
-(the paired engine over a Metric's state, all pairs and MBR over their inputs). Rows of one length are compared
-whole (each row's bytes as one value, sorted by numpy's `unique`: eight times faster than `torch.unique` over
-rows), never hashed, so two texts are one only when their token ids are equal."""
+"""Distinct token sequences, found exactly (`distinct_texts`): the one rule by which every engine embeds each
+distinct text once (the paired engine over a Metric's state, all pairs, MBR and explanations over their inputs).
+Rows of one length are compared whole (each row's bytes as one value, sorted by numpy's `unique`: eight times
+faster than `torch.unique` over rows), never hashed, so two texts are one only when their token ids are equal."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 from torch import Tensor
+
+from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
+
+
+def distinct_texts(
+    sources: tuple[Tensor, ...], which: Tensor, start: Tensor, length: Tensor
+) -> tuple[TokenTexts, Tensor]:
+    """The distinct sequences among occurrences ``sources[which[i]][start[i] : start[i] + length[i]]``, numbered
+    by first occurrence and held by reference into `sources` (no copy of an id), and each occurrence's text
+    (int64).
+
+    >>> ids = torch.tensor([7, 8, 9, 7, 8])
+    >>> texts, text_of = distinct_texts((ids,), torch.zeros(3, dtype=torch.uint8), torch.tensor([0, 2, 3]),
+    ...                                 torch.tensor([2, 1, 2]))
+    >>> text_of.tolist(), [texts[t].tolist() for t in range(len(texts))]
+    ([0, 1, 0], [[7, 8], [9]])
+    """
+    which, start, length = which.to(torch.uint8), start.long(), length.long()
+    text_of, first = first_seen_ids(sources, which, start, length)
+    return TokenTexts(sources, which[first], start[first], length[first].to(torch.int32)), text_of
+
+
+def token_index(texts: TokenTexts, chosen: Tensor) -> Tensor:
+    """Indices into their one source of the tokens of texts `chosen`, text after text (texts of one source, as
+    all pairs and MBR hold them), so that per-token values made over that source are read text by text."""
+    return ragged_arange(texts.start[chosen], texts.length[chosen])
 
 
 def first_seen_ids(sources: tuple[Tensor, ...], which: Tensor, start: Tensor, length: Tensor) -> tuple[Tensor, Tensor]:

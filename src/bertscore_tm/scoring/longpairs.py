@@ -27,7 +27,7 @@ from torch import Tensor
 
 from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.embedding.rows import TokenTexts
-from bertscore_tm.scoring.similarity import similarities
+from bertscore_tm.scoring.kernel import best_similarities, raise_best
 from bertscore_tm.scoring.token_rules import kept
 
 
@@ -52,10 +52,13 @@ def match_in_tiles(
     r_best: Tensor,
     budget: int,
     live: tuple[Tensor, Tensor] | None = None,
+    index: tuple[Tensor, Tensor] | None = None,
 ) -> None:
     """Raise `c_best` (a view [len(c), layers]) to each candidate vector's best similarity with the vectors
-    `r`, and `r_best` likewise, in tiles of at most `budget` similarities; with `live` (a flag per vector of `c`
-    and of `r`), only live vectors of both sides meet (`settle` then gives the others 0).
+    `r`, and `r_best` likewise, in tiles of at most `budget` similarities (`kernel.best_similarities` each,
+    `kernel.raise_best` across them: a token nothing live matches stays -inf, for `settle`); with `live` (a
+    flag per vector of `c` and of `r`), only live vectors of both sides meet; with `index` (int64 views shaped
+    as the bests), each best's index on the other side is raised with it (the first on a tie).
 
     >>> c, r = torch.eye(3)[:2], torch.eye(3)[1:]
     >>> c_best, r_best = torch.full((2, 1), -1.0), torch.full((2, 1), -1.0)
@@ -65,18 +68,18 @@ def match_in_tiles(
     """
     rows = 1 if c.dim() == 2 else c.shape[1]
     side = tile_size(rows, budget)
+    c_at, r_at = (None, None) if index is None else index
     for a in range(0, len(c), side):
         tile_c = _layers_first(c[a : a + side])
         for b in range(0, len(r), side):
             tile_r = _layers_first(r[b : b + side])
-            sim = similarities(tile_c, tile_r)  # [layers, tile c, tile r]
-            if live is not None:
-                both = live[0][a : a + side, None] & live[1][None, b : b + side]
-                sim.masked_fill_(~both, float("-inf"))
-            best_c, best_r = c_best[a : a + side], r_best[b : b + side]
-            best_c.copy_(torch.maximum(best_c, sim.amax(dim=2).T))
-            best_r.copy_(torch.maximum(best_r, sim.amax(dim=1).T))
-            del sim
+            lc, lr = (None, None) if live is None else (live[0][a : a + side], live[1][b : b + side])
+            found = best_similarities(tile_c, tile_r, lc, lr, indices=index is not None, unmatched=float("-inf"))
+            own_c = own_r = None
+            if found.cand_index is not None and found.ref_index is not None:
+                own_c, own_r = found.cand_index.T + b, found.ref_index.T + a
+            raise_best(c_best[a : a + side], found.cand.T, None if c_at is None else c_at[a : a + side], own_c)
+            raise_best(r_best[b : b + side], found.ref.T, None if r_at is None else r_at[b : b + side], own_r)
 
 
 def settle(*bests: Tensor) -> None:

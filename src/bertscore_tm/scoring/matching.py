@@ -1,17 +1,18 @@
-"""Matching: greedy cosine matching of token vectors, and the weighted P, R, F it leads to.
+"""Matching: the paired engine's schedule of greedy matching, and the weighing of its results.
 
 Stage one (`greedy_match`: `plan_matches`, a pure plan of blocks, then `run_plan`) embeds the texts of a block
 of (candidate, reference) matches, each unique text once, and keeps for every token only its best similarity
-on the other side: the embeddings are dropped after each block, so memory is bounded by the block and not by
-the number of pairs. Those best similarities do not depend on the weights, so IDF (which needs every reference
-of every rank) is applied afterwards, in stage two (`weighted_scores`). Padding is masked out and never counts
-as a match.
+on the other side (`kernel.best_similarities`, a batch of matches at a time): the embeddings are dropped after
+each block, so memory is bounded by the block and not by the number of pairs. Those best similarities do not
+depend on the weights, so IDF (which needs every reference of every rank) is applied afterwards, in stage two
+(`ragged_scores`, the kernel's weighing). Padding is masked out and never counts as a match.
 Windowed long texts (long_texts="window") may outgrow a block or one similarity matrix: those matches are
 streamed and tiled in the same budget by `bertscore_tm.scoring.longpairs`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -23,8 +24,8 @@ from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.embedding.packing import send
 from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
 from bertscore_tm.errors import DeviceMemoryError, warn_user
-from bertscore_tm.scoring.longpairs import match_large_in_tiles, settle, stream_matches
-from bertscore_tm.scoring.similarity import similarities
+from bertscore_tm.scoring.kernel import best_similarities, f_scores, weighted_mean
+from bertscore_tm.scoring.longpairs import match_large_in_tiles, stream_matches
 from bertscore_tm.scoring.token_rules import kept
 
 
@@ -388,19 +389,15 @@ def _match_block(
     for b, (lo, hi, _, _) in enumerate(batches):
         (c_at, cmask), (r_at, rmask) = sides[0].gathered(b), sides[1].gathered(b)
         c, r = table[c_at], table[r_at]  # [B, Lc, (rows,) D], [B, Lr, (rows,) D]
-        if rows > 1:  # [rows, B, L, D], as views: similarities() makes them contiguous as it converts them
+        if rows > 1:  # [rows, B, L, D], as views: the kernel lays them out as it converts them
             c, r = c.permute(2, 0, 1, 3), r.permute(2, 0, 1, 3)
         else:
             c, r = c[None], r[None]
-        sim = similarities(c, r)  # [rows, B, Lc, Lr], a new tensor
+        padded = not (min(sizes_c[lo:hi]) == max(sizes_c[lo:hi]) and min(sizes_r[lo:hi]) == max(sizes_r[lo:hi]))
         live_c, live_r = (cmask, rmask) if live is None else (live[c_at], live[r_at])
-        sim.masked_fill_(~(live_c[:, :, None] & live_r[:, None, :]), float("-inf"))
-        best_c = sim.amax(dim=3)  # [rows, B, Lc]
-        best_r = sim.amax(dim=2)  # [rows, B, Lr]
-        if live is not None or not (min(sizes_c[lo:hi]) and min(sizes_r[lo:hi])):  # else every token has a match
-            settle(best_c, best_r)  # a token with nothing to match against
-        sides[0].put(b, cand_best, best_c)
-        sides[1].put(b, ref_best, best_r)
+        found = best_similarities(c, r, *((live_c, live_r) if padded or live is not None else (None, None)))
+        sides[0].put(b, cand_best, found.cand)  # [rows, B, Lc]
+        sides[1].put(b, ref_best, found.ref)  # [rows, B, Lr]
 
 
 def matching_batches(
@@ -476,7 +473,7 @@ def segment_sum(values: Tensor, lengths: Tensor) -> Tensor:
     return out.index_add_(0, seg, values)
 
 
-def weighted_scores(
+def ragged_scores(
     cand_best: Tensor,
     cand_weight: Tensor,
     cand_len: Tensor,
@@ -486,45 +483,35 @@ def weighted_scores(
     blank: Tensor,
     beta: float | None = None,
 ) -> Tensor:
-    """P, R, F of each match: [matches, rows, 3] float32, and F-beta as a fourth score with `beta`.
-
-    P is the weight-averaged best similarity of the candidate's tokens, R of the reference's; F their
-    harmonic mean, 0 where undefined. Matches with a blank side (`blank`) score 0, as in the reference.
-    """
-    cw = cand_weight.to(torch.float64)[:, None]
-    rw = ref_weight.to(torch.float64)[:, None]
-    p = segment_sum(cand_best.to(torch.float64) * cw, cand_len) / segment_sum(cw, cand_len)
-    r = segment_sum(ref_best.to(torch.float64) * rw, ref_len) / segment_sum(rw, ref_len)
-    blank = blank.to(p.device)[:, None]
-    scores = [*f_measure(p, r, blank)]
-    if beta is not None:
-        scores.append(f_beta(p, r, beta, blank))
-    return torch.stack(scores, dim=-1).to(torch.float32)
+    """P, R, F of each match (F-beta fourth with `beta`): [matches, rows, 3 or 4] float32, from per-token bests
+    laid end to end as `greedy_match` keeps them (`cand_best` [tokens, rows], `cand_len` tokens a match) and
+    the tokens' weights; matches with a blank side (`blank`) score 0. Each side is weighed by `ragged_mean`,
+    then `kernel.f_scores`: the sums and the F rule of every engine."""
+    p = ragged_mean(cand_best, cand_weight, cand_len)
+    r = ragged_mean(ref_best, ref_weight, ref_len)
+    return f_scores(p, r, blank.to(p.device)[:, None], beta)
 
 
-def f_measure(p: Tensor, r: Tensor, blank: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """The one F-measure rule: P, R and their harmonic mean F (0 where undefined, a NaN P or R or both 0), in
-    the precision given (float64 here); pairs with a blank side (`blank`, broadcast) score P = R = F = 0, as
-    in the reference.
-
-    >>> f_measure(torch.tensor([0.8, 0.0]), torch.tensor([0.6, 0.0]), torch.tensor([False, False]))[2]
-    tensor([0.6857, 0.0000])
-    """
-    f = 2 * p * r / (p + r)
-    f = f.masked_fill(torch.isnan(f) | blank, 0.0)
-    return p.masked_fill(blank, 0.0), r.masked_fill(blank, 0.0), f
-
-
-def f_beta(p: Tensor, r: Tensor, beta: float, blank: Tensor) -> Tensor:
-    """The one F-beta rule: (1 + beta^2) P R / (beta^2 P + R), recall weighing beta times precision (beta = 1
-    is F; beta = 3 CodeBERTScore's F3), 0 where undefined or where a side is blank, as F.
-
-    >>> f_beta(torch.tensor([0.8, 0.0]), torch.tensor([0.6, 0.0]), 3.0, torch.tensor([False, False]))
-    tensor([0.6154, 0.0000])
-    """
-    b2 = float(beta) ** 2
-    f = (1 + b2) * p * r / (b2 * p + r)
-    return f.masked_fill(torch.isnan(f) | blank, 0.0)
+def ragged_mean(best: Tensor, weight: Tensor, lengths: Tensor) -> Tensor:
+    """`kernel.weighted_mean` of consecutive segments (`lengths`) of per-token bests ([tokens, rows]) and weights
+    ([tokens]): float64 [segments, rows]. Segments are padded a run of similar lengths at a time (within a
+    quarter of each other: the padding adds at most a third to the tokens held)."""
+    device = best.device
+    lengths = lengths.to(device).long()
+    starts = torch.cumsum(lengths, 0) - lengths
+    out = torch.empty((len(lengths), best.shape[1]), dtype=torch.float64, device=device)
+    run = torch.floor(torch.log(lengths.clamp(min=1).double()) / math.log(4 / 3)).long()
+    for k in torch.unique(run).tolist():
+        members = torch.nonzero(run == k).flatten()
+        size = lengths[members]
+        inside = torch.arange(int(size.max()), device=device)[None, :] < size[:, None]
+        at = ragged_arange(starts[members], size)
+        padded = torch.zeros((*inside.shape, best.shape[1]), dtype=best.dtype, device=device)
+        padded[inside] = best[at]
+        weights = torch.zeros(inside.shape, dtype=torch.float64, device=device)
+        weights[inside] = weight[at].to(torch.float64)
+        out[members] = weighted_mean(padded.transpose(1, 2), weights[:, None, :])
+    return out
 
 
 def best_of_references(scores: Tensor, ref_counts: Tensor) -> Tensor:

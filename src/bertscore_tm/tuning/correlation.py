@@ -430,20 +430,6 @@ def _paired_test(method: str, a: float, b: float, differences: Floats, confidenc
     )
 
 
-def bootstrap_interval(
-    metric: ArrayLike,
-    human: ArrayLike,
-    groups: Sequence[Any] | None = None,
-    method: str = "pearson",
-    num_samples: int = 1000,
-    confidence: float = 0.95,
-    seed: int | np.random.Generator = 0,
-) -> tuple[float, float]:
-    """The percentile bootstrap interval of the group-averaged correlation (segments resampled within groups)."""
-    _check_method(method)
-    return GroupedBootstrap(human, groups, num_samples, seed).interval(metric, method, confidence)
-
-
 def paired_bootstrap_test(
     metric_a: ArrayLike,
     metric_b: ArrayLike,

@@ -184,27 +184,6 @@ def test_the_plan_is_pure_and_covers_every_match_once(metric, wmt):
     assert plan.cand_tokens == int(texts.length[cands].sum()) and plan.ref_tokens == int(texts.length[refs].sum())
 
 
-def test_similarities_do_not_depend_on_the_shapes_they_are_computed_in() -> None:
-    """A pair's token similarities are the same float32 numbers whether its match runs alone or padded into a
-    block of longer ones (float32 matrix products sum in a shape-dependent order; similarity.py sums in
-    float64): each equals the float64 dot product rounded once, computed independently."""
-    from bertscore_tm.scoring.similarity import similarities
-
-    gen = torch.Generator().manual_seed(0)
-
-    def unit(*shape: int) -> torch.Tensor:
-        x = torch.randn(*shape, generator=gen)
-        return x / x.norm(dim=-1, keepdim=True)
-
-    c, r = unit(1, 37, 384), unit(1, 29, 384)
-    alone = similarities(c, r)[0]
-    block_c, block_r = unit(6, 211, 384), unit(6, 173, 384)
-    block_c[3, :37], block_r[3, :29] = c[0], r[0]
-    in_block = similarities(block_c, block_r)[3, :37, :29]
-    assert torch.equal(alone, in_block)
-    assert torch.equal(alone, (c[0].double() @ r[0].double().T).float())
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_blocks_are_the_longest_runs_of_matches_whose_distinct_texts_fit(seed: int) -> None:
     """`_blocks`' cut, checked against its definition: consecutive runs covering every match, each holding at

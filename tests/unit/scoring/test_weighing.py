@@ -45,7 +45,7 @@ def test_scores_are_the_same_in_chunks_of_one_pair(wmt, monkeypatch):
 def test_distinct_texts_are_found_exactly_and_numbered_by_first_appearance():
     """compute()'s list of texts to embed is built with tensor operations (no Python object per pair); it still
     finds every repeat exactly and numbers texts as a pair-by-pair walk first meets them."""
-    from bertscore_tm.engines.paired import PairTokens, distinct_texts
+    from bertscore_tm.engines.paired import PairTokens, matches_of
 
     g = torch.Generator().manual_seed(0)
     for _ in range(50):
@@ -56,7 +56,7 @@ def test_distinct_texts_are_found_exactly_and_numbered_by_first_appearance():
         c_ids = torch.randint(0, 3, (int(c_lens.sum()),), generator=g, dtype=torch.int32)  # 3 ids: many repeats
         r_ids = torch.randint(0, 3, (int(r_lens.sum()),), generator=g, dtype=torch.int32)
         is_new = torch.rand(n, generator=g) < 0.7
-        texts, match_cand, match_ref = distinct_texts(PairTokens(c_ids, c_lens, r_ids, r_lens, counts), is_new)
+        texts, match_cand, match_ref = matches_of(PairTokens(c_ids, c_lens, r_ids, r_lens, counts), is_new)
         cands = [c.tolist() for c in torch.split(c_ids, c_lens.tolist())]
         refs = [r.tolist() for r in torch.split(r_ids, r_lens.tolist())]
         walk, matches, first_ref = [], [], 0
@@ -69,6 +69,28 @@ def test_distinct_texts_are_found_exactly_and_numbered_by_first_appearance():
         found = [tuple(texts[t].tolist()) for t in range(len(texts))]
         assert found == list(dict.fromkeys(walk))  # each distinct text once, in order of first appearance
         assert [(found[c], found[r]) for c, r in zip(match_cand.tolist(), match_ref.tolist(), strict=True)] == matches
+
+
+def test_matches_laid_end_to_end_weigh_as_each_padded_alone():
+    """The kept per-token bests are weighed a run of similar lengths at a time (`ragged_scores`); each match's
+    P, R, F and F-beta are the very bits of the kernel's weighing of that match alone, as all pairs and
+    explanations weigh it."""
+    from bertscore_tm.scoring.kernel import weighted_scores
+    from bertscore_tm.scoring.matching import ragged_scores
+
+    g = torch.Generator().manual_seed(1)
+    c_len = torch.tensor([0, 1, 3, 4, 7, 9, 40, 41, 300, 5])
+    r_len = torch.tensor([2, 1, 5, 0, 7, 30, 8, 41, 2, 299])
+    c_best, r_best = torch.rand(int(c_len.sum()), 2, generator=g), torch.rand(int(r_len.sum()), 2, generator=g)
+    c_w, r_w = torch.rand(int(c_len.sum()), generator=g).double(), torch.rand(int(r_len.sum()), generator=g).double()
+    blank = torch.zeros(10, dtype=torch.bool)
+    blank[3] = True
+    got = ragged_scores(c_best, c_w, c_len, r_best, r_w, r_len, blank, beta=3.0)
+    c_at, r_at = torch.cumsum(c_len, 0) - c_len, torch.cumsum(r_len, 0) - r_len
+    for m in range(10):
+        cs, rs = slice(int(c_at[m]), int(c_at[m] + c_len[m])), slice(int(r_at[m]), int(r_at[m] + r_len[m]))
+        alone = weighted_scores(c_best[cs].T, c_w[cs], r_best[rs].T, r_w[rs], blank[m], beta=3.0)
+        assert torch.equal(got[m], alone) or (m == 0 and torch.equal(got[m].isnan(), alone.isnan())), m
 
 
 def test_best_reference_is_the_one_of_highest_f1_and_the_lowest_index_on_a_tie(wmt):

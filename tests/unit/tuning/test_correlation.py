@@ -13,7 +13,6 @@ from bertscore_tm.tuning.correlation import (
     CorrelationWarning,
     GroupedBootstrap,
     average_ranks,
-    bootstrap_interval,
     correlate,
     darr_tau,
     grouped_correlation,
@@ -136,18 +135,22 @@ def test_resample_statistics_equal_the_resampled_data():
 
 
 # -- bootstrap intervals and the paired test ----------------------------------------------------------------
+def interval(metric, human, groups, method, num_samples=300, seed=4, confidence=0.95):
+    """The group-averaged correlation's percentile bootstrap interval (`GroupedBootstrap.interval`)."""
+    return GroupedBootstrap(human, groups, num_samples, seed).interval(metric, method, confidence)
+
+
 def test_intervals_are_reproducible_and_cover_the_estimate():
     metric, human, groups = grouped_sample()
     for method in ("pearson", "spearman", "kendall"):
-        first = bootstrap_interval(metric, human, groups, method, num_samples=300, seed=4)
-        assert first == bootstrap_interval(metric, human, groups, method, num_samples=300, seed=4)
-        generator = bootstrap_interval(metric, human, groups, method, 300, seed=np.random.default_rng(4))
-        assert generator == first
-        assert first != bootstrap_interval(metric, human, groups, method, num_samples=300, seed=5)
+        first = interval(metric, human, groups, method)
+        assert first == interval(metric, human, groups, method)
+        assert interval(metric, human, groups, method, seed=np.random.default_rng(4)) == first
+        assert first != interval(metric, human, groups, method, seed=5)
         estimate = grouped_correlation(metric, human, groups, method).mean
         assert first[0] < estimate < first[1]
-    wide = bootstrap_interval(metric, human, groups, "pearson", num_samples=300, seed=4, confidence=0.99)
-    narrow = bootstrap_interval(metric, human, groups, "pearson", num_samples=300, seed=4, confidence=0.5)
+    wide = interval(metric, human, groups, "pearson", confidence=0.99)
+    narrow = interval(metric, human, groups, "pearson", confidence=0.5)
     assert wide[0] < narrow[0] < narrow[1] < wide[1]
 
 
@@ -267,7 +270,7 @@ def test_bad_input_is_refused_clearly():
     with pytest.raises(ValueError, match="num_samples must be at least 1"):
         GroupedBootstrap([1, 2, 3], num_samples=0)
     with pytest.raises(ValueError, match="confidence must be between 0 and 1"):
-        bootstrap_interval([1, 2, 3], [1, 3, 2], confidence=95)
+        GroupedBootstrap([1, 3, 2]).interval([1, 2, 3], confidence=95)
     with pytest.raises(ValueError, match="one of each per judgement"):
         darr_tau([1, 2], [1])
 
