@@ -43,39 +43,29 @@ from bertscore_tm.scoring.results import progress_bar
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights, unmarked
 from bertscore_tm.settings.config import Config
+from bertscore_tm.settings.rules import boolean
+from bertscore_tm.settings.texts import check_texts, sequence_of
 
 # -- input checks (before any model is loaded) --------------------------------------------------------------
 
 
-def check_groups(groups: Sequence[Sequence[str]], name: str = "groups", what: str = "hypothesis") -> list[list[str]]:
-    """`groups` as lists of strings: ValueError for no group or an empty group, TypeError naming the
-    position of anything that is not a list of strings.
+def check_groups(groups: object, name: str = "groups", what: str = "hypothesis") -> list[list[str]]:
+    """`groups` as lists of texts, at least one group of at least one text each (the one text rule:
+    `bertscore_tm.settings.texts`; a group given as one string is one text).
 
     >>> check_groups([["a", "b"], ["c"]])
     [['a', 'b'], ['c']]
     >>> check_groups([["a"], []])
     Traceback (most recent call last):
-    ValueError: groups[1] is empty: every group needs at least one hypothesis
+    ...
+    bertscore_tm.errors.ArgumentValueError: groups[1] is empty: pass at least one hypothesis
     """
-    if isinstance(groups, str) or not isinstance(groups, Sequence):
-        raise TypeError(
-            f"{name} must be a sequence of lists of strings (one list per source), got {type(groups).__name__}"
+    items = sequence_of(groups, name, "a sequence of lists of texts (one list per source)")
+    if len(items) == 0:
+        raise ArgumentValueError(
+            f"{name} is empty: give at least one group", argument=name, allowed="a group", value=[]
         )
-    if len(groups) == 0:
-        raise ValueError(f"{name} is empty: give at least one group")
-    out: list[list[str]] = []
-    for g, group in enumerate(groups):
-        if isinstance(group, str) or not isinstance(group, Sequence):
-            raise TypeError(
-                f"{name}[{g}] must be a list of strings (one group), got {type(group).__name__}: {group!r:.60}"
-            )
-        if len(group) == 0:
-            raise ValueError(f"{name}[{g}] is empty: every group needs at least one {what}")
-        for i, text in enumerate(group):
-            if not isinstance(text, str):
-                raise TypeError(f"{name}[{g}][{i}] must be a string, got {type(text).__name__}: {text!r:.60}")
-        out.append(list(group))
-    return out
+    return [check_texts(group, f"{name}[{g}]", what=what, empty=False) for g, group in enumerate(items)]
 
 
 def check_mbr_inputs(
@@ -87,9 +77,13 @@ def check_mbr_inputs(
         return hyps, None
     refs = check_groups(references, "references", "reference")
     if len(refs) != len(hyps):
-        raise ValueError(
+        raise ArgumentValueError(
             f"references has {len(refs)} groups but groups has {len(hyps)}: "
-            "give one list of pseudo-references per group"
+            "give one list of pseudo-references per group",
+            argument="references",
+            allowed=f"{len(hyps)} groups",
+            value=len(refs),
+            others=("groups",),
         )
     return hyps, refs
 
@@ -479,9 +473,9 @@ def mbr_select(
     [0, 0]
     """
     check_mbr_inputs(groups, references)
-    check_utility(utility, kwargs.get("beta"))
-    if kwargs.get("all_layers"):
-        raise ValueError("mbr_select scores with one layer: all_layers does not apply")
-    config = Config.of({"model_name_or_path": model_name_or_path, **kwargs}, caller="mbr_select")
+    boolean("return_utilities", return_utilities)
+    unused = ("all_layers", "reduction", "output", "return_hash")  # one layer, and its own result
+    config = Config.of({"model_name_or_path": model_name_or_path, **kwargs}, caller="mbr_select", unused=unused)
+    check_utility(utility, config.scoring.beta)
     device, verbose = torch.device(config.runtime.device or "cpu"), config.runtime.verbose
     return select(Scorer(config), device, groups, references, return_utilities, verbose=verbose, utility=utility)

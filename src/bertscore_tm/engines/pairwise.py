@@ -43,6 +43,7 @@ from bertscore_tm.scoring.results import format_scores, progress_bar
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
 from bertscore_tm.settings.config import Config
+from bertscore_tm.settings.texts import check_texts as texts_rule
 
 #: A tile is cut where a text's length falls below this share of the tile's first (longest) text: padding
 #: would otherwise take up to half of the similarities computed for a few hundred texts a side.
@@ -52,26 +53,9 @@ MIN_FILL = 0.75
 # -- input checks (before any model is loaded) --------------------------------------------------------------
 
 
-def check_texts(texts: str | Sequence[str], name: str, what: str) -> list[str]:
-    """`texts` as a list of strings (one string is one text); ValueError if empty, TypeError naming the
-    position of anything that is not a string.
-
-    >>> check_texts(["a", "b"], "cands", "candidate")
-    ['a', 'b']
-    >>> check_texts(["a", 3], "cands", "candidate")
-    Traceback (most recent call last):
-    TypeError: cands[1] must be a string, got int: 3
-    """
-    if isinstance(texts, str):
-        return [texts]
-    if not isinstance(texts, Sequence):
-        raise TypeError(f"{name} must be a string or a sequence of strings, got {type(texts).__name__}")
-    if len(texts) == 0:
-        raise ValueError(f"{name} is empty: all-pairs scoring needs at least one {what}")
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"{name}[{i}] must be a string, got {type(text).__name__}: {text!r:.60}")
-    return list(texts)
+def check_texts(texts: object, name: str, what: str) -> list[str]:
+    """`texts` as a list of at least one text (one string is one text: `bertscore_tm.settings.texts`)."""
+    return texts_rule(texts, name, what=what, empty=False)
 
 
 # -- distinct texts and where they occur --------------------------------------------------------------------
@@ -501,9 +485,8 @@ def pairwise_bert_score(
     """
     cands = check_texts(cands, "cands", "candidate")
     refs = check_texts(refs, "refs", "reference")
-    if kwargs.get("reduction", "none") != "none":
-        raise ValueError("pairwise_bert_score returns the N x M matrices; reduction does not apply (leave it 'none')")
-    config = Config.of({"model_name_or_path": model_name_or_path, **kwargs}, caller="pairwise_bert_score")
+    arguments = {"model_name_or_path": model_name_or_path, **kwargs}
+    config = Config.of(arguments, caller="pairwise_bert_score", unused=("reduction",))
     scorer, out = Scorer(config), config.output
     per = pairwise_scores(scorer, cands, refs, torch.device(config.runtime.device or "cpu"), config.runtime.verbose)
     return format_scores(per, out.output, scorer.hash_code if out.return_hash else None)

@@ -24,7 +24,7 @@ from torch import Tensor
 
 from bertscore_tm.embedding.embedder import own_precision
 from bertscore_tm.engines.paired import best_reference
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, warn_undefined
+from bertscore_tm.errors import ArgumentValueError, warn_undefined
 from bertscore_tm.explanations.tokens import TokenSpans, WordSpan, best_matches, token_spans, words_of
 from bertscore_tm.explanations.types import (
     PairExplanation,
@@ -36,7 +36,6 @@ from bertscore_tm.explanations.types import (
 )
 from bertscore_tm.explanations.weighting import Weighting, weak_threshold, weighting
 from bertscore_tm.models.prompts import check_context, prompted_ids
-from bertscore_tm.models.tokenizing import normalize_inputs
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
 from bertscore_tm.scoring.distinct import distinct_texts
 from bertscore_tm.scoring.hashcode import names_context
@@ -44,6 +43,8 @@ from bertscore_tm.scoring.matching import best_of_references, ragged_scores
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
 from bertscore_tm.settings.config import Config
+from bertscore_tm.settings.rules import finite_number, integer
+from bertscore_tm.settings.texts import check_text, check_texts, sequence_of
 
 # -- the engine ----------------------------------------------------------------------------------------------
 
@@ -179,13 +180,9 @@ def _layer(scorer: Scorer, layer: int | None) -> tuple[int, int]:
     any layer (default: the setting's `num_layers`)."""
     if layer is None:
         layer = scorer.num_layers
-    elif isinstance(layer, bool) or not isinstance(layer, int):
-        raise ArgumentTypeError(
-            f"layer must be an integer or None, got {type(layer).__name__}",
-            argument="layer",
-            expected="int",
-            value=layer,
-        )
+    else:
+        integer(0)("layer", layer)
+        layer = int(layer)
     if not scorer.all_layers:
         if layer != scorer.num_layers:
             raise ArgumentValueError(
@@ -468,7 +465,7 @@ def explain(
     _pair_arguments(candidate, references)  # before anything loads
     _checked_options(threshold, idf_references, bool(kwargs.get("idf", False)), kwargs)
     check_context(context, 1)
-    config = Config.of(arguments, caller="explain")
+    config = Config.of(arguments, caller="explain", unused=("reduction", "output", "return_hash"))
     return explain_with(
         Scorer(config),
         config.runtime.device or "cpu",
@@ -509,39 +506,13 @@ def explain_with(
 
 
 def _pair_arguments(candidate: object, references: object) -> tuple[str, list[str]]:
-    """The candidate and its references, checked (a string; a string or a non-empty sequence of strings)."""
-    if not isinstance(candidate, str):
-        raise TypeError(f"candidate must be a string, got {type(candidate).__name__}")
-    if isinstance(references, str):
-        references = [references]
-    if not isinstance(references, Sequence) or isinstance(references, (bytes, bytearray)):
-        raise TypeError(f"references must be a string or a sequence of strings, got {type(references).__name__}")
-    if not references:
-        raise ValueError("references is empty: give at least one reference text")
-    for j, ref in enumerate(references):
-        if not isinstance(ref, str):
-            raise TypeError(f"references[{j}] must be a string, got {type(ref).__name__}")
-    cands, groups = normalize_inputs([candidate], [list(references)])  # the UTF-8 checks
-    return cands[0], groups[0]
+    """The candidate (a text) and its references (one text, or at least one), by the one text rule."""
+    return check_text(candidate, "candidate"), check_texts(references, "references", what="reference", empty=False)
 
 
 def _checked_options(threshold: object, idf_references: object, idf: bool, kwargs: dict[str, Any]) -> list[str] | None:
     """`threshold` a finite number or None; `idf_references` texts, only where the IDF is counted."""
-    if threshold is not None:
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-            raise ArgumentTypeError(
-                f"threshold must be a number or None, got {type(threshold).__name__}",
-                argument="threshold",
-                expected="float",
-                value=threshold,
-            )
-        if not math.isfinite(threshold):
-            raise ArgumentValueError(
-                f"threshold must be finite, got {threshold}",
-                argument="threshold",
-                allowed="a finite number",
-                value=threshold,
-            )
+    finite_number(optional=True)("threshold", threshold)
     if idf_references is None:
         return None
     if not idf or kwargs.get("idf_texts") is not None or kwargs.get("idf_weights") is not None:
@@ -556,17 +527,18 @@ def _checked_options(threshold: object, idf_references: object, idf: bool, kwarg
 
 
 def reference_texts(texts: object, name: str) -> list[str]:
-    """References for counting IDF: strings, or sequences of strings (several per candidate), flattened."""
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise TypeError(
-            f"{name} must be a sequence of reference texts (or of lists of them), got {type(texts).__name__}"
-        )
-    flat: list[str] = []
-    for j, item in enumerate(texts):
-        group = [item] if isinstance(item, str) else item
-        if not isinstance(group, Sequence) or not all(isinstance(t, str) for t in group):
-            raise TypeError(f"{name}[{j}] must be a string or a sequence of strings, got {type(item).__name__}")
-        flat.extend(group)
+    """References for counting IDF: texts, or sequences of texts (several per candidate), flattened; at least
+    one (the one text rule: `bertscore_tm.settings.texts`)."""
+    flat = [
+        text
+        for j, item in enumerate(sequence_of(texts, name, "a sequence of reference texts (or of lists of them)"))
+        for text in check_texts(item, f"{name}[{j}]")
+    ]
     if not flat:
-        raise ValueError(f"{name} is empty: give the references to count the IDF over, or None")
+        raise ArgumentValueError(
+            f"{name} is empty: give the references to count the IDF over, or None",
+            argument=name,
+            allowed="at least one reference",
+            value=texts,
+        )
     return flat

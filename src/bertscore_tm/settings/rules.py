@@ -104,6 +104,28 @@ def positive_number(*, optional: bool = False, why: str = "", below: float = mat
     return check
 
 
+def finite_number(*, optional: bool = False) -> Rule:
+    """A finite real number (int or float, a numpy number too; not a bool or a string); None too where
+    `optional`."""
+
+    def check(name: str, value: object) -> None:
+        if value is None and optional:
+            return
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ArgumentTypeError(
+                f"{name} must be a number{_or_none(optional)}, got {_shown(value)}",
+                argument=name,
+                expected=f"float{_or_none(optional)}",
+                value=value,
+            )
+        if not math.isfinite(float(value)):
+            raise ArgumentValueError(
+                f"{name} must be a finite number, got {value}", argument=name, allowed="a finite number", value=value
+            )
+
+    return check
+
+
 def choice(allowed: tuple[str, ...], *, optional: bool = False) -> Rule:
     """One of the strings `allowed`; None too where `optional`."""
     listed = ", ".join(repr(a) for a in allowed) + _or_none(optional)
