@@ -177,8 +177,33 @@ def _run_checks(rank: int, plan: dict) -> dict:
         [ctx["cands"][i] for i in mine], [ctx["targets"][i] for i in mine], context=[ctx["context"][i] for i in mine]
     )
     out["context"] = _tensors(metric.compute())
+    out["context_hash"] = metric.hash_code  # every rank's pairs had contexts: the code names them on each rank
+    metric.reset()
+
+    # 5. torchmetrics' own options keep their meaning: dist_sync_fn gathers, sync_on_compute=False and forward()
+    # score this process's pairs alone
+    pick = [main["cands"][i] for i in main["shards"][rank]][:4], [main["targets"][i] for i in main["shards"][rank]][:4]
+    _GATHERED.clear()
+    gathering = BERTScore(PACKAGED_MINILM, idf=True, dist_sync_fn=_counted_gather)
+    gathering.update(*pick)
+    out["own_gather"] = (_tensors(gathering.compute()), len(_GATHERED))
+    alone = BERTScore(PACKAGED_MINILM, idf=True, sync_on_compute=False)
+    alone.update(*pick)
+    out["alone"] = _tensors(alone.compute())
+    out["forward"] = _tensors(metric(*pick))
+    out["pick"] = pick
     dist.barrier()
     return out
+
+
+_GATHERED: list[tuple[int, ...]] = []
+
+
+def _counted_gather(tensor: torch.Tensor, group=None) -> list[torch.Tensor]:  # a user's dist_sync_fn
+    from torchmetrics.utilities.distributed import gather_all_tensors
+
+    _GATHERED.append(tuple(tensor.shape))
+    return gather_all_tensors(tensor, group=group)
 
 
 def _worker(rank: int, port: int, plan: dict, out_dir: str) -> None:
@@ -267,16 +292,16 @@ def test_only_counts_and_per_pair_results_cross_ranks(ranks, single):
         ops = {op for op, _, _ in traffic}
         assert ops <= {"all_gather", "all_reduce"}, ops
         reduces = [(dtype, shape) for op, dtype, shape in traffic if op == "all_reduce"]
-        # the IDF document counts and the reference count, once each, and whether any rank saw a context (the
-        # hash code's `_context` flag): one integer
-        expected = [("torch.int64", ()), ("torch.int64", ()), ("torch.int64", (vocab,))]
+        # the IDF document counts and the reference count, once each
+        expected = [("torch.int64", ()), ("torch.int64", (vocab,))]
         assert sorted(reduces, key=lambda x: len(x[1])) == expected
         for op, dtype, shape in traffic:
             if op != "all_gather":
                 continue
             if dtype == "torch.float32":  # per-pair P, R, F and best reference (padded to the longest shard)
                 assert len(shape) == 3 and shape[0] <= n_max and shape[1:] == (1, 4), shape
-            else:  # settings digest, shapes, pair counts, dataset indexes (none here): never token ids or embeddings
+            else:  # settings digest, shapes, pair, index and context counts, dataset indexes (none here): never token
+                # ids or embeddings
                 assert dtype == "torch.int64" and len(shape) <= 1 and (not shape or shape[0] <= 3), (dtype, shape)
 
 
@@ -312,3 +337,23 @@ def test_context_across_ranks_equals_one_process(ranks, plan, single):
     for rank in ranks:
         _check_all(rank["context"], expected["precision"], expected["recall"], expected["f1"])
     assert (expected["f1"] - without["f1"]).abs().max() > 1e-3  # the context did shape the vectors
+
+
+def test_torchmetrics_options_keep_their_meaning(ranks, single):
+    """`dist_sync_fn` makes every gather of compute(); `sync_on_compute=False` and forward() score this
+    process's pairs alone, as one process scores them."""
+    both = ranks[0]["pick"][0] + ranks[1]["pick"][0], ranks[0]["pick"][1] + ranks[1]["pick"][1]
+    single.reset()
+    single.update(*both)
+    together = single.compute()
+    for rank in ranks:
+        scores, gathers = rank["own_gather"]
+        assert gathers >= 3  # the settings digest, the counts, the indexes, the scores: all through it
+        _check_all(scores, together["precision"], together["recall"], together["f1"])
+        single.reset()
+        single.update(*rank["pick"])
+        alone = single.compute()
+        for name in ("alone", "forward"):
+            _check_all(rank[name], alone["precision"], alone["recall"], alone["f1"])
+        assert rank["context_hash"].endswith("_context")
+    single.reset()

@@ -3,7 +3,7 @@
 - `forward()` returns the batch's scores; a later `compute()` does not embed those pairs again.
 - With `persistent(True)` the state round-trips through `state_dict()`; a metric restored mid-epoch and fed
   the rest of the epoch gives the same result.
-- The embedding model is never in a state_dict, never trained, and follows `.to(...)`.
+- The embedding model is never in a state_dict, never trained, and goes where the metric computes.
 - A Lightning `Trainer` (CPU, one process, and two DDP processes) logs the exact corpus BERTScore once per
   epoch to TensorBoard, both as a logged Metric object and as a dict through `log_dict`.
 - A module that trains its own encoder scores with that very object (`BERTScore(model=..., tokenizer=...)`):
@@ -49,13 +49,13 @@ STATES = (
     "cand_best",
     "ref_best",
     "indexes",
+    # whether each pair had a context (the hash code names it)
+    "has_context",
     "doc_freq",
     "num_refs",
-    # whether a pair had a context (the hash code names it)
-    "context_seen",
-    # two digests of the setting that made the ids and the similarities (tests/unit/test_checkpoints.py)
-    "state_setting",
 )
+#: The metric's one entry in a state_dict: the digests of its setting, and its states with persistent(True).
+EXTRA = "_extra_state"
 
 
 # -- the Lightning side: the module, data and trainer of examples/lightning_example.py -----------------------
@@ -215,7 +215,7 @@ def test_state_dict_round_trip_mid_epoch(reference_idf, scorer):
     torch.save(metric.state_dict(), buffer)
     buffer.seek(0)
     saved = torch.load(buffer, weights_only=True)
-    assert set(saved) == set(STATES)  # the metric's states and nothing else: no model weights
+    assert set(saved) == {EXTRA} and set(saved[EXTRA]["states"]) == set(STATES)  # no model weights
 
     restored = BERTScore(PACKAGED_MINILM, idf=True)
     restored.persistent(True)
@@ -244,20 +244,24 @@ def test_model_never_in_state_dict_nor_trained():
     weights = dict(metric.embedder.model.named_parameters())
     assert weights and not any(p.requires_grad for p in weights.values())
     own = {"layer.weight", "layer.bias"}
-    assert set(module.state_dict()) == own  # metric states are not persistent by default
+    digests = {f"{name}.{EXTRA}" for name in ("val_f1", "val_bertscore")}  # each metric's setting, no states
+    assert set(module.state_dict()) == own | digests  # metric states are not persistent by default
+    assert all(module.state_dict()[key]["states"] is None for key in digests)
     assert {name for name, _ in module.named_parameters()} == own
     assert len(list(module.parameters())) == 2
     assert not list(metric.parameters()) and not list(metric.buffers())
     module.val_f1.persistent(True)
     keys = set(module.state_dict())
-    assert keys == own | {f"val_f1.{s}" for s in STATES}
+    assert keys == own | digests and set(module.state_dict()[f"val_f1.{EXTRA}"]["states"]) == set(STATES)
     model_ids = {id(p) for p in weights.values()}
     assert not any(
         id(v) in model_ids for v in module.state_dict(keep_vars=True).values() if isinstance(v, torch.Tensor)
     )
 
 
-def test_model_follows_the_module_to_its_device():
+def test_the_model_goes_where_the_module_computes():
+    """Moving the module moves the metrics' states; each metric's model goes there when it next computes (moved,
+    not copied, where nothing else uses it: the usual flow, built on the CPU and moved before validating)."""
     module = _lightning_module(use_indexes=False)
     targets = [torch.device("meta")] + ([torch.device("cuda", 0)] if torch.cuda.is_available() else [])
     for device in targets:
@@ -266,7 +270,8 @@ def test_model_follows_the_module_to_its_device():
         module.to(device)
         for metric in (module.val_f1, module.val_bertscore):
             assert metric.device == device
-            assert metric.embedder.device == device
+            metric.scorer.follow(metric.device)  # what its compute() asks first
+            assert metric.embedder.device == device and len(metric.scorer.handle.embedders) == 1
             assert all(p.device == device for p in metric.embedder.model.parameters())
     if torch.cuda.is_available():  # and it scores there
         module.val_f1.update(["a cat sat on the mat"], ["the cat sat on a mat"])
@@ -327,7 +332,7 @@ def test_lightning_module_scores_with_its_own_encoder_as_it_trains(pairs, tmp_pa
     encoder = module.encoder
     own = {f"encoder.{n}" for n, _ in encoder.named_parameters()} | {"head.weight", "head.bias"}
     assert {n for n, _ in module.named_parameters()} == own  # the metric adds nothing, the encoder is listed once
-    assert not any(k.startswith("val_f1.") for k in module.state_dict())
+    assert {k for k in module.state_dict() if k.startswith("val_f1.")} == {f"val_f1.{EXTRA}"}  # its digests alone
     start = {n: p.detach().clone() for n, p in encoder.named_parameters()}
     storage = {n: p.data_ptr() for n, p in encoder.named_parameters()}
     cands, refs = pairs[0][:12], pairs[1][:12]  # three batches: enough to train, and quick

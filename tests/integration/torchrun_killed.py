@@ -14,7 +14,7 @@ from bertscore_tm.corpus import resumable
 
 
 def kill_at(shards: int, signum: int) -> None:
-    real, started = resumable.score_texts, []
+    real, started = resumable._score_tokens, []
 
     def scoring(*args, **kwargs):  # type: ignore[no-untyped-def]
         started.append(1)
@@ -22,7 +22,7 @@ def kill_at(shards: int, signum: int) -> None:
             os.kill(os.getpid(), signum)
         return real(*args, **kwargs)
 
-    resumable.score_texts = scoring
+    resumable._score_tokens = scoring
 
 
 if __name__ == "__main__":

@@ -21,6 +21,10 @@ again.
 Under torchrun each process scores its contiguous part of the inputs (`launch.Processes.shard`) and keeps its
 own shard files and manifest (named by rank, with the world size); a resume with another number of processes
 is refused. Docs: docs/corpus-scale.md ("Resumable runs").
+
+Shards of pairs are a pipeline (`prepared_ahead`): shard k + 1 is tokenised on a thread of the call's own while
+shard k embeds, so that the device does not wait for the tokenizer between shards, nor the tokenizer for the
+device; the ids are the same, so are the scores, and a shard's errors and warnings come at its own turn.
 """
 
 from __future__ import annotations
@@ -33,10 +37,11 @@ import json
 import os
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 import torch
@@ -45,11 +50,11 @@ from torch import Tensor
 from bertscore_tm.distributed.launch import Processes
 from bertscore_tm.distributed.ranks import gather, settings_digest
 from bertscore_tm.embedding.embedder import own_precision
-from bertscore_tm.engines.paired import score_texts
+from bertscore_tm.engines.paired import PairTokens, match_pairs, weigh_pairs
 from bertscore_tm.engines.pairwise import pairwise_scores
 from bertscore_tm.errors import ArgumentValueError, BERTScoreError, warn_user
 from bertscore_tm.models.prompts import check_context
-from bertscore_tm.models.tokenizing import normalize_inputs
+from bertscore_tm.models.tokenizing import TokenizedPairs, normalize_inputs
 from bertscore_tm.scoring.idf import document_frequency
 from bertscore_tm.scoring.results import Scores, scores_of
 from bertscore_tm.scoring.scorer import Scorer
@@ -57,6 +62,40 @@ from bertscore_tm.settings.arguments import ROW_SHARD_SIZE, SHARD_SIZE
 
 #: The manifest's format; a checkpoint of another format is refused.
 FORMAT = 1
+
+#: The name of the thread a run tokenises its next shard on (`prepared_ahead`).
+TOKENISING_THREAD = "bertscore-tm-tokenise"
+
+Item = TypeVar("Item")
+Prepared = TypeVar("Prepared")
+_END = object()
+
+
+def prepared_ahead(
+    items: Iterable[Item], prepare: Callable[[Item], Prepared]
+) -> Generator[tuple[Item, Prepared], None, None]:
+    """Each item with `prepare(item)`, in order, the next item's `prepare` running on a thread of this call's own
+    (one worker, shut down when the iteration ends, however it ends) while the caller works on the item before:
+    shard k + 1 is tokenised while shard k embeds, the Rust tokenizer leaving the interpreter to the caller while
+    it encodes. The next item is taken from `items` before the current one is handed over. An error of `prepare`
+    is raised where its item is taken, never before.
+
+    >>> [(n, twice) for n, twice in prepared_ahead([1, 2, 3], lambda n: 2 * n)]
+    [(1, 2), (2, 4), (3, 6)]
+    """
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=TOKENISING_THREAD)
+    try:
+        queue = iter(items)
+        item: Any = next(queue, _END)
+        future: Future[Prepared] | None = None if item is _END else pool.submit(prepare, item)
+        while future is not None:
+            result = future.result()
+            following: Any = next(queue, _END)
+            current, item = item, following
+            future = None if following is _END else pool.submit(prepare, following)
+            yield current, result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class CheckpointMismatchError(BERTScoreError, ValueError):
@@ -218,12 +257,13 @@ class Checkpoint:
         manifest cannot list the texts of shards not yet read."""
         return self.folder / f"rank{self.rank}-shard{k:06d}-{digest[:16]}.npy"
 
-    def load_stream(self, k: int, rows: int, digest: str) -> Tensor | None:
-        """Shard `k` of a stream, if finished and whole and made from texts of this `digest`; a shard `k` of
-        other texts is refused (`CheckpointMismatchError`)."""
+    def stream_saved(self, k: int, digest: str) -> bool:
+        """Whether shard `k` of a stream, of texts of this `digest`, has a file; a shard `k` of other texts is
+        refused (`CheckpointMismatchError`)."""
         found = sorted(self.folder.glob(f"rank{self.rank}-shard{k:06d}-*.npy"))
         path = self.stream_path(k, digest)
         if found and path not in found:
+            rows = self.record["shard_size"]
             raise CheckpointMismatchError(
                 f"checkpoint {self.folder} was made from other inputs: shard {k} (pairs {k * rows} on, of process "
                 f"{self.rank}) holds other texts or contexts. Pass the same pairs (and contexts) in the same order "
@@ -232,7 +272,12 @@ class Checkpoint:
                 saved=found[0].stem.rsplit("-", 1)[-1],
                 given=digest[:16],
             )
-        return self._read(path, rows) if path.exists() else None
+        return path.exists()
+
+    def load_stream(self, k: int, rows: int, digest: str) -> Tensor | None:
+        """Shard `k` of a stream, if finished and whole and made from texts of this `digest`; a shard `k` of
+        other texts is refused (`CheckpointMismatchError`)."""
+        return self._read(self.stream_path(k, digest), rows) if self.stream_saved(k, digest) else None
 
     def _read(self, path: Path, rows: int) -> Tensor | None:
         shape = (rows, *self.record["row_shape"])
@@ -265,20 +310,31 @@ class Checkpoint:
         with _writing(target):
             write_atomically(target, lambda fh: fh.write(data))
 
-    def run(self, ranges: list[tuple[int, int]], score: Callable[[int, int], Tensor]) -> Tensor:
+    def run(
+        self,
+        ranges: list[tuple[int, int]],
+        score: Callable[[int, int, Any], Tensor],
+        prepare: Callable[[int, int], Any] | None = None,
+    ) -> Tensor:
         """Every shard's scores in order ([items, *row_shape]): those saved read back, the rest made by
-        `score(start, stop)` and saved before the next begins."""
-        pieces = []
-        for k, (lo, hi) in enumerate(ranges):
-            done = self.load(k, hi - lo)
-            if done is None:
-                done = score(lo, hi).cpu()
+        `score(start, stop, prepared)` and saved before the next begins, `prepared` being `prepare(start, stop)`
+        made a shard ahead on the tokenising thread (`prepared_ahead`), or None without `prepare`."""
+        pieces = [self.load(k, hi - lo) for k, (lo, hi) in enumerate(ranges)]
+        missing = [k for k, piece in enumerate(pieces) if piece is None]
+        if prepare is None:
+            made: Generator[tuple[int, Any], None, None] = ((k, None) for k in missing)
+        else:
+            made = prepared_ahead(missing, lambda k: prepare(*ranges[k]))
+        with contextlib.closing(made):
+            for k, prepared in made:
+                lo, hi = ranges[k]
+                done = score(lo, hi, prepared).cpu()
                 self.save(k, done)
-            pieces.append(done)
+                pieces[k] = done
         if not pieces:
             shape = (0, *self.record["row_shape"])
             return torch.zeros(shape, dtype=getattr(torch, self.record["dtype"]))
-        return torch.cat(pieces)
+        return torch.cat([piece for piece in pieces if piece is not None])
 
 
 def _read_manifest(path: Path) -> dict[str, Any] | None:
@@ -411,10 +467,13 @@ def score_resumable(
     }
     checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
 
-    def score(lo: int, hi: int) -> Tensor:
-        return score_texts(scorer, cand_list[lo:hi], groups[lo:hi], device, verbose, weights, _part(contexts, lo, hi))
+    def tokenise(lo: int, hi: int) -> TokenizedPairs:
+        return scorer.pairs.pairs(cand_list[lo:hi], groups[lo:hi], _part(contexts, lo, hi))
 
-    per = checkpoint.run(ranges, score)
+    def score(lo: int, hi: int, tokens: TokenizedPairs) -> Tensor:
+        return _score_tokens(scorer, tokens, device, verbose, weights)
+
+    per = checkpoint.run(ranges, score, tokenise)
     if world > 1:
         per = torch.cat([x.cpu() for x in gather(per.to(device), None)])
     return scores_of(per, scorer.all_layers, scorer.code_with(contexts))
@@ -467,16 +526,76 @@ def score_stream(
         shard_size=shard_size, dtype="float32", row_shape=[scorer.embedder.num_rows, 4 + (scorer.beta is not None)]
     )
     checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
-    stream = iter(pairs)
-    for k, chunk in enumerate(iter(lambda: list(itertools.islice(stream, shard_size)), [])):
+
+    def prepare(numbered: tuple[int, list[Any] | Exception]) -> _StreamShard:
+        k, chunk = numbered
+        if isinstance(chunk, Exception):  # the iterable's own error, raised at the turn of the shard it cut short
+            raise chunk
         cands, groups, contexts = _stream_items(chunk, k * shard_size)
         # the texts' digest, and with contexts the digest of those too (as `score_resumable` keys its shards)
         digest = texts_digest([*cands, *groups, *([] if contexts is None else [texts_digest(contexts)])])
-        per = checkpoint.load_stream(k, len(cands), digest)
-        if per is None:
-            per = score_texts(scorer, cands, groups, device, verbose, weights, contexts).cpu()
-            checkpoint.save(k, per, checkpoint.stream_path(k, digest))
-        yield scores_of(per, scorer.all_layers, scorer.code_with(contexts))
+        saved = checkpoint.stream_saved(k, digest)  # a finished shard is not tokenised
+        return _StreamShard(
+            cands, groups, contexts, digest, None if saved else scorer.pairs.pairs(cands, groups, contexts)
+        )
+
+    shards = prepared_ahead(enumerate(_chunks(iter(pairs), shard_size)), prepare)
+    with contextlib.closing(shards):
+        for (k, _), shard in shards:
+            per = None if shard.tokens is not None else checkpoint.load_stream(k, len(shard.cands), shard.digest)
+            if per is None:
+                tokens = shard.tokens
+                if tokens is None:  # a finished shard's file was damaged: scored again
+                    tokens = scorer.pairs.pairs(shard.cands, shard.groups, shard.contexts)
+                per = _score_tokens(scorer, tokens, device, verbose, weights).cpu()
+                checkpoint.save(k, per, checkpoint.stream_path(k, shard.digest))
+            yield scores_of(per, scorer.all_layers, scorer.code_with(shard.contexts))
+
+
+@dataclass(frozen=True)
+class _StreamShard:
+    """A stream's shard as the tokenising thread made it: its texts, their digest, and its tokens (None where the
+    shard was finished before)."""
+
+    cands: list[str]
+    groups: list[list[str]]
+    contexts: list[str] | None
+    digest: str
+    tokens: TokenizedPairs | None
+
+
+def _chunks(stream: Iterator[Any], size: int) -> Iterator[list[Any] | Exception]:
+    """`stream`'s items `size` at a time; an error of the stream's own (an Exception) as the last chunk, so that
+    it is raised where that chunk would have been scored, after every shard before it."""
+    while True:
+        try:
+            chunk = list(itertools.islice(stream, size))
+        except Exception as err:
+            yield err
+            return
+        if not chunk:
+            return
+        yield chunk
+
+
+def _score_tokens(
+    scorer: Scorer, tokens: TokenizedPairs, device: torch.device, verbose: bool, weights: Tensor
+) -> Tensor:
+    """A shard's P, R, F and best reference ([pairs, rows, 4]) from its tokens, as `score_texts` scores texts:
+    the tokenisation's warnings said now (at the shard's turn), ids without an ``idf_weights`` weight refused,
+    then the pairs embedded, matched and weighed with `weights` on `device`."""
+    for note in tokens.notes:
+        warn_user(note)
+    scorer.check_known_weights(torch.cat([tokens.cand_ids, tokens.ref_ids]))
+    counts = tokens.ref_counts.long()
+    pairs = PairTokens(tokens.cand_ids, tokens.cand_lens.long(), tokens.ref_ids, tokens.ref_lens.long(), counts)
+    with own_precision(device):
+        scorer.follow(device)
+        matches = match_pairs(scorer, pairs, torch.ones(len(pairs), dtype=torch.bool), verbose)
+        on = PairTokens(
+            *(t.to(device) for t in (pairs.cand_ids, pairs.cand_lens, pairs.ref_ids, pairs.ref_lens, counts))
+        )
+        return weigh_pairs(scorer, on, matches, weights)
 
 
 def _stream_items(chunk: list[Any], first: int) -> tuple[list[str], list[list[str]], list[str] | None]:
@@ -575,7 +694,7 @@ def pairwise_resumable(
     }
     checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
 
-    def score(lo: int, hi: int) -> Tensor:
+    def score(lo: int, hi: int, _: None) -> Tensor:
         block = pairwise_scores(scorer, cand_list[lo:hi], ref_list, device, verbose=verbose)
         return block.float().movedim(-2, 0).contiguous()  # [rows of the shard, 3, (L + 1,) M]
 

@@ -11,13 +11,16 @@ themselves to name the difference, and all raise the same `SettingsMismatchError
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from bertscore_tm.errors import SettingsMismatchError
+
+#: How a tensor is gathered from every rank: ``fn(tensor, group=group)`` -> one tensor per rank, in rank order.
+GatherFn = Callable[..., Sequence[Tensor]]
 
 
 def settings_digest(settings: Mapping[str, object]) -> int:
@@ -47,19 +50,20 @@ def first_difference(per_rank: list[Mapping[str, object]]) -> tuple[str, list[ob
     return None
 
 
-def check_same_settings(settings: Mapping[str, object], group: Any, device: torch.device) -> None:
+def check_same_settings(
+    settings: Mapping[str, object], group: Any, device: torch.device, gather_fn: GatherFn | None = None
+) -> None:
     """Raise SettingsMismatchError on every rank unless every rank of `group` has the same `settings`.
 
-    Collective: call it on every rank, before any other exchange. Its first exchange is one int64 per rank,
-    so ranks of any setting meet in it; only where digests differ do the ranks (all of them) gather the
-    settings themselves, to name the first difference.
+    Collective: call it on every rank, before any other exchange. Its first exchange is one int64 per rank
+    (through `gather_fn`, as `gather`), so ranks of any setting meet in it; only where digests differ do the
+    ranks (all of them) gather the settings themselves, to name the first difference.
     """
     import torch.distributed as dist
 
     world = dist.get_world_size(group)
     mine = torch.tensor([settings_digest(settings)], dtype=torch.int64, device=device)
-    digests = [torch.empty_like(mine) for _ in range(world)]
-    dist.all_gather(digests, mine, group=group)
+    digests = gather(mine, group, gather_fn)
     if all(bool((d == mine).all()) for d in digests):
         return
     per_rank: list[Any] = [None] * world
@@ -82,8 +86,12 @@ def _short(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def gather(tensor: Tensor, group: Any) -> list[Tensor]:
-    """Every rank's `tensor` (shapes may differ in their first dimension), in rank order."""
-    from torchmetrics.utilities.distributed import gather_all_tensors
+def gather(tensor: Tensor, group: Any, gather_fn: GatherFn | None = None) -> list[Tensor]:
+    """Every rank's `tensor` (shapes may differ in their first dimension), in rank order: through `gather_fn`
+    (a Metric's ``dist_sync_fn``, called as torchmetrics calls it) where given, else torchmetrics'
+    `gather_all_tensors`."""
+    if gather_fn is None:
+        from torchmetrics.utilities.distributed import gather_all_tensors
 
-    return gather_all_tensors(tensor.contiguous(), group=group)
+        gather_fn = gather_all_tensors
+    return list(gather_fn(tensor.contiguous(), group=group))

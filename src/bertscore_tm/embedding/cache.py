@@ -9,7 +9,8 @@ for bit. Vectors are kept in float32 on
 the model's device, the least recently used evicted first once the budget is full: a token costs its hidden
 size x 4 bytes x the layers kept (1, or depth + 1 with all_layers), plus a few hundred bytes of bookkeeping per
 text. The cache is not metric state: never in state_dict(), never synced across ranks, never pickled; deep
-copies (clones) share it, as they share the model.
+copies (clones) share it, as they share the model. Used on another device (or with another copy of the model),
+it empties itself first: vectors made elsewhere could differ from that device's own in their last bits.
 """
 
 from __future__ import annotations
@@ -118,16 +119,6 @@ class EmbeddingCache:
         if setting != self._setting:
             self.clear()
             self._setting = setting
-
-    def to(self, device: torch.device | str) -> EmbeddingCache:
-        """Follow the metric to `device`: vectors computed on another device could differ from the new one's
-        in their last bits, so a move to another device empties the cache (and frees the old device's memory)."""
-        device = torch.device(device)
-        if self._device is not None and device != self._device:
-            self.clear()
-            self._setting = None
-        self._device = device
-        return self
 
     def __deepcopy__(self, memo: dict) -> EmbeddingCache:
         """Clones share the cache, as they share the model: their vectors are the same (MetricTracker's

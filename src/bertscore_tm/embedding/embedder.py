@@ -48,6 +48,7 @@ on another process or in another compute(), give exactly the scores of a fresh o
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any
@@ -187,12 +188,6 @@ class Embedder:
         self._prepack_tried = False
         self._choose_attention()
 
-    def __deepcopy__(self, memo: dict) -> Embedder:
-        """Deep copies of a metric share its embedder: the model is frozen and nothing writes to it, so a
-        copy per clone (torchmetrics' `MetricTracker` clones once an epoch, `BootStrapper` once a
-        bootstrap) would only cost its size again. Each compute() moves it to its own metric's device."""
-        return self
-
     @property
     def max_tokens(self) -> int:
         """Padded tokens per forward pass: small on a CPU, whose throughput is flat past ~2k tokens (so
@@ -220,6 +215,10 @@ class Embedder:
         return next(self.model.parameters()).device
 
     def to(self, device: torch.device | str) -> Embedder:
+        """Move the model to `device` (its `ModelHandle` alone decides when: `bertscore_tm.embedding.handle`); a
+        model object of the user's is never moved."""
+        if not isinstance(self.model, nn.Module):
+            raise TypeError("a model object of the user's is never moved: it runs where it is")
         before = self.device
         self.model.to(device)
         if self.device != before:
@@ -227,6 +226,22 @@ class Embedder:
             self._prepacked, self._prepack_tried = None, False  # the weights moved: prepack again if they can
         self._choose_attention()
         return self
+
+    def copied_to(self, device: torch.device | str) -> Embedder:
+        """This embedder with a copy of its model's weights made on `device` (each tensor copied there once;
+        this model stays where it is), for a metric that computes there while another still uses this one
+        (`ModelHandle`). A model we loaded only: a user's model object is never copied."""
+        if not isinstance(self.model, nn.Module):
+            raise TypeError("a model object of the user's is never copied: it runs where it is")
+        memo: dict[int, Any] = {}
+        for tensor in (*self.model.parameters(), *self.model.buffers()):
+            moved = tensor.detach().to(device, copy=True)
+            memo[id(tensor)] = nn.Parameter(moved, tensor.requires_grad) if isinstance(tensor, nn.Parameter) else moved
+        twin = copy.copy(self)
+        twin.model = copy.deepcopy(self.model, memo)
+        twin._compiled, twin._prepacked, twin._prepack_tried, twin.rows_embedded = None, None, False, 0
+        twin._choose_attention()
+        return twin
 
     def _forward(self) -> Any:
         """The model, or its compiled forward with `compile_model`: shapes dynamic (one compilation serves every

@@ -1,8 +1,11 @@
-"""The Metric: BERTScore as a `torchmetrics.Metric` that streams, syncs across ranks and equals the reference.
+"""The Metric: BERTScore as a `torchmetrics.Metric` that streams, runs across processes and equals the reference.
 
-It owns the states and the torchmetrics protocol and delegates scoring to the core (`scorer.py`, `paired.py`):
-`update()` only tokenises; `compute()` embeds the pairs not scored yet (each rank its own share), keeps their
-per-token best similarities, all-reduces IDF counts and gathers only per-pair P/R/F (docs/architecture.md).
+One class owns the states and the torchmetrics protocol and delegates scoring to the core (`scorer.py`,
+`paired.py`): `update()` only tokenises (or takes pairs `tokenize` made, in a DataLoader's workers say);
+`compute()` embeds on the metric's device the pairs not scored yet and keeps their per-token best similarities.
+Under DDP compute() does its own exchanges, explicitly: a digest of the settings, the IDF document counts (an
+all-reduce) and the per-pair results (a gather). torchmetrics is handed ``sync_on_compute=False``, so it never
+gathers the states: no rank receives another's token ids (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import functools
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -19,26 +22,44 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import apply_to_collection
 
 from bertscore_tm.distributed.ranks import check_same_settings, first_difference, gather
-from bertscore_tm.embedding.embedder import own_precision
+from bertscore_tm.embedding.cache import EmbeddingCache
+from bertscore_tm.embedding.embedder import Embedder, own_precision
 from bertscore_tm.embedding.packing import send
-from bertscore_tm.engines.paired import TokenMatches, corpus_counts, weigh_pairs
-from bertscore_tm.errors import SettingsMismatchError
-from bertscore_tm.metric.checkpoint import check_loadable, check_mergeable, fitted_counts, setting_digests
+from bertscore_tm.engines.mbr import select
+from bertscore_tm.engines.paired import PairTokens, TokenMatches, corpus_counts, interleave, match_pairs, weigh_pairs
+from bertscore_tm.engines.pairwise import pairwise_scores
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, SettingsMismatchError, warn_user
+from bertscore_tm.metric.checkpoint import check_mergeable, loaded_states, setting_digests
 from bertscore_tm.metric.indexes import PairPlan, checked_indexes
-from bertscore_tm.metric.pending import STATES, HostCopies, PendingScores, cat_state
-from bertscore_tm.metric.queued import QueuedUpdates
-from bertscore_tm.metric.views import SettingViews
-from bertscore_tm.models.prompts import check_context
-from bertscore_tm.models.tokenizing import normalize_inputs
-from bertscore_tm.scoring.hashcode import names_context
+from bertscore_tm.metric.states import (
+    STATES,
+    TOKEN_STATES,
+    HostCopies,
+    as_bits,
+    cat_state,
+    new_entries,
+    similarities,
+)
+from bertscore_tm.models.tokenizing import PairTokenizer, TokenizedPairs
+from bertscore_tm.models.windows import WindowRule
+from bertscore_tm.scoring.hashcode import HashSignature
 from bertscore_tm.scoring.idf import document_frequency
 from bertscore_tm.scoring.results import Scores, format_scores, scores_of
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.settings.arguments import ForwardFn, IgnoreRule, LongTexts, OutputName, Reduction
 from bertscore_tm.settings.config import Config
 
+if TYPE_CHECKING:
+    from bertscore_tm.explanations.types import PairExplanation
 
-class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
+#: The key torch gives a module's extra state (`get_extra_state`) in its state_dict, after the module's prefix.
+EXTRA_STATE_KEY = "_extra_state"
+
+#: The format of the extra state; another is refused when loaded.
+STATE_FORMAT = 1
+
+
+class BERTScore(Metric):
     """BERTScore (Zhang et al., 2019): precision, recall and F1 of greedy cosine matching of contextual
     token embeddings, equal to bert-score 0.3.13 to floating-point noise. Every argument: docs/metric.md.
 
@@ -52,7 +73,7 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
         rescale_with_baseline, baseline_path: rescale with (``lang``, model)'s baseline or a ``LAYER,P,R,F`` file.
         batch_size, max_length: texts per forward pass at most; the window in tokens (default: the model's).
         long_texts, window_stride: ``"truncate"`` (the reference) or ``"window"``; the windows' stride.
-        device, model_dtype: where the model runs (``None``: follow the metric); float32 (exact) or 16-bit.
+        device, model_dtype: where the metric (and the model) starts; float32 (exact) or 16-bit.
         reduction: ``"none"`` for per-pair scores, ``"mean"`` for their means.
         output: ``"precision"``, ``"recall"`` or ``"f1"`` to return that tensor alone (for Lightning logging).
         return_hash, verbose: add the hash code to the dict under ``"hash"``; a progress bar while embedding.
@@ -61,7 +82,8 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
         forward_fn: ``forward_fn(model, input_ids, attention_mask) -> [B, T, D]`` for a non-standard forward.
         idf_texts, idf_weights: with ``idf=True``, count in these texts instead; or a token id -> weight mapping.
         beta, ignore, candidate_prompt, reference_prompt: F-beta, token masks, prompts (docs/semantics.md).
-        kwargs: torchmetrics' own Metric arguments (``compute_on_cpu``, ``process_group``, ...).
+        kwargs: torchmetrics' own Metric arguments (``compute_on_cpu``, ``process_group``, ``sync_on_compute``,
+            ``dist_sync_fn``, ``distributed_available_fn``: docs/lightning.md).
 
     Every argument is checked before the model is loaded (`arguments.py`): a wrong type is a TypeError, a value
     out of range a ValueError, each naming the argument. `compute_scores()` gives the per-pair result typed.
@@ -82,7 +104,6 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
-    _QUEUED_INTO = frozenset((*STATES, "doc_freq", "num_refs"))  # `QueuedUpdates`; queued pairs have no context
 
     cand_ids: list[Tensor]
     cand_lens: list[Tensor]
@@ -93,9 +114,9 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
     cand_best: list[Tensor]
     ref_best: list[Tensor]
     indexes: list[Tensor]
+    has_context: list[Tensor]
     doc_freq: Tensor
     num_refs: Tensor
-    state_setting: Tensor
 
     def __init__(
         self,
@@ -147,17 +168,24 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
         return new
 
     def _set_up(self, config: Config, kwargs: dict[str, Any]) -> None:
-        super().__init__(**kwargs)
+        collective = _collective_option(kwargs)
+        super().__init__(**kwargs, sync_on_compute=False, compute_with_cache=False)
         self.config = config
         out = config.output
         self.reduction, self.output, self.return_hash = out.reduction, out.output, out.return_hash
         self.verbose = config.runtime.verbose
-        #: The scoring core: model, tokenizer, weights policy, baseline, hash signature (`scorer.py`).
+        #: Whether compute() is collective under DDP (torchmetrics' ``sync_on_compute``, which it is not handed).
+        self.collective_compute = collective
+        #: Whether `state_dict()` holds the pairs (`persistent`).
+        self.saves_states = False
+        #: The scoring core: the model's handle, tokenizer, weights policy, baseline, hash signature (`scorer.py`).
         self.scorer = Scorer(config)
         s = self.scorer
-        lang, idf, all_layers = config.model.lang, config.scoring.idf, config.model.all_layers
-        long_texts, device = config.text.long_texts, config.runtime.device
-        self.lang, self.idf, self.all_layers, self.long_texts = lang, idf, all_layers, long_texts
+        #: ``tokenize(preds, target, context=None)``: a batch as update() would tokenise it, for update() to take
+        #: in place of the texts; it holds the tokenizer alone, so a DataLoader's collate_fn or worker can call it.
+        self.tokenize: PairTokenizer = s.pairs
+        self.lang, self.idf, self.all_layers = config.model.lang, config.scoring.idf, config.model.all_layers
+        self.long_texts = config.text.long_texts
         self.model_name, self.num_layers, self.model_depth = s.model_name, s.num_layers, s.model_depth
         self.user_supplied = s.user_supplied
         for name in STATES:
@@ -165,114 +193,94 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
         counted = s.vocab_size if s.counts_idf else 0
         self.add_state("doc_freq", torch.zeros(counted, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("num_refs", torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")
-        # 1 once a pair with a context was added (on any rank, after a collective compute()): the hash code
-        # names it; "max" keeps it through forward()'s and merge_state()'s merges
-        self.add_state("context_seen", torch.zeros((), dtype=torch.long), dist_reduce_fx="max")
-        # which tokenisation made the token ids and which embedding the best similarities (checkpoint.py); "max"
-        # keeps this constant through forward()'s state merge; never exchanged between ranks
-        self.add_state("state_setting", setting_digests(s), dist_reduce_fx="max")
-        self._collective = False
-        self._queued = []  # update()s' pairs still being tokenised (`QueuedUpdates`)
-        self._host_copies = HostCopies()  # of the entries sent to an accelerator and not scored yet (`PendingScores`)
-        if device is not None:
-            self.to(device)
+        self._host_copies = HostCopies()  # of the entries sent to an accelerator and not scored yet
+        self._scoring_batch = False  # forward()'s value: this process's batch alone
+        self._context_in_job = False  # a collective compute() found a context on another rank (the hash code)
+        self.compute = _keeping_pair_axis(self, self.compute)  # type: ignore[method-assign]
+        self.register_load_state_dict_pre_hook(_before_loading)
+        if config.runtime.device is not None:
+            self.to(config.runtime.device)
+            s.follow(self.device)
 
-    # -- device handling: the model follows the metric but is never part of its module tree or state_dict.
-    # States follow the device but never a dtype (`.half()`, `set_dtype()`...): they are token ids, lengths,
-    # counts and exact float32 similarities, and casting them would corrupt or round them.
-    def _apply(self, fn: Callable, exclude_state: Sequence[str] = "") -> torch.nn.Module:
-        def device_only(t: Tensor) -> Tensor:
-            moved = fn(t)
-            return moved if moved.dtype == t.dtype else t.to(moved.device)
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A copy or an unpickled metric: torchmetrics wraps compute() again; the pair axis is kept again."""
+        super().__setstate__(state)
+        self.compute = _keeping_pair_axis(self, self.compute)  # type: ignore[method-assign]
 
-        before = self.device
-        this = super()._apply(device_only, exclude_state)
-        if "_host_copies" in this.__dict__:
-            this.__dict__["_host_copies"].clear()  # of entries the move replaced
-        scorer = this.__dict__.get("scorer")  # (none yet while torchmetrics' constructor runs)
-        if scorer is not None:
-            scorer.move_with_metric(this.device, moved=this.device != before)
-        return this
-
-    def _wrap_compute(self, compute: Callable) -> Callable:
-        # torchmetrics squeezes one-element results to 0-d; per-pair outputs keep their [N] / [L + 1, N] shape
-        wrapped = super()._wrap_compute(compute)
-
-        @functools.wraps(compute)
-        def keep_pair_axis(*args: Any, **kwargs: Any) -> Any:
-            with warnings.catch_warnings():
-                # a rank without pairs is fine under DDP; with no pairs anywhere compute() raises, saying so
-                warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
-                value = wrapped(*args, **kwargs)
-            if self.reduction != "none":
-                return value
-            shape = (1, 1) if self.all_layers else (1,)
-            return apply_to_collection(value, Tensor, lambda x: x.reshape(shape) if x.dim() == 0 else x)
-
-        return keep_pair_axis
-
-    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any) -> None:
-        """Load a state made fit for this setting (`checkpoint.py`): pairs another tokenisation made are refused
-        before any state changes; best similarities another embedding kept are dropped (compute() embeds those
-        pairs again); IDF counts are counted again from the references where the state has none."""
-        keeps_similarities = check_loadable(self.scorer, state_dict, prefix)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        home = self.cand_ids[0].device if self.cand_ids else self.device
-        if not keeps_similarities:
-            self.cand_best, self.ref_best = [], []
-            self.scored = [torch.zeros(sum(len(x) for x in self.scored), dtype=torch.bool, device=home)]
-        refs = (cat_state(self.ref_ids, torch.int32, home), cat_state(self.ref_lens, torch.int32, home))
-        self.doc_freq = fitted_counts(self.scorer, self.doc_freq, *refs)
-        self.state_setting = setting_digests(self.scorer).to(self.state_setting.device)
-
-    # -- the torchmetrics protocol ---------------------------------------------------------------------------
+    # -- update -----------------------------------------------------------------------------------------------
     def update(
         self,
-        preds: str | Sequence[str],
-        target: str | Sequence[str | Sequence[str]],
+        preds: str | Sequence[str] | TokenizedPairs,
+        target: str | Sequence[str | Sequence[str]] | None = None,
         indexes: Tensor | Sequence[int] | None = None,
         context: str | Sequence[str] | None = None,
     ) -> None:
-        """Tokenise a batch of candidates and their references (one string, or a sequence per candidate).
+        """Tokenise a batch of candidates and their references (one string, or a sequence per candidate), or
+        take a batch `tokenize` made (`preds` alone, its references and contexts in it).
 
         `indexes` (optional) are dataset indexes of the candidates: `compute()` then orders the pairs by
         index and keeps one pair per index, so the duplicates a distributed sampler pads in do not count; an
         index repeated with another pair (another candidate or reference) is a mistake it warns about.
         `context` (one text per pair) is encoded with the pair's texts, out of the matching (docs/semantics.md).
         """
-        cands, groups = normalize_inputs(preds, target)
-        index_tensor = None if indexes is None else checked_indexes(indexes, len(cands))
-        contexts = check_context(context, len(cands))
-        if not cands:
-            return
-        refs, counts = [r for group in groups for r in group], [len(g) for g in groups]
-        ahead = self._tokenises_ahead() and contexts is None  # `QueuedUpdates`
-        pending = self.scorer.encode_pairs_ahead(cands, refs) if ahead else None
-        if pending is not None:
-            return self._queue(pending, counts, index_tensor)
-        self._add_pairs(self.scorer.encode_pairs(cands, refs, contexts, counts), counts, index_tensor, contexts)
+        if isinstance(preds, TokenizedPairs):
+            if target is not None or context is not None:
+                raise TypeError("update(batch): a batch made by tokenize() holds its references and contexts already")
+            batch = preds
+            if batch.digest != self.tokenize.digest:
+                raise SettingsMismatchError(
+                    "update() was given pairs tokenised by another setting's tokenize() (another tokenizer, "
+                    "max_length, long_texts or prompt), so their token ids cannot be scored here: tokenise them "
+                    "with this metric's own `tokenize`.",
+                    setting="tokenisation",
+                    values=[batch.digest, self.tokenize.digest],
+                )
+        elif target is None:
+            raise TypeError("update() needs target: one reference (or a list of references) per candidate")
+        else:
+            batch = self.tokenize(preds, target, context)
+        index_tensor = None if indexes is None else checked_indexes(indexes, len(batch))
+        for note in batch.notes:
+            warn_user(note)
+        if len(batch):
+            self._add_pairs(batch, index_tensor)
 
-    def _add_pairs(self, encoded: Any, counts: list[int], index_tensor: Tensor | None, contexts: Any = None) -> None:
-        """Add tokenised pairs (`encode_pairs`' ids and lengths; references per candidate) to the state."""
-        c_ids, c_lens, r_ids, r_lens = encoded
-        self.scorer.check_known_weights(torch.cat([c_ids, r_ids]))
-        device = self.device  # copies sent from pinned memory, not waited for: an update() never stalls a GPU
-        host_counts, unscored = torch.tensor(counts, dtype=torch.int32), torch.zeros(len(counts), dtype=torch.bool)
-        for name, value in zip(STATES[:6], (c_ids, c_lens, r_ids, r_lens, host_counts, unscored), strict=True):
-            getattr(self, name).append(self._host_copies.keep(send(value, device), value))  # `HostCopies`
+    def _add_pairs(self, batch: TokenizedPairs, index_tensor: Tensor | None) -> None:
+        """Add tokenised pairs to the state, refusing first ids that ``idf_weights`` has no weight for. The host
+        tensors go to the device from pinned memory, not waited for (an update() never stalls a GPU)."""
+        self.scorer.check_known_weights(torch.cat([batch.cand_ids, batch.ref_ids]))
+        device, n = self.device, len(batch)
+        unscored = torch.zeros(n, dtype=torch.bool)
+        hosts = (batch.cand_ids, batch.cand_lens, batch.ref_ids, batch.ref_lens, batch.ref_counts, unscored)
+        for name, value in zip((*TOKEN_STATES, "scored"), hosts, strict=True):
+            getattr(self, name).append(self._host_copies.keep(send(value, device), value))
+        flags = batch.has_context
+        self.has_context.append(
+            send(flags, device) if bool(flags.any()) else torch.zeros(n, dtype=torch.bool, device=device)
+        )
         if index_tensor is not None:
             self.indexes.append(send(index_tensor.to(torch.long), device))
         if self.scorer.counts_idf:
-            self.doc_freq += send(document_frequency(r_ids, r_lens, self.scorer.vocab_size), self.doc_freq.device)
-        self.num_refs += len(r_lens)
-        if names_context(contexts):
-            self.context_seen.fill_(1)
+            counts = document_frequency(batch.ref_ids, batch.ref_lens, self.scorer.vocab_size)
+            self.doc_freq += send(counts, self.doc_freq.device)
+        self.num_refs += len(batch.ref_lens)
+
+    # -- forward, merging, resetting: torchmetrics' own, with this metric's checks ----------------------------
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """torchmetrics' forward(): the batch's scores (this process's batch alone, also under DDP), the batch kept
+        in the state; a later compute() does not embed its pairs again."""
+        job_context, self._scoring_batch = self._context_in_job, True
+        try:
+            return super().forward(*args, **kwargs)
+        finally:
+            self._scoring_batch, self._context_in_job = False, job_context
 
     def merge_state(self, incoming_state: dict[str, Any] | Metric) -> None:
-        """torchmetrics' merge (the incoming metric's pairs first, then this one's), and the result a compute()
-        cached dropped: torchmetrics keeps it, so a compute() after a merge would return the pairs before it.
-        A metric (or a state) of another setting is refused first: its token ids, kept similarities and IDF
-        counts are that setting's, and merged they would be scored as this one's, a confident wrong number."""
+        """torchmetrics' merge (the incoming metric's pairs first, then this one's) of another `BERTScore` or of
+        one's `state_dict()` saved with `persistent(True)`, which holds the digests of the setting that made it.
+        A metric or state of another setting is refused first: its token ids, kept similarities and IDF counts
+        are that setting's, and merged they would be scored as this one's, a confident wrong number; so is a
+        mapping of states alone (`metric_state`), which does not say which setting made it."""
         if isinstance(incoming_state, BERTScore):
             found = first_difference([incoming_state.settings(), self.settings()])
             if found is not None:
@@ -283,13 +291,31 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
                     setting=name,
                     values=[theirs, ours],
                 )
-        elif isinstance(incoming_state, Mapping):
-            check_mergeable(self.scorer, incoming_state, self.doc_freq.numel())
-        super().merge_state(incoming_state)
-        self._computed = None
+            super().merge_state(incoming_state)
+            return
+        saved = incoming_state.get(EXTRA_STATE_KEY) if isinstance(incoming_state, Mapping) else None
+        if not (isinstance(saved, Mapping) and isinstance(saved.get("states"), Mapping)):
+            raise ArgumentValueError(
+                "merge_state takes another BERTScore, or its state_dict() saved after persistent(True): a mapping of "
+                "states alone (such as metric_state) does not say which setting made its token ids and "
+                "similarities, so they cannot be scored as this metric's.",
+                argument="incoming_state",
+                allowed="a BERTScore, or its state_dict() with persistent(True)",
+                value=type(incoming_state).__name__,
+            )
+        states = saved["states"]
+        check_mergeable(self.scorer, states, _digests(saved), self.doc_freq.numel())
+        here = {name: getattr(self, name) for name in self.metric_state}
+        super().merge_state(
+            {n: v.to(here[n].device) if isinstance(v, Tensor) else list(v) for n, v in states.items() if n in here}
+        )
 
-    # torchmetrics would gather every state onto every rank before compute(); we keep states local and
-    # exchange only IDF counts and per-pair scores inside compute(), so sync() only notes whether to.
+    def reset(self) -> None:
+        """Clear the state (the model and the embedding cache stay)."""
+        self._host_copies.clear()
+        self._context_in_job = False
+        super().reset()
+
     def sync(
         self,
         dist_sync_fn: Callable | None = None,
@@ -297,23 +323,92 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
         should_sync: bool = True,
         distributed_available: Callable | None = None,
     ) -> None:
-        """Record whether the next `compute()` runs across processes; no state is gathered."""
+        """Refused where it would gather the states: each rank keeps its own pairs, and compute() exchanges only
+        counts and per-pair results (torchmetrics calls it with ``should_sync=False``, which does nothing)."""
         available = distributed_available if distributed_available is not None else self.distributed_available_fn
-        self._collective = bool(should_sync and callable(available) and available())
-        self._collective_group = process_group if process_group is not None else self.process_group
+        if should_sync and callable(available) and available():
+            raise ArgumentValueError(
+                "BERTScore.sync() would gather every rank's token ids and similarities into this one; compute() "
+                "is collective by itself and exchanges only IDF counts and per-pair scores: call compute() on "
+                "every rank instead.",
+                argument="should_sync",
+                allowed="False",
+                value=should_sync,
+            )
+        super().sync(dist_sync_fn, process_group, False, distributed_available)
 
+    def set_dtype(self, dst_type: str | torch.dtype) -> BERTScore:
+        """Leaves the states as they are, saying so: they are token ids, flags, counts and exact float32
+        similarities, which a cast would corrupt or round. The model's precision is ``model_dtype``."""
+        warn_user(
+            f"BERTScore.set_dtype({dst_type}) leaves the metric's states as they are (token ids and exact float32 "
+            "similarities); the model's precision is set by model_dtype."
+        )
+        return self
+
+    # -- saving and loading: the pairs and the digests of the setting that made them ---------------------------
+    def persistent(self, mode: bool = False) -> None:
+        """Whether `state_dict()` holds the pairs (token ids, kept similarities, IDF counts), beside the digests
+        of the setting that made them, in the metric's extra state: off by default, as torchmetrics' states. A
+        state loaded into a metric of another setting is checked before any state changes (`checkpoint.py`)."""
+        self.saves_states = bool(mode)
+
+    def get_extra_state(self) -> dict[str, Any]:
+        """The setting's digests (`setting_digests`), and the states themselves with `persistent(True)`."""
+        tokens, embedding = setting_digests(self.scorer)
+        states = None
+        if self.saves_states:
+            states = {name: _detached(getattr(self, name)) for name in self.metric_state}
+        return {"format": STATE_FORMAT, "tokens": tokens, "embedding": embedding, "states": states}
+
+    def set_extra_state(self, state: Any) -> None:
+        """Load a saved state made fit for this setting (`loaded_states`): pairs another tokenisation made are
+        refused before any state changes; best similarities another embedding kept are dropped (compute() embeds
+        those pairs again); IDF counts are counted again from the references where the state has none. A
+        checkpoint without the pairs leaves the metric's own."""
+        if state is None:  # saved before the metric had an extra state (`_before_loading`)
+            return
+        digests = _digests(state)
+        if state.get("format") != STATE_FORMAT:
+            raise SettingsMismatchError(
+                f"This BERTScore state is of format {state.get('format')!r}, this version reads {STATE_FORMAT}.",
+                setting="format",
+                values=[state.get("format"), STATE_FORMAT],
+            )
+        if state["states"] is not None:
+            self._hold(loaded_states(self.scorer, state["states"], digests))
+
+    def _hold(self, states: Mapping[str, Any]) -> None:
+        """Take `states` (every state, made fit for this setting) as the metric's own, where its states live."""
+        lists = torch.device("cpu") if self.compute_on_cpu else self.device
+        for name in self.metric_state:
+            value = states[name]
+            setattr(self, name, value.to(self.device) if isinstance(value, Tensor) else [x.to(lists) for x in value])
+        self._host_copies.clear()
+
+    # -- compute ------------------------------------------------------------------------------------------------
     def compute(self) -> dict[str, Tensor | str] | Tensor:
         """Scores of every pair seen (by every rank), in input order (rank-major across ranks): a dict of
         ``precision``, ``recall``, ``f1`` (and ``hash`` with `return_hash`), or one of them with `output`;
         per pair, or their means with ``reduction="mean"``."""
-        scores = self._compute_scores()
+        scores = self.compute_scores()
         per = scores.stacked()
         per = per.mean(dim=-1) if self.reduction == "mean" else per
-        return format_scores(per, self.output, self.hash_code if self.return_hash else None)
+        return format_scores(per, self.output, scores.hash_code if self.return_hash else None)
+
+    def with_pair_axis(self, value: Any) -> Any:
+        """compute()'s `value` with per-pair results' pair axis ([N], [L + 1, N]) where torchmetrics' compute()
+        squeezed one pair's to 0-d."""
+        if self.reduction != "none":
+            return value
+        shape = (1, 1) if self.all_layers else (1,)
+        return apply_to_collection(value, Tensor, lambda x: x.reshape(shape) if x.dim() == 0 else x)
 
     def compute_scores(self) -> Scores:
         """The per-pair scores of every pair seen, as a typed :class:`Scores`, whatever `reduction` and
-        `output` are: what `compute()` reduces and formats. Collective like `compute()` under DDP.
+        `output` are: what `compute()` reduces and formats. Collective like `compute()` under DDP: the ranks
+        check they share the setting, each embeds its own pairs, they sum the IDF counts and gather the
+        per-pair results.
 
         >>> metric = BERTScore("sentence-transformers/all-MiniLM-L6-v2")
         >>> metric.update(["The cat sat on the mat."], ["A cat was sitting on the mat."])
@@ -321,39 +416,316 @@ class BERTScore(SettingViews, QueuedUpdates, PendingScores, Metric):
         >>> scores.f1.shape, scores.hash_code == metric.hash_code
         (torch.Size([1]), True)
         """
-        with self.sync_context(
-            dist_sync_fn=self.dist_sync_fn, should_sync=self._to_sync, should_unsync=self._should_unsync
-        ):
-            return self._compute_scores()
-
-    def _compute_scores(self) -> Scores:
+        collective, group, gather_fn = self._is_collective(), self.process_group, self.dist_sync_fn
         # the setting's precision (whatever autocast the caller runs under) and CPU threads
         with own_precision(self.device), self.scorer.threads():
-            collective, self._collective = self._collective, False
-            group = self._collective_group if collective else None  # None: the default group, or no exchange
             if collective:  # the first exchange, of one fixed size whatever the setting: mismatched ranks never hang
-                check_same_settings(self.settings(), group, self.device)
-                seen = self.context_seen.to(self.device, copy=True)  # where the backend exchanges (compute_on_cpu)
-                torch.distributed.all_reduce(seen, torch.distributed.ReduceOp.MAX, group=group)
-                self.context_seen = seen.to(self.context_seen.device)  # a context on any rank: the code names it
-            self._score_queued()  # pairs still being tokenised: scored in chunks as they join (`QueuedUpdates`)
+                check_same_settings(self.settings(), group, self.device, gather_fn)
+            self._score_pending()
             local = sum(len(x) for x in self.scored)
-            plan = PairPlan(local, cat_state(self.indexes, torch.long, self.device), collective, group)
+            contexts = int(cat_state(self.has_context, torch.bool, self.device).sum())
+            indexes = cat_state(self.indexes, torch.long, self.device)
+            plan = PairPlan(local, indexes, contexts, collective, group, gather_fn)
             scores = self._local_scores(collective, group, plan.dropped)
             if collective:
-                scores = torch.cat(gather(scores, group))
+                scores = torch.cat(gather(scores, group, gather_fn))
+                self._context_in_job = plan.any_context
             scores = plan.kept(scores)
-        return scores_of(scores, self.all_layers, self.hash_code)
+        return scores_of(scores, self.all_layers, self.scorer.signature_for(plan.any_context).format())
+
+    def _is_collective(self) -> bool:
+        """Whether this compute() runs across processes: asked for (``sync_on_compute``), in a distributed run
+        (``distributed_available_fn``), and not forward()'s value of its batch."""
+        available = self.distributed_available_fn
+        return self.collective_compute and not self._scoring_batch and callable(available) and bool(available())
 
     def _local_scores(self, collective: bool, group: Any, dropped: Tensor | None) -> Tensor:
         """This rank's per-candidate P, R, F and best reference ([pairs, rows, 4]); `dropped` marks pairs whose
-        index repeats an earlier pair's: their references leave the IDF counts. Counts are summed over the ranks (when
-        `collective`) before any weight is applied, so the weights equal one process's over all pairs."""
+        index repeats an earlier pair's: their references leave the IDF counts. Counts are summed over the ranks
+        (when `collective`) before any weight is applied, so the weights equal one process's over all pairs."""
         device = self.device
         pairs = self._pairs(device)
         doc_freq, num_refs = self.doc_freq.to(device, copy=True), self.num_refs.to(device, copy=True)
         if self.scorer.counts_idf:
             doc_freq, num_refs = corpus_counts(doc_freq, num_refs, pairs, dropped, collective, group)
         weights = self.scorer.weights(doc_freq, int(num_refs), device)
-        best = (cat_state(getattr(self, n), torch.float32, device) for n in ("cand_best", "ref_best"))
-        return weigh_pairs(self.scorer, pairs, TokenMatches(*best), weights)
+        matches = TokenMatches(similarities(self.cand_best, device), similarities(self.ref_best, device))
+        return weigh_pairs(self.scorer, pairs, matches, weights)
+
+    # -- the pairs not scored yet: embedded on the metric's device, their best similarities kept ---------------
+    def _pairs(self, device: torch.device, entries: slice = slice(None)) -> PairTokens:
+        """The state's pairs (of the list `entries`) as one set of tensors on `device` (ids int32, lengths and
+        counts int64); on the host, from the copies where they are held."""
+        ids, lens, r_ids, r_lens, counts = (
+            self._host_copies.cat(getattr(self, name)[entries], torch.int32, device) for name in TOKEN_STATES
+        )
+        return PairTokens(ids, lens.long(), r_ids, r_lens.long(), counts.long())
+
+    def _score_pending(self) -> None:
+        """Embed (on the metric's device: the model's handle gives it there) and match the pairs no earlier
+        compute() scored, and keep their per-token best similarities. Where the new pairs are the state's last
+        entries (nearly always), only those are read; where scored and new pairs alternate (after merge_state,
+        or a loaded state whose similarities another embedding made), the whole state is read."""
+        scored = self._host_copies.cat(self.scored, torch.bool, torch.device("cpu"))
+        if scored.numel() == 0 or bool(scored.all()):
+            return
+        self.scorer.follow(self.device)
+        home = self.cand_ids[0].device  # where the states live
+        first = new_entries(self.cand_lens, scored)
+        if first is None:
+            self._score_interleaved(~scored, home)
+        else:
+            self._score_new_entries(first, home)
+        self._host_copies.clear()  # every pair is scored: no copy is needed again
+        done = torch.ones(len(scored), dtype=torch.bool)
+        self.scored = [self._host_copies.keep(send(done, home), done)]
+
+    def _score_new_entries(self, first: int, home: torch.device) -> None:
+        """Score the pairs of the list entries from `first` on (all new, all before them scored) and append
+        their best similarities; the new entries become one per state (so they are freed, not held twice)."""
+        pairs = self._pairs(torch.device("cpu"), slice(first, None))
+        for name in TOKEN_STATES:
+            entries = getattr(self, name)
+            setattr(self, name, [*entries[:first], cat_state(entries[first:], torch.int32, home)])
+        new = match_pairs(self.scorer, pairs, torch.ones(len(pairs.ref_counts), dtype=torch.bool), self.verbose)
+        self.cand_best = [*self.cand_best, as_bits(new.cand_best).to(home)]
+        self.ref_best = [*self.ref_best, as_bits(new.ref_best).to(home)]
+
+    def _score_interleaved(self, is_new: Tensor, home: torch.device) -> None:
+        """Score the pairs marked `is_new` where scored ones come between them: the whole state is read, and
+        the best similarities of the old and the new pairs interleaved in pair order."""
+        pairs = self._pairs(torch.device("cpu"))
+        for name in TOKEN_STATES:  # one tensor per state from now on (the chunks freed, not held twice)
+            setattr(self, name, [cat_state(getattr(self, name), torch.int32, home)])
+        new = match_pairs(self.scorer, pairs, is_new, verbose=self.verbose)
+        old_c, old_r = similarities(self.cand_best, self.device), similarities(self.ref_best, self.device)
+        cand = interleave(old_c, new.cand_best, is_new, pairs.cand_lens * pairs.ref_counts)
+        ref_tokens = torch.repeat_interleave(is_new, pairs.ref_counts)
+        self.cand_best = [as_bits(cand).to(home)]
+        self.ref_best = [as_bits(interleave(old_r, new.ref_best, ref_tokens, pairs.ref_lens)).to(home)]
+
+    # -- what the metric tells about its setting, read from its scoring core ------------------------------------
+    @property
+    def signature(self) -> HashSignature:
+        """The hash code's fields: the setting's, and ``context`` where a pair of the state (or, after a
+        collective compute(), of any rank) had a context."""
+        seen = self._context_in_job or bool(cat_state(self.has_context, torch.bool, self.device).any())
+        return self.scorer.signature_for(seen)
+
+    @property
+    def hash_code(self) -> str:
+        """The hash code of the scores this metric computes, in the reference's format where they equal the
+        reference's; ``_context`` once an update carried a context (until `reset()`)."""
+        return self.signature.format()
+
+    @property
+    def model_commit(self) -> str | None:
+        """The Hugging Face Hub commit the model's files are of, to report beside the scores (None for a local
+        folder, the packaged MiniLM or a model object of your own)."""
+        return self.scorer.model_commit
+
+    @property
+    def embedder(self) -> Embedder:
+        """The frozen embedding model and its batching (outside the module tree): the one the last compute()
+        embedded with, or the model where it is before that."""
+        return self.scorer.embedder
+
+    @property
+    def embedding_cache(self) -> EmbeddingCache | None:
+        """The embedding cache (``embedding_cache_mb``), or None when it is off."""
+        return self.scorer.cache
+
+    def clear_cache(self) -> None:
+        """Empty the embedding cache (a no-op when it is off); the metric's state is untouched."""
+        if self.scorer.cache is not None:
+            self.scorer.cache.clear()
+
+    @property
+    def windows(self) -> WindowRule | None:
+        """The long-text window rule in use, or None (truncation, or a model without a window)."""
+        return self.scorer.windows
+
+    @property
+    def baseline(self) -> Tensor | None:
+        """The rescale baseline rows in use ([1, 3] for the layer, [L + 1, 3] with all_layers), or None."""
+        return self.scorer.baseline
+
+    def token_ids(self, text: str) -> Tensor:
+        """The token ids this metric scores for `text`: stripped, with special tokens, truncated to the window
+        unless long_texts="window" (int32)."""
+        return self.scorer.encoder.encode([text])[0]
+
+    @property
+    def tokenizer(self) -> Any:
+        """The Hugging Face tokenizer, set up as the reference uses it."""
+        return self.scorer.encoder.tokenizer
+
+    def idf_weights(self) -> dict[int, float]:
+        """The IDF weight of every token id, as a dict to save and pass as ``idf_weights=`` of another metric
+        with the same tokenizer (it then scores exactly as this one): the fixed table of ``idf_texts`` or
+        ``idf_weights`` (unknown ids left out), else this process's references' counts so far."""
+        if not self.idf:
+            raise RuntimeError("idf_weights(): this metric has idf=False, so it weighs no token by IDF")
+        if self.scorer.counts_idf and int(self.num_refs) == 0:
+            raise RuntimeError("idf_weights(): no reference seen yet (the weights come from the references' counts)")
+        table = self.scorer.weights(self.doc_freq.cpu(), int(self.num_refs))
+        return {i: w for i, w in enumerate(table.tolist()) if w == w}  # NaN: unknown
+
+    def settings(self) -> dict[str, object]:
+        """Everything ranks must share to combine their scores (`Scorer.settings_record`)."""
+        return self.scorer.settings_record()
+
+    def explain(
+        self,
+        candidate: str,
+        references: str | Sequence[str],
+        *,
+        idf_references: Sequence[str] | None = None,
+        threshold: float | None = None,
+        layer: int | None = None,
+        context: str | None = None,
+    ) -> PairExplanation:
+        """Why this metric scores `candidate` against `references` (one text or several) as it does: token by
+        token, with this metric's model and setting (docs/explain.md). The state is left alone. `context`: the
+        pair's context, as `update(..., context=)` takes it (its tokens shown with the role ``"context"``).
+
+        With IDF counted over references, the IDF is over `idf_references` where given, else over the
+        references this metric holds so far (this process's), so that an explanation matches the corpus run's
+        scores; a metric holding none counts it over the pair's own references. `threshold` sets below what
+        support a word is weak (default: the layer's rescale baseline where one is known); `layer` picks a layer
+        of an ``all_layers=True`` metric.
+
+        >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
+        >>> why = BERTScore(PACKAGED_MINILM).explain("The cat sat on the mat.", "A cat was sitting on the mat.")
+        >>> round(why.recall, 4), round(sum(t.contribution for t in why.reference_tokens), 4)
+        (0.9053, 0.9053)
+        """
+        from bertscore_tm.explanations.explanation import explain_with
+
+        counts = None
+        if self.scorer.counts_idf and int(self.num_refs) > 0:
+            counts = (self.doc_freq, self.num_refs)
+        return explain_with(
+            self.scorer,
+            self.device,
+            candidate,
+            references,
+            idf_references=idf_references,
+            counts=counts,
+            threshold=threshold,
+            layer=layer,
+            context=context,
+        )
+
+    def pairwise(self, cands: str | Sequence[str], refs: str | Sequence[str]) -> dict[str, Tensor | str] | Tensor:
+        """Every candidate against every reference: ``{"precision", "recall", "f1"}`` each ``[N, M]``
+        (``[L + 1, N, M]`` with all_layers; ``f_beta`` too with a beta), entry (i, j) this metric's score of
+        ``cands[i]`` against ``refs[j]``; IDF (if on) over these M references. Honours ``output`` and
+        ``return_hash`` (the setting's code: no context is used here), not ``reduction``; reuses the loaded model
+        and never touches the state (see `bertscore_tm.engines.pairwise`)."""
+        per = pairwise_scores(self.scorer, cands, refs, self.device, verbose=self.verbose)
+        return format_scores(per, self.output, self.scorer.hash_code if self.return_hash else None)
+
+    def mbr_select(
+        self,
+        groups: Sequence[Sequence[str]],
+        references: Sequence[Sequence[str]] | None = None,
+        return_utilities: bool = False,
+        utility: str = "f1",
+    ) -> list[int] | tuple[list[int], list[Tensor]]:
+        """Minimum-Bayes-risk choice per group with this metric's model and settings: see
+        :func:`bertscore_tm.mbr_select` (`utility`: ``"f1"``, ``"f_beta"`` with this metric's beta,
+        ``"precision"`` or ``"recall"``). Never touches the state."""
+        return select(
+            self.scorer, self.device, groups, references, return_utilities, verbose=self.verbose, utility=utility
+        )
+
+
+def _collective_option(kwargs: dict[str, Any]) -> bool:
+    """torchmetrics' options as this metric honours them: ``sync_on_compute`` (popped: whether compute() is
+    collective; torchmetrics is handed False, as it syncs nothing itself); ``compute_with_cache`` and
+    ``dist_sync_on_step`` refused where they ask for what the metric cannot do."""
+    collective = kwargs.pop("sync_on_compute", True)
+    if not isinstance(collective, bool):
+        raise ArgumentTypeError(
+            f"sync_on_compute must be True or False, got {collective!r}",
+            argument="sync_on_compute",
+            expected="a bool",
+            value=collective,
+        )
+    cache = kwargs.pop("compute_with_cache", False)
+    if cache is not False:
+        raise ArgumentValueError(
+            f"compute_with_cache={cache!r}: BERTScore never caches a result (a cached one would outlive a "
+            "merge_state); a compute() without new pairs embeds nothing again, it only weighs the kept "
+            "similarities",
+            argument="compute_with_cache",
+            allowed="False",
+            value=cache,
+        )
+    if kwargs.get("dist_sync_on_step", False) is not False:
+        raise ArgumentValueError(
+            "dist_sync_on_step=True would make torchmetrics gather every rank's token ids at each forward(); "
+            "forward() scores this process's batch, and compute() is collective by itself",
+            argument="dist_sync_on_step",
+            allowed="False",
+            value=kwargs["dist_sync_on_step"],
+        )
+    return collective
+
+
+def _keeping_pair_axis(metric: BERTScore, compute: Callable[..., Any]) -> Callable[..., Any]:
+    """torchmetrics' compute() (its wrapper of `BERTScore.compute`) keeping per-pair results' pair axis (it
+    squeezes one pair's to 0-d) and without its warning that compute() came before update(): a rank without
+    pairs is fine under DDP, and with no pairs anywhere compute() raises, saying so."""
+
+    @functools.wraps(compute)
+    def compute_value(*args: Any, **kwargs: Any) -> Any:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+            value = compute(*args, **kwargs)
+        return metric.with_pair_axis(value)
+
+    return compute_value
+
+
+def _before_loading(module: BERTScore, state_dict: dict[str, Any], prefix: str, *_: Any) -> None:
+    """Before a state is loaded (a public load_state_dict pre-hook): a checkpoint saved before the metric had an
+    extra state (one key per state, or none) loads too. torchmetrics has taken its per-key states in already;
+    they are checked and made fit as `set_extra_state` makes a saved state (refused, the metric is reset)."""
+    key = prefix + EXTRA_STATE_KEY
+    if key in state_dict:
+        return
+    state_dict[key] = None
+    legacy = state_dict.pop(prefix + "state_setting", None)
+    seen = state_dict.pop(prefix + "context_seen", None)
+    if legacy is None and seen is None:  # no per-key states: the metric keeps its own
+        return
+    digests = None if legacy is None else (int(legacy[0]), int(legacy[1]))
+    states = {**module.metric_state, "has_context": []}  # a pair's context was one number then: `seen`
+    try:
+        states = loaded_states(module.scorer, states, digests, bool(seen is not None and int(seen)))
+    except SettingsMismatchError:
+        module.reset()
+        raise
+    module._hold(states)
+
+
+def _digests(saved: Mapping[str, Any]) -> tuple[int, int]:
+    """The digests a saved extra state holds; a clear error where it is not one this metric wrote."""
+    try:
+        return int(saved["tokens"]), int(saved["embedding"])
+    except (KeyError, TypeError, ValueError):
+        raise SettingsMismatchError(
+            "This is not a BERTScore state (no digests of the setting that made it): load or merge the "
+            "state_dict() of a BERTScore.",
+            setting="state",
+            values=[type(saved).__name__],
+        ) from None
+
+
+def _detached(value: Tensor | list[Tensor]) -> Tensor | list[Tensor]:
+    """A copy of a state for state_dict(), as torchmetrics copies its own."""
+    if isinstance(value, Tensor):
+        return value.detach().clone()
+    return [x.detach().clone() for x in value]

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from bertscore_tm.distributed.ranks import GatherFn, gather
 from bertscore_tm.errors import warn_user
 
 
@@ -86,23 +87,34 @@ def checked_indexes(indexes: Tensor | Sequence[int], count: int) -> Tensor:
 
 class PairPlan:
     """Which pairs of every rank count at compute(): this rank's `num_local` pairs and their dataset `indexes`
-    (empty where none were passed), exchanged with the other ranks when `collective`; one pair kept per
-    dataset index (the repeats a distributed sampler pads in leave the scores and the IDF counts)."""
+    (empty where none were passed), exchanged with the other ranks when `collective` (through `gather_fn`, a
+    Metric's ``dist_sync_fn``); one pair kept per dataset index (the repeats a distributed sampler pads in leave
+    the scores and the IDF counts). `contexts` is how many of this rank's pairs had a context: `any_context`
+    says whether any rank's did (the hash code names it), from the same exchange."""
 
-    def __init__(self, num_local: int, indexes: Tensor, collective: bool, group: Any) -> None:
-        from bertscore_tm.distributed.ranks import gather
-
+    def __init__(
+        self,
+        num_local: int,
+        indexes: Tensor,
+        contexts: int,
+        collective: bool,
+        group: Any,
+        gather_fn: GatherFn | None = None,
+    ) -> None:
         self.indexes = indexes
         offset, total = 0, num_local
         has_indexes = len(indexes) == num_local
         mixed = len(indexes) > 0 and not has_indexes
+        self.any_context = contexts > 0
         if collective:
-            counts = torch.stack(gather(torch.tensor([num_local, len(indexes)], device=indexes.device), group))
-            self.indexes = torch.cat(gather(indexes, group))
+            mine = torch.tensor([num_local, len(indexes), contexts], device=indexes.device)
+            counts = torch.stack(gather(mine, group, gather_fn))
+            self.indexes = torch.cat(gather(indexes, group, gather_fn))
             offset = int(counts[: torch.distributed.get_rank(group), 0].sum())
             total = int(counts[:, 0].sum())
             has_indexes = bool((counts[:, 1] == counts[:, 0]).all())
             mixed = bool((counts[:, 1] > 0).any()) and not has_indexes
+            self.any_context = bool((counts[:, 2] > 0).any())
         if mixed:
             raise ValueError("indexes must be passed to every update() or to none of them")
         if total == 0:

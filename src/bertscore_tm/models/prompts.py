@@ -140,10 +140,12 @@ def encode_prompted_pairs(
     refs: Sequence[str],
     prompts: tuple[str | None, str | None],
     contexts: tuple[Sequence[str], Sequence[str]] | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """`TextEncoder.encode_pairs` with each side's prompt (None: that side as it is) and each text's context
     (`contexts`: the candidates', the references'), one warning for the texts cut on either side (blank texts are
-    warned about when scored: a prompt or a context alone scores as a blank text)."""
+    warned about when scored: a prompt or a context alone scores as a blank text); the warnings go to `notes`
+    instead where given."""
     sides = []
     truncated = 0
     for side, (texts, prompt, name) in enumerate(
@@ -151,23 +153,28 @@ def encode_prompted_pairs(
     ):
         context = None if contexts is None else contexts[side]
         if prompt is None and context is None:
-            ids, lens = encoder.encode(texts)
+            ids, lens = encoder.encode(texts, notes)
         else:
             ids, lens, cut = prompted_ids(encoder, texts, prompt, context, name if context is None else "context")
             truncated += int(cut.sum())
         sides += [ids, lens]
+    message = None
     if truncated and encoder.truncate:
-        warn_user(
+        message = (
             f"{truncated} text(s) with their prompt or context are longer than the model's window of "
             f"{encoder.max_length} tokens: the context was cut from its start first, then the text at its end (the "
             "prompt stays whole)."
         )
     elif truncated:
-        warn_user(
+        message = (
             f"{truncated} text(s) run in windows with a prompt and a context of more than half the model's window "
             f"of {encoder.max_length} tokens: each context was cut from its start to leave the text half of each "
             "window (the prompt and the text stay whole)."
         )
+    if message is not None and notes is not None:
+        notes.append(message)
+    elif message is not None:
+        warn_user(message)
     return sides[0], sides[1], sides[2], sides[3]
 
 

@@ -5,15 +5,17 @@ special tokens, and truncated to the model's window, as the reference does (unle
 window mode of `bertscore_tm.models.windows` keeps every token). Byte-level BPE tokenizers (RoBERTa, GPT-2, BART)
 get a prefix space.
 The ids are returned ragged (one flat int32 tensor and the lengths) so that no padding is ever stored.
+
+`PairTokenizer` is a metric's `tokenize`: pairs of texts to `TokenizedPairs` with the tokenizer and the text
+settings alone (no model), so that a DataLoader's workers can make the very batches an update() would.
 """
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -22,13 +24,28 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from bertscore_tm.distributed.ranks import settings_digest
 from bertscore_tm.errors import ArgumentValueError, ModelSetupError, warn_user
-from bertscore_tm.models.ahead import tokenise_ahead
 from bertscore_tm.models.model_family import uses_prefix_space
+from bertscore_tm.models.prompts import check_context, encode_prompted_pairs
 from bertscore_tm.settings.texts import check_pairs
 
 #: Tokenizers report this (or more) when they know no maximum length.
 _NO_LIMIT = 10**8
+
+#: Texts the tokenizer's own Rust tokenizer must encode exactly as the tokenizer's call does before it is used in
+#: its place (`TextEncoder.rust_tokenizer`): accents, special-token strings, CJK, emoji, odd spacing, a blank text
+#: and (appended) one past any window, so that truncation is compared too.
+PROBE_TEXTS = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Ünïcödé café «quotes» naïve coöperate — façade",
+    "[CLS] [SEP] [UNK] [MASK] <s> </s> <pad> <unk> <mask> </w>",
+    "中文文本和日本語のテキスト",
+    "emoji 🙂👍 and symbols ∑ ≈ © ™ 42 3.14 1,000",
+    "tabs\tand  double  spaces\nand lines",
+    "",
+    "don't isn't O'Neill e-mail U.S.A. co-operate",
+)
 
 
 def normalize_inputs(
@@ -155,15 +172,47 @@ class TextEncoder:
         self._rust_checked = False
 
     def rust_tokenizer(self) -> Any | None:
-        """A copy of the Rust tokenizer under a tokenizer this encoder loaded, set up as the Python wrapper sets
-        it for `_ids` (truncation to the window, no padding, the same special-token splitting), or None where
-        there is none or its class encodes in a way of its own (`_wrapper_encodes_plainly`). The copy's settings
-        never change, whatever a caller does with `tokenizer`."""
+        """The Rust tokenizer under a tokenizer this encoder loaded (its public `backend_tokenizer`), where it
+        encodes `PROBE_TEXTS` (and a text past the window) to the very ids and truncations of the tokenizer's
+        own call: then `_ids` calls it directly, without the wrapper's per-text dictionaries. None where there
+        is none, a class of its own prepares texts otherwise (the probes differ), or the tokenizer is a user's
+        object (only ever called). Checked once, on first use."""
         if not self._rust_checked:
             self._rust_checked = True
-            if self.own_tokenizer and self.is_fast and _wrapper_encodes_plainly(type(self.tokenizer)):
-                self._rust = _configured_copy(self.tokenizer, self.max_length if self.truncate else None)
+            backend = getattr(self.tokenizer, "backend_tokenizer", None) if self.own_tokenizer else None
+            if self.is_fast and backend is not None and self._encodes_as_the_wrapper(backend):
+                self._rust = backend
         return self._rust
+
+    def _encodes_as_the_wrapper(self, backend: Any) -> bool:
+        probes = self._distinct([*PROBE_TEXTS, " ".join(["word"] * (2 * (self.max_length or 512)))])[0]
+        try:
+            return self._rust_ids(probes, backend) == self._wrapper_ids(probes)
+        except Exception:  # a backend without one of the settings `_configure` makes: the wrapper it is
+            return False
+
+    def _configure(self, backend: Any) -> None:
+        """Set the Rust tokenizer up as the wrapper's call in `_wrapper_ids` sets it (truncation to the window or
+        none, no padding, the tokenizer's special-token splitting), where it is not so already: the tokenizer
+        shares it, and its own calls set it their way."""
+        want = None
+        if self.truncate and self.max_length is not None:
+            side = self.tokenizer.truncation_side
+            want = {"max_length": self.max_length, "stride": 0, "strategy": "longest_first", "direction": side}
+        if backend.truncation != want:
+            if want is None:
+                backend.no_truncation()
+            else:
+                backend.enable_truncation(**want)
+        if backend.padding is not None:
+            backend.no_padding()
+        split = bool(getattr(self.tokenizer, "split_special_tokens", False))
+        if backend.encode_special_tokens != split:
+            backend.encode_special_tokens = split
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (to a DataLoader's worker, say) without the check's outcome: the copy checks again."""
+        return {**self.__dict__, "_rust": None, "_rust_checked": False}
 
     @staticmethod
     def model_window(tokenizer: object, model_window: int | None) -> int | None:
@@ -173,37 +222,48 @@ class TextEncoder:
             return limit
         return model_window
 
-    def encode(self, texts: Sequence[str]) -> tuple[Tensor, Tensor]:
-        """Flat int32 ids and int32 lengths of `texts`, warning once about truncated or blank texts."""
+    @property
+    def digest(self) -> int:
+        """A digest of what makes a text's ids: the tokenizer (its class, vocabulary and special tokens) and
+        where texts are cut. Equal digests, equal ids (checkpoints and tokenised batches are checked by it)."""
+        tokenizer, size = self.tokenizer, self.vocab_size
+        return settings_digest(
+            {
+                "tokenizer": type(tokenizer).__name__,
+                "vocab_size": size,
+                "sample": tokenizer.convert_ids_to_tokens(list(range(0, size, max(1, size // 64)))),
+                "special": (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id),
+                "truncate_at": self.max_length if self.truncate else None,
+            }
+        )
+
+    def encode(self, texts: Sequence[str], notes: list[str] | None = None) -> tuple[Tensor, Tensor]:
+        """Flat int32 ids and int32 lengths of `texts`, warning once about truncated or blank texts (or adding
+        the warnings to `notes`, where given, for the caller to say)."""
         ids, lens, truncated = self._tokenize(texts)
-        self._warn({"text": truncated}, {"text": int(self.is_blank(lens).sum())})
+        self._warn({"text": truncated}, {"text": int(self.is_blank(lens).sum())}, notes)
         return ids, lens
 
-    def encode_pairs(self, cands: Sequence[str], refs: Sequence[str]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def encode_pairs(
+        self, cands: Sequence[str], refs: Sequence[str], notes: list[str] | None = None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Flat ids and lengths of the candidates, then of the references, as `encode` gives them, with one
         warning per kind (truncated, blank) counting both sides: two warnings of the same text would show as
         one under Python's default warning filter, hiding the second side's count. The warnings name the
-        user's line (`warn_user`). Both sides are tokenised in one call, so a text on both is tokenised once."""
-        return self._split_pairs(len(cands), *self._tokenize_each([*cands, *refs]))
+        user's line (`warn_user`), or go to `notes`. Both sides are tokenised in one call, so a text on both is
+        tokenised once."""
+        return self._split_pairs(len(cands), *self._tokenize_each([*cands, *refs]), notes)
 
-    def encode_pairs_ahead(self, cands: Sequence[str], refs: Sequence[str]) -> PendingPairs | None:
-        """`encode_pairs` with the tokenizer's work on the process's tokenising thread
-        (`bertscore_tm.models.ahead`): the pairs' ids once done, its warnings said when they are taken. None
-        where this encoder has no Rust tokenizer of its own (`rust_tokenizer`): a tokenizer's Python wrapper
-        sets its backend up before each call, so it is only ever called from the caller's thread."""
-        if self.rust_tokenizer() is None:
-            return None
-        stripped, distinct = self._distinct([*cands, *refs])
-        future = tokenise_ahead(self._rust_ids, distinct, finish=self._compact)
-        return PendingPairs(self, len(cands), stripped, distinct, future)
-
-    def _split_pairs(self, n: int, ids: Tensor, lens: Tensor, cut: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _split_pairs(
+        self, n: int, ids: Tensor, lens: Tensor, cut: Tensor, notes: list[str] | None = None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """The first `n` texts' ids and lengths (the candidates), then the others', warning once per kind."""
         split = int(lens[:n].sum())
         c_lens, r_lens = lens[:n], lens[n:]
         self._warn(
             {"candidate": int(cut[:n].sum()), "reference": int(cut[n:].sum())},
             {"candidate": int(self.is_blank(c_lens).sum()), "reference": int(self.is_blank(r_lens).sum())},
+            notes,
         )
         return ids[:split], c_lens, ids[split:], r_lens
 
@@ -246,11 +306,12 @@ class TextEncoder:
         each = flat.split(lens.tolist())  # views, one a distinct text
         return torch.cat([each[i] for i in which]), lens[which], cut[which]
 
-    def _rust_ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
-        """Each text's ids and whether it was truncated, from `rust_tokenizer`'s copy (whose settings never
-        change, so any thread may call it): without character offsets where the library can (the same ids, a
-        quarter faster)."""
-        rust = self._rust
+    def _rust_ids(self, texts: list[str], backend: Any = None) -> tuple[list[list[int]], list[bool]]:
+        """Each text's ids and whether it was truncated, from the Rust tokenizer (`rust_tokenizer`'s, or
+        `backend`), set up first (`_configure`): without character offsets where the library can (its public
+        `encode_batch_fast`: the same ids, a quarter faster)."""
+        rust = self._rust if backend is None else backend
+        self._configure(rust)
         encode = getattr(rust, "encode_batch_fast", rust.encode_batch)
         encodings = encode(texts, add_special_tokens=True)
         return [e.ids for e in encodings], [bool(e.overflowing) for e in encodings]
@@ -258,9 +319,13 @@ class TextEncoder:
     def _ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
         """Each text's ids and whether it was truncated: from the Rust tokenizer itself where `rust_tokenizer`
         gives one (the same ids, without the Python wrapper's per-text dictionaries), else from the
-        tokenizer."""
+        tokenizer's own call."""
         if self.rust_tokenizer() is not None:
             return self._rust_ids(texts)
+        return self._wrapper_ids(texts)
+
+    def _wrapper_ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
+        """Each text's ids and whether it was truncated, from the tokenizer's own call."""
         kwargs: dict[str, object] = {"add_special_tokens": True}
         if not self.truncate:  # long texts: keep every token, and no "longer than the model" log line
             kwargs["verbose"] = False
@@ -283,9 +348,10 @@ class TextEncoder:
                 cut[sample] = count > 1
         return ids, cut
 
-    def _warn(self, truncated: Mapping[str, int], blank: Mapping[str, int]) -> None:
+    def _warn(self, truncated: Mapping[str, int], blank: Mapping[str, int], notes: list[str] | None = None) -> None:
         """One warning per kind, its count the total over `truncated` (or `blank`): counts by side, e.g.
-        ``{"candidate": 1, "reference": 2}``, named in the message where there are several sides."""
+        ``{"candidate": 1, "reference": 2}``, named in the message where there are several sides; added to
+        `notes` instead where given."""
         for counts, message in (
             (
                 truncated,
@@ -299,40 +365,19 @@ class TextEncoder:
             ),
         ):
             if sum(counts.values()):
-                warn_user(message)
+                say(message, notes)
 
     def is_blank(self, lens: Tensor) -> Tensor:
         """Which sequences hold nothing but the special tokens (blank text, or text the tokenizer drops)."""
         return lens <= self.num_special
 
 
-def _wrapper_encodes_plainly(cls: type) -> bool:
-    """Whether tokenizer class `cls` encodes as transformers' fast base class does: its Rust tokenizer's
-    ``encode_batch`` on the texts as given. A class overriding a step of that (some prepare texts or ids
-    their own way) is only ever called through its wrapper."""
-    try:  # transformers 5
-        from transformers.tokenization_utils_tokenizers import TokenizersBackend as base
-    except ImportError:  # transformers 4
-        from transformers import PreTrainedTokenizerFast as base
-    steps = ("__call__", "_call_one", "encode_plus", "batch_encode_plus", "_encode_plus", "_batch_encode_plus")
-    return issubclass(cls, base) and all(getattr(cls, step, None) is getattr(base, step, None) for step in steps)
-
-
-def _configured_copy(tokenizer: Any, max_length: int | None) -> Any | None:
-    """A copy of `tokenizer`'s Rust tokenizer truncating to `max_length` (None: not at all) on the tokenizer's
-    truncation side, without padding, splitting special tokens where the tokenizer does: what its wrapper sets
-    before each call of `_ids`. None where the backend offers no such settings."""
-    try:
-        rust = copy.deepcopy(tokenizer.backend_tokenizer)
-        rust.no_padding()
-        if max_length is None:
-            rust.no_truncation()
-        else:
-            rust.enable_truncation(max_length, stride=0, strategy="longest_first", direction=tokenizer.truncation_side)
-        rust.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
-    except Exception:  # a backend without one of these settings: the wrapper it is
-        return None
-    return rust
+def say(message: str, notes: list[str] | None) -> None:
+    """Warn `message` at the user's line, or add it to `notes` where given (for whoever takes the ids to say)."""
+    if notes is None:
+        warn_user(message)
+    else:
+        notes.append(message)
 
 
 def _counted(by_side: Mapping[str, int], kind: str = "") -> str:
@@ -353,22 +398,83 @@ def _counted(by_side: Mapping[str, int], kind: str = "") -> str:
     return f"{head} ({sides})"
 
 
-class PendingPairs:
-    """Pairs being tokenised on the tokenising thread (`TextEncoder.encode_pairs_ahead`): `ready` says whether
-    their ids are in; `result` waits for them and gives what `encode_pairs` gives, warnings included (said
-    then), or raises the tokenizer's error. In a process forked after they were handed over (whose copy of the
-    thread never runs) they are tokenised again in the caller's thread, never waited for."""
+@dataclasses.dataclass(frozen=True)
+class TokenizedPairs:
+    """Pairs made by a metric's `tokenize`, for its `update()` in place of the texts: each side's flat int32 ids
+    and lengths as the state keeps them, the references per candidate, which pairs had a (non-blank) context,
+    the `digest` of the tokenisation that made them (update() refuses another's) and the warnings of their
+    tokenisation, said when update() takes them. Small and picklable: a DataLoader's worker makes them."""
 
-    def __init__(self, encoder: TextEncoder, n: int, stripped: list[str], distinct: list[str], future: Future) -> None:
-        self.encoder, self.n, self.stripped, self.distinct, self.future = encoder, n, stripped, distinct, future
-        self.pid = os.getpid()
-        self.texts = len(stripped)
+    cand_ids: Tensor
+    cand_lens: Tensor
+    ref_ids: Tensor
+    ref_lens: Tensor
+    ref_counts: Tensor
+    has_context: Tensor
+    digest: int
+    notes: tuple[str, ...] = ()
 
-    def ready(self) -> bool:
-        return self.pid == os.getpid() and self.future.done()
+    def __len__(self) -> int:
+        return len(self.cand_lens)
 
-    def result(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        encoder = self.encoder
-        same = self.pid == os.getpid()  # a forked child's copy of the thread never runs: tokenise here
-        compact = self.future.result() if same else encoder._compact(*encoder._rust_ids(self.distinct))
-        return encoder._split_pairs(self.n, *encoder._assembled(self.stripped, self.distinct, *compact))
+
+class PairTokenizer:
+    """Pairs of texts to ids with a metric's tokenizer, window and prompts (`BERTScore.tokenize`): it holds
+    nothing else (no model), so it pickles small, and a DataLoader's `collate_fn` or worker can call it.
+
+    Called as ``tokenize(preds, target, context=None)`` (update()'s texts) it gives `TokenizedPairs`;
+    `encode` is the same work for the engines, its warnings said at once.
+    """
+
+    def __init__(self, encoder: TextEncoder, prompts: tuple[str | None, str | None]) -> None:
+        self.encoder = encoder
+        self.prompts = prompts
+        #: What made the ids: the tokenisation (`TextEncoder.digest`) and the prompts.
+        self.digest = settings_digest({"ids": encoder.digest, "prompts": prompts})
+
+    def __call__(
+        self,
+        preds: str | Sequence[str],
+        target: str | Sequence[str | Sequence[str]],
+        context: str | Sequence[str] | None = None,
+    ) -> TokenizedPairs:
+        cands, groups = normalize_inputs(preds, target)
+        return self.pairs(cands, groups, check_context(context, len(cands)))
+
+    def pairs(self, cands: list[str], groups: list[list[str]], contexts: list[str] | None = None) -> TokenizedPairs:
+        """`TokenizedPairs` of checked texts (a list of references per candidate, a context per pair or None),
+        their warnings kept in it, not said."""
+        counts = [len(group) for group in groups]
+        notes: list[str] = []
+        refs = [r for group in groups for r in group]
+        c_ids, c_lens, r_ids, r_lens = self.encode(cands, refs, contexts, counts, notes)
+        flags = [bool(c.strip()) for c in contexts] if contexts is not None else [False] * len(cands)
+        return TokenizedPairs(
+            c_ids,
+            c_lens,
+            r_ids,
+            r_lens,
+            torch.tensor(counts, dtype=torch.int32),
+            torch.tensor(flags, dtype=torch.bool),
+            self.digest,
+            tuple(notes),
+        )
+
+    def encode(
+        self,
+        cands: Sequence[str],
+        refs: Sequence[str],
+        contexts: Sequence[str] | None = None,
+        counts: Sequence[int] | None = None,
+        notes: list[str] | None = None,
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Candidates' and references' ids and lengths (`TextEncoder.encode_pairs`), each side with its prompt
+        where one is set and each pair's context (one per candidate; `counts`: references per candidate),
+        their tokens marked (`bertscore_tm.models.prompts`); the warnings said, or added to `notes`."""
+        if self.prompts == (None, None) and contexts is None:
+            return self.encoder.encode_pairs(cands, refs, notes)
+        sides = None
+        if contexts is not None:
+            assert counts is not None
+            sides = (contexts, [c for c, n in zip(contexts, counts, strict=True) for _ in range(int(n))])
+        return encode_prompted_pairs(self.encoder, cands, refs, self.prompts, sides, notes)

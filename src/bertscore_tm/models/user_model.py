@@ -11,8 +11,8 @@ thread training the model at the same time is not disturbed either.
 
 The view is taken when the metric is built: the user's later training is seen (the tensors are shared), a later
 change of the model's structure (new modules, `resize_token_embeddings`) is not; build a new metric then.
-Moving the metric (`metric.to(device)`, or Lightning moving the module that holds it) moves the user's whole
-object, as it would move a submodule; scoring never moves it (it runs where the model is).
+Neither scoring nor moving the metric moves it: it runs where the user keeps it (a LightningModule that holds it
+moves it as any submodule), and the scores go to the metric's device.
 
 `forward_fn(model, input_ids, attention_mask)` replaces the standard forward for models that need another one:
 it is given the uncut eval-mode view and returns [B, T, D] ([B, T, L + 1, D] with all_layers).
@@ -74,8 +74,8 @@ def _view(module: nn.Module, memo: dict[int, nn.Module], configs: dict[int, Any]
 
 
 class UserModel:
-    """What the metric runs for a model object: the user's object (`owner`, moved only when the metric is
-    moved) and the eval-mode view of its encoder (`view`, cut to the layer unless all_layers or forward_fn).
+    """What the metric runs for a model object: the user's object (`owner`, never moved or copied) and the
+    eval-mode view of its encoder (`view`, cut to the layer unless all_layers or forward_fn).
 
     It is called like a Hugging Face encoder (``input_ids=, attention_mask=, output_hidden_states=``) and gives
     ``out[0]`` ([B, T, D]) or ``out.hidden_states`` (one [B, T, D] per layer), so the embedder runs it as it runs
@@ -99,11 +99,6 @@ class UserModel:
 
     def parameters(self) -> Iterator[nn.Parameter]:
         return self.view.parameters()
-
-    def to(self, device: torch.device | str) -> UserModel:
-        """Move the user's whole object, as moving the metric would move a submodule."""
-        self.owner.to(device)
-        return self
 
 
 def check_forward_output(out: object, ids_shape: tuple[int, ...], all_layers: bool, hidden_size: int | None) -> None:

@@ -1,9 +1,10 @@
 """The scoring core: one object, built once from validated settings, a model and a tokenizer, that every
 engine scores with.
 
-It owns what makes a score: the text encoder (tokenisation and the window), the embedder (the frozen model and
-its batching), the weights policy (plain, IDF counted over references, or IDF fixed beforehand), the rescale
-baseline and the hash signature. It knows nothing of torchmetrics: the Metric (`metric.py`) keeps states and
+It owns what makes a score: the text encoder (tokenisation and the window) and the pairs' tokenizer (with the
+prompts), the model's handle (the frozen model and where it runs: `bertscore_tm.embedding.handle`), the weights
+policy (plain, IDF counted over references, or IDF fixed beforehand), the rescale baseline and the hash
+signature. It knows nothing of torchmetrics: the Metric (`metric.py`) keeps states and
 delegates here; the functional API, all pairs (`pairwise.py`), MBR (`mbr.py`) and the other engines take a
 `Scorer` and use its public interface only, so that no engine imports the Metric (docs/architecture.md).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
@@ -21,10 +23,10 @@ from torch import Tensor
 
 from bertscore_tm.embedding.cache import CachingEmbedder, EmbeddingCache
 from bertscore_tm.embedding.embedder import Embedder
+from bertscore_tm.embedding.handle import ModelHandle
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.encoder import load_model
-from bertscore_tm.models.prompts import encode_prompted_pairs
-from bertscore_tm.models.tokenizing import PendingPairs
+from bertscore_tm.models.tokenizing import PairTokenizer
 from bertscore_tm.scoring.baselines import baseline_rows, f_beta_baseline, find_baseline, read_baseline, rescale
 from bertscore_tm.scoring.hashcode import HashSignature, names_context
 from bertscore_tm.scoring.idf import (
@@ -69,7 +71,8 @@ class Scorer:
         self.num_layers: int = self.model_depth if loaded.num_layers is None else int(loaded.num_layers)
         self.vocab_size = loaded.vocab_size
         self.window_label = loaded.window_label
-        self.embedder = Embedder(
+        #: The model and where it runs: every copy of a metric shares it (`ModelHandle`).
+        self.handle = ModelHandle.around(
             loaded.runner,
             self.encoder.pad_id,
             model.all_layers,
@@ -96,26 +99,18 @@ class Scorer:
             self.baseline = baseline_rows(read_baseline(file), self.num_layers, self.all_layers, file, self.model_depth)
         self.signature = self._signature(config)
 
+    @functools.cached_property
+    def pairs(self) -> PairTokenizer:
+        """Texts to ids with the tokenizer, the window and the prompts (a metric's `tokenize`), made on first use."""
+        return PairTokenizer(self.encoder, self.prompts)
+
     def encode_pairs(
         self, cands: Sequence[str], refs: Sequence[str], context: Sequence[str] | None = None, counts: Any = None
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Candidates' and references' ids and lengths as `TextEncoder.encode_pairs` gives them, each side with
         its prompt where one is set and each pair's `context` (one per candidate; `counts`: references per
-        candidate), their tokens marked (`bertscore_tm.models.prompts`)."""
-        if self.prompts == (None, None) and context is None:
-            return self.encoder.encode_pairs(cands, refs)
-        sides = None
-        if context is not None:
-            sides = (context, [c for c, n in zip(context, counts, strict=True) for _ in range(int(n))])
-        return encode_prompted_pairs(self.encoder, cands, refs, self.prompts, sides)
-
-    def encode_pairs_ahead(self, cands: Sequence[str], refs: Sequence[str]) -> PendingPairs | None:
-        """`encode_pairs` of pairs without a prompt or a context, tokenised on the process's tokenising thread
-        (`TextEncoder.encode_pairs_ahead`); None where this setting tokenises in the caller's thread only (a
-        prompt, or a tokenizer without a Rust tokenizer of its own)."""
-        if self.prompts != (None, None):
-            return None
-        return self.encoder.encode_pairs_ahead(cands, refs)
+        candidate), their tokens marked (`PairTokenizer.encode`); its warnings said."""
+        return self.pairs.encode(cands, refs, context, counts)
 
     def token_flags(self, *ids: Tensor) -> Tensor | None:
         """The ignored-token table the scoring rules take (`token_rules`): the mask's, or none flagged where only
@@ -246,21 +241,16 @@ class Scorer:
         return rescale(scores, self.baseline)
 
     # -- where vectors are made ------------------------------------------------------------------------------
-    def follow(self, device: torch.device | str) -> torch.device:
-        """Move a loaded model to `device` (a model object of the user's stays where it is); return where the
-        vectors, and so the scores, are made."""
-        if not self.user_supplied:
-            self.embedder.to(device)
-        return self.embedder.device
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder this scorer last asked for (`follow`); before that, the model where it is."""
+        return self.handle.current(self)
 
-    def move_with_metric(self, device: torch.device, moved: bool) -> None:
-        """Follow a Metric moved to `device` (`moved`: its device changed; False for a dtype-only call such as
-        `set_dtype`, which moves no model object of the user's that lives elsewhere); the cache goes where the
-        vectors are made."""
-        if self.embedder.device != device and (moved or not self.user_supplied):
-            self.embedder.to(device)
-        if self.cache is not None:
-            self.cache.to(self.embedder.device)
+    def follow(self, device: torch.device | str) -> torch.device:
+        """Ask the model's handle for the model on `device` before embedding there (`ModelHandle.on`: moved
+        there where no other scorer uses it where it is, else copied there once; a model object of the user's
+        runs where it is); return where the vectors, and so the scores, are made."""
+        return self.handle.on(device, self).device
 
     def embedding_source(self) -> Embedder:
         """What texts are embedded with: the embedder, through the cache where there is one (a

@@ -69,7 +69,7 @@ def assert_same(a: object, b: object) -> None:
 def failing_after(monkeypatch: pytest.MonkeyPatch, k: int) -> list[int]:
     """Make the (k + 1)-th shard scored raise, as a kill inside the loop would stop it; returns the call log."""
     calls: list[int] = []
-    real = resumable.score_texts
+    real = resumable._score_tokens
 
     def scoring(*args: object, **kwargs: object) -> torch.Tensor:
         calls.append(1)
@@ -77,7 +77,7 @@ def failing_after(monkeypatch: pytest.MonkeyPatch, k: int) -> list[int]:
             raise KeyboardInterrupt("killed")
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(resumable, "score_texts", scoring)
+    monkeypatch.setattr(resumable, "_score_tokens", scoring)
     return calls
 
 
@@ -193,12 +193,12 @@ from bertscore_tm.corpus import resumable
 torch.set_num_threads(1)
 cands, refs = (open(p, encoding="utf-8").read().splitlines()[:{pairs}] for p in sys.argv[1:3])
 folder = sys.argv[3]
-real = resumable.score_texts
+real = resumable._score_tokens
 def slow(*args, **kwargs):  # the scores are the real ones; the pause gives the test time to kill mid-run
     out = real(*args, **kwargs)
     time.sleep(0.3)
     return out
-resumable.score_texts = slow
+resumable._score_tokens = slow
 resumable.score_resumable(BERTScore("{model}", idf=True), cands, refs, folder, shard_size={shard})
 print("finished")
 """
@@ -272,7 +272,7 @@ def test_pairwise_cli_resumes_to_the_same_bytes(tmp_path: Path, monkeypatch: pyt
 
 def interrupted_then_resumed(argv: list[str], monkeypatch: pytest.MonkeyPatch, shards_first: int) -> str:
     """`argv` stopped (as a kill would) after `shards_first` shards are scored, then run again: its output."""
-    real, calls = resumable.score_texts, []
+    real, calls = resumable._score_tokens, []
 
     def failing(*args: object, **kwargs: object) -> torch.Tensor:
         calls.append(1)
@@ -280,9 +280,9 @@ def interrupted_then_resumed(argv: list[str], monkeypatch: pytest.MonkeyPatch, s
             raise KeyboardInterrupt
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(resumable, "score_texts", failing)
+    monkeypatch.setattr(resumable, "_score_tokens", failing)
     assert run_cli(argv)[0] == 130
-    monkeypatch.setattr(resumable, "score_texts", real)
+    monkeypatch.setattr(resumable, "_score_tokens", real)
     code, out = run_cli(argv)
     assert code == 0 and len(calls) == shards_first + 1
     return out

@@ -131,11 +131,11 @@ def test_the_cache_is_not_state(cached, wmt):
     assert len(cached.embedding_cache) > 0
     cached.persistent(True)
     try:
-        keys = set(cached.state_dict())
+        saved = cached.state_dict()
     finally:
         cached.persistent(False)
-    assert keys == set(cached._defaults)  # torchmetrics' states and nothing else
-    assert "_embedding_cache" not in cached._defaults
+    assert set(saved) == {"_extra_state"}  # the setting's digests and the states, nothing else
+    assert set(saved["_extra_state"]["states"]) == set(cached.metric_state)
     restored = pickle.loads(pickle.dumps(cached.embedding_cache))  # what a spawned process would get: empty
     assert len(restored) == 0 and restored.budget_bytes == 64 << 20
     cached.reset()
@@ -158,19 +158,27 @@ def test_clones_share_the_cache(cached, wmt):
     assert clone.embedder.rows_embedded == before  # everything came from the shared cache
 
 
-def test_the_cache_follows_the_metric_to_its_device(wmt):
+def test_the_cache_serves_the_device_and_the_model_object_the_metric_embeds_with(wmt):
+    """Moving the metric moves neither the model nor the cache; the model's device and object are part of the
+    cache's key, so once the model embeds on another device (asked for there by the metric's next compute()), or
+    a copy of it does, the cache empties before serving it: vectors made elsewhere might differ in the last bits."""
+    from bertscore_tm.embedding.cache import embedding_setting
+
     metric = BERTScore(MINILM, embedding_cache_mb=8)
     metric.update(wmt["hyps"][:3], wmt["refs"][:3])
     metric.compute()
     cache = metric.embedding_cache
     held = len(cache)
     assert held > 0 and cache.device == torch.device("cpu")
-    metric.to("cpu")  # the same device: the vectors stay
-    assert len(cache) == held
-    # another device: vectors computed elsewhere might differ from its own in the last bits, so none are kept
+    on_cpu = embedding_setting(metric.embedder)
+    assert embedding_setting(metric.embedder.copied_to("cpu")) != on_cpu  # another model object, another key
     metric.to("meta")
-    assert len(cache) == 0 and cache.device == torch.device("meta")
+    assert len(cache) == held and metric.embedder.device == torch.device("cpu")  # nothing moved yet
+    metric.scorer.follow(metric.device)  # what its next compute() asks first
     assert metric.embedder.device == torch.device("meta")
+    assert embedding_setting(metric.embedder) != on_cpu  # the device is part of the key
+    cache.use_with(embedding_setting(metric.embedder))
+    assert len(cache) == 0
 
 
 def test_off_by_default(plain):

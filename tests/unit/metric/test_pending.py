@@ -1,8 +1,8 @@
-"""Pairs scored by an earlier compute() or forward() keep their best similarities (`metric/pending.py`): a later
-compute() embeds and matches only the others, reading only the new list entries where they come last, and
+"""Pairs scored by an earlier compute() or forward() keep their best similarities (`BERTScore._score_pending`): a
+later compute() embeds and matches only the others, reading only the new list entries where they come last, and
 interleaving old and new in pair order where they alternate (forward()'s and merge_state()'s merges); the
 scores are those of one compute() over every pair. The host plans a scoring from its own copies of the entries
-not scored yet (`HostCopies`), never from the entries an accelerator holds."""
+not scored yet (`metric/states.py`'s `HostCopies`), never from the entries an accelerator holds."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from bertscore_tm import BERTScore
-from bertscore_tm.metric import pending
-from bertscore_tm.metric.pending import HostCopies, PendingScores, _new_entries
+from bertscore_tm.metric import bertscore as metric_module
+from bertscore_tm.metric import states
+from bertscore_tm.metric.states import HostCopies, new_entries
 from tests.conftest import MINILM
 
 pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.filterwarnings("ignore:1 blank text")]
@@ -30,9 +31,9 @@ def pairs(wmt) -> tuple[list[str], list]:
 def paths(monkeypatch) -> list[str]:
     """Which path each scoring took: "new" (the new entries alone) or "interleaved"."""
     taken: list[str] = []
-    new, mixed = PendingScores._score_new_entries, PendingScores._score_interleaved
-    monkeypatch.setattr(PendingScores, "_score_new_entries", lambda s, *a: (taken.append("new"), new(s, *a))[1])
-    monkeypatch.setattr(PendingScores, "_score_interleaved", lambda s, *a: (taken.append("mixed"), mixed(s, *a))[1])
+    new, mixed = BERTScore._score_new_entries, BERTScore._score_interleaved
+    monkeypatch.setattr(BERTScore, "_score_new_entries", lambda s, *a: (taken.append("new"), new(s, *a))[1])
+    monkeypatch.setattr(BERTScore, "_score_interleaved", lambda s, *a: (taken.append("mixed"), mixed(s, *a))[1])
     return taken
 
 
@@ -51,9 +52,11 @@ def test_a_compute_after_a_compute_matches_only_the_new_pairs_reading_only_their
     for lo, hi in ((15, 25), (25, 42)):  # two update()s, one compute()
         metric.update(cands[lo:hi], refs[lo:hi])
     seen: list[int] = []
-    real = pending.match_pairs
+    real = metric_module.match_pairs
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pending, "match_pairs", lambda sc, p, new, *a: (seen.append(len(new)), real(sc, p, new, *a))[1])
+        patch.setattr(
+            metric_module, "match_pairs", lambda sc, p, new, *a: (seen.append(len(new)), real(sc, p, new, *a))[1]
+        )
         got = metric.compute()
     assert paths == ["new", "new"] and seen == [27]  # the second compute() read the 27 new pairs alone
     assert len(metric.cand_ids) == 2 and len(metric.cand_best) == 2  # the old tensors kept, the new in one
@@ -88,17 +91,14 @@ def test_scored_and_new_pairs_that_alternate_are_interleaved_in_pair_order(pairs
 )
 def test_the_new_entries_are_found_only_where_every_new_pair_comes_after_every_scored_one(sizes, scored, first):
     entries = [torch.ones(n, dtype=torch.int32) for n in sizes]
-    assert _new_entries(entries, torch.tensor(scored)) == first
+    assert new_entries(entries, torch.tensor(scored)) == first
 
 
 def _as_on_an_accelerator(monkeypatch, copies: bool = True) -> None:
     """Entries sent to the device are other tensors than the host's (as an accelerator's are; on a CPU `send`
     returns the host tensor itself), and host copies are kept of them where `copies`."""
-    from bertscore_tm.metric import bertscore
-
-    monkeypatch.setattr(pending, "needs_copy", lambda device: copies)
-    for module in (bertscore, pending):
-        monkeypatch.setattr(module, "send", lambda host, device: host.clone())
+    monkeypatch.setattr(states, "needs_copy", lambda device: copies)
+    monkeypatch.setattr(metric_module, "send", lambda host, device: host.clone())
 
 
 @pytest.fixture
@@ -132,14 +132,14 @@ def test_copies_are_dropped_once_scored_and_never_copied_or_pickled_with_the_met
     cands, refs = pairs
     metric = BERTScore(MINILM)
     metric.update(cands[:10], refs[:10])
-    assert len(metric._host_copies._held) == 6  # one entry of each token state and of `scored`
+    assert len(metric._host_copies) == 6  # one entry of each token state and of `scored`
     clone = copy.deepcopy(metric)
-    assert not clone._host_copies._held  # known by the identity of this metric's entries, not the clone's
+    assert not len(clone._host_copies)  # known by the identity of this metric's entries, not the clone's
     assert torch.equal(clone.compute()["f1"], metric.compute()["f1"])
-    assert len(metric._host_copies._held) == 1  # the scored flags' alone
+    assert len(metric._host_copies) == 1  # the scored flags' alone
     metric.update(cands[10:20], refs[10:20])
     metric.reset()
-    assert not metric._host_copies._held
+    assert not len(metric._host_copies)
 
 
 def test_an_entry_without_a_copy_is_read_from_where_it_lives() -> None:
@@ -169,7 +169,12 @@ def test_merge_state_puts_the_incoming_pairs_first_and_drops_a_cached_result(pai
     assert all(torch.equal(got[key], want[key]) for key in want)
 
 
-@pytest.mark.parametrize("given", ["metric", "state"])
+def _saved(metric: BERTScore) -> dict:
+    metric.persistent(True)
+    return metric.state_dict()
+
+
+@pytest.mark.parametrize("given", ["metric", "state_dict"])
 @pytest.mark.parametrize(
     ("setting", "named"),
     [
@@ -191,11 +196,29 @@ def test_merge_state_refuses_a_metric_or_state_of_another_setting_and_keeps_its_
     other.update(cands[3:6], refs[3:6])
     other.compute()  # its similarities kept
     with pytest.raises(SettingsMismatchError) as raised:
-        mine.merge_state(other if given == "metric" else other.metric_state)
-    assert given == "state" or raised.value.setting == named
+        mine.merge_state(other if given == "metric" else _saved(other))
+    assert given == "state_dict" or raised.value.setting == named
     want = BERTScore(MINILM)
     want.update(cands[:3], refs[:3])
     assert torch.equal(mine.compute()["f1"], want.compute()["f1"])  # nothing merged
     same = BERTScore(MINILM, **setting)
-    same.merge_state(other if given == "metric" else other.metric_state)  # the same setting merges
+    same.merge_state(other if given == "metric" else _saved(other))  # the same setting merges
     assert same.compute()["f1"].shape[-1] == 3  # [3], or [layers, 3] with all_layers
+
+
+def test_merge_state_takes_a_saved_state_whole_and_refuses_states_that_do_not_say_their_setting(pairs):
+    """A state_dict() (with persistent(True)) holds the digests of the setting that made it, so it merges as the
+    metric itself would; a bare mapping of states (`metric_state`) says nothing of its setting: refused."""
+    from bertscore_tm.errors import ArgumentValueError
+
+    cands, refs = pairs
+    mine, other = BERTScore(MINILM), BERTScore(MINILM)
+    mine.update(cands[20:], refs[20:])
+    other.update(cands[:20], refs[:20])
+    other.compute()
+    with pytest.raises(ArgumentValueError, match="does not say which setting"):
+        mine.merge_state(other.metric_state)
+    mine.merge_state(_saved(other))
+    got = mine.compute()
+    want = _whole(pairs)
+    assert all(torch.equal(got[key], want[key]) for key in want)

@@ -1,0 +1,89 @@
+"""Where the model runs: one handle per loaded model, shared by every copy of a metric, and the only code that
+moves the model or copies it.
+
+A metric's copies (torchmetrics' `clone()`, `MetricTracker`, `BootStrapper`, a deep copy) share the handle, so
+the weights are held once. Each scorer asks for the model on its metric's device before it embeds (`on`). The
+model stays where it is while another live scorer last embedded with it there; otherwise it moves to the device
+asked for (a metric built on the CPU and moved to a GPU before its first compute(), as Lightning moves it, or
+one moved back to the CPU to free the GPU). Where another scorer still uses it, a copy of the weights is made on
+the device asked for, once, and kept as long as the handle: the memory of one more model on that device. A model
+object of the user's is never moved or copied: it runs where it is.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+
+from bertscore_tm.embedding.embedder import Embedder
+
+
+def canonical(device: torch.device | str) -> torch.device:
+    """`device` with its index where it has none ("cuda" is the current GPU), as a model's parameters report it."""
+    device = torch.device(device)
+    if device.index is None and device.type not in ("cpu", "meta"):
+        return torch.empty(0, device=device).device
+    return device
+
+
+class ModelHandle:
+    """The embedders of one loaded model: the model where it is, and a copy per other device in use. Its users
+    are the scorers that asked (held weakly: a metric deleted no longer holds the model where it is)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedders = [embedder]  # the model, then its copies (each on a device of its own)
+        # each scorer that asked, and the device it asked for last (a scorer gone leaves the map)
+        self._users: weakref.WeakKeyDictionary[Any, torch.device] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def around(cls, model: Any, *args: Any, **kwargs: Any) -> ModelHandle:
+        """The handle of `model` (a loaded encoder or a `UserModel`), its embedder made with `Embedder`'s
+        arguments."""
+        return cls(Embedder(model, *args, **kwargs))
+
+    @property
+    def embedders(self) -> list[Embedder]:
+        """The model where it is, and its copies on other devices (as made so far)."""
+        return list(self._embedders)
+
+    def _on_device(self, device: torch.device | None) -> Embedder | None:
+        return next((e for e in self._embedders if e.device == device), None)
+
+    def current(self, user: object) -> Embedder:
+        """The embedder `user` asked for last, or the model where it is before its first ask."""
+        return self._on_device(self._users.get(user)) or self._embedders[0]
+
+    def on(self, device: torch.device | str, user: object) -> Embedder:
+        """The embedder to embed with on `device` for `user` (a scorer): moved there where no other live user
+        last asked for it where it is, else a copy made there (once); a user's model object as it is."""
+        if self._embedders[0].user_supplied:
+            return self._embedders[0]
+        wanted = canonical(device)
+        embedder = self._on_device(wanted) or self._moved_or_copied(wanted, user)
+        self._users[user] = wanted
+        return embedder
+
+    def _moved_or_copied(self, device: torch.device, user: object) -> Embedder:
+        held = {where for who, where in list(self._users.items()) if who is not user}
+        mine = self._users.get(user)
+        free = sorted((e for e in self._embedders if e.device not in held), key=lambda e: e.device != mine)
+        if free:  # the one this user had, before any other
+            free[0].to(device)
+            return free[0]
+        embedder = self._embedders[0].copied_to(device)
+        self._embedders.append(embedder)
+        return embedder
+
+    def __deepcopy__(self, memo: dict) -> ModelHandle:
+        """Copies of a metric share the handle, and so the weights: the model is frozen and nothing writes to it."""
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with its embedders (the weights go with a pickled metric), without the users (live objects)."""
+        return {"_embedders": list(self._embedders)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._embedders = state["_embedders"]
+        self._users = weakref.WeakKeyDictionary()
