@@ -14,7 +14,7 @@ PEERS := .venv-peers
 PEERS_PY := $(PEERS)/bin/python
 PEERS_STAMP := $(PEERS)/.installed
 PEERS_REQUIREMENTS := tests/integrations/requirements-peers.txt
-PIP_LINKS := $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
+PIP_LINKS := $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
 
 .PHONY: setup demo test peers-env lint docs bench clean
 
@@ -42,7 +42,7 @@ $(PEERS_STAMP): $(PEERS_REQUIREMENTS)
 	rm -rf $(PEERS)
 	$(PYTHON) -m venv $(PEERS)
 	$(PEERS_PY) -m pip install -q --disable-pip-version-check uv==0.13.9
-	$(PEERS)/bin/uv pip install -q --python $(PEERS_PY) --no-deps $(if $(PIP_LINKS),--find-links $(PIP_LINKS)) \
+	$(PEERS)/bin/uv pip install -q --python $(PEERS_PY) --no-deps $(foreach links,$(PIP_LINKS),--find-links $(links)) \
 		-r $(PEERS_REQUIREMENTS)
 	touch $(PEERS_STAMP)
 
