@@ -7,8 +7,16 @@ STAMP := $(VENV)/.installed
 PACKAGE_STAMP := $(VENV)/.package-installed
 # CPU torch where there is no GPU (the local CPU wheel); the registry's default build where there is one.
 TORCH_SPEC := $(if $(shell command -v nvidia-smi 2>/dev/null),torch,torch==2.13.0)
+# The LightEval and mbrs doors' own environment (their pins clash with .venv's): every package pinned in
+# tests/integrations/requirements-peers.txt, installed without resolving by uv (fast, in parallel), which is given
+# pip's find-links (where the local CPU torch wheel lies: uv does not read pip's configuration).
+PEERS := .venv-peers
+PEERS_PY := $(PEERS)/bin/python
+PEERS_STAMP := $(PEERS)/.installed
+PEERS_REQUIREMENTS := tests/integrations/requirements-peers.txt
+PIP_LINKS := $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
 
-.PHONY: setup demo test lint docs bench clean
+.PHONY: setup demo test peers-env lint docs bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,10 +38,24 @@ setup: $(PACKAGE_STAMP)
 demo: setup
 	HF_HUB_OFFLINE=1 $(PY) examples/demo.py
 
+$(PEERS_STAMP): $(PEERS_REQUIREMENTS)
+	rm -rf $(PEERS)
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS_PY) -m pip install -q --disable-pip-version-check uv==0.13.9
+	$(PEERS)/bin/uv pip install -q --python $(PEERS_PY) --no-deps $(foreach links,$(PIP_LINKS),--find-links $(links)) \
+		-r $(PEERS_REQUIREMENTS)
+	touch $(PEERS_STAMP)
+
+peers-env: $(PEERS_STAMP)
+
 # the tests and the `>>>` examples of the package's docstrings (offline, on the packaged MiniLM), one worker
-# per core (pytest-xdist; each worker runs one torch thread, tests/conftest.py); TEST_ARGS adds pytest options
+# per core (pytest-xdist; each worker runs one torch thread, tests/conftest.py); TEST_ARGS adds pytest options.
+# Then the LightEval and mbrs doors' tests in their own environment (the package from src/, not installed there).
 test: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n auto --doctest-modules src/bertscore_tm tests $(TEST_ARGS)
+	$(MAKE) --no-print-directory peers-env
+	HF_HUB_OFFLINE=1 PYTHONPATH=src $(PEERS_PY) -m pytest -q tests/integrations/test_lighteval.py \
+		tests/integrations/test_mbrs.py
 
 lint: setup
 	$(VENV)/bin/ruff check src tests examples benchmarks
@@ -51,4 +73,4 @@ bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/bench.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build dist demo-out site
+	rm -rf $(VENV) $(PEERS) build dist demo-out site
