@@ -1,4 +1,4 @@
-"""The device suite (issue 37): what a lent GPU's minutes are for, in one run of at most 8 minutes on an H100.
+"""The device suite: what a lent GPU's minutes are for, in one run of at most 8 minutes on an H100.
 
     python benchmarks/gpu_suite.py --dry                  # every step at tiny sizes on the CPU (a test runs it)
 
@@ -15,26 +15,22 @@ and on the machine (carry [".gpu"], timeout_s 600):
     pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl; export PYTHONPATH=/tmp/site:src
     HF_HUB_OFFLINE=1 python3 benchmarks/gpu_suite.py --tokenizer .gpu/tokenizer --out $OUT/RESULTS-gpu.md
 
-The model is roberta-large's shape cut at its tuned layer 17 (`bench.py`'s shape, built from its config with
-random weights and MiniLM's tokenizer: its cost is roberta-large's, its scores mean nothing). Only the 17
-blocks that run are built. The pairs are the 3,003 vendored WMT pairs repeated, each copy made distinct by a
-number appended to both texts. Each step has a time cap (`CAPS`, seconds, the whole under 8 minutes on an
-H100 by the last card's rates) and stops feeding work when it is reached, reporting what it did; a step that
-fails is reported with its error and the others still run. Results: `RESULTS-gpu.md` (the device, its clocks,
-versions, and for each step its pairs/s and share of the card's dense peak, `PEAKS`) and the same as JSON.
+The model is roberta-large's shape cut at its tuned layer 17 (`harness.SHAPES`: random weights, MiniLM's
+tokenizer; its cost is roberta-large's, its scores mean nothing). The pairs are the 3,003 vendored WMT pairs
+repeated, each copy made distinct (`harness.repeated_pairs`). Each step has a time cap (`CAPS`) and stops feeding
+work when it is reached, reporting what it did; a step that fails is reported with its error and the others
+still run. Results: `RESULTS-gpu.md` (`render.gpu_page`: the device, its clocks, versions, and for each step its
+pairs/s and share of the card's dense peak, `PEAKS`) and the same as JSON.
 
 Steps, in order: the bare forward pass (batches of one length, padded, packed; float32 and bfloat16); a text's
 vectors alone and in a pack; the whole metric (update + compute) on 10,000 pairs in float32 and on 25,000 and
 100,000 in bfloat16 (peak memory of each); the diagnosis of the bfloat16 metric's time beyond the bare pass
-(`gpu_suite_diagnosis.py`: where update() and compute() make the host wait for the device, a torch profile of
-both, and what update()'s tokenising costs; the same 25,000 with update() tokenising in the caller's thread,
-`tokenise_ahead`); the 100,000 with compute() scoring only once every pair is tokenised (`score_chunks`);
-the 10,000 in batches of one length (which batching is faster,
-per dtype); bert-score on the same 10,000; float32 scores on the device against
-a float64 CPU oracle (300 pairs); a Lightning `val_metric` epoch; and what `gpu_checks.py` checked (compute()
-on the module's device, the command line with `--device`, the out-of-memory back-off); last, the packed
-bfloat16 pass at larger token budgets and the metric with the fastest (`pack_budgets`), and the metric with
-matching batches that gather more vectors (`gather_budgets`).
+(`gpu_suite_diagnosis.py`: where update() and compute() make the host wait for the device, a torch profile, what
+tokenising costs); update() fed batches a DataLoader's workers tokenised (`metric.tokenize` as its collate_fn:
+`tokenize_workers`), batches of one length (`metric_one_length`);
+bert-score on the same 10,000; float32 scores on the device against a float64 CPU oracle (300 pairs); a Lightning
+`val_metric` epoch; what only a GPU shows (`gpu_suite_checks.py`); last, the packed bfloat16 pass at larger token
+budgets and the metric with the fastest (`pack_budgets`), and matching batches that gather more (`gather_budgets`).
 """
 
 from __future__ import annotations
@@ -49,16 +45,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "src"))
-DATA = HERE.parent / "tests" / "data" / "wmt"
-MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-#: Seconds each step may take (it stops feeding work past it). The caps add up to 13 minutes, but steps
-#: mostly end well before them (about 5 minutes in all at the H200's last rates, the diagnosis steps' 10,000
-#: and 25,000 pairs adding well under a minute) and no step starts past the suite's budget (`--budget`,
-#: 400 s), so the whole stays under 8 minutes on an H100.
+import gpu_suite_checks as checks
+import gpu_suite_diagnosis as diagnosis
+import harness
+import knobs
+import render
+from harness import UPDATE
+
+#: Seconds each step may take (it stops feeding work past it). The caps add up to 13 minutes, but steps mostly
+#: end well before them and no step starts past the suite's budget (`--budget`), so the whole stays under 8 minutes.
 CAPS = {
     "bare": 15.0,  # each of six passes
     "pack_exactness": 15.0,
@@ -69,8 +66,7 @@ CAPS = {
     "syncs": 20.0,
     "profile": 45.0,
     "tokenise": 25.0,
-    "tokenise_ahead": 20.0,
-    "score_chunks": 30.0,
+    "tokenize_workers": 30.0,
     "metric_one_length": 40.0,
     "oracle": 60.0,
     "lightning": 30.0,
@@ -80,26 +76,35 @@ CAPS = {
     "pack_budgets": 60.0,
     "gather_budgets": 30.0,
 }
-#: Pairs of each step: the issue's sizes, and the dry run's.
+#: Pairs of each step: the targets' sizes, and the dry run's.
 SIZES = {
     False: {"bare": 10_000, "fp32": 10_000, "bf16_small": 25_000, "bf16": 100_000, "oracle": 300, "lightning": 3_003},
     True: {"bare": 24, "fp32": 24, "bf16_small": 12, "bf16": 48, "oracle": 6, "lightning": 16},
 }
-#: roberta-large's shape (bench.py's), cut at its tuned layer; and the dry run's tiny one.
-SHAPES = {
-    False: dict(hidden_size=1024, num_attention_heads=16, intermediate_size=4096, num_hidden_layers=17),
-    True: dict(hidden_size=64, num_attention_heads=4, intermediate_size=128, num_hidden_layers=2),
+#: Token budgets of a pack `pack_budgets` tries beside the default, and the dry run's.
+PACK_BUDGETS = {False: (32_768, 65_536, 131_072), True: (64, 128)}
+#: Vector elements a matching batch may gather, beside the accelerator's default (2**22), and the dry run's.
+GATHER_BUDGETS = {False: (1 << 24, 1 << 26), True: (1 << 12, 1 << 14)}
+#: Dense (no sparsity) tensor-core bfloat16 and plain float32 TFLOP/s from NVIDIA's H100 and H200 datasheets,
+#: matched against torch's device name (first match wins: the longer names first).
+PEAKS: dict[str, dict[str, float]] = {
+    "H100 NVL": {"bfloat16": 835.0, "float32": 60.0},
+    "H100 PCIe": {"bfloat16": 756.0, "float32": 51.0},
+    "H100": {"bfloat16": 989.0, "float32": 67.0},  # SXM5 ("NVIDIA H100 80GB HBM3")
+    "H200 NVL": {"bfloat16": 835.0, "float32": 60.0},
+    "H200": {"bfloat16": 989.0, "float32": 67.0},  # SXM5
 }
-UPDATE = 64  # pairs per update(), as a validation loop feeds them
 
-from gpu_suite_checks import step_cli, step_module_device, step_out_of_memory  # noqa: E402
-from gpu_suite_diagnosis import step_profile, step_syncs, step_tokenise  # noqa: E402
-from gpu_suite_report import environment, peaks_of, report  # noqa: E402
+
+def peaks_of(name: str | None) -> dict[str, float] | None:
+    """The card's dense peaks (`PEAKS`), by its name; None for a CPU or a card not in the table."""
+    return next((peak for key, peak in PEAKS.items() if name and key in name), None)
 
 
 @dataclass
 class Suite:
-    """What every step shares: the device, the model folder, its layer, the sizes and the results so far."""
+    """What every step shares: the device, the model folder, its layer, the sizes, the output folder and the
+    results so far."""
 
     device: str
     dry: bool
@@ -107,6 +112,7 @@ class Suite:
     layers: int
     flops_per_token: float
     peaks: dict[str, float] | None
+    out_dir: Path  # where the report and the profile's tables go
     results: dict[str, Any] = field(default_factory=dict)
 
     def size(self, key: str) -> int:
@@ -117,20 +123,14 @@ class Suite:
 
     def share(self, tokens_per_s: float, dtype: str) -> float | None:
         """The share of the card's dense peak that `tokens_per_s` tokens a second make (linear layers only)."""
-        if self.peaks is None:
-            return None
-        return tokens_per_s * self.flops_per_token / (self.peaks[dtype] * 1e12)
+        return None if self.peaks is None else tokens_per_s * self.flops_per_token / (self.peaks[dtype] * 1e12)
 
     def sync(self) -> None:
-        import torch
-
-        if self.device.startswith("cuda"):
-            torch.cuda.synchronize()
+        harness.sync(self.device)
 
     def peak_start(self) -> int:
-        """Reset CUDA's peak counter; the bytes allocated now (the loaded model), which peaks leave out. An
-        earlier step's objects are collected first: freed during the step, they would lower its peak below the
-        base and make it read small (the 2026-11-28 H100 run's 100,000-pair peak read 0.45x the 25,000's)."""
+        """Reset CUDA's peak counter; the bytes allocated now (the loaded model), which peaks leave out. An earlier
+        step's objects are collected first: freed during the step, they would lower its peak below the base."""
         import gc
 
         import torch
@@ -148,142 +148,56 @@ class Suite:
         import torch
 
         self.sync()
-        if not self.device.startswith("cuda"):
-            return None
-        return round((torch.cuda.max_memory_allocated() - base) / 2**20, 1)
+        return round((torch.cuda.max_memory_allocated() - base) / 2**20, 1) if self.device.startswith("cuda") else None
 
     @staticmethod
     def pairs(n: int) -> tuple[list[str], list[str]]:
-        return wmt_pairs(n)
-
-
-def wmt_pairs(n: int) -> tuple[list[str], list[str]]:
-    """n pairs: the vendored WMT pairs repeated, copy k > 0 with " k" appended to both texts (all distinct)."""
-    hyps = (DATA / "hyps_long.txt").read_text(encoding="utf-8").splitlines()
-    refs = (DATA / "refs_long.txt").read_text(encoding="utf-8").splitlines()
-    tail = lambda k: f" {k}" if k else ""  # noqa: E731
-    cands = [hyps[i % len(hyps)] + tail(i // len(hyps)) for i in range(n)]
-    return cands, [refs[i % len(refs)] + tail(i // len(refs)) for i in range(n)]
+        return harness.repeated_pairs(n)
 
 
 def prepare(folder: Path) -> Path:
     """Save the packaged MiniLM's tokenizer into `folder`/tokenizer (what the GPU machine cannot install)."""
     from transformers import AutoTokenizer
 
-    from bertscore_tm.models.loading import resolve_model_path
-
     out = folder / "tokenizer"
-    AutoTokenizer.from_pretrained(str(resolve_model_path(MINILM))).save_pretrained(str(out))
+    AutoTokenizer.from_pretrained(knobs.model_path(harness.MINILM)).save_pretrained(str(out))
     return out
 
 
-def build_model(dry: bool, tokenizer: str | None) -> tuple[str, int, str]:
-    """(model folder, layer, description): roberta-large's shape cut at layer 17 (or the dry run's tiny one),
-    random weights from its config, MiniLM's tokenizer; built once per shape in the temporary folder."""
-    import tempfile
-
-    import torch
-    from transformers import AutoTokenizer, RobertaConfig, RobertaModel
-
-    shape = SHAPES[dry]
-    folder = Path(tempfile.gettempdir()) / "bertscore-tm-gpu-suite" / ("roberta-tiny" if dry else "roberta-large-17")
-    if not (folder / "done").exists():
-        if tokenizer is None:
-            tokenizer = str(prepare(folder.parent))
-        tok = AutoTokenizer.from_pretrained(tokenizer)
-        config = RobertaConfig(
-            **shape,
-            max_position_embeddings=514,
-            type_vocab_size=1,
-            vocab_size=max(50265, len(tok)),
-            pad_token_id=tok.pad_token_id,
-            bos_token_id=tok.cls_token_id,
-            eos_token_id=tok.sep_token_id,
-        )
-        torch.manual_seed(0)
-        RobertaModel(config, add_pooling_layer=False).save_pretrained(folder)
-        tok.save_pretrained(folder)
-        (folder / "done").write_text("ok")
-    layers = int(shape["num_hidden_layers"])
-    kind = "a tiny roberta shape (dry run)" if dry else "roberta-large's shape cut at layer 17"
-    return str(folder), layers, f"{kind}: random weights, MiniLM's tokenizer, {layers} blocks built"
-
-
 # --------------------------------------------------------------------------------------------- the bare pass
-def _token_ids(suite: Suite, texts: list[str]) -> list[Any]:
-    """The texts' token ids as the metric makes them (its tokenizer, its truncation), as int32 tensors."""
-    from bertscore_tm.models.tokenizing import TextEncoder
+def _bare_figures(
+    suite: Suite, model: Any, ids: list, kind: str, budget: int, dtype: str, cap: float, pairs: int
+) -> dict:
+    """One bare pass over `ids` after a warm-up on a slice, stopped at `cap` seconds: its rates and share of peak."""
+    harness.bare_pass(model, ids[: max(8, len(ids) // 50)], kind, budget, suite.device)
+    start = time.perf_counter()
+    texts, tokens = harness.bare_pass(model, ids, kind, budget, suite.device, deadline=start + cap)
+    seconds = time.perf_counter() - start
+    return {
+        "texts": texts,
+        "seconds": round(seconds, 3),
+        "pairs_per_s": round(texts / seconds * pairs / len(ids), 1),
+        "tokens_per_s": round(tokens / seconds, 1),
+        "share_of_peak": suite.share(tokens / seconds, dtype),
+        "budget_tokens": budget,
+    }
 
-    ids, lengths = TextEncoder(Path(suite.path), truncate=True).encode(texts)
-    return list(ids.split(lengths.tolist()))
 
-
-def _bare_batches(kind: str, lengths: list[int], budget: int) -> list[list[int]]:
-    from bench import _padded_batches
-    from bertscore_tm.embedding.batches import length_batches, packs
-
-    if kind == "one-length":
-        return list(length_batches(lengths, None, budget))
-    return list(_padded_batches(lengths, budget) if kind == "padded" else packs(lengths, budget))
-
-
-def _bare_run(suite: Suite, model: Any, ids: list[Any], kind: str, budget: int, deadline: float) -> tuple[int, int]:
-    """One bare pass over `ids` (no scoring): (texts, tokens) run before `deadline`."""
-    import torch
-
-    from bertscore_tm.embedding.batches import SCORES_LENGTH
-    from bertscore_tm.embedding.packing import packed_forward
-
-    texts = tokens = 0
-    with torch.inference_mode():
-        for batch in _bare_batches(kind, [len(x) for x in ids], budget):
-            seqs = [ids[i] for i in batch]
-            if kind == "packed":
-                packed_forward(model, seqs, budget * SCORES_LENGTH, fused=True)  # the accelerator's packs
-            else:
-                longest = max(len(s) for s in seqs)
-                inp = torch.zeros((len(seqs), longest), dtype=torch.long)
-                mask = torch.zeros((len(seqs), longest), dtype=torch.long)
-                for row, s in enumerate(seqs):
-                    inp[row, : len(s)], mask[row, : len(s)] = s, 1
-                model(input_ids=inp.to(suite.device), attention_mask=mask.to(suite.device))
-            texts, tokens = texts + len(seqs), tokens + sum(len(s) for s in seqs)
-            if time.perf_counter() > deadline:
-                break
-    suite.sync()
-    return texts, tokens
+def _distinct_ids(suite: Suite, pairs: int) -> tuple[int, list]:
+    cands, refs = harness.repeated_pairs(pairs)
+    return len(cands), knobs.token_ids(suite.path, harness.distinct(cands + refs))
 
 
 def step_bare(suite: Suite) -> dict:
     """The bare forward pass of the distinct texts of `bare` pairs: batches of one length, padded batches and
     packs, each in float32 and bfloat16 (the model cast once), at the metric's token budget on the device."""
-    import torch
-
-    from bertscore_tm.embedding.embedder import Embedder
-    from bertscore_tm.models.loading import load_encoder
-
-    cands, refs = wmt_pairs(suite.size("bare"))
-    unique = list(dict.fromkeys(t.strip() for t in cands + refs))
-    ids = _token_ids(suite, unique)
-    out: dict = {"pairs": len(cands), "distinct_texts": len(unique), "tokens": sum(len(x) for x in ids)}
+    pairs, ids = _distinct_ids(suite, suite.size("bare"))
+    out: dict = {"pairs": pairs, "distinct_texts": len(ids), "tokens": sum(len(x) for x in ids)}
     for dtype in ("float32", "bfloat16"):
-        model, _ = load_encoder(Path(suite.path), suite.layers, all_layers=False)
-        embedder = Embedder(model.to(suite.device), 0, all_layers=False, model_dtype=getattr(torch, dtype))
-        budget = embedder.max_tokens
+        model, budget, _ = knobs.load_encoder(suite.path, suite.layers, suite.device, dtype)
         for kind in ("one-length", "padded", "packed"):
-            _bare_run(suite, model, ids[: max(8, len(ids) // 50)], kind, budget, float("inf"))  # warm up
-            start = time.perf_counter()
-            texts, tokens = _bare_run(suite, model, ids, kind, budget, start + suite.cap("bare"))
-            seconds = time.perf_counter() - start
-            out[f"{kind} {dtype}"] = {
-                "texts": texts,
-                "seconds": round(seconds, 3),
-                "pairs_per_s": round(texts / seconds * len(cands) / len(unique), 1),
-                "tokens_per_s": round(tokens / seconds, 1),
-                "share_of_peak": suite.share(tokens / seconds, dtype),
-                "budget_tokens": budget,
-            }
-        del model, embedder
+            out[f"{kind} {dtype}"] = _bare_figures(suite, model, ids, kind, budget, dtype, suite.cap("bare"), pairs)
+        del model
     return out
 
 
@@ -293,112 +207,77 @@ def step_pack_exactness(suite: Suite) -> dict:
     GPU's products pick kernels by the number of rows)."""
     import torch
 
-    from bertscore_tm.embedding.embedder import Embedder
-    from bertscore_tm.models.loading import load_encoder
+    from bertscore_tm import BERTScore
 
-    cands, refs = wmt_pairs(256 if not suite.dry else 8)
-    ids = _token_ids(suite, cands + refs)
+    cands, refs = harness.repeated_pairs(256 if not suite.dry else 8)
+    ids = knobs.token_ids(suite.path, cands + refs)
     out: dict = {"texts": len(ids)}
     for dtype in ("float32", "bfloat16"):
-        model, _ = load_encoder(Path(suite.path), suite.layers, all_layers=False)
-        fast = Embedder(model.to(suite.device), 0, all_layers=False, model_dtype=getattr(torch, dtype))
-        fast._batching = "accelerator"
-        table, starts = fast.embed(ids)
+        metric = BERTScore(suite.path, num_layers=suite.layers, model_dtype=getattr(torch, dtype), device=suite.device)
+        knobs.set_batching(metric, "accelerator")
+        table, starts = knobs.embed(metric, ids)
         worst = 0.0
         for i, seq in enumerate(ids[:16]):
-            alone = fast.embed([seq])[0]
+            alone = knobs.embed(metric, [seq])[0]
             worst = max(worst, float((alone - table[int(starts[i]) : int(starts[i]) + len(seq)]).abs().max()))
         out[f"max_vector_diff_alone_vs_in_a_pack {dtype}"] = worst
-        out[f"packed {dtype}"] = fast.packing
+        out[f"packed {dtype}"] = knobs.facts(metric)["packed"]
         if dtype == "float32":
-            fast._batching = "one-length"
-            out["max_vector_diff_accelerator_vs_one_length float32"] = float((fast.embed(ids)[0] - table).abs().max())
+            knobs.set_batching(metric, "one-length")
+            diff = (knobs.embed(metric, ids)[0] - table).abs().max()
+            out["max_vector_diff_accelerator_vs_one_length float32"] = float(diff)
     return out
 
 
 # ---------------------------------------------------------------------------------------------- the metric
-#: Token budgets of a pack the `pack_budgets` step tries beside the default (16,384 on an accelerator).
-PACK_BUDGETS = (32_768, 65_536, 131_072)
-
-
-def step_pack_budgets(suite: Suite) -> dict:
-    """The bare packed bfloat16 pass at larger token budgets than the default, and the whole metric at 25,000
-    pairs with the fastest of them: the 2026-11-28 H100 run found the bare pass launch-bound (36% of the peak
-    at 16,384 tokens a pack), so larger packs may pay; the default changes only once this measures it."""
+def _metric_run(
+    suite: Suite,
+    dtype: str,
+    pairs: int,
+    cap: float,
+    batching: str | None = None,
+    budget: int | None = None,
+    workers: int | None = None,
+) -> dict:
+    """update() in slices of `UPDATE` pairs until the pairs or the cap's first half run out, then compute():
+    pairs/s of the whole, tokenisation and matching included; CUDA's peak memory above the loaded model. None
+    for a setting: the device's default; `workers`: the slices tokenised by a DataLoader's workers
+    (`metric.tokenize` as its collate_fn), not by update()."""
     import torch
 
-    from bertscore_tm.embedding.embedder import Embedder
-    from bertscore_tm.models.loading import load_encoder
+    from bertscore_tm import BERTScore
 
-    cands, refs = wmt_pairs(suite.size("bare"))
-    unique = list(dict.fromkeys(t.strip() for t in cands + refs))
-    ids = _token_ids(suite, unique)
-    model, _ = load_encoder(Path(suite.path), suite.layers, all_layers=False)
-    Embedder(model.to(suite.device), 0, all_layers=False, model_dtype=torch.bfloat16)  # casts the model once
-    out: dict = {}
-    cap = suite.cap("pack_budgets") / (2 * len(PACK_BUDGETS))
-    for budget in PACK_BUDGETS if not suite.dry else (64, 128):
-        _bare_run(suite, model, ids[: max(8, len(ids) // 50)], "packed", budget, float("inf"))  # warm up
+    cands, refs = harness.repeated_pairs(pairs)
+    metric = BERTScore(suite.path, num_layers=suite.layers, model_dtype=getattr(torch, dtype), device=suite.device)
+    knobs.set_batching(metric, batching)
+    knobs.set_pack_budget(metric, budget)
+    metric.update(cands[:UPDATE], refs[:UPDATE])  # warm up: CUDA's handles and kernels, not timed
+    metric.compute()
+    metric.reset()
+    base = suite.peak_start()
+    with knobs.count_matchings() as matchings:
         start = time.perf_counter()
-        texts, tokens = _bare_run(suite, model, ids, "packed", budget, start + cap)
-        seconds = time.perf_counter() - start
-        out[f"packed bfloat16, budget {budget}"] = {
-            "texts": texts,
-            "seconds": round(seconds, 3),
-            "pairs_per_s": round(texts / seconds * len(cands) / len(unique), 1),
-            "share_of_peak": suite.share(tokens / seconds, "bfloat16"),
-            "budget_tokens": budget,
-        }
-    del model
-    fastest = max(out.values(), key=lambda figures: figures["pairs_per_s"])["budget_tokens"]
-    run = _metric_run(suite, "bfloat16", suite.size("bf16_small"), suite.cap("pack_budgets") / 2, budget=fastest)
-    out[f"metric bfloat16, budget {fastest}"] = {k: v for k, v in run.items() if k != "f1"}
-    return out
-
-
-#: Vector elements a matching batch may gather, beside the accelerator's default (`gather_elements`, 2**22).
-GATHER_BUDGETS = (1 << 24, 1 << 26)
-
-
-def step_gather_budgets(suite: Suite) -> dict:
-    """The whole bfloat16 metric at 25,000 pairs with matching batches that gather more vectors than the
-    default: at 2**22 elements a batch holds ~34 WMT pairs of roberta-large's width, so 100,000 pairs make
-    ~3,000 batches of ~20 launches each; larger ones may pay, at the cost of their memory (peak MiB); the
-    default changes only once this measures it (its own figures: `metric_bfloat16_25k`)."""
-    from bertscore_tm.scoring import matching
-
-    default, out = matching.gather_elements, {}
-    try:
-        for budget in GATHER_BUDGETS if not suite.dry else (1 << 12, 1 << 14):
-            matching.gather_elements = lambda device, budget=budget: budget  # type: ignore[misc]
-            cap = suite.cap("gather_budgets") / len(GATHER_BUDGETS)
-            run = _metric_run(suite, "bfloat16", suite.size("bf16_small"), cap)
-            out[f"metric bfloat16, gather {budget}"] = {k: v for k, v in run.items() if k != "f1"}
-    finally:
-        matching.gather_elements = default
-    return out
-
-
-def step_tokenise_ahead(suite: Suite) -> dict:
-    """The bfloat16 metric at 25,000 pairs with update() tokenising in the caller's thread, against the
-    default on an accelerator (`tokenise_ahead`: the tokenising thread; its figures: `metric_bfloat16_25k`):
-    the default stays only if this measures it faster."""
-    run = _metric_run(suite, "bfloat16", suite.size("bf16_small"), suite.cap("tokenise_ahead"), ahead=False)
-    return _against_default(suite, run, "metric_bfloat16_25k")
-
-
-def step_score_chunks(suite: Suite) -> dict:
-    """The bfloat16 metric at 100,000 pairs with compute() scoring once every pair is tokenised, against the
-    default (`queued.CHUNK_TEXTS`: the joined pairs scored a chunk at a time while the tokenising thread does
-    the rest; its figures: `metric_bfloat16_100k`): the default stays only if this measures it faster."""
-    from bertscore_tm.metric import queued
-
-    default_chunk, queued.CHUNK_TEXTS = queued.CHUNK_TEXTS, 1 << 40
-    try:
-        run = _metric_run(suite, "bfloat16", suite.size("bf16"), suite.cap("score_chunks"))
-    finally:
-        queued.CHUNK_TEXTS = default_chunk
-    return _against_default(suite, run, "metric_bfloat16_100k")
+        if workers is None:
+            done = harness.feed(metric, cands, refs, deadline=start + cap / 2)
+        else:
+            done = harness.feed_tokenized(metric, cands, refs, workers, deadline=start + cap / 2)
+        updated = time.perf_counter()
+        scores = metric.compute()
+        suite.sync()
+        end = time.perf_counter()
+    tokens = sum(len(x) for x in knobs.token_ids(suite.path, list(dict.fromkeys(cands[:done] + refs[:done]))))
+    facts = knobs.facts(metric)
+    return {
+        "pairs": done,
+        "update_seconds": round(updated - start, 3),
+        "compute_seconds": round(end - updated, 3),
+        "pairs_per_s": round(done / (end - start), 1),
+        "share_of_peak": suite.share(tokens / (end - start), dtype),
+        "peak_mib": suite.peak_mib(base),
+        **{k: facts[k] for k in ("budget_tokens", "batching", "packed")},
+        "scorings": matchings.calls,  # compute()'s matchings: one
+        "f1": scores["f1"].cpu(),  # type: ignore[union-attr]
+    }
 
 
 def _against_default(suite: Suite, run: dict, default_step: str) -> dict:
@@ -410,99 +289,8 @@ def _against_default(suite: Suite, run: dict, default_step: str) -> dict:
     return out
 
 
-def _metric_run(
-    suite: Suite,
-    dtype: str,
-    pairs: int,
-    cap: float,
-    batching: str | None = None,
-    budget: int | None = None,
-    ahead: bool | None = None,
-) -> dict:
-    """update() in slices of `UPDATE` pairs until the pairs or the cap's first half run out, then compute():
-    pairs/s of the whole, tokenisation and matching included; CUDA's peak memory above the loaded model."""
-    import torch
-
-    from bertscore_tm import BERTScore
-
-    cands, refs = wmt_pairs(pairs)
-    metric = BERTScore(suite.path, num_layers=suite.layers, model_dtype=getattr(torch, dtype), device=suite.device)
-    metric.embedder._batching = batching  # None: the device's default (accelerator batching on a GPU)
-    metric.embedder.max_tokens = budget  # None: the device's default
-    metric.tokenise_ahead = ahead  # None: the device's default (the tokenising thread on an accelerator)
-    metric.update(cands[:UPDATE], refs[:UPDATE])  # warm up: CUDA's handles and kernels, not timed
-    metric.compute()
-    metric.reset()
-    base = suite.peak_start()
-    chunks = _counted_matchings()
-    start = time.perf_counter()
-    done = 0
-    while done < pairs and time.perf_counter() - start < cap / 2:
-        metric.update(cands[done : done + UPDATE], refs[done : done + UPDATE])
-        done = min(pairs, done + UPDATE)
-    updated = time.perf_counter()
-    try:
-        scores = metric.compute()
-        suite.sync()
-    finally:
-        chunks.stop()
-    end = time.perf_counter()
-    tokens = sum(len(x) for x in _token_ids(suite, list(dict.fromkeys(cands[:done] + refs[:done]))))
-    return {
-        "pairs": done,
-        "update_seconds": round(updated - start, 3),
-        "compute_seconds": round(end - updated, 3),
-        "pairs_per_s": round(done / (end - start), 1),
-        "share_of_peak": suite.share(tokens / (end - start), dtype),
-        "peak_mib": suite.peak_mib(base),
-        "budget_tokens": metric.embedder.max_tokens,
-        "batching": "accelerator" if metric.embedder.accelerated else "one-length",
-        "packed": metric.embedder.packing,
-        "scorings": chunks.calls,  # compute()'s matchings: more than one where it scored while tokenising
-        "f1": scores["f1"].cpu(),  # type: ignore[union-attr]
-    }
-
-
-@dataclass
-class _Matchings:
-    """Counts the metric's matchings (`pending.match_pairs` calls) until `stop`."""
-
-    real: Any
-    calls: int = 0
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls += 1
-        return self.real(*args, **kwargs)
-
-    def stop(self) -> None:
-        from bertscore_tm.metric import pending
-
-        pending.match_pairs = self.real
-
-
-def _counted_matchings() -> _Matchings:
-    from bertscore_tm.metric import pending
-
-    counter = _Matchings(pending.match_pairs)
-    pending.match_pairs = counter
-    return counter
-
-
 def step_metric_float32(suite: Suite) -> dict:
     return _metric_run(suite, "float32", suite.size("fp32"), suite.cap("metric_float32"))
-
-
-def step_metric_one_length(suite: Suite) -> dict:
-    """The same 10,000 pairs in the CPU's batches of one length (the batching before accelerator batching), in
-    float32 and bfloat16: which batching is faster on this card, per dtype (issue 37: choose by measurement)."""
-    out: dict = {}
-    for dtype in ("float32", "bfloat16"):
-        run = _metric_run(suite, dtype, suite.size("fp32"), suite.cap("metric_one_length") / 2, "one-length")
-        out[dtype] = {k: v for k, v in run.items() if k != "f1"}
-        fast = suite.results.get("metric_float32" if dtype == "float32" else "metric_bfloat16_25k", {})
-        if fast.get("pairs_per_s"):
-            out[dtype]["accelerator_speedup"] = round(fast["pairs_per_s"] / run["pairs_per_s"], 3)
-    return out
 
 
 def step_metric_bfloat16_25k(suite: Suite) -> dict:
@@ -522,13 +310,62 @@ def step_metric_bfloat16_100k(suite: Suite) -> dict:
     return out
 
 
+def step_tokenize_workers(suite: Suite) -> dict:
+    """The bfloat16 metric at 25,000 pairs fed batches that two DataLoader workers tokenised (`metric.tokenize`
+    as its collate_fn), against the default step, whose update() tokenises in the loop's own thread."""
+    run = _metric_run(suite, "bfloat16", suite.size("bf16_small"), suite.cap("tokenize_workers"), workers=2)
+    return _against_default(suite, run, "metric_bfloat16_25k")
+
+
+def step_metric_one_length(suite: Suite) -> dict:
+    """The same 10,000 pairs in the CPU's batches of one length, in float32 and bfloat16: which batching is faster
+    on this card, per dtype."""
+    out: dict = {}
+    for dtype in ("float32", "bfloat16"):
+        run = _metric_run(suite, dtype, suite.size("fp32"), suite.cap("metric_one_length") / 2, "one-length")
+        out[dtype] = {k: v for k, v in run.items() if k != "f1"}
+        fast = suite.results.get("metric_float32" if dtype == "float32" else "metric_bfloat16_25k", {})
+        if fast.get("pairs_per_s"):
+            out[dtype]["accelerator_speedup"] = round(fast["pairs_per_s"] / run["pairs_per_s"], 3)
+    return out
+
+
+def step_pack_budgets(suite: Suite) -> dict:
+    """The bare packed bfloat16 pass at larger token budgets than the default, and the whole metric at 25,000
+    pairs with the fastest of them: the default changes only once this measures a faster one."""
+    pairs, ids = _distinct_ids(suite, suite.size("bare"))
+    model, _, _ = knobs.load_encoder(suite.path, suite.layers, suite.device, "bfloat16")
+    out: dict = {}
+    cap = suite.cap("pack_budgets") / (2 * len(PACK_BUDGETS[False]))
+    for budget in PACK_BUDGETS[suite.dry]:
+        figures = _bare_figures(suite, model, ids, "packed", budget, "bfloat16", cap, pairs)
+        out[f"packed bfloat16, budget {budget}"] = {k: v for k, v in figures.items() if k != "tokens_per_s"}
+    del model
+    fastest = max(out.values(), key=lambda figures: figures["pairs_per_s"])["budget_tokens"]
+    run = _metric_run(suite, "bfloat16", suite.size("bf16_small"), suite.cap("pack_budgets") / 2, budget=fastest)
+    out[f"metric bfloat16, budget {fastest}"] = {k: v for k, v in run.items() if k != "f1"}
+    return out
+
+
+def step_gather_budgets(suite: Suite) -> dict:
+    """The whole bfloat16 metric at 25,000 pairs with matching batches that gather more vectors than the default
+    (at 2**22 elements a batch holds ~34 WMT pairs of roberta-large's width), at the cost of their memory."""
+    out = {}
+    for budget in GATHER_BUDGETS[suite.dry]:
+        with knobs.gather_budget(budget):
+            cap = suite.cap("gather_budgets") / len(GATHER_BUDGETS[False])
+            run = _metric_run(suite, "bfloat16", suite.size("bf16_small"), cap)
+        out[f"metric bfloat16, gather {budget}"] = {k: v for k, v in run.items() if k != "f1"}
+    return out
+
+
 def step_bert_score(suite: Suite) -> dict:
     """bert-score 0.3.13 (`BERTScorer`, batches of 64, padded) on the pairs the float32 metric scored."""
     from bert_score import BERTScorer
 
     ours = suite.results.get("metric_float32", {})
     pairs = int(ours.get("pairs") or suite.size("fp32"))
-    cands, refs = wmt_pairs(pairs)
+    cands, refs = harness.repeated_pairs(pairs)
     scorer = BERTScorer(model_type=suite.path, num_layers=suite.layers, batch_size=UPDATE, device=suite.device)
     scorer.score(cands[:UPDATE], refs[:UPDATE])  # warm up
     start = time.perf_counter()
@@ -544,9 +381,9 @@ def step_bert_score(suite: Suite) -> dict:
 # ---------------------------------------------------------------------------------------------- exactness
 def _oracle_prf(suite: Suite, cands: list[str], refs: list[str], deadline: float) -> Any:
     """P, R, F of each pair as bert-score 0.3.13 defines them, unpadded, in float64 on the CPU: each text run
-    alone through the cut model, its vectors normalised, every token matched greedily (the special tokens
-    take part as matches but weigh nothing), F the harmonic mean. Written here from the definition, sharing
-    no code with the metric."""
+    alone through the cut model, its vectors normalised, every token matched greedily (the special tokens take
+    part as matches but weigh nothing), F the harmonic mean. Written from the definition, sharing no code with
+    the metric."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -579,20 +416,16 @@ def step_oracle(suite: Suite) -> dict:
 
     from bertscore_tm import score
 
-    cands, refs = wmt_pairs(suite.size("oracle"))
+    cands, refs = harness.repeated_pairs(suite.size("oracle"))
     start = time.perf_counter()
     oracle = _oracle_prf(suite, cands, refs, start + suite.cap("oracle") * 0.7)
     cands, refs = cands[: len(oracle)], refs[: len(oracle)]
     out: dict = {"pairs": len(cands), "oracle_seconds": round(time.perf_counter() - start, 1)}
     for device in dict.fromkeys((suite.device, "cpu")):
-        got = torch.stack(
-            [
-                x.cpu().double()
-                for x in score(cands, refs, model_type=suite.path, num_layers=suite.layers, device=device)
-            ],
-            dim=1,
+        got = score(cands, refs, model_type=suite.path, num_layers=suite.layers, device=device)
+        out[f"max_prf_diff_vs_float64 {device}"] = float(
+            (torch.stack([x.cpu().double() for x in got], 1) - oracle).abs().max()
         )
-        out[f"max_prf_diff_vs_float64 {device}"] = float((got - oracle).abs().max())
     out["float32_matmul_precision"] = torch.get_float32_matmul_precision()
     return out
 
@@ -621,13 +454,11 @@ def step_lightning(suite: Suite) -> dict:
             self.val_metric.update(batch["cand"], batch["ref"], indexes=batch["index"])
             self.log("val_f1", self.val_metric, on_step=False, on_epoch=True, batch_size=len(batch["cand"]))
 
-    cands, refs = wmt_pairs(suite.size("lightning"))
+    cands, refs = harness.repeated_pairs(suite.size("lightning"))
     rows = [{"cand": c, "ref": r, "index": i} for i, (c, r) in enumerate(zip(cands, refs, strict=True))]
     collate = lambda b: {k: [row[k] for row in b] for k in ("cand", "ref", "index")}  # noqa: E731
-    loader = DataLoader(rows, batch_size=UPDATE, collate_fn=collate)
-    accelerator = "gpu" if suite.device.startswith("cuda") else "cpu"
     trainer = L.Trainer(
-        accelerator=accelerator,
+        accelerator="gpu" if suite.device.startswith("cuda") else "cpu",
         devices=1,
         logger=False,
         enable_checkpointing=False,
@@ -635,7 +466,9 @@ def step_lightning(suite: Suite) -> dict:
         enable_model_summary=False,
     )
     start = time.perf_counter()
-    logged = trainer.validate(Module(), dataloaders=loader, verbose=False)
+    logged = trainer.validate(
+        Module(), dataloaders=DataLoader(rows, batch_size=UPDATE, collate_fn=collate), verbose=False
+    )
     seconds = time.perf_counter() - start
     return {
         "pairs": len(rows),
@@ -646,30 +479,48 @@ def step_lightning(suite: Suite) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ the run
-def run_steps(suite: Suite, out_dir: Path, only: list[str], budget: float) -> None:
+def targets(results: dict) -> list[tuple[str, str, bool | None]]:
+    """The device's targets: (target, measured, met)."""
+    passes = [(k, v) for k, v in results.get("bare", {}).items() if isinstance(v, dict)]
+    passes += [(k, v) for k, v in results.get("pack_budgets", {}).items() if k.startswith("packed")]
+    best = {
+        d: max((v["pairs_per_s"] for k, v in passes if d in k and "pairs_per_s" in v), default=0)
+        for d in ("float32", "bfloat16")
+    }
+    bf16, fp32 = results.get("metric_bfloat16_100k", {}), results.get("metric_float32", {})
+    diff = next(
+        (v for k, v in results.get("oracle", {}).items() if k.startswith("max_prf_diff") and "cpu" not in k), None
+    )
+    out: list[tuple[str, str, bool | None]] = []
+    for name, got, want in (
+        ("bfloat16 metric at 100,000 pairs >= 10,000 pairs/s", bf16.get("pairs_per_s"), 10_000),
+        ("float32 metric >= 2,000 pairs/s", fp32.get("pairs_per_s"), 2_000),
+    ):
+        out.append((name, str(got), None if got is None else got >= want))
+    for dtype, run in (("bfloat16", bf16), ("float32", fp32)):
+        ratio = run["pairs_per_s"] / best[dtype] if run.get("pairs_per_s") and best[dtype] else None
+        shown = "-" if ratio is None else f"{ratio:.3f}x"
+        out.append((f"{dtype} metric >= 0.9x the fastest bare {dtype} pass", shown, ratio and ratio >= 0.9))
+    out.append(
+        (
+            "float32 scores on the device within 1e-6 of the float64 oracle",
+            str(diff),
+            None if diff is None else diff <= 1e-6,
+        )
+    )
+    ratio = bf16.get("peak_ratio_to_25k")
+    out.append(
+        ("peak memory at 100,000 pairs <= 1.05x that at 25,000", str(ratio), None if ratio is None else ratio <= 1.05)
+    )
+    return out
+
+
+def run_steps(suite: Suite, only: list[str], budget: float) -> None:
     """Every step in order (or those of `only`), each one's error kept and the next run; a step that would
     start past `budget` seconds is skipped (so the suite ends within its lease)."""
-    steps = {
-        "bare": step_bare,
-        "pack_exactness": step_pack_exactness,
-        "metric_float32": step_metric_float32,
-        "bert_score": step_bert_score,
-        "metric_bfloat16_25k": step_metric_bfloat16_25k,
-        "metric_bfloat16_100k": step_metric_bfloat16_100k,
-        "syncs": step_syncs,
-        "profile": lambda s: step_profile(s, out_dir),
-        "tokenise": step_tokenise,
-        "tokenise_ahead": step_tokenise_ahead,
-        "score_chunks": step_score_chunks,
-        "metric_one_length": step_metric_one_length,
-        "oracle": step_oracle,
-        "lightning": step_lightning,
-        "module_device": step_module_device,
-        "cli": lambda s: step_cli(s, out_dir),
-        "out_of_memory": step_out_of_memory,
-        "pack_budgets": step_pack_budgets,
-        "gather_budgets": step_gather_budgets,
-    }
+    # every step in CAPS's order: `step_<name>` here, in gpu_suite_checks or in gpu_suite_diagnosis
+    found = lambda name: getattr(checks, name, None) or getattr(diagnosis, name, None) or globals()[name]  # noqa: E731
+    steps = {name: found(f"step_{name}") for name in CAPS}
     began = time.perf_counter()
     for name, step in steps.items():
         if only and name not in only:
@@ -685,10 +536,18 @@ def run_steps(suite: Suite, out_dir: Path, only: list[str], budget: float) -> No
         except Exception:
             suite.results[name] = {"error": traceback.format_exc()[-1500:]}
         suite.results[name]["step_seconds"] = round(time.perf_counter() - start, 1)
-        shown = {k: v for k, v in suite.results[name].items() if k != "f1"}
-        print(f"{name}: {json.dumps(shown, default=str)[:1500]}", file=sys.stderr, flush=True)
-        done = {k: {kk: vv for kk, vv in v.items() if kk != "f1"} for k, v in suite.results.items()}
-        (out_dir / "partial.json").write_text(json.dumps(done, indent=1, default=str) + "\n")  # kept if killed
+        print(
+            f"{name}: {json.dumps(_shown({name: suite.results[name]})[name], default=str)[:1500]}",
+            file=sys.stderr,
+            flush=True,
+        )
+        (suite.out_dir / "partial.json").write_text(
+            json.dumps(_shown(suite.results), indent=1, default=str) + "\n"
+        )  # kept if killed
+
+
+def _shown(results: dict) -> dict:
+    return {k: {kk: vv for kk, vv in v.items() if kk != "f1"} for k, v in results.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -699,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokenizer", default=None, help="the tokenizer's folder (default: the packaged MiniLM's)")
     parser.add_argument("--only", action="append", default=[], help="run only this step (repeatable)")
     parser.add_argument("--budget", type=float, default=400.0, help="seconds after which no step starts")
-    parser.add_argument("--out", type=Path, default=HERE / "RESULTS-gpu.md")
+    parser.add_argument("--out", type=Path, default=harness.HERE / "RESULTS-gpu.md")
     args = parser.parse_args(argv)
     if args.prepare is not None:
         print(prepare(args.prepare))
@@ -708,22 +567,28 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    path, layers, description = build_model(args.dry, args.tokenizer)
-    hidden = SHAPES[args.dry]["hidden_size"]
+    path, layers, description = harness.model("tiny" if args.dry else "roberta-large", args.tokenizer)
+    hidden = harness.SHAPES["tiny" if args.dry else "roberta-large"]["hidden_size"]
     gpu = torch.cuda.get_device_name(device) if device.startswith("cuda") else None
-    suite = Suite(device, args.dry, path, layers, 2.0 * layers * 12 * hidden**2, peaks_of(gpu))
-    env = environment(suite, description)
+    suite = Suite(device, args.dry, path, layers, 2.0 * layers * 12 * hidden**2, peaks_of(gpu), args.out.parent)
+    env = {
+        **harness.environment(device),
+        "model": description,
+        "peaks_tflops": suite.peaks,
+        "flops_per_token": suite.flops_per_token,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    run_steps(suite, args.out.parent, args.only, args.budget)
+    run_steps(suite, args.only, args.budget)
     env["suite_seconds"] = round(time.perf_counter() - start, 1)
-    from bertscore_tm.embedding.packing import VARLEN_REFUSED
-
-    env["variable-length attention refused"] = VARLEN_REFUSED[0] if VARLEN_REFUSED else "no (or not tried)"
-    command = "python benchmarks/gpu_suite.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    args.out.write_text(report(suite, env, command.strip()), encoding="utf-8")
-    shown = {k: {kk: vv for kk, vv in v.items() if kk != "f1"} for k, v in suite.results.items()}
-    args.out.with_suffix(".json").write_text(json.dumps({"environment": env, **shown}, indent=1, default=str) + "\n")
+    env["variable-length attention refused"] = knobs.varlen_refused()
+    command = " ".join(["python benchmarks/gpu_suite.py", *(argv if argv is not None else sys.argv[1:])])
+    args.out.write_text(
+        render.gpu_page(suite.results, env, command, targets(suite.results), args.dry), encoding="utf-8"
+    )
+    args.out.with_suffix(".json").write_text(
+        json.dumps({"environment": env, **_shown(suite.results)}, indent=1, default=str) + "\n"
+    )
     failed = [name for name, figures in suite.results.items() if "error" in figures]
     print(f"wrote {args.out}; steps failed: {failed or 'none'}", file=sys.stderr)
     return 1 if failed else 0

@@ -1,17 +1,16 @@
-"""The device suite's checks of what only a GPU shows (what `gpu_checks.py` checked before it folded into
-`gpu_suite.py`): compute() on the module's device after `.to(device)`, the command line with `--device`, and
-the out-of-memory back-off against real CUDA out-of-memory errors under a capped memory. Each takes the
-suite's `Suite` (its device, model, layer and helpers)."""
+"""The device suite's checks of what only a GPU shows: compute() on the module's device after `.to(device)`, the
+command line with `--device`, and the out-of-memory back-off against real CUDA out-of-memory errors under a capped
+memory. Each takes `gpu_suite.Suite` (its device, model, layer and helpers)."""
 
 from __future__ import annotations
 
 import sys
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+import harness
+import knobs
 
 
 def step_module_device(suite: Any) -> dict:
@@ -27,7 +26,7 @@ def step_module_device(suite: Any) -> dict:
     built.update(cands, refs)
     want = built.compute()
     return {
-        "model_device_after_to": str(moved.embedder.device),
+        "model_device_after_to": knobs.facts(moved)["model_device"],
         "result_device": str(got["f1"].device),  # type: ignore[union-attr]
         "max_diff_vs_built_on_device": max(
             float((got[k] - want[k]).abs().max())
@@ -36,16 +35,16 @@ def step_module_device(suite: Any) -> dict:
     }
 
 
-def step_cli(suite: Any, out_dir: Path) -> dict:
+def step_cli(suite: Any) -> dict:
     """`score` and `explain --worst 3` with `--device`: exit codes, seconds and the first lines."""
     import subprocess
 
     cands, refs = suite.pairs(100 if not suite.dry else 4)
-    c, r = out_dir / "cands.txt", out_dir / "refs.txt"
+    c, r = suite.out_dir / "cands.txt", suite.out_dir / "refs.txt"
     c.write_text("\n".join(cands) + "\n", encoding="utf-8")
     r.write_text("\n".join(refs) + "\n", encoding="utf-8")
     common = ["-c", str(c), "-r", str(r), "-m", suite.path, "--num-layers", str(suite.layers), "--device", suite.device]
-    env = {**__import__("os").environ, "PYTHONPATH": str(HERE.parent / "src")}
+    env = harness.child_env()
     out = {}
     commands = {"score": ["score"], "explain": ["explain", "--worst", "3", "--format", "json"]}
     for name, argv in list(commands.items())[: 1 if suite.dry else 2]:  # the dry run: one start of the CLI
@@ -94,7 +93,7 @@ def _capped_run(metric: Any, cands: list[str], refs: list[str], free_run: dict, 
                 metric.update(cands, refs)
             capped = metric.compute()
         row["warnings"] = [str(w.message)[:300] for w in seen]
-        row["budget_after"] = metric.embedder.max_tokens
+        row["budget_after"] = knobs.pack_budget(metric)
         keys = ("precision", "recall", "f1")
         if free_run:
             row["max_diff_vs_uncapped"] = max(float((capped[k] - free_run[k]).abs().max()) for k in keys)
@@ -123,11 +122,11 @@ def step_out_of_memory(suite: Any) -> dict:
     metric.update(cands, refs)
     free_run = metric.compute()
     peak = (suite.peak_mib(base) or 0) * 2**20
-    budget = metric.embedder.max_tokens
+    budget = knobs.pack_budget(metric)
     out: dict = {"pairs": len(cands), "budget_before": budget, "peak_mib_uncapped": round(peak / 2**20, 1), "caps": []}
     for share in (0.9, 0.7, 0.5, 0.4):
         metric.reset()
-        metric.embedder.max_tokens = budget
+        knobs.set_pack_budget(metric, budget)
         torch.cuda.empty_cache()
         cap = torch.cuda.memory_reserved() + int(peak * share)
         out["caps"].append({"cap_share_of_peak": share, **_capped_run(metric, cands, refs, free_run, cap)})

@@ -1,6 +1,5 @@
-"""The device suite's diagnosis steps: why the bfloat16 metric is slower than its bare forward pass. The
-2026-11-28 H100 run took 13.1 s for 100,000 pairs (3.7 s in update(), 9.3 s in compute()) where the bare packed
-pass of the same texts takes about 6.2 s; these steps say where the rest goes, in one run.
+"""The device suite's diagnosis steps: why the bfloat16 metric is slower than its bare forward pass (where the
+time beyond the bare packed pass of the same texts goes, in one run).
 
 - `syncs`: every place update() and compute() make the host wait for the device (torch's sync debug mode),
   by the line of the package that asked and the innermost line that waited: a wait stops the host running
@@ -10,7 +9,7 @@ pass of the same texts takes about 6.2 s; these steps say where the rest goes, i
 - `tokenise`: what update() spends tokenising: the metric's own Rust tokenizer in chunks of several sizes,
   its process CPU time against the wall (how many cores it really uses), and update() itself.
 
-Each takes the suite's `Suite` (its device, model, layer and helpers); `gpu_suite.run_steps` runs them.
+Each takes `gpu_suite.Suite` (its device, model, layer and helpers); `gpu_suite.run_steps` runs them.
 """
 
 from __future__ import annotations
@@ -23,6 +22,9 @@ import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import knobs
+from harness import UPDATE, feed
 
 #: What torch's sync debug mode says of each synchronising CUDA call (c10's `warn_or_error_on_sync`).
 SYNC_MESSAGE = "called a synchronizing CUDA operation"
@@ -38,7 +40,6 @@ RUNTIME_CALLS = (
     "cudaHostAlloc",
     "cudaLaunchKernel",
 )
-UPDATE = 64  # pairs per update(), as `gpu_suite.UPDATE` (a validation loop's batch)
 
 
 # ----------------------------------------------------------------------------------------------- syncs
@@ -124,23 +125,14 @@ def _bf16_metric(suite: Any, cands: list[str], refs: list[str]) -> Any:
     return metric
 
 
-def _feed(metric: Any, cands: list[str], refs: list[str], deadline: float) -> int:
-    """update() in slices of `UPDATE` pairs until the pairs or the time run out; the pairs fed."""
-    done = 0
-    while done < len(cands) and time.perf_counter() < deadline:
-        metric.update(cands[done : done + UPDATE], refs[done : done + UPDATE])
-        done = min(len(cands), done + UPDATE)
-    return done
-
-
 class PassCounter:
     """Counts the forward passes (packs, or batches of one length) of a metric's model while entered, by a
     pre-hook on its encoder's blocks (the packed pass calls them without the model's own forward), and the
-    texts embedded (`Embedder.rows_embedded`); the hook is removed on leaving. Counts nothing where the model
+    texts embedded (`knobs.rows_embedded`); the hook is removed on leaving. Counts nothing where the model
     is the user's or has no `encoder`."""
 
     def __init__(self, metric: Any) -> None:
-        self.embedder = metric.embedder
+        self.metric = metric
         self.passes = 0
         self.texts = 0
         self._hook: Any = None
@@ -148,10 +140,10 @@ class PassCounter:
     def __enter__(self) -> PassCounter:
         import torch
 
-        blocks = getattr(self.embedder.model, "encoder", None)
+        blocks = knobs.encoder_blocks(self.metric)
         if isinstance(blocks, torch.nn.Module):
             self._hook = blocks.register_forward_pre_hook(self._count)
-        self._rows = self.embedder.rows_embedded
+        self._rows = knobs.rows_embedded(self.metric)
         return self
 
     def _count(self, *_: object) -> None:
@@ -160,7 +152,7 @@ class PassCounter:
     def __exit__(self, *exc: object) -> None:
         if self._hook is not None:
             self._hook.remove()
-        self.texts = self.embedder.rows_embedded - self._rows
+        self.texts = knobs.rows_embedded(self.metric) - self._rows
 
     def figures(self) -> dict:
         return {"forward_passes": self.passes if self._hook is not None else None, "texts_embedded": self.texts}
@@ -182,7 +174,7 @@ def step_syncs(suite: Any) -> dict:
             if cuda:
                 torch.cuda.set_sync_debug_mode("warn")
             recorder.phase = "update"
-            done = _feed(metric, cands, refs, start + suite.cap("syncs") / 2)
+            done = feed(metric, cands, refs, start + suite.cap("syncs") / 2)
             updated = time.perf_counter()
             recorder.phase = "compute"
             metric.compute()
@@ -192,7 +184,7 @@ def step_syncs(suite: Any) -> dict:
     suite.sync()
     out: dict = {"pairs": done, "updates": -(-done // UPDATE), **recorder.summary()}
     out.update(update_seconds=round(updated - start, 3), compute_seconds=round(time.perf_counter() - updated, 3))
-    out.update(packed=metric.embedder.packing, **passes.figures())
+    out.update(packed=knobs.facts(metric)["packed"], **passes.figures())
     if not suite.device.startswith("cuda"):
         out["note"] = "sync debug mode reports CUDA only"
     elif not cuda:
@@ -257,7 +249,7 @@ def _tables(averages: Any, cuda: bool, rows: int = 40) -> str:
     return "\n".join(parts)
 
 
-def step_profile(suite: Any, out_dir: Path) -> dict:
+def step_profile(suite: Any) -> dict:
     """torch's profiler (CPU, and CUDA on a GPU) around update() + compute() of the bfloat16 metric on 10,000
     pairs after a warm-up: wall seconds under the profiler, the device's busy share of them, the runtime's
     waits, copies and launches, and the ops costing the host most; the full tables in `profile-bf16.txt`.
@@ -270,14 +262,14 @@ def step_profile(suite: Any, out_dir: Path) -> dict:
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
     with PassCounter(metric) as passes, profile(activities=activities) as prof:
         start = time.perf_counter()
-        done = _feed(metric, cands, refs, start + suite.cap("profile") / 4)
+        done = feed(metric, cands, refs, start + suite.cap("profile") / 4)
         updated = time.perf_counter()
         metric.compute()
         suite.sync()
         end = time.perf_counter()
     stopped = time.perf_counter()
     averages = prof.key_averages()
-    (out_dir / "profile-bf16.txt").write_text(_tables(averages, cuda), encoding="utf-8")
+    (suite.out_dir / "profile-bf16.txt").write_text(_tables(averages, cuda), encoding="utf-8")
     out: dict = {"pairs": done, "wall_seconds": round(end - start, 3), "update_seconds": round(updated - start, 3)}
     out["compute_seconds"] = round(end - updated, 3)
     out["profiler_stop_seconds"] = round(stopped - end, 3)
@@ -333,32 +325,26 @@ def _tokenise_setting() -> dict:
 
 def step_tokenise(suite: Any) -> dict:
     """What update() spends tokenising, on the texts of 25,000 pairs: the metric's own Rust tokenizer (its
-    `encode_batch_fast` where it has one, as `TextEncoder._ids` calls it) in chunks of 128 texts (one
+    `encode_batch_fast` where it has one, as update() calls it) in chunks of 128 texts (one
     update() of 64 pairs), 2,048 and all at once; `encode_pairs` in update()'s slices; then update() itself
     of a fresh float32 metric. Each part stops feeding past its share of the cap and says what it did."""
     from bertscore_tm import BERTScore
 
     cands, refs = suite.pairs(25_000 if not suite.dry else 32)
     metric = BERTScore(suite.path, num_layers=suite.layers, device=suite.device)
-    encoder = metric.scorer.encoder
     texts = [t.strip() for t in cands + refs]
     out: dict = {"pairs": len(cands), "texts": len(texts), **_tokenise_setting()}
-    rust = encoder.rust_tokenizer()
-    if rust is not None:
-        encode = getattr(rust, "encode_batch_fast", None) or rust.encode_batch
-        out["rust_call"] = getattr(encode, "__name__", str(encode))
-        work = lambda chunk: encode(chunk, add_special_tokens=True)  # noqa: E731
-    else:  # the wrapper: what update() would call
-        out["rust_call"] = None
-        work = encoder._ids
+    rust, wrapper, encode_pairs = knobs.tokenizer_calls(metric)
+    out["rust_call"] = None if rust is None else getattr(rust, "__name__", str(rust))
+    work = wrapper if rust is None else lambda chunk: rust(chunk, add_special_tokens=True)  # the wrapper: update()'s
     work(texts[:UPDATE])  # warm up: the Rust thread pool starts on the first parallel call
     share = suite.cap("tokenise") / 5
     for label, chunk in (("128", 2 * UPDATE), ("2048", 2_048), ("all", len(texts))):
         out[f"tokenizer chunk {label}"] = _timed(work, texts, chunk, time.perf_counter() + share)
     pairs = list(zip(cands, refs, strict=True))
     sides = lambda s: ([c for c, _ in s], [r for _, r in s])  # noqa: E731
-    encode_pairs = lambda s: metric.scorer.encode_pairs(*sides(s))  # noqa: E731
-    out["encode_pairs"] = _timed(encode_pairs, pairs, UPDATE, time.perf_counter() + share, texts_each=2)
+    pair_work = lambda s: encode_pairs(*sides(s))  # noqa: E731
+    out["encode_pairs"] = _timed(pair_work, pairs, UPDATE, time.perf_counter() + share, texts_each=2)
     metric.update(*sides(pairs[:UPDATE]))  # warm up, then a clean state
     metric.reset()
     out["update"] = _timed(lambda s: metric.update(*sides(s)), pairs, UPDATE, time.perf_counter() + share, 2)
