@@ -19,6 +19,7 @@ __all__ = [
     "ArgumentValueError",
     "BERTScore",
     "BERTScoreError",
+    "BERTScorer",
     "BaselineFileError",
     "BaselineNotFoundError",
     "BatchScorer",
@@ -59,6 +60,7 @@ __getattr__ = exports(
     __name__,
     {
         "BERTScore": "metric.bertscore",
+        "BERTScorer": "integrations.bert_score",
         "bert_score": "engines.functional",
         "score": "engines.functional",
         "pairwise_bert_score": "engines.pairwise",
@@ -123,6 +125,7 @@ if TYPE_CHECKING:
     )
     from bertscore_tm.explanations.explanation import explain
     from bertscore_tm.explanations.types import PairExplanation
+    from bertscore_tm.integrations.bert_score import BERTScorer
     from bertscore_tm.metric.bertscore import BERTScore
     from bertscore_tm.models.registry import PACKAGED_MINILM, add_to_layer_table
     from bertscore_tm.scoring.results import Scores

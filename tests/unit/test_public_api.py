@@ -22,6 +22,7 @@ EXPORTED = [
     "ArgumentValueError",
     "BERTScore",
     "BERTScoreError",
+    "BERTScorer",
     "BaselineFileError",
     "BaselineNotFoundError",
     "BatchScorer",

@@ -17,8 +17,9 @@ import datasets
 import evaluate
 import torch
 
-from bertscore_tm import ArgumentValueError, BERTScore
+from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.integrations.common import torch_threads
+from bertscore_tm.metric.bertscore import BERTScore
 
 
 def metric_path() -> str:

@@ -90,7 +90,7 @@ class SharedBatches:
         key = (tuple(preds), tuple(tuple(g) for g in golds))
         if self._last is None or self._last[0] != key:
             if self.metric is None:
-                from bertscore_tm import BERTScore
+                from bertscore_tm.metric.bertscore import BERTScore
 
                 self.metric = BERTScore.from_config(self.config)
             self.metric.update(preds, golds)

@@ -141,7 +141,7 @@ if find_spec("mbrs") is not None:
 
         def __init__(self, cfg: MetricBERTScoreTM.Config) -> None:
             super().__init__(cfg)
-            from bertscore_tm import BERTScore
+            from bertscore_tm.metric.bertscore import BERTScore
 
             self.field = score_field(cfg.score_type)
             with torch_threads(cfg.nthreads):

@@ -333,11 +333,12 @@ SETTINGS: dict[str, Setting] = {
         see="[Migrating](migrating.md)",
     ),
     "num_threads": Setting(
-        integer(1, optional=True),
+        integer(0, optional=True),
         None,
         "CPU threads torch uses while this metric embeds and matches (bert-score's `nthreads`, torchmetrics' "
-        "`num_threads`: speed only, never the scores)",
+        "`num_threads`: speed only, never the scores); 0 as None",
         "torch's own setting",
+        convert=lambda n: n or None,
     ),
 }
 

@@ -24,8 +24,6 @@ def from_torchmetrics(arguments: Mapping[str, Any]) -> dict[str, Any]:
     ``truncation`` the choice of ``long_texts``."""
     out = {k: v for k, v in arguments.items() if k not in TORCHMETRICS}
     given = {k: arguments[k] for k in TORCHMETRICS if k in arguments}
-    if out.get("num_threads") == 0:
-        out["num_threads"] = None
     tokenizer = given.get("user_tokenizer")
     if tokenizer is not None:
         _not_both(out, "user_tokenizer", "tokenizer")
