@@ -48,6 +48,7 @@ from bertscore_tm.scoring.results import Scores, format_scores, scores_of
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.settings.arguments import ForwardFn, IgnoreRule, LongTexts, OutputName, Reduction
 from bertscore_tm.settings.config import Config
+from bertscore_tm.settings.peers import TORCHMETRICS, from_torchmetrics
 
 if TYPE_CHECKING:
     from bertscore_tm.explanations.types import PairExplanation
@@ -83,7 +84,8 @@ class BERTScore(Metric):
         idf_texts, idf_weights: with ``idf=True``, count in these texts instead; or a token id -> weight mapping.
         beta, ignore, candidate_prompt, reference_prompt: F-beta, token masks, prompts (docs/semantics.md).
         kwargs: torchmetrics' own Metric arguments (``compute_on_cpu``, ``process_group``, ``sync_on_compute``,
-            ``dist_sync_fn``, ``distributed_available_fn``: docs/lightning.md).
+            ``dist_sync_fn``, ``distributed_available_fn``: docs/lightning.md), and torchmetrics' BERTScore
+            spellings (``user_tokenizer``, ``user_forward_fn``, ``baseline_url``, ``truncation``: docs/migrating.md).
 
     Every argument is checked before the model is loaded (`arguments.py`): a wrong type is a TypeError, a value
     out of range a ValueError, each naming the argument. `compute_scores()` gives the per-pair result typed.
@@ -157,7 +159,8 @@ class BERTScore(Metric):
         **kwargs: Any,
     ) -> None:
         arguments = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
-        self._set_up(Config.of(arguments), kwargs)
+        peers = {name: kwargs.pop(name) for name in TORCHMETRICS if name in kwargs}  # torchmetrics' spellings
+        self._set_up(Config.of(from_torchmetrics({**arguments, **peers})), kwargs)
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> BERTScore:

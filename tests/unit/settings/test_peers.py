@@ -86,3 +86,37 @@ def test_mistakes_in_torchmetrics_arguments_name_them(kwargs, error, argument, t
     with pytest.raises(error) as err:
         bert_score(PREDS, PREDS, MINILM, **kwargs)
     assert err.value.argument == argument
+
+
+@pytest.mark.parametrize(
+    "target",
+    [["hello there", "master kenobi"], [["hello there", "master kenobi"], ["hello there", "master kenobi"]]],
+    ids=["one-reference", "two-references"],
+)
+def test_torchmetrics_class_docstring_calls_give_the_reference_scores(reference_score, target) -> None:
+    from bertscore_tm import BERTScore
+
+    bertscore = BERTScore(MINILM, num_layers=5)  # torchmetrics' example, the model swapped for the packaged one
+    got = bertscore(PREDS, target)  # forward(): the batch's value
+    p, r, f = reference_score(PREDS, target, batch_size=1)
+    for ours, theirs in zip((got["precision"], got["recall"], got["f1"]), (p, r, f), strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0)
+
+
+def test_the_metric_takes_torchmetrics_names_too(minilm_path: str) -> None:
+    from transformers import AutoModel, AutoTokenizer
+
+    from bertscore_tm import BERTScore
+
+    model, tokenizer = AutoModel.from_pretrained(minilm_path), AutoTokenizer.from_pretrained(minilm_path)
+
+    def forward(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return model(batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+
+    theirs = BERTScore(model=model, user_tokenizer=tokenizer, user_forward_fn=forward, num_layers=6, num_threads=0)
+    ours = BERTScore(model=model, tokenizer=tokenizer, num_layers=6)
+    for metric in (theirs, ours):
+        metric.update(PREDS, PREDS[::-1])
+    torch.testing.assert_close(theirs.compute()["f1"], ours.compute()["f1"], atol=1e-6, rtol=0)
+    rescaled = BERTScore(MINILM, rescale_with_baseline=True, baseline_url=BASELINE.as_uri())
+    assert rescaled.baseline is not None
