@@ -23,6 +23,10 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 REPO = Path(__file__).resolve().parents[1]
 WMT = REPO / "tests" / "data" / "wmt"  # vendored: see tests/data/wmt/README.md
 
+# LightEval's task file is loaded by its test as LightEval loads one, never collected (its imports need LightEval).
+# One conftest for the whole tree: a second one would take the module name `conftest` from this one.
+collect_ignore = ["integrations/lighteval_task.py"]
+
 
 #: Test modules that start processes (torchrun, DDP), run a training loop or compile a model: marked `slow`, so that
 #: `pytest -m "not slow"` is a quick loop over the rest. CI runs them all.
