@@ -40,6 +40,7 @@ SLOW_MODULES = frozenset(
         "test_corpus",
         "test_ray_data",
         "test_hf_datasets",
+        "test_docs_blocks",
     }
 )
 

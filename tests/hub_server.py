@@ -28,8 +28,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
-_INFO = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)(?:/revision/(?P<rev>[^/]+))?$")
-_FILE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
+# a repo is `org/name` or, as the Hub's oldest models (`roberta-large`), a bare `name`
+_INFO = re.compile(r"^/api/models/(?P<repo>[^/]+(?:/[^/]+)??)(?:/revision/(?P<rev>[^/]+))?$")
+_FILE = re.compile(r"^/(?P<repo>[^/]+(?:/[^/]+)??)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
 FAULTS = ("500", "truncate", "drop")
 
 

@@ -551,13 +551,14 @@ def with_prefix_space_tokenizer(model_dir: Path) -> Path:
     return out
 
 
-def build_tiny_model(family: str, root: Path) -> Path:
-    """Write the tiny `family` model and its tokenizer to `root / "tiny-<family>"`; return that directory."""
+def build_tiny_model(family: str, root: Path, depth: int | None = None) -> Path:
+    """Write the tiny `family` model and its tokenizer to `root / "tiny-<family>"` (`depth` blocks, else the
+    family's); return that directory."""
     import torch
     from transformers import AutoModel
 
     spec = FAMILIES[family] if family in FAMILIES else MODERN[family]
-    out = Path(root) / f"tiny-{family}"
+    out = Path(root) / (f"tiny-{family}" if depth is None else f"tiny-{family}-{depth}")
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = spec.make_tokenizer(out)
     if tokenizer is not None:
@@ -565,7 +566,7 @@ def build_tiny_model(family: str, root: Path) -> Path:
         vocab_size = len(tokenizer)
     else:
         vocab_size = len(json.loads((out / "vocab.json").read_text(encoding="utf-8")))
-    config = spec.make_config(vocab_size, spec.depth)
+    config = spec.make_config(vocab_size, spec.depth if depth is None else depth)
     torch.manual_seed(SEED)
     model = AutoModel.from_config(config)
     _perturb_norms(model)

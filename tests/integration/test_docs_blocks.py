@@ -1,0 +1,90 @@
+"""Every ```python block of README.md and docs/ runs as pasted: a page's blocks in order, in one namespace, in a
+process of their own, as a user with network would run them. Hub names the pages use are served by a stand-in for
+the Hub (tests/hub_server.py) with tiny models of their depth, so the default layers exist; the files a page reads
+are made here. A block that cannot run on this machine says why in a marker right before it:
+``<!-- not run: a GPU cluster and S3 -->``."""
+
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hub_server import REPO, HubServer, client_env
+from tiny_models import build_tiny_model
+
+FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
+NOT_RUN = re.compile(r"<!--\s*not run:\s*(?P<why>[^>]*?)\s*-->\s*$")
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+#: Hub names the pages score with, and the depth of the stand-in that serves each (its default layer must exist).
+SERVED = {"roberta-large": 24, "neulab/codebert-python": 12}
+
+
+def python_blocks(page: Path) -> tuple[list[str], list[str]]:
+    """The page's python blocks that run (dedented), and the reasons of those that do not."""
+    text, run, skipped = page.read_text(encoding="utf-8"), [], []
+    for block in FENCE.finditer(text):
+        if block.group("lang") != "python":
+            continue
+        before = text[: block.start()].rstrip().splitlines()
+        marker = NOT_RUN.search(before[-1]) if before else None
+        if marker:
+            skipped.append(marker.group("why"))
+            continue
+        cut = len(block.group("indent"))
+        run.append("\n".join(line[cut:] for line in block.group("body").splitlines()))
+    return run, skipped
+
+
+def test_every_marker_gives_a_reason() -> None:
+    for page in PAGES:
+        assert all(why.strip() for why in python_blocks(page)[1]), page.name
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("served")
+    with HubServer() as server:
+        for name, depth in SERVED.items():
+            server.publish(name, build_tiny_model("roberta", root, depth=depth))
+        yield server, build_tiny_model("bert", root, depth=12)
+
+
+def made_files(work: Path, encoder: Path) -> None:
+    """What the pages read: judgements, relative rankings, a Parquet file of pairs, an encoder folder."""
+    with open(REPO / "tests/data/wmt17-da/da-seglevel-toen.tsv", encoding="utf-8", newline="") as src:
+        rows = list(csv.DictReader(src, delimiter="\t"))
+    judged = [row for lp in ("cs-en", "de-en") for row in [r for r in rows if r["lp"] == lp][:12]]
+    with open(work / "judged.tsv", "w", encoding="utf-8", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]), delimiter="\t")
+        writer.writeheader()
+        writer.writerows(judged)
+    with open(work / "darr.tsv", "w", encoding="utf-8", newline="") as out:
+        out.write("lp\treference\tbetter\tworse\n")
+        for a, b in zip(judged[::2], judged[1::2], strict=True):
+            better, worse = (a, b) if float(a["human"]) >= float(b["human"]) else (b, a)
+            out.write(f"{a['lp']}\t{a['reference']}\t{better['candidate']}\t{worse['candidate']}\n")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pairs = {"candidate": [r["candidate"] for r in judged[:6]], "reference": [r["reference"] for r in judged[:6]]}
+    pq.write_table(pa.table(pairs), work / "pairs.parquet")
+    (work / "path/to").mkdir(parents=True)
+    (work / "path/to/my-fine-tuned-encoder").symlink_to(encoder, target_is_directory=True)
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)[0]], ids=lambda p: p.name)
+def test_the_pages_python_runs_as_pasted(page: Path, hub, tmp_path: Path) -> None:
+    server, encoder = hub
+    work = tmp_path / "work"
+    work.mkdir()
+    made_files(work, encoder)
+    code = "\n\n".join(python_blocks(page)[0])
+    (work / "page.py").write_text(code, encoding="utf-8")
+    env = client_env(server.url, tmp_path / "home")
+    done = subprocess.run([sys.executable, "page.py"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{page.name}:\n{done.stderr[-3000:]}"
