@@ -41,15 +41,16 @@ def stdlib_functions(max_lines: int = 25) -> list[tuple[str, str]]:
     return out
 
 
-def build_code_roberta(root: Path, window: int = WINDOW) -> Path:
+def build_code_roberta(root: Path, window: int = WINDOW, prefix_space: bool = True) -> Path:
     """Write the tiny code RoBERTa and its trained tokenizer to `root / "tiny-code-roberta"`; return it. A smaller
-    `window` makes ordinary functions long texts."""
+    `window` makes ordinary functions long texts; `prefix_space=False` saves the tokenizer as the neulab models'
+    are (no prefix space), in `tiny-code-roberta-no-prefix-space`."""
     import torch
     from tokenizers import Tokenizer, pre_tokenizers, trainers
     from tokenizers.models import BPE
     from transformers import AutoModel, RobertaConfig, RobertaTokenizer
 
-    out = Path(root) / "tiny-code-roberta"
+    out = Path(root) / ("tiny-code-roberta" if prefix_space else "tiny-code-roberta-no-prefix-space")
     out.mkdir(parents=True, exist_ok=True)
     tok = Tokenizer(BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -64,7 +65,9 @@ def build_code_roberta(root: Path, window: int = WINDOW) -> Path:
 
     model: dict[str, Any] = json.loads(tok.to_str())["model"]
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
-    tokenizer = RobertaTokenizer(vocab=model["vocab"], merges=merges, model_max_length=window, add_prefix_space=True)
+    tokenizer = RobertaTokenizer(
+        vocab=model["vocab"], merges=merges, model_max_length=window, add_prefix_space=prefix_space
+    )
     tokenizer.save_pretrained(str(out))
     config = RobertaConfig(
         vocab_size=len(tokenizer),

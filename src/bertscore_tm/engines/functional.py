@@ -93,6 +93,7 @@ def score(
     revision: str | None = None,
     local_files_only: bool = False,
     trust_remote_code: bool = False,
+    prefix_space: bool = True,
 ) -> tuple[Tensor, ...] | tuple[tuple[Tensor, ...], str]:
     """BERTScore of candidates against references, as `bert_score.score` returns it: ``(P, R, F)``, each
     ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`; with

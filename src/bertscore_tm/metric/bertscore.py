@@ -155,6 +155,7 @@ class BERTScore(Metric):
         local_files_only: bool = False,
         trust_remote_code: bool = False,
         use_fast_tokenizer: bool = True,
+        prefix_space: bool = True,
         num_threads: int | None = None,
         **kwargs: Any,
     ) -> None:

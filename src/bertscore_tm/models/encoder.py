@@ -139,6 +139,7 @@ def _text_encoder(
         r.long_texts == "window",
         trust_remote_code=model.trust_remote_code,
         use_fast=model.use_fast_tokenizer,
+        prefix_space=r.prefix_space,
     )
     windows = window_rule(r.long_texts, r.window_stride, text_encoder)
     for prompt, name in ((r.candidate_prompt, "candidate_prompt"), (r.reference_prompt, "reference_prompt")):

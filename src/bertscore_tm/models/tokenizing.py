@@ -114,8 +114,9 @@ class TextEncoder:
 
     `source` is the model's directory, or a tokenizer object the user passed: that one is used as it is (never
     reloaded or reconfigured); a byte-level BPE tokenizer not made with `add_prefix_space=True` then gets the
-    space put in front of each (stripped, non-blank) text instead, which gives the same ids. `trust_remote_code`
-    lets a tokenizer of the model's own code (in its directory) load.
+    space put in front of each (stripped, non-blank) text instead, which gives the same ids. `prefix_space=False`
+    gives no such space: texts tokenise as the tokenizer's files (or object) say, as code-bert-score's do.
+    `trust_remote_code` lets a tokenizer of the model's own code (in its directory) load.
     """
 
     def __init__(
@@ -128,6 +129,7 @@ class TextEncoder:
         *,
         trust_remote_code: bool = False,
         use_fast: bool = True,
+        prefix_space: bool = True,
     ) -> None:
         from transformers import AutoTokenizer
 
@@ -135,12 +137,16 @@ class TextEncoder:
             options = {"local_files_only": True, "trust_remote_code": trust_remote_code, "use_fast": use_fast}
             tokenizer = AutoTokenizer.from_pretrained(str(source), **options)
             check_tokenizer_files(tokenizer, Path(source))
-            if uses_prefix_space(tokenizer):
+            if prefix_space and uses_prefix_space(tokenizer):
                 tokenizer = AutoTokenizer.from_pretrained(str(source), add_prefix_space=True, **options)
             self.prefix_space = False
         else:
             tokenizer = source
-            self.prefix_space = uses_prefix_space(tokenizer) and not getattr(tokenizer, "add_prefix_space", False)
+            self.prefix_space = (
+                prefix_space and uses_prefix_space(tokenizer) and not getattr(tokenizer, "add_prefix_space", False)
+            )
+        #: Whether texts tokenise without the space bert-score gives this family (the hash code says so).
+        self.without_prefix_space = not prefix_space and uses_prefix_space(tokenizer)
         # XLM has only a Python tokenizer, which the reference also uses (its `use_fast_tokenizer` falls back).
         self.is_fast = bool(getattr(tokenizer, "is_fast", False))
         self.tokenizer = tokenizer

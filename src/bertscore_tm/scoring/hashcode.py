@@ -78,6 +78,9 @@ class HashSignature:
     #: some pair was encoded with a per-pair context (``context=``). The contexts are data, not named; the flag
     #: tells that these scores are not those of the same texts alone (False: no pair had one)
     context: bool = extra("context", False)
+    #: a byte-level BPE tokenizer tokenised without the space bert-score puts before each text (code-bert-score's
+    #: tokenisation, ``prefix_space=False``)
+    no_prefix_space: bool = extra("no-prefix-space", False)
 
     def format(self) -> str:
         """The hash code: the reference's rendering, then our fields that are not at their defaults."""

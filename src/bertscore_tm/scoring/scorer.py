@@ -147,6 +147,7 @@ class Scorer:
             ignore=self.ignore_label,
             candidate_prompt=None if prompts[0] is None else repr(prompts[0]),
             reference_prompt=None if prompts[1] is None else repr(prompts[1]),
+            no_prefix_space=self.encoder.without_prefix_space,
         )
 
     @contextlib.contextmanager

@@ -332,6 +332,14 @@ SETTINGS: dict[str, Setting] = {
         "bert-score's does (under transformers 5 every tokenizer is the fast one, so only the code changes)",
         see="[Migrating](migrating.md)",
     ),
+    "prefix_space": Setting(
+        boolean,
+        True,
+        "a byte-level BPE tokenizer (RoBERTa, GPT-2, CodeBERT) gets a space before each text, as bert-score and "
+        "its baselines give it; False tokenises as the tokenizer's own files say, as code-bert-score does (its "
+        "published figures); the hash code then ends in `_no-prefix-space`",
+        see="[Code](code.md#the-prefix-space)",
+    ),
     "num_threads": Setting(
         integer(0, optional=True),
         None,

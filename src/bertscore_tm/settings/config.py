@@ -48,6 +48,7 @@ class TextSettings:
     ignore: IgnoreRule | None
     candidate_prompt: str | None
     reference_prompt: str | None
+    prefix_space: bool
 
 
 @dataclasses.dataclass(frozen=True)
