@@ -1,6 +1,5 @@
-"""The metric a command scores with, built from its options once each is checked: the model is on this machine
-with whole weights files, a model without a tuned default layer has ``-l``, the baseline asked for is there and
-readable, and the device holds tensors, all before the model loads."""
+"""The metric a command scores with, built from its options once each is checked: model present with whole
+weights files, a layer known or given, the baseline readable, the device usable, all before the model loads."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ from bertscore_tm.errors import BERTScoreError
 
 
 def make_metric(**kwargs: Any) -> Any:
-    """A BERTScore metric of the settings the options name (checked once, as the library checks them); a bad
-    setting (layer out of range, unreadable model or baseline) is a user error."""
+    """A BERTScore metric of these settings; a bad setting or unreadable weights is a user error."""
     from bertscore_tm.metric.bertscore import BERTScore
     from bertscore_tm.settings.config import Config
 
@@ -39,9 +37,8 @@ def make_metric(**kwargs: Any) -> Any:
 
 
 def rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
-    """The metric `score`, `compare`, `show`, `pairwise` and `mbr` use: model, layer, language, rescaling and
-    device from the command line, each checked before the model loads (under torchrun a bare ``cuda`` is the
-    process's own GPU)."""
+    """The metric of the options every scoring command shares, each checked before the model
+    loads."""
     options.check_run_options(args)
     long_texts = options.long_texts(args)
     source = options.model_source(args)
@@ -64,8 +61,7 @@ def rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
 
 
 def scoring_metric(args: argparse.Namespace) -> Any:
-    """`rescalable_metric` with the options of the commands that score many lines: --idf, --batch-size,
-    --dtype and --progress."""
+    """`rescalable_metric` with the options of the commands that score many lines."""
     return rescalable_metric(
         args,
         idf=args.idf,
@@ -80,8 +76,7 @@ def scoring_metric(args: argparse.Namespace) -> Any:
 
 
 def model_name(args: argparse.Namespace, **source: Any) -> str:
-    """The model asked for (or the language's default), found (downloaded where it must be and may be), with
-    weights files that are whole, before anything loads."""
+    """The model asked for (or the language's default), found, with weights files that are whole."""
     from bertscore_tm.models.registry import default_model
 
     name = args.model if args.model is not None else default_model(args.lang)
@@ -90,17 +85,13 @@ def model_name(args: argparse.Namespace, **source: Any) -> str:
 
 
 def model_folder(name: str, **source: Any) -> Path:
-    """The model's folder on this machine (downloaded into the cache where it must be and may be);
-    ModelNotFoundError (from bertscore_tm.errors) otherwise. `source`: revision, local_files_only,
-    trust_remote_code."""
     from bertscore_tm.models.loading import locate_model
 
     return locate_model(name, **source).path
 
 
 def check_baseline(args: argparse.Namespace, model_name: str) -> None:
-    """Fail before loading any model when rescaling is asked for and the baseline is not there (a baseline file
-    without --rescale-with-baseline is refused by the settings' check, as the library refuses it)."""
+    """With rescaling, the baseline must be there and readable before any model loads."""
     if not args.rescale_with_baseline:
         return
     from bertscore_tm.scoring.baselines import find_baseline, read_baseline
@@ -109,7 +100,7 @@ def check_baseline(args: argparse.Namespace, model_name: str) -> None:
 
 
 def check_layer(args: argparse.Namespace, model_name: str) -> None:
-    """A model without a tuned default layer needs -l: said in the command line's terms, before loading it."""
+    """A model without a tuned default layer needs -l, said before loading it."""
     from bertscore_tm.models.registry import is_known_model
 
     if args.num_layers is None and not is_known_model(model_name):

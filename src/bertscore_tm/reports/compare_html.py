@@ -1,8 +1,5 @@
-"""``compare --html``: one self-contained HTML page (inline CSS and SVG, nothing fetched) of a comparison of
-systems: their means, F1 intervals and paired tests, the per-segment F1 differences to the baseline as a plot,
-and the segments where the systems differ most, each side explained token by token (`explain_html`). Every
-text is escaped. What the page shows: docs/explain.md and docs/significance.md.
-"""
+"""``compare --html``: one self-contained HTML page (inline CSS and SVG) of a comparison of systems, with the
+segments where they differ most explained on both sides. Every text is escaped."""
 
 from __future__ import annotations
 
@@ -35,8 +32,8 @@ def compare_page(
     f1: Sequence[Sequence[float]],
     segments: Sequence[Segment],
 ) -> str:
-    """The page: `rows` as `compare` reports them (name, precision, recall, f1, f1_ci, delta_f1, p_value), `how`
-    the test's description, `f1` each system's per-segment F1, `segments` the explained differences."""
+    """The page: `rows` as `compare` reports them, `how` the test's description, `f1` each system's
+    per-segment F1, `segments` the explained differences."""
     names = [str(row["name"]) for row in rows]
     body = [f'<p class="hash">{_e(hash_code)}</p>', f"<p>{_e(how)}</p>", _systems_table(rows)]
     for s in range(1, len(rows)):
@@ -82,8 +79,8 @@ def _systems_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def difference_plot(deltas: Sequence[float]) -> str:
-    """Per-segment F1 differences as an inline SVG: one bar per segment in input order (blue above zero, red
-    below), the zero line and the mean difference (dashed)."""
+    """Per-segment F1 differences as an inline SVG bar chart, with the zero line and the mean
+    (dashed)."""
     finite = [d for d in deltas if math.isfinite(d)]
     top = max([abs(d) for d in finite] + [1e-6])
     n = max(1, len(deltas))

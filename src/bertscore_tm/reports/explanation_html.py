@@ -1,14 +1,6 @@
-"""Explanations as one self-contained HTML page: inline CSS and SVG and a few lines of inline script, nothing
-fetched, so the page works offline and can be mailed or archived as one file.
-
-Each pair shows its P/R/F (bars), each reference's scores, the candidate with its weakly supported words
-marked (possible additions) and the best reference with its weakly covered words marked (possible omissions);
-hovering a word (or focusing it) shows its counterpart, support, weight and contribution and highlights the
-counterpart; a table holds every token. Words the matching leaves out (a word of masked tokens alone, and the
-tokens of a prompt or of the pair's context, shown before the text) are greyed and titled with why, never shown
-as weak or unmatched words. Every text is escaped (`html.escape`), so nothing in a candidate or
-reference can become markup or script. What the page shows: docs/explain.md.
-"""
+"""Explanations as one self-contained HTML page (inline CSS, SVG and a few lines of script, nothing
+fetched), so it works offline and can be mailed as one file. Every text is escaped, so nothing in a candidate or
+reference can become markup or script. What the page shows: docs/explain.md."""
 
 from __future__ import annotations
 
@@ -64,7 +56,6 @@ def render_html(
 
 
 def page(title: str, body: Sequence[str]) -> str:
-    """A complete HTML document with the page's style and script."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
@@ -85,7 +76,7 @@ def legend() -> str:
 
 
 def pair_section(why: PairExplanation, line: int | None, key: str) -> str:
-    """One pair: scores, references, both texts with weak words marked, notes and the token tables. `key`
+    """One pair: scores, references, both texts with weak words marked, notes and token tables. `key`
     makes the words' ids unique on the page."""
     head = f"Line {line}" if line is not None else "Pair"
     parts = [
@@ -106,8 +97,7 @@ def pair_section(why: PairExplanation, line: int | None, key: str) -> str:
 
 
 def score_bars(why: PairExplanation) -> str:
-    """P, R and F1 as three horizontal bars (an inline SVG; a score below 0, possible after rescaling, shows
-    no bar)."""
+    """P, R and F1 as horizontal bars in an inline SVG (a score below 0 shows no bar)."""
     rows = []
     scores = [("P", why.precision), ("R", why.recall), ("F1", why.f1)]
     if why.f_beta is not None:
@@ -159,15 +149,14 @@ _OUT_OF_MATCHING = {
 
 
 def _out_span(role: str, shown: str, why: PairExplanation) -> str:
-    """A greyed span for text the matching leaves out, titled with why (`role`: a `TokenExplanation.role`)."""
+    """A greyed span for text the matching leaves out, titled with why."""
     mask = "ignore=" if why.ignore is None else f"ignore={why.ignore}"
     title = _OUT_OF_MATCHING[role].format(mask)
     return f'<span class="w out {role}" title="{_e(title)}">{_e(shown)}</span>'
 
 
 def _head(tokens: Sequence[TokenExplanation], why: PairExplanation) -> str:
-    """The prompt's and the context's tokens (encoded before the text, no part of it), one greyed span per
-    run of tokens of one role, their pieces as the tokenizer writes them; empty where there are none."""
+    """The prompt's and the context's tokens, one greyed span per run of one role; empty where none."""
     runs: list[tuple[str, list[str]]] = []
     for t in tokens:
         if t.role not in ("prompt", "context"):
@@ -186,9 +175,8 @@ def _text(
     tokens: Sequence[TokenExplanation],
     ids: tuple[str, str],
 ) -> str:
-    """The original text, each word a hoverable span (a word of masked tokens alone greyed, titled with the
-    mask), after the prompt's and the context's tokens, greyed; characters in no word (white space, or a part
-    cut off at the window) shown as they are. `ids`: this side's and the other side's word-id prefixes."""
+    """The text, each word a hoverable span, after the greyed prompt and context; characters in no word
+    shown as they are. `ids`: this side's and the other side's word-id prefixes."""
     mine, theirs = ids
     out, at = [_head(tokens, why)], 0
     for w in words:
@@ -213,7 +201,7 @@ def _text(
 
 
 def _gap(text: str) -> str:
-    """Characters between words: white space as it is, anything else (a part past the window) greyed."""
+    """Characters between words: white space as it is, anything else (past the window) greyed."""
     if not text.strip():
         return _e(text)
     return f'<span class="cut">{_e(text)}</span>'

@@ -1,6 +1,5 @@
-"""``bertscore-tm`` without a command: bert-score's own command line (``bert-score -r refs.txt -c hyps.txt``), its
-flags spelled as it spells them, files or texts given inline, and its output line for line, so that a script
-written for bert-score runs unchanged (docs/migrating.md). The scores are ours: bert-score's run unpadded."""
+"""``bertscore-tm`` without a command: bert-score's own command line, its flags spelled as it spells them and
+its output line for line, so that a script written for bert-score runs unchanged (docs/migrating.md)."""
 
 from __future__ import annotations
 
@@ -73,8 +72,8 @@ def main(argv: Sequence[str], out: StandardOutput) -> int:
 
 
 def _pairs(cand: str, refs: list[str], idf: bool) -> tuple[list[str], list[str] | list[list[str]]]:
-    """bert-score's reading of -c and -r: a candidate file and reference files of as many lines (several files:
-    several references a line), or one candidate text and its reference texts."""
+    """bert-score's reading of -c and -r: a candidate file and reference files of as many lines, or one
+    candidate text and its reference texts."""
     if os.path.isfile(cand):
         cands = inputs.read_lines(cand, "candidate")
         mismatch = f"{inputs.input_name(cand, 'candidate')} has {inputs.n_lines(len(cands))}"

@@ -1,6 +1,5 @@
-"""``bertscore-tm compare``: several systems against the same references in one run (the references embedded
-once), per system the P, R, F1 means and a bootstrap interval of F1, and for each system after the first (the
-baseline) its F1 difference to the baseline and the p-value of a paired test."""
+"""``bertscore-tm compare``: several systems against the same references in one run, with F1 intervals and,
+for each system after the first (the baseline), a paired test of its F1 difference."""
 
 from __future__ import annotations
 
@@ -142,8 +141,8 @@ def _read(names: list[str], refs: list[str]) -> tuple[list[list[str]], list[str]
 
 
 def _score(metric: Any, systems: list[list[str]], targets: list[str] | list[list[str]]) -> dict[str, Any] | None:
-    """Every system's per-line scores in one compute (references and shared lines embedded once); under torchrun
-    each process scores a contiguous shard of the lines, and only rank 0 gets the scores (None elsewhere)."""
+    """Every system's per-line scores in one compute (shared texts embedded once); None on a torchrun process
+    other than rank 0."""
     from bertscore_tm.comparison.systems import score_systems
 
     with processes(str(metric.device)) as job:
@@ -162,9 +161,8 @@ def _score(metric: Any, systems: list[list[str]], targets: list[str] | list[list
 def _score_resumable(
     metric: Any, systems: list[list[str]], targets: list[str] | list[list[str]], checkpoint: str, shard_size: int
 ) -> dict[str, Any] | None:
-    """As `_score`, each system in its own resumable run (`bertscore_tm.corpus.resumable`), its shards kept in
-    `checkpoint`/system<i>: a run again after a kill scores only the missing shards. The references are embedded
-    again for each system (the price of shards that stand alone); the scores are the same."""
+    """As `_score`, each system in its own resumable run kept in `checkpoint`/system<i> (the
+    references embedded again for each system; the scores are the same)."""
     import torch
 
     from bertscore_tm.corpus.resumable import score_resumable
@@ -208,7 +206,6 @@ def _rows(names: list[str], scores: dict[str, Any], method: str, settings: Resam
 
 
 def _how(method: str, settings: Resampling) -> str:
-    """What was done, in words."""
     if method == "bootstrap":
         how = f"paired bootstrap resampling (Koehn 2004), {settings.num_samples} resamples"
     else:
@@ -220,9 +217,8 @@ def _how(method: str, settings: Resampling) -> str:
 
 
 def _page(metric: Any, texts: tuple[list[list[str]], Any], f1: Any, rows: list[dict[str, Any]], how: str) -> str:
-    """The --html page: for each system after the baseline, its `HTML_SEGMENTS` lines of largest absolute F1
-    difference (the earlier line on a tie), the baseline's candidate and the system's explained against the
-    references, with the IDF (where --idf) over all the references once, as the scores count it."""
+    """The --html page: for each system after the baseline, its `HTML_SEGMENTS` lines of largest F1 difference,
+    both sides explained with the IDF the scores count."""
     import torch
 
     from bertscore_tm.explanations.explanation import explain_pairs
@@ -245,7 +241,6 @@ def _page(metric: Any, texts: tuple[list[list[str]], Any], f1: Any, rows: list[d
 
 
 def _table(code: str, method: str, settings: Resampling, rows: list[dict[str, Any]]) -> str:
-    """The text output of compare: the hash code, what was done, one row per system."""
     table = [["system", "P", "R", "F1", f"F1 {percent(settings.confidence)} CI", "delta F1", "p-value"]]
     for row in rows:
         cells = [row["name"]] + [_cell(row[k]) for k in ("precision", "recall", "f1")]

@@ -1,7 +1,5 @@
-"""``bertscore-tm explain``: why a pair scores as it does, token by token (docs/explain.md). Files are taken as
-``score`` takes them; every pair is scored once with the paired engine, then only the pairs asked for (``--worst
-K``: the K of lowest F1; default: all) are explained, with the IDF of all the files' references where ``--idf``.
-``--text`` makes ``-c``/``-r`` the texts of one pair. Text (colour on a terminal), JSON, and ``--html`` a page."""
+"""``bertscore-tm explain``: why a pair scores as it does, token by token (docs/explain.md), as text, JSON or
+an HTML page. Every pair is scored once; only those asked for (``--worst K``; default: all) are explained."""
 
 from __future__ import annotations
 
@@ -59,8 +57,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _texts(args: argparse.Namespace) -> tuple[str, ...]:
-    """The options that hold texts, not file names (so no output is compared with them,
-    `bertscore_tm.cli.outputs.read_files`): -c, -r and --context with --text."""
+    """The options that hold texts, not file names, for `outputs.read_files`."""
     return ("cand", "ref", "context") if args.text else ()
 
 
@@ -127,7 +124,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _check(args: argparse.Namespace) -> None:
-    """The options in the command line's terms, before any model loads."""
     if args.worst is not None and args.worst < 1:
         raise UsageError(f"--worst must be at least 1 (the number of pairs to explain), got {args.worst}")
     if args.text and args.worst is not None:
@@ -149,7 +145,7 @@ def _idf_references(args: argparse.Namespace) -> list[str] | None:
 
 
 def _context(args: argparse.Namespace, pairs: Any) -> list[str] | None:
-    """The --context: the text itself with --text, else the file's lines, one per line of the `pairs`."""
+    """The --context: the text itself with --text, else the file's lines, one per pair."""
     if args.context is None:
         return None
     if args.text:
@@ -165,9 +161,8 @@ def _context(args: argparse.Namespace, pairs: Any) -> list[str] | None:
 def _chosen(
     args: argparse.Namespace, metric: Any, pairs: Any, context: list[str] | None = None
 ) -> tuple[list[int | None], list[str], list[list[str]]]:
-    """Score every pair of the files once (the paired engine, each pair with its line of `context`), then read
-    back the pairs to explain: the `--worst` K of lowest F1, worst first (a tie: the earlier line), or every
-    pair in order. Line numbers count from 1."""
+    """Score every pair of the files once, then read back those to explain: the `--worst` K of lowest F1,
+    worst first (ties: the earlier line), or every pair in order. Line numbers count from 1."""
     import torch
 
     pairs = inputs.pair_lines(args.cand, args.ref)

@@ -1,5 +1,5 @@
 """``bertscore-tm mbr``: minimum-Bayes-risk selection, the hypothesis of each group that agrees most with the
-others (the highest mean F1, or the score --utility names, against the other hypotheses of its group)."""
+others."""
 
 from __future__ import annotations
 

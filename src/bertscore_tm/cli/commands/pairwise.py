@@ -69,9 +69,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 def _matrices(
     metric: Any, cands: list[str], refs: list[str], names: tuple[str, ...], checkpoint: str | None, shard_size: int
 ) -> dict[str, Any] | None:
-    """The matrices `names` (float64, on the CPU); under torchrun each process scores a contiguous block of rows
-    and rank 0 gathers them (None on the other processes). With a `checkpoint` folder, the rows go in shards kept
-    there (`bertscore_tm.corpus.resumable`), so that a run again after a kill scores only the missing ones."""
+    """The matrices `names` (float64, on the CPU); under torchrun each process scores a block of rows
+    and rank 0 gathers them (None elsewhere); with a `checkpoint`, in resumable shards."""
     import torch
 
     with processes(str(metric.device)) as job:

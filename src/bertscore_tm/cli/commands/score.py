@@ -1,7 +1,5 @@
-"""``bertscore-tm score``: candidates and references from files, one text per line; corpus means and, with
-``-s``, per-pair scores, as text, JSON or TSV; with ``--confidence``, a bootstrap interval of the F1 mean.
-With ``--data``, the pairs are columns of a Parquet, JSON Lines, CSV or TSV file, and ``-o`` gets every input
-column plus the scores (`bertscore_tm.corpus.tables`)."""
+"""``bertscore-tm score``: candidates and references from line files, or the columns of a table with
+``--data``; corpus means, per-pair scores, bootstrap intervals, as text, JSON or TSV."""
 
 from __future__ import annotations
 
@@ -131,9 +129,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _run_data(args: argparse.Namespace, out: TextIO) -> int:
-    """``--data FILE -o OUT``: the pairs of a file of rows scored as line files are (the same metric, the same
-    numbers, --checkpoint alike), then every row of FILE written to OUT with the score columns added, atomically.
-    The summary (means, hash) goes to standard output as without --data."""
+    """``--data FILE -o OUT``: the pairs of a table scored as line files are, every row of FILE written to
+    OUT with the score columns added; the summary goes to standard output."""
     from bertscore_tm.corpus.tables import WRITES, ColumnFile, file_format, write_scored
 
     if args.cand is not None or args.ref:
@@ -187,7 +184,7 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _references_per_candidate(groups: list[list[str]]) -> int | None:
-    """Every row's number of references (a column of lists may give rows different numbers: then None).
+    """Every row's number of references; None where rows differ.
 
     >>> _references_per_candidate([["a", "b"], ["c", "d"]]), _references_per_candidate([["a"], ["b", "c"]])
     (2, None)
@@ -197,8 +194,7 @@ def _references_per_candidate(groups: list[list[str]]) -> int | None:
 
 
 def _context(args: argparse.Namespace, lines: int) -> list[str] | None:
-    """The --context file's lines, one per candidate line (checked before the model loads); with --checkpoint
-    they are part of the checkpoint's identity (`score_resumable`)."""
+    """The --context file's lines, one per candidate line, checked before the model loads."""
     if args.context is None:
         return None
     context = inputs.read_lines(args.context, "context")
@@ -208,8 +204,7 @@ def _context(args: argparse.Namespace, lines: int) -> list[str] | None:
 
 
 def _stream(metric: Any, pairs: Any, job: Any, context: list[str] | None = None) -> Any:
-    """This process's share of the lines, read and scored a chunk at a time (each pair with its `context`
-    line, if any); the gathered scores."""
+    """This process's share of the lines, scored a chunk at a time; the gathered scores."""
     start, stop = job.shard(len(pairs))
     for cands, targets in pairs.chunks(start, stop):
         metric.update(cands, targets, context=None if context is None else context[start : start + len(cands)])
@@ -220,7 +215,7 @@ def _stream(metric: Any, pairs: Any, job: Any, context: list[str] | None = None)
 
 
 def _all_lines(pairs: Any) -> tuple[list[str], list[Any]]:
-    """Every candidate line and its references, in memory (a resumable run digests the texts of each shard)."""
+    """Every candidate line and its references, in memory (a resumable run digests each shard's texts)."""
     cands: list[str] = []
     targets: list[Any] = []
     for chunk_cands, chunk_targets in pairs.chunks():
@@ -234,7 +229,6 @@ Scores = list[list[float]]
 
 
 def _names(args: argparse.Namespace) -> list[str]:
-    """The columns' names: P, R, F1, and F-beta as ``F<beta>`` (``F3``) with --beta."""
     return ["P", "R", "F1"] + ([] if args.beta is None else [f"F{args.beta:g}"])
 
 
@@ -248,9 +242,8 @@ def _report(
     best: list[int] | None = None,
     references: int | None = None,
 ) -> str:
-    """What `score` prints, in the --format asked for (`code`: the scores' hash code, which names a context
-    where the pairs had one; `best`: each pair's best reference, and `references`: every candidate's number of
-    references, None where it varies, for JSON)."""
+    """What `score` prints, in the --format asked for (`best`: each pair's best reference; `references`: the
+    references per candidate, None where it varies)."""
     means = [math.fsum(x) / len(x) for x in scores]
     if args.format == "text":
         lines = _text(code, _names(args), means, scores, ci, resampling, args.seg_level)
@@ -289,8 +282,6 @@ def _json(
     best: list[int] | None = None,
     references: int | None = None,
 ) -> dict[str, Any]:
-    """The JSON document (`references`: every candidate's number of references; None where rows of --data have
-    different numbers)."""
     num = outputs.json_number
     doc: dict[str, Any] = {
         "hash": code,

@@ -1,5 +1,4 @@
-"""``bertscore-tm show``: the token-by-token similarity matrix of one pair as a heatmap, special tokens and best
-matches drawn, IDF weights where asked (needs matplotlib; docs/explain.md)."""
+"""``bertscore-tm show``: the token similarity matrix of one pair as a heatmap (needs matplotlib)."""
 
 from __future__ import annotations
 
@@ -50,8 +49,6 @@ def add_parser(sub: Any) -> None:
 
 
 def _texts(args: argparse.Namespace) -> tuple[str, ...]:
-    """The options that hold texts, not file names (so no output is compared with them,
-    `bertscore_tm.cli.outputs.read_files`): -c and -r."""
     return ("cand", "ref")
 
 
