@@ -119,6 +119,16 @@ def references(paths: Sequence[str], lines: int, mismatch: str) -> list[str] | l
     return groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups, strict=True)]
 
 
+def context_lines(path: str | None, lines: int) -> list[str] | None:
+    """The --context file's lines, one per candidate line; None without one."""
+    if path is None:
+        return None
+    context = read_lines(path, "context")
+    if len(context) != lines:
+        raise UsageError(f"the context file {path} has {len(context)} line(s) for {lines} candidate line(s)")
+    return context
+
+
 class LinesInMemory:
     """Lines read whole (standard input cannot be read twice), with the interface of `ParallelFiles`."""
 

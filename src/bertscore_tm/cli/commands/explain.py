@@ -91,9 +91,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     _check(args)
     html = None if args.html is None else outputs.check_output(args.html, "explain.html")
     target = None if args.output is None else outputs.check_output(args.output, "explain.txt")
-    idf_references = _idf_references(args)
-    pairs = None if args.text else inputs.pair_lines(args.cand, args.ref)  # checked before the model loads
-    context = _context(args, pairs)
+    idf_references = None if args.idf_references is None else inputs.read_lines(args.idf_references, "IDF reference")
+    if args.text:
+        pairs, context = None, None if args.context is None else [args.context]
+    else:
+        pairs = inputs.pair_lines(args.cand, args.ref)  # checked before the model loads
+        context = inputs.context_lines(args.context, len(pairs))
     metric = metrics.scoring_metric(args)
     from bertscore_tm.explanations.explanation import explain_pairs
     from bertscore_tm.explanations.weighting import weighting
@@ -138,26 +141,6 @@ def _check(args: argparse.Namespace) -> None:
         inputs.check_stdin([args.cand, *args.ref], "-c/-r")
 
 
-def _idf_references(args: argparse.Namespace) -> list[str] | None:
-    if args.idf_references is None:
-        return None
-    return inputs.read_lines(args.idf_references, "IDF reference")
-
-
-def _context(args: argparse.Namespace, pairs: Any) -> list[str] | None:
-    """The --context: the text itself with --text, else the file's lines, one per pair."""
-    if args.context is None:
-        return None
-    if args.text:
-        return [args.context]
-    context = inputs.read_lines(args.context, "context")
-    if len(context) != len(pairs):
-        raise UsageError(
-            f"the context file {args.context} has {len(context)} line(s) for {len(pairs)} candidate line(s)"
-        )
-    return context
-
-
 def _chosen(
     args: argparse.Namespace, metric: Any, pairs: Any, context: list[str] | None = None
 ) -> tuple[list[int | None], list[str], list[list[str]]]:
@@ -165,11 +148,6 @@ def _chosen(
     worst first (ties: the earlier line), or every pair in order. Line numbers count from 1."""
     import torch
 
-    pairs = inputs.pair_lines(args.cand, args.ref)
-    if context is not None and len(context) != len(pairs):
-        raise UsageError(
-            f"the context file {args.context} has {len(context)} line(s) for {len(pairs)} candidate line(s)"
-        )
     done = 0
     for cands, targets in pairs.chunks():
         part = None if context is None else context[done : done + len(cands)]
