@@ -17,8 +17,7 @@ def dtype(name: str) -> Any:
 
 
 def device(name: str | None) -> str:
-    """The device asked for, checked to hold tensors (before any model loads); else cuda if available, else
-    cpu."""
+    """The device asked for, checked to hold tensors (before any model loads); else cuda if available, else cpu."""
     import torch
 
     if name is None:
@@ -60,11 +59,7 @@ def process_device(name: str | None) -> str:
             f"--device {name}: torchrun started {world} processes, and each uses the GPU of its LOCAL_RANK; "
             "pass --device cuda (or choose the GPUs with CUDA_VISIBLE_DEVICES)"
         )
-    if name is None:
-        import torch
-
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    return device(local_device(name, local_rank))
+    return device(local_device(device(None) if name is None else name, local_rank))
 
 
 def _cuda_index(name: str) -> int | None:

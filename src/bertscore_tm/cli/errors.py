@@ -118,6 +118,5 @@ def show_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    """`warnings.showwarning` for the command line: ``bertscore-tm: warning: ...``, without the source
-    line."""
+    """`warnings.showwarning` for the command line: ``bertscore-tm: warning: ...``, without the source line."""
     print(f"{PROG}: warning: {message}", file=sys.stderr if file is None else file)

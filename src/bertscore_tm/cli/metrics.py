@@ -37,12 +37,9 @@ def make_metric(**kwargs: Any) -> Any:
 
 
 def rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
-    """The metric of the options every scoring command shares, each checked before the model
-    loads."""
+    """The metric of the options every scoring command shares, each checked before the model loads."""
     options.check_run_options(args)
-    long_texts = options.long_texts(args)
-    source = options.model_source(args)
-    name = model_name(args, **source)
+    name, model_options = checked_model(args)
     check_layer(args, name)
     check_baseline(args, name)
     device = devices.process_device(args.device)
@@ -54,8 +51,21 @@ def rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
         baseline_path=args.baseline_path,
         device=device,
         compile_model=getattr(args, "compile", False),
-        **source,
-        **long_texts,
+        **model_options,
+        **extra,
+    )
+
+
+def all_layers_metric(args: argparse.Namespace, name: str, model_options: dict[str, Any], **extra: Any) -> Any:
+    """A metric scoring every layer (so a model without a tabled default layer is fine), of the run options."""
+    return make_metric(
+        model_name_or_path=name,
+        all_layers=True,
+        lang=args.lang,
+        batch_size=args.batch_size,
+        model_dtype=devices.dtype(args.dtype),
+        compile_model=args.compile,
+        **model_options,
         **extra,
     )
 
@@ -73,6 +83,13 @@ def scoring_metric(args: argparse.Namespace) -> Any:
         candidate_prompt=getattr(args, "candidate_prompt", None),
         reference_prompt=getattr(args, "reference_prompt", None),
     )
+
+
+def checked_model(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The model's name, and the metric's arguments for where it comes from and for long texts, checked."""
+    long_texts = options.long_texts(args)
+    source = options.model_source(args)
+    return model_name(args, **source), {**source, **long_texts}
 
 
 def model_name(args: argparse.Namespace, **source: Any) -> str:

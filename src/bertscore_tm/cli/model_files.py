@@ -10,15 +10,11 @@ from pathlib import Path
 from bertscore_tm.cli.errors import UsageError, one_line
 
 #: What transformers reads from a model folder, in its order of preference: one file, or an index of shards.
-WEIGHTS = (
-    ("model.safetensors", "model.safetensors.index.json"),
-    ("pytorch_model.bin", "pytorch_model.bin.index.json"),
-)
+WEIGHTS = (("model.safetensors", "model.safetensors.index.json"), ("pytorch_model.bin", "pytorch_model.bin.index.json"))
 
 
 def weights_files(folder: Path) -> list[Path]:
-    """The weights files transformers will read from `folder` (none: transformers says what is
-    missing)."""
+    """The weights files transformers will read from `folder` (none: transformers says what is missing)."""
     for single, index in WEIGHTS:
         if (folder / single).is_file():
             return [folder / single]
@@ -73,8 +69,7 @@ def _safetensors_problem(file: Path, size: int) -> str | None:
 
 
 def _torch_zip_problem(file: Path) -> str | None:
-    """torch.save writes a zip archive, whose directory is at its end: a cut-short file has
-    none."""
+    """torch.save writes a zip archive, whose directory is at its end: a cut-short file has none."""
     with file.open("rb") as fh:
         magic = fh.read(4)
     if magic == b"PK\x03\x04" and not zipfile.is_zipfile(file):

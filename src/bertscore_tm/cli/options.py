@@ -62,7 +62,6 @@ def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
     p.add_argument(
         "-m",
         "--model",
-        default=None,
         metavar="MODEL",
         help="model name or local directory (default: the language's default model; "
         f"'{PACKAGED_MINILM}' is the packaged one, always available)",
@@ -72,7 +71,6 @@ def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
             "-l",
             "--num-layers",
             type=int,
-            default=None,
             metavar="N",
             help="use the output of layer N (0 = embeddings; default: the model's tuned layer)",
         )
@@ -81,7 +79,7 @@ def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
         default=default("lang"),
         help=f"language code: picks the default model and the packaged baseline (default: {default('lang')})",
     )
-    p.add_argument("--revision", default=None, metavar="REV", help=_help("revision"))
+    p.add_argument("--revision", metavar="REV", help=_help("revision"))
     p.add_argument("--offline", action="store_true", help=_help("local_files_only"))
     p.add_argument("--trust-remote-code", action="store_true", help=_help("trust_remote_code"))
 
@@ -92,11 +90,7 @@ def _help(setting: str) -> str:
 
 
 def model_source(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "revision": args.revision,
-        "local_files_only": args.offline,
-        "trust_remote_code": args.trust_remote_code,
-    }
+    return {"revision": args.revision, "local_files_only": args.offline, "trust_remote_code": args.trust_remote_code}
 
 
 def add_rescale_options(p: argparse.ArgumentParser) -> None:
@@ -107,7 +101,6 @@ def add_rescale_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--baseline-path",
-        default=None,
         metavar="FILE",
         help="with --rescale-with-baseline: rescale with this LAYER,P,R,F baseline file instead",
     )
@@ -118,7 +111,6 @@ def add_beta_option(p: argparse.ArgumentParser, what: str | None = None) -> None
     p.add_argument(
         "--beta",
         type=_number("--beta"),
-        default=None,
         metavar="B",
         help=what
         or "also report F-beta, recall weighing B times precision (--beta 3: CodeBERTScore's F3); the best "
@@ -129,7 +121,6 @@ def add_beta_option(p: argparse.ArgumentParser, what: str | None = None) -> None
 def add_ignore_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ignore",
-        default=None,
         metavar="RULE",
         help="leave tokens out of the matching and the weights (still encoded): 'punctuation' (CodeBERTScore's "
         "no_punc rule) or a regular expression matching a whole piece",
@@ -140,7 +131,6 @@ def add_prompt_options(p: argparse.ArgumentParser) -> None:
     for side in ("candidate", "reference"):
         p.add_argument(
             f"--{side}-prompt",
-            default=None,
             metavar="TEXT",
             help=f"a fixed prompt before every {side} (e.g. 'query: '), encoded with it and left out of the matching",
         )
@@ -150,7 +140,6 @@ def add_context_option(p: argparse.ArgumentParser, more: str = "") -> None:
     """``--context FILE``; `more` adds what the command does besides."""
     p.add_argument(
         "--context",
-        default=None,
         metavar="FILE",
         help="a context per pair, one per line (line i for candidate i): encoded with the candidate and its "
         f"references, left out of the matching (CodeBERTScore's sources){more}",
@@ -179,27 +168,22 @@ def add_long_text_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--window-stride",
         type=int,
-        default=None,
         metavar="N",
         help="with --long-texts window: tokens between window starts (default: half the window)",
     )
 
 
 def add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
-    """--device; with `batch` (every command but show) also --batch-size, --dtype, --compile and
-    --progress."""
+    """--device; with `batch` (every command but show) also --batch-size, --dtype, --compile and --progress."""
     if batch:
         p.add_argument(
             "-b",
             "--batch-size",
             type=int,
-            default=None,
             metavar="N",
             help="at most N texts per forward pass (default: as many as the token budget allows)",
         )
-    p.add_argument(
-        "--device", default=None, help="torch device, e.g. cpu, cuda, cuda:1 (default: cuda if available, else cpu)"
-    )
+    p.add_argument("--device", help="torch device, e.g. cpu, cuda, cuda:1 (default: cuda if available, else cpu)")
     if batch:
         _add_speed_options(p)
 
@@ -220,7 +204,6 @@ def _add_speed_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="show a progress bar on stderr (default: when stderr is a terminal)",
     )
 
@@ -241,14 +224,11 @@ def add_resampling_options(
     )
     p.add_argument(
         "--bootstrap",
-        default=None,
         metavar="N",
         help=f"resamples{' (and, with --method randomization, shuffles)' if shuffles else ''} to draw "
         f"(default: {DEFAULT_RESAMPLES}; at most {MAX_RESAMPLES:,})",
     )
-    p.add_argument(
-        "--seed", default=None, metavar="S", help="seed of the resampling: same seed, same numbers (default: 0)"
-    )
+    p.add_argument("--seed", metavar="S", help="seed of the resampling: same seed, same numbers (default: 0)")
 
 
 def add_checkpoint_options(p: argparse.ArgumentParser, items: str, default: int = SHARD_SIZE) -> None:
@@ -256,7 +236,6 @@ def add_checkpoint_options(p: argparse.ArgumentParser, items: str, default: int 
     p.set_defaults(shard_default=default)
     p.add_argument(
         "--checkpoint",
-        default=None,
         metavar="DIR",
         help=f"keep the scores of each finished shard of {items} in DIR; run the same command again after an "
         "interruption to score only the rest (same output, bit for bit). A DIR made from other inputs or settings "
@@ -264,7 +243,6 @@ def add_checkpoint_options(p: argparse.ArgumentParser, items: str, default: int 
     )
     p.add_argument(
         "--shard-size",
-        default=None,
         metavar="N",
         help=f"{items} per checkpoint shard (default: {default:,}): an interruption loses at most one shard's work",
     )
@@ -299,8 +277,7 @@ def check_run_options(args: argparse.Namespace) -> None:
 
 
 def long_texts(args: argparse.Namespace) -> dict[str, Any]:
-    """The metric's long-text arguments; a stride without windows is said in the command line's
-    terms."""
+    """The metric's long-text arguments; a stride without windows is said in the command line's terms."""
     if args.window_stride is not None and args.long_texts != "window":
         raise UsageError(f"--window-stride {args.window_stride} needs --long-texts window")
     return {"long_texts": args.long_texts, "window_stride": args.window_stride}

@@ -147,6 +147,15 @@ def check_output(path: str, example: str) -> Path:
     return target
 
 
+def need_matplotlib(what: str) -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            f"{what} needs matplotlib: pip install 'bertscore-tm[plot]' (or pip install matplotlib)"
+        ) from None
+
+
 def image_target(path: str) -> tuple[Path, str]:
     """The file a picture option really writes and its format, checked before any model loads."""
     if Path(path).expanduser().is_dir():
@@ -260,6 +269,12 @@ def _move_onto(temp: Path, real: Path) -> None:
             os.fsync(folder)
         finally:
             os.close(folder)
+
+
+def aligned(rows: list[list[str]]) -> list[str]:
+    """Rows of cells as text columns, each as wide as its widest cell."""
+    widths = [max(len(row[j]) for row in rows) for j in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
 def json_number(x: float) -> float | None:

@@ -7,12 +7,7 @@ from typing import TYPE_CHECKING
 
 from bertscore_tm.lazy import exports
 
-__all__ = [
-    "plot_layers",
-    "plot_similarity",
-    "render_html",
-    "render_text",
-]
+__all__ = ["plot_layers", "plot_similarity", "render_html", "render_text"]
 
 __getattr__ = exports(
     __name__,

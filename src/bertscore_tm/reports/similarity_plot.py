@@ -34,10 +34,6 @@ class PairPlot:
     ref_weights: tuple[float, ...] = ()
 
 
-def _token_ids(metric: BERTScore, text: str) -> Tensor:
-    return metric.token_ids(text).long()
-
-
 def _labels(metric: BERTScore, ids: Tensor) -> list[str]:
     tokenizer = metric.tokenizer
     special = set(tokenizer.all_special_ids)
@@ -53,7 +49,7 @@ def similarity_matrix(metric: BERTScore, candidate: str, reference: str) -> tupl
     layer, special tokens included, with both sides' labels."""
     if metric.all_layers:
         raise ValueError("similarity_matrix needs a metric for one layer (all_layers=False)")
-    c_ids, r_ids = _token_ids(metric, candidate), _token_ids(metric, reference)
+    c_ids, r_ids = metric.token_ids(candidate).long(), metric.token_ids(reference).long()
     vectors, starts = metric.embedder.embed([c_ids, r_ids])
     c_vec = vectors[int(starts[0]) : int(starts[0]) + len(c_ids)]
     r_vec = vectors[int(starts[1]) : int(starts[1]) + len(r_ids)]
@@ -69,8 +65,7 @@ def plot_similarity(
     format: str | None = None,
     idf_references: Sequence[str] | None = None,
 ) -> PairPlot:
-    """Explain one pair with `metric` (its state left alone) and save its similarity heatmap to
-    `path`."""
+    """Explain one pair with `metric` (its state left alone) and save its similarity heatmap to `path`."""
     why = metric.explain(candidate, reference, idf_references=idf_references)
     sim, c_labels, r_labels = similarity_matrix(metric, candidate, reference)
     baseline = metric.baseline  # [1, 3]: the layer's row when the metric rescales
@@ -78,9 +73,7 @@ def plot_similarity(
     if baseline is not None:
         b = float(baseline[0, 2])
         sim = (sim - b) / (1 - b)
-    title = f"P = {why.precision:.4f}   R = {why.recall:.4f}   F1 = {why.f1:.4f}" + (
-        "   (rescaled)" if rescaled else ""
-    )
+    title = f"P = {why.precision:.4f}   R = {why.recall:.4f}   F1 = {why.f1:.4f}" + "   (rescaled)" * rescaled
     fig = draw_heatmap(
         sim,
         _weighed(c_labels, why.candidate_tokens, metric.idf),

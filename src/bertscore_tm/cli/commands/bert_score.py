@@ -20,14 +20,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="bert-score's command line: every flag as bert-score 0.3.13 spells it, the output as it "
         "prints it, the scores equal to bert-score run unpadded. The other commands: bertscore-tm --help.",
     )
-    p.add_argument("--lang", default=None, help="language code (picks the default model and the baseline)")
-    p.add_argument("-m", "--model", default=None, help="model name or local directory")
-    p.add_argument("-l", "--num_layers", type=int, default=None, help="use the output of layer N")
+    p.add_argument("--lang", help="language code (picks the default model and the baseline)")
+    p.add_argument("-m", "--model", help="model name or local directory")
+    p.add_argument("-l", "--num_layers", type=int, help="use the output of layer N")
     p.add_argument("-b", "--batch_size", type=int, default=64, help="texts per forward pass at most (default: 64)")
-    p.add_argument("--nthreads", type=int, default=None, help="CPU threads torch uses while scoring")
+    p.add_argument("--nthreads", type=int, help="CPU threads torch uses while scoring")
     p.add_argument("--idf", action="store_true", help="weigh tokens by IDF over the references")
     p.add_argument("--rescale_with_baseline", action="store_true", help="rescale with the model's baseline")
-    p.add_argument("--baseline_path", default=None, help="with --rescale_with_baseline: a baseline file of yours")
+    p.add_argument("--baseline_path", help="with --rescale_with_baseline: a baseline file of yours")
     p.add_argument(
         "--use_fast_tokenizer",
         action="store_false",

@@ -64,7 +64,6 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     c.add_argument(
         "--html",
-        default=None,
         metavar="FILE",
         help=f"also write one self-contained HTML page there: the table, the F1 differences per segment as a plot, "
         f"and the {HTML_SEGMENTS} segments per system where it differs most from the baseline, both sides explained",
@@ -89,10 +88,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     shard_size = options.shard_size(args)
 
     metric = metrics.scoring_metric(args)
-    if args.checkpoint is None:
-        scores = _score(metric, systems, targets)
-    else:
-        scores = _score_resumable(metric, systems, targets, args.checkpoint, shard_size)
+    scores = _score(metric, systems, targets, args.checkpoint, shard_size)
     if scores is None:  # a torchrun process other than rank 0
         return 0
     rows = _rows(names, scores, args.method, settings)
@@ -140,43 +136,38 @@ def _read(names: list[str], refs: list[str]) -> tuple[list[list[str]], list[str]
     return systems, targets
 
 
-def _score(metric: Any, systems: list[list[str]], targets: list[str] | list[list[str]]) -> dict[str, Any] | None:
-    """Every system's per-line scores in one compute (shared texts embedded once); None on a torchrun process
-    other than rank 0."""
-    from bertscore_tm.comparison.systems import score_systems
-
-    with processes(str(metric.device)) as job:
-        if not job.writes_output:
-            metric.verbose = False
-        start, stop = job.shard(len(targets))
-        shards = [Processes(rank, job.world_size).shard(len(targets)) for rank in range(job.world_size)]
-        with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
-            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
-            scores = score_systems(
-                metric, [s[start:stop] for s in systems], targets[start:stop], shard_sizes=[b - a for a, b in shards]
-            )
-    return scores if job.writes_output else None
-
-
-def _score_resumable(
-    metric: Any, systems: list[list[str]], targets: list[str] | list[list[str]], checkpoint: str, shard_size: int
+def _score(
+    metric: Any, systems: list[list[str]], targets: list[str] | list[list[str]], checkpoint: str | None, shard_size: int
 ) -> dict[str, Any] | None:
-    """As `_score`, each system in its own resumable run kept in `checkpoint`/system<i> (the
-    references embedded again for each system; the scores are the same)."""
+    """Every system's per-line scores, None on a torchrun process other than rank 0. In one compute (shared
+    texts embedded once), or with a `checkpoint` each system in its own resumable run kept in
+    `checkpoint`/system<i> (the references embedded again for each; the scores are the same)."""
     import torch
 
+    from bertscore_tm.comparison.systems import score_systems
     from bertscore_tm.corpus.resumable import score_resumable
 
     with processes(str(metric.device)) as job:
         if not job.writes_output:
             metric.verbose = False
-        per = [
-            score_resumable(metric, system, targets, f"{checkpoint}/system{i}", shard_size)
-            for i, system in enumerate(systems)
-        ]
-    if not job.writes_output:
-        return None
-    return {k: torch.stack([getattr(s, k) for s in per]) for k in ("precision", "recall", "f1")}
+        if checkpoint is not None:
+            per = [
+                score_resumable(metric, system, targets, f"{checkpoint}/system{i}", shard_size)
+                for i, system in enumerate(systems)
+            ]
+            scores = {k: torch.stack([getattr(s, k) for s in per]) for k in ("precision", "recall", "f1")}
+        else:
+            start, stop = job.shard(len(targets))
+            shards = [Processes(rank, job.world_size).shard(len(targets)) for rank in range(job.world_size)]
+            with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
+                warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+                scores = score_systems(
+                    metric,
+                    [s[start:stop] for s in systems],
+                    targets[start:stop],
+                    shard_sizes=[b - a for a, b in shards],
+                )
+    return scores if job.writes_output else None
 
 
 def _rows(names: list[str], scores: dict[str, Any], method: str, settings: Resampling) -> list[dict[str, Any]]:
@@ -250,9 +241,8 @@ def _table(code: str, method: str, settings: Resampling, rows: list[dict[str, An
         else:
             cells += [f"{row['delta_f1']:+.6f}", p_text(row["p_value"]) + (" *" if row["p_value"] < 0.05 else "")]
         table.append(cells)
-    widths = [max(len(r[j]) for r in table) for j in range(len(table[0]))]
     lines = [code, f"{_how(method, settings)}; * p < 0.05 (difference to the baseline, two-sided)"]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    lines += outputs.aligned(table)
     return "\n".join(lines) + "\n"
 
 

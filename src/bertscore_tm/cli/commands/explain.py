@@ -36,12 +36,11 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="-c and -r are the texts of one pair themselves, not files (several -r texts: several references)",
     )
-    e.add_argument("--worst", type=int, default=None, metavar="K", help="explain the K pairs of lowest F1 only")
+    e.add_argument("--worst", type=int, metavar="K", help="explain the K pairs of lowest F1 only")
     options.add_model_options(e)
     e.add_argument("--idf", action="store_true", help="weigh tokens by IDF over the references of all the files")
     e.add_argument(
         "--idf-references",
-        default=None,
         metavar="FILE",
         help="with --idf --text: count the IDF over these references (one per line) instead of the pair's own",
     )
@@ -65,13 +64,12 @@ def _add_output_options(e: argparse.ArgumentParser) -> None:
     e.add_argument(
         "--threshold",
         type=float,
-        default=None,
         metavar="T",
         help="a word is weak when its support is below T (default: the layer's rescale baseline, where known)",
     )
     e.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    e.add_argument("--html", default=None, metavar="FILE", help="also write one self-contained HTML page there")
-    e.add_argument("-o", "--output", default=None, metavar="FILE", help="write the text or JSON there")
+    e.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page there")
+    e.add_argument("-o", "--output", metavar="FILE", help="write the text or JSON there")
     e.add_argument(
         "--tokens",
         action=argparse.BooleanOptionalAction,
@@ -81,7 +79,6 @@ def _add_output_options(e: argparse.ArgumentParser) -> None:
     e.add_argument(
         "--color",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="colour the weak words (default: on a terminal, unless NO_COLOR is set)",
     )
 

@@ -23,9 +23,7 @@ def add_parser(sub: Any) -> None:
     )
     a.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line (the matrix's rows)")
     a.add_argument("-r", "--ref", required=True, metavar="FILE", help="references, one per line (the matrix's columns)")
-    a.add_argument(
-        "-o", "--output", default=None, metavar="FILE", help="write the matrix to FILE (default: standard output)"
-    )
+    a.add_argument("-o", "--output", metavar="FILE", help="write the matrix to FILE (default: standard output)")
     options.add_model_options(a)
     a.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     options.add_rescale_options(a)

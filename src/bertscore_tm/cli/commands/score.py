@@ -27,7 +27,7 @@ def add_parser(sub: Any) -> None:
         "A FILE of '-' is standard input (for one of -c/-r at most). Or --data FILE: the pairs are columns of a "
         "Parquet, JSON Lines, CSV or TSV file, and -o gets every input column plus the scores.",
     )
-    s.add_argument("-c", "--cand", default=None, metavar="FILE", help="candidates, one per line ('-': standard input)")
+    s.add_argument("-c", "--cand", metavar="FILE", help="candidates, one per line ('-': standard input)")
     options.add_many(
         s,
         "-r",
@@ -55,7 +55,6 @@ def add_parser(sub: Any) -> None:
     s.add_argument(
         "-o",
         "--output",
-        default=None,
         metavar="FILE",
         help="write the results to FILE, once they are computed (default: standard output)",
     )
@@ -69,18 +68,14 @@ def add_parser(sub: Any) -> None:
 def _add_data_options(s: Any) -> None:
     s.add_argument(
         "--data",
-        default=None,
         metavar="FILE",
         help="score the pairs of a file of rows instead of line files: Parquet, JSON Lines, CSV or TSV (by its "
         "extension); -o FILE (.parquet, .jsonl or .csv) gets every input column plus bertscore_precision, "
         "bertscore_recall and bertscore_f1 (and bertscore_best_reference with several references)",
     )
-    s.add_argument(
-        "--candidate-column", default=None, metavar="C", help="with --data: the candidates' column (default: candidate)"
-    )
+    s.add_argument("--candidate-column", metavar="C", help="with --data: the candidates' column (default: candidate)")
     s.add_argument(
         "--context-column",
-        default=None,
         metavar="X",
         help="with --data: each row's context (as --context gives it to line files; an empty cell: none)",
     )
@@ -260,10 +255,7 @@ def _tsv(
 ) -> list[str]:
     if not seg_level:
         extra = ([], []) if ci is None else (["F1_low", "F1_high"], list(ci))
-        return [
-            "\t".join(["hash", *names, *extra[0]]),
-            f"{code}\t" + "\t".join(repr(x) for x in [*means, *extra[1]]),
-        ]
+        return ["\t".join(["hash", *names, *extra[0]]), f"{code}\t" + "\t".join(repr(x) for x in [*means, *extra[1]])]
     # one row per pair: the hash and the means stay, as comment lines before the table
     lines = [f"# hash\t{code}", "# mean\t" + "\t".join(repr(x) for x in means)]
     if ci is not None:
