@@ -1,4 +1,4 @@
-"""`python -m bertscore_tm.cli`: the same command line as `python -m bertscore_tm` (as when cli was one module)."""
+"""`python -m bertscore_tm.cli`: the same command line as `python -m bertscore_tm`."""
 
 import sys
 

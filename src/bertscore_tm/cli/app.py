@@ -1,7 +1,5 @@
-"""The parser of every command, and the entry point that runs one and turns what goes wrong into one line and
-an exit code (`bertscore_tm.cli.errors`). Every command's parser refuses an option that takes one value given twice
-(`bertscore_tm.cli.options.CommandParser`), and every command's outputs are checked against its inputs and each
-other before it runs (`bertscore_tm.cli.outputs.check_files`), here, so that no command can miss either."""
+"""The parser of every command, and the entry point that runs one and turns what goes wrong into one line
+and an exit code. Outputs are checked against inputs here, so that no command can miss it."""
 
 from __future__ import annotations
 

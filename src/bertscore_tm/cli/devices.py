@@ -1,6 +1,5 @@
-"""The device and dtype a command runs with, checked before any model loads, and what torchrun changes: each
-process takes the GPU of its ``LOCAL_RANK``, and the commands that do not split their work refuse to run on
-several processes."""
+"""The device and dtype a command runs with, checked before any model loads; under torchrun each process
+takes the GPU of its ``LOCAL_RANK``."""
 
 from __future__ import annotations
 
@@ -12,15 +11,13 @@ from bertscore_tm.distributed.launch import launched, local_device
 
 
 def dtype(name: str) -> Any:
-    """The torch dtype of a ``--dtype`` choice (one of `bertscore_tm.settings.arguments.MODEL_DTYPES`)."""
     import torch
 
     return getattr(torch, name)
 
 
 def device(name: str | None) -> str:
-    """The device to run on: as asked, checked to hold tensors here (before any model loads), else cuda if
-    available, else cpu."""
+    """The device asked for, checked to hold tensors (before any model loads); else cuda if available, else cpu."""
     import torch
 
     if name is None:
@@ -52,9 +49,8 @@ def device(name: str | None) -> str:
 
 
 def process_device(name: str | None) -> str:
-    """`device`, and under torchrun (WORLD_SIZE > 1) a bare ``cuda`` becomes this process's GPU (LOCAL_RANK),
-    checked there (so no process touches another's GPU); a GPU named by its index is refused there, since every
-    process would take that one GPU."""
+    """`device`; under torchrun a bare ``cuda`` becomes this process's GPU, and a GPU named by index is
+    refused, since every process would take that one GPU."""
     _, world, local_rank = launched()
     if world <= 1:
         return device(name)
@@ -63,16 +59,11 @@ def process_device(name: str | None) -> str:
             f"--device {name}: torchrun started {world} processes, and each uses the GPU of its LOCAL_RANK; "
             "pass --device cuda (or choose the GPUs with CUDA_VISIBLE_DEVICES)"
         )
-    if name is None:
-        import torch
-
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    return device(local_device(name, local_rank))
+    return device(local_device(device(None) if name is None else name, local_rank))
 
 
 def _cuda_index(name: str) -> int | None:
-    """The index of a CUDA device name ("cuda:1" -> 1); None for anything else (an unparsable name included:
-    `device` says what is wrong with it)."""
+    """The index of a CUDA device name; None for anything else (`device` reports a bad name)."""
     import torch
 
     try:
@@ -83,7 +74,7 @@ def _cuda_index(name: str) -> int | None:
 
 
 def one_process(command: str) -> None:
-    """Refuse a subcommand that does not split its work across processes when torchrun started several."""
+    """Refuse a command that does not split its work when torchrun started several processes."""
     world = launched()[1]
     if world > 1:
         raise UsageError(

@@ -1,10 +1,6 @@
-"""What the command line says when something goes wrong, and how it exits.
-
-A user error (`UsageError`, or any of the library's `bertscore_tm.errors.BERTScoreError`) is one line,
-``bertscore-tm: error: ...``, and exit code 2; a library error that names a Python argument gets a hint that spells
-it as the command line does. SIGINT is one line and 130, SIGTERM one line and 143 (`Terminated`); a reader that went
-away (``... | head``) ends quietly with 1. Anything else is a bug, and keeps its traceback.
-"""
+"""What the command line says when something goes wrong, and how it exits: a user error is one line and
+exit code 2, with a hint spelling a library error's Python argument as the command line does. Anything else is a
+bug, and keeps its traceback."""
 
 from __future__ import annotations
 
@@ -14,8 +10,7 @@ from typing import TextIO
 from bertscore_tm.errors import BERTScoreError
 
 PROG = "bertscore-tm"
-#: Exit codes: a process of a torchrun job lost; a user error; SIGINT and SIGTERM (128 + the signal's number, as a
-#: shell reports them).
+#: Exit codes: a torchrun peer lost; a user error; SIGINT and SIGTERM (128 + the signal, as a shell says).
 LOST_PROCESS, USER_ERROR, INTERRUPTED, TERMINATED = 1, 2, 130, 143
 
 
@@ -24,8 +19,8 @@ class UsageError(Exception):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised as SIGINT raises KeyboardInterrupt (`bertscore_tm.cli.signals.terminable`): the same
-    unwinding (a half-written output's temporary file is removed), then one line and exit code 143."""
+    """SIGTERM, raised as SIGINT raises KeyboardInterrupt, so that it unwinds the same way (temporary files
+    removed) before its one line and exit code 143."""
 
 
 def one_line(err: BaseException) -> str:
@@ -40,10 +35,8 @@ def one_line(err: BaseException) -> str:
 
 
 def lost_process(err: BaseException) -> bool:
-    """Whether `err` is torch.distributed saying that another process of the job went away (killed, out of
-    memory, its node lost) or stopped answering within the collectives' timeout
-    (`bertscore_tm.distributed.launch.TIMEOUT`). torch is not imported for this: without it there is no process group
-    either."""
+    """Whether `err` is torch.distributed saying another process of the job went away or stopped
+    answering. torch is not imported for this: without it there is no process group either."""
     dist_error = getattr(sys.modules.get("torch.distributed"), "DistError", None)
     if dist_error is not None and isinstance(err, dist_error):
         return True
@@ -54,7 +47,6 @@ def lost_process(err: BaseException) -> bool:
 
 
 def lost_process_line(err: BaseException) -> str:
-    """What a process of a job whose peer was lost says, instead of a traceback from inside the collective."""
     return (
         f"{PROG}: error: another process of this torchrun job stopped or stopped answering ({one_line(err)}); "
         "nothing was written. Run the command again; with --checkpoint DIR only the unfinished shards are scored"
@@ -62,12 +54,10 @@ def lost_process_line(err: BaseException) -> str:
 
 
 def error_line(err: BaseException) -> str:
-    """The line a user error prints: the message, then the command line's hint where there is one."""
     return f"{PROG}: error: {one_line(err)}{hint(err)}"
 
 
-#: The command line's name for each Python argument, not a setting, that the library's errors can name in their
-#: `argument`; a setting's flag is in the settings table (`Setting.flag`).
+#: The flags of the Python arguments, not settings, that the library's errors can name (settings have theirs).
 OTHER_FLAGS = {
     "preds": "-c/--cand",
     "target": "-r/--ref",
@@ -97,8 +87,8 @@ def flag(argument: str) -> str | None:
 
 
 def hint(err: BaseException) -> str:
-    """The command-line spelling of the Python argument a library error names in its `argument` field: its
-    messages speak Python (``num_layers``, ``baseline_path=...``). Built from the field, never from the text.
+    """The command-line spelling of the Python argument a library error names in its `argument` field, built
+    from the field, never from the message.
 
     >>> from bertscore_tm.errors import ModelSetupError
     >>> hint(ModelSetupError("num_layers must be between 0 and 6, got 9", argument="num_layers"))

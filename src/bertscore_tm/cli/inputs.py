@@ -1,9 +1,5 @@
-"""What the commands read: text files (one text per line), standard input (``-``) and texts given as arguments.
-
-Every file is checked before any model is loaded: it exists, it is a file, it is UTF-8 text, it is not empty, and
-files that go together have as many lines. Standard input is read as UTF-8 bytes whatever the locale, once, and
-by one process (under torchrun every process reads the same files).
-"""
+"""What the commands read: text files (one text per line), standard input (``-``) and texts given as
+arguments, each checked before any model loads (exists, UTF-8, not empty, as many lines as its partners)."""
 
 from __future__ import annotations
 
@@ -20,8 +16,7 @@ STDIN = "-"
 
 
 def read_lines(path: str, what: str) -> list[str]:
-    """The lines of a UTF-8 text file, or of standard input for ``-`` (\\n, \\r\\n or \\r endings), checked to
-    hold at least one."""
+    """The lines of a UTF-8 text file, or of standard input for ``-``, checked to hold at least one."""
     text = _read_stdin(what) if path == STDIN else _read_file(path, what)
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -32,7 +27,7 @@ def read_lines(path: str, what: str) -> list[str]:
 
 
 def input_name(path: str, what: str) -> str:
-    """How messages name an input: ``candidate file x.txt``, or ``candidate file - (standard input)``.
+    """How messages name an input.
 
     >>> input_name("-", "corpus")
     'corpus file - (standard input)'
@@ -41,8 +36,7 @@ def input_name(path: str, what: str) -> str:
 
 
 def n_lines(n: int) -> str:
-    """``1 line``, ``3 lines``.
-
+    """
     >>> n_lines(1), n_lines(3)
     ('1 line', '3 lines')
     """
@@ -50,7 +44,6 @@ def n_lines(n: int) -> str:
 
 
 def _read_file(path: str, what: str) -> str:
-    """A file's text, checked to exist and to be UTF-8; universal newlines, like iterating over the file."""
     file = Path(path).expanduser()
     if not file.exists():
         raise UsageError(f"{what} file {path} does not exist")
@@ -68,8 +61,8 @@ def _read_file(path: str, what: str) -> str:
 
 
 def _read_stdin(what: str) -> str:
-    """Standard input read as bytes and decoded as UTF-8, as the files are (not in the locale's encoding,
-    which a pipe does not follow), with the same universal newlines."""
+    """Standard input decoded as UTF-8, as the files are (a pipe does not follow the locale), with the same
+    universal newlines."""
     if sys.stdin is None:
         raise UsageError(f"{input_name(STDIN, what)}: this process has no standard input")
     stream = getattr(sys.stdin, "buffer", None)
@@ -82,8 +75,7 @@ def _read_stdin(what: str) -> str:
 
 
 def check_stdin(paths: Sequence[str], flags: str) -> None:
-    """Standard input can be read once (a second ``-`` would silently get nothing), and by one process: under
-    torchrun the lines must come from files every process reads."""
+    """Standard input can be read once (a second ``-`` would silently get nothing), and by one process."""
     if sum(path == STDIN for path in paths) > 1:
         raise UsageError(
             f"standard input (-) can be read only once: give at most one of {flags} as -, the others as files"
@@ -96,8 +88,8 @@ def check_stdin(paths: Sequence[str], flags: str) -> None:
 
 
 def text_argument(text: str, what: str, flag: str) -> str:
-    """A text given on the command line, checked to be UTF-8: bytes that are not arrive as lone surrogates
-    (Python's surrogateescape), which no tokenizer accepts.
+    """A text given on the command line, checked to be UTF-8: bytes that are not arrive as lone
+    surrogates (surrogateescape), which no tokenizer accepts.
 
     >>> text_argument("caf\\udce9", "candidate", "-c")
     Traceback (most recent call last):
@@ -116,8 +108,8 @@ def text_argument(text: str, what: str, flag: str) -> str:
 
 
 def references(paths: Sequence[str], lines: int, mismatch: str) -> list[str] | list[list[str]]:
-    """The reference files, each checked to have `lines` lines (`mismatch` says what is wrong otherwise, after
-    ``reference file X has N lines but``): one string per line with one file, else a list per line."""
+    """The reference files, each checked to have `lines` lines (`mismatch` ends the message otherwise): one
+    string per line with one file, else a list per line."""
     groups: list[list[str]] = []
     for path in paths:
         refs = read_lines(path, "reference")
@@ -127,9 +119,18 @@ def references(paths: Sequence[str], lines: int, mismatch: str) -> list[str] | l
     return groups[0] if len(groups) == 1 else [list(g) for g in zip(*groups, strict=True)]
 
 
+def context_lines(path: str | None, lines: int) -> list[str] | None:
+    """The --context file's lines, one per candidate line; None without one."""
+    if path is None:
+        return None
+    context = read_lines(path, "context")
+    if len(context) != lines:
+        raise UsageError(f"the context file {path} has {len(context)} line(s) for {lines} candidate line(s)")
+    return context
+
+
 class LinesInMemory:
-    """Candidates and references read whole (standard input cannot be read twice), with the interface of
-    `bertscore_tm.corpus.files.ParallelFiles`."""
+    """Lines read whole (standard input cannot be read twice), with the interface of `ParallelFiles`."""
 
     def __init__(self, cands: list[str], targets: list[str] | list[list[str]]) -> None:
         self.cands, self.targets = cands, targets
@@ -144,9 +145,8 @@ class LinesInMemory:
 
 
 def pair_lines(cand: str, refs: Sequence[str]) -> Any:
-    """The candidate file and its reference files, checked (exist, UTF-8, not empty, as many lines each) before
-    any model loads: files are counted now and read as a stream later (`bertscore_tm.corpus.files`); standard input
-    is read whole."""
+    """The candidate file and its reference files, checked before any model loads; files are read as a
+    stream later, standard input whole."""
     if STDIN not in (cand, *refs):
         from bertscore_tm.corpus.files import ParallelFiles
 

@@ -1,4 +1,4 @@
-"""Bootstrap intervals of the F1 mean (``score --confidence``, ``compare``) and how their numbers are printed."""
+"""Bootstrap intervals of the F1 mean (``score --confidence``, ``compare``) and how their numbers print."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from bertscore_tm.cli.options import Resampling
 
 
 def check_finite(f1: Any, names: Sequence[str]) -> None:
-    """Intervals and tests need a finite F1 on every line (NaN is possible with --idf, as in the reference):
-    `f1` is [systems, lines], `names` the systems' files, for the message."""
+    """Intervals and tests need a finite F1 on every line (NaN is possible with --idf): `f1` is
+    [systems, lines], `names` the systems' files."""
     import torch
 
     bad = ~torch.isfinite(f1)
@@ -25,7 +25,6 @@ def check_finite(f1: Any, names: Sequence[str]) -> None:
 
 
 def f1_interval(settings: Resampling, f1: list[float], cand: str) -> tuple[float, float]:
-    """The bootstrap interval of the mean of one file's per-line F1."""
     import torch
 
     from bertscore_tm.comparison.significance import bootstrap_interval

@@ -1,6 +1,5 @@
-"""The metric a command scores with, built from its options once each is checked: the model is on this machine
-with whole weights files, a model without a tuned default layer has ``-l``, the baseline asked for is there and
-readable, and the device holds tensors, all before the model loads."""
+"""The metric a command scores with, built from its options once each is checked: model present with whole
+weights files, a layer known or given, the baseline readable, the device usable, all before the model loads."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ from bertscore_tm.errors import BERTScoreError
 
 
 def make_metric(**kwargs: Any) -> Any:
-    """A BERTScore metric of the settings the options name (checked once, as the library checks them); a bad
-    setting (layer out of range, unreadable model or baseline) is a user error."""
+    """A BERTScore metric of these settings; a bad setting or unreadable weights is a user error."""
     from bertscore_tm.metric.bertscore import BERTScore
     from bertscore_tm.settings.config import Config
 
@@ -39,13 +37,9 @@ def make_metric(**kwargs: Any) -> Any:
 
 
 def rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
-    """The metric `score`, `compare`, `show`, `pairwise` and `mbr` use: model, layer, language, rescaling and
-    device from the command line, each checked before the model loads (under torchrun a bare ``cuda`` is the
-    process's own GPU)."""
+    """The metric of the options every scoring command shares, each checked before the model loads."""
     options.check_run_options(args)
-    long_texts = options.long_texts(args)
-    source = options.model_source(args)
-    name = model_name(args, **source)
+    name, model_options = checked_model(args)
     check_layer(args, name)
     check_baseline(args, name)
     device = devices.process_device(args.device)
@@ -57,15 +51,27 @@ def rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
         baseline_path=args.baseline_path,
         device=device,
         compile_model=getattr(args, "compile", False),
-        **source,
-        **long_texts,
+        **model_options,
+        **extra,
+    )
+
+
+def all_layers_metric(args: argparse.Namespace, name: str, model_options: dict[str, Any], **extra: Any) -> Any:
+    """A metric scoring every layer (so a model without a tabled default layer is fine), of the run options."""
+    return make_metric(
+        model_name_or_path=name,
+        all_layers=True,
+        lang=args.lang,
+        batch_size=args.batch_size,
+        model_dtype=devices.dtype(args.dtype),
+        compile_model=args.compile,
+        **model_options,
         **extra,
     )
 
 
 def scoring_metric(args: argparse.Namespace) -> Any:
-    """`rescalable_metric` with the options of the commands that score many lines: --idf, --batch-size,
-    --dtype and --progress."""
+    """`rescalable_metric` with the options of the commands that score many lines."""
     return rescalable_metric(
         args,
         idf=args.idf,
@@ -79,9 +85,15 @@ def scoring_metric(args: argparse.Namespace) -> Any:
     )
 
 
+def checked_model(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The model's name, and the metric's arguments for where it comes from and for long texts, checked."""
+    long_texts = options.long_texts(args)
+    source = options.model_source(args)
+    return model_name(args, **source), {**source, **long_texts}
+
+
 def model_name(args: argparse.Namespace, **source: Any) -> str:
-    """The model asked for (or the language's default), found (downloaded where it must be and may be), with
-    weights files that are whole, before anything loads."""
+    """The model asked for (or the language's default), found, with weights files that are whole."""
     from bertscore_tm.models.registry import default_model
 
     name = args.model if args.model is not None else default_model(args.lang)
@@ -90,17 +102,13 @@ def model_name(args: argparse.Namespace, **source: Any) -> str:
 
 
 def model_folder(name: str, **source: Any) -> Path:
-    """The model's folder on this machine (downloaded into the cache where it must be and may be);
-    ModelNotFoundError (from bertscore_tm.errors) otherwise. `source`: revision, local_files_only,
-    trust_remote_code."""
     from bertscore_tm.models.loading import locate_model
 
     return locate_model(name, **source).path
 
 
 def check_baseline(args: argparse.Namespace, model_name: str) -> None:
-    """Fail before loading any model when rescaling is asked for and the baseline is not there (a baseline file
-    without --rescale-with-baseline is refused by the settings' check, as the library refuses it)."""
+    """With rescaling, the baseline must be there and readable before any model loads."""
     if not args.rescale_with_baseline:
         return
     from bertscore_tm.scoring.baselines import find_baseline, read_baseline
@@ -109,7 +117,7 @@ def check_baseline(args: argparse.Namespace, model_name: str) -> None:
 
 
 def check_layer(args: argparse.Namespace, model_name: str) -> None:
-    """A model without a tuned default layer needs -l: said in the command line's terms, before loading it."""
+    """A model without a tuned default layer needs -l, said before loading it."""
     from bertscore_tm.models.registry import is_known_model
 
     if args.num_layers is None and not is_known_model(model_name):

@@ -1,6 +1,5 @@
-"""A model folder's weights files, checked to be whole before the model loads: a cut-short or empty file is found
-from its structure (a safetensors header and the offsets it gives; a torch zip archive's directory), without
-reading the tensors, and reported naming the file instead of the loader's traceback."""
+"""A model folder's weights files, checked to be whole before the model loads: a cut-short or empty file is
+found from its structure, without reading the tensors, and named instead of a loader's traceback."""
 
 from __future__ import annotations
 
@@ -11,14 +10,11 @@ from pathlib import Path
 from bertscore_tm.cli.errors import UsageError, one_line
 
 #: What transformers reads from a model folder, in its order of preference: one file, or an index of shards.
-WEIGHTS = (
-    ("model.safetensors", "model.safetensors.index.json"),
-    ("pytorch_model.bin", "pytorch_model.bin.index.json"),
-)
+WEIGHTS = (("model.safetensors", "model.safetensors.index.json"), ("pytorch_model.bin", "pytorch_model.bin.index.json"))
 
 
 def weights_files(folder: Path) -> list[Path]:
-    """The weights files transformers will read from `folder` (none: transformers then says what is missing)."""
+    """The weights files transformers will read from `folder` (none: transformers says what is missing)."""
     for single, index in WEIGHTS:
         if (folder / single).is_file():
             return [folder / single]
@@ -34,7 +30,6 @@ def weights_files(folder: Path) -> list[Path]:
 
 
 def check_weights(folder: Path) -> None:
-    """Refuse a model folder whose weights files are missing, empty or cut short, naming the file."""
     for file in weights_files(folder):
         problem = weights_problem(file)
         if problem is not None:
@@ -45,7 +40,7 @@ def check_weights(folder: Path) -> None:
 
 
 def weights_problem(file: Path) -> str | None:
-    """What is wrong with a weights file, for a message (``is empty``, ...); None when it looks whole."""
+    """What is wrong with a weights file, for a message; None when it looks whole."""
     if not file.is_file():
         return "is missing"
     size = file.stat().st_size
@@ -57,7 +52,7 @@ def weights_problem(file: Path) -> str | None:
 
 
 def _safetensors_problem(file: Path, size: int) -> str | None:
-    """A safetensors file is an 8-byte header length, a JSON header, then the tensors at the offsets it gives."""
+    """An 8-byte header length, a JSON header, then the tensors at the offsets it gives."""
     with file.open("rb") as fh:
         head = fh.read(8)
         header_size = int.from_bytes(head, "little") if len(head) == 8 else -1
@@ -74,8 +69,7 @@ def _safetensors_problem(file: Path, size: int) -> str | None:
 
 
 def _torch_zip_problem(file: Path) -> str | None:
-    """torch.save's format is a zip archive, whose directory is at its end: a cut-short file has none. (The
-    pre-1.6 pickle format has nothing this cheap to check.)"""
+    """torch.save writes a zip archive, whose directory is at its end: a cut-short file has none."""
     with file.open("rb") as fh:
         magic = fh.read(4)
     if magic == b"PK\x03\x04" and not zipfile.is_zipfile(file):

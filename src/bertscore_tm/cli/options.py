@@ -1,11 +1,5 @@
-"""The option groups several commands share, each declared once, and read back checked, in the command line's
-terms, before anything is loaded: the model (``-m``, ``-l``, ``--lang``), rescaling, long texts, how to run
-(batch size, device, dtype, compile, progress) and resampling (``--confidence``, ``--bootstrap``, ``--seed``).
-Every command's parser is a `CommandParser`: an option that takes one value is refused when given twice (`Once`).
-
-The choices and defaults are the library's own (`bertscore_tm.settings.arguments.SETTINGS`); what the library checks as
-clearly is left to it.
-"""
+"""The option groups several commands share, each declared once, and read back checked, in the command
+line's terms, before anything loads. Choices and defaults are the library's own (`bertscore_tm.settings`)."""
 
 from __future__ import annotations
 
@@ -25,15 +19,13 @@ from bertscore_tm.settings.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTY
 DEFAULT_RESAMPLES = 1000
 
 
-#: Where `Once` keeps, in the namespace being parsed, the options given so far (a default is not "given").
+#: Where `Once` keeps the options given so far, in the namespace being parsed.
 _GIVEN = "_given_once"
 
 
 class Once(argparse.Action):
-    """The action of every option that takes one value (`CommandParser` makes it their default): given twice,
-    it is refused, as keeping the last would silently ignore the other (``--reference-column ref1
-    --reference-column ref2`` would score against ref2 alone). Options that take several values collect every
-    occurrence instead (`add_many`). What was given is kept beside the values, since a default is not given."""
+    """The action of every option that takes one value: given twice, it is refused, since keeping the last
+    would silently ignore the other. What was given is kept beside the values, since a default is not given."""
 
     def __call__(
         self,
@@ -52,9 +44,8 @@ class Once(argparse.Action):
 
 
 class CommandParser(argparse.ArgumentParser):
-    """A command's parser: an option declared without an action (or with ``store``) is `Once`, so that every
-    option taking one value, of every command, now and later, is refused when given twice without each
-    declaration having to say so. Flags (``store_true``, ``--x/--no-x``) and `add_many`'s options are not."""
+    """A command's parser, where an option declared without an action (or with ``store``) is `Once`,
+    so that no declaration has to say so."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -62,12 +53,8 @@ class CommandParser(argparse.ArgumentParser):
         self.register("action", "store", Once)
 
 
-# -- declarations ---------------------------------------------------------------------------------------------
-
-
 def add_many(p: argparse.ArgumentParser, *flags: str, metavar: str, help: str, required: bool = True) -> None:
-    """An option of one or more values (files, column names; `required` unless told) that collects every
-    occurrence: ``-r a.txt -r b.txt`` is ``-r a.txt b.txt``, not ``b.txt`` alone."""
+    """An option of one or more values that collects every occurrence: ``-r a -r b`` is ``-r a b``."""
     p.add_argument(*flags, required=required, nargs="+", action="extend", metavar=metavar, help=help)
 
 
@@ -75,7 +62,6 @@ def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
     p.add_argument(
         "-m",
         "--model",
-        default=None,
         metavar="MODEL",
         help="model name or local directory (default: the language's default model; "
         f"'{PACKAGED_MINILM}' is the packaged one, always available)",
@@ -85,7 +71,6 @@ def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
             "-l",
             "--num-layers",
             type=int,
-            default=None,
             metavar="N",
             help="use the output of layer N (0 = embeddings; default: the model's tuned layer)",
         )
@@ -94,23 +79,18 @@ def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
         default=default("lang"),
         help=f"language code: picks the default model and the packaged baseline (default: {default('lang')})",
     )
-    p.add_argument("--revision", default=None, metavar="REV", help=_help("revision"))
+    p.add_argument("--revision", metavar="REV", help=_help("revision"))
     p.add_argument("--offline", action="store_true", help=_help("local_files_only"))
     p.add_argument("--trust-remote-code", action="store_true", help=_help("trust_remote_code"))
 
 
 def _help(setting: str) -> str:
-    """A setting's help text from the table, in the command line's words (no Markdown backquotes)."""
+    """A setting's help text from the table, without Markdown backquotes."""
     return SETTINGS[setting].help.replace("`", "")
 
 
 def model_source(args: argparse.Namespace) -> dict[str, Any]:
-    """Where the model comes from: --revision, --offline, --trust-remote-code as the library's settings."""
-    return {
-        "revision": args.revision,
-        "local_files_only": args.offline,
-        "trust_remote_code": args.trust_remote_code,
-    }
+    return {"revision": args.revision, "local_files_only": args.offline, "trust_remote_code": args.trust_remote_code}
 
 
 def add_rescale_options(p: argparse.ArgumentParser) -> None:
@@ -121,19 +101,16 @@ def add_rescale_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--baseline-path",
-        default=None,
         metavar="FILE",
         help="with --rescale-with-baseline: rescale with this LAYER,P,R,F baseline file instead",
     )
 
 
 def add_beta_option(p: argparse.ArgumentParser, what: str | None = None) -> None:
-    """``--beta``: F-beta beside P, R and F1 (the library checks the value: a number > 0); `what`: the help's
-    own words where the command does something else with it."""
+    """``--beta`` (checked by the library); `what`: the help's own words where a command differs."""
     p.add_argument(
         "--beta",
         type=_number("--beta"),
-        default=None,
         metavar="B",
         help=what
         or "also report F-beta, recall weighing B times precision (--beta 3: CodeBERTScore's F3); the best "
@@ -142,10 +119,8 @@ def add_beta_option(p: argparse.ArgumentParser, what: str | None = None) -> None
 
 
 def add_ignore_option(p: argparse.ArgumentParser) -> None:
-    """``--ignore``: a token mask, ``punctuation`` or a regular expression over the pieces (checked by the library)."""
     p.add_argument(
         "--ignore",
-        default=None,
         metavar="RULE",
         help="leave tokens out of the matching and the weights (still encoded): 'punctuation' (CodeBERTScore's "
         "no_punc rule) or a regular expression matching a whole piece",
@@ -153,22 +128,18 @@ def add_ignore_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_prompt_options(p: argparse.ArgumentParser) -> None:
-    """``--candidate-prompt``, ``--reference-prompt``: fixed prompts, encoded and left out of the matching."""
     for side in ("candidate", "reference"):
         p.add_argument(
             f"--{side}-prompt",
-            default=None,
             metavar="TEXT",
             help=f"a fixed prompt before every {side} (e.g. 'query: '), encoded with it and left out of the matching",
         )
 
 
 def add_context_option(p: argparse.ArgumentParser, more: str = "") -> None:
-    """``--context FILE``: one context per pair, encoded with its texts and left out of the matching; `more`
-    adds what the command does besides (a command's own reading of the option)."""
+    """``--context FILE``; `more` adds what the command does besides."""
     p.add_argument(
         "--context",
-        default=None,
         metavar="FILE",
         help="a context per pair, one per line (line i for candidate i): encoded with the candidate and its "
         f"references, left out of the matching (CodeBERTScore's sources){more}",
@@ -197,7 +168,6 @@ def add_long_text_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--window-stride",
         type=int,
-        default=None,
         metavar="N",
         help="with --long-texts window: tokens between window starts (default: half the window)",
     )
@@ -210,13 +180,10 @@ def add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
             "-b",
             "--batch-size",
             type=int,
-            default=None,
             metavar="N",
             help="at most N texts per forward pass (default: as many as the token budget allows)",
         )
-    p.add_argument(
-        "--device", default=None, help="torch device, e.g. cpu, cuda, cuda:1 (default: cuda if available, else cpu)"
-    )
+    p.add_argument("--device", help="torch device, e.g. cpu, cuda, cuda:1 (default: cuda if available, else cpu)")
     if batch:
         _add_speed_options(p)
 
@@ -237,7 +204,6 @@ def _add_speed_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="show a progress bar on stderr (default: when stderr is a terminal)",
     )
 
@@ -245,9 +211,8 @@ def _add_speed_options(p: argparse.ArgumentParser) -> None:
 def add_resampling_options(
     p: argparse.ArgumentParser, confidence: str | None, intervals: str = "the F1 mean", shuffles: bool = False
 ) -> None:
-    """--confidence C (the level of the bootstrap `intervals`; `confidence` its default, None: no interval),
-    --bootstrap N (resamples, and with `shuffles` the shuffles of --method randomization) and --seed S."""
-    # read as text and checked by resampling(), so that a bad value is a one-line error like any other
+    """--confidence C (`confidence` its default; None: no interval), --bootstrap N and --seed
+    S, read as text and checked by `resampling`, so that a bad value is a one-line error."""
     what = f"bootstrap confidence intervals of {intervals}"
     p.add_argument(
         "--confidence",
@@ -259,24 +224,18 @@ def add_resampling_options(
     )
     p.add_argument(
         "--bootstrap",
-        default=None,
         metavar="N",
         help=f"resamples{' (and, with --method randomization, shuffles)' if shuffles else ''} to draw "
         f"(default: {DEFAULT_RESAMPLES}; at most {MAX_RESAMPLES:,})",
     )
-    p.add_argument(
-        "--seed", default=None, metavar="S", help="seed of the resampling: same seed, same numbers (default: 0)"
-    )
+    p.add_argument("--seed", metavar="S", help="seed of the resampling: same seed, same numbers (default: 0)")
 
 
 def add_checkpoint_options(p: argparse.ArgumentParser, items: str, default: int = SHARD_SIZE) -> None:
-    """--checkpoint DIR and --shard-size N (`default` of them): keep each finished shard of `items` in DIR, so
-    that the same command run again after a kill scores only what is missing (`bertscore_tm.corpus.resumable`,
-    docs/corpus-scale.md)."""
+    """--checkpoint DIR and --shard-size N (`default` shard size) over `items`."""
     p.set_defaults(shard_default=default)
     p.add_argument(
         "--checkpoint",
-        default=None,
         metavar="DIR",
         help=f"keep the scores of each finished shard of {items} in DIR; run the same command again after an "
         "interruption to score only the rest (same output, bit for bit). A DIR made from other inputs or settings "
@@ -284,16 +243,14 @@ def add_checkpoint_options(p: argparse.ArgumentParser, items: str, default: int 
     )
     p.add_argument(
         "--shard-size",
-        default=None,
         metavar="N",
         help=f"{items} per checkpoint shard (default: {default:,}): an interruption loses at most one shard's work",
     )
 
 
 def shard_size(args: argparse.Namespace) -> int:
-    """--shard-size, checked before any model loads (it only matters with --checkpoint), and the --checkpoint
-    folder: made where missing, and one that takes new files (probed with a nameless temporary file). That it is
-    none of the command's inputs and outputs, `bertscore_tm.cli.outputs.check_files` has said."""
+    """--shard-size, checked, and the --checkpoint folder made where missing and probed to take new
+    files (with a nameless temporary file)."""
     if args.shard_size is not None and args.checkpoint is None:
         raise UsageError("--shard-size only matters with --checkpoint DIR")
     if args.checkpoint is not None:
@@ -312,11 +269,7 @@ def shard_size(args: argparse.Namespace) -> int:
     return _whole(given, "--shard-size", "inputs per checkpoint shard", 1)
 
 
-# -- reading them back ----------------------------------------------------------------------------------------
-
-
 def check_run_options(args: argparse.Namespace) -> None:
-    """The numeric options, in their own terms, before anything is loaded."""
     if getattr(args, "batch_size", None) is not None and args.batch_size < 1:
         raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
     if getattr(args, "num_layers", None) is not None and args.num_layers < 0:
@@ -324,15 +277,13 @@ def check_run_options(args: argparse.Namespace) -> None:
 
 
 def long_texts(args: argparse.Namespace) -> dict[str, Any]:
-    """The metric's long-text arguments from --long-texts and --window-stride; a stride without windows is said
-    in the command line's terms (the metric checks the stride's range, knowing the window)."""
+    """The metric's long-text arguments; a stride without windows is said in the command line's terms."""
     if args.window_stride is not None and args.long_texts != "window":
         raise UsageError(f"--window-stride {args.window_stride} needs --long-texts window")
     return {"long_texts": args.long_texts, "window_stride": args.window_stride}
 
 
 def progress(args: argparse.Namespace) -> bool:
-    """Show progress bars: as asked, else when stderr is a terminal."""
     if args.progress is not None:
         return bool(args.progress)
     return sys.stderr.isatty()
@@ -345,7 +296,7 @@ class Resampling(NamedTuple):
 
 
 def resampling(args: argparse.Namespace) -> Resampling | None:
-    """--confidence, --bootstrap and --seed, checked before any model is loaded; None without --confidence."""
+    """--confidence, --bootstrap and --seed, checked; None without --confidence."""
     if args.confidence is None:
         given = [flag for flag, value in (("--bootstrap", args.bootstrap), ("--seed", args.seed)) if value is not None]
         if given:

@@ -1,14 +1,9 @@
-"""Where the commands write: output files (``-o``, ``--html``, ``show -f``, ...) and standard output.
+"""Where the commands write: output files and standard output.
 
-Every option that names a file a command reads (`READS`) or writes (`WRITES`) is known here, for every command:
-before a command runs, an output that is one of its inputs, or two outputs naming the same path, are refused
-(`check_files`). Each output file is then checked before any model loads (not a folder, in a folder that exists
-and takes new files) and written only once the results are there, atomically: into a temporary file in the same
-folder, flushed to disk, then moved onto the target in one step, so that the target holds its old content or the
-whole new one, never a part (a full disk, a kill, a crash), and no temporary file stays behind. A target that is
-no regular file (``-o /dev/stdout``, a pipe) cannot be replaced and is written in place. Standard output that
-cannot be written (a full disk, a closed descriptor) is a one-line error like an output file's.
-"""
+Every option that names a file a command reads (`READS`) or writes (`WRITES`) is known here, so that an output
+that is an input, or two outputs on one path, are refused before any command runs. Outputs are checked before any
+model loads and written atomically (a temporary file in the same folder, synced, then moved onto the target), so
+a target holds its old content or the whole new one. A target that is no regular file is written in place."""
 
 from __future__ import annotations
 
@@ -27,11 +22,8 @@ from typing import Any, TextIO
 from bertscore_tm.cli.errors import UsageError, one_line
 from bertscore_tm.cli.inputs import STDIN
 
-# -- which files a command reads and writes ------------------------------------------------------------------
-
-#: Every option that names a file a command reads, by its name in `args`, with its flag. A command whose option
-#: of that name holds a text instead (show's -c and -r; explain's -c, -r and --context with --text) says so in
-#: its parser's default ``texts``: a function of `args` giving those names.
+#: Every option that names a file a command reads, with its flag; a command whose option holds a text instead
+#: names it in its parser's default ``texts`` (a function of `args`).
 READS = {
     "cand": "-c",
     "ref": "-r",
@@ -43,8 +35,7 @@ READS = {
     "input": "-i",
     "groups": "--groups",
 }
-#: Every option that names a file (or folder, `FOLDERS`) a command writes, with its flag; `IMAGES` name pictures,
-#: whose file may get the format's extension added (`image_name`).
+#: Every option that names a file (or folder) a command writes, with its flag; pictures may get an extension.
 WRITES = {
     "output": "-o",
     "html": "--html",
@@ -57,11 +48,8 @@ FOLDERS, IMAGES = frozenset({"checkpoint"}), frozenset({"plot", "file"})
 
 
 def check_files(args: argparse.Namespace) -> None:
-    """Refuse, before a command reads anything or loads a model, an output that is one of its input files (the
-    results would overwrite it; compared as files, so another spelling of the path or a link counts too) and two
-    outputs that name the same path (only the last written would stay, or a file and a folder would clash once
-    every pair is scored), and an output named as JSON that would hold another format (`check_json_name`). Every
-    command's files go through here, so that no input of any command is missed."""
+    """Refuse, before anything is read, an output that is one of the inputs (compared as files, so a
+    link counts too), two outputs on the same path, and a JSON name for another format."""
     read = read_files(args)
     seen: dict[str, str] = {}
     for dest, path in written_files(args):
@@ -80,9 +68,8 @@ def check_files(args: argparse.Namespace) -> None:
 
 
 def check_json_name(args: argparse.Namespace) -> None:
-    """Refuse an output named as JSON (``.json``, ``.jsonl``) that would hold another format: a file every reader
-    of it gets wrong. Other names are the user's choice (score's text lines are tab-separated, say, so a
-    ``.tsv`` name fits them too); ``score --data`` writes the format its output's name gives."""
+    """Refuse an output named ``.json``/``.jsonl`` that would hold another format; ``score --data``
+    writes the format its output's name gives."""
     fmt, path = getattr(args, "format", None), getattr(args, "output", None)
     if fmt in (None, "json") or path is None or getattr(args, "data", None) is not None:
         return
@@ -95,8 +82,8 @@ def check_json_name(args: argparse.Namespace) -> None:
 
 
 def read_files(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """(flag, path) of each file the command reads (`READS` given in `args`, standard input left out), less the
-    options that hold texts here (the command's ``texts``)."""
+    """(flag, path) of each file the command reads, less standard input and the options that hold
+    texts here (the command's ``texts``)."""
     texts = getattr(args, "texts", None)
     skip = set(texts(args)) if texts is not None else set()
     read: list[tuple[str, str]] = []
@@ -108,8 +95,7 @@ def read_files(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def written_files(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """(option name, path) of each output given, the path being the file the command writes: a picture's
-    format extension added where it has none (as matplotlib adds it; without matplotlib the command says so)."""
+    """(option name, path) of each output, a picture's format extension added where it has none."""
     written = []
     for dest in WRITES:
         path = getattr(args, dest, None)
@@ -129,7 +115,6 @@ def _same_file(target: Path, source: str) -> bool:
 
 
 def _overwrites(dest: str, path: str, source: str) -> str:
-    """The message for the output `path` (option `dest`) that is the input file `source` (its path and flag)."""
     if dest in FOLDERS:
         return f"cannot keep a checkpoint in {path}: it is the input file {source}, a file, not a folder; give a folder"
     return (
@@ -138,15 +123,10 @@ def _overwrites(dest: str, path: str, source: str) -> str:
     )
 
 
-# -- checked before any model loads --------------------------------------------------------------------------
-
-
 def check_output(path: str, example: str) -> Path:
-    """The file an output option names, checked before any model loads: not a folder, in a folder that exists
-    and takes new files (probed with a nameless temporary file, so nothing is left behind, and so that it holds
-    for root and read-only file systems too: the results go to a temporary file there), and not a file the user
-    made read-only (that it is none of the inputs, `check_files` has said). Nothing is written to it until the
-    results are there."""
+    """The file an output option names, checked before any model loads: not a folder, in a folder
+    that takes new files (probed with a nameless temporary file, which holds for root and read-only file systems
+    too), and not read-only."""
     target = Path(path).expanduser()
     if target.is_dir():
         raise UsageError(f"cannot write {path}: it is a folder; give a file name such as {target / example}")
@@ -167,9 +147,17 @@ def check_output(path: str, example: str) -> Path:
     return target
 
 
+def need_matplotlib(what: str) -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            f"{what} needs matplotlib: pip install 'bertscore-tm[plot]' (or pip install matplotlib)"
+        ) from None
+
+
 def image_target(path: str) -> tuple[Path, str]:
-    """The file `show -f` (or `tune-layers --plot`) really writes and its format (`image_name`), checked before
-    any model loads."""
+    """The file a picture option really writes and its format, checked before any model loads."""
     if Path(path).expanduser().is_dir():
         check_output(path, "similarity.png")  # says it is a folder
     name, fmt = image_name(path)
@@ -178,8 +166,7 @@ def image_target(path: str) -> tuple[Path, str]:
 
 
 def image_name(path: str) -> tuple[str, str]:
-    """The file a picture option writes and its format, as matplotlib's savefig: the format is the extension,
-    else ``savefig.format`` (png), whose extension is then added.
+    """The file a picture option writes and its format, as matplotlib's savefig decides them.
 
     >>> image_name("plots/sim.SVG")
     ('plots/sim.SVG', 'svg')
@@ -194,9 +181,8 @@ def image_name(path: str) -> tuple[str, str]:
 
 
 def _check_image_format(name: str, fmt: str) -> None:
-    """Fail early on a format matplotlib cannot write here: unknown to it, or needing what this machine lacks
-    (pgf needs a TeX installation; some formats need a Pillow built with their codec). A tiny figure with a
-    text is drawn in that format, in memory, which is what the real picture needs."""
+    """Fail early on a format matplotlib cannot write here (unknown, or needing TeX or a codec
+    this machine lacks), by drawing a tiny figure in it, in memory."""
     from matplotlib.backend_bases import FigureCanvasBase
     from matplotlib.figure import Figure
 
@@ -214,15 +200,11 @@ def _check_image_format(name: str, fmt: str) -> None:
         ) from None
 
 
-# -- writing, atomically --------------------------------------------------------------------------------------
-
-
 @contextlib.contextmanager
 def replacing(target: Path, name: str) -> Iterator[Path]:
-    """A path to write `target`'s new content to: a temporary file in `target`'s folder (a link's target's),
-    synced to disk and moved onto `target` when the block ends. Whatever fails, inside the block or after it
-    (an interruption included), the temporary file is removed and `target` stays as it was; an OSError becomes
-    a one-line `UsageError` naming `name`. A target that is no regular file is written in place."""
+    """A temporary path beside `target` (a link's target), synced and moved onto it when the block ends.
+    Whatever fails, the temporary file is removed and `target` stays as it was; an OSError becomes a one-line
+    `UsageError` naming `name`. A target that is no regular file is written in place."""
     real = Path(os.path.realpath(target))
     if real.exists() and not real.is_file():
         with _reported(name):
@@ -243,7 +225,6 @@ def replacing(target: Path, name: str) -> Iterator[Path]:
 
 
 def write_text(target: Path, name: str, lines: Iterable[str]) -> None:
-    """Write `lines` (UTF-8) to the file `target`, atomically (`replacing`)."""
     with replacing(target, name) as temp, temp.open("w", encoding="utf-8") as fh:
         fh.writelines(lines)
 
@@ -265,7 +246,7 @@ def _reported(name: str) -> Iterator[None]:
 
 
 def _move_onto(temp: Path, real: Path) -> None:
-    """Sync `temp` to disk, give it the mode (and owner, where allowed) `real` has, then move it onto `real`."""
+    """Sync `temp`, give it `real`'s mode (and owner, where allowed), then move it onto `real`."""
     handle = os.open(temp, os.O_RDWR)
     try:
         os.fsync(handle)
@@ -290,11 +271,14 @@ def _move_onto(temp: Path, real: Path) -> None:
             os.close(folder)
 
 
-# -- what the JSON outputs share -----------------------------------------------------------------------------
+def aligned(rows: list[list[str]]) -> list[str]:
+    """Rows of cells as text columns, each as wide as its widest cell."""
+    widths = [max(len(row[j]) for row in rows) for j in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
 def json_number(x: float) -> float | None:
-    """A score for JSON: NaN (possible with --idf, as in the reference) becomes null.
+    """A score for JSON: NaN (possible with --idf) becomes null.
 
     >>> json_number(0.5), json_number(float("nan"))
     (0.5, None)
@@ -303,8 +287,7 @@ def json_number(x: float) -> float | None:
 
 
 def setting(metric: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """The setting a JSON output starts with: the hash code, the model (and its Hub commit), its layer, idf and
-    rescaling."""
+    """The setting a JSON output starts with."""
     return {
         "hash": metric.hash_code,
         "model": metric.model_name,
@@ -315,13 +298,9 @@ def setting(metric: Any, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-# -- standard output ------------------------------------------------------------------------------------------
-
-
 class StandardOutput:
-    """Standard output as the subcommands write it: a write or flush that fails (a full disk, ``> /dev/full``,
-    a closed ``>&-``) is a one-line `UsageError`, the same as an output file's. A reader that went away
-    (`BrokenPipeError`) stays as it is, to be stopped quietly."""
+    """Standard output where a failed write or flush is a one-line `UsageError`, as for an output file;
+    a reader that went away (`BrokenPipeError`) is left to be stopped quietly."""
 
     def __init__(self, stream: TextIO | None) -> None:
         self.stream = stream
@@ -358,6 +337,6 @@ class StandardOutput:
 
 
 def silence_stdout() -> None:
-    """Point standard output's file descriptor at the null device, so that flushing it at exit cannot fail."""
+    """Point standard output at the null device, so that flushing it at exit cannot fail."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -1,18 +1,9 @@
 """SIGINT and SIGTERM as exceptions that are never lost and never leave a module half imported.
 
-Python runs a signal's handler between two bytecodes, wherever the main thread then is, and an exception raised
-there unwinds from that point. Two such points do harm:
-
-- inside an import, the exception leaves a module behind in `sys.modules` but not on its package, and whatever
-  cleans up on the way out may then fail in odd ways (seen: a RecursionError out of numpy's lazy attributes, in
-  place of the one line the user should get);
-- inside a finaliser or a weakref callback (importlib's module locks have one), Python cannot raise at all: it
-  prints ``Exception ignored in ...`` and goes on, and the command runs to its end as if no signal had come.
-
-Inside `terminable`, a signal that lands in an import is held until the import is over, and one lost in a finaliser
-is raised again a moment later; both then unwind from ordinary code (temporary files removed, one line, exit code
-130 or 143). Holding lasts as long as the import, a few seconds at most while torch loads.
-"""
+Python raises a signal's exception wherever the main thread is. Inside an import it leaves a module half set up,
+and cleanup on the way out may fail oddly; inside a finaliser it cannot be raised at all (``Exception ignored``),
+and the command runs on. Inside `terminable` a signal landing in an import is held until the import is over, and
+one lost in a finaliser is raised again a moment later."""
 
 from __future__ import annotations
 
@@ -33,9 +24,8 @@ _Handler = Callable[[int, FrameType | None], None]
 
 @contextlib.contextmanager
 def terminable() -> Iterator[None]:
-    """While inside, SIGTERM raises `Terminated` and SIGINT KeyboardInterrupt (where Python's own handler had it),
-    as described above, in the main thread: the only one that can set a handler (elsewhere nothing changes).
-    Every handler and `sys.unraisablehook` are put back afterwards."""
+    """While inside, SIGTERM raises `Terminated` and SIGINT KeyboardInterrupt (where Python's own handler
+    had it), in the main thread only; every handler and `sys.unraisablehook` are put back afterwards."""
     held: list[type[BaseException]] = []
     in_hook = False
     outer_imports = imports_under_way(sys._getframe())  # a command run from inside an import is not held for it
@@ -93,8 +83,7 @@ def terminable() -> Iterator[None]:
 
 
 def imports_under_way(frame: FrameType | None) -> int:
-    """How many of the frames from `frame` down its stack are importlib's own: more than at the start of
-    `terminable` means an import begun since is still running."""
+    """How many frames from `frame` down are importlib's own."""
     count = 0
     while frame is not None:
         count += frame.f_code.co_filename.startswith(_IMPORTLIB)

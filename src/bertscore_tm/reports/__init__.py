@@ -1,8 +1,5 @@
 """What a person looks at: plots, the text and HTML pages of explanations and comparisons. Nothing here
-computes a score.
-
-Public names are imported on first use (`bertscore_tm.lazy`).
-"""
+computes a score; public names are imported on first use."""
 
 from __future__ import annotations
 
@@ -10,12 +7,7 @@ from typing import TYPE_CHECKING
 
 from bertscore_tm.lazy import exports
 
-__all__ = [
-    "plot_layers",
-    "plot_similarity",
-    "render_html",
-    "render_text",
-]
+__all__ = ["plot_layers", "plot_similarity", "render_html", "render_text"]
 
 __getattr__ = exports(
     __name__,

@@ -1,19 +1,15 @@
-"""``compare --html``: one self-contained HTML page (inline CSS and SVG, nothing fetched) of a comparison of
-systems: their means, F1 intervals and paired tests, the per-segment F1 differences to the baseline as a plot,
-and the segments where the systems differ most, each side explained token by token (`explain_html`). Every
-text is escaped. What the page shows: docs/explain.md and docs/significance.md.
-"""
+"""``compare --html``: one self-contained HTML page (inline CSS and SVG) of a comparison of systems, with the
+segments where they differ most explained on both sides. Every text is escaped."""
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from bertscore_tm.explanations.types import PairExplanation
-from bertscore_tm.reports.explanation_html import page, pair_section
+from bertscore_tm.reports.explanation_html import escape, number, page, pair_section
 
 _W, _H, _PAD = 900, 220, 48
 
@@ -29,23 +25,19 @@ class Segment:
 
 
 def compare_page(
-    hash_code: str,
-    how: str,
-    rows: Sequence[dict[str, Any]],
-    f1: Sequence[Sequence[float]],
-    segments: Sequence[Segment],
+    hash_code: str, how: str, rows: Sequence[dict[str, Any]], f1: Sequence[Sequence[float]], segments: Sequence[Segment]
 ) -> str:
-    """The page: `rows` as `compare` reports them (name, precision, recall, f1, f1_ci, delta_f1, p_value), `how`
-    the test's description, `f1` each system's per-segment F1, `segments` the explained differences."""
+    """The page: `rows` as `compare` reports them, `how` the test's description, `f1` each system's
+    per-segment F1, `segments` the explained differences."""
     names = [str(row["name"]) for row in rows]
-    body = [f'<p class="hash">{_e(hash_code)}</p>', f"<p>{_e(how)}</p>", _systems_table(rows)]
+    body = [f'<p class="hash">{escape(hash_code)}</p>', f"<p>{escape(how)}</p>", _systems_table(rows)]
     for s in range(1, len(rows)):
         deltas = [b - a for a, b in zip(f1[0], f1[s], strict=True)]
-        body.append(f"<h2>{_e(names[s])} minus {_e(names[0])}: F1 per segment</h2>")
+        body.append(f"<h2>{escape(names[s])} minus {escape(names[0])}: F1 per segment</h2>")
         body.append(difference_plot(deltas))
         mine = [seg for seg in segments if seg.system == s]
         if mine:
-            body.append(f"<h2>Where {_e(names[s])} and {_e(names[0])} differ most</h2>")
+            body.append(f"<h2>Where {escape(names[s])} and {escape(names[0])} differ most</h2>")
         for k, seg in enumerate(mine):
             delta = seg.other.f1 - seg.baseline.f1
             body.append(f"<h3>Line {seg.line}: F1 {_signed(delta)}</h3>")
@@ -60,7 +52,7 @@ def compare_page(
 
 
 def _side(name: str, section: str) -> str:
-    return f"<div><p><b>{_e(name)}</b></p>{section}</div>"
+    return f"<div><p><b>{escape(name)}</b></p>{section}</div>"
 
 
 def _systems_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -71,19 +63,18 @@ def _systems_table(rows: Sequence[dict[str, Any]]) -> str:
     out = [head]
     for row in rows:
         low, high = row["f1_ci"]
-        cells = [_num(row[k]) for k in ("precision", "recall", "f1")] + [f"[{_num(low)}, {_num(high)}]"]
+        cells = [number(row[k]) for k in ("precision", "recall", "f1")] + [f"[{number(low)}, {number(high)}]"]
         if row.get("p_value") is None:
             cells += ["baseline", ""]
         else:
             star = " *" if row["p_value"] < 0.05 else ""
             cells += [_signed(row["delta_f1"]), f"{row['p_value']:.4g}{star}"]
-        out.append(f"<tr><td>{_e(str(row['name']))}</td>" + "".join(f'<td class="n">{c}</td>' for c in cells))
+        out.append(f"<tr><td>{escape(str(row['name']))}</td>" + "".join(f'<td class="n">{c}</td>' for c in cells))
     return "".join(out) + "</table><p class='legend'>* p &lt; 0.05 (two-sided, difference to the baseline)</p>"
 
 
 def difference_plot(deltas: Sequence[float]) -> str:
-    """Per-segment F1 differences as an inline SVG: one bar per segment in input order (blue above zero, red
-    below), the zero line and the mean difference (dashed)."""
+    """Per-segment F1 differences as an inline SVG bar chart, with the zero line and the mean (dashed)."""
     finite = [d for d in deltas if math.isfinite(d)]
     top = max([abs(d) for d in finite] + [1e-6])
     n = max(1, len(deltas))
@@ -121,13 +112,5 @@ def difference_plot(deltas: Sequence[float]) -> str:
     )
 
 
-def _e(text: str) -> str:
-    return html.escape(text, quote=True)
-
-
-def _num(x: float | None) -> str:
-    return "nan" if x is None or x != x else f"{x:.4f}"
-
-
 def _signed(x: float | None) -> str:
-    return "nan" if x is None or x != x else f"{x:+.4f}"
+    return number(x, "+")

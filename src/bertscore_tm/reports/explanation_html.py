@@ -1,14 +1,6 @@
-"""Explanations as one self-contained HTML page: inline CSS and SVG and a few lines of inline script, nothing
-fetched, so the page works offline and can be mailed or archived as one file.
-
-Each pair shows its P/R/F (bars), each reference's scores, the candidate with its weakly supported words
-marked (possible additions) and the best reference with its weakly covered words marked (possible omissions);
-hovering a word (or focusing it) shows its counterpart, support, weight and contribution and highlights the
-counterpart; a table holds every token. Words the matching leaves out (a word of masked tokens alone, and the
-tokens of a prompt or of the pair's context, shown before the text) are greyed and titled with why, never shown
-as weak or unmatched words. Every text is escaped (`html.escape`), so nothing in a candidate or
-reference can become markup or script. What the page shows: docs/explain.md.
-"""
+"""Explanations as one self-contained HTML page (inline CSS, SVG and a few lines of script, nothing
+fetched), so it works offline and can be mailed as one file. Every text is escaped, so nothing in a candidate or
+reference can become markup or script. What the page shows: docs/explain.md."""
 
 from __future__ import annotations
 
@@ -64,11 +56,10 @@ def render_html(
 
 
 def page(title: str, body: Sequence[str]) -> str:
-    """A complete HTML document with the page's style and script."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{_e(title)}</title><style>{STYLE}</style></head>\n<body>\n<h1>{_e(title)}</h1>\n"
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n<body>\n<h1>{escape(title)}</h1>\n"
         + "\n".join(body)
         + f"\n<script>{SCRIPT}</script>\n</body></html>\n"
     )
@@ -85,19 +76,19 @@ def legend() -> str:
 
 
 def pair_section(why: PairExplanation, line: int | None, key: str) -> str:
-    """One pair: scores, references, both texts with weak words marked, notes and the token tables. `key`
+    """One pair: scores, references, both texts with weak words marked, notes and token tables. `key`
     makes the words' ids unique on the page."""
     head = f"Line {line}" if line is not None else "Pair"
     parts = [
-        f'<section class="pair"><h2>{_e(head)}</h2><p class="hash">{_e(why.hash_code)}</p>',
-        f'<div class="scores">{score_bars(why)}<div>{_references(why)}<p>{_e(_threshold(why))}</p></div></div>',
+        f'<section class="pair"><h2>{escape(head)}</h2><p class="hash">{escape(why.hash_code)}</p>',
+        f'<div class="scores">{score_bars(why)}<div>{_references(why)}<p>{escape(_threshold(why))}</p></div></div>',
         "<h3>Candidate <small>(weak words: possible additions)</small></h3>",
         _text(why, why.candidate, why.candidate_words, why.candidate_tokens, (f"{key}c", f"{key}r")),
         f"<h3>Reference {why.best_reference} <small>(weak words: possible omissions)</small></h3>",
         _text(why, why.reference, why.reference_words, why.reference_tokens, (f"{key}r", f"{key}c")),
     ]
     if why.notes:
-        parts.append('<ul class="notes">' + "".join(f"<li>{_e(n)}</li>" for n in why.notes) + "</ul>")
+        parts.append('<ul class="notes">' + "".join(f"<li>{escape(n)}</li>" for n in why.notes) + "</ul>")
     parts.append("<details><summary>Every token</summary>")
     parts.append(_token_table("Candidate", "P", why.raw.precision, why.candidate_tokens, why.reference_tokens))
     parts.append(_token_table("Reference", "R", why.raw.recall, why.reference_tokens, why.candidate_tokens))
@@ -106,8 +97,7 @@ def pair_section(why: PairExplanation, line: int | None, key: str) -> str:
 
 
 def score_bars(why: PairExplanation) -> str:
-    """P, R and F1 as three horizontal bars (an inline SVG; a score below 0, possible after rescaling, shows
-    no bar)."""
+    """P, R and F1 as horizontal bars in an inline SVG (a score below 0 shows no bar)."""
     rows = []
     scores = [("P", why.precision), ("R", why.recall), ("F1", why.f1)]
     if why.f_beta is not None:
@@ -119,7 +109,7 @@ def score_bars(why: PairExplanation) -> str:
             f'<text x="0" y="{y + 14}" font-size="13">{name}</text>'
             f'<rect x="28" y="{y}" width="200" height="18" fill="#eceff1"/>'
             f'<rect x="28" y="{y}" width="{width:.1f}" height="18" fill="#1e88e5"/>'
-            f'<text x="236" y="{y + 14}" font-size="13">{_num(value)}</text>'
+            f'<text x="236" y="{y + 14}" font-size="13">{number(value)}</text>'
         )
     height, label = 6 + 26 * len(scores), "P, R and F1" if len(scores) == 3 else "P, R, F1 and F-beta"
     return f'<svg width="310" height="{height}" role="img" aria-label="{label}">{"".join(rows)}</svg>'
@@ -135,7 +125,7 @@ def _references(why: PairExplanation) -> str:
     for j, s in enumerate(why.reference_scores):
         best = ' class="best"' if j == why.best_reference else ""
         values = (s.precision, s.recall, s.f1) + ((s.f_beta if s.f_beta is not None else math.nan,) if beta else ())
-        cells = "".join(f'<td class="n">{_num(x)}</td>' for x in values)
+        cells = "".join(f'<td class="n">{number(x)}</td>' for x in values)
         rows.append(f"<tr{best}><td>{j}{' (best)' if best else ''}</td>{cells}</tr>")
     return "".join(rows) + "</table>"
 
@@ -159,15 +149,14 @@ _OUT_OF_MATCHING = {
 
 
 def _out_span(role: str, shown: str, why: PairExplanation) -> str:
-    """A greyed span for text the matching leaves out, titled with why (`role`: a `TokenExplanation.role`)."""
+    """A greyed span for text the matching leaves out, titled with why."""
     mask = "ignore=" if why.ignore is None else f"ignore={why.ignore}"
     title = _OUT_OF_MATCHING[role].format(mask)
-    return f'<span class="w out {role}" title="{_e(title)}">{_e(shown)}</span>'
+    return f'<span class="w out {role}" title="{escape(title)}">{escape(shown)}</span>'
 
 
 def _head(tokens: Sequence[TokenExplanation], why: PairExplanation) -> str:
-    """The prompt's and the context's tokens (encoded before the text, no part of it), one greyed span per
-    run of tokens of one role, their pieces as the tokenizer writes them; empty where there are none."""
+    """The prompt's and the context's tokens, one greyed span per run of one role; empty where none."""
     runs: list[tuple[str, list[str]]] = []
     for t in tokens:
         if t.role not in ("prompt", "context"):
@@ -186,9 +175,8 @@ def _text(
     tokens: Sequence[TokenExplanation],
     ids: tuple[str, str],
 ) -> str:
-    """The original text, each word a hoverable span (a word of masked tokens alone greyed, titled with the
-    mask), after the prompt's and the context's tokens, greyed; characters in no word (white space, or a part
-    cut off at the window) shown as they are. `ids`: this side's and the other side's word-id prefixes."""
+    """The text, each word a hoverable span, after the greyed prompt and context; characters in no word
+    shown as they are. `ids`: this side's and the other side's word-id prefixes."""
     mine, theirs = ids
     out, at = [_head(tokens, why)], 0
     for w in words:
@@ -199,13 +187,13 @@ def _text(
             continue
         tip = (
             f"best match: {w.counterpart_text or '-'} · support {w.support:.3f} · weight {w.weight:.3f} · "
-            f"contribution {_num(w.contribution)}"
+            f"contribution {number(w.contribution)}"
         )
         counterpart = "" if w.counterpart is None else f' data-c="{theirs}{w.counterpart}"'
         weak = " weak" if w.weak else ""
         out.append(
-            f'<span class="w{weak}" id="{mine}{w.index}"{counterpart} tabindex="0">{_e(w.text)}'
-            f'<span class="tip">{_e(tip)}</span></span>'
+            f'<span class="w{weak}" id="{mine}{w.index}"{counterpart} tabindex="0">{escape(w.text)}'
+            f'<span class="tip">{escape(tip)}</span></span>'
         )
         at = w.end
     out.append(_gap(text[at:]))
@@ -213,17 +201,17 @@ def _text(
 
 
 def _gap(text: str) -> str:
-    """Characters between words: white space as it is, anything else (a part past the window) greyed."""
+    """Characters between words: white space as it is, anything else (past the window) greyed."""
     if not text.strip():
-        return _e(text)
-    return f'<span class="cut">{_e(text)}</span>'
+        return escape(text)
+    return f'<span class="cut">{escape(text)}</span>'
 
 
 def _token_table(
     side: str, score: str, total: float, tokens: Sequence[TokenExplanation], other: Sequence[TokenExplanation]
 ) -> str:
     head = (
-        f"<h3>{side} tokens: the contributions add up to {score} = {_num(total)} (before any rescaling)</h3>"
+        f"<h3>{side} tokens: the contributions add up to {score} = {number(total)} (before any rescaling)</h3>"
         '<table><tr><th class="n">#</th><th>token</th><th>chars</th><th>match</th><th class="n">similarity</th>'
         '<th class="n">weight</th><th class="n">contribution</th></tr>'
     )
@@ -234,16 +222,16 @@ def _token_table(
         match = match if t.role is None else f"({t.role})"  # out of the matching: why, in place of a match
         special = ' class="special"' if t.special or t.role is not None else ""
         rows.append(
-            f'<tr{special}><td class="n">{t.index}</td><td>{_e(t.token)}</td><td>{chars}</td><td>{_e(match)}</td>'
-            f'<td class="n">{t.similarity:.4f}</td><td class="n">{t.weight:.4f}</td>'
-            f'<td class="n">{_num(t.contribution)}</td></tr>'
+            f'<tr{special}><td class="n">{t.index}</td><td>{escape(t.token)}</td><td>{chars}</td>'
+            f'<td>{escape(match)}</td><td class="n">{t.similarity:.4f}</td><td class="n">{t.weight:.4f}</td>'
+            f'<td class="n">{number(t.contribution)}</td></tr>'
         )
     return head + "".join(rows) + "</table>"
 
 
-def _e(text: str) -> str:
+def escape(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _num(x: float) -> str:
-    return "nan" if x != x else f"{x:.4f}"
+def number(x: float | None, sign: str = "") -> str:
+    return "nan" if x is None or x != x else f"{x:{sign}.4f}"

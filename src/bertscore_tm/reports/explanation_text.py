@@ -1,8 +1,5 @@
-"""Explanations as text for a terminal: the scores, each reference's, the texts with their weak words marked
-(red on a terminal that takes colour, between asterisks otherwise), the weak words' counterparts, and the
-token accounts whose contributions add up to P and R. The HTML page is `explain_html.py`; the JSON form is
-`PairExplanation.to_json`. What is shown and why: docs/explain.md.
-"""
+"""Explanations as text for a terminal: the scores, the texts with their weak words marked (red where the
+terminal takes colour, between asterisks otherwise) and the token accounts. What is shown: docs/explain.md."""
 
 from __future__ import annotations
 
@@ -19,8 +16,7 @@ def render_text(
     color: bool = False,
     tokens: bool = True,
 ) -> str:
-    """Every explanation, one block each, headed by its line number where `lines` gives one; ANSI colour
-    with `color`; the token tables with `tokens`."""
+    """Every explanation, one block each, headed by its line number where `lines` gives one."""
     numbers = list(lines) if lines is not None else [None] * len(explanations)
     blocks = [_pair_text(e, n, color, tokens) for e, n in zip(explanations, numbers, strict=True)]
     head = explanations[0].hash_code + "\n\n" if explanations else ""
@@ -61,7 +57,6 @@ def _threshold_text(why: PairExplanation) -> str:
 
 
 def _marked(text: str, words: Sequence[WordExplanation], color: bool) -> str:
-    """`text` with its weak words marked (control characters escaped, see `printable`)."""
     pieces, at = [], 0
     for word in words:
         pieces.append(printable(text[at : word.start]))
@@ -88,7 +83,7 @@ def _token_table(
     other: Sequence[TokenExplanation],
     color: bool,
 ) -> list[str]:
-    """A side's tokens, one row each; the contributions' column adds up to the side's raw score."""
+    """A side's tokens, one row each; the contributions add up to the side's raw score."""
     rows = [["#", "token", "chars", "match", "similarity", "weight", "contribution"]]
     for t in mine:
         chars = "special" if t.special else "-" if t.start is None else f"{t.start}-{t.end}"
@@ -118,8 +113,7 @@ def _token_table(
 
 
 def printable(text: str) -> str:
-    """`text` with its control characters written as escapes, so that a text cannot drive the terminal (an
-    escape sequence in a text would otherwise change colours, move the cursor or retitle the window).
+    """`text` with its control characters escaped, so that a text cannot drive the terminal.
 
     >>> printable("a\\x1b[2Jb")
     'a\\\\x1b[2Jb'

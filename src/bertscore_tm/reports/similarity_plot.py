@@ -1,15 +1,6 @@
-"""Plotting one pair: the token-by-token cosine similarity matrix as an annotated heatmap.
-
-The matrix comes from the metric's own tokenizer and embedder (normalised token vectors, so a dot product is
-the cosine similarity BERTScore matches on); P, R and F1 in the title come from the metric's explanation of
-the pair (`BERTScore.explain`), so they are exactly the scores `score` gives, with IDF where the metric has it.
-Every token is drawn, the special ones ([CLS], [SEP], <s>, ...) too: they weigh 0, but they take part in the
-matching and can be a token's best match (docs/explain.md). Each candidate token's best match is outlined in
-its row; with IDF each label carries the token's weight, and tokens weighing 0 are labelled in grey. With
-rescaling every cell is rescaled with the F baseline of the layer. Long pairs stay quick to draw: past 40
-tokens a side the cells carry no values, the figure is bounded and the tick labels thinned. Needs matplotlib;
-pyplot is not used, so no display is needed.
-"""
+"""One pair's token-by-token cosine similarity matrix as an annotated heatmap, from the metric's own
+tokenizer and embedder, with P, R and F1 from `BERTScore.explain`, so exactly the scores `score` gives. Special
+tokens are drawn: they weigh 0 but take part in the matching. Needs matplotlib (no pyplot, so no display)."""
 
 from __future__ import annotations
 
@@ -32,8 +23,6 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PairPlot:
-    """What `plot_similarity` drew: the scores of the pair and the matrix shown."""
-
     precision: float
     recall: float
     f1: float
@@ -45,12 +34,7 @@ class PairPlot:
     ref_weights: tuple[float, ...] = ()
 
 
-def _token_ids(metric: BERTScore, text: str) -> Tensor:
-    return metric.token_ids(text).long()
-
-
 def _labels(metric: BERTScore, ids: Tensor) -> list[str]:
-    """Every token's decoded word piece (a special token by its own name)."""
     tokenizer = metric.tokenizer
     special = set(tokenizer.all_special_ids)
     labels = []
@@ -61,12 +45,11 @@ def _labels(metric: BERTScore, ids: Tensor) -> list[str]:
 
 
 def similarity_matrix(metric: BERTScore, candidate: str, reference: str) -> tuple[Tensor, list[str], list[str]]:
-    """Cosine similarity of every candidate token with every reference token at the metric's layer:
-    ([candidate tokens, reference tokens] float32 on the CPU, candidate labels, reference labels), special
-    tokens included (they take part in the matching)."""
+    """Cosine similarity of every candidate token with every reference token at the metric's
+    layer, special tokens included, with both sides' labels."""
     if metric.all_layers:
         raise ValueError("similarity_matrix needs a metric for one layer (all_layers=False)")
-    c_ids, r_ids = _token_ids(metric, candidate), _token_ids(metric, reference)
+    c_ids, r_ids = metric.token_ids(candidate).long(), metric.token_ids(reference).long()
     vectors, starts = metric.embedder.embed([c_ids, r_ids])
     c_vec = vectors[int(starts[0]) : int(starts[0]) + len(c_ids)]
     r_vec = vectors[int(starts[1]) : int(starts[1]) + len(r_ids)]
@@ -82,9 +65,7 @@ def plot_similarity(
     format: str | None = None,
     idf_references: Sequence[str] | None = None,
 ) -> PairPlot:
-    """Explain one pair with `metric` (its state left alone; with IDF over `idf_references` where given, see
-    `BERTScore.explain`) and save its similarity heatmap to `path` (format: `format`, else the extension, as
-    matplotlib's `savefig` decides)."""
+    """Explain one pair with `metric` (its state left alone) and save its similarity heatmap to `path`."""
     why = metric.explain(candidate, reference, idf_references=idf_references)
     sim, c_labels, r_labels = similarity_matrix(metric, candidate, reference)
     baseline = metric.baseline  # [1, 3]: the layer's row when the metric rescales
@@ -92,9 +73,7 @@ def plot_similarity(
     if baseline is not None:
         b = float(baseline[0, 2])
         sim = (sim - b) / (1 - b)
-    title = f"P = {why.precision:.4f}   R = {why.recall:.4f}   F1 = {why.f1:.4f}" + (
-        "   (rescaled)" if rescaled else ""
-    )
+    title = f"P = {why.precision:.4f}   R = {why.recall:.4f}   F1 = {why.f1:.4f}" + "   (rescaled)" * rescaled
     fig = draw_heatmap(
         sim,
         _weighed(c_labels, why.candidate_tokens, metric.idf),
@@ -119,16 +98,14 @@ def plot_similarity(
 
 
 def _weighed(labels: list[str], tokens: Sequence[TokenExplanation], idf: bool) -> list[str]:
-    """The labels, each with its token's weight where the weights are IDF's."""
     if not idf:
         return labels
     return [f"{label} ({t.weight:.2f})" for label, t in zip(labels, tokens, strict=True)]
 
 
-#: Up to this many tokens a side, every cell shows its value and grid lines part the cells. Past it the values
-#: would be unreadable and slow to draw: one text per cell made a 512-token pair take 10 minutes and 7.7 GB.
+#: Up to this many tokens a side, every cell shows its value (past it, one text per cell is unreadable and slow).
 LABELLED_CELLS_MAX = 40
-#: The figure's longest side in inches, so a pair at a 512-token window is a picture of about 2400 pixels.
+#: The figure's longest side in inches.
 MAX_FIGURE_INCHES = 24.0
 DPI = 100
 #: Tick labels are at least this many points apart: past that, every k-th token is labelled.
@@ -144,11 +121,9 @@ def draw_heatmap(
     best: Sequence[int | None] | None = None,
     faint: Sequence[bool] | None = None,
 ) -> Figure:
-    """The heatmap of `sim` ([candidate tokens, reference tokens]) as a matplotlib Figure (no pyplot, so no
-    display and no global state). Small matrices get a value in every cell; large ones a bounded figure, a
-    raster image and thinned tick labels, so drawing stays fast and small whatever the length. `best` (one
-    reference index per candidate token) outlines each row's best match; `faint` (one flag per candidate,
-    then per reference token) greys the labels of tokens that weigh nothing."""
+    """The heatmap of `sim` as a Figure: small matrices get a value in every cell, large ones a bounded
+    figure and thinned labels, so drawing stays fast. `best` outlines each row's best match; `faint` (candidate
+    flags, then reference flags) greys the labels of tokens that weigh nothing."""
     from matplotlib.figure import Figure
 
     n_c, n_r = sim.shape
@@ -187,7 +162,6 @@ def draw_heatmap(
 
 
 def _faint_labels(ax: Axes, cand: Sequence[bool], ref: Sequence[bool]) -> None:
-    """Grey the tick labels of the tokens flagged (those that weigh 0)."""
     for ticks, labels, flags in (
         (ax.get_yticks(), ax.get_yticklabels(), cand),
         (ax.get_xticks(), ax.get_xticklabels(), ref),
@@ -198,15 +172,13 @@ def _faint_labels(ax: Axes, cand: Sequence[bool], ref: Sequence[bool]) -> None:
 
 
 def _cell_inches(longest: int, labelled: bool) -> float:
-    """The side of one cell: room for a value when labelled, else as large as the bounded figure allows."""
     if labelled:
         return 0.62
     return min(0.4, (MAX_FIGURE_INCHES - 2.6) / longest)
 
 
 def _tick_labels(ax: Axes, cand_labels: list[str], ref_labels: list[str], cell: float, labelled: bool) -> None:
-    """Every token's label where they fit; past that every k-th, far enough apart to read. Grid lines part
-    the cells only where the cells are large enough to see them."""
+    """Every token's label where they fit, else every k-th; grid lines only where cells are large."""
     step = max(1, math.ceil(_TICK_SPACING_PT / (cell * 72)))
     font = 10 if step == 1 and cell >= 0.3 else max(5.0, min(10.0, 0.8 * step * cell * 72))
     xs, ys = range(0, len(ref_labels), step), range(0, len(cand_labels), step)
@@ -228,7 +200,6 @@ def _tick_labels(ax: Axes, cand_labels: list[str], ref_labels: list[str], cell: 
 
 
 def _cell_values(ax: Axes, sim: Tensor, low: float, cell: float) -> None:
-    """The value of every cell, white on dark cells (only for small matrices: one text per cell)."""
     middle = (low + 1.0) / 2
     for i in range(sim.shape[0]):
         for j in range(sim.shape[1]):

@@ -1,9 +1,6 @@
-"""A picture of a layer tuning (`bertscore_tm.tuning.layer_tuning.LayerTuning`): the correlation of the tuned score with
-the human judgements at every layer, its bootstrap interval as a band, each group's correlation as a thin line, the best
-layer and the default layer marked. Why: the table says which layer wins; the picture shows how flat the curve is around
-it and whether the groups agree. Needs matplotlib; pyplot is not used, so no display is needed (as in
-`bertscore_tm.reports.similarity_plot`). Guide: docs/tuning.md.
-"""
+"""A picture of a layer tuning: the correlation per layer with its interval band, each group's as a thin
+line, the best and default layers marked; it shows how flat the curve is around the best layer. Needs
+matplotlib (no pyplot, so no display)."""
 
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ _SCORE_NAMES = {"precision": "P", "recall": "R", "f1": "F1"}
 def plot_layers(
     result: LayerTuning, path: str | os.PathLike[str], format: str | None = None, method: str | None = None
 ) -> None:
-    """Draw `result`'s correlation per layer (`method`, default: its criterion; of its tuned score) into `path`,
-    in `format` (default: the extension, as matplotlib's savefig reads it)."""
+    """Draw `result`'s correlation per layer (`method`, default: its criterion) into `path`."""
     from matplotlib.figure import Figure
 
     method = method or result.criterion

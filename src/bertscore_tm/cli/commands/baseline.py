@@ -55,27 +55,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             f"{args.pairs} needs {2 * args.pairs} (each line is used at most once): use a larger corpus or fewer pairs"
         )
     target = outputs.check_output(args.output, "baseline.tsv")
-    long_texts = options.long_texts(args)
-    source = options.model_source(args)
-    model_name = metrics.model_name(args, **source)
+    model_name, model_options = metrics.checked_model(args)
     device = devices.device(args.device)
 
     from bertscore_tm.tuning.baseline_building import layer_means, sample_pairs, write_baseline
 
     cands, refs = sample_pairs(lines, args.pairs, args.seed)
     with processes(device) as job:
-        metric = metrics.make_metric(
-            model_name_or_path=model_name,
-            all_layers=True,  # every layer is scored, so a model without a tabled default layer is fine
-            lang=args.lang,
-            batch_size=args.batch_size,
-            device=job.device,
-            model_dtype=devices.dtype(args.dtype),
-            compile_model=args.compile,
-            verbose=options.progress(args) and job.writes_output,
-            **source,
-            **long_texts,
-        )
+        verbose = options.progress(args) and job.writes_output
+        metric = metrics.all_layers_metric(args, model_name, model_options, device=job.device, verbose=verbose)
         start, stop = job.shard(len(cands))
         with warnings.catch_warnings():  # a process without pairs (fewer pairs than processes) is fine
             warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")

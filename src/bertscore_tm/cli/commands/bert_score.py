@@ -1,6 +1,5 @@
-"""``bertscore-tm`` without a command: bert-score's own command line (``bert-score -r refs.txt -c hyps.txt``), its
-flags spelled as it spells them, files or texts given inline, and its output line for line, so that a script
-written for bert-score runs unchanged (docs/migrating.md). The scores are ours: bert-score's run unpadded."""
+"""``bertscore-tm`` without a command: bert-score's own command line, its flags spelled as it spells them and
+its output line for line, so that a script written for bert-score runs unchanged (docs/migrating.md)."""
 
 from __future__ import annotations
 
@@ -21,14 +20,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="bert-score's command line: every flag as bert-score 0.3.13 spells it, the output as it "
         "prints it, the scores equal to bert-score run unpadded. The other commands: bertscore-tm --help.",
     )
-    p.add_argument("--lang", default=None, help="language code (picks the default model and the baseline)")
-    p.add_argument("-m", "--model", default=None, help="model name or local directory")
-    p.add_argument("-l", "--num_layers", type=int, default=None, help="use the output of layer N")
+    p.add_argument("--lang", help="language code (picks the default model and the baseline)")
+    p.add_argument("-m", "--model", help="model name or local directory")
+    p.add_argument("-l", "--num_layers", type=int, help="use the output of layer N")
     p.add_argument("-b", "--batch_size", type=int, default=64, help="texts per forward pass at most (default: 64)")
-    p.add_argument("--nthreads", type=int, default=None, help="CPU threads torch uses while scoring")
+    p.add_argument("--nthreads", type=int, help="CPU threads torch uses while scoring")
     p.add_argument("--idf", action="store_true", help="weigh tokens by IDF over the references")
     p.add_argument("--rescale_with_baseline", action="store_true", help="rescale with the model's baseline")
-    p.add_argument("--baseline_path", default=None, help="with --rescale_with_baseline: a baseline file of yours")
+    p.add_argument("--baseline_path", help="with --rescale_with_baseline: a baseline file of yours")
     p.add_argument(
         "--use_fast_tokenizer",
         action="store_false",
@@ -73,8 +72,8 @@ def main(argv: Sequence[str], out: StandardOutput) -> int:
 
 
 def _pairs(cand: str, refs: list[str], idf: bool) -> tuple[list[str], list[str] | list[list[str]]]:
-    """bert-score's reading of -c and -r: a candidate file and reference files of as many lines (several files:
-    several references a line), or one candidate text and its reference texts."""
+    """bert-score's reading of -c and -r: a candidate file and reference files of as many lines, or one
+    candidate text and its reference texts."""
     if os.path.isfile(cand):
         cands = inputs.read_lines(cand, "candidate")
         mismatch = f"{inputs.input_name(cand, 'candidate')} has {inputs.n_lines(len(cands))}"

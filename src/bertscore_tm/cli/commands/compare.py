@@ -1,6 +1,5 @@
-"""``bertscore-tm compare``: several systems against the same references in one run (the references embedded
-once), per system the P, R, F1 means and a bootstrap interval of F1, and for each system after the first (the
-baseline) its F1 difference to the baseline and the p-value of a paired test."""
+"""``bertscore-tm compare``: several systems against the same references in one run, with F1 intervals and,
+for each system after the first (the baseline), a paired test of its F1 difference."""
 
 from __future__ import annotations
 
@@ -65,7 +64,6 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     c.add_argument(
         "--html",
-        default=None,
         metavar="FILE",
         help=f"also write one self-contained HTML page there: the table, the F1 differences per segment as a plot, "
         f"and the {HTML_SEGMENTS} segments per system where it differs most from the baseline, both sides explained",
@@ -90,10 +88,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     shard_size = options.shard_size(args)
 
     metric = metrics.scoring_metric(args)
-    if args.checkpoint is None:
-        scores = _score(metric, systems, targets)
-    else:
-        scores = _score_resumable(metric, systems, targets, args.checkpoint, shard_size)
+    scores = _score(metric, systems, targets, args.checkpoint, shard_size)
     if scores is None:  # a torchrun process other than rank 0
         return 0
     rows = _rows(names, scores, args.method, settings)
@@ -141,44 +136,38 @@ def _read(names: list[str], refs: list[str]) -> tuple[list[list[str]], list[str]
     return systems, targets
 
 
-def _score(metric: Any, systems: list[list[str]], targets: list[str] | list[list[str]]) -> dict[str, Any] | None:
-    """Every system's per-line scores in one compute (references and shared lines embedded once); under torchrun
-    each process scores a contiguous shard of the lines, and only rank 0 gets the scores (None elsewhere)."""
-    from bertscore_tm.comparison.systems import score_systems
-
-    with processes(str(metric.device)) as job:
-        if not job.writes_output:
-            metric.verbose = False
-        start, stop = job.shard(len(targets))
-        shards = [Processes(rank, job.world_size).shard(len(targets)) for rank in range(job.world_size)]
-        with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
-            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
-            scores = score_systems(
-                metric, [s[start:stop] for s in systems], targets[start:stop], shard_sizes=[b - a for a, b in shards]
-            )
-    return scores if job.writes_output else None
-
-
-def _score_resumable(
-    metric: Any, systems: list[list[str]], targets: list[str] | list[list[str]], checkpoint: str, shard_size: int
+def _score(
+    metric: Any, systems: list[list[str]], targets: list[str] | list[list[str]], checkpoint: str | None, shard_size: int
 ) -> dict[str, Any] | None:
-    """As `_score`, each system in its own resumable run (`bertscore_tm.corpus.resumable`), its shards kept in
-    `checkpoint`/system<i>: a run again after a kill scores only the missing shards. The references are embedded
-    again for each system (the price of shards that stand alone); the scores are the same."""
+    """Every system's per-line scores, None on a torchrun process other than rank 0. In one compute (shared
+    texts embedded once), or with a `checkpoint` each system in its own resumable run kept in
+    `checkpoint`/system<i> (the references embedded again for each; the scores are the same)."""
     import torch
 
+    from bertscore_tm.comparison.systems import score_systems
     from bertscore_tm.corpus.resumable import score_resumable
 
     with processes(str(metric.device)) as job:
         if not job.writes_output:
             metric.verbose = False
-        per = [
-            score_resumable(metric, system, targets, f"{checkpoint}/system{i}", shard_size)
-            for i, system in enumerate(systems)
-        ]
-    if not job.writes_output:
-        return None
-    return {k: torch.stack([getattr(s, k) for s in per]) for k in ("precision", "recall", "f1")}
+        if checkpoint is not None:
+            per = [
+                score_resumable(metric, system, targets, f"{checkpoint}/system{i}", shard_size)
+                for i, system in enumerate(systems)
+            ]
+            scores = {k: torch.stack([getattr(s, k) for s in per]) for k in ("precision", "recall", "f1")}
+        else:
+            start, stop = job.shard(len(targets))
+            shards = [Processes(rank, job.world_size).shard(len(targets)) for rank in range(job.world_size)]
+            with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
+                warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+                scores = score_systems(
+                    metric,
+                    [s[start:stop] for s in systems],
+                    targets[start:stop],
+                    shard_sizes=[b - a for a, b in shards],
+                )
+    return scores if job.writes_output else None
 
 
 def _rows(names: list[str], scores: dict[str, Any], method: str, settings: Resampling) -> list[dict[str, Any]]:
@@ -208,7 +197,6 @@ def _rows(names: list[str], scores: dict[str, Any], method: str, settings: Resam
 
 
 def _how(method: str, settings: Resampling) -> str:
-    """What was done, in words."""
     if method == "bootstrap":
         how = f"paired bootstrap resampling (Koehn 2004), {settings.num_samples} resamples"
     else:
@@ -220,9 +208,8 @@ def _how(method: str, settings: Resampling) -> str:
 
 
 def _page(metric: Any, texts: tuple[list[list[str]], Any], f1: Any, rows: list[dict[str, Any]], how: str) -> str:
-    """The --html page: for each system after the baseline, its `HTML_SEGMENTS` lines of largest absolute F1
-    difference (the earlier line on a tie), the baseline's candidate and the system's explained against the
-    references, with the IDF (where --idf) over all the references once, as the scores count it."""
+    """The --html page: for each system after the baseline, its `HTML_SEGMENTS` lines of largest F1 difference,
+    both sides explained with the IDF the scores count."""
     import torch
 
     from bertscore_tm.explanations.explanation import explain_pairs
@@ -245,7 +232,6 @@ def _page(metric: Any, texts: tuple[list[list[str]], Any], f1: Any, rows: list[d
 
 
 def _table(code: str, method: str, settings: Resampling, rows: list[dict[str, Any]]) -> str:
-    """The text output of compare: the hash code, what was done, one row per system."""
     table = [["system", "P", "R", "F1", f"F1 {percent(settings.confidence)} CI", "delta F1", "p-value"]]
     for row in rows:
         cells = [row["name"]] + [_cell(row[k]) for k in ("precision", "recall", "f1")]
@@ -255,9 +241,8 @@ def _table(code: str, method: str, settings: Resampling, rows: list[dict[str, An
         else:
             cells += [f"{row['delta_f1']:+.6f}", p_text(row["p_value"]) + (" *" if row["p_value"] < 0.05 else "")]
         table.append(cells)
-    widths = [max(len(r[j]) for r in table) for j in range(len(table[0]))]
     lines = [code, f"{_how(method, settings)}; * p < 0.05 (difference to the baseline, two-sided)"]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    lines += outputs.aligned(table)
     return "\n".join(lines) + "\n"
 
 

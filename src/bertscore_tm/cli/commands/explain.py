@@ -1,7 +1,5 @@
-"""``bertscore-tm explain``: why a pair scores as it does, token by token (docs/explain.md). Files are taken as
-``score`` takes them; every pair is scored once with the paired engine, then only the pairs asked for (``--worst
-K``: the K of lowest F1; default: all) are explained, with the IDF of all the files' references where ``--idf``.
-``--text`` makes ``-c``/``-r`` the texts of one pair. Text (colour on a terminal), JSON, and ``--html`` a page."""
+"""``bertscore-tm explain``: why a pair scores as it does, token by token (docs/explain.md), as text, JSON or
+an HTML page. Every pair is scored once; only those asked for (``--worst K``; default: all) are explained."""
 
 from __future__ import annotations
 
@@ -38,12 +36,11 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="-c and -r are the texts of one pair themselves, not files (several -r texts: several references)",
     )
-    e.add_argument("--worst", type=int, default=None, metavar="K", help="explain the K pairs of lowest F1 only")
+    e.add_argument("--worst", type=int, metavar="K", help="explain the K pairs of lowest F1 only")
     options.add_model_options(e)
     e.add_argument("--idf", action="store_true", help="weigh tokens by IDF over the references of all the files")
     e.add_argument(
         "--idf-references",
-        default=None,
         metavar="FILE",
         help="with --idf --text: count the IDF over these references (one per line) instead of the pair's own",
     )
@@ -59,8 +56,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _texts(args: argparse.Namespace) -> tuple[str, ...]:
-    """The options that hold texts, not file names (so no output is compared with them,
-    `bertscore_tm.cli.outputs.read_files`): -c, -r and --context with --text."""
+    """The options that hold texts, not file names, for `outputs.read_files`."""
     return ("cand", "ref", "context") if args.text else ()
 
 
@@ -68,13 +64,12 @@ def _add_output_options(e: argparse.ArgumentParser) -> None:
     e.add_argument(
         "--threshold",
         type=float,
-        default=None,
         metavar="T",
         help="a word is weak when its support is below T (default: the layer's rescale baseline, where known)",
     )
     e.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    e.add_argument("--html", default=None, metavar="FILE", help="also write one self-contained HTML page there")
-    e.add_argument("-o", "--output", default=None, metavar="FILE", help="write the text or JSON there")
+    e.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page there")
+    e.add_argument("-o", "--output", metavar="FILE", help="write the text or JSON there")
     e.add_argument(
         "--tokens",
         action=argparse.BooleanOptionalAction,
@@ -84,7 +79,6 @@ def _add_output_options(e: argparse.ArgumentParser) -> None:
     e.add_argument(
         "--color",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="colour the weak words (default: on a terminal, unless NO_COLOR is set)",
     )
 
@@ -94,9 +88,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     _check(args)
     html = None if args.html is None else outputs.check_output(args.html, "explain.html")
     target = None if args.output is None else outputs.check_output(args.output, "explain.txt")
-    idf_references = _idf_references(args)
-    pairs = None if args.text else inputs.pair_lines(args.cand, args.ref)  # checked before the model loads
-    context = _context(args, pairs)
+    idf_references = None if args.idf_references is None else inputs.read_lines(args.idf_references, "IDF reference")
+    if args.text:
+        pairs, context = None, None if args.context is None else [args.context]
+    else:
+        pairs = inputs.pair_lines(args.cand, args.ref)  # checked before the model loads
+        context = inputs.context_lines(args.context, len(pairs))
     metric = metrics.scoring_metric(args)
     from bertscore_tm.explanations.explanation import explain_pairs
     from bertscore_tm.explanations.weighting import weighting
@@ -127,7 +124,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _check(args: argparse.Namespace) -> None:
-    """The options in the command line's terms, before any model loads."""
     if args.worst is not None and args.worst < 1:
         raise UsageError(f"--worst must be at least 1 (the number of pairs to explain), got {args.worst}")
     if args.text and args.worst is not None:
@@ -142,39 +138,13 @@ def _check(args: argparse.Namespace) -> None:
         inputs.check_stdin([args.cand, *args.ref], "-c/-r")
 
 
-def _idf_references(args: argparse.Namespace) -> list[str] | None:
-    if args.idf_references is None:
-        return None
-    return inputs.read_lines(args.idf_references, "IDF reference")
-
-
-def _context(args: argparse.Namespace, pairs: Any) -> list[str] | None:
-    """The --context: the text itself with --text, else the file's lines, one per line of the `pairs`."""
-    if args.context is None:
-        return None
-    if args.text:
-        return [args.context]
-    context = inputs.read_lines(args.context, "context")
-    if len(context) != len(pairs):
-        raise UsageError(
-            f"the context file {args.context} has {len(context)} line(s) for {len(pairs)} candidate line(s)"
-        )
-    return context
-
-
 def _chosen(
     args: argparse.Namespace, metric: Any, pairs: Any, context: list[str] | None = None
 ) -> tuple[list[int | None], list[str], list[list[str]]]:
-    """Score every pair of the files once (the paired engine, each pair with its line of `context`), then read
-    back the pairs to explain: the `--worst` K of lowest F1, worst first (a tie: the earlier line), or every
-    pair in order. Line numbers count from 1."""
+    """Score every pair of the files once, then read back those to explain: the `--worst` K of lowest F1,
+    worst first (ties: the earlier line), or every pair in order. Line numbers count from 1."""
     import torch
 
-    pairs = inputs.pair_lines(args.cand, args.ref)
-    if context is not None and len(context) != len(pairs):
-        raise UsageError(
-            f"the context file {args.context} has {len(context)} line(s) for {len(pairs)} candidate line(s)"
-        )
     done = 0
     for cands, targets in pairs.chunks():
         part = None if context is None else context[done : done + len(cands)]

@@ -1,5 +1,4 @@
-"""``bertscore-tm mbr``: minimum-Bayes-risk selection, the hypothesis of each group that agrees most with the
-others (the highest mean F1, or the score --utility names, against the other hypotheses of its group)."""
+"""``bertscore-tm mbr``: minimum-Bayes-risk selection, the hypothesis of each group that agrees most with the others."""
 
 from __future__ import annotations
 
@@ -23,10 +22,9 @@ def add_parser(sub: Any) -> None:
     )
     m.add_argument("-i", "--input", required=True, metavar="HYPS", help="hypotheses, one per line")
     grouping = m.add_mutually_exclusive_group(required=True)
-    grouping.add_argument("--group-size", type=int, default=None, metavar="K", help="each group is K consecutive lines")
+    grouping.add_argument("--group-size", type=int, metavar="K", help="each group is K consecutive lines")
     grouping.add_argument(
         "--groups",
-        default=None,
         metavar="FILE",
         help="one group id per line of HYPS (lines with the same id form a group, in order of first appearance)",
     )

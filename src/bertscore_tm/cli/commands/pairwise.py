@@ -23,9 +23,7 @@ def add_parser(sub: Any) -> None:
     )
     a.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line (the matrix's rows)")
     a.add_argument("-r", "--ref", required=True, metavar="FILE", help="references, one per line (the matrix's columns)")
-    a.add_argument(
-        "-o", "--output", default=None, metavar="FILE", help="write the matrix to FILE (default: standard output)"
-    )
+    a.add_argument("-o", "--output", metavar="FILE", help="write the matrix to FILE (default: standard output)")
     options.add_model_options(a)
     a.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     options.add_rescale_options(a)
@@ -69,9 +67,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 def _matrices(
     metric: Any, cands: list[str], refs: list[str], names: tuple[str, ...], checkpoint: str | None, shard_size: int
 ) -> dict[str, Any] | None:
-    """The matrices `names` (float64, on the CPU); under torchrun each process scores a contiguous block of rows
-    and rank 0 gathers them (None on the other processes). With a `checkpoint` folder, the rows go in shards kept
-    there (`bertscore_tm.corpus.resumable`), so that a run again after a kill scores only the missing ones."""
+    """The matrices `names` (float64, on the CPU); under torchrun each process scores a block of rows
+    and rank 0 gathers them (None elsewhere); with a `checkpoint`, in resumable shards."""
     import torch
 
     with processes(str(metric.device)) as job:

@@ -1,7 +1,5 @@
-"""``bertscore-tm score``: candidates and references from files, one text per line; corpus means and, with
-``-s``, per-pair scores, as text, JSON or TSV; with ``--confidence``, a bootstrap interval of the F1 mean.
-With ``--data``, the pairs are columns of a Parquet, JSON Lines, CSV or TSV file, and ``-o`` gets every input
-column plus the scores (`bertscore_tm.corpus.tables`)."""
+"""``bertscore-tm score``: candidates and references from line files, or the columns of a table with
+``--data``; corpus means, per-pair scores, bootstrap intervals, as text, JSON or TSV."""
 
 from __future__ import annotations
 
@@ -29,7 +27,7 @@ def add_parser(sub: Any) -> None:
         "A FILE of '-' is standard input (for one of -c/-r at most). Or --data FILE: the pairs are columns of a "
         "Parquet, JSON Lines, CSV or TSV file, and -o gets every input column plus the scores.",
     )
-    s.add_argument("-c", "--cand", default=None, metavar="FILE", help="candidates, one per line ('-': standard input)")
+    s.add_argument("-c", "--cand", metavar="FILE", help="candidates, one per line ('-': standard input)")
     options.add_many(
         s,
         "-r",
@@ -57,7 +55,6 @@ def add_parser(sub: Any) -> None:
     s.add_argument(
         "-o",
         "--output",
-        default=None,
         metavar="FILE",
         help="write the results to FILE, once they are computed (default: standard output)",
     )
@@ -71,18 +68,14 @@ def add_parser(sub: Any) -> None:
 def _add_data_options(s: Any) -> None:
     s.add_argument(
         "--data",
-        default=None,
         metavar="FILE",
         help="score the pairs of a file of rows instead of line files: Parquet, JSON Lines, CSV or TSV (by its "
         "extension); -o FILE (.parquet, .jsonl or .csv) gets every input column plus bertscore_precision, "
         "bertscore_recall and bertscore_f1 (and bertscore_best_reference with several references)",
     )
-    s.add_argument(
-        "--candidate-column", default=None, metavar="C", help="with --data: the candidates' column (default: candidate)"
-    )
+    s.add_argument("--candidate-column", metavar="C", help="with --data: the candidates' column (default: candidate)")
     s.add_argument(
         "--context-column",
-        default=None,
         metavar="X",
         help="with --data: each row's context (as --context gives it to line files; an empty cell: none)",
     )
@@ -107,9 +100,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     target = None if args.output is None else outputs.check_output(args.output, "scores.txt")
     resampling = options.resampling(args)
     shard_size = options.shard_size(args)
-    context = _context(args, len(pairs))
-
+    context = inputs.context_lines(args.context, len(pairs))
     metric = metrics.scoring_metric(args)
+    scores = _score(args, metric, pairs, shard_size, context)
+    if scores is None:  # a torchrun process other than rank 0
+        return 0
+    report = _report(args, metric, scores, resampling, args.cand, len(args.ref), best=True)
+    outputs.write_output(target, args.output, [report], out)
+    return 0
+
+
+def _score(args: argparse.Namespace, metric: Any, pairs: Any, shard_size: int, context: list[str] | None) -> Any:
+    """The scores of every pair, each torchrun process scoring its share; None on processes other than rank 0."""
     with processes(str(metric.device)) as job:
         if not job.writes_output:
             metric.verbose = False
@@ -120,20 +122,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
             cands, targets = _all_lines(pairs)
             scores = score_resumable(metric, cands, targets, args.checkpoint, shard_size, context)
-    if not job.writes_output:
-        return 0
-    columns = [x.double().cpu().tolist() for x in scores.stacked().unbind(0)]  # P, R, F (and F-beta)
-    ci = None if resampling is None else f1_interval(resampling, columns[2], args.cand)
-    best = None if scores.best_reference is None else scores.best_reference.cpu().tolist()
-    report = _report(args, metric, scores.hash_code, columns, ci, resampling, best, len(args.ref))
-    outputs.write_output(target, args.output, [report], out)
-    return 0
+    return scores if job.writes_output else None
 
 
 def _run_data(args: argparse.Namespace, out: TextIO) -> int:
-    """``--data FILE -o OUT``: the pairs of a file of rows scored as line files are (the same metric, the same
-    numbers, --checkpoint alike), then every row of FILE written to OUT with the score columns added, atomically.
-    The summary (means, hash) goes to standard output as without --data."""
+    """``--data FILE -o OUT``: the pairs of a table scored as line files are, every row of FILE written to
+    OUT with the score columns added; the summary goes to standard output."""
     from bertscore_tm.corpus.tables import WRITES, ColumnFile, file_format, write_scored
 
     if args.cand is not None or args.ref:
@@ -159,16 +153,8 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
     if not cands:
         raise UsageError(f"data file {args.data} has no rows: nothing to score")
     metric = metrics.scoring_metric(args)
-    with processes(str(metric.device)) as job:
-        if not job.writes_output:
-            metric.verbose = False
-        if args.checkpoint is None:
-            scores = _stream(metric, inputs.LinesInMemory(cands, groups), job, context)
-        else:
-            from bertscore_tm.corpus.resumable import score_resumable
-
-            scores = score_resumable(metric, cands, groups, args.checkpoint, shard_size, context)
-    if not job.writes_output:
+    scores = _score(args, metric, inputs.LinesInMemory(cands, groups), shard_size, context)
+    if scores is None:
         return 0
     stacked = scores.stacked()  # P, R, F (and F-beta)
     names = ("precision", "recall", "f1", "f_beta")[: len(stacked)]
@@ -177,17 +163,12 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
         columns["bertscore_best_reference"] = scores.best_reference.cpu().numpy().astype("int64")
     with outputs.replacing(target, args.output) as temp:
         write_scored(data, temp, fmt, columns)
-    per = [x.double().cpu().tolist() for x in stacked.unbind(0)]
-    ci = None if resampling is None else f1_interval(resampling, per[2], args.data)
-    per_candidate = _references_per_candidate(groups)
-    outputs.write_output(
-        None, "", [_report(args, metric, scores.hash_code, per, ci, resampling, None, per_candidate)], out
-    )
+    out.write(_report(args, metric, scores, resampling, args.data, _references_per_candidate(groups)))
     return 0
 
 
 def _references_per_candidate(groups: list[list[str]]) -> int | None:
-    """Every row's number of references (a column of lists may give rows different numbers: then None).
+    """Every row's number of references; None where rows differ.
 
     >>> _references_per_candidate([["a", "b"], ["c", "d"]]), _references_per_candidate([["a"], ["b", "c"]])
     (2, None)
@@ -196,20 +177,8 @@ def _references_per_candidate(groups: list[list[str]]) -> int | None:
     return counts.pop() if len(counts) == 1 else None
 
 
-def _context(args: argparse.Namespace, lines: int) -> list[str] | None:
-    """The --context file's lines, one per candidate line (checked before the model loads); with --checkpoint
-    they are part of the checkpoint's identity (`score_resumable`)."""
-    if args.context is None:
-        return None
-    context = inputs.read_lines(args.context, "context")
-    if len(context) != lines:
-        raise UsageError(f"the context file {args.context} has {len(context)} line(s) for {lines} candidate line(s)")
-    return context
-
-
 def _stream(metric: Any, pairs: Any, job: Any, context: list[str] | None = None) -> Any:
-    """This process's share of the lines, read and scored a chunk at a time (each pair with its `context`
-    line, if any); the gathered scores."""
+    """This process's share of the lines, scored a chunk at a time; the gathered scores."""
     start, stop = job.shard(len(pairs))
     for cands, targets in pairs.chunks(start, stop):
         metric.update(cands, targets, context=None if context is None else context[start : start + len(cands)])
@@ -220,7 +189,7 @@ def _stream(metric: Any, pairs: Any, job: Any, context: list[str] | None = None)
 
 
 def _all_lines(pairs: Any) -> tuple[list[str], list[Any]]:
-    """Every candidate line and its references, in memory (a resumable run digests the texts of each shard)."""
+    """Every candidate line and its references, in memory (a resumable run digests each shard's texts)."""
     cands: list[str] = []
     targets: list[Any] = []
     for chunk_cands, chunk_targets in pairs.chunks():
@@ -233,91 +202,52 @@ def _all_lines(pairs: Any) -> tuple[list[str], list[Any]]:
 Scores = list[list[float]]
 
 
-def _names(args: argparse.Namespace) -> list[str]:
-    """The columns' names: P, R, F1, and F-beta as ``F<beta>`` (``F3``) with --beta."""
-    return ["P", "R", "F1"] + ([] if args.beta is None else [f"F{args.beta:g}"])
-
-
 def _report(
     args: argparse.Namespace,
     metric: Any,
-    code: str,
-    scores: Scores,
-    ci: tuple[float, float] | None,
+    scores: Any,
     resampling: Resampling | None,
-    best: list[int] | None = None,
-    references: int | None = None,
+    source: str,
+    references: int | None,
+    best: bool = False,
 ) -> str:
-    """What `score` prints, in the --format asked for (`code`: the scores' hash code, which names a context
-    where the pairs had one; `best`: each pair's best reference, and `references`: every candidate's number of
-    references, None where it varies, for JSON)."""
-    means = [math.fsum(x) / len(x) for x in scores]
-    if args.format == "text":
-        lines = _text(code, _names(args), means, scores, ci, resampling, args.seg_level)
-    elif args.format == "json":
-        doc = _json(args, metric, code, means, scores, ci, resampling, best, references)
-        lines = [json.dumps(doc, indent=2)]
+    """What `score` prints, in the --format asked for: `source` names the input (for a NaN F1), `references` is
+    the references per candidate (None where it varies), `best` adds each pair's best reference to JSON."""
+    code, num = scores.hash_code, outputs.json_number
+    per = [x.double().cpu().tolist() for x in scores.stacked().unbind(0)]  # P, R, F (and F-beta)
+    means = [math.fsum(x) / len(x) for x in per]
+    ci = None if resampling is None else f1_interval(resampling, per[2], source)
+    names = ["P", "R", "F1"] + ([] if args.beta is None else [f"F{args.beta:g}"])
+    if args.format == "tsv":
+        lines = _tsv(code, names, means, per, ci, args.seg_level)
+    elif args.format == "text":
+        lines = [code + "".join(f" {name}: {mean:.6f}" for name, mean in zip(names, means, strict=True))]
+        if ci is not None and resampling is not None:
+            lines[0] += f" F1 {percent(resampling.confidence)} CI: [{ci[0]:.6f}, {ci[1]:.6f}]"
+        lines += ["\t".join(f"{x:.6f}" for x in row) for row in zip(*per, strict=True)] if args.seg_level else []
     else:
-        lines = _tsv(code, _names(args), means, scores, ci, args.seg_level)
+        doc: dict[str, Any] = {
+            **outputs.setting(metric, args),
+            "hash": code,  # the scores' own: it names a context where the pairs had one
+            "pairs": len(per[0]),
+            "references_per_candidate": references,
+            "precision": num(means[0]),
+            "recall": num(means[1]),
+            "f1": num(means[2]),
+        }
+        if args.beta is not None:
+            doc.update(beta=args.beta, f_beta=num(means[3]))
+        if ci is not None and resampling is not None:
+            doc.update(f1_ci=list(ci), confidence=resampling.confidence, bootstrap=resampling.num_samples)
+            doc.update(seed=resampling.seed)
+        if args.seg_level:
+            keys = ("precision", "recall", "f1", "f_beta")
+            doc["segments"] = [{k: num(x) for k, x in zip(keys, row, strict=False)} for row in zip(*per, strict=True)]
+            if best and scores.best_reference is not None:  # the index of the reference of highest F1 (F-beta)
+                for segment, index in zip(doc["segments"], scores.best_reference.cpu().tolist(), strict=True):
+                    segment["best_reference"] = index
+        lines = [json.dumps(doc, indent=2)]
     return "".join(line + "\n" for line in lines)
-
-
-def _text(
-    code: str,
-    names: list[str],
-    means: list[float],
-    scores: Scores,
-    ci: tuple[float, float] | None,
-    resampling: Resampling | None,
-    seg_level: bool,
-) -> list[str]:
-    summary = code + "".join(f" {name}: {mean:.6f}" for name, mean in zip(names, means, strict=True))
-    if ci is not None and resampling is not None:
-        summary += f" F1 {percent(resampling.confidence)} CI: [{ci[0]:.6f}, {ci[1]:.6f}]"
-    rows = ["\t".join(f"{x:.6f}" for x in row) for row in zip(*scores, strict=True)] if seg_level else []
-    return [summary, *rows]
-
-
-def _json(
-    args: argparse.Namespace,
-    metric: Any,
-    code: str,
-    means: list[float],
-    scores: Scores,
-    ci: tuple[float, float] | None,
-    resampling: Resampling | None,
-    best: list[int] | None = None,
-    references: int | None = None,
-) -> dict[str, Any]:
-    """The JSON document (`references`: every candidate's number of references; None where rows of --data have
-    different numbers)."""
-    num = outputs.json_number
-    doc: dict[str, Any] = {
-        "hash": code,
-        "model": metric.model_name,
-        "model_commit": metric.model_commit,
-        "num_layers": metric.num_layers,
-        "idf": args.idf,
-        "rescaled": args.rescale_with_baseline,
-        "pairs": len(scores[0]),
-        "references_per_candidate": references,
-        "precision": num(means[0]),
-        "recall": num(means[1]),
-        "f1": num(means[2]),
-    }
-    if args.beta is not None:
-        doc.update(beta=args.beta, f_beta=num(means[3]))
-    if ci is not None and resampling is not None:
-        doc.update(
-            f1_ci=list(ci), confidence=resampling.confidence, bootstrap=resampling.num_samples, seed=resampling.seed
-        )
-    if args.seg_level:
-        keys = ("precision", "recall", "f1", "f_beta")
-        doc["segments"] = [{k: num(x) for k, x in zip(keys, row, strict=False)} for row in zip(*scores, strict=True)]
-        if best is not None:  # the index among the pair's references of the one with the highest F1 (F-beta)
-            for segment, index in zip(doc["segments"], best, strict=True):
-                segment["best_reference"] = index
-    return doc
 
 
 def _tsv(
@@ -325,10 +255,7 @@ def _tsv(
 ) -> list[str]:
     if not seg_level:
         extra = ([], []) if ci is None else (["F1_low", "F1_high"], list(ci))
-        return [
-            "\t".join(["hash", *names, *extra[0]]),
-            f"{code}\t" + "\t".join(repr(x) for x in [*means, *extra[1]]),
-        ]
+        return ["\t".join(["hash", *names, *extra[0]]), f"{code}\t" + "\t".join(repr(x) for x in [*means, *extra[1]])]
     # one row per pair: the hash and the means stay, as comment lines before the table
     lines = [f"# hash\t{code}", "# mean\t" + "\t".join(repr(x) for x in means)]
     if ci is not None:

@@ -1,5 +1,4 @@
-"""``bertscore-tm show``: the token-by-token similarity matrix of one pair as a heatmap, special tokens and best
-matches drawn, IDF weights where asked (needs matplotlib; docs/explain.md)."""
+"""``bertscore-tm show``: the token similarity matrix of one pair as a heatmap (needs matplotlib)."""
 
 from __future__ import annotations
 
@@ -39,29 +38,17 @@ def add_parser(sub: Any) -> None:
     )
     v.add_argument(
         "--idf-references",
-        default=None,
         metavar="FILE",
         help="with --idf: count the IDF over these references, one per line (e.g. the corpus's reference file)",
     )
     options.add_rescale_options(v)
     options.add_long_text_options(v)
     options.add_run_options(v, batch=False)
-    v.set_defaults(run=run, texts=_texts)
-
-
-def _texts(args: argparse.Namespace) -> tuple[str, ...]:
-    """The options that hold texts, not file names (so no output is compared with them,
-    `bertscore_tm.cli.outputs.read_files`): -c and -r."""
-    return ("cand", "ref")
+    v.set_defaults(run=run, texts=lambda args: ("cand", "ref"))  # texts, not files (`outputs.read_files`)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise UsageError(
-            "show needs matplotlib: pip install 'bertscore-tm[plot]' (or pip install matplotlib)"
-        ) from None
+    outputs.need_matplotlib("show")
     if not args.cand.strip() or not args.ref.strip():
         raise UsageError("show needs a non-blank candidate (-c) and reference (-r) text")
     if args.idf_references is not None and not args.idf:
@@ -70,9 +57,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     cand = inputs.text_argument(args.cand, "candidate", "-c")
     ref = inputs.text_argument(args.ref, "reference", "-r")
     target, fmt = outputs.image_target(args.file)
-    idf_references = None
-    if args.idf_references is not None:
-        idf_references = inputs.read_lines(args.idf_references, "IDF reference")
+    idf_references = None if args.idf_references is None else inputs.read_lines(args.idf_references, "IDF reference")
     metric = metrics.rescalable_metric(args, idf=args.idf)
     from bertscore_tm.reports.similarity_plot import plot_similarity
 

@@ -1,14 +1,5 @@
-"""``bertscore-tm tune-layers``: which layer of a model agrees best with human judgements on your data.
-
-Reads judgements from a tab-separated file with a header (a candidate, its reference and a human score per line;
-optionally a group column, such as the language pair, a system column and a context column, each pair scored with
-its context), scores every pair at every layer in one pass and correlates each layer's scores with the human ones
-(`bertscore_tm.tuning.layer_tuning`): a row per layer with the averaged correlations and their bootstrap intervals
-and each group's figure, the best layer, a paired bootstrap test of it against the model's default layer, and the
-line to add to a layer table (``--add-to-table`` writes it; ``BERTSCORE_TM_LAYERS`` names the table the metric
-reads). ``--plot`` draws the correlation per layer. The file, the options, the outputs and the model are checked
-before the model loads. Guide: docs/tuning.md.
-"""
+"""``bertscore-tm tune-layers``: which layer of a model agrees best with human judgements on your data
+(`bertscore_tm.tuning.layer_tuning`), with the line to add to a layer table. Guide: docs/tuning.md."""
 
 from __future__ import annotations
 
@@ -68,20 +59,17 @@ def _add_column_options(t: argparse.ArgumentParser) -> None:
         t.add_argument(flag, default=default, metavar="NAME", help=f"the column of {role} (default: {default})")
     t.add_argument(
         "--group-by",
-        default=None,
         metavar="NAME",
         help="correlate within the groups of this column (e.g. the language pair) and average over groups, as WMT "
         "does; groups of fewer than 3 lines are left out, with a warning (default: one group)",
     )
     t.add_argument(
         "--system-column",
-        default=None,
         metavar="NAME",
         help="the column naming each line's system: adds the system-level Pearson correlation of the mean scores",
     )
     t.add_argument(
         "--context-column",
-        default=None,
         metavar="NAME",
         help="the column of each pair's context (e.g. the source sentence or a description), encoded with the "
         "candidate and its reference and left out of the matching, as score --context does; a blank cell: none",
@@ -110,7 +98,6 @@ def _add_tuning_options(t: argparse.ArgumentParser) -> None:
     t.add_argument(
         "--default-layer",
         type=int,
-        default=None,
         metavar="K",
         help="test the best layer against layer K (default: the model's default layer, from the layer table "
         "BERTSCORE_TM_LAYERS names or configs/models.json; none for a model in neither)",
@@ -119,17 +106,15 @@ def _add_tuning_options(t: argparse.ArgumentParser) -> None:
 
 def _add_output_options(t: argparse.ArgumentParser) -> None:
     t.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    t.add_argument("-o", "--output", default=None, metavar="FILE", help="write the text or JSON there")
+    t.add_argument("-o", "--output", metavar="FILE", help="write the text or JSON there")
     t.add_argument(
         "--plot",
-        default=None,
         metavar="FILE",
         help="also draw the correlation per layer with its interval band (needs matplotlib; the format is the "
         "extension: png, svg, pdf, ...)",
     )
     t.add_argument(
         "--add-to-table",
-        default=None,
         metavar="FILE",
         help="write the model's best layer into this layer table (a JSON file, created if missing, other entries "
         "kept); point BERTSCORE_TM_LAYERS at it for the metric to use that layer",
@@ -179,7 +164,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _judgements(args: argparse.Namespace) -> Any:
-    """The judgement file, read and checked before any model loads; its problems in the command line's terms."""
+    """The judgement file, read and checked before any model loads."""
     from bertscore_tm.tuning.judgements import JudgementFileError, check_variation, read_judgements
 
     try:
@@ -201,20 +186,14 @@ def _judgements(args: argparse.Namespace) -> Any:
 
 
 def _plot_target(args: argparse.Namespace) -> tuple[Path, str] | None:
-    """The picture's file and format, checked before any model loads (as ``show -f``)."""
     if args.plot is None:
         return None
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise UsageError(
-            "--plot needs matplotlib: pip install 'bertscore-tm[plot]' (or pip install matplotlib)"
-        ) from None
+    outputs.need_matplotlib("--plot")
     return outputs.image_target(args.plot)
 
 
 def _table_target(args: argparse.Namespace) -> Path | None:
-    """The layer table to add to, checked before any model loads: writable, and, where it exists, a table."""
+    """The layer table to add to, checked before any model loads: writable, and a table where it exists."""
     if args.add_to_table is None:
         return None
     target = outputs.check_output(args.add_to_table, "layers.json")
@@ -226,22 +205,11 @@ def _table_target(args: argparse.Namespace) -> Path | None:
 
 
 def _metric(args: argparse.Namespace) -> Any:
-    """A metric keeping every layer, from the checked options; --default-layer checked against its depth."""
-    long_texts = options.long_texts(args)
-    source = options.model_source(args)
-    name = metrics.model_name(args, **source)
-    metric = metrics.make_metric(
-        model_name_or_path=name,
-        all_layers=True,
-        lang=args.lang,
-        idf=args.idf,
-        batch_size=args.batch_size,
-        model_dtype=devices.dtype(args.dtype),
-        device=devices.process_device(args.device),
-        compile_model=args.compile,
-        verbose=options.progress(args),
-        **source,
-        **long_texts,
+    """A metric keeping every layer; --default-layer checked against its depth."""
+    name, model_options = metrics.checked_model(args)
+    device = devices.process_device(args.device)
+    metric = metrics.all_layers_metric(
+        args, name, model_options, idf=args.idf, device=device, verbose=options.progress(args)
     )
     if args.default_layer is not None and args.default_layer > metric.model_depth:
         raise UsageError(
@@ -252,8 +220,7 @@ def _metric(args: argparse.Namespace) -> Any:
 
 
 def _add_to_table(target: Path, name: str, result: Any) -> None:
-    """Write the best layer into the layer table at `target`: the registry merges it into a copy of the table,
-    which then replaces the table in one step (`outputs.replacing`)."""
+    """Merge the best layer into a copy of the table, which then replaces it in one step."""
     from bertscore_tm.models.registry import add_to_layer_table
 
     with outputs.replacing(target, name) as temp:
@@ -265,8 +232,7 @@ def _add_to_table(target: Path, name: str, result: Any) -> None:
 
 
 def _json(result: Any, plot: tuple[Path, str] | None, table: Path | None, context: str | None) -> str:
-    """The figures as JSON, with what the command line adds: the layer table's line, the files written and the
-    context column (the hash code says ``_context`` where a pair had one; which column, it cannot say)."""
+    """The figures as JSON, with what the command line adds: the table's line, the files written, the context column."""
     doc = result.to_dict()
     doc["context_column"] = context
     doc["layer_table_line"] = result.layer_table_line()
@@ -286,7 +252,6 @@ def _text(result: Any, grouped: bool, plot: tuple[Path, str] | None, table: Path
 
 
 def _summary(result: Any, grouped: bool) -> str:
-    """What was correlated, on what, and how the intervals were drawn."""
     text = f"{result.segments - sum(result.left_out.values())} judgements"
     if grouped:
         text += f" in {len(result.groups)} group(s) ({', '.join(f'{k} {v}' for k, v in result.groups.items())})"
@@ -302,7 +267,6 @@ def _summary(result: Any, grouped: bool) -> str:
 
 
 def _table(result: Any, grouped: bool) -> list[str]:
-    """A row per layer: each correlation's mean and interval, the criterion's figure per group, the system level."""
     groups = list(result.groups) if grouped else []
     with_systems = result.layers[0].system is not None
     header = ["layer", *(f"{m} [{percent(result.confidence)}]" for m in METHODS), *groups]
@@ -318,15 +282,10 @@ def _table(result: Any, grouped: bool) -> list[str]:
         cells += [_number(layer.system[result.score].mean)] if with_systems else []
         notes = ["best"] * (layer.layer == result.best_layer) + ["default"] * (layer.layer == result.default_layer)
         rows.append([*cells, " ".join(f"<- {note}" for note in notes)])
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    return [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in [header, *rows]
-    ]
+    return outputs.aligned([header, *rows])
 
 
 def _legend(result: Any, grouped: bool) -> list[str]:
-    """What the columns after the averages are."""
     parts = [f"{', '.join(result.groups)}: {result.criterion} within the group"] if grouped else []
     if result.layers[0].system is not None:
         parts.append(
@@ -336,7 +295,6 @@ def _legend(result: Any, grouped: bool) -> list[str]:
 
 
 def _verdict(result: Any) -> list[str]:
-    """The best layer, the test against the default layer, and the layer table's line."""
     best = result.figures(result.best_layer)
     lines = [
         f"best layer: {result.best_layer} ({result.criterion} of {_SCORE_NAMES[result.score]} {_number(best.mean)})"
