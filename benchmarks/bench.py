@@ -214,7 +214,6 @@ def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: st
     if kind in (
         "ours-fp32",
         "ours-bf16",
-        "ours-bf16-unprepacked",
         "ours-bf16-unpacked",
         "ours-fp16",
         "ours-bf16-compiled",
@@ -225,9 +224,7 @@ def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: st
         compiled = kind.endswith("-compiled")
         metric = BERTScore(path, num_layers=layers, model_dtype=dtype, device=device, compile_model=compiled)
         if kind == "ours-bf16-unpacked":  # for comparison: bfloat16 in batches of one length, as before packing
-            metric.embedder._packing_refused = True
-        if kind == "ours-bf16-unprepacked":  # for comparison: packed, the linear layers as torch has them
-            metric.embedder._prepacked, metric.embedder._prepack_tried = None, True
+            metric.embedder._batching = "one-length"
 
         def run() -> dict:
             metric.reset()
@@ -268,13 +265,13 @@ def _runner(kind: str, cands: list[str], refs: list[str], shape: str, device: st
 
 
 #: configurations a run may leave out (`--skip`): the opt-in ones the issues set no target for
-SKIPPABLE = ("ours-bf16-compiled", "ours-bf16-unprepacked", "ours-bf16-unpacked", "limit-padded")
+SKIPPABLE = ("ours-bf16-compiled", "ours-bf16-unpacked", "limit-padded")
 
 
 def _timed(device: str, skip: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The configurations of a run: float16 only where autocast has fast float16 kernels (CUDA)."""
     fp16 = ("ours-fp16",) if device.startswith("cuda") else ()
-    ours = ("ours-fp32", "ours-bf16", "ours-bf16-unprepacked", "ours-bf16-unpacked", "ours-bf16-compiled", *fp16)
+    ours = ("ours-fp32", "ours-bf16", "ours-bf16-unpacked", "ours-bf16-compiled", *fp16)
     every = ("limit", "limit-padded", "limit-bf16", *ours, "bert-score", "torchmetrics")
     return tuple(k for k in every if k not in skip)
 
@@ -482,8 +479,7 @@ def main() -> None:
         ("(the bare forward pass in padded batches, as batched before issue 13)", "limit-padded"),
         ("(the bare forward pass in bfloat16: the model cast once, the metric's bfloat16 attention)", "limit-bf16"),
         ("bertscore-tm, float32 (updates + compute)", "ours-fp32"),
-        ("bertscore-tm, bfloat16 (`model_dtype=torch.bfloat16`; packed and prepacked on a CPU)", "ours-bf16"),
-        ("(bertscore-tm, bfloat16 packed, its linear layers not prepacked)", "ours-bf16-unprepacked"),
+        ("bertscore-tm, bfloat16 (`model_dtype=torch.bfloat16`; packed on a CPU)", "ours-bf16"),
         ("(bertscore-tm, bfloat16 in batches of one length: packing switched off)", "ours-bf16-unpacked"),
         ("bertscore-tm, bfloat16, compiled (`compile_model=True`, opt-in)", "ours-bf16-compiled"),
         ("bertscore-tm, float16 (`model_dtype=torch.float16`)", "ours-fp16"),
@@ -501,7 +497,7 @@ def main() -> None:
             right = f"no: max F1 error {err:.3f}, mean F1 {mean_ours:.3f} vs {mean_ref:.3f}" if err > 1e-5 else "yes"
         elif kind == "bert-score":
             right = "the reference"
-        elif kind in ("ours-bf16", "ours-bf16-unprepacked", "ours-bf16-unpacked", "ours-fp16", "ours-bf16-compiled"):
+        elif kind in ("ours-bf16", "ours-bf16-unpacked", "ours-fp16", "ours-bf16-compiled"):
             right = f"max F1 error vs float32 {_max_err(r['f1'], runs['ours-fp32']['f1']):.1e}"
             if "compile_run_seconds" in r:
                 right += f"; first run (compiling) {r['compile_run_seconds']:.0f} s, once per process, not timed"
@@ -559,7 +555,6 @@ def main() -> None:
             "ours-fp32",
             "limit-bf16",
             "ours-bf16",
-            "ours-bf16-unprepacked",
             "ours-bf16-unpacked",
             "ours-bf16-compiled",
         )
@@ -567,7 +562,7 @@ def main() -> None:
     # what bfloat16 costs beyond the model's own bfloat16 forward pass, round by round
     over_bf16 = {
         k: _median([r.get(k, nan) / r["limit-bf16"] for r in timing])
-        for k in ("ours-bf16", "ours-bf16-unprepacked", "ours-bf16-unpacked", "ours-bf16-compiled")
+        for k in ("ours-bf16", "ours-bf16-unpacked", "ours-bf16-compiled")
     }
 
     load_end = os.getloadavg()
@@ -636,8 +631,7 @@ def main() -> None:
             "- time ratio = seconds per pair / the limit's seconds per pair (lower is better), measured in one "
             f"process where every configuration takes its turn, {args.repeats} rounds, median round reported "
             f"(fp32 rounds ranged {spread['ours-fp32'][0]:.2f}x-{spread['ours-fp32'][1]:.2f}x, bf16 "
-            f"{spread['ours-bf16'][0]:.2f}x-{spread['ours-bf16'][1]:.2f}x, bf16 not prepacked "
-            f"{spread['ours-bf16-unprepacked'][0]:.2f}x-{spread['ours-bf16-unprepacked'][1]:.2f}x, bf16 unpacked "
+            f"{spread['ours-bf16'][0]:.2f}x-{spread['ours-bf16'][1]:.2f}x, bf16 unpacked "
             f"{spread['ours-bf16-unpacked'][0]:.2f}x-{spread['ours-bf16-unpacked'][1]:.2f}x, bf16 compiled "
             f"{spread['ours-bf16-compiled'][0]:.2f}x-{spread['ours-bf16-compiled'][1]:.2f}x); pairs/s = the limit's "
             "median pairs/s over the ratio",
@@ -650,11 +644,9 @@ def main() -> None:
             f"- bfloat16's floor: the bare bfloat16 forward pass of the same texts and batches took "
             f"{ratio['limit-bf16']:.2f}x the float32 one (rounds {spread['limit-bf16'][0]:.2f}x-"
             f"{spread['limit-bf16'][1]:.2f}x); the metric in bfloat16 took {over_bf16['ours-bf16']:.2f}x that bare "
-            f"bfloat16 pass, packed and prepacked (its forward passes run many lengths as one stream: "
-            f"`bertscore_tm.embedding.packing`; its linear layers multiply with weights reordered once: "
-            f"`bertscore_tm.embedding.prepacked_linear`; the same vectors bit for bit), "
-            f"{over_bf16['ours-bf16-unprepacked']:.2f}x packed without prepacking, "
-            f"{over_bf16['ours-bf16-unpacked']:.2f}x in batches of one length (prepacked) and "
+            f"bfloat16 pass, packed (its forward passes run many lengths as one stream: "
+            f"`bertscore_tm.embedding.attention`; the same vectors bit for bit), "
+            f"{over_bf16['ours-bf16-unpacked']:.2f}x in batches of one length and "
             f"{over_bf16['ours-bf16-compiled']:.2f}x compiled (in batches of one length: a compiled model does not "
             "pack); beyond the forward pass it tokenises, normalises, copies vectors and matches",
             peak_text,

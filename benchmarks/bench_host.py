@@ -109,13 +109,12 @@ def op_counts(path: str, layers: int, cands: list[str], refs: list[str]) -> dict
     H100's bare bfloat16 pass ran at 36% of its peak)."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    import bertscore_tm.embedding.attention as attention
     import bertscore_tm.embedding.embedder as embedder_module
-    import bertscore_tm.embedding.packing as packing
     import bertscore_tm.scoring.matching as matching
     from bertscore_tm import BERTScore
 
-    packing._varlen_usable = lambda query: True  # type: ignore[assignment]
-    packing._varlen = lambda: lambda q, *args, **kwargs: torch.empty_like(q)  # type: ignore[assignment]
+    attention._varlen = lambda query: lambda q, *args, **kwargs: torch.empty_like(q)  # type: ignore[assignment]
     real = embedder_module.packed_pass
 
     def marked(*args: Any, **kwargs: Any) -> Any:

@@ -231,15 +231,15 @@ def _bare_run(suite: Suite, model: Any, ids: list[Any], kind: str, budget: int, 
     """One bare pass over `ids` (no scoring): (texts, tokens) run before `deadline`."""
     import torch
 
+    from bertscore_tm.embedding.attention import packed_forward
     from bertscore_tm.embedding.batches import SCORES_LENGTH
-    from bertscore_tm.embedding.packing import packed_forward
 
     texts = tokens = 0
     with torch.inference_mode():
         for batch in _bare_batches(kind, [len(x) for x in ids], budget):
             seqs = [ids[i] for i in batch]
             if kind == "packed":
-                packed_forward(model, seqs, budget * SCORES_LENGTH, fused=True)  # the accelerator's packs
+                packed_forward(model, seqs, budget * SCORES_LENGTH)  # the accelerator's packs
             else:
                 longest = max(len(s) for s in seqs)
                 inp = torch.zeros((len(seqs), longest), dtype=torch.long)
@@ -717,7 +717,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     run_steps(suite, args.out.parent, args.only, args.budget)
     env["suite_seconds"] = round(time.perf_counter() - start, 1)
-    from bertscore_tm.embedding.packing import VARLEN_REFUSED
+    from bertscore_tm.embedding.attention import VARLEN_REFUSED
 
     env["variable-length attention refused"] = VARLEN_REFUSED[0] if VARLEN_REFUSED else "no (or not tried)"
     command = "python benchmarks/gpu_suite.py " + " ".join(argv if argv is not None else sys.argv[1:])
