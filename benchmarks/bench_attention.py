@@ -1,5 +1,5 @@
 """Attention on a CPU in float32: the model's eager attention against its own scaled-dot-product attention
-(SDPA), by sequence length, for the choice of `bertscore_tm.embedding.embedder.EAGER_CPU_TOKENS`.
+(SDPA), by sequence length, for the choice of `bertscore_tm.embedding.attention.EAGER_CPU_TOKENS`.
 
 Batches of one length within the metric's 2048-token budget run through every layer of the loaded model, once
 with each attention, in the order A B B A for every batch (so that the machine's drift cancels to first
@@ -74,7 +74,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
-    from bertscore_tm.embedding.embedder import EAGER_CPU_TOKENS
+    from bertscore_tm.embedding.attention import EAGER_CPU_TOKENS
     from bertscore_tm.models.loading import load_encoder, resolve_model_path
 
     torch.set_num_threads(args.threads)
