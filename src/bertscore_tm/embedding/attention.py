@@ -1,15 +1,11 @@
 """The attention of a model we loaded: one function, registered with transformers' `AttentionInterface` and
 selected once when the embedder takes the model, that decides per call; and the packed passes it makes possible.
 
-Per call: a packed stream (texts of many lengths laid end to end, the call carrying `cu_seq_lens_q` as
-transformers hands a model's keyword arguments to its attention) attends text by text; on a CPU, bfloat16 and
-float32 batches of at most `EAGER_CPU_TOKENS` tokens run the eager products (the CPU's scaled-dot-product
-kernel is built for long sequences); everything else runs transformers' own scaled-dot-product attention.
-What a text runs with depends on its length alone, so its vectors still depend on nothing but the text.
-
-`install` selects it once, when the embedder takes the model: a family that cannot switch keeps its own
-attention, and one whose forward does not carry the packing keywords to attention (or whose positions do not
-restart with `position_ids`) never packs. Why packing, and where: docs/performance.md.
+Per call: a packed stream (texts laid end to end, the call carrying transformers' `cu_seq_lens_q`) attends
+text by text; on a CPU, bfloat16 and short float32 batches run the eager products (the CPU's scaled-dot-product
+kernel is built for long sequences); the rest runs transformers' own SDPA. What a text runs with depends on its
+length alone, so its vectors depend on nothing but the text. A family that cannot switch keeps its own
+attention; one whose forward does not carry the packing keywords never packs (`install`). Why: docs/performance.md.
 """
 
 from __future__ import annotations

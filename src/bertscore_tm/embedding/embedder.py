@@ -310,17 +310,11 @@ class Embedder:
         lengths: Sequence[int] | None = None,
     ) -> list[int]:
         """Write the sequences' vectors end to end into `table` from its first row on and return each
-        sequence's first row. Empty sequences take no rows and are never run. Each batch's output is copied
-        (or normalised straight into its rows, where its texts lie one after another there) and dropped before the
-        next batch runs, so only one batch of activations is alive at a time.
-
-        A text longer than the window rule's window runs as its windows (`bertscore_tm.models.windows`), batched
-        with everything else. `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text;
-        `lengths`, the sequences' lengths where the caller knows them (so as not to ask each tensor).
-
-        A forward pass that runs out of accelerator memory is retried with half the token budget (down to one
-        text), the pieces not yet written planned again; the budget that worked is kept for later calls and
-        said in one warning. Scores do not change: a text's vectors do not depend on its batch.
+        sequence's first row; empty sequences take no rows. Each batch's output is written and dropped before the
+        next runs, so only one batch of activations is alive. A text past the window runs as its windows.
+        `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text; `lengths`, the lengths
+        where the caller knows them. Out of accelerator memory, a pass is retried with half the token budget (the
+        budget that worked is kept, and said once): scores do not change, a text's vectors not depending on its batch.
         """
         warn_emulated_precision(self.model_dtype, self.device)  # said once: bfloat16 a CPU only emulates
         if isinstance(seqs, EndToEnd) and ranges is None and self._packs_whole(seqs):
