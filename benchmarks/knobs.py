@@ -71,21 +71,21 @@ def packs(lengths: Sequence[int], budget: int) -> list[list[int]]:
 
 def packed_forward(model: Any, seqs: Sequence[Any], budget: int) -> Any:
     """One pack through the model as an accelerator runs it (no padding, each text attending within itself)."""
+    from bertscore_tm.embedding.attention import packed_forward as forward
     from bertscore_tm.embedding.batches import SCORES_LENGTH
-    from bertscore_tm.embedding.packing import packed_forward as forward
 
-    return forward(model, seqs, budget * SCORES_LENGTH, fused=True)
+    return forward(model, seqs, budget * SCORES_LENGTH)
 
 
 def eager_cpu_tokens() -> int:
     """The longest float32 batch (tokens a text) that runs the model's eager attention on a CPU."""
-    from bertscore_tm.embedding.embedder import EAGER_CPU_TOKENS
+    from bertscore_tm.embedding.attention import EAGER_CPU_TOKENS
 
     return EAGER_CPU_TOKENS
 
 
 def varlen_refused() -> str:
-    from bertscore_tm.embedding.packing import VARLEN_REFUSED
+    from bertscore_tm.embedding.attention import VARLEN_REFUSED
 
     return VARLEN_REFUSED[0] if VARLEN_REFUSED else "no (or not tried)"
 
@@ -107,12 +107,7 @@ def pack_budget(metric: Any) -> int:
 
 def no_packing(metric: Any) -> None:
     """bfloat16 in batches of one length, as before packing."""
-    metric.embedder._packing_refused = True
-
-
-def no_prepacking(metric: Any) -> None:
-    """The linear layers as torch has them, not reordered once for oneDNN."""
-    metric.embedder._prepacked, metric.embedder._prepack_tried = None, True
+    metric.embedder._packs = False
 
 
 def facts(metric: Any) -> dict:
@@ -276,19 +271,18 @@ def counted_ops(width: int | None = None) -> Iterator[dict[str, int]]:
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    import bertscore_tm.embedding.attention as attention
     import bertscore_tm.embedding.embedder as embedder
-    import bertscore_tm.embedding.packing as packing
     from bertscore_tm.scoring import matching
 
-    shipped = packing._varlen_usable, packing._varlen, embedder.packed_pass, matching.gather_elements
+    shipped = attention._varlen, embedder.packed_pass, matching.gather_elements
     real_pass = embedder.packed_pass
 
     def marked(*args: Any, **kwargs: Any) -> Any:
         with record_function("packed pass"):
             return real_pass(*args, **kwargs)
 
-    packing._varlen_usable = lambda query: True  # type: ignore[assignment]
-    packing._varlen = lambda: lambda q, *args, **kwargs: torch.empty_like(q)  # type: ignore[assignment]
+    attention._varlen = lambda query: lambda q, *args, **kwargs: torch.empty_like(q)  # type: ignore[assignment]
     embedder.packed_pass = marked
     counts = {"packed passes": 0, "the rest": 0}
     try:
@@ -298,7 +292,7 @@ def counted_ops(width: int | None = None) -> Iterator[dict[str, int]]:
             prof = stack.enter_context(profile(activities=[ProfilerActivity.CPU]))
             yield counts
     finally:
-        packing._varlen_usable, packing._varlen, embedder.packed_pass, matching.gather_elements = shipped
+        attention._varlen, embedder.packed_pass, matching.gather_elements = shipped
     for event in prof.events():
         parent = event.cpu_parent
         if not event.name.startswith("aten::") or (parent is not None and parent.name.startswith("aten::")):

@@ -2,8 +2,8 @@
 configurations of a part taking turns round after round in one process (each round divided by its own bare
 pass), and each configuration's peak memory alone in a fresh process. Parts (`--parts`, all by default):
 
-- paired: update() + compute() of WMT pairs in float32 and bfloat16 (on a CPU packed and prepacked, and the
-  alternatives: not prepacked, unpacked, compiled; float16 on CUDA), against the bare pass in the metric's batches
+- paired: update() + compute() of WMT pairs in float32 and bfloat16 (on a CPU packed, and the
+  alternatives: unpacked, compiled; float16 on CUDA), against the bare pass in the metric's batches
   of one length, in padded batches and in bfloat16;
 - pairwise: `pairwise` on N x N against the bare pass of its texts and bert-score on the N x N expanded pairs
   (and unpadded on a corner of them, for exactness); its memory at N and `--grid-large`, split into the outputs,
@@ -37,8 +37,7 @@ PAIRED = {
     "bare-padded": "bare pass, padded batches (the batching before one length)",
     "bare-bf16": "bare pass in bfloat16 (the model cast once, the metric's bfloat16 attention)",
     "fp32": "metric, float32",
-    "bf16": "metric, bfloat16 (packed and prepacked on a CPU)",
-    "bf16-unprepacked": "metric, bfloat16, linear layers not prepacked",
+    "bf16": "metric, bfloat16 (packed on a CPU)",
     "bf16-unpacked": "metric, bfloat16, batches of one length (packing off)",
     "bf16-compiled": "metric, bfloat16, `compile_model=True`",
     "fp16": "metric, float16 (CUDA only)",
@@ -96,8 +95,6 @@ def _paired(name: str, p: dict, path: str, layers: int) -> harness.Runner:
     metric = _metric(path, layers, p, dtype, compile_model=name == "bf16-compiled")
     if name == "bf16-unpacked":
         knobs.no_packing(metric)
-    if name == "bf16-unprepacked":
-        knobs.no_prepacking(metric)
     run = harness.metric_runner(metric, cands, refs)
     if name != "bf16-compiled":
         return run
@@ -237,7 +234,7 @@ def paired(args: Any, p: dict) -> tuple[list[dict], list[dict]]:
     rows = []
     for k in keys:
         extra: dict[str, Any] = {}
-        if k in ("bf16", "bf16-unprepacked", "bf16-unpacked", "bf16-compiled", "fp16"):
+        if k in ("bf16", "bf16-unpacked", "bf16-compiled", "fp16"):
             extra["max_f1_diff_vs_float32"] = max_diff(got[k]["f1"], got["fp32"]["f1"]) if "fp32" in got else None
             if "bare-bf16" in seconds:
                 extra["ratio_to_bare_bfloat16"] = round(median(ratios(seconds[k], seconds["bare-bf16"])), 4)

@@ -338,4 +338,3 @@ def test_accelerator_batching_gives_the_one_length_vectors(tiny, family: str, al
     fast._batching = "accelerator"
     assert not one.accelerated and fast.accelerated
     torch.testing.assert_close(fast.embed(seqs)[0], one.embed(seqs)[0], atol=1e-6, rtol=0)
-    assert not fast._packing_refused

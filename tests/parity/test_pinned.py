@@ -4,8 +4,8 @@ bfloat16, the `score()` drop-in, all pairs and MBR. They must hold to 1e-6 whate
 bfloat16's: its products run in oneDNN's bfloat16 kernels, which differ from CPU to CPU (native AVX512-BF16 dot
 products where the CPU has them), so its scores move by up to 3.5e-4 between machines (seen on an AMD EPYC
 against the recording machine) and are held to 1e-3, within the mode's own error of about 1.4e-3 against
-float32 (docs/performance.md); that the packed and prepacked paths give the very same bits as the plain one is
-checked on one machine by tests/unit/test_packing.py and test_prepacked_linear.py."""
+float32 (docs/performance.md); that the packed path gives the very same bits as the plain one is checked on one
+machine by tests/unit/embedding/test_packing.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Running the cut model: batches of one length (or packed), prepacked weights, windows over long texts and
-the embedding cache.
+"""Running the cut model: batches of one length (or packed), its attention, windows over long texts and the
+embedding cache.
 
 Public names are imported on first use (`bertscore_tm.lazy`).
 """

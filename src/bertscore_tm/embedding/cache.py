@@ -1,16 +1,12 @@
 """The embedding cache: vectors of texts already embedded, kept across compute() and reset() so that a text
 scored again (the references of a validation set, every epoch) is never run through the model again.
 
-Texts are keyed by their token ids. One cache serves one embedding setting (the model object and its name, the
-layer or all_layers, the long-text mode with its window and stride, max_length, the compute dtype, the device)
-and empties itself when the setting it is used with changes, so a hit is always what a fresh forward pass
-would give: embedding is batch-invariant (`bertscore_tm.embedding.embedder`), so cached scores equal uncached ones bit
-for bit. Vectors are kept in float32 on
-the model's device, the least recently used evicted first once the budget is full: a token costs its hidden
-size x 4 bytes x the layers kept (1, or depth + 1 with all_layers), plus a few hundred bytes of bookkeeping per
-text. The cache is not metric state: never in state_dict(), never synced across ranks, never pickled; deep
-copies (clones) share it, as they share the model. Used on another device (or with another copy of the model),
-it empties itself first: vectors made elsewhere could differ from that device's own in their last bits.
+Texts are keyed by their token ids. One cache serves one embedding setting (model, layer, long-text mode,
+max_length, dtype, device) and empties itself when that changes, so a hit is what a fresh forward pass gives:
+embedding is batch-invariant (`bertscore_tm.embedding.embedder`), so cached scores equal uncached ones bit for
+bit. Vectors are float32 on the model's device (hidden size x 4 bytes a token and layer kept), least recently
+used evicted first. The cache is not metric
+state (never saved, synced or pickled); clones share it, as they share the model.
 """
 
 from __future__ import annotations

@@ -1,75 +1,39 @@
-"""Embedding: runs the cut model over token-id sequences and writes L2-normalised token vectors.
+"""Embedding: runs the cut model over token-id sequences and writes L2-normalised float32 token vectors into a
+table the caller owns, a batch at a time, so only one batch of activations is alive.
 
-Sequences are sorted by length and cut into batches of one length each (so nothing is padded) by a token
-budget (and optionally a count), so memory stays bounded; the forward pass runs under `inference_mode`. Vectors
-come back in float32 whatever the compute dtype, written straight into a table the caller owns, so a batch's
-output is dropped before the next batch runs. With a window rule (`bertscore_tm.models.windows`, long_texts="window")
-a long text runs as several window sequences in the same batch stream, and the rows each token keeps are
-stitched into that text's rows of the table.
-
-In float32 on a CPU, a batch of sequences of at most `EAGER_CPU_TOKENS` tokens runs the model's eager attention
-where its own is scaled-dot-product attention, whose CPU kernel is built for long sequences: a few percent
-faster on sentences, slower on longer texts (docs/performance.md). Which one a text runs with depends on its
-length alone, so its vectors still depend on nothing but the text.
-
-The opt-in lower precisions (inexact, about 1e-3 in F1): bfloat16 casts the weights of a model we loaded once
-(autocast would cast every weight again in every forward pass, about a sixth of the time on a CPU; bfloat16
-has float32's range, so nothing overflows) and, on a CPU, uses the model's eager attention (its bfloat16
-products and softmax take half the time of the CPU's scaled-dot-product kernel on sentences); float16, and
-bfloat16 with a model object of the user's (`UserModel`: never cast, never switched), run under autocast.
-bfloat16 on a CPU also runs packed where the model's family allows (`bertscore_tm.embedding.packing`: many lengths in
-one stream, the very same vectors in less time); everything else runs in batches of one length. In bfloat16 on
-a CPU, a model we loaded (packed or not, not compiled) also multiplies its linear layers with weights put in
-oneDNN's layout once (`bertscore_tm.embedding.prepacked_linear`: the very same bits, in less time).
-
-On any other device (CUDA, ...) texts run in accelerator batching (`Embedder.accelerated`): batches of one length
-are small there and cost more than padding, so the texts sorted by length run packed end to end in packs of the
-token budget, attention kept within each text by fused kernels (variable-length attention on CUDA in bfloat16
-and float16), where the model's family packs (`bertscore_tm.embedding.packing`), and in padded length buckets
-(`padded_buckets`) where it does not (DeBERTa's relative attention, T5, XLNet, ...) or with all_layers; a
-user's model keeps batches of one length. Ids are copied from pinned memory without waiting. In float32 a
-text's vectors there move from its one-length ones by rounding only (within 1e-6: tests run the path on a CPU
-through `_batching`); which path is fastest per dtype is what `benchmarks/gpu_suite.py` measures
-(`ACCELERATED_DTYPES` says which dtypes use it).
-
-`compile_model=True` (opt-in, a model we loaded) runs the forward pass through `torch.compile` (dynamic shapes,
-frozen weights): its first batches wait for the compilation (tens of seconds on a CPU), then the forward pass
-is a little faster. A compiled model runs in batches of one length, never packed or prepacked, so in bfloat16 on
-a small CPU it is slower than the default (measured: docs/performance.md). Its fused kernels round differently
-from the eager ones (about 1e-6 in F1 in float32), so it is never on by default.
-
-A text's vectors do not depend on the batch it runs in: padding would change the summation order of the
-attention (so the last bits of every vector) with the longest text of the batch, and tiny matrices take other
-code paths in the matrix-multiply libraries, so batches are never padded and never hold fewer than
-`MIN_BATCH_TOKENS` tokens (a short text alone runs with copies of itself). That holds for windows (each window
-is a sequence like any other) and for user models alike, and it is what lets a cached vector, or a text scored
-on another process or in another compute(), give exactly the scores of a fresh one.
+A text's vectors depend on nothing but the text: batches are never padded on a CPU (one length each, cut by a
+token budget) and never hold fewer than `MIN_BATCH_TOKENS` tokens, its attention depends on its length alone
+(`bertscore_tm.embedding.attention`), and a long text runs as its windows (`bertscore_tm.models.windows`). That is
+what lets a cached vector, or a text scored on another process, give exactly the scores of a fresh one. bfloat16
+(weights cast once) runs packed on a CPU where the model packs; other devices run accelerator batching (packed,
+or padded length buckets), within 1e-6 of batches of one length in float32. Why and how fast: docs/performance.md.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext, suppress
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
+from bertscore_tm.embedding.attention import install, packed_forward, packed_pass
 from bertscore_tm.embedding.batches import SCORES_LENGTH, length_batches, pack_end, packs, padded_buckets
-from bertscore_tm.embedding.packing import can_pack, packed_forward, packed_pass, send
 from bertscore_tm.embedding.precision import own_precision, warn_emulated_precision
-from bertscore_tm.embedding.prepacked_linear import PrepackedLinears
 from bertscore_tm.embedding.rows import (
     EndToEnd,
     copy_pieces,
     end_to_end,
     ragged_arange,
+    send,
     table_rows,
     table_rows_of,
     table_span_of,
 )
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
+from bertscore_tm.models.model_family import can_pack
 from bertscore_tm.models.prompts import unmarked
 from bertscore_tm.models.windows import Piece, WindowRule, head_lengths, piece_ids, plan_pieces
 
@@ -82,15 +46,9 @@ if TYPE_CHECKING:
 #: of its texts. A multiple of 16 and well past the sizes seen to differ (under 12 rows, MKL on AVX-512).
 MIN_BATCH_TOKENS = 64
 
-#: Float32 on a CPU: a batch of sequences of at most this many tokens runs the model's eager attention where its
-#: own is scaled-dot-product attention, whose CPU kernel is built for long sequences: a few percent faster on
-#: sentences, slower from about 64 tokens on (docs/performance.md, Attention on a CPU).
-EAGER_CPU_TOKENS = 48
-
 #: The compute dtypes that run in accelerator batching on a device other than a CPU (`Embedder.accelerated`):
-#: all, as `benchmarks/gpu_suite.py` measured on an H100 (2026-11-28, its metric_one_length step: accelerator
-#: batching 1.31x batches of one length in float32, 7.0x in bfloat16); a dtype that a card measures faster in
-#: batches of one length leaves this set.
+#: all, as the device suite measured (docs/performance.md); a dtype a card runs faster in batches of one length
+#: leaves this set.
 ACCELERATED_DTYPES = frozenset({torch.float32, torch.bfloat16, torch.float16})
 
 #: With all_layers, a compute's working memory grows with the layers kept up to this many (MiniLM's 7 rows fit;
@@ -158,11 +116,12 @@ class Embedder:
             raise ValueError(f"model_dtype must be torch.float32, torch.float16 or torch.bfloat16, got {model_dtype}")
         #: Whether the model is a model object of the user's (a `UserModel`): never cast, never switched.
         self.user_supplied = not isinstance(model, nn.Module)
+        #: Whether the model packs (`attention.install`: selected once, here, before any cast); a user's model is
+        #: never switched and never packs.
+        self._packs = isinstance(model, nn.Module) and install(model, can_pack(model))
         if model_dtype == torch.bfloat16 and isinstance(model, nn.Module):
-            model.to(torch.bfloat16)  # a model we loaded: cast once (see the module's docstring)
+            model.to(torch.bfloat16)  # a model we loaded: cast once (autocast would cast every weight every pass)
         self.model = model
-        config = None if self.user_supplied else getattr(model, "config", None)
-        self._own_attention = getattr(config, "_attn_implementation", None)
         self.pad_id = pad_id
         self.all_layers = all_layers
         self.model_dtype = model_dtype
@@ -177,16 +136,9 @@ class Embedder:
         self._compiled: Any = None  # the compiled forward, made on first use on the model's device
         #: How many sequences (rows) this embedder has run through the model: lets tests count the work.
         self.rows_embedded = 0
-        #: Whether a packed pass was seen to bypass our attention function (then never packed again).
-        self._packing_refused = False
-        #: The batching policy: None picks by the device (a CPU's batches of one length, else accelerator
-        #: batching); "accelerator" or "one-length" force one (tests on a CPU, the device suite's comparisons).
+        #: The batching policy: None picks by the device (a CPU's batches of one length, packed in bfloat16, else
+        #: accelerator batching); "accelerator" or "one-length" (never packed) force one (tests, benchmarks).
         self._batching: str | None = None
-        #: The model's linear layers prepacked (`bertscore_tm.embedding.prepacked_linear`), made on first use; None
-        #: where they do not prepack, or before that use (`_prepack_tried`).
-        self._prepacked: PrepackedLinears | None = None
-        self._prepack_tried = False
-        self._choose_attention()
 
     @property
     def max_tokens(self) -> int:
@@ -223,8 +175,6 @@ class Embedder:
         self.model.to(device)
         if self.device != before:
             self._compiled = None  # compiled for the old device: compile again where the model now is
-            self._prepacked, self._prepack_tried = None, False  # the weights moved: prepack again if they can
-        self._choose_attention()
         return self
 
     def copied_to(self, device: torch.device | str) -> Embedder:
@@ -239,8 +189,7 @@ class Embedder:
             memo[id(tensor)] = nn.Parameter(moved, tensor.requires_grad) if isinstance(tensor, nn.Parameter) else moved
         twin = copy.copy(self)
         twin.model = copy.deepcopy(self.model, memo)
-        twin._compiled, twin._prepacked, twin._prepack_tried, twin.rows_embedded = None, None, False, 0
-        twin._choose_attention()
+        twin._compiled, twin.rows_embedded = None, 0
         return twin
 
     def _forward(self) -> Any:
@@ -253,49 +202,12 @@ class Embedder:
             self._compiled = torch.compile(self.model, dynamic=True, options={"freezing": True})
         return self._compiled
 
-    def _choose_attention(self, length: int | None = None) -> None:
-        """The attention of a model we loaded whose own is scaled-dot-product attention, for a batch of
-        sequences of `length` tokens (None: at construction and after a move, when no batch runs; after a batch
-        the model keeps that batch's attention until the next batch chooses). Its CPU kernel is built for long
-        sequences, so on a CPU bfloat16 runs the eager attention (twice as fast on sentences), and float32 does
-        for sequences of at most `EAGER_CPU_TOKENS` tokens (a few percent faster; a compiled model keeps one
-        attention); elsewhere the model's own. A batch holds one length, so a text's vectors still depend on
-        nothing but the text. A user's model is never switched."""
-        if self.user_supplied or self._own_attention != "sdpa":
-            return
-        cpu = self.device.type == "cpu"
-        short = length is not None and length <= EAGER_CPU_TOKENS and not self.compile_model
-        eager = cpu and (self.model_dtype == torch.bfloat16 or (self.model_dtype == torch.float32 and short))
-        wanted = "eager" if eager else self._own_attention
-        config = getattr(self.model, "config", None)
-        if getattr(config, "_attn_implementation", None) == wanted:
-            return
-        with suppress(AttributeError, ValueError, ImportError):  # a model that cannot switch keeps its own
-            self.model.set_attn_implementation(wanted)  # type: ignore[operator, union-attr]
-
     @property
     def hidden_size(self) -> int:
         if self._hidden_size is not None:
             return self._hidden_size
         config = getattr(self.model, "config", None)
         return int(config.hidden_size if hasattr(config, "hidden_size") else config.d_model)  # type: ignore[union-attr]
-
-    def _linears(self) -> AbstractContextManager[object]:
-        """bfloat16 on a CPU, a model we loaded and not compiled: its linear layers multiply with prepacked
-        weights (`bertscore_tm.embedding.prepacked_linear`: the same bits in less time); elsewhere as they are."""
-        if self.user_supplied or self.compile_model or self.model_dtype != torch.bfloat16:
-            return nullcontext()
-        if not self._prepack_tried or (self._prepacked is not None and not self._prepacked.current()):
-            self._prepacked = PrepackedLinears.of(self.model)  # type: ignore[arg-type]
-            self._prepack_tried = True
-        return nullcontext() if self._prepacked is None else self._prepacked.active()
-
-    def __getstate__(self) -> dict[str, Any]:
-        """A pickled embedder leaves its prepacked weights behind (oneDNN's layout has no storage to
-        pickle); the copy prepacks again on first use."""
-        state = self.__dict__.copy()
-        state["_prepacked"], state["_prepack_tried"] = None, False
-        return state
 
     def _autocast(self) -> AbstractContextManager[object]:
         if self.model_dtype == torch.float32 or (self.model_dtype == torch.bfloat16 and not self.user_supplied):
@@ -320,8 +232,7 @@ class Embedder:
             ids[count:] = ids[:count].repeat(copies - 1, 1)
             mask[count:] = mask[:count].repeat(copies - 1, 1)
         ids, mask = send(unmarked(ids), device), send(mask, device)  # marked ids as the model reads them
-        self._choose_attention(longest)
-        with torch.inference_mode(), self._autocast(), self._linears():
+        with torch.inference_mode(), self._autocast():
             states = self._forward()(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
             if self.all_layers:
                 hidden = _normalised_layers(states.hidden_states, count, out)
@@ -342,14 +253,12 @@ class Embedder:
 
     @property
     def packing(self) -> bool:
-        """Whether forward passes run packed (`bertscore_tm.embedding.packing`): a model we loaded of a family that
-        packs, its last layer only, not compiled, in accelerator batching (any dtype) or in bfloat16 on a CPU
+        """Whether forward passes run packed (`bertscore_tm.embedding.attention`): a model we loaded that packs
+        (`install`), its last layer only, not compiled, in accelerator batching (any dtype) or in bfloat16 on a CPU
         (where packing gives the very vectors of batches of one length, in less time)."""
-        if self.user_supplied or self._packing_refused or self.all_layers or self.compile_model:
+        if not self._packs or self.all_layers or self.compile_model or self._batching == "one-length":
             return False
-        if not self.accelerated and (self.model_dtype != torch.bfloat16 or self.device.type != "cpu"):
-            return False
-        return can_pack(self.model)
+        return self.accelerated or (self.model_dtype == torch.bfloat16 and self.device.type == "cpu")
 
     def _batches(self, lengths: Sequence[int]) -> Iterator[list[int]]:
         if self.packing:
@@ -377,39 +286,20 @@ class Embedder:
         sizes = [len(s) for s in seqs] if lengths is None else list(lengths)
         copies = max(1, -(-MIN_BATCH_TOKENS // sum(sizes)))
         budget = self.max_tokens * SCORES_LENGTH
-        with torch.inference_mode(), self._autocast(), self._linears():
-            packed = self._packed(seqs, sizes, copies, budget)
-            if packed is None:  # the model's blocks bypassed our attention: not packed from now on
-                self._packing_refused = True
-                return _written(out, *self._embed_in_batches(seqs), sizes)
-            hidden, starts = packed
+        with torch.inference_mode(), self._autocast():
+            hidden, starts = self._packed(seqs, sizes, copies, budget)
         self.rows_embedded += len(seqs)
         starts = starts[: len(seqs)]
         if out is not None and starts == end_to_end(sizes):  # the pack's rows are `out`'s rows
             return _normalised(hidden[: len(out)], out), starts
         return _written(out, _normalised(hidden), starts, sizes)
 
-    def _packed(
-        self, seqs: Sequence[Tensor], sizes: list[int], copies: int, budget: int
-    ) -> tuple[Tensor, list[int]] | None:
+    def _packed(self, seqs: Sequence[Tensor], sizes: list[int], copies: int, budget: int) -> tuple[Tensor, list[int]]:
         """`packed_forward` of the sequences, `copies` times each; sequences that lie end to end longest first
         (`EndToEnd`) run from their ids as they lie, with nothing made per text."""
         if copies == 1 and isinstance(seqs, EndToEnd) and seqs.longest_first:
-            stream = packed_pass(self.model, seqs.ids, sizes, budget, self.accelerated)
-            return None if stream is None else (stream, seqs.firsts)
-        return packed_forward(self.model, list(seqs) * copies, budget, self.accelerated, sizes * copies)
-
-    def _embed_in_batches(self, seqs: Sequence[Tensor]) -> tuple[Tensor, list[int]]:
-        """`embed_rows` of sequences that did not pack, batch after batch (`_batches`), as one stream."""
-        streams, firsts = [], [0] * len(seqs)
-        offset = 0
-        for batch in self._batches([len(s) for s in seqs]):
-            stream, starts = self.embed_rows([seqs[i] for i in batch])
-            for i, first in zip(batch, starts, strict=True):
-                firsts[i] = offset + first
-            streams.append(stream)
-            offset += len(stream)
-        return torch.cat(streams), firsts
+            return packed_pass(self.model, seqs.ids, sizes, budget), seqs.firsts
+        return packed_forward(self.model, list(seqs) * copies, budget, sizes * copies)
 
     def embed_into(
         self,
@@ -420,17 +310,11 @@ class Embedder:
         lengths: Sequence[int] | None = None,
     ) -> list[int]:
         """Write the sequences' vectors end to end into `table` from its first row on and return each
-        sequence's first row. Empty sequences take no rows and are never run. Each batch's output is copied
-        (or normalised straight into its rows, where its texts lie one after another there) and dropped before the
-        next batch runs, so only one batch of activations is alive at a time.
-
-        A text longer than the window rule's window runs as its windows (`bertscore_tm.models.windows`), batched
-        with everything else. `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text;
-        `lengths`, the sequences' lengths where the caller knows them (so as not to ask each tensor).
-
-        A forward pass that runs out of accelerator memory is retried with half the token budget (down to one
-        text), the pieces not yet written planned again; the budget that worked is kept for later calls and
-        said in one warning. Scores do not change: a text's vectors do not depend on its batch.
+        sequence's first row; empty sequences take no rows. Each batch's output is written and dropped before the
+        next runs, so only one batch of activations is alive. A text past the window runs as its windows.
+        `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text; `lengths`, the lengths
+        where the caller knows them. Out of accelerator memory, a pass is retried with half the token budget (the
+        budget that worked is kept, and said once): scores do not change, a text's vectors not depending on its batch.
         """
         warn_emulated_precision(self.model_dtype, self.device)  # said once: bfloat16 a CPU only emulates
         if isinstance(seqs, EndToEnd) and ranges is None and self._packs_whole(seqs):
@@ -490,9 +374,6 @@ class Embedder:
             n -= 1
         first_budget, i = self.max_tokens, 0
         while i < n:
-            if not self.packing:  # the model refused a packed pass: the rest in its batches
-                self.embed_into(table[edges[i] :], list(seqs[i:n]), progress, lengths=sizes[i:n])
-                break
             j = pack_end(edges, i, n, self.max_tokens, self.batch_size)
             try:
                 self.embed_rows(seqs[i:j], out=table[edges[i] : edges[j]], lengths=sizes[i:j])

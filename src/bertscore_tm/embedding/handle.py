@@ -4,10 +4,8 @@ moves the model or copies it.
 A metric's copies (torchmetrics' `clone()`, `MetricTracker`, `BootStrapper`, a deep copy) share the handle, so
 the weights are held once. Each scorer asks for the model on its metric's device before it embeds (`on`). The
 model stays where it is while another live scorer last embedded with it there; otherwise it moves to the device
-asked for (a metric built on the CPU and moved to a GPU before its first compute(), as Lightning moves it, or
-one moved back to the CPU to free the GPU). Where another scorer still uses it, a copy of the weights is made on
-the device asked for, once, and kept as long as the handle: the memory of one more model on that device. A model
-object of the user's is never moved or copied: it runs where it is.
+asked for (as Lightning moves a metric). Where another scorer still uses it, a copy of the weights is made on
+that device, once, and kept as long as the handle. A model object of the user's is never moved or copied.
 """
 
 from __future__ import annotations

@@ -19,13 +19,10 @@ from bertscore_tm.errors import warn_user
 
 
 def own_precision(device: torch.device | str) -> ExitStack:
-    """A context for the metric's own arithmetic, in the precision its setting names. The caller's autocast
-    (Lightning's "16-mixed" or "bf16-mixed" steps, a user's `torch.autocast` block) is switched off for the CPU
-    and `device`: float32 stays float32 (as the hash code says), and the lower precisions are the metric's own
-    choice (`Embedder` enters its own autocast inside this). Without it, compute() under a caller's autocast got
-    half-precision similarities it could not store, and pairwise() rounded its scores. Float32 products that
-    torch was told to run at reduced precision (TF32 or bfloat16: `torch.set_float32_matmul_precision`) are
-    process-wide settings, not ours to change: they get a warning, once per setting.
+    """A context for the metric's own arithmetic, in the precision its setting names: the caller's autocast
+    (Lightning's "16-mixed" steps, a user's `torch.autocast`) is off for the CPU and `device`, so float32 stays
+    float32 as the hash code says and a lower precision is the `Embedder`'s own choice. Reduced-precision float32
+    products (`torch.set_float32_matmul_precision`) are the process's setting, not ours: they get a warning.
 
     >>> with torch.autocast("cpu", dtype=torch.bfloat16), own_precision("cpu"):
     ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
@@ -84,8 +81,7 @@ def _warn_reduced_products(kind: str, reduced: str) -> None:
 
 #: The CPU flags (/proc/cpuinfo) of native instructions for each lower precision: x86's AVX512-BF16 and AMX
 #: (bfloat16; AVX512-FP16 and AMX-FP16 for float16), Arm's BF16 and FP16 ("bf16", "fphp"). Without them torch
-#: emulates the type with float32 arithmetic and conversions: `make bench`'s bfloat16 row took 6.65x the float32
-#: limit on such a CPU, where the same code took 0.54x on one with AVX512-BF16 (docs/performance.md).
+#: emulates the type with float32 arithmetic and conversions, slower than float32 (docs/metric.md, Precision).
 NATIVE_FLAGS = {
     torch.bfloat16: ("avx512_bf16", "amx_bf16", "bf16"),
     torch.float16: ("avx512_fp16", "amx_fp16", "fphp"),

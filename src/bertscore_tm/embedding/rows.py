@@ -14,8 +14,15 @@ from typing import overload
 import torch
 from torch import Tensor
 
-from bertscore_tm.embedding.packing import send
 from bertscore_tm.models.windows import Piece
+
+
+def send(host: Tensor, device: torch.device) -> Tensor:
+    """A host tensor on `device`: on CUDA from pinned memory and not waited for, so the host goes on preparing
+    the next batch while the device runs (a copy from pageable memory, or a read back, would wait for it)."""
+    if device.type == "cuda":
+        host = host.pin_memory()
+    return host.to(device, non_blocking=True)
 
 
 @dataclass

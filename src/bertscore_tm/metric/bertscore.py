@@ -24,7 +24,7 @@ from torchmetrics.utilities.data import apply_to_collection
 from bertscore_tm.distributed.ranks import check_same_settings, first_difference, gather
 from bertscore_tm.embedding.cache import EmbeddingCache
 from bertscore_tm.embedding.embedder import Embedder, own_precision
-from bertscore_tm.embedding.packing import send
+from bertscore_tm.embedding.rows import send
 from bertscore_tm.engines.mbr import select
 from bertscore_tm.engines.paired import PairTokens, TokenMatches, corpus_counts, interleave, match_pairs, weigh_pairs
 from bertscore_tm.engines.pairwise import pairwise_scores

@@ -2,12 +2,12 @@
 
 The object may be mid-training in the user's own LightningModule, so the metric must not change it: not cut
 it, not cast it, not freeze or unfreeze it (requires_grad), not move it, not switch its train/eval flags, and
-not copy its weights. It scores through a *view* instead: a shallow copy of every submodule of the encoder that
-shares the module's parameter and buffer dictionaries (so the very same tensors, wherever the user moves them)
-but has its own child lists, hook lists and `training` flags. The view is cut to the first `num_layers` blocks
-like a model loaded from disk (later blocks are never computed), and is always in eval mode: dropout is off, so
-scores are deterministic while the user's model stays in train mode. Nothing is switched and switched back, so a
-thread training the model at the same time is not disturbed either.
+not copy its weights. It scores through a *view* instead: a deep copy of the encoder's modules that shares its
+parameters and buffers (`copy.deepcopy` told they are already copied) and runs on the user's current tensors,
+looked up by name at every call (`torch.func.functional_call`), so a move of the model shows. The view is cut
+to the first `num_layers` blocks like a model loaded from disk (later blocks are never computed), and is in eval
+mode: dropout is off, so scores are deterministic while the user's model stays in train mode. Nothing of the
+user's is switched and switched back, so a thread training the model at the same time is not disturbed either.
 
 The view is taken when the metric is built: the user's later training is seen (the tensors are shared), a later
 change of the model's structure (new modules, `resize_token_embeddings`) is not; build a new metric then.
@@ -35,42 +35,47 @@ from bertscore_tm.models.registry import is_known_model
 from bertscore_tm.settings.arguments import ForwardFn
 
 
-def shallow_view(module: nn.Module) -> nn.Module:
-    """An eval-mode twin of `module` that shares its weights and changes nothing of it.
-
-    Every submodule is copied shallowly: the copy holds the same `_parameters` and `_buffers` dictionaries
-    (the same tensors, no weight copied, and a move of the original shows in the view), its own `_modules`
-    (so the view can be cut without cutting the original), its own hook dictionaries (hooks transformers
-    installs on the view stay on the view) and its own `training` flag, False. A config object is copied too,
-    since cutting ALBERT sets its layer count there. A module used twice stays one module in the view.
+def eval_view(module: nn.Module) -> nn.Module:
+    """An eval-mode twin of `module` that shares its weights and changes nothing of it: its modules (and their
+    config, which cutting ALBERT changes) copied, its parameters and buffers the very same tensors.
 
     >>> block = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5)).train()
-    >>> view = shallow_view(block)
+    >>> view = eval_view(block)
     >>> view[0].weight is block[0].weight, view.training, block.training, block[1].training
     (True, False, True, True)
     """
-    return _view(module, {}, {})
+    shared: dict[int, Any] = {id(t): t for t in (*module.parameters(), *module.buffers())}
+    return copy.deepcopy(module, shared).eval()
 
 
-def _view(module: nn.Module, memo: dict[int, nn.Module], configs: dict[int, Any]) -> nn.Module:
-    if id(module) in memo:
-        return memo[id(module)]
-    view = copy.copy(module)  # a new __dict__ holding the same values
-    memo[id(module)] = view
-    state = view.__dict__
-    for name, value in list(state.items()):
-        if "hook" in name and isinstance(value, dict):
-            state[name] = type(value)(value)
-    config = state.get("config")
-    if config is not None and hasattr(config, "to_dict"):
-        if id(config) not in configs:
-            configs[id(config)] = copy.deepcopy(config)
-        state["config"] = configs[id(config)]
-    state["_modules"] = {
-        name: None if child is None else _view(child, memo, configs) for name, child in module._modules.items()
+class _Runner(nn.Module):
+    """The view's forward (or the user's forward_fn over the view), as one module `functional_call` runs."""
+
+    def __init__(self, view: nn.Module, forward_fn: ForwardFn | None) -> None:
+        super().__init__()
+        self.view = view
+        self.forward_fn = forward_fn
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor, output_hidden_states: bool = False) -> Any:
+        if self.forward_fn is None:
+            return self.view(
+                input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=output_hidden_states
+            )
+        return self.forward_fn(self.view, input_ids, attention_mask)
+
+
+def _run(encoder: nn.Module, runner: _Runner, names: frozenset[str], *args: Any) -> Any:
+    """`runner` called on `encoder`'s current parameters and buffers (those the view still holds, by name)."""
+    tensors: dict[str, Tensor] = {
+        f"view.{n}": t for n, t in encoder.named_parameters(remove_duplicate=False) if n in names
     }
-    state["training"] = False
-    return view
+    tensors.update({f"view.{n}": t for n, t in encoder.named_buffers(remove_duplicate=False) if n in names})
+    return torch.func.functional_call(runner, tensors, args, strict=False)
+
+
+def _names(view: nn.Module) -> frozenset[str]:
+    held = [n for n, _ in view.named_parameters(remove_duplicate=False)]
+    return frozenset(held + [n for n, _ in view.named_buffers(remove_duplicate=False)])
 
 
 class UserModel:
@@ -87,18 +92,19 @@ class UserModel:
         self.view = view
         self.forward_fn = forward_fn
         self.hidden_size = hidden_size
+        self._encoder = encoder_of(owner)  # the module the view was copied from: its tensors, by name
+        self._runner = _Runner(view, forward_fn)
+        self._names = _names(view)
 
     def __call__(self, input_ids: Tensor, attention_mask: Tensor, output_hidden_states: bool = False) -> Any:
+        out = _run(self._encoder, self._runner, self._names, input_ids, attention_mask, output_hidden_states)
         if self.forward_fn is None:
-            return self.view(
-                input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=output_hidden_states
-            )
-        out = self.forward_fn(self.view, input_ids, attention_mask)
+            return out
         check_forward_output(out, tuple(input_ids.shape), output_hidden_states, self.hidden_size)
         return SimpleNamespace(hidden_states=out.unbind(2)) if output_hidden_states else (out,)
 
     def parameters(self) -> Iterator[nn.Parameter]:
-        return self.view.parameters()
+        return self._encoder.parameters()
 
 
 def check_forward_output(out: object, ids_shape: tuple[int, ...], all_layers: bool, hidden_size: int | None) -> None:
@@ -179,15 +185,15 @@ def check_vocabulary(encoder: nn.Module, tokenizer: Any) -> None:
         )
 
 
-def _probe(view: nn.Module, forward_fn: ForwardFn, tokenizer: Any, all_layers: bool) -> Tensor:
+def _probe(encoder: nn.Module, view: nn.Module, forward_fn: ForwardFn, tokenizer: Any, all_layers: bool) -> Tensor:
     """forward_fn's output for one short input of special tokens only (no user text): its shape tells the
     hidden size and (with all_layers) the layer count, and a wrong shape fails before any text is scored."""
     ids = list(tokenizer("", add_special_tokens=True)["input_ids"]) or [tokenizer.pad_token_id or 0]
-    device = next(view.parameters(), torch.zeros(0)).device
+    device = next(encoder.parameters(), torch.zeros(0)).device
     input_ids = torch.tensor([ids], dtype=torch.long, device=device)
     mask = torch.ones_like(input_ids)
     with torch.inference_mode():
-        out = forward_fn(view, input_ids, mask)
+        out = _run(encoder, _Runner(view, forward_fn), _names(view), input_ids, mask)
     check_forward_output(out, tuple(input_ids.shape), all_layers, None)
     return out
 
@@ -203,10 +209,10 @@ def prepare_user_model(
     """
     encoder = encoder_of(model)
     check_vocabulary(encoder, tokenizer)
-    view = shallow_view(encoder)
+    view = eval_view(encoder)
     depth = depth_of(view)
     if forward_fn is not None:
-        out = _probe(view, forward_fn, tokenizer, all_layers)
+        out = _probe(encoder, view, forward_fn, tokenizer, all_layers)
         if all_layers:
             depth = out.shape[2] - 1
         hidden_size = int(out.shape[-1])

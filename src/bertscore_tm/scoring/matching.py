@@ -21,8 +21,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.embedding.embedder import Embedder
-from bertscore_tm.embedding.packing import send
-from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
+from bertscore_tm.embedding.rows import TokenTexts, ragged_arange, send
 from bertscore_tm.errors import DeviceMemoryError, warn_user
 from bertscore_tm.scoring.kernel import best_similarities, f_scores, weighted_mean
 from bertscore_tm.scoring.longpairs import match_large_in_tiles, stream_matches

@@ -133,25 +133,6 @@ def test_out_of_memory_in_a_pack_of_slices_halves_the_budget_once_with_the_same_
     torch.testing.assert_close(got, want, atol=1e-6, rtol=0)  # other packs: rounding only
 
 
-def test_a_model_that_refuses_packing_midway_leaves_the_rest_to_its_batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    embedder = _accelerated(max_tokens=128)
-    seqs = _longest_first(80, seed=4, empty=1)
-    calls = []
-    real = embedder_module.packed_pass
-
-    def refuses_second(*args, **kwargs):  # a model whose blocks bypass our attention, found at its second pack
-        calls.append(1)
-        return None if len(calls) == 2 else real(*args, **kwargs)
-
-    monkeypatch.setattr(embedder_module, "packed_pass", refuses_second)
-    got = embedder.new_table(sum(seqs.lengths))
-    starts = embedder.embed_into(got, seqs)
-    assert embedder._packing_refused and len(calls) == 2
-    want = Embedder(tiny_encoder("roberta"), 1, all_layers=False).embed(list(seqs))[0]  # batches of one length
-    assert starts == [0, *torch.tensor(seqs.lengths).cumsum(0).tolist()][:-1]
-    torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
-
-
 def test_a_window_rule_takes_the_packs_of_slices_only_where_every_text_fits_one_window() -> None:
     embedder = _accelerated()
     seqs = _longest_first(60, seed=5)  # up to 60 tokens

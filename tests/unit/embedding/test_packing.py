@@ -1,4 +1,4 @@
-"""Packed forward passes (bertscore_tm.embedding.packing): bfloat16 on a CPU runs texts of many lengths as one stream,
+"""Packed forward passes (bertscore_tm.embedding.attention): bfloat16 on a CPU runs texts of many lengths as one stream,
 and must give the very vectors of batches of one length, whatever a text is packed with."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import torch
 
 from bertscore_tm import BERTScore
 from bertscore_tm.embedding import embedder as embedder_module
-from bertscore_tm.embedding import packing as packing_module
 from bertscore_tm.embedding.batches import packs
 from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.models.loading import load_encoder, resolve_model_path
@@ -30,11 +29,11 @@ def _texts(count: int, seed: int = 0) -> list[torch.Tensor]:
 
 def _batched(embedder: Embedder, texts: list[torch.Tensor]) -> torch.Tensor:
     """The same texts in batches of one length (packing switched off)."""
-    embedder._packing_refused = True
+    embedder._batching = "one-length"
     try:
         return embedder.embed(texts)[0]
     finally:
-        embedder._packing_refused = False
+        embedder._batching = None
 
 
 def test_packs_hold_every_text_once_longest_first_within_the_budget() -> None:
@@ -53,7 +52,6 @@ def test_every_family_listed_packs_to_the_vectors_of_batches_of_one_length(model
     assert embedder.packing
     texts = _texts(120)
     packed, _ = embedder.embed(texts)
-    assert not embedder._packing_refused  # every block attended through our function
     assert torch.equal(packed, _batched(embedder, texts))
     assert embedder.rows_embedded == 2 * len(texts)
 
@@ -80,16 +78,6 @@ def test_attention_runs_in_pieces_when_a_run_would_outgrow_the_budget() -> None:
     assert torch.equal(embedder.embed(texts)[0], _batched(embedder, texts))
 
 
-def test_a_model_whose_blocks_bypass_our_attention_falls_back_to_batches(monkeypatch) -> None:
-    embedder = Embedder(tiny_encoder("bert"), pad_id=1, all_layers=False, model_dtype=torch.bfloat16)
-    monkeypatch.setattr(packing_module, "model_depth", lambda model: 99)  # the attention calls never add up
-    texts = _texts(50, seed=5)
-    table = embedder.embed(texts)[0]
-    assert embedder._packing_refused and not embedder.packing
-    assert torch.equal(table, _batched(embedder, texts))
-    assert embedder.rows_embedded == 2 * len(texts)  # a refused pack is not counted twice
-
-
 def test_only_bfloat16_on_a_cpu_with_the_last_layer_of_a_family_listed_packs() -> None:
     model = tiny_encoder("bert")
     assert not Embedder(model, 1, all_layers=False).packing  # float32: batches of one length, exact
@@ -108,7 +96,7 @@ def test_a_bfloat16_metric_scores_packed_exactly_as_in_batches(wmt, monkeypatch)
     assert packed.embedder.packing
     packed.update(cands, refs)
     batched = BERTScore(MINILM, model_dtype=torch.bfloat16, idf=True)
-    batched.embedder._packing_refused = True
+    batched.embedder._batching = "one-length"
     batched.update(cands, refs)
     got = packed.compute()
     assert not copied
@@ -142,7 +130,7 @@ def test_windows_of_long_texts_pack_like_any_other_sequence(wmt) -> None:
     cands, refs = wmt["hyps_long"][:30], wmt["refs_long"][:30]
     packed = BERTScore(MINILM, model_dtype=torch.bfloat16, long_texts="window", max_length=32, window_stride=11)
     batched = BERTScore(MINILM, model_dtype=torch.bfloat16, long_texts="window", max_length=32, window_stride=11)
-    batched.embedder._packing_refused = True
+    batched.embedder._batching = "one-length"
     for metric in (packed, batched):
         metric.update(cands, refs)
     assert packed.embedder.packing and max(len(packed.token_ids(t)) for t in cands) > 32

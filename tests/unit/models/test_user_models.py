@@ -170,6 +170,23 @@ def test_later_blocks_are_not_computed(minilm):
     assert ran and ran == [0, 1] * (len(ran) // 2)
 
 
+def test_the_view_runs_on_the_tensors_the_model_holds_at_each_call(tiny):
+    """The view looks the user's tensors up by name at every call: a weight the user replaces after the metric
+    was built (a new tensor object, as an optimiser or a conversion may leave) is the one that scores."""
+    from transformers import AutoModel, AutoTokenizer
+
+    path = tiny("bert")
+    model, tokenizer = AutoModel.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    cands, refs = ["a cat sat on the mat", "the dog"], ["the cat sat", "a dog ran"]
+    before = run(BERTScore(model=model, tokenizer=tokenizer, num_layers=2), cands, refs)
+    early = BERTScore(model=model, tokenizer=tokenizer, num_layers=2)
+    table = model.embeddings.word_embeddings
+    table.weight = nn.Parameter(table.weight.detach().flip(0))
+    got, want = run(early, cands, refs), run(BERTScore(model=model, tokenizer=tokenizer, num_layers=2), cands, refs)
+    assert_scores(got, want, 0.0)
+    assert not torch.equal(got["f1"], before["f1"])
+
+
 def test_neither_scoring_nor_moving_the_metric_moves_or_copies_the_model(tiny):
     """The user owns the object (a LightningModule that holds it moves it as its submodule): scoring, all pairs
     and MBR run it where it is, and moving the metric or casting it moves its states alone."""
