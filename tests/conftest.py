@@ -36,6 +36,7 @@ SLOW_MODULES = frozenset(
         "test_corpus",
         "test_ray_data",
         "test_hf_datasets",
+        "test_errors_in_workers",
     }
 )
 
