@@ -37,6 +37,7 @@ SLOW_MODULES = frozenset(
         "test_ray_data",
         "test_hf_datasets",
         "test_errors_in_workers",
+        "test_cli_sweep",
     }
 )
 

@@ -233,7 +233,7 @@ def test_score_and_the_metric_accept_and_refuse_the_same_inputs(fresh, kind):
 
 def test_a_mapping_is_not_a_sequence_of_texts(fresh):
     """score() used to score a dict's keys."""
-    with pytest.raises(TypeError, match=r"preds must be .* got dict.*mapping"):
+    with pytest.raises(TypeError, match=r"cands must be .* got dict.*mapping"):  # score's own name
         score({"A cat.": 0}, ["A cat sat."], model_type=MINILM)
     with pytest.raises(TypeError, match=r"target must be .* got dict.*mapping"):
         fresh.update(["A cat."], {"A cat sat.": 0})
@@ -252,5 +252,6 @@ def test_a_mapping_is_not_a_sequence_of_texts(fresh):
 def test_text_that_cannot_be_encoded_names_its_position(fresh, preds, target, position):
     with pytest.raises(ValueError, match=rf"^{position} .*cannot be encoded as UTF-8.*surrogate.*character"):
         fresh.update(preds, target)
-    with pytest.raises(ValueError, match=rf"^{position} "):
+    theirs = position.replace("preds", "cands").replace("target", "refs")  # score's own names
+    with pytest.raises(ValueError, match=rf"^{theirs} "):
         score(preds, target, model_type=MINILM)
