@@ -431,6 +431,7 @@ def token_mask(name: str, value: object) -> None:
             expected="str, re.Pattern, callable or None",
             value=value,
         )
+    text()(name, value)  # a blank expression matches no piece: a mistake, not a mask
     try:
         re.compile(value)
     except re.error as err:
