@@ -41,6 +41,8 @@ SLOW_MODULES = frozenset(
         "test_ray_data",
         "test_hf_datasets",
         "test_docs_blocks",
+        "test_errors_in_workers",
+        "test_cli_sweep",
     }
 )
 

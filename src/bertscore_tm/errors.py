@@ -62,7 +62,10 @@ class BERTScoreError(Exception):
 
 
 def _rebuilt(kind: type[BERTScoreError], args: tuple[object, ...], fields: dict[str, object]) -> BERTScoreError:
-    err = kind.__new__(kind)
+    try:
+        err = kind.__new__(kind)
+    except TypeError:  # MemoryError's __new__ refuses to make a subclass directly (DeviceMemoryError)
+        err = BaseException.__new__(kind)
     Exception.__init__(err, *args)
     err.__dict__.update(fields)
     return err
@@ -230,6 +233,7 @@ class JudgementFileError(InputFileError):
     def __init__(self, problem: str, *, path: str, line: int | None = None, remedy: str | None = None) -> None:
         hint = f" ({JUDGEMENT_REMEDIES[remedy]})" if remedy else ""
         super().__init__(problem + hint, path=path, what="judgements")
+        self.argument = "path"  # `read_judgements`' and `read_relative_rankings`' argument
         self.problem, self.line, self.remedy = problem, line, remedy
 
 

@@ -40,12 +40,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
 
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, warn_user
+from bertscore_tm.settings import rules
 from bertscore_tm.settings.arguments import MAX_RESAMPLES
 
 METHODS = ("bootstrap", "randomization")
@@ -85,58 +86,26 @@ class PairedTestResult(NamedTuple):
     num_samples: int
 
 
-def check_settings(confidence: float = 0.95, num_samples: int = 1000, seed: int = 0) -> None:
-    """Raise `ArgumentValueError`/`ArgumentTypeError` (ValueError/TypeError, from `bertscore_tm.errors`) with
-    an actionable message for a confidence level outside (0, 1), a number of resamples outside
-    ``[1, MAX_RESAMPLES]`` (1,000,000), or a seed that is not an integer in ``[0, 2**64)``.
+def check_settings(confidence: float = 0.95, num_samples: int = 1000, seed: int = 0) -> tuple[float, int, int]:
+    """The settings of every interval and test, by the settings' rules (numpy numbers too): a confidence level in
+    (0, 1), resamples from 1 to `MAX_RESAMPLES` (1,000,000) and a seed in ``[0, 2**64)``; an
+    `ArgumentTypeError` or `ArgumentValueError` naming the argument otherwise. Returns them as Python numbers.
 
     >>> check_settings(0.95, 1000, 0)
-    >>> try:
-    ...     check_settings(95)
-    ... except ValueError as err:
-    ...     print(err)
-    confidence must be between 0 and 1 (exclusive), e.g. 0.95 for a 95% interval; got 95
+    (0.95, 1000, 0)
+    >>> check_settings(95)
+    Traceback (most recent call last):
+    ...
+    bertscore_tm.errors.ArgumentValueError: confidence must be between 0 and 1 (exclusive), got 95
     """
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-        raise ArgumentTypeError(
-            f"confidence must be a number between 0 and 1, e.g. 0.95; got {type(confidence).__name__}",
-            argument="confidence",
-            expected="float",
-            value=confidence,
-        )
-    if not (math.isfinite(confidence) and 0 < confidence < 1):
-        raise ArgumentValueError(
-            f"confidence must be between 0 and 1 (exclusive), e.g. 0.95 for a 95% interval; got {confidence!r}",
-            argument="confidence",
-            allowed="a number in (0, 1)",
-            value=confidence,
-        )
-    if isinstance(num_samples, bool) or not isinstance(num_samples, int):
-        raise ArgumentTypeError(
-            f"num_samples must be an integer (resamples, e.g. 1000); got {type(num_samples).__name__}",
-            argument="num_samples",
-            expected="int",
-            value=num_samples,
-        )
-    if not 1 <= num_samples <= MAX_RESAMPLES:
-        raise ArgumentValueError(
-            f"num_samples must be at least 1 and at most {MAX_RESAMPLES:,} (1000 is usual; more only narrows the "
-            f"smallest possible p-value, and each resample takes memory); got {num_samples}",
-            argument="num_samples",
-            allowed=f"an integer in [1, {MAX_RESAMPLES}]",
-            value=num_samples,
-        )
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ArgumentTypeError(
-            f"seed must be an integer (the same seed gives the same resamples); got {type(seed).__name__}",
-            argument="seed",
-            expected="int",
-            value=seed,
-        )
-    if not 0 <= seed < 2**64:
-        raise ArgumentValueError(
-            f"seed must be between 0 and 2**64 - 1; got {seed}", argument="seed", allowed="[0, 2**64)", value=seed
-        )
+    rules.probability("confidence", confidence)
+    RESAMPLES("num_samples", num_samples)
+    rules.SEED("seed", seed)
+    return float(confidence), int(num_samples), int(seed)
+
+
+#: Resamples (or shuffles) an interval or a test draws: each takes memory, and more only narrows the p-value.
+RESAMPLES = rules.integer(1, maximum=MAX_RESAMPLES, why=" (resamples: 1000 is usual)")
 
 
 def bootstrap_interval(
@@ -160,8 +129,8 @@ def bootstrap_interval(
     >>> [round(float(x), 4) for x in (mean, low, high)]
     [0.905, 0.885, 0.921]
     """
-    check_settings(confidence, num_samples, seed)
-    values = _as_scores(scores, "scores")
+    confidence, num_samples, seed = check_settings(confidence, num_samples, seed)
+    values = as_scores(scores, "scores")
     if values.shape[-1] < FEW_PAIRS:
         _warn_few(values.shape[-1], "a bootstrap interval")
     flat = values.reshape(-1, values.shape[-1])
@@ -203,11 +172,8 @@ def paired_test(
     >>> float(paired_test(a, a, method="randomization").p_value)   # identical systems
     1.0
     """
-    if method not in METHODS:
-        raise ValueError(
-            f"method must be one of {METHODS} (paired bootstrap or approximate randomization); got {method!r}"
-        )
-    check_settings(confidence, num_samples, seed)
+    rules.choice(METHODS)("method", method)
+    confidence, num_samples, seed = check_settings(confidence, num_samples, seed)
     diffs = _differences(scores_a, scores_b)
     flat = diffs.reshape(-1, diffs.shape[-1])
     delta = flat.mean(dim=-1)
@@ -227,17 +193,25 @@ def paired_test(
 
 def _differences(scores_a: Tensor | Sequence[float], scores_b: Tensor | Sequence[float]) -> Tensor:
     """B's scores less A's, pair by pair, once both are checked to hold the same pairs."""
-    a, b = _as_scores(scores_a, "scores_a"), _as_scores(scores_b, "scores_b")
+    a, b = as_scores(scores_a, "scores_a"), as_scores(scores_b, "scores_b")
     if a.shape[-1] != b.shape[-1]:
-        raise ValueError(
+        raise ArgumentValueError(
             f"scores_a has {a.shape[-1]} pairs but scores_b has {b.shape[-1]}: a paired test needs both systems' "
-            "scores of the same pairs, in the same order"
+            "scores of the same pairs, in the same order",
+            argument="scores_b",
+            allowed=f"{a.shape[-1]} pairs",
+            value=b.shape[-1],
+            others=("scores_a",),
         )
     try:
         diffs = b - a
     except RuntimeError:
-        raise ValueError(
-            f"the leading axes of scores_a {tuple(a.shape)} and scores_b {tuple(b.shape)} do not broadcast"
+        raise ArgumentValueError(
+            f"the leading axes of scores_a {tuple(a.shape)} and scores_b {tuple(b.shape)} do not broadcast",
+            argument="scores_b",
+            allowed=f"leading axes that broadcast with {tuple(a.shape[:-1])}",
+            value=tuple(b.shape),
+            others=("scores_a",),
         ) from None
     _check_pairs(diffs.shape[-1])
     return diffs
@@ -267,26 +241,59 @@ def _warn_few(n: int, what: str) -> None:
 # -- the vectorised resampling ---------------------------------------------------------------------------------
 
 
-def _as_scores(scores: Tensor | Sequence[float], name: str) -> Tensor:
-    """`scores` as a float64 CPU tensor with at least one pair on its last axis, every value finite."""
-    # a list of Python floats is float64 already: keep it so (torch would make it float32)
-    values = scores.detach() if isinstance(scores, Tensor) else torch.as_tensor(scores, dtype=torch.float64)
+def as_scores(scores: object, name: str) -> Tensor:
+    """`scores` (a tensor, a numpy array, or a list of numbers or of lists of them; pairs on the last axis) as
+    a float64 CPU tensor, every value finite and at least one pair; an error naming `name` otherwise."""
+    if isinstance(scores, (list, tuple)):
+        try:
+            values = torch.tensor(_numbers(scores, name), dtype=torch.float64)
+        except ValueError:  # rows of several lengths
+            raise ArgumentValueError(
+                f"{name}'s rows have different lengths: give every leading index one score per pair",
+                argument=name,
+                allowed="rows of one length",
+                value=[len(row) for row in scores],
+            ) from None
+    elif isinstance(scores, Tensor) or (type(scores).__module__ == "numpy" and hasattr(scores, "__array__")):
+        values = torch.as_tensor(scores).detach()
+    else:
+        raise ArgumentTypeError(
+            f"{name} must be one score per pair: a tensor, an array or a list of numbers, got {type(scores).__name__}",
+            argument=name,
+            expected="Tensor | Sequence[float]",
+            value=scores,
+        )
     if values.dtype == torch.bool or values.is_complex():
-        raise TypeError(f"{name} must hold real numbers, got {values.dtype}")
+        raise ArgumentTypeError(
+            f"{name} must hold real numbers, got {values.dtype}", argument=name, expected="float", value=values.dtype
+        )
     values = values.to(device="cpu", dtype=torch.float64)
-    if values.dim() == 0:
-        raise ValueError(f"{name} must hold one score per pair (a 1-d tensor), got a single number")
-    if values.shape[-1] == 0 or values.numel() == 0:
-        raise ValueError(f"{name} is empty: intervals and tests need the scores of at least one pair")
+    if values.dim() == 0 or values.numel() == 0:
+        said = (
+            "must hold one score per pair (a 1-d tensor), got a single number"
+            if values.dim() == 0
+            else ("is empty: intervals and tests need the scores of at least one pair")
+        )
+        raise ArgumentValueError(f"{name} {said}", argument=name, allowed="a score per pair", value=tuple(values.shape))
     bad = ~torch.isfinite(values)
     if bool(bad.any()):
         first = int(torch.nonzero(bad.reshape(-1, values.shape[-1]).any(dim=0))[0])
-        raise ValueError(
+        raise ArgumentValueError(
             f"{name} holds {int(bad.sum())} value(s) that are NaN or infinite (first at pair {first}); with "
             "idf=True, pairs whose tokens all occur in every reference score NaN (compute() warns about them): "
-            "leave those pairs out of every system, e.g. keep = torch.isfinite(a) & torch.isfinite(b)"
+            "leave those pairs out of every system, e.g. keep = torch.isfinite(a) & torch.isfinite(b)",
+            argument=name,
+            allowed="finite scores",
+            value=int(bad.sum()),
         )
     return values
+
+
+def _numbers(items: list[object] | tuple[object, ...], name: str) -> list[Any]:
+    """A list of numbers, or of lists of them (one per leading index), by the settings' rule for numbers."""
+    if items and all(isinstance(row, (list, tuple)) for row in items):
+        return [_numbers(row, name) for row in items]  # type: ignore[arg-type]
+    return rules.real_numbers(name, items, finite=False)
 
 
 def _batches(num_samples: int, n: int) -> Iterator[tuple[int, int]]:

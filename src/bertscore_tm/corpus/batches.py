@@ -23,12 +23,13 @@ import torch
 
 from bertscore_tm.corpus import columns
 from bertscore_tm.engines.paired import score_texts
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.scoring.scorer import Scorer
+from bertscore_tm.settings import rules
 from bertscore_tm.settings.config import Config
 
 #: Metric arguments about the Metric's own result (reduced means, one tensor, the hash beside it): a batch
-#: scorer always adds the three per-pair columns, so these are refused rather than ignored.
+#: scorer always adds the per-pair columns, so these are refused rather than ignored (`Config.of`'s unused).
 _RESULT_ARGUMENTS = ("reduction", "output", "return_hash")
 
 
@@ -68,19 +69,10 @@ class BatchScorer:
         context_column: str | None = None,
         **metric_arguments: Any,
     ) -> None:
-        self.candidate_column = _column_name(candidate_column, "candidate_column")
-        self.context_column = None if context_column is None else _column_name(context_column, "context_column")
-        refs = [reference_column] if isinstance(reference_column, str) else _column_list(reference_column)
-        if not refs:
-            raise ArgumentValueError(
-                "reference_column is an empty list: name at least one column of references",
-                argument="reference_column",
-                allowed="a column name or a non-empty list of them",
-                value=reference_column,
-            )
-        self.reference_columns = [_column_name(c, "reference_column") for c in refs]
-        if not isinstance(prefix, str):
-            raise ArgumentValueError("prefix must be a string", argument="prefix", allowed="a string", value=prefix)
+        self.candidate_column = _column("candidate_column", candidate_column)
+        self.context_column = _column("context_column", context_column, optional=True)
+        self.reference_columns = rules.column_names("reference_column", reference_column)
+        rules.text(blank=True)("prefix", prefix)
         self.prefix = prefix
         self.several_references = _several(several_references, self.reference_columns)
         self.config = _checked_config({"model_name_or_path": model_name_or_path, **metric_arguments})
@@ -103,6 +95,8 @@ class BatchScorer:
     def score_batch(self, batch: Any, first_row: int = 0, rank: int | None = None) -> Any:
         """`batch` with the score columns added; rows are numbered from `first_row` in error messages (the
         command line passes each record batch's place in the file)."""
+        rules.integer(0)("first_row", first_row)
+        RANK("rank", rank)
         kind = columns.batch_kind(batch)
         rows = columns.num_rows(batch, kind)
         cands = columns.texts(
@@ -132,6 +126,7 @@ class BatchScorer:
 
     def scorer(self, rank: int | None = None) -> Scorer:
         """The scoring core, loaded on first use (once per object and process), with the device it runs on."""
+        RANK("rank", rank)
         if self._scorer is None:
             if os.getpid() != self._home:
                 # a copy in another process (datasets' num_proc workers): the processes are the parallelism, and
@@ -151,60 +146,36 @@ class BatchScorer:
         return self.scorer().signature_for(self.context_column is not None).format()
 
 
-def _column_list(value: object) -> list[object]:
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    raise ArgumentTypeError(
-        f"reference_column must be a column name or a list of them, got {type(value).__name__} {value!r:.40}",
-        argument="reference_column",
-        expected="str | list[str]",
-        value=value,
-    )
+#: A worker's number (``datasets.map(..., with_rank=True)``), or None.
+RANK = rules.integer(0, optional=True)
 
 
-def _column_name(value: object, argument: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ArgumentValueError(
-            f"{argument} must name a column (a non-empty string), got {value!r}",
-            argument=argument,
-            allowed="a non-empty string",
-            value=value,
-        )
+def _column(argument: str, value: object, optional: bool = False) -> Any:
+    rules.text(optional=optional)(argument, value)
     return value
 
 
 def _several(value: object, references: list[str]) -> bool | None:
     """`several_references` checked: None (each batch's column type, else its cells, tells), True or False;
     a list of reference columns always has several."""
-    if not (value is None or isinstance(value, bool)) or (value is False and len(references) > 1):
+    if value is not None:
+        rules.boolean("several_references", value)
+    if value is False and len(references) > 1:
         raise ArgumentValueError(
-            f"several_references must be None, True or False (not False with several reference columns), got {value!r}",
+            "several_references=False, but several reference columns are named: each row has several references",
             argument="several_references",
-            allowed="None, True or False",
+            allowed="None or True with several reference columns",
             value=value,
+            others=("reference_column",),
         )
-    return True if len(references) > 1 else value
+    return True if len(references) > 1 else value  # type: ignore[return-value]
 
 
 def _checked_config(arguments: dict[str, Any]) -> Config:
-    """The Metric's checks, and those a batch scorer adds: no result formatting, one layer, IDF fixed."""
-    config = Config.of(arguments, caller="BatchScorer")
-    for name in _RESULT_ARGUMENTS:
-        if arguments.get(name) not in (None, False):
-            raise ArgumentValueError(
-                f"BatchScorer always adds the per-pair columns: leave out {name}",
-                argument=name,
-                allowed="left out",
-                value=arguments[name],
-            )
-    if arguments.get("all_layers"):
-        raise ArgumentValueError(
-            "BatchScorer scores one layer: leave out all_layers (score with BERTScore, or one BatchScorer per layer)",
-            argument="all_layers",
-            allowed="False",
-            value=True,
-        )
-    if arguments.get("idf") and arguments.get("idf_weights") is None and arguments.get("idf_texts") is None:
+    """The Metric's checks, and those a batch scorer adds: no result formatting and one layer (the per-pair
+    columns are its result), IDF fixed."""
+    config = Config.of(arguments, caller="BatchScorer", unused=(*_RESULT_ARGUMENTS, "all_layers"))
+    if config.scoring.idf and config.scoring.idf_weights is None and config.scoring.idf_texts is None:
         raise ArgumentValueError(
             "idf=True would count document frequencies over each batch alone, and every worker would weigh "
             "tokens differently: count them over the whole corpus first, weights = bertscore_tm.corpus_idf(refs, "

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from bertscore_tm.errors import BERTScoreError, ColumnDataError, warn_user
+from bertscore_tm.errors import ArgumentTypeError, BERTScoreError, ColumnDataError, warn_user
 from bertscore_tm.settings.texts import check_text
 
 #: The score columns a scorer adds, after its prefix (``bertscore_`` by default, always on the command line).
@@ -25,7 +25,8 @@ SCORE_NAMES = ("precision", "recall", "f1", "f_beta", "best_reference")
 
 
 def batch_kind(batch: object) -> str:
-    """``"pandas"``, ``"arrow"`` or ``"mapping"``: which shape `batch` has (a TypeError for anything else)."""
+    """``"pandas"``, ``"arrow"`` or ``"mapping"``: which shape `batch` has (an `ArgumentTypeError` for anything
+    else)."""
     module = type(batch).__module__
     if module.startswith("pandas") and hasattr(batch, "columns"):
         return "pandas"
@@ -33,9 +34,12 @@ def batch_kind(batch: object) -> str:
         return "arrow"
     if isinstance(batch, Mapping):
         return "mapping"
-    raise TypeError(
+    raise ArgumentTypeError(
         f"a batch of rows must be a dict of columns (lists or numpy arrays), a pandas DataFrame or a pyarrow "
-        f"Table, got {type(batch).__name__}"
+        f"Table, got {type(batch).__name__}",
+        argument="batch",
+        expected="Mapping | pandas.DataFrame | pyarrow.Table",
+        value=batch,
     )
 
 

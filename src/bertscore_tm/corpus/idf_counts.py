@@ -12,6 +12,7 @@ Metric's with ``idf=True`` over the same references, bit for bit.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -21,11 +22,13 @@ import numpy as np
 import torch
 
 from bertscore_tm.corpus import columns
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.tokenizing import TextEncoder
 from bertscore_tm.scoring.idf import document_frequency, idf_weights
 from bertscore_tm.scoring.scorer import Scorer
+from bertscore_tm.settings import rules
 from bertscore_tm.settings.config import Config
+from bertscore_tm.settings.texts import check_stream, check_texts
 
 #: Texts tokenised at a time.
 CHUNK = 4096
@@ -70,35 +73,14 @@ def corpus_idf(
     >>> round(weights[101], 4), round(weights[4937], 4)  # [CLS] is in both texts, 'cat' in one
     (0.0, 0.4055)
     """
-    for name in ("idf_weights", "idf_texts"):
-        if metric_arguments.get(name) is not None:
-            raise ArgumentValueError(
-                f"corpus_idf counts the weights itself: leave out {name}",
-                argument=name,
-                allowed="None",
-                value=metric_arguments[name],
-            )
-    if references is None:
-        raise ArgumentTypeError(
-            "corpus_idf: references must be texts (an iterable of texts, a dataset or a table), got None",
-            argument="references",
-            expected="texts",
-            value=None,
-        )
+    refs = rules.column_names("reference_column", reference_column)
+    module = type(references).__module__
+    if not (module.startswith(("ray.data", "datasets")) or _is_table(references)):
+        # texts (one string is one text), or lists of texts, read as they come
+        references = check_stream([references] if isinstance(references, str) else references, "references")
     arguments = {"model_name_or_path": model_name_or_path, **metric_arguments}
-    config = Config.of(arguments, caller="corpus_idf", unused=NOT_COUNTING)
+    config = Config.of(arguments, caller="corpus_idf", unused=(*NOT_COUNTING, "idf_weights", "idf_texts"))
     scorer = Scorer(config.replace(idf=True, device="cpu"))
-    if isinstance(reference_column, str):
-        refs = [reference_column]
-    elif isinstance(reference_column, (list, tuple)) and all(isinstance(c, str) for c in reference_column):
-        refs = list(reference_column)
-    else:
-        raise ArgumentTypeError(
-            f"reference_column must be a column name or a list of them, got {reference_column!r:.60}",
-            argument="reference_column",
-            expected="str | list[str]",
-            value=reference_column,
-        )
     module = type(references).__module__
     if module.startswith("ray.data"):
         doc_freq, num_refs = _ray_counts(references, refs, scorer.encoder, scorer.vocab_size)
@@ -142,34 +124,23 @@ def _table_counts(table: Any, encoder: TextEncoder, vocab: int, refs: list[str])
         yield _count(encoder, vocab, rows, refs, first)
 
 
-def _iterable_counts(references: Iterable[Any], encoder: TextEncoder, vocab: int) -> Iterator[tuple[np.ndarray, int]]:
-    """Counts of an iterable of texts (or lists of texts), a chunk of rows at a time."""
-    if isinstance(references, str):  # one text, as at every door (docs/semantics.md)
-        references = [references]
-    if isinstance(references, (bytes, bytearray)) or not isinstance(references, Iterable):
-        raise ArgumentTypeError(
-            f"corpus_idf: references must be texts, got {type(references).__name__} (decode bytes first; pass a "
-            "list, a dataset or a table)",
-            argument="references",
-            expected="texts",
-            value=references,
-        )
-    chunk: list[Any] = []
+def _iterable_counts(references: Iterator[Any], encoder: TextEncoder, vocab: int) -> Iterator[tuple[np.ndarray, int]]:
+    """Counts of texts (or lists of texts) as they come, a chunk at a time, each by the one text rule."""
     first = 0
-    for item in references:
-        chunk.append(item)
-        if len(chunk) == CHUNK:
-            yield _count(encoder, vocab, {"reference": chunk}, ["reference"], first)
-            first, chunk = first + len(chunk), []
-    if chunk:
-        yield _count(encoder, vocab, {"reference": chunk}, ["reference"], first)
+    while chunk := list(itertools.islice(references, CHUNK)):
+        texts = [t for i, item in enumerate(chunk, first) for t in check_texts(item, f"references[{i}]")]
+        yield _count_texts(encoder, vocab, texts)
+        first += len(chunk)
 
 
 def _count(encoder: TextEncoder, vocab: int, batch: Any, refs: list[str], first_row: int = 0) -> tuple[np.ndarray, int]:
     """The document counts of one batch of rows' references, and how many references there are."""
     kind = columns.batch_kind(batch)
     groups, _ = columns.reference_groups(batch, kind, refs, first_row, "reference_column")
-    texts = [t for group in groups for t in group]
+    return _count_texts(encoder, vocab, [t for group in groups for t in group])
+
+
+def _count_texts(encoder: TextEncoder, vocab: int, texts: list[str]) -> tuple[np.ndarray, int]:
     if not texts:
         return np.zeros(vocab, dtype=np.int64), 0
     with warnings.catch_warnings():  # long or blank references are warned about where they are scored

@@ -52,13 +52,14 @@ from bertscore_tm.distributed.ranks import gather, settings_digest
 from bertscore_tm.embedding.embedder import own_precision
 from bertscore_tm.engines.paired import PairTokens, match_pairs, weigh_pairs
 from bertscore_tm.engines.pairwise import pairwise_scores
-from bertscore_tm.errors import ArgumentValueError, BERTScoreError, warn_user
-from bertscore_tm.models.prompts import check_context
-from bertscore_tm.models.tokenizing import TokenizedPairs, normalize_inputs
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, BERTScoreError, warn_user
+from bertscore_tm.models.tokenizing import TokenizedPairs
 from bertscore_tm.scoring.idf import document_frequency
 from bertscore_tm.scoring.results import Scores, scores_of
 from bertscore_tm.scoring.scorer import Scorer
+from bertscore_tm.settings import rules
 from bertscore_tm.settings.arguments import ROW_SHARD_SIZE, SHARD_SIZE
+from bertscore_tm.settings.texts import check_contexts, check_pairs, check_stream, check_text, check_texts
 
 #: The manifest's format; a checkpoint of another format is refused.
 FORMAT = 1
@@ -413,11 +414,28 @@ def _setting_record(scorer: Scorer) -> dict[str, Any]:
     return {"hash_code": scorer.hash_code, "setting": str(settings_digest({**record, **extra}))}
 
 
-def _scorer_and_device(metric_or_scorer: Any) -> tuple[Scorer, torch.device]:
-    """The scoring core and device of a `BERTScore` metric (or a `Scorer`, on its model's device)."""
+def _run_of(metric_or_scorer: Any, checkpoint_dir: object, shard_size: object) -> tuple[Scorer, torch.device, int]:
+    """The scoring core and device of a `BERTScore` metric (or a `Scorer`, on its model's device), and the shard
+    size as an int, once the checkpoint folder and the shard size are checked too."""
+    rules.path()("checkpoint_dir", checkpoint_dir)
+    SHARD_SIZE_RULE("shard_size", shard_size)
+    size = int(shard_size)  # type: ignore[call-overload]
     if isinstance(metric_or_scorer, Scorer):
-        return metric_or_scorer, torch.device(metric_or_scorer.embedder.device)
-    return metric_or_scorer.scorer, torch.device(metric_or_scorer.device)
+        return metric_or_scorer, torch.device(metric_or_scorer.embedder.device), size
+    scorer = getattr(metric_or_scorer, "scorer", None)
+    if not isinstance(scorer, Scorer):  # a model name is not a metric: the metric holds the whole setting
+        raise ArgumentTypeError(
+            f"metric must be a BERTScore metric (e.g. BERTScore(model_name_or_path)), got "
+            f"{type(metric_or_scorer).__name__} {metric_or_scorer!r:.60}",
+            argument="metric",
+            expected="BERTScore",
+            value=metric_or_scorer,
+        )
+    return scorer, torch.device(metric_or_scorer.device), size
+
+
+#: Pairs (or rows) per shard.
+SHARD_SIZE_RULE = rules.integer(1)
 
 
 def score_resumable(
@@ -444,11 +462,10 @@ def score_resumable(
     >>> round(float(scores.f1[0]), 4)
     0.9183
     """
-    scorer, device = _scorer_and_device(metric)
+    scorer, device, shard_size = _run_of(metric, checkpoint_dir, shard_size)
     verbose = bool(getattr(metric, "verbose", False))
-    cand_list, groups = normalize_inputs(cands, refs)
-    contexts = check_context(context, len(cand_list))
-    _check_shard_size(shard_size)
+    cand_list, groups = check_pairs(cands, refs, ("cands", "refs"), empty=False)
+    contexts = check_contexts(context, len(cand_list))
     rank, world = job_place()
     start, stop = Processes(rank, world).shard(len(cand_list))
     ranges = shard_ranges(start, stop, shard_size)
@@ -506,9 +523,9 @@ def score_stream(
     >>> [round(float(s.f1[0]), 4) for s in score_stream(BERTScore(PACKAGED_MINILM), pairs, tempfile.mkdtemp(), 1)]
     [0.9183, 0.8819]
     """
-    scorer, device = _scorer_and_device(metric)
+    scorer, device, shard_size = _run_of(metric, checkpoint_dir, shard_size)
     verbose = bool(getattr(metric, "verbose", False))
-    _check_shard_size(shard_size)
+    stream = check_stream(pairs, "pairs")
     if scorer.counts_idf:
         raise ArgumentValueError(
             "score_stream cannot count IDF over references it has not read yet: give the metric idf_texts or "
@@ -539,7 +556,7 @@ def score_stream(
             cands, groups, contexts, digest, None if saved else scorer.pairs.pairs(cands, groups, contexts)
         )
 
-    shards = prepared_ahead(enumerate(_chunks(iter(pairs), shard_size)), prepare)
+    shards = prepared_ahead(enumerate(_chunks(stream, shard_size)), prepare)
     with contextlib.closing(shards):
         for (k, _), shard in shards:
             per = None if shard.tokens is not None else checkpoint.load_stream(k, len(shard.cands), shard.digest)
@@ -610,24 +627,18 @@ def _stream_items(chunk: list[Any], first: int) -> tuple[list[str], list[list[st
                 allowed="2- or 3-item tuples",
                 value=item,
             )
-    cands, groups = normalize_inputs([item[0] for item in chunk], [item[1] for item in chunk])
+    at = range(first, first + len(chunk))
+    cands = [check_text(item[0], f"pairs[{i}][0]") for i, item in zip(at, chunk, strict=True)]
+    groups = [
+        check_texts(item[1], f"pairs[{i}][1]", what="reference", empty=False) for i, item in zip(at, chunk, strict=True)
+    ]
     if all(len(item) == 2 for item in chunk):
         return cands, groups, None
-    contexts = [item[2] if len(item) == 3 else "" for item in chunk]
-    for n, c in enumerate(contexts):
-        if not isinstance(c, str):
-            raise TypeError(f"the context of pairs[{first + n}] must be a string, got {type(c).__name__}")
-    return cands, groups, check_context(contexts, len(cands))
-
-
-def _check_shard_size(shard_size: int) -> None:
-    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
-        raise ArgumentValueError(
-            f"shard_size must be a positive int, got {shard_size!r}",
-            argument="shard_size",
-            allowed="an int of at least 1",
-            value=shard_size,
-        )
+    return (
+        cands,
+        groups,
+        [check_text(x[2], f"pairs[{i}][2]") if len(x) == 3 else "" for i, x in zip(at, chunk, strict=True)],
+    )
 
 
 def _place(rank: int, world: int, start: int, stop: int, shard_size: int, items: int) -> dict[str, Any]:
@@ -674,10 +685,10 @@ def pairwise_resumable(
     `checkpoint_dir` so that a run again after a kill scores only the missing rows; bit for bit the matrices of
     one uninterrupted run. Under torchrun each process scores its part of the rows and every process gets the
     whole matrices. Docs: docs/corpus-scale.md ("Resumable runs")."""
-    scorer, device = _scorer_and_device(metric)
+    scorer, device, shard_size = _run_of(metric, checkpoint_dir, shard_size)
     verbose = bool(getattr(metric, "verbose", False))
-    cand_list, ref_list = list(cands), list(refs)
-    _check_shard_size(shard_size)
+    cand_list = check_texts(cands, "cands", what="candidate", empty=False)
+    ref_list = check_texts(refs, "refs", what="reference", empty=False)
     rank, world = job_place()
     start, stop = Processes(rank, world).shard(len(cand_list))
     ranges = shard_ranges(start, stop, shard_size)

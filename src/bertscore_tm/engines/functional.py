@@ -16,7 +16,7 @@ from bertscore_tm.engines.paired import score_texts
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.scoring.results import Scores, format_scores, scores_of
 from bertscore_tm.scoring.scorer import Scorer
-from bertscore_tm.settings.arguments import ForwardFn, IgnoreRule, LongTexts
+from bertscore_tm.settings.arguments import RULES, ForwardFn, IgnoreRule, LongTexts
 from bertscore_tm.settings.config import Config
 from bertscore_tm.settings.peers import from_torchmetrics
 from bertscore_tm.settings.rules import integer
@@ -44,7 +44,7 @@ def bert_score(
     context = kwargs.pop("context", None)
     arguments = from_torchmetrics({"model_name_or_path": model_name_or_path, **kwargs})  # its spellings too
     config = Config.of(arguments, caller="bert_score")
-    cands, groups = check_pairs(preds, target)
+    cands, groups = check_pairs(preds, target, empty=False)
     contexts = check_contexts(context, len(cands))
     scorer = Scorer(config)
     device = torch.device(config.runtime.device or "cpu")
@@ -114,6 +114,8 @@ def score(
     """
     # every argument but the texts, under the Metric's names (`model_type` is its `model_name_or_path`)
     arguments = {_METRIC_NAMES.get(k, k): v for k, v in locals().items() if k not in ("cands", "refs", "context")}
+    for theirs, ours in _METRIC_NAMES.items():  # bert-score's names, checked under them by the settings' rules
+        RULES[ours](theirs, arguments[ours])
     if isinstance(idf, Mapping):  # bert-score's idf_dict: weights given
         if idf_weights is not None:
             raise ArgumentValueError(
@@ -128,8 +130,8 @@ def score(
     if model_type is None and lang is None and model is None:  # as bert-score: its lang has no default
         message, allowed = "Either lang or model_type must be given", "a model, or lang"
         raise ArgumentValueError(message, argument="model_type", allowed=allowed, value=None, others=("lang",))
-    config = Config.of({**arguments, "return_hash": False}, caller="score")  # the hash comes beside the tuple
-    cands_list, groups = check_pairs(cands, refs)
+    config = Config.of(arguments, caller="score")  # the hash, where asked for, comes beside the tuple
+    cands_list, groups = check_pairs(cands, refs, ("cands", "refs"), empty=False)
     contexts = check_contexts(context, len(cands_list))
     if device is None and model is None:  # a model object runs where it is: it is not the function's to move
         device = "cuda" if torch.cuda.is_available() else "cpu"

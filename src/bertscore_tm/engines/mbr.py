@@ -44,28 +44,9 @@ from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights, unmarked
 from bertscore_tm.settings.config import Config
 from bertscore_tm.settings.rules import boolean
-from bertscore_tm.settings.texts import check_texts, sequence_of
+from bertscore_tm.settings.texts import check_groups
 
 # -- input checks (before any model is loaded) --------------------------------------------------------------
-
-
-def check_groups(groups: object, name: str = "groups", what: str = "hypothesis") -> list[list[str]]:
-    """`groups` as lists of texts, at least one group of at least one text each (the one text rule:
-    `bertscore_tm.settings.texts`; a group given as one string is one text).
-
-    >>> check_groups([["a", "b"], ["c"]])
-    [['a', 'b'], ['c']]
-    >>> check_groups([["a"], []])
-    Traceback (most recent call last):
-    ...
-    bertscore_tm.errors.ArgumentValueError: groups[1] is empty: pass at least one hypothesis
-    """
-    items = sequence_of(groups, name, "a sequence of lists of texts (one list per source)")
-    if len(items) == 0:
-        raise ArgumentValueError(
-            f"{name} is empty: give at least one group", argument=name, allowed="a group", value=[]
-        )
-    return [check_texts(group, f"{name}[{g}]", what=what, empty=False) for g, group in enumerate(items)]
 
 
 def check_mbr_inputs(
@@ -342,9 +323,15 @@ def select(
     similarities (default: the embedder's block budget / 8), `block_tokens` the new texts embedded per block
     (default: four forward batches)."""
     hyps, refs = check_mbr_inputs(groups, references)
+    boolean("return_utilities", return_utilities)
     which = check_utility(utility, scorer.beta)
     if scorer.all_layers:
-        raise ValueError("mbr_select scores with one layer: use a metric with all_layers=False")
+        raise ArgumentValueError(
+            "mbr_select scores with one layer: use a metric with all_layers=False",
+            argument="all_layers",
+            allowed="False",
+            value=True,
+        )
     with own_precision(device):  # the setting's precision, whatever autocast the caller runs under
         run = _Run(scorer, device, hyps, refs, (sim_bytes, block_tokens), which)
         with progress_bar(verbose, len(run.groups), "BERTScore: MBR", "group") as progress:

@@ -43,19 +43,11 @@ from bertscore_tm.scoring.results import format_scores, progress_bar
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
 from bertscore_tm.settings.config import Config
-from bertscore_tm.settings.texts import check_texts as texts_rule
+from bertscore_tm.settings.texts import check_texts
 
 #: A tile is cut where a text's length falls below this share of the tile's first (longest) text: padding
 #: would otherwise take up to half of the similarities computed for a few hundred texts a side.
 MIN_FILL = 0.75
-
-
-# -- input checks (before any model is loaded) --------------------------------------------------------------
-
-
-def check_texts(texts: object, name: str, what: str) -> list[str]:
-    """`texts` as a list of at least one text (one string is one text: `bertscore_tm.settings.texts`)."""
-    return texts_rule(texts, name, what=what, empty=False)
 
 
 # -- distinct texts and where they occur --------------------------------------------------------------------
@@ -410,8 +402,8 @@ def pairwise_scores(
 ) -> Tensor:
     """P, R, F of every candidate against every reference, stacked: [3, N, M] ([3, L + 1, N, M] with all_layers),
     made where `device` says (a model object of the user's stays where it is)."""
-    cands = check_texts(cands, "cands", "candidate")
-    refs = check_texts(refs, "refs", "reference")
+    cands = check_texts(cands, "cands", what="candidate", empty=False)
+    refs = check_texts(refs, "refs", what="reference", empty=False)
     with own_precision(device):  # the setting's precision, whatever autocast the caller runs under
         out, _ = all_pairs(scorer, cands, refs, device, verbose)
     return out
@@ -483,8 +475,8 @@ def pairwise_bert_score(
     >>> s["f1"].argmax(dim=1).tolist()  # each candidate's closest reference
     [0, 2]
     """
-    cands = check_texts(cands, "cands", "candidate")
-    refs = check_texts(refs, "refs", "reference")
+    cands = check_texts(cands, "cands", what="candidate", empty=False)
+    refs = check_texts(refs, "refs", what="reference", empty=False)
     arguments = {"model_name_or_path": model_name_or_path, **kwargs}
     config = Config.of(arguments, caller="pairwise_bert_score", unused=("reduction",))
     scorer, out = Scorer(config), config.output

@@ -44,7 +44,7 @@ from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
 from bertscore_tm.settings.config import Config
 from bertscore_tm.settings.rules import finite_number, integer
-from bertscore_tm.settings.texts import check_text, check_texts, sequence_of
+from bertscore_tm.settings.texts import check_corpus, check_text, check_texts
 
 # -- the engine ----------------------------------------------------------------------------------------------
 
@@ -523,22 +523,4 @@ def _checked_options(threshold: object, idf_references: object, idf: bool, kwarg
             value="...",
             others=("idf",),
         )
-    return reference_texts(idf_references, "idf_references")
-
-
-def reference_texts(texts: object, name: str) -> list[str]:
-    """References for counting IDF: texts, or sequences of texts (several per candidate), flattened; at least
-    one (the one text rule: `bertscore_tm.settings.texts`)."""
-    flat = [
-        text
-        for j, item in enumerate(sequence_of(texts, name, "a sequence of reference texts (or of lists of them)"))
-        for text in check_texts(item, f"{name}[{j}]")
-    ]
-    if not flat:
-        raise ArgumentValueError(
-            f"{name} is empty: give the references to count the IDF over, or None",
-            argument=name,
-            allowed="at least one reference",
-            value=texts,
-        )
-    return flat
+    return check_corpus(idf_references, "idf_references")

@@ -49,6 +49,8 @@ from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.settings.arguments import ForwardFn, IgnoreRule, LongTexts, OutputName, Reduction
 from bertscore_tm.settings.config import Config
 from bertscore_tm.settings.peers import TORCHMETRICS, from_torchmetrics
+from bertscore_tm.settings.rules import boolean
+from bertscore_tm.settings.texts import check_text
 
 if TYPE_CHECKING:
     from bertscore_tm.explanations.types import PairExplanation
@@ -167,6 +169,13 @@ class BERTScore(Metric):
     def from_config(cls, config: Config, **kwargs: Any) -> BERTScore:
         """A metric of settings already checked (`Config.of`, as the command line builds them); `kwargs` are
         torchmetrics' own Metric arguments."""
+        if not isinstance(config, Config):
+            raise ArgumentTypeError(
+                f"config must be a Config (from Config.of), got {type(config).__name__} {config!r:.60}",
+                argument="config",
+                expected="Config",
+                value=config,
+            )
         new = cls.__new__(cls)
         new._set_up(config, kwargs)
         return new
@@ -229,7 +238,12 @@ class BERTScore(Metric):
         """
         if isinstance(preds, TokenizedPairs):
             if target is not None or context is not None:
-                raise TypeError("update(batch): a batch made by tokenize() holds its references and contexts already")
+                raise ArgumentTypeError(
+                    "update(batch): a batch made by tokenize() holds its references and contexts already",
+                    argument="target" if target is not None else "context",
+                    expected="None with a tokenised batch",
+                    value=target if target is not None else context,
+                )
             batch = preds
             if batch.digest != self.tokenize.digest:
                 raise SettingsMismatchError(
@@ -240,7 +254,12 @@ class BERTScore(Metric):
                     values=[batch.digest, self.tokenize.digest],
                 )
         elif target is None:
-            raise TypeError("update() needs target: one reference (or a list of references) per candidate")
+            raise ArgumentTypeError(
+                "update() needs target: one reference (or a list of references) per candidate",
+                argument="target",
+                expected="str | Sequence[str | Sequence[str]]",
+                value=None,
+            )
         else:
             batch = self.tokenize(preds, target, context)
         index_tensor = None if indexes is None else checked_indexes(indexes, len(batch))
@@ -355,6 +374,7 @@ class BERTScore(Metric):
         """Whether `state_dict()` holds the pairs (token ids, kept similarities, IDF counts), beside the digests
         of the setting that made them, in the metric's extra state: off by default, as torchmetrics' states. A
         state loaded into a metric of another setting is checked before any state changes (`checkpoint.py`)."""
+        boolean("mode", mode)
         self.saves_states = bool(mode)
 
     def get_extra_state(self) -> dict[str, Any]:
@@ -557,7 +577,7 @@ class BERTScore(Metric):
     def token_ids(self, text: str) -> Tensor:
         """The token ids this metric scores for `text`: stripped, with special tokens, truncated to the window
         unless long_texts="window" (int32)."""
-        return self.scorer.encoder.encode([text])[0]
+        return self.scorer.encoder.encode([check_text(text, "text")])[0]
 
     @property
     def tokenizer(self) -> Any:
@@ -569,7 +589,12 @@ class BERTScore(Metric):
         with the same tokenizer (it then scores exactly as this one): the fixed table of ``idf_texts`` or
         ``idf_weights`` (unknown ids left out), else this process's references' counts so far."""
         if not self.idf:
-            raise RuntimeError("idf_weights(): this metric has idf=False, so it weighs no token by IDF")
+            raise ArgumentValueError(
+                "idf_weights(): this metric has idf=False, so it weighs no token by IDF",
+                argument="idf",
+                allowed="True",
+                value=False,
+            )
         if self.scorer.counts_idf and int(self.num_refs) == 0:
             raise RuntimeError("idf_weights(): no reference seen yet (the weights come from the references' counts)")
         table = self.scorer.weights(self.doc_freq.cpu(), int(self.num_refs))

@@ -12,7 +12,6 @@ the gathered per-pair scores alone, the indexes whose repeats score otherwise by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +19,8 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.distributed.ranks import GatherFn, gather
-from bertscore_tm.errors import warn_user
+from bertscore_tm.errors import ArgumentValueError, warn_user
+from bertscore_tm.settings import rules
 
 
 @dataclass(frozen=True)
@@ -75,14 +75,19 @@ def conflicting_indexes(indexes: Tensor, keep: Tensor, scores: Tensor) -> Tensor
     return torch.unique(ordered[~same.all(dim=1)])
 
 
-def checked_indexes(indexes: Tensor | Sequence[int], count: int) -> Tensor:
-    """`indexes` as an int tensor of one entry per candidate (`count`); TypeError or ValueError otherwise."""
-    index_tensor = torch.as_tensor(indexes).reshape(-1)
-    if index_tensor.is_floating_point() or index_tensor.dtype == torch.bool:
-        raise TypeError(f"indexes must be integers, got {index_tensor.dtype}")
-    if len(index_tensor) != count:
-        raise ValueError(f"indexes has {len(index_tensor)} entries for {count} predictions")
-    return index_tensor
+def checked_indexes(indexes: object, count: int) -> Tensor:
+    """`indexes` as an int64 tensor of one dataset index per candidate (`count`), by the settings' rule for
+    indexes (a sequence, an integer array or tensor, of integers from 0): an error naming ``indexes`` otherwise."""
+    index_list = rules.indexes("indexes", indexes)
+    if len(index_list) != count:
+        raise ArgumentValueError(
+            f"indexes has {len(index_list)} entries for {count} predictions: give one dataset index per pair",
+            argument="indexes",
+            allowed=f"{count} indexes",
+            value=len(index_list),
+            others=("preds",),
+        )
+    return torch.tensor(index_list, dtype=torch.long)
 
 
 class PairPlan:
@@ -116,10 +121,18 @@ class PairPlan:
             mixed = bool((counts[:, 1] > 0).any()) and not has_indexes
             self.any_context = bool((counts[:, 2] > 0).any())
         if mixed:
-            raise ValueError("indexes must be passed to every update() or to none of them")
-        if total == 0:
-            raise RuntimeError(
-                "BERTScore.compute() has no pairs to score: call update(preds, target) with at least one pair first"
+            raise ArgumentValueError(
+                "indexes must be passed to every update() or to none of them",
+                argument="indexes",
+                allowed="indexes in every update(), or in none",
+                value=len(self.indexes),
+            )
+        if total == 0:  # no pairs is an error at every door (docs/semantics.md, "No pairs")
+            raise ArgumentValueError(
+                "BERTScore.compute() has no pairs to score: call update(preds, target) with at least one pair first",
+                argument="preds",
+                allowed="at least one pair",
+                value=0,
             )
         self.dedup = deduplicate(self.indexes, offset, num_local) if has_indexes else None
 

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Mapping
 
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm.settings.texts import argument_of as _argument
 from bertscore_tm.settings.texts import check_text, check_texts
 
 #: The compute dtypes of the model, by name: float32 is exact, the others run under autocast.
@@ -52,22 +53,23 @@ def integer(minimum: int, *, optional: bool = False, why: str = "", maximum: int
     def check(name: str, value: object) -> None:
         if value is None and optional:
             return
+        argument = _argument(name)
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise ArgumentTypeError(
                 f"{name} must be an integer{_or_none(optional)}, got {_shown(value)}",
-                argument=name,
+                argument=argument,
                 expected=f"int{_or_none(optional)}",
                 value=value,
             )
         if int(value) < minimum:
             allowed = f"an integer >= {minimum}{_or_none(optional)}"
             raise ArgumentValueError(
-                f"{name} must be {allowed}{why}, got {value}", argument=name, allowed=allowed, value=value
+                f"{name} must be {allowed}{why}, got {value}", argument=argument, allowed=allowed, value=value
             )
         if int(value) > maximum:
-            allowed = f"an integer from {minimum} to {maximum}{_or_none(optional)}"
+            allowed = f"an integer from {minimum} to {maximum:,}{_or_none(optional)}"
             raise ArgumentValueError(
-                f"{name} must be {allowed}, got {value}", argument=name, allowed=allowed, value=value
+                f"{name} must be {allowed}, got {value}", argument=argument, allowed=allowed, value=value
             )
 
     return check
@@ -102,6 +104,82 @@ def positive_number(*, optional: bool = False, why: str = "", below: float = mat
             )
 
     return check
+
+
+def probability(name: str, value: object) -> None:
+    """A number strictly between 0 and 1 (a confidence level, a significance level), a numpy number too."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(
+            f"{name} must be a number between 0 and 1, e.g. 0.95, got {_shown(value)}",
+            argument=name,
+            expected="float",
+            value=value,
+        )
+    if not 0 < float(value) < 1:  # NaN fails too
+        raise ArgumentValueError(
+            f"{name} must be between 0 and 1 (exclusive), e.g. 0.95, got {value}",
+            argument=name,
+            allowed="a number in (0, 1)",
+            value=value,
+        )
+
+
+#: A seed of resampling: numpy's and torch's generators take any integer in [0, 2**64).
+SEED = integer(0, maximum=2**64 - 1)
+
+
+def real_numbers(name: str, value: object, *, finite: bool = True) -> list[float]:
+    """A sequence (a list, a tuple, a 1-d array or tensor) of real numbers (not bools), finite where `finite`,
+    as floats."""
+    items = _sequence(name, value, "a sequence of numbers")
+    for i, item in enumerate(items):
+        if isinstance(item, bool) or not isinstance(item, numbers.Real):
+            raise ArgumentTypeError(
+                f"{name}[{i}] must be a number, got {_shown(item)}",
+                argument=_argument(name),
+                expected="float",
+                value=item,
+            )
+        if finite and not math.isfinite(float(item)):
+            raise ArgumentValueError(
+                f"{name}[{i}] must be a finite number, got {item}",
+                argument=_argument(name),
+                allowed="a finite number",
+                value=item,
+            )
+    return [float(item) for item in items]  # type: ignore[arg-type]
+
+
+def indexes(name: str, value: object, *, below: int | None = None) -> list[int]:
+    """A sequence (a list, a tuple, a 1-d integer array or tensor) of integers from 0 to `below` (exclusive;
+    else the largest int64), as ints: dataset indexes, rows to pick."""
+    items = _sequence(name, value, "a sequence of integers")
+    top = (2**63 if below is None else below) - 1
+    for i, item in enumerate(items):
+        integer(0, maximum=top)(f"{name}[{i}]", item)
+    return [int(item) for item in items]  # type: ignore[call-overload]
+
+
+def _sequence(name: str, value: object, expected: str) -> list[object]:
+    """`value`'s items: a list, a tuple, or a 1-d numpy array or torch tensor (read as Python numbers); never a
+    string, a mapping, a set or an iterator, whose order or one-time reading would give something else."""
+    if type(value).__module__ in ("numpy", "torch") and hasattr(value, "tolist"):
+        if getattr(value, "ndim", None) != 1:
+            raise ArgumentValueError(
+                f"{name} must be one-dimensional, got shape {tuple(value.shape)}",  # type: ignore[attr-defined]
+                argument=name,
+                allowed=expected,
+                value=value,
+            )
+        return list(value.tolist())
+    if not isinstance(value, (list, tuple)):
+        raise ArgumentTypeError(
+            f"{name} must be {expected} (a list or a tuple), got {_shown(value)}",
+            argument=name,
+            expected=expected,
+            value=value,
+        )
+    return list(value)
 
 
 def finite_number(*, optional: bool = False) -> Rule:
@@ -145,8 +223,9 @@ def choice(allowed: tuple[str, ...], *, optional: bool = False) -> Rule:
     return check
 
 
-def text(*, optional: bool = False) -> Rule:
-    """A non-blank string; None too where `optional`."""
+def text(*, optional: bool = False, blank: bool = False) -> Rule:
+    """A string (non-blank unless `blank`) that UTF-8 can hold: a name, a prompt, a column; None too where
+    `optional`."""
 
     def check(name: str, value: object) -> None:
         if value is None and optional:
@@ -158,7 +237,7 @@ def text(*, optional: bool = False) -> Rule:
                 expected=f"str{_or_none(optional)}",
                 value=value,
             )
-        if not value.strip():
+        if not (blank or value.strip()):
             raise ArgumentValueError(
                 f"{name} must not be blank", argument=name, allowed="a non-blank string", value=value
             )
@@ -167,8 +246,32 @@ def text(*, optional: bool = False) -> Rule:
     return check
 
 
+def column_names(name: str, value: object) -> list[str]:
+    """One column's name, or a non-empty list (or tuple) of names: each a non-blank string."""
+    if isinstance(value, str):
+        value = [value]
+    elif not isinstance(value, (list, tuple)):
+        raise ArgumentTypeError(
+            f"{name} must be a column name or a list of them, got {_shown(value)}",
+            argument=name,
+            expected="str | list[str]",
+            value=value,
+        )
+    if not value:
+        raise ArgumentValueError(
+            f"{name} is an empty list: name at least one column",
+            argument=name,
+            allowed="a column name or a non-empty list of them",
+            value=value,
+        )
+    for item in value:
+        text()(name, item)
+    return list(value)
+
+
 def path(*, optional: bool = False) -> Rule:
-    """A non-blank string or os.PathLike (a path, or a model name); None too where `optional`."""
+    """A non-blank string or os.PathLike (a path, or a model name) that the file system can encode; None too
+    where `optional`."""
 
     def check(name: str, value: object) -> None:
         if value is None and optional:
@@ -180,22 +283,33 @@ def path(*, optional: bool = False) -> Rule:
                 expected=f"str | os.PathLike{_or_none(optional)}",
                 value=value,
             )
-        if not str(os.fspath(value)).strip():
-            raise ArgumentValueError(
-                f"{name} must not be blank", argument=name, allowed="a non-blank path", value=value
-            )
+        _path_name(name, value)
 
     return check
+
+
+def _path_name(name: str, value: str | os.PathLike[str]) -> None:
+    """A path's name non-blank and encodable (a lone surrogate is no file name; the surrogates Python decodes
+    undecodable bytes of a file name to are)."""
+    text = os.fspath(value)
+    if not str(text).strip():
+        raise ArgumentValueError(f"{name} must not be blank", argument=name, allowed="a non-blank path", value=value)
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError as err:
+        raise ArgumentValueError(
+            f"{name} cannot be a file name: {err.reason} at character {err.start} of {text!a:.60}",
+            argument=name,
+            allowed="a path the file system can encode",
+            value=value,
+        ) from None
 
 
 def file_argument(name: str, value: object) -> None:
     """A file: a non-blank path (str or os.PathLike) or an open file object (with ``read``); never an integer,
     which Python's ``open`` would take as a file descriptor (and close)."""
     if isinstance(value, (str, os.PathLike)):
-        if not str(os.fspath(value)).strip():
-            raise ArgumentValueError(
-                f"{name} must not be blank", argument=name, allowed="a non-blank path", value=value
-            )
+        _path_name(name, value)
         return
     if not callable(getattr(value, "read", None)):
         raise ArgumentTypeError(
@@ -317,6 +431,7 @@ def token_mask(name: str, value: object) -> None:
             expected="str, re.Pattern, callable or None",
             value=value,
         )
+    text()(name, value)  # a blank expression matches no piece: a mistake, not a mask
     try:
         re.compile(value)
     except re.error as err:

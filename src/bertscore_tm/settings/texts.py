@@ -8,7 +8,7 @@ number) is refused naming the argument, since iterating it would silently give s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
 
@@ -25,7 +25,7 @@ def check_text(value: object, name: str) -> str:
         hint = ": decode bytes to str first" if isinstance(value, (bytes, bytearray)) else ""
         raise ArgumentTypeError(
             f"{name} must be a string, got {type(value).__name__}{hint}: {value!r:.60}",
-            argument=_argument(name),
+            argument=argument_of(name),
             expected="str",
             value=value,
         )
@@ -35,7 +35,7 @@ def check_text(value: object, name: str) -> str:
         raise ArgumentValueError(
             f"{name} cannot be encoded as UTF-8: {err.reason} ({value[err.start]!a}, a lone surrogate) at "
             f"character {err.start}: {value!a:.60}. Decode the text with errors='replace' or fix its source.",
-            argument=_argument(name),
+            argument=argument_of(name),
             allowed="text that UTF-8 can hold",
             value=value,
         ) from None
@@ -55,7 +55,7 @@ def sequence_of(value: object, name: str, expected: str) -> Sequence[object]:
     else:
         hint = " (pass a list, e.g. list(...) or array.tolist())"
     raise ArgumentTypeError(
-        f"{name} must be {expected}, got {kind}{hint}", argument=name, expected=expected, value=value
+        f"{name} must be {expected}, got {kind}{hint}", argument=argument_of(name), expected=expected, value=value
     )
 
 
@@ -72,14 +72,21 @@ def check_texts(value: object, name: str, *, what: str = "text", empty: bool = T
     items = [value] if isinstance(value, str) else sequence_of(value, name, "a string or a sequence of strings")
     if not empty and len(items) == 0:
         raise ArgumentValueError(
-            f"{name} is empty: pass at least one {what}", argument=name, allowed=f"at least one {what}", value=value
+            f"{name} is empty: pass at least one {what}",
+            argument=argument_of(name),
+            allowed=f"at least one {what}",
+            value=value,
         )
     return [check_text(item, f"{name}[{i}]") for i, item in enumerate(items)]
 
 
-def check_pairs(preds: object, target: object) -> tuple[list[str], list[list[str]]]:
+def check_pairs(
+    preds: object, target: object, names: tuple[str, str] = ("preds", "target"), *, empty: bool = True
+) -> tuple[list[str], list[list[str]]]:
     """Candidates as a list of texts and references as one list of texts per candidate, the one check of pairs:
-    each target entry a text or a non-empty sequence of texts; as many targets as predictions.
+    each target entry a text or a non-empty sequence of texts; as many targets as predictions; `empty` False
+    refuses no pairs (a door that returns scores: docs/semantics.md, "No pairs"). `names`: the door's names of
+    the two arguments (``score``'s ``cands`` and ``refs``).
 
     >>> check_pairs(["A cat."], [["A cat sat.", "A kitten."]])
     (['A cat.'], [['A cat sat.', 'A kitten.']])
@@ -88,30 +95,31 @@ def check_pairs(preds: object, target: object) -> tuple[list[str], list[list[str
     ...
     bertscore_tm.errors.ArgumentValueError: preds and target must have the same length: got 1 predictions and 2 targets
     """
-    cands = check_texts(preds, "preds")
-    refs = [target] if isinstance(target, str) else sequence_of(target, "target", _TARGET)
+    first, second = names
+    cands = check_texts(preds, first, what="pair", empty=empty)
+    refs = [target] if isinstance(target, str) else sequence_of(target, second, _TARGET)
     if len(cands) != len(refs):
         raise ArgumentValueError(
-            f"preds and target must have the same length: got {len(cands)} predictions and {len(refs)} targets",
-            argument="target",
+            f"{first} and {second} must have the same length: got {len(cands)} predictions and {len(refs)} targets",
+            argument=second,
             allowed=f"{len(cands)} targets, one per prediction",
             value=len(refs),
-            others=("preds",),
+            others=(first,),
         )
     groups: list[list[str]] = []
     for i, ref in enumerate(refs):
         if isinstance(ref, str):
-            groups.append([check_text(ref, f"target[{i}]")])
+            groups.append([check_text(ref, f"{second}[{i}]")])
             continue
-        group = sequence_of(ref, f"target[{i}]", "a string or a sequence of strings")
+        group = sequence_of(ref, f"{second}[{i}]", "a string or a sequence of strings")
         if len(group) == 0:
             raise ArgumentValueError(
-                f"target[{i}] is an empty list: every candidate needs at least one reference",
-                argument="target",
+                f"{second}[{i}] is an empty list: every candidate needs at least one reference",
+                argument=second,
                 allowed="a non-empty list of references",
                 value=group,
             )
-        groups.append([check_text(r, f"target[{i}][{j}]") for j, r in enumerate(group)])
+        groups.append([check_text(r, f"{second}[{i}][{j}]") for j, r in enumerate(group)])
     return cands, groups
 
 
@@ -129,16 +137,66 @@ def check_contexts(value: object, count: int, name: str = "context") -> list[str
     if len(contexts) != count:
         raise ArgumentValueError(
             f"{name} must hold one text per pair: got {len(contexts)} for {count} pair(s)",
-            argument=name,
+            argument=argument_of(name),
             allowed=f"{count} texts",
             value=len(contexts),
         )
     return contexts
 
 
+def check_groups(value: object, name: str = "groups", what: str = "hypothesis") -> list[list[str]]:
+    """`value` as groups of texts: a sequence of at least one group, each a text (one string is one text) or a
+    sequence of at least one text.
+
+    >>> check_groups([["a", "b"], "c"])
+    [['a', 'b'], ['c']]
+    >>> check_groups([["a"], []])
+    Traceback (most recent call last):
+    ...
+    bertscore_tm.errors.ArgumentValueError: groups[1] is empty: pass at least one hypothesis
+    """
+    items = sequence_of(value, name, "a sequence of lists of texts (one list per group)")
+    if len(items) == 0:
+        raise ArgumentValueError(
+            f"{name} is empty: give at least one group", argument=argument_of(name), allowed="a group", value=[]
+        )
+    return [check_texts(group, f"{name}[{g}]", what=what, empty=False) for g, group in enumerate(items)]
+
+
+def check_corpus(value: object, name: str) -> list[str]:
+    """References to count document frequencies over: texts, or sequences of texts (several per candidate),
+    flattened; at least one."""
+    flat = [
+        text
+        for j, item in enumerate(sequence_of(value, name, "a sequence of texts (or of lists of texts)"))
+        for text in check_texts(item, f"{name}[{j}]")
+    ]
+    if not flat:
+        raise ArgumentValueError(
+            f"{name} is empty: give the references to count over",
+            argument=argument_of(name),
+            allowed="a reference",
+            value=value,
+        )
+    return flat
+
+
+def check_stream(value: object, name: str) -> Iterator[object]:
+    """An iterator over `value`, a stream of items read as they come (a generator, a list, a file's lines...):
+    anything iterable but a string, bytes or a mapping, whose items would be characters, bytes or keys."""
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise ArgumentTypeError(
+            f"{name} must be an iterable of items (a list, a generator...), got {type(value).__name__}: {value!r:.60}",
+            argument=argument_of(name),
+            expected="an iterable",
+            value=value,
+        )
+    return iter(value)
+
+
 _TARGET = "a string, a sequence of strings or a sequence of sequences of strings"
 
 
-def _argument(position: str) -> str:
+def argument_of(position: str) -> str:
     """The argument a position names: ``preds`` of ``preds[3]``."""
     return position.split("[", 1)[0]

@@ -10,14 +10,17 @@ statistics. The file format and the command's messages: docs/tuning.md.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bertscore_tm.errors import JudgementFileError, JudgementsError, warn_user
+from bertscore_tm.errors import ArgumentValueError, JudgementFileError, JudgementsError, warn_user
+from bertscore_tm.settings import rules
+from bertscore_tm.settings.texts import check_texts
 
 #: Fewest judgements tuning accepts (a correlation needs 3 points).
 MIN_ROWS = 3
@@ -29,7 +32,8 @@ class Judgements:
     optional context per segment (`contexts`: scored as the metric's ``context=``; a blank one adds nothing).
 
     `lines` are the file's line numbers of the rows (1 is the header) for messages, empty for judgements made
-    from lists; `skipped` counts the bad lines `read_judgements(skip_bad=True)` left out.
+    from lists; `skipped` counts the bad lines `read_judgements(skip_bad=True)` left out. Every column is checked
+    when made (texts by the one text rule, a bare string one text; the scores finite numbers; all one length).
     """
 
     candidates: list[str]
@@ -42,6 +46,9 @@ class Judgements:
     source: str | None = None
     contexts: list[str] | None = None
 
+    def __post_init__(self) -> None:
+        _check_columns(self, "candidates", ("references", "groups", "systems", "contexts"), "human")
+
     @classmethod
     def from_columns(
         cls,
@@ -52,28 +59,18 @@ class Judgements:
         systems: Sequence[str] | None = None,
         contexts: Sequence[str] | None = None,
     ) -> Judgements:
-        """Judgements from parallel lists (one entry per segment), checked for equal lengths."""
-        columns = {"references": references, "human": human, "groups": groups, "systems": systems}
-        for name, column in {**columns, "contexts": contexts}.items():
-            if column is not None and len(column) != len(candidates):
-                raise ValueError(f"{name} has {len(column)} entries for {len(candidates)} candidates")
-        return cls(
-            list(candidates),
-            list(references),
-            [float(h) for h in human],
-            None if groups is None else [str(g) for g in groups],
-            None if systems is None else [str(s) for s in systems],
-            contexts=None if contexts is None else list(contexts),
-        )
+        """Judgements from parallel lists (one entry per segment), checked as every `Judgements` is."""
+        return cls(candidates, references, human, groups, systems, contexts=contexts)  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         return len(self.candidates)
 
     def select(self, indices: Sequence[int]) -> Judgements:
         """These rows only (a slice of a file, or the pairs left after undefined scores are dropped)."""
+        rows = rules.indexes("indices", indices, below=len(self))
 
         def pick(values: list[Any] | None) -> Any:
-            return None if values is None else [values[i] for i in indices]
+            return None if values is None else [values[i] for i in rows]
 
         return Judgements(
             pick(self.candidates),
@@ -93,7 +90,7 @@ class RelativeRankings:
     """Relative-ranking judgements (WMT's DARR): per judgement a reference and two candidates of the same source,
     `better` the one humans judged better, with optional group labels (e.g. the language pair) and an optional
     context per judgement (`contexts`, as in `Judgements`: both candidates are scored with it). `lines`,
-    `skipped` and `source` as in `Judgements`."""
+    `skipped` and `source` as in `Judgements`, and checked alike."""
 
     references: list[str]
     better: list[str]
@@ -104,6 +101,9 @@ class RelativeRankings:
     source: str | None = None
     contexts: list[str] | None = None
 
+    def __post_init__(self) -> None:
+        _check_columns(self, "references", ("better", "worse", "groups", "contexts"))
+
     @classmethod
     def from_columns(
         cls,
@@ -113,24 +113,19 @@ class RelativeRankings:
         groups: Sequence[str] | None = None,
         contexts: Sequence[str] | None = None,
     ) -> RelativeRankings:
-        """Relative rankings from parallel lists (one entry per judgement), checked for equal lengths."""
-        for name, column in {"better": better, "worse": worse, "groups": groups, "contexts": contexts}.items():
-            if column is not None and len(column) != len(references):
-                raise ValueError(f"{name} has {len(column)} entries for {len(references)} references")
-        labels = None if groups is None else [str(g) for g in groups]
-        return cls(
-            list(references), list(better), list(worse), labels, contexts=None if contexts is None else list(contexts)
-        )
+        """Relative rankings from parallel lists (one entry per judgement), checked as every one is."""
+        return cls(references, better, worse, groups, contexts=contexts)  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         return len(self.references)
 
     def select(self, indices: Sequence[int]) -> RelativeRankings:
         """These judgements only."""
-        refs, better, worse = ([column[i] for i in indices] for column in (self.references, self.better, self.worse))
-        groups = None if self.groups is None else [self.groups[i] for i in indices]
-        lines = [self.lines[i] for i in indices] if self.lines else []
-        contexts = None if self.contexts is None else [self.contexts[i] for i in indices]
+        rows = rules.indexes("indices", indices, below=len(self))
+        refs, better, worse = ([column[i] for i in rows] for column in (self.references, self.better, self.worse))
+        groups = None if self.groups is None else [self.groups[i] for i in rows]
+        lines = [self.lines[i] for i in rows] if self.lines else []
+        contexts = None if self.contexts is None else [self.contexts[i] for i in rows]
         return RelativeRankings(refs, better, worse, groups, lines, self.skipped, self.source, contexts)
 
     def as_pairs(self) -> Judgements:
@@ -142,6 +137,42 @@ class RelativeRankings:
         return Judgements(
             self.better + self.worse, self.references * 2, [1.0] * n + [0.0] * n, groups, contexts=contexts
         )
+
+
+#: Columns that may be None (not given).
+_OPTIONAL = frozenset({"groups", "systems", "contexts"})
+
+
+def _check_columns(made: Any, first: str, texts: tuple[str, ...], scores: str | None = None) -> None:
+    """Check and set `made`'s columns: `first` and `texts` by the one text rule (the optional ones may be None),
+    `scores` finite numbers, all as long as `first`; `lines` empty or one per row, `skipped` a count, `source`
+    a name or None."""
+    count = len(check_texts(getattr(made, first), first))
+    for name in (first, *texts, *([scores] if scores else [])):
+        value = getattr(made, name)
+        if value is None and name in _OPTIONAL:
+            continue
+        column = rules.real_numbers(name, value) if name == scores else check_texts(value, name)
+        if len(column) != count:
+            raise ArgumentValueError(
+                f"{name} has {len(column)} entries for {count} {first}: give one per row",
+                argument=name,
+                allowed=f"{count} entries",
+                value=len(column),
+                others=(first,),
+            )
+        object.__setattr__(made, name, column)
+    lines = rules.indexes("lines", made.lines)
+    if lines and len(lines) != count:
+        raise ArgumentValueError(
+            f"lines has {len(lines)} entries for {count} rows",
+            argument="lines",
+            allowed=f"{count} or none",
+            value=lines,
+        )
+    object.__setattr__(made, "lines", lines)
+    rules.integer(0)("skipped", made.skipped)
+    rules.path(optional=True)("source", made.source)
 
 
 def _header_positions(header: list[str], wanted: dict[str, str | None], path: str) -> dict[str, int]:
@@ -214,7 +245,7 @@ def read_judgements(
     """
     wanted = {"candidate": candidate, "reference": reference, "human": human, "group": group, "system": system}
     rows, lines, skipped = _read_rows(path, {**wanted, "context": context}, _parse_row, skip_bad)
-    return _judgements(rows, lines, skipped, str(path), (group, system, context))
+    return _judgements(rows, lines, skipped, _name(path), (group, system, context))
 
 
 def _read_rows(
@@ -223,9 +254,13 @@ def _read_rows(
     """The parsed rows of a judgement file (`parse(row, positions)` each, once the row has the header's number
     of fields), their line numbers, and how many bad lines were skipped; a bad line is an error naming it
     unless `skip_bad`."""
-    where = str(path)
+    rules.file_argument("path", path)
+    for role, column in wanted.items():  # the columns' names: the roles of the file's header
+        rules.text(optional=role in _OPTIONAL_ROLES)(role, column)
+    rules.boolean("skip_bad", skip_bad)
+    where = _name(path)
     try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
+        with _opened(path) as handle:
             reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
             header = next(reader, None)
             if header is None:
@@ -255,6 +290,25 @@ def _read_rows(
     except (OSError, UnicodeDecodeError) as err:
         raise JudgementFileError(f"{where} cannot be read: {err}", path=where) from None
     return rows, lines, skipped
+
+
+#: The roles a judgement file may lack (each read function names a role's column by an argument of its name).
+_OPTIONAL_ROLES = frozenset({"group", "system", "context"})
+
+
+def _name(path: object) -> str:
+    """What messages call the file: its path, or an open file's name."""
+    return str(getattr(path, "name", path)) if not isinstance(path, (str, os.PathLike)) else str(path)
+
+
+@contextlib.contextmanager
+def _opened(path: object) -> Iterator[Any]:
+    """The file as text lines: a path opened (UTF-8, a byte-order mark skipped), an open file as it is."""
+    if isinstance(path, (str, os.PathLike)):
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            yield handle
+    else:
+        yield path
 
 
 def _split_line(context: str | None) -> str:
@@ -291,10 +345,10 @@ def read_relative_rankings(
     `read_judgements`'."""
     wanted = {"reference": reference, "better": better, "worse": worse, "group": group, "context": context}
     rows, lines, skipped = _read_rows(path, wanted, _parse_ranking, skip_bad)
-    _enough(len(rows), skipped, str(path))
+    _enough(len(rows), skipped, _name(path))
     refs, betters, worses, groups, contexts = (list(column) for column in zip(*rows, strict=True))
     return RelativeRankings(
-        refs, betters, worses, groups if group else None, lines, skipped, str(path), contexts if context else None
+        refs, betters, worses, groups if group else None, lines, skipped, _name(path), contexts if context else None
     )
 
 

@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from bertscore_tm.errors import ArgumentValueError, warn_user
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, JudgementsError, warn_user
 from bertscore_tm.models.registry import LayerTable, add_to_layer_table, default_num_layers, is_known_model
+from bertscore_tm.settings import rules
 from bertscore_tm.settings.arguments import MAX_RESAMPLES
 from bertscore_tm.tuning.correlation import (
     METHODS,
@@ -64,7 +65,9 @@ __all__ = [
     "tune_layers",
 ]
 #: Metric arguments `tune_layers` sets itself.
-_OWN_ARGUMENTS = frozenset({"num_layers", "all_layers", "reduction", "output", "verbose", "idf", "return_hash"})
+_OWN_ARGUMENTS = frozenset(
+    {"model_name_or_path", "num_layers", "all_layers", "reduction", "output", "verbose", "idf", "return_hash"}
+)
 
 
 @dataclass(frozen=True)
@@ -106,10 +109,13 @@ def score_all_layers(
     go to the metric (``device``, ``batch_size``, ``model_dtype``, ``max_length``, ``long_texts``, ``lang``...).
     With `idf`, the weights come from the references of `rows` as given (a reference judged with several
     systems counts each time, as it does in bert-score and in a metric run on the same pairs)."""
+    rules.path()("model", model)
+    rules.boolean("idf", idf)
     clash = sorted(_OWN_ARGUMENTS & metric_kwargs.keys())
     if clash:
         raise ArgumentValueError(
-            f"{', '.join(clash)} cannot be passed to layer tuning: it scores every layer itself",
+            f"{', '.join(clash)} cannot be passed to layer tuning: it sets them itself (the model is `model`, "
+            "every layer is scored)",
             argument=clash[0],
             allowed="metric arguments other than " + ", ".join(sorted(_OWN_ARGUMENTS)),
             value=metric_kwargs[clash[0]],
@@ -199,12 +205,17 @@ class LayerTuning:
 
     def figures(self, layer: int, method: str | None = None, score: str | None = None) -> Figures:
         """One layer's figures for `method` and `score` (default: the criterion and the tuned score)."""
-        return self.layers[layer].figures[score or self.score][method or self.criterion]
+        rules.integer(0, maximum=len(self.layers) - 1, why=" (a layer scored)")("layer", layer)
+        rules.choice(SCORES, optional=True)("score", score)
+        by_method = self.layers[layer].figures[score or self.score]
+        rules.choice(tuple(by_method), optional=True)("method", method)
+        return by_method[method or self.criterion]
 
     def to_dict(self, all_scores: bool = False) -> dict[str, Any]:
         """JSON-ready figures: ``layers`` holds, per layer, ``{"layer": k, "pearson": {"mean", "groups",
         "ci"}, "spearman": ..., "kendall": ...}`` for the tuned score (plus ``"system"`` with systems, and
         ``"scores"`` with the figures of all three scores if `all_scores`); NaN is written as null."""
+        rules.boolean("all_scores", all_scores)
         layers = []
         for result in self.layers:
             entry: dict[str, Any] = {"layer": result.layer}
@@ -237,6 +248,7 @@ class LayerTuning:
 
     def to_json(self, indent: int | None = 2, all_scores: bool = False) -> str:
         """`to_dict` as strict JSON text (no NaN literals)."""
+        rules.integer(0, optional=True, maximum=64)("indent", indent)
         return json.dumps(self.to_dict(all_scores), indent=indent, allow_nan=False, ensure_ascii=False)
 
     def layer_table_line(self) -> str:
@@ -246,6 +258,7 @@ class LayerTuning:
 
     def save_to_layer_table(self, path: str | os.PathLike[str]) -> None:
         """Write the best layer into the user layer table at `path` (created if missing, other entries kept)."""
+        rules.path()("path", path)
         add_to_layer_table(path, self.model, self.best_layer)
 
 
@@ -263,39 +276,41 @@ def _test_dict(test: PairedTest, best: int, default: int | None) -> dict[str, An
     }
 
 
-def check_choices(criterion: str | None, score: str, bootstrap: int, confidence: float, alpha: float) -> None:
-    """The arguments' values (`criterion` None: none to check, relative rankings have one measure); resamples
-    at most `MAX_RESAMPLES`, as the significance functions allow (memory grows with them)."""
-    checked = (("criterion", criterion, METHODS), ("score", score, SCORES))
-    for argument, value, allowed in checked[criterion is None :]:
-        if value not in allowed:
-            raise ArgumentValueError(
-                f"{argument} must be one of {', '.join(allowed)}; got {value!r}",
-                argument=argument,
-                allowed=", ".join(allowed),
-                value=value,
-            )
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or not 0 <= bootstrap <= MAX_RESAMPLES:
-        raise ArgumentValueError(
-            f"bootstrap must be a number of resamples from 0 (no intervals and no test) to {MAX_RESAMPLES:,}; "
-            f"got {bootstrap!r}",
-            argument="bootstrap",
-            allowed=f"an integer in [0, {MAX_RESAMPLES}]",
-            value=bootstrap,
-        )
-    if isinstance(alpha, bool) or not (isinstance(alpha, (int, float)) and 0 < alpha < 1):  # nan fails too
-        raise ArgumentValueError(
-            f"alpha, the test's significance level, must be between 0 and 1, e.g. 0.05; got {alpha!r}",
-            argument="alpha",
-            allowed="a number in (0, 1)",
-            value=alpha,
-        )
-    if not (isinstance(confidence, float) and 0 < confidence < 1):
-        raise ArgumentValueError(
-            f"confidence must be between 0 and 1, e.g. 0.95; got {confidence!r}",
-            argument="confidence",
-            allowed="a number in (0, 1)",
-            value=confidence,
+def check_choices(
+    criterion: str,
+    score: str,
+    bootstrap: int,
+    confidence: float,
+    alpha: float,
+    seed: int = 0,
+    default_layer: int | None = None,
+    layer_table: LayerTable = None,
+    progress: bool = False,
+    criteria: tuple[str, ...] = METHODS,
+) -> tuple[int, int, float, float]:
+    """Every argument of a tuning but the judgements and the scores, by the settings' rules, before any work:
+    `criterion` one of `criteria`, resamples at most `MAX_RESAMPLES` (as the significance functions allow),
+    numpy numbers too. Returns `bootstrap`, `seed`, `confidence` and `alpha` as Python numbers."""
+    rules.choice(criteria)("criterion", criterion)
+    rules.choice(SCORES)("score", score)
+    rules.integer(0, maximum=MAX_RESAMPLES, why=" (0: no intervals and no test)")("bootstrap", bootstrap)
+    rules.SEED("seed", seed)
+    rules.integer(0, optional=True)("default_layer", default_layer)
+    rules.probability("confidence", confidence)
+    rules.probability("alpha", alpha)
+    rules.path(optional=True)("layer_table", layer_table)
+    rules.boolean("progress", progress)
+    return int(bootstrap), int(seed), float(confidence), float(alpha)
+
+
+def checked(value: Any, kind: type, name: str, made_by: str) -> None:
+    """`value` an instance of `kind` (the judgements, the scores), or an error naming `name` and what makes one."""
+    if not isinstance(value, kind):
+        raise ArgumentTypeError(
+            f"{name} must be {kind.__name__} (from {made_by}), got {type(value).__name__} {value!r:.60}",
+            argument=name,
+            expected=kind.__name__,
+            value=value,
         )
 
 
@@ -303,7 +318,13 @@ def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, L
     """The pairs whose every score at every layer is defined (with IDF a text whose tokens all weigh 0 has a
     NaN score), so that every layer is correlated on the same segments; the others are warned about."""
     if scores.f1.shape[1] != len(rows):
-        raise ValueError(f"the scores hold {scores.f1.shape[1]} pairs for {len(rows)} judgements")
+        raise ArgumentValueError(
+            f"the scores hold {scores.f1.shape[1]} pairs for {len(rows)} judgements: score these judgements",
+            argument="scores",
+            allowed=f"{len(rows)} pairs",
+            value=scores.f1.shape[1],
+            others=("rows",),
+        )
     defined = scores.defined()
     if defined.all():
         return rows, scores, 0
@@ -366,21 +387,19 @@ def layer_to_test(model: str, default_layer: int | None, depth: int, layer_table
         if not is_known_model(model, layer_table):
             return None
         default_layer = default_num_layers(model, layer_table)
-    if isinstance(default_layer, bool) or not isinstance(default_layer, int) or not 0 <= default_layer <= depth:
-        raise ArgumentValueError(
-            f"default_layer must be a layer of the model, 0 to {depth}; got {default_layer!r}",
-            argument="default_layer",
-            allowed=f"an integer in [0, {depth}]",
-            value=default_layer,
-        )
-    return default_layer
+    rules.integer(0, maximum=depth, why=" (a layer of the model)")("default_layer", default_layer)
+    return int(default_layer)
 
 
 def best_layer_by(layers: list[LayerResult], criterion: str, score: str) -> int:
     """The layer with the highest group-averaged `criterion` on `score` (the lowest such layer on a tie)."""
     means = np.array([result.figures[score][criterion].mean for result in layers])
     if np.isnan(means).all():
-        raise ValueError(f"the {criterion} correlation of {score} is undefined at every layer: no layer can be chosen")
+        raise JudgementsError(
+            f"the {criterion} correlation of {score} is undefined at every layer: every layer scores the pairs "
+            "alike (are the texts blank? a max_length, an ignore= rule or a prompt leaving them no token), so no "
+            "layer can be chosen"
+        )
     return int(np.nanargmax(means))
 
 
@@ -400,7 +419,11 @@ def tune_from_scores(
     """The correlations of every layer of `scores` (from `score_all_layers`) with `rows`' human scores, the
     best layer and the paired test against the default layer: `tune_layers` without the scoring, so that
     scores made once can be analysed several ways. Arguments as `tune_layers`."""
-    check_choices(criterion, score, bootstrap, confidence, alpha)
+    bootstrap, seed, confidence, alpha = check_choices(
+        criterion, score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress
+    )
+    checked(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")
+    checked(scores, LayerScores, "scores", "score_all_layers")
     rows, scores, dropped = _defined_pairs(rows, scores)
     check_variation(rows)
     if rows.systems is not None and not _system_level(rows):
@@ -480,8 +503,9 @@ def tune_layers(
     says the best layer is really better than the default on this kind of data; its size is best confirmed on
     held-out judgements (`tune_from_scores` on another `Judgements`).
     """
-    check_choices(criterion, score, bootstrap, confidence, alpha)
-    check_variation(rows)  # before the model runs
+    check_choices(criterion, score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress)
+    checked(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")
+    check_variation(rows)  # all before the model runs
     scores = score_all_layers(rows, model, idf=idf, progress=progress, **metric_kwargs)
     return tune_from_scores(
         rows, scores, criterion, score, bootstrap, seed, default_layer, confidence, alpha, layer_table, progress

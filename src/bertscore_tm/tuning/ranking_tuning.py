@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from bertscore_tm.errors import warn_user
+from bertscore_tm.errors import ArgumentValueError, warn_user
 from bertscore_tm.models.registry import LayerTable
 from bertscore_tm.tuning.correlation import DarrBootstrap
 from bertscore_tm.tuning.judgements import MIN_ROWS, RelativeRankings, read_relative_rankings
@@ -34,6 +34,7 @@ from bertscore_tm.tuning.layer_tuning import (
     LayerTuning,
     best_layer_by,
     check_choices,
+    checked,
     layer_to_test,
     score_all_layers,
 )
@@ -54,7 +55,11 @@ def tune_rankings_from_scores(
 ) -> LayerTuning:
     """`tune_layers_on_rankings` without the scoring: `scores` of ``rankings.as_pairs()`` (every better
     candidate, then every worse one) from `score_all_layers`. Arguments as `tune_layers_on_rankings`."""
-    check_choices(None, score, bootstrap, confidence, alpha)
+    bootstrap, seed, confidence, alpha = check_choices(
+        "darr", score, bootstrap, confidence, alpha, seed, default_layer, layer_table, criteria=("darr",)
+    )
+    checked(rankings, RelativeRankings, "rankings", "read_relative_rankings or RelativeRankings.from_columns")
+    checked(scores, LayerScores, "scores", "score_all_layers")
     rankings, scores, dropped = _defined_rankings(rankings, scores)
     n = len(rankings)
     boot = DarrBootstrap(n, rankings.groups, max(bootstrap, 1), seed)
@@ -95,7 +100,14 @@ def _defined_rankings(rankings: RelativeRankings, scores: LayerScores) -> tuple[
     """The judgements whose two candidates have every score at every layer defined (the others warned about)."""
     n = len(rankings)
     if scores.f1.shape[1] != 2 * n:
-        raise ValueError(f"the scores hold {scores.f1.shape[1]} pairs for {n} judgements' {2 * n} candidates")
+        raise ArgumentValueError(
+            f"the scores hold {scores.f1.shape[1]} pairs for {n} judgements' {2 * n} candidates: score "
+            "rankings.as_pairs()",
+            argument="scores",
+            allowed=f"{2 * n} pairs",
+            value=scores.f1.shape[1],
+            others=("rankings",),
+        )
     _check_size(n)
     defined = scores.defined()
     keep = np.flatnonzero(defined[:n] & defined[n:])
@@ -113,7 +125,12 @@ def _check_size(n: int, which: str = "") -> None:
     """Refuse fewer than `MIN_ROWS` judgements, as `read_relative_rankings` does (a tau of one or two judgements
     says nothing about a layer)."""
     if n < MIN_ROWS:
-        raise ValueError(f"{n} judgement(s){which}: layer tuning needs at least {MIN_ROWS}")
+        raise ArgumentValueError(
+            f"{n} judgement(s){which}: layer tuning needs at least {MIN_ROWS}",
+            argument="rankings",
+            allowed=f"at least {MIN_ROWS} judgements",
+            value=n,
+        )
 
 
 def _ranking_layer(
@@ -153,8 +170,9 @@ def tune_layers_on_rankings(
     references, one per judgement (each judgement's reference counted once, not once per candidate). Other
     arguments as `tune_layers`.
     """
-    check_choices(None, score, bootstrap, confidence, alpha)
-    _check_size(len(rankings))  # before the model runs
+    check_choices("darr", score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress, ("darr",))
+    checked(rankings, RelativeRankings, "rankings", "read_relative_rankings or RelativeRankings.from_columns")
+    _check_size(len(rankings))  # all before the model runs
     if idf:
         metric_kwargs.setdefault("idf_texts", rankings.references)
     scores = score_all_layers(rankings.as_pairs(), model, idf=idf, progress=progress, **metric_kwargs)

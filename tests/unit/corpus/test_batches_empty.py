@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bertscore_tm import PACKAGED_MINILM, BatchScorer, ColumnDataError
-from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
 
 pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")
@@ -110,7 +110,7 @@ def test_several_references_false_refuses_a_list_and_a_list_of_columns(rows):
         scorer({"candidate": rows["candidate"], "refs": rows["refs"]})
     with pytest.raises(ArgumentValueError, match="several_references"):
         BatchScorer(PACKAGED_MINILM, reference_column=["reference", "other"], several_references=False)
-    with pytest.raises(ArgumentValueError, match="several_references"):
+    with pytest.raises(ArgumentTypeError, match="several_references must be True or False"):
         BatchScorer(PACKAGED_MINILM, several_references="yes")
 
 

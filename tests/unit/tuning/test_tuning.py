@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bertscore_tm import PACKAGED_MINILM, BERTScore
-from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
 from bertscore_tm.models.registry import default_num_layers
 from bertscore_tm.tuning.correlation import grouped_correlation
 from bertscore_tm.tuning.judgements import JudgementsError
@@ -154,10 +154,10 @@ def test_bad_arguments(rows, tuned):
         ({"alpha": 2.0}, "alpha"),  # every p-value below it: a significant verdict whatever the data
         ({"alpha": float("nan")}, "alpha"),
         ({"alpha": -1}, "alpha"),
-        ({"alpha": "0.05"}, "alpha"),
+        ({"alpha": "0.05"}, "alpha"),  # of the wrong type: an ArgumentTypeError
         ({"alpha": True}, "alpha"),
     ):
-        with pytest.raises(ArgumentValueError) as err:
+        with pytest.raises((ArgumentValueError, ArgumentTypeError)) as err:
             tune_from_scores(rows, tuned.scores, **kwargs)
         assert err.value.argument == argument
     with pytest.raises(ArgumentValueError, match="num_layers cannot be passed"):
