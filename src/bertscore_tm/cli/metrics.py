@@ -89,7 +89,7 @@ def checked_model(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """The model's name, and the metric's arguments for where it comes from and for long texts, checked."""
     long_texts = options.long_texts(args)
     source = options.model_source(args)
-    return model_name(args, **source), {**source, **long_texts}
+    return model_name(args, **source), {**source, **long_texts, "prefix_space": not args.no_prefix_space}
 
 
 def model_name(args: argparse.Namespace, **source: Any) -> str:

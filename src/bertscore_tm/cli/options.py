@@ -82,6 +82,7 @@ def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
     p.add_argument("--revision", metavar="REV", help=_help("revision"))
     p.add_argument("--offline", action="store_true", help=_help("local_files_only"))
     p.add_argument("--trust-remote-code", action="store_true", help=_help("trust_remote_code"))
+    p.add_argument("--no-prefix-space", action="store_true", help=_help("prefix_space"))
 
 
 def _help(setting: str) -> str:

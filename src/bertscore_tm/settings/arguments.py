@@ -339,6 +339,7 @@ SETTINGS: dict[str, Setting] = {
         "its baselines give it; False tokenises as the tokenizer's own files say, as code-bert-score does (its "
         "published figures); the hash code then ends in `_no-prefix-space`",
         see="[Code](code.md#the-prefix-space)",
+        flag="--no-prefix-space",
     ),
     "num_threads": Setting(
         integer(0, optional=True),
