@@ -7,7 +7,9 @@ are made here. A block that cannot run on this machine says why in a marker righ
 from __future__ import annotations
 
 import csv
+import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +90,59 @@ def test_the_pages_python_runs_as_pasted(page: Path, hub, tmp_path: Path) -> Non
     env = client_env(server.url, tmp_path / "home")
     done = subprocess.run([sys.executable, "page.py"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{page.name}:\n{done.stderr[-3000:]}"
+
+
+# -- command-line transcripts: each `$ bertscore-tm ...` line run on the vendored WMT files, its output compared ----
+
+WMT = REPO / "tests" / "data" / "wmt"
+VERSION = re.compile(r"hug_trans=[\d.]+")
+
+
+def transcripts() -> list[tuple[str, int, str]]:
+    """(page, line, block) of every console block that is not marked as not run."""
+    found = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for block in FENCE.finditer(text):
+            before = text[: block.start()].rstrip().splitlines()
+            if block.group("lang") == "console" and not (before and NOT_RUN.search(before[-1])):
+                found.append((page.name, text[: block.start()].count("\n") + 1, block.group("body")))
+    return found
+
+
+def steps(block: str) -> list[tuple[str, list[str]]]:
+    """A transcript's commands (continuation lines joined) and the output lines shown after each."""
+    out: list[tuple[str, list[str]]] = []
+    lines = block.splitlines()
+    while lines:
+        line = lines.pop(0)
+        assert line.startswith("$ "), line
+        command = line[2:]
+        while command.endswith("\\"):
+            command = command[:-1] + lines.pop(0).strip()
+        shown = []
+        while lines and not lines[0].startswith("$ "):
+            shown.append(lines.pop(0))
+        out.append((command.split("#")[0].strip(), shown))
+    return out
+
+
+def matches(shown: list[str], printed: list[str]) -> bool:
+    """The printed lines are those shown, where a line `...` stands for any lines (as doctest's ELLIPSIS)."""
+    pattern = "\n".join(".*?" if s.strip() == "..." else re.escape(VERSION.sub("hug_trans=V", s)) for s in shown)
+    return re.fullmatch(pattern, "\n".join(VERSION.sub("hug_trans=V", p) for p in printed), re.S) is not None
+
+
+@pytest.mark.parametrize(("page", "line", "block"), transcripts(), ids=lambda x: str(x)[:20])
+def test_the_pages_transcripts_print_what_they_show(page: str, line: int, block: str, tmp_path: Path) -> None:
+    for name in ("hyps.txt", "refs.txt", "refs2.txt"):
+        (tmp_path / name).symlink_to(WMT / name)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+    for command, shown in steps(block):
+        assert command.startswith("bertscore-tm "), f"{page}:{line}: {command}"
+        argv = [sys.executable, "-m", "bertscore_tm", *shlex.split(command)[1:]]
+        done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        printed = (done.stderr + done.stdout).splitlines()
+        assert matches(shown, printed), f"{page}:{line}: {command}\nshown:\n" + "\n".join(shown) + "\nprinted:\n" + (
+            "\n".join(printed)
+        )
