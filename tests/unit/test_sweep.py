@@ -478,8 +478,9 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ctx]:
         yield Ctx(str(model), root)
 
 
-#: Problems the sweep finds in files another change owns, by ``door(parameter`` (the start of the problem's line),
-#: each with the fix it waits for: an expected failure until then, and a failure once fixed (remove the entry).
+#: Defects the sweep finds in files another change owns, by ``door(parameter`` (the start of the problem's line;
+#: ``door(`` for all its parameters), each with the fix it waits for: left out of the door's test, and an expected
+#: failure, strict, of its own (`test_known_defects`): once fixed, remove the entry.
 KNOWN = {
     "add_to_layer_table(": "models/registry.py: add_to_layer_table checks its arguments with bare ValueErrors",
 }
@@ -489,19 +490,210 @@ def _shown(problems: list[str]) -> str:
     return "\n".join(problems).encode("utf-8", "backslashreplace").decode()
 
 
+def _known(problem: str) -> bool:
+    return any(problem.startswith(key) for key in KNOWN)
+
+
 @pytest.mark.parametrize("door", sorted(DOORS))
 def test_every_parameter_of_every_door(ctx: Ctx, door: str) -> None:
-    problems = sweep(ctx, DOORS[door])
-    known = [p for p in problems if any(p.startswith(key) for key in KNOWN)]
-    new = [p for p in problems if p not in known]
-    assert not new, f"{len(new)} problem(s):\n" + _shown(new)
-    waiting = [reason for key, reason in KNOWN.items() if key.split("(")[0] == door]
-    assert not waiting or known, f"fixed: remove {door} from KNOWN ({waiting})"
-    if known:
-        pytest.xfail(f"{len(known)} known problem(s), {'; '.join(waiting)}")
+    problems = [p for p in sweep(ctx, DOORS[door]) if not _known(p)]
+    assert not problems, f"{len(problems)} problem(s):\n" + _shown(problems)
+
+
+@pytest.mark.parametrize(
+    "key", [pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=why)) for key, why in KNOWN.items()]
+)
+def test_known_defects(ctx: Ctx, key: str) -> None:
+    door = key.partition("(")[0]
+    problems = [p for p in sweep(ctx, DOORS[door]) if p.startswith(key)]
+    assert not problems, _shown(problems)
 
 
 def test_the_doors_are_found() -> None:
     expected = {"BERTScore", "BERTScore.update", "BERTScore.merge_state", "BERTScore.tokenize", "BatchScorer.__call__"}
     assert expected <= set(DOORS)
     assert set(DOORS["BERTScore.update"].params) == {"preds", "target", "indexes", "context"}
+
+
+# -- the command line -------------------------------------------------------------------------------------------
+
+#: The awkward classes of a command-line value (every value is a string there).
+CLI_CLASSES = {
+    "blank": "",
+    "a space": " ",
+    "nan": "nan",
+    "inf": "inf",
+    "1e200": "1e200",
+    "a negative": "-1",
+    "0": "0",
+    "2**63": str(2**63),
+    "a lone surrogate": "a\udcffb",  # what Python makes of an undecodable byte in argv
+    "no such path": "no/such/folder/x",
+}
+#: Classes each kind of option takes (documented results, scored as the Python API scores them and swept there):
+#: every other class must end in exit 2 and one error line. An option of no kind here fails, asking for one.
+ANY_NAME = frozenset({"nan", "inf", "1e200", "a negative", "0", "2**63", "a lone surrogate"})
+ANY_TEXT = ANY_NAME - {"a lone surrogate"} | {"no such path"}
+CLI_ACCEPTS: dict[str, frozenset[str]] = {
+    # files written: any name the file system takes (a folder made where it is missing)
+    **dict.fromkeys(("output", "html", "plot", "file", "add_to_table"), ANY_NAME),
+    "checkpoint": ANY_NAME | {"no such path"},
+    # free text: anything UTF-8 holds but blank (a language is looked up only where a baseline or a model is)
+    **dict.fromkeys(("candidate_prompt", "reference_prompt", "lang", "ignore"), ANY_TEXT),
+    # numbers: each the settings' rule
+    "num_layers": frozenset({"0"}),  # the embeddings
+    "beta": frozenset({"2**63"}),  # beta**2 is finite
+    "threshold": frozenset({"0", "a negative", "2**63", "1e200"}),
+    "worst": frozenset({"2**63"}),  # the worst tokens shown: all of them
+    "seed": frozenset({"0", "2**63"}),  # resamples' seeds are in [0, 2**64)
+    "bootstrap": frozenset({"0"}),
+    "default_layer": frozenset({"0"}),
+}
+#: The options that take a value but none of the classes (files read, models, columns, choices, counts...).
+CLI_REFUSES_ALL = frozenset(
+    {
+        "cand", "ref", "data", "corpus", "input", "groups", "context", "idf_references", "baseline_path",
+        "model", "revision", "device", "candidate_column", "reference_column",
+        "context_column", "human_column", "group_by", "system_column", "num_layers", "window_stride", "batch_size",
+        "confidence", "shard_size", "group_size", "pairs", "nthreads", "format",
+        "long_texts", "dtype", "method", "utility", "criterion", "score",
+    }
+)  # fmt: skip
+
+
+def cli_parsers() -> dict[str, Any]:
+    """Every command's parser, and bert-score's own (arguments without a command)."""
+    import argparse
+
+    from bertscore_tm.cli.app import build_parser
+    from bertscore_tm.cli.commands import bert_score
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {**sub.choices, "(bert-score)": bert_score.build_parser()}
+
+
+def cli_options(parser: Any) -> list[tuple[str, str]]:
+    """(flag, dest) of each option that takes a value."""
+    return [
+        (a.option_strings[-1], a.dest)
+        for a in parser._actions
+        if a.option_strings and a.nargs != 0 and a.dest not in ("help", "version")
+    ]
+
+
+def cli_base(c: Ctx, command: str) -> list[str]:
+    """A valid command line of `command` (the tiny model, small files), to which one option is added."""
+    files = c.once("cli files", lambda: _cli_files(c.root))
+    model = ["-m", c.model]
+    bases = {
+        "score": ["score", "-c", files["cands"], "-r", files["refs"], *model],
+        "compare": ["compare", "-r", files["refs"], "-c", files["cands"], files["cands"], *model],
+        "show": ["show", "-c", CANDIDATE, "-r", REFERENCE, *model],
+        "explain": ["explain", "-c", files["cands"], "-r", files["refs"], *model],
+        "baseline": ["baseline", "--corpus", files["cands"], "-o", str(c.root / "baseline.tsv"), *model],
+        "pairwise": ["pairwise", "-c", files["cands"], "-r", files["refs"], *model],
+        "mbr": ["mbr", "-i", files["cands"], "--group-size", "2", *model],
+        "tune-layers": ["tune-layers", "--data", c.judgement_file(), *model],
+        "(bert-score)": ["-c", files["cands"], "-r", files["refs"], *model],
+    }
+    assert command in bases, f"the sweep has no valid command line of {command}: add one to cli_base()"
+    return bases[command]
+
+
+def _cli_files(root: Path) -> dict[str, str]:
+    out = {}
+    for name, lines in (("cands", [CANDIDATE, "A dog."]), ("refs", [REFERENCE, "A dog ran."])):
+        path = root / f"{name}.txt"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        out[name] = str(path)
+    return out
+
+
+def cli_call(argv: list[str], cwd: str) -> tuple[int, str]:
+    """The exit code and standard error of one run, in this process (the command line's own code), in `cwd`
+    (a fresh folder: a file one run writes is not another's input)."""
+    import contextlib
+    import io
+    import os
+
+    from bertscore_tm.cli import main
+
+    err, out = io.StringIO(), io.StringIO()
+    os.makedirs(cwd)
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out), warnings.catch_warnings():
+        os.chdir(cwd)
+        warnings.simplefilter("ignore")
+        try:
+            code = main(argv)
+        except SystemExit as exit_:  # argparse's own errors
+            code = exit_.code if isinstance(exit_.code, int) else 2
+        except BaseException as raised:  # a traceback the user would see
+            return -1, f"raw {type(raised).__name__}: {raised}"
+        finally:
+            os.chdir(os.path.dirname(cwd))
+    return code, err.getvalue()
+
+
+def cli_problem(c: Ctx, command: str, flag: str, dest: str, kind: str) -> str | None:
+    if kind in CLI_ACCEPTS.get(dest, frozenset()):
+        return None  # a documented result, the Python door's (swept above)
+    argv = [*cli_base(c, command), flag, CLI_CLASSES[kind]]
+    code, stderr = cli_call(argv, c.folder())
+    shown = f"{command} {flag} <{kind}>"
+    lines = stderr.strip().splitlines()
+    if code == -1:
+        return f"{shown}: {stderr[:300]}"
+    if code == 0:
+        return f"{shown}: accepted (exit 0); declare it in CLI_ACCEPTS if that is right"
+    if code != 2 or not lines or "Traceback" in stderr or not lines[-1].startswith("bertscore-tm"):
+        return f"{shown}: exit {code}, stderr {stderr[-300:]!r}"
+    # one line of our own; argparse's errors come after its usage lines, which end before the error line
+    if len(lines) > 1 and not lines[0].startswith("usage:"):
+        return f"{shown}: {len(lines)} lines on stderr: {stderr[-300:]!r}"
+    return None
+
+
+CLI = cli_parsers()
+#: Defects the sweep finds in the command line (another change's), by ``command flag <class>``: each an expected
+#: failure, strict, so that the fix shows (remove the entry then).
+_BLANK_FILE = "cli/: a blank file name is taken (the file ' ' is written); the settings' path rule refuses it"
+CLI_KNOWN: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "compare --html <a space>",
+            "compare --checkpoint <a space>",
+            "explain --html <a space>",
+            "explain --output <a space>",
+            "pairwise --output <a space>",
+            "score --output <a space>",
+            "show --file <a space>",
+            "tune-layers --output <a space>",
+            "tune-layers --plot <a space>",
+            "tune-layers --add-to-table <a space>",
+        ],
+        _BLANK_FILE,
+    ),
+    "explain --threshold <inf>": "cli/: --threshold inf is taken, where explain(threshold=inf) is refused (finite)",
+}
+
+
+@pytest.mark.parametrize("command", sorted(CLI))
+def test_every_option_of_every_command(ctx: Ctx, command: str) -> None:
+    problems = []
+    for flag, dest in cli_options(CLI[command]):
+        if dest not in CLI_ACCEPTS and dest not in CLI_REFUSES_ALL:
+            problems.append(f"{command} {flag}: the sweep does not know this option: add it to CLI_ACCEPTS")
+            continue
+        for kind in CLI_CLASSES:
+            if f"{command} {flag} <{kind}>" not in CLI_KNOWN and (p := cli_problem(ctx, command, flag, dest, kind)):
+                problems.append(p)
+    assert not problems, f"{len(problems)} problem(s):\n" + _shown(problems)
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=why)) for case, why in CLI_KNOWN.items()]
+)
+def test_known_command_line_defects(ctx: Ctx, case: str) -> None:
+    command, flag, kind = re.fullmatch(r"(\S+) (\S+) <(.+)>", case).groups()  # type: ignore[union-attr]
+    dest = dict((f, d) for f, d in cli_options(CLI[command]))[flag]
+    assert cli_problem(ctx, command, flag, dest, kind) is None
