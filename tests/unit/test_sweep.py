@@ -481,9 +481,7 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ctx]:
 #: Defects the sweep finds in files another change owns, by ``door(parameter`` (the start of the problem's line;
 #: ``door(`` for all its parameters), each with the fix it waits for: left out of the door's test, and an expected
 #: failure, strict, of its own (`test_known_defects`): once fixed, remove the entry.
-KNOWN = {
-    "add_to_layer_table(": "models/registry.py: add_to_layer_table checks its arguments with bare ValueErrors",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _shown(problems: list[str]) -> str:

@@ -106,8 +106,12 @@ def test_add_to_layer_table(tmp_path):
     add_to_layer_table(path, "my-org/a", 4)
     assert json.loads(path.read_text()) == {"my-org/a": 4, "my-org/b": 0}
     assert [p.name for p in tmp_path.iterdir()] == ["layers.json"]
-    with pytest.raises(ValueError, match="integer >= 0"):
+    with pytest.raises(ValueError, match="layer") as err:  # the package's ArgumentValueError, naming it
         add_to_layer_table(path, "my-org/a", -2)
+    assert err.value.argument == "layer"
+    with pytest.raises(ValueError, match="blank"):
+        add_to_layer_table(path, " ", 2)
+    assert json.loads(path.read_text()) == {"my-org/a": 4, "my-org/b": 0}
 
 
 def test_the_metric_takes_its_layer_from_the_table(tmp_path, monkeypatch, minilm_path):
