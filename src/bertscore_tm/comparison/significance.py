@@ -96,7 +96,7 @@ def check_settings(confidence: float = 0.95, num_samples: int = 1000, seed: int 
     >>> check_settings(95)
     Traceback (most recent call last):
     ...
-    bertscore_tm.errors.ArgumentValueError: confidence must be between 0 and 1 (exclusive), got 95
+    bertscore_tm.errors.ArgumentValueError: confidence must be between 0 and 1 (exclusive), e.g. 0.95, got 95
     """
     rules.probability("confidence", confidence)
     RESAMPLES("num_samples", num_samples)
