@@ -296,6 +296,11 @@ VALID: dict[str, Param] = {
     "skipped": Param(lambda c: 0, rules.integer(0)),
     "source": Param(lambda c: None, rules.text(optional=True)),
     "indices": Param(lambda c: [0, 2], lambda n, v: rules.indexes(n, v, below=3)),
+    # bert-score's class (its own names)
+    "BERTScorer:idf_sents": Param(lambda c: None, _optional(_texts)),
+    "compute_idf:sents": Param(lambda c: [REFERENCE, "A dog ran."], _texts),
+    "plot_example:reference": Param(lambda c: REFERENCE, lambda n, v: check_text(v, n)),
+    "plot_example:fname": Param(lambda c: c.folder() + ".png", rules.path()),
 }
 
 
@@ -382,6 +387,7 @@ def instance(c: Ctx, cls: str) -> Any:
         return metric
     made: dict[str, Callable[[], Any]] = {
         "BatchScorer": lambda: bertscore_tm.BatchScorer(c.model),
+        "BERTScorer": lambda: bertscore_tm.BERTScorer(model_type=c.model),
         "Judgements": lambda: Judgements(**ROWS),
         "RelativeRankings": lambda: RelativeRankings(**RANKED),
         "LayerTuning": lambda: tune_from_scores(Judgements(**ROWS), c.layer_scores(), bootstrap=20),
@@ -545,6 +551,7 @@ CLI_ACCEPTS: dict[str, frozenset[str]] = {
     "worst": frozenset({"2**63"}),  # the worst tokens shown: all of them
     "seed": frozenset({"0", "2**63"}),  # resamples' seeds are in [0, 2**64)
     "bootstrap": frozenset({"0"}),
+    "nthreads": frozenset({"0"}),  # bert-score's --nthreads 0: torch's own setting, as num_threads=0
     "default_layer": frozenset({"0"}),
 }
 #: The options that take a value but none of the classes (files read, models, columns, choices, counts...).

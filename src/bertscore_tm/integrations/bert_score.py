@@ -19,7 +19,8 @@ from bertscore_tm.metric.bertscore import BERTScore
 from bertscore_tm.scoring.idf import corpus_weights
 from bertscore_tm.settings.config import Config
 from bertscore_tm.settings.rules import boolean, integer
-from bertscore_tm.settings.texts import check_pairs, check_texts
+from bertscore_tm.settings.rules import path as path_rule
+from bertscore_tm.settings.texts import check_pairs, check_text, check_texts
 
 
 class BERTScorer:
@@ -145,7 +146,7 @@ class BERTScorer:
         boolean("verbose", verbose)
         boolean("return_hash", return_hash)
         integer(1, optional=True)("batch_size", batch_size)
-        cands_list, groups = check_pairs(cands, refs)
+        cands_list, groups = check_pairs(cands, refs, ("cands", "refs"), empty=False)
         scorer = self._metric.scorer
         weights = None
         if self.idf:
@@ -175,7 +176,9 @@ class BERTScorer:
     def plot_example(self, candidate: str, reference: str, fname: str | os.PathLike[str] = "") -> Any:
         """The heatmap of the pair's token similarities saved to `fname` (its format from the extension), as
         `bertscore-tm show` draws it; bert-score shows it on screen where `fname` is empty, so here one is needed."""
-        if not str(fname).strip():
+        check_text(candidate, "candidate")
+        check_text(reference, "reference")
+        if isinstance(fname, str) and not fname.strip():
             raise ArgumentValueError(
                 "plot_example(candidate, reference, fname='out.png'): give the file to save the plot to (bert-score "
                 "shows it on screen without one)",
@@ -183,6 +186,7 @@ class BERTScorer:
                 allowed="a file name",
                 value=fname,
             )
+        path_rule()("fname", fname)
         from bertscore_tm.reports.similarity_plot import plot_similarity
 
         if self._plain is None:  # bert-score plots without IDF weights
