@@ -4,7 +4,7 @@ engine scores with.
 It owns what makes a score: the text encoder (tokenisation and the window) and the pairs' tokenizer (with the
 prompts), the model's handle (the frozen model and where it runs: `bertscore_tm.embedding.handle`), the weights
 policy (plain, IDF counted over references, or IDF fixed beforehand), the rescale baseline and the hash
-signature. It knows nothing of torchmetrics: the Metric (`metric.py`) keeps states and
+signature. It knows nothing of torchmetrics: the Metric (`metric/bertscore.py`) keeps states and
 delegates here; the functional API, all pairs (`pairwise.py`), MBR (`mbr.py`) and the other engines take a
 `Scorer` and use its public interface only, so that no engine imports the Metric (docs/architecture.md).
 """
