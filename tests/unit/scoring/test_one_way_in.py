@@ -35,6 +35,8 @@ def folders_entered(build: Callable[[], Any]) -> list[str]:
     def profile(frame: FrameType, event: str, arg: object) -> None:
         if event != "call" or not frame.f_code.co_filename.startswith(PACKAGE + os.sep):
             return
+        if os.path.basename(frame.f_code.co_filename).startswith("compat"):
+            return  # a dependency's shim (models/compat_transformers.py), not a step down the layers
         here, caller = _folder(frame), _folder(frame.f_back)
         if here != caller:
             entered.append(str(here))
