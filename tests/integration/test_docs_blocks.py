@@ -47,6 +47,16 @@ def test_every_marker_gives_a_reason() -> None:
         assert all(why.strip() for why in python_blocks(page)[1]), page.name
 
 
+def test_every_shell_block_runs_or_says_why_not() -> None:
+    """Blocks of shell commands other than our own transcripts (pip, make) are not run here: each says why."""
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for block in FENCE.finditer(text):
+            if block.group("lang") in ("bash", "sh", "shell"):
+                before = text[: block.start()].rstrip().splitlines()
+                assert before and NOT_RUN.search(before[-1]), f"{page.name}: {block.group('body')[:60]!r}"
+
+
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("served")
