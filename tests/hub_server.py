@@ -211,13 +211,21 @@ def run_client(
 def _step(step: dict[str, Any]) -> dict[str, Any]:
     """One step of the client: ``locate`` (`locate_model`; `env` set first, a None value unsets), ``score``
     (`bert_score` on a name or folder, F1 per pair), ``load`` (the loaders with trust_remote_code, the last
-    layer's vectors of one text), ``transformers`` (AutoModel and AutoTokenizer from the cache alone)."""
+    layer's vectors of one text), ``transformers`` (AutoModel and AutoTokenizer from the cache alone), ``cli``
+    (`bertscore_tm.cli.main` on ``args``, its output read as JSON)."""
     for key, value in step.get("env", {}).items():
         if value is None:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
     kind, name = step["do"], step["name"]
+    if kind == "cli":  # the command line, its standard output read as JSON
+        from bertscore_tm.cli import main
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(step["args"])
+        return {"rc": code, "json": json.loads(out.getvalue()) if code == 0 else None}
     options = {
         key: step[key] for key in ("revision", "local_files_only", "trust_remote_code", "progress") if key in step
     }

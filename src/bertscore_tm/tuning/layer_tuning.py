@@ -73,7 +73,8 @@ _OWN_ARGUMENTS = frozenset(
 @dataclass(frozen=True)
 class LayerScores:
     """Per-pair precision, recall and F1 at every layer, each [layers + 1, pairs] in float64, from one
-    ``all_layers`` run of the metric; `model` is the metric's model name, `hash_code` its setting."""
+    ``all_layers`` run of the metric; `model` is the metric's model name, `hash_code` its setting and
+    `model_commit` the commit of the weights where the model came from the Hub."""
 
     precision: np.ndarray
     recall: np.ndarray
@@ -81,6 +82,7 @@ class LayerScores:
     model: str
     hash_code: str
     idf: bool
+    model_commit: str | None = None
 
     def of(self, score: str) -> np.ndarray:
         """The array of one score (``"precision"``, ``"recall"`` or ``"f1"``)."""
@@ -98,7 +100,7 @@ class LayerScores:
     def select(self, indices: np.ndarray) -> LayerScores:
         """These pairs only."""
         p, r, f = (a[:, indices] for a in (self.precision, self.recall, self.f1))
-        return LayerScores(p, r, f, self.model, self.hash_code, self.idf)
+        return LayerScores(p, r, f, self.model, self.hash_code, self.idf, self.model_commit)
 
 
 def score_all_layers(
@@ -142,7 +144,7 @@ def layer_scores(metric: Any, rows: Judgements) -> LayerScores:
     metric.update(rows.candidates, rows.references, context=rows.contexts)
     scores = metric.compute_scores()
     p, r, f = (t.detach().to("cpu").double().numpy() for t in scores.as_tuple())
-    return LayerScores(p, r, f, metric.model_name, scores.hash_code, bool(metric.idf))
+    return LayerScores(p, r, f, metric.model_name, scores.hash_code, bool(metric.idf), metric.model_commit)
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,7 @@ class LayerTuning:
         return {
             "model": self.model,
             "hash": self.hash_code,
+            "model_commit": self.scores.model_commit,
             "idf": self.idf,
             "score": self.score,
             "criterion": self.criterion,

@@ -124,6 +124,7 @@ def rounds(models, tmp_path_factory) -> Rounds:
             _score("versions scored", "tiny-org/versions"),
             _score("versions c1 scored", "tiny-org/versions", revision=commits["c1"]),
             _score("versions v1 scored", "tiny-org/versions", revision="v1"),
+            *_commands("versions c1 cli", home, commits["c1"]),
             _step("no such repo", "locate", "tiny-org/nothing-here"),
             _step("no such revision", "locate", "tiny-org/versions", revision="no-such-branch"),
             _step("custom refused", "locate", "tiny-org/custom"),
@@ -146,6 +147,23 @@ def rounds(models, tmp_path_factory) -> Rounds:
         steps = [_step("bert, Hub gone", "locate", "tiny-org/bert"), _score("bert scored, Hub gone", "tiny-org/bert")]
         third = run_client(steps, hub.url, home)
     return Rounds({**first, **second, **third}, requests, commits, home / "hub")
+
+
+def _commands(id: str, folder: Path, revision: str) -> list[dict]:
+    """The commands whose JSON records the model's commit, on a pinned Hub model: score, explain, tune-layers."""
+    (folder / "cands.txt").write_text("".join(t + "\n" for t in PREDS), encoding="utf-8")
+    (folder / "refs.txt").write_text("".join(t + "\n" for t in REFS), encoding="utf-8")
+    rows = [(PREDS[i % len(PREDS)], REFS[(i // 2) % len(REFS)], i * 7 % 5) for i in range(6)]
+    judged = folder / "judged.tsv"
+    judged.write_text("candidate\treference\thuman\n" + "".join(f"{c}\t{r}\t{h}\n" for c, r, h in rows), "utf-8")
+    model = ["-m", "tiny-org/versions", "--revision", revision, "-l", "2", "--format", "json"]
+    texts = ["-c", str(folder / "cands.txt"), "-r", str(folder / "refs.txt")]
+    runs = {
+        "score": ["score", *texts, *model],
+        "explain": ["explain", *texts, *model],
+        "tune-layers": ["tune-layers", "--data", str(judged), *model[:4], "--bootstrap", "10", "--format", "json"],
+    }
+    return [_step(f"{id} {command}", "cli", "", args=args) for command, args in runs.items()]
 
 
 def _error(result: dict[str, Any], cls: type[Exception]) -> str:
@@ -240,6 +258,13 @@ def test_revision_pins_the_weights(rounds):
     # the metric reports the commit it scored with; a folder records none
     assert r["versions c1 scored"]["commit"] == r["versions v1 scored"]["commit"] == commits["c1"]
     assert r["versions scored"]["commit"] == commits["c2"] and r["v1 folder"]["commit"] is None
+
+
+@pytest.mark.parametrize("command", ["score", "explain", "tune-layers"])
+def test_the_json_outputs_record_the_commit_scored_with(rounds, command):
+    result = rounds.results[f"versions c1 cli {command}"]
+    assert result["rc"] == 0, result["stderr"]
+    assert result["json"]["model_commit"] == rounds.commits["c1"]
 
 
 def test_a_repo_or_a_revision_that_does_not_exist_is_one_clear_error(rounds):
