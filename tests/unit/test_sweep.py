@@ -484,33 +484,14 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ctx]:
         yield Ctx(str(model), root)
 
 
-#: Defects the sweep finds in files another change owns, by ``door(parameter`` (the start of the problem's line;
-#: ``door(`` for all its parameters), each with the fix it waits for: left out of the door's test, and an expected
-#: failure, strict, of its own (`test_known_defects`): once fixed, remove the entry.
-KNOWN: dict[str, str] = {}
-
-
 def _shown(problems: list[str]) -> str:
     return "\n".join(problems).encode("utf-8", "backslashreplace").decode()
 
 
-def _known(problem: str) -> bool:
-    return any(problem.startswith(key) for key in KNOWN)
-
-
 @pytest.mark.parametrize("door", sorted(DOORS))
 def test_every_parameter_of_every_door(ctx: Ctx, door: str) -> None:
-    problems = [p for p in sweep(ctx, DOORS[door]) if not _known(p)]
+    problems = sweep(ctx, DOORS[door])
     assert not problems, f"{len(problems)} problem(s):\n" + _shown(problems)
-
-
-@pytest.mark.parametrize(
-    "key", [pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=why)) for key, why in KNOWN.items()]
-)
-def test_known_defects(ctx: Ctx, key: str) -> None:
-    door = key.partition("(")[0]
-    problems = [p for p in sweep(ctx, DOORS[door]) if p.startswith(key)]
-    assert not problems, _shown(problems)
 
 
 def test_the_doors_are_found() -> None:
@@ -659,27 +640,6 @@ def cli_problem(c: Ctx, command: str, flag: str, dest: str, kind: str) -> str | 
 
 
 CLI = cli_parsers()
-#: Defects the sweep finds in the command line (another change's), by ``command flag <class>``: each an expected
-#: failure, strict, so that the fix shows (remove the entry then).
-_BLANK_FILE = "cli/: a blank file name is taken (the file ' ' is written); the settings' path rule refuses it"
-CLI_KNOWN: dict[str, str] = {
-    **dict.fromkeys(
-        [
-            "compare --html <a space>",
-            "compare --checkpoint <a space>",
-            "explain --html <a space>",
-            "explain --output <a space>",
-            "pairwise --output <a space>",
-            "score --output <a space>",
-            "show --file <a space>",
-            "tune-layers --output <a space>",
-            "tune-layers --plot <a space>",
-            "tune-layers --add-to-table <a space>",
-        ],
-        _BLANK_FILE,
-    ),
-    "explain --threshold <inf>": "cli/: --threshold inf is taken, where explain(threshold=inf) is refused (finite)",
-}
 
 
 @pytest.mark.parametrize("command", sorted(CLI))
@@ -690,15 +650,6 @@ def test_every_option_of_every_command(ctx: Ctx, command: str) -> None:
             problems.append(f"{command} {flag}: the sweep does not know this option: add it to CLI_ACCEPTS")
             continue
         for kind in CLI_CLASSES:
-            if f"{command} {flag} <{kind}>" not in CLI_KNOWN and (p := cli_problem(ctx, command, flag, dest, kind)):
+            if p := cli_problem(ctx, command, flag, dest, kind):
                 problems.append(p)
     assert not problems, f"{len(problems)} problem(s):\n" + _shown(problems)
-
-
-@pytest.mark.parametrize(
-    "case", [pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=why)) for case, why in CLI_KNOWN.items()]
-)
-def test_known_command_line_defects(ctx: Ctx, case: str) -> None:
-    command, flag, kind = re.fullmatch(r"(\S+) (\S+) <(.+)>", case).groups()  # type: ignore[union-attr]
-    dest = dict((f, d) for f, d in cli_options(CLI[command]))[flag]
-    assert cli_problem(ctx, command, flag, dest, kind) is None

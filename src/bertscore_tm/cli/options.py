@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from bertscore_tm.cli import outputs
 from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.models.registry import PACKAGED_MINILM
 from bertscore_tm.settings.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES, SETTINGS, SHARD_SIZE, default
@@ -255,6 +256,7 @@ def shard_size(args: argparse.Namespace) -> int:
     if args.shard_size is not None and args.checkpoint is None:
         raise UsageError("--shard-size only matters with --checkpoint DIR")
     if args.checkpoint is not None:
+        outputs.checked_name(args.checkpoint)
         folder = Path(args.checkpoint).expanduser()
         if folder.is_file():  # mkdir would only say "File exists"
             raise UsageError(

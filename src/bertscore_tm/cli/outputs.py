@@ -21,6 +21,8 @@ from typing import Any, TextIO
 
 from bertscore_tm.cli.errors import UsageError, one_line
 from bertscore_tm.cli.inputs import STDIN
+from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.settings import rules
 
 #: Every option that names a file a command reads, with its flag; a command whose option holds a text instead
 #: names it in its parser's default ``texts`` (a function of `args`).
@@ -127,6 +129,7 @@ def check_output(path: str, example: str) -> Path:
     """The file an output option names, checked before any model loads: not a folder, in a folder
     that takes new files (probed with a nameless temporary file, which holds for root and read-only file systems
     too), and not read-only."""
+    checked_name(path)
     target = Path(path).expanduser()
     if target.is_dir():
         raise UsageError(f"cannot write {path}: it is a folder; give a file name such as {target / example}")
@@ -147,6 +150,14 @@ def check_output(path: str, example: str) -> Path:
     return target
 
 
+def checked_name(path: str) -> None:
+    """A file or folder name the settings' path rule takes (not blank, one the file system can encode)."""
+    try:
+        rules.path()("the name", path)
+    except ArgumentValueError as err:
+        raise UsageError(f"cannot write {path!r}: {err}") from None
+
+
 def need_matplotlib(what: str) -> None:
     try:
         import matplotlib  # noqa: F401
@@ -158,6 +169,7 @@ def need_matplotlib(what: str) -> None:
 
 def image_target(path: str) -> tuple[Path, str]:
     """The file a picture option really writes and its format, checked before any model loads."""
+    checked_name(path)
     if Path(path).expanduser().is_dir():
         check_output(path, "similarity.png")  # says it is a folder
     name, fmt = image_name(path)

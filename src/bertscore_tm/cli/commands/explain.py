@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from bertscore_tm.cli import devices, inputs, metrics, options, outputs
 from bertscore_tm.cli.errors import UsageError
+from bertscore_tm.settings import rules
 
 
 def add_parser(sub: Any) -> None:
@@ -132,8 +133,7 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError(
             "--idf-references needs --idf and --text (with files, --idf counts over all the files' references)"
         )
-    if args.threshold is not None and args.threshold != args.threshold:
-        raise UsageError("--threshold must be a number, got nan")
+    rules.finite_number(optional=True)("threshold", args.threshold)  # explain()'s rule: finite
     if not args.text:
         inputs.check_stdin([args.cand, *args.ref], "-c/-r")
 
