@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from bertscore_tm.cli import outputs
 from bertscore_tm.cli.errors import UsageError
+from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.registry import PACKAGED_MINILM
+from bertscore_tm.settings import rules
 from bertscore_tm.settings.arguments import LONG_TEXTS, MAX_RESAMPLES, MODEL_DTYPES, SETTINGS, SHARD_SIZE, default
 
 #: Resamples (and shuffles) drawn without --bootstrap.
@@ -256,7 +257,7 @@ def shard_size(args: argparse.Namespace) -> int:
     if args.shard_size is not None and args.checkpoint is None:
         raise UsageError("--shard-size only matters with --checkpoint DIR")
     if args.checkpoint is not None:
-        outputs.checked_name(args.checkpoint)
+        checked_name(args.checkpoint)
         folder = Path(args.checkpoint).expanduser()
         if folder.is_file():  # mkdir would only say "File exists"
             raise UsageError(
@@ -341,3 +342,11 @@ def _whole(value: str, flag: str, what: str, minimum: int, maximum: int | None =
         upper = "" if maximum is None else f" and at most {maximum:,}"
         raise UsageError(f"{flag} must be at least {minimum}{upper} ({what}), got {value}")
     return number
+
+
+def checked_name(path: str) -> None:
+    """A file or folder name the settings' path rule takes (not blank, one the file system can encode)."""
+    try:
+        rules.path()("the name", path)
+    except ArgumentValueError as err:
+        raise UsageError(f"cannot write {path!r}: {err}") from None

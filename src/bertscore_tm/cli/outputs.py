@@ -21,8 +21,7 @@ from typing import Any, TextIO
 
 from bertscore_tm.cli.errors import UsageError, one_line
 from bertscore_tm.cli.inputs import STDIN
-from bertscore_tm.errors import ArgumentValueError
-from bertscore_tm.settings import rules
+from bertscore_tm.cli.options import checked_name
 
 #: Every option that names a file a command reads, with its flag; a command whose option holds a text instead
 #: names it in its parser's default ``texts`` (a function of `args`).
@@ -148,14 +147,6 @@ def check_output(path: str, example: str) -> Path:
         why = f" (the results go to a temporary file in {real_folder}, then replace {path})" if target.exists() else ""
         raise UsageError(f"cannot write {path}: {err.strerror or one_line(err)}{why}") from None
     return target
-
-
-def checked_name(path: str) -> None:
-    """A file or folder name the settings' path rule takes (not blank, one the file system can encode)."""
-    try:
-        rules.path()("the name", path)
-    except ArgumentValueError as err:
-        raise UsageError(f"cannot write {path!r}: {err}") from None
 
 
 def need_matplotlib(what: str) -> None:
