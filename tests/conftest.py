@@ -23,6 +23,24 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 REPO = Path(__file__).resolve().parents[1]
 WMT = REPO / "tests" / "data" / "wmt"  # vendored: see tests/data/wmt/README.md
 
+#: Whether oneDNN runs bfloat16 products on AMX tiles here (the CPU has them and ONEDNN_MAX_CPU_ISA does not cap
+#: the kernels below them): its kernels are then chosen by a product's height, so packed and batched bfloat16
+#: vectors agree to bfloat16's precision rather than bit for bit (docs/metric.md, "Packing").
+AMX_BF16 = "ONEDNN_MAX_CPU_ISA" not in os.environ and "amx_bf16" in (
+    Path("/proc/cpuinfo").read_text(encoding="utf-8") if Path("/proc/cpuinfo").exists() else ""
+)
+
+
+def assert_bfloat16_equal(got, want, atol: float) -> None:
+    """Equal bit for bit, or within `atol` where oneDNN runs bfloat16 on AMX (`AMX_BF16`)."""
+    import torch
+
+    if AMX_BF16:
+        torch.testing.assert_close(got, want, atol=atol, rtol=0)
+    else:
+        assert torch.equal(got, want)
+
+
 # LightEval's task file is loaded by its test as LightEval loads one, never collected (its imports need LightEval).
 # One conftest for the whole tree: a second one would take the module name `conftest` from this one.
 collect_ignore = ["integrations/lighteval_task.py"]

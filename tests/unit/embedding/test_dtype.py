@@ -165,7 +165,8 @@ def test_reduced_precision_float32_products_are_left_alone_but_warned_once(plain
         assert torch.backends.mkldnn.matmul.fp32_precision == "bf16"  # the process's setting, left as it was
     finally:
         torch.set_float32_matmul_precision("highest")
-    torch.testing.assert_close(got["f1"], want["f1"], atol=1e-5, rtol=0)  # close, not necessarily equal
+    # close, not equal: where the CPU has AMX the products really run in bfloat16 (F1 moved by 4e-4, seen)
+    torch.testing.assert_close(got["f1"], want["f1"], atol=5e-3, rtol=0)
 
 
 def test_a_callers_autocast_is_switched_off_with_the_queries_of_torch_before_2_4(plain, monkeypatch):
