@@ -67,5 +67,6 @@ def test_the_prose_names_files() -> None:
 
 
 def test_every_file_named_in_the_prose_of_src_exists() -> None:
-    lines = [f"{module}:{line}: {name}" for module, line, name in named_files() if f"{module}: {name}" in stale_names()]
+    stale = stale_names()
+    lines = [f"{module}:{line}: {name}" for module, line, name in named_files() if f"{module}: {name}" in stale]
     assert not lines, "\n".join(lines)
