@@ -4,14 +4,6 @@ BERTScore's quality depends on which layer's embeddings it matches. `tune_layers
 ``all_layers=True`` and correlates every layer's precision, recall and F1 with the human scores, with bootstrap
 intervals and a paired test of the best layer against the model's default (definitions: docs/tuning.md); the
 best layer can then go into a user layer table (`bertscore_tm.models.registry`).
-
->>> rows = Judgements.from_columns(
-...     ["The cat sat.", "A dog ran off.", "It rained.", "Birds sing loudly."],
-...     ["The cat sat down.", "The dog ran away.", "It was raining.", "Some birds are singing."],
-...     [0.9, 0.4, 0.7, 0.2])
->>> result = tune_layers(rows, model="sentence-transformers/all-MiniLM-L6-v2", bootstrap=0)
->>> len(result.layers), result.default_layer, result.layer_table_line()[:41]
-(7, 5, '"sentence-transformers/all-MiniLM-L6-v2":')
 """
 
 from __future__ import annotations
@@ -19,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -414,12 +407,37 @@ def tune_from_scores(
         _layer_result(boot, scores, layer, confidence, score if bootstrap > 0 else None, systems[layer])
         for layer in tqdm(range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not progress)
     ]
+    return tuned(
+        scores,
+        layers,
+        criterion,
+        score,
+        layer_to_test(scores.model, default_layer, scores.depth, layer_table),
+        (lambda a, b: boot.paired_test(a, b, criterion, confidence, alpha)) if bootstrap else None,
+        segments=len(rows),
+        groups=boot.index.sizes,
+        left_out=dict(boot.index.left_out),
+        dropped=dropped,
+        skipped=rows.skipped,
+        bootstrap=bootstrap,
+        seed=seed,
+        confidence=confidence,
+    )
+
+
+def tuned(
+    scores: LayerScores,
+    layers: list[LayerResult],
+    criterion: str,
+    score: str,
+    default: int | None,
+    test: Callable[[np.ndarray, np.ndarray], PairedTest] | None,
+    **counts: Any,
+) -> LayerTuning:
+    """The result: the best layer by `criterion` on `score`, and `test(default's scores, best's)` of it."""
     best = best_layer_by(layers, criterion, score)
-    default = layer_to_test(scores.model, default_layer, scores.depth, layer_table)
-    test = None
-    if bootstrap and default is not None:
-        column = scores.of(score)
-        test = boot.paired_test(column[default], column[best], criterion, confidence, alpha)
+    column = scores.of(score)
+    paired = None if test is None or default is None else test(column[default], column[best])
     return LayerTuning(
         model=scores.model,
         hash_code=scores.hash_code,
@@ -429,16 +447,9 @@ def tune_from_scores(
         layers=layers,
         best_layer=best,
         default_layer=default,
-        test=test,
-        segments=len(rows),
-        groups=boot.index.sizes,
-        left_out=dict(boot.index.left_out),
-        dropped=dropped,
-        skipped=rows.skipped,
-        bootstrap=bootstrap,
-        seed=seed,
-        confidence=confidence,
+        test=paired,
         scores=scores,
+        **counts,
     )
 
 
