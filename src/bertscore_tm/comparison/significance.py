@@ -73,8 +73,7 @@ def bootstrap_interval(
     """
     confidence, num_samples, seed = check_settings(confidence, num_samples, seed)
     values = as_scores(scores, "scores")
-    if values.shape[-1] < FEW_PAIRS:
-        _warn_few(values.shape[-1], "a bootstrap interval")
+    _warn_few(values.shape[-1], "a bootstrap interval")
     flat = values.reshape(-1, values.shape[-1])
     means = _resampled_means(flat, num_samples, seed)
     low, high = _percentiles(means, confidence)
@@ -143,13 +142,8 @@ def _differences(scores_a: Tensor | Sequence[float], scores_b: Tensor | Sequence
             value=tuple(b.shape),
             others=("scores_a",),
         ) from None
-    _check_pairs(diffs.shape[-1])
-    return diffs
-
-
-def _check_pairs(n: int) -> None:
-    """On one pair every resample is that pair, and any difference would look significant."""
-    if n < 2:
+    n = diffs.shape[-1]
+    if n < 2:  # every resample of one pair is that pair: any difference would look significant
         raise ArgumentValueError(
             f"a paired test needs the scores of at least 2 pairs, got {n}: one pair has no variation to resample, "
             "so no p-value can say whether the difference is real; score more lines",
@@ -157,11 +151,13 @@ def _check_pairs(n: int) -> None:
             allowed="at least 2 pairs",
             value=n,
         )
-    if n < FEW_PAIRS:
-        _warn_few(n, "a paired test")
+    _warn_few(n, "a paired test")
+    return diffs
 
 
 def _warn_few(n: int, what: str) -> None:
+    if n >= FEW_PAIRS:
+        return
     coarse = "has no width: one pair has no variation to resample" if n == 1 else f"resamples only {n} values"
     warn_user(f"{what} on only {n} pair(s) is coarse ({coarse}); use {FEW_PAIRS} pairs or more, preferably hundreds")
 

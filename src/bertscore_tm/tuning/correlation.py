@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, warn_user
+from bertscore_tm.settings import rules
 from bertscore_tm.tuning.weighted_correlation import GroupResamples, weighted, weighted_average_ranks
 
 Method = Literal["pearson", "spearman", "kendall"]
@@ -62,13 +63,7 @@ def _pair(x: ArrayLike, y: ArrayLike, names: tuple[str, str] = ("x", "y")) -> tu
 
 
 def _check_method(method: str) -> None:
-    if method not in METHODS:
-        raise ArgumentValueError(
-            f"method must be one of {', '.join(METHODS)}; got {method!r}",
-            argument="method",
-            allowed=", ".join(METHODS),
-            value=method,
-        )
+    rules.choice(METHODS)("method", method)
 
 
 def _single(x: ArrayLike, y: ArrayLike, method: str) -> float:
@@ -102,11 +97,7 @@ def correlate(x: ArrayLike, y: ArrayLike, method: str = "pearson") -> float:
 
 
 def average_ranks(values: ArrayLike) -> Floats:
-    """Ranks from 1 in ascending order, tied values sharing the mean of the ranks they span.
-
-    >>> average_ranks([10, 20, 20, 5]).tolist()
-    [2.0, 3.5, 3.5, 1.0]
-    """
+    """Ranks from 1 in ascending order, tied values sharing the mean of the ranks they span."""
     array = finite_scores(values, "values")
     return weighted_average_ranks(array, np.ones((1, len(array))))[0]
 
@@ -249,11 +240,7 @@ def _defined(statistics: Floats, what: str) -> Floats:
 
 
 def percentile_interval(statistics: ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
-    """The percentile bootstrap interval of resample `statistics` (the NaN ones left out, with a warning).
-
-    >>> percentile_interval(np.arange(1000.0), 0.95)
-    (25.0, 974.0)
-    """
+    """The percentile bootstrap interval of resample `statistics` (the NaN ones left out, with a warning)."""
     _check_bootstrap(1, confidence)
     values = np.sort(_defined(np.asarray(statistics, dtype=np.float64).ravel(), "the statistic"))
     if not len(values):
@@ -417,16 +404,7 @@ def _darr_signs(better: ArrayLike, worse: ArrayLike) -> Floats:
 
 class DarrBootstrap:
     """`GroupedBootstrap` for `darr_tau`: resamples of the judgements within their groups, shared by every pair
-    of score columns (a resample's tau in a group is ``sum_i c_i s_i / n``, ``c_i`` the draws of judgement i).
-
-    >>> boot = DarrBootstrap(4, num_samples=500, seed=1)
-    >>> better, worse = [0.9, 0.8, 0.7, 0.6], [0.7, 0.8, 0.6, 0.1]
-    >>> boot.estimate(better, worse).mean
-    0.5
-    >>> low, high = boot.interval(better, worse)
-    >>> bool(low <= 0.5 <= high)
-    True
-    """
+    of score columns (a resample's tau in a group is ``sum_i c_i s_i / n``, ``c_i`` the draws of judgement i)."""
 
     def __init__(
         self, n: int, groups: Sequence[Any] | None = None, num_samples: int = 1000, seed: int | np.random.Generator = 0
