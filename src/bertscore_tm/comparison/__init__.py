@@ -1,7 +1,5 @@
-"""Several systems against the same references: bootstrap intervals and paired significance tests.
-
-Public names are imported on first use (`bertscore_tm.lazy`).
-"""
+"""Several systems against the same references: bootstrap intervals and paired significance tests (public
+names imported on first use)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""Several systems scored against the same references by one metric in one `compute()`.
-
-Comparing systems needs each system's per-pair scores. Scoring them one metric run at a time embeds the
-references once per system; one run over every system's pairs embeds each distinct text once (the metric
-already does that within a compute), so the references, and any line two systems share, are embedded once.
-
-IDF needs care: the metric counts document frequencies over the references of every update, so k updates
-with the same references would count them k times, and ln((kM + 1) / (k df + 1)) is not ln((M + 1) / (df + 1)).
-The counts the first system's update made are therefore kept through the other systems' updates: one IDF
-over the references, exactly the IDF a run over that one system computes.
-"""
+"""Several systems scored against the same references in one `compute()`, so that the references (and any line
+two systems share) are embedded once, not once per system."""
 
 from __future__ import annotations
 
@@ -30,20 +21,10 @@ def score_systems(
     target: Sequence[str] | Sequence[Sequence[str]],
     shard_sizes: Sequence[int] | None = None,
 ) -> dict[str, Tensor]:
-    """Per-pair P, R, F1 of every system's candidates against the same references, in one `compute()`.
-
-    Args:
-        metric: a fresh metric (no pairs yet) with ``reduction="none"`` and ``output=None``; it holds the
-            pairs of every system afterwards (call ``metric.reset()`` to reuse it).
-        systems: k lists of candidates, each one per reference entry of `target`.
-        target: one reference (or a list of references) per candidate, shared by all systems.
-        shard_sizes: under DDP, where each rank passes a contiguous shard of the lines (every system's and the
-            references' same lines), how many lines each rank holds, in rank order: the result is then every
-            rank's lines in order, ``[k, sum(shard_sizes)]`` on every rank (the metric's compute() is collective).
-
-    Returns:
-        ``{"precision": ..., "recall": ..., "f1": ...}``, each ``[k, N]`` (``[L + 1, k, N]`` with
-        ``all_layers``): row i holds what scoring ``systems[i]`` alone against `target` gives.
+    """Per-pair P, R, F1 of each of the k `systems` against the same `target`, each ``[k, N]`` (``[L + 1, k, N]``
+    with ``all_layers``): row i is what scoring ``systems[i]`` alone gives. `metric` must be fresh, with
+    ``reduction="none"`` and ``output=None``. Under DDP each rank passes a contiguous shard of the lines and
+    `shard_sizes` the lines of every rank, in rank order: every rank then gets all the lines.
 
     >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
     >>> metric = BERTScore(PACKAGED_MINILM)
@@ -59,7 +40,9 @@ def score_systems(
         metric.update(list(cands), list(target))
         if not metric.idf:
             continue
-        if idf_counts is None:  # the first system's update counted the references once: keep those counts
+        # k updates would count the references' document frequencies k times, which changes the IDF (+1
+        # smoothing): the counts of the first system's update are kept, the IDF of a run over one system
+        if idf_counts is None:
             idf_counts = (metric.doc_freq.clone(), metric.num_refs.clone())
         else:
             metric.doc_freq, metric.num_refs = idf_counts[0].clone(), idf_counts[1].clone()
@@ -93,8 +76,7 @@ def _check_systems(metric: BERTScore, systems: Sequence[Sequence[str]], size: in
 
 
 def _per_system(value: Tensor, k: int, size: int, shard_sizes: Sequence[int] | None) -> Tensor:
-    """[..., k, N] from compute()'s pairs, system-major ([..., k * N]), or under DDP rank-major blocks each
-    system-major over its rank's lines ([..., k * n_0 | k * n_1 | ...])."""
+    """[..., k, N] from compute()'s system-major pairs (under DDP, a system-major block per rank)."""
     if shard_sizes is None:
         return value.reshape(*value.shape[:-1], k, size)
     blocks = value.split([k * n for n in shard_sizes], dim=-1)

@@ -1,8 +1,5 @@
-"""Fitting the metric to data: the best layer against human judgements (direct assessments or relative
-rankings), their correlations, and new rescale baselines.
-
-Public names are imported on first use (`bertscore_tm.lazy`).
-"""
+"""Fitting the metric to data: the best layer against human judgements (scores or relative rankings), their
+correlations, and new rescale baselines (public names imported on first use)."""
 
 from __future__ import annotations
 

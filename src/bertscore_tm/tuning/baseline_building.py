@@ -1,8 +1,5 @@
-"""Making a rescale baseline: the mean P, R, F per layer of random pairs of distinct lines of a monolingual
-corpus (what the `bertscore-tm baseline` command runs: `sample_pairs`, then `layer_means`, then
-`write_baseline`). Reading and applying baselines stays in `baselines.py`; this module is only needed to
-make new ones.
-"""
+"""Making a rescale baseline: the mean P, R, F per layer of random pairs of distinct lines of a monolingual corpus
+(the `bertscore-tm baseline` command). Reading and applying baselines is `scoring.baselines`'."""
 
 from __future__ import annotations
 
@@ -28,13 +25,9 @@ def distinct_lines(lines: Sequence[str]) -> list[str]:
 
 
 def sample_pairs(lines: Sequence[str], pairs: int, seed: int = 0) -> tuple[list[str], list[str]]:
-    """`pairs` candidate/reference pairs of distinct lines, no line used twice: (candidates, references).
-
-    The lines are first made distinct (:func:`distinct_lines`); 2 x `pairs` of them are drawn without
-    replacement by a partial Fisher-Yates shuffle driven by ``random.Random(seed).random()``, whose sequence
-    Python keeps stable across versions, so the same corpus and seed give the same pairs everywhere. The
-    first `pairs` drawn are the candidates and the next `pairs` their references.
-    """
+    """`pairs` (candidates, references) of distinct lines, no line used twice: a partial Fisher-Yates shuffle
+    driven by ``random.Random(seed).random()``, whose sequence Python keeps stable across versions, so a corpus
+    and a seed give the same pairs everywhere."""
     if not isinstance(pairs, int) or pairs < 1:
         raise ValueError(f"pairs must be a positive integer, got {pairs!r}")
     pool = distinct_lines(lines)
@@ -53,9 +46,8 @@ def sample_pairs(lines: Sequence[str], pairs: int, seed: int = 0) -> tuple[list[
 
 
 def layer_means(metric: BERTScore, cands: Sequence[str], refs: Sequence[str]) -> Tensor:
-    """Mean P, R, F per layer of `cands` against `refs` with an ``all_layers=True``, no-IDF, unrescaled
-    metric: float64 [layers + 1, 3] on the CPU (its `reduction` and `output` do not matter). The metric is
-    reset first."""
+    """Mean P, R, F per layer ([layers + 1, 3], float64) of `cands` against `refs` with an ``all_layers=True``,
+    no-IDF, unrescaled metric (reset first)."""
     if not metric.all_layers or metric.idf or metric.baseline is not None:
         raise ValueError("a baseline needs a metric with all_layers=True, idf=False and no rescaling")
     metric.reset()

@@ -1,37 +1,9 @@
-"""Correlation of metric scores with human judgements, as the WMT metrics tasks report it (pure numpy, float64).
+"""Correlation of metric scores with human judgements (pure numpy, float64).
 
-Why a module of its own: choosing a model's layer (`bertscore_tm.tuning.layer_tuning`) means correlating the scores of
-every layer with human judgements, per language pair and averaged, with intervals that say whether one layer is really
-better than another. Everything here works on plain arrays of scores, so it serves any metric.
-
-Definitions:
-
-* Pearson's r from its definition; Spearman's rho as Pearson's r of the average ranks (ties share the mean of
-  the ranks they span); Kendall's tau-b, ``(C - D) / sqrt((n0 - n1) (n0 - n2))`` over the ``n0 = n (n - 1) / 2``
-  pairs, ``n1`` and ``n2`` the pairs tied in the metric and in the human scores (Kendall 1945). Kendall's tau is
-  computed from the n x n matrix of pair signs, a block of rows at a time (O(n^2), vectorised). The resampled
-  correlations are computed by `bertscore_tm.tuning.weighted_correlation`.
-* Groups (language pairs): the correlation is computed within each group, and the figure of merit is the
-  unweighted mean of the group correlations, as WMT reports its averages. A group of fewer than
-  `MIN_SEGMENTS` (3) segments is warned about and left out; fewer than 3 segments in all is an error.
-* Undefined cases: where the metric's or the human scores are constant (within a group, or a resample) the
-  correlation is NaN, with a `CorrelationWarning` naming the group; the mean over groups is then NaN too, since
-  it would otherwise average other groups than its neighbours'. Non-finite inputs are refused (ValueError).
-* Bootstrap (`GroupedBootstrap`): each resample draws, within every group, as many segments as the group has,
-  with replacement (uniform draws from a seeded `numpy.random.Generator`, counted per segment), so the groups
-  keep their sizes; the statistic is the group-averaged correlation of the resample. The interval is the
-  percentile bootstrap: sorted resample statistics, ``k = floor(B (1 - confidence) / 2)`` cut off each end.
-  Resamples whose correlation is undefined (all copies of one segment, say) are left out, with a warning.
-* Paired test (`GroupedBootstrap.paired_test`): two score columns on the same resamples; the one-sided p-value
-  that column B is no better than column A is ``(1 + #{d_r <= 0}) / (R + 1)``, ``d_r`` the difference of the
-  averaged correlations in resample r and R the resamples where both are defined (differences within 1e-12
-  count as 0, so identical columns get p = 1).
-* Relative ranking (`darr_tau`, WMT DARR): per judgement the metric's scores of the candidate humans judged
-  better and of the worse one; Kendall-like tau ``(Concordant - Discordant) / (Concordant + Discordant)``, a
-  metric tie counting as Discordant, as defined for segment level in Ma, Bojar and Graham (2018), "Results of
-  the WMT18 Metrics Shared Task", WMT 2018, segment-level evaluation (its daRR formulation).
-* System level (`bertscore_tm.tuning.system_level`): Pearson's r between each system's mean metric score and its human
-  score (given, or the mean of its segments' human scores), within each group, averaged over groups.
+Choosing a layer means correlating every layer's scores with human judgements, per group (language pair) and
+averaged as WMT reports it, with bootstrap intervals and paired tests that say whether one layer is really better.
+Everything works on plain arrays, so it serves any metric. The definitions (tau-b, resampling within groups, the
+one-sided p-value, WMT18's DARR tau) are in docs/tuning.md; the resampled kernels are in `weighted_correlation`.
 
 >>> human = [0.1, 0.4, 0.35, 0.8]
 >>> metric = [0.2, 0.5, 0.4, 0.9]
@@ -50,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, warn_user
+from bertscore_tm.settings import rules
 from bertscore_tm.tuning.weighted_correlation import GroupResamples, weighted, weighted_average_ranks
 
 Method = Literal["pearson", "spearman", "kendall"]
@@ -66,7 +39,7 @@ class CorrelationWarning(UserWarning):
 
 
 def finite_scores(values: ArrayLike, name: str) -> Floats:
-    """`values` as a finite float64 vector; a clear ValueError otherwise."""
+    """`values` as a finite float64 vector."""
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1:
         raise ValueError(f"{name} must be one score per segment (a 1-d sequence), got shape {array.shape}")
@@ -90,13 +63,7 @@ def _pair(x: ArrayLike, y: ArrayLike, names: tuple[str, str] = ("x", "y")) -> tu
 
 
 def _check_method(method: str) -> None:
-    if method not in METHODS:
-        raise ArgumentValueError(
-            f"method must be one of {', '.join(METHODS)}; got {method!r}",
-            argument="method",
-            allowed=", ".join(METHODS),
-            value=method,
-        )
+    rules.choice(METHODS)("method", method)
 
 
 def _single(x: ArrayLike, y: ArrayLike, method: str) -> float:
@@ -119,11 +86,7 @@ def spearman(x: ArrayLike, y: ArrayLike) -> float:
 
 
 def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
-    """Kendall's tau-b, which corrects for ties in either vector.
-
-    >>> kendall_tau_b([1, 2, 2, 3], [1, 3, 2, 4])
-    0.9128709291752769
-    """
+    """Kendall's tau-b, which corrects for ties in either vector."""
     return _single(x, y, "kendall")
 
 
@@ -134,25 +97,15 @@ def correlate(x: ArrayLike, y: ArrayLike, method: str = "pearson") -> float:
 
 
 def average_ranks(values: ArrayLike) -> Floats:
-    """Ranks from 1 in ascending order, tied values sharing the mean of the ranks they span.
-
-    >>> average_ranks([10, 20, 20, 5]).tolist()
-    [2.0, 3.5, 3.5, 1.0]
-    """
+    """Ranks from 1 in ascending order, tied values sharing the mean of the ranks they span."""
     array = finite_scores(values, "values")
     return weighted_average_ranks(array, np.ones((1, len(array))))[0]
 
 
 @dataclass(frozen=True)
 class GroupedCorrelation:
-    """One correlation per group and their unweighted mean (the WMT average).
-
-    Attributes:
-        method: ``"pearson"``, ``"spearman"``, ``"kendall"`` (tau-b), or ``"darr"`` (WMT18's Kendall-like tau).
-        mean: the mean of `groups`' values (NaN if any is NaN).
-        groups: each group's correlation, in order of first appearance.
-        sizes: each group's number of segments (systems, judgements) counted.
-        left_out: the groups too small to count (fewer than `MIN_SEGMENTS`) and their sizes.
+    """One correlation per group and their unweighted mean, the WMT average (NaN if any group's is NaN: a mean
+    over the other groups would not compare with its neighbours'); `left_out` holds the groups too small to count.
     """
 
     method: str
@@ -194,8 +147,7 @@ class _Groups:
 def _group_values(
     metric: Floats, human: Floats, groups: _Groups, method: str, plain: Mapping[str, GroupResamples] | None = None
 ) -> dict[str, float]:
-    """Each group's correlation (from `plain[group]` where given, which keeps what its human side shares),
-    warning where it is undefined (constant scores within the group)."""
+    """Each group's correlation (by `plain[group]` where given, which computes its human side once)."""
     values = {}
     for name, idx in groups.members.items():
         x, y = metric[idx], human[idx]
@@ -236,19 +188,9 @@ def grouped_correlation(
 
 @dataclass(frozen=True)
 class PairedTest:
-    """A paired bootstrap comparison of score column B against column A on the same resamples.
-
-    Attributes:
-        method: the correlation compared.
-        estimate_a, estimate_b: each column's group-averaged correlation on all the segments.
-        difference: ``estimate_b - estimate_a``.
-        interval: the percentile bootstrap interval of the difference.
-        p_value: one-sided: that B's averaged correlation is no higher than A's (``d <= 0``), in
-            ``[1 / (num_samples + 1), 1]``.
-        significant: ``p_value < alpha``.
-        alpha: the significance level.
-        num_samples: the resamples where both correlations are defined.
-    """
+    """Score column B against column A on the same resamples: `p_value` is one-sided (that B correlates no
+    better than A), `interval` the bootstrap interval of the difference, `num_samples` the resamples where both
+    correlations are defined."""
 
     method: str
     estimate_a: float
@@ -286,7 +228,7 @@ def _check_bootstrap(num_samples: int, confidence: float) -> None:
 
 
 def _defined(statistics: Floats, what: str) -> Floats:
-    """The finite resample statistics, warning how many were undefined."""
+    """The finite resample statistics (e.g. all copies of one segment leave a correlation undefined)."""
     finite = statistics[np.isfinite(statistics)]
     if len(finite) < len(statistics):
         warn_user(
@@ -298,12 +240,7 @@ def _defined(statistics: Floats, what: str) -> Floats:
 
 
 def percentile_interval(statistics: ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
-    """The percentile bootstrap interval of resample `statistics`: sorted, ``floor(B (1 - confidence) / 2)``
-    cut off each end (NaN statistics left out with a warning; NaN, NaN when none is left).
-
-    >>> percentile_interval(np.arange(1000.0), 0.95)
-    (25.0, 974.0)
-    """
+    """The percentile bootstrap interval of resample `statistics` (the NaN ones left out, with a warning)."""
     _check_bootstrap(1, confidence)
     values = np.sort(_defined(np.asarray(statistics, dtype=np.float64).ravel(), "the statistic"))
     if not len(values):
@@ -313,27 +250,23 @@ def percentile_interval(statistics: ArrayLike, confidence: float = 0.95) -> tupl
 
 
 def _resample_counts(rng: np.random.Generator, size: int, num_samples: int) -> Floats:
-    """How often each of `size` segments is drawn in each of `num_samples` resamples of `size` draws with
-    replacement ([num_samples, size], float64): uniform draws, counted (a multinomial count, drawn several times
-    faster than by `Generator.multinomial`)."""
+    """How often each of `size` segments is drawn in each of `num_samples` resamples with replacement: uniform
+    draws counted, which is faster than `Generator.multinomial`."""
     draws = rng.integers(0, size, size=(num_samples, size))
     draws += np.arange(num_samples)[:, None] * size  # each resample's draws counted in its own row
     return np.bincount(draws.ravel(), minlength=num_samples * size).reshape(num_samples, size).astype(np.float64)
 
 
 def _group_counts(index: _Groups, num_samples: int, seed: int | np.random.Generator) -> dict[str, Floats]:
-    """Per group of `index`, `_resample_counts` of its members, the groups drawn in order from one generator."""
+    """Per group, `_resample_counts` of its members, the groups drawn in order from one generator."""
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     return {name: _resample_counts(rng, len(idx), num_samples) for name, idx in index.members.items()}
 
 
 class GroupedBootstrap:
     """Bootstrap resamples of the segments within their groups, drawn once from `seed` and shared by every
-    score column evaluated, so that intervals of different columns and paired tests between them see the same
-    resamples. Holds each count per segment and resample in float64 and float32 (12 bytes x segments x
-    `num_samples`), what the human side of each method needs (a few float64 numbers per segment and resample,
-    made on first use), and for Kendall the human pair signs of each group of at most 1,024 segments (4 bytes
-    a pair: `bertscore_tm.tuning.weighted_correlation.CACHED_SIGNS`).
+    score column, so that intervals of different columns and paired tests between them see the same resamples
+    (and the human side of each correlation is computed once).
 
     >>> human = [0.1, 0.4, 0.35, 0.8, 0.5, 0.2]
     >>> boot = GroupedBootstrap(human, num_samples=200, seed=1)
@@ -379,8 +312,7 @@ class GroupedBootstrap:
         return self.statistics_of(self._metric(metric, method)[None, :], method)[0]
 
     def statistics_of(self, columns: ArrayLike, method: str = "pearson") -> Floats:
-        """`statistics` of several score columns at once ([k, segments] -> [k, num_samples]): what the columns
-        share (the human side, the resamples' ties) is computed once for all of them."""
+        """`statistics` of several score columns at once ([k, segments] -> [k, num_samples])."""
         _check_method(method)
         array = np.asarray(columns, dtype=np.float64)
         if array.ndim != 2 or array.shape[1] != len(self.human):
@@ -404,9 +336,8 @@ class GroupedBootstrap:
         confidence: float = 0.95,
         alpha: float = 0.05,
     ) -> PairedTest:
-        """Whether column B correlates better than column A: both on the same resamples (see the module's
-        docstring for the p-value). Choosing B as the best of many columns on these same segments favours it,
-        so read a small p-value as "B is not worse", not as an unbiased estimate of how much better."""
+        """Whether column B correlates better than column A, on the same resamples. Choosing B as the best of
+        many columns on these same segments favours it: read a small p-value as "B is not worse"."""
         _check_bootstrap(self.num_samples, confidence)
         a, b = self.estimate(metric_a, method).mean, self.estimate(metric_b, method).mean
         both = self.statistics_of(np.stack([self._metric(metric_a, method), self._metric(metric_b, method)]), method)
@@ -414,7 +345,7 @@ class GroupedBootstrap:
 
 
 def _paired_test(method: str, a: float, b: float, differences: Floats, confidence: float, alpha: float) -> PairedTest:
-    """The paired test of B against A from their estimates and the resamples' differences of B minus A."""
+    """The test of B against A from their estimates and the resamples' differences (B minus A)."""
     defined = _defined(differences, "the difference")
     p_value = (1 + int(np.sum(defined <= _TIE))) / (len(defined) + 1)
     return PairedTest(
@@ -447,12 +378,9 @@ def paired_bootstrap_test(
 
 
 def darr_tau(better: ArrayLike, worse: ArrayLike, groups: Sequence[Any] | None = None) -> GroupedCorrelation:
-    """WMT18's segment-level Kendall-like tau on relative-ranking judgements (DARR), per group and averaged.
-
-    `better[i]` and `worse[i]` are the metric's scores of the two candidates of judgement i (same source and
-    reference), the first judged better by humans. Concordant: ``better > worse``; Discordant otherwise, a metric
-    tie included (Ma, Bojar and Graham 2018, "Results of the WMT18 Metrics Shared Task", segment-level daRR):
-    ``tau = (Concordant - Discordant) / (Concordant + Discordant)``, defined from one judgement per group.
+    """WMT18's Kendall-like tau on relative-ranking judgements (DARR), per group and averaged: `better[i]` and
+    `worse[i]` score the candidates of judgement i that humans judged better and worse; a metric tie counts
+    as discordant (Ma, Bojar and Graham 2018).
 
     >>> darr_tau([0.9, 0.8, 0.5, 0.6], [0.7, 0.8, 0.6, 0.1]).mean   # 2 concordant, a tie and 1 discordant
     0.0
@@ -462,12 +390,12 @@ def darr_tau(better: ArrayLike, worse: ArrayLike, groups: Sequence[Any] | None =
 
 
 def _darr_grouped(signs: Floats, index: _Groups) -> GroupedCorrelation:
-    """Each group's tau, the mean of its judgements' signs, and their mean."""
+    """Each group's tau (the mean of its judgements' signs) and their mean."""
     return _grouped({name: float(np.mean(signs[idx])) for name, idx in index.members.items()}, index, "darr")
 
 
 def _darr_signs(better: ArrayLike, worse: ArrayLike) -> Floats:
-    """+1 for a concordant judgement (``better > worse``), -1 for a discordant one (a metric tie included)."""
+    """+1 for a concordant judgement, -1 for a discordant one (a metric tie included)."""
     b, w = finite_scores(better, "better"), finite_scores(worse, "worse")
     if len(b) != len(w):
         raise ValueError(f"better has {len(b)} scores and worse {len(w)}: one of each per judgement")
@@ -475,20 +403,8 @@ def _darr_signs(better: ArrayLike, worse: ArrayLike) -> Floats:
 
 
 class DarrBootstrap:
-    """Bootstrap resamples of relative-ranking judgements within their groups, drawn once from `seed` (as
-    `GroupedBootstrap` draws segments) and shared by every pair of score columns evaluated, for intervals of
-    WMT18's Kendall-like tau (`darr_tau`) and paired tests between columns. A resample's tau in a group is
-    ``sum_i c_i s_i / n``: ``c_i`` how often judgement i is drawn, ``s_i`` its sign (+1 concordant, -1
-    discordant) and n the group's size; the statistic is its mean over groups.
-
-    >>> boot = DarrBootstrap(4, num_samples=500, seed=1)
-    >>> better, worse = [0.9, 0.8, 0.7, 0.6], [0.7, 0.8, 0.6, 0.1]
-    >>> boot.estimate(better, worse).mean
-    0.5
-    >>> low, high = boot.interval(better, worse)
-    >>> bool(low <= 0.5 <= high)
-    True
-    """
+    """`GroupedBootstrap` for `darr_tau`: resamples of the judgements within their groups, shared by every pair
+    of score columns (a resample's tau in a group is ``sum_i c_i s_i / n``, ``c_i`` the draws of judgement i)."""
 
     def __init__(
         self, n: int, groups: Sequence[Any] | None = None, num_samples: int = 1000, seed: int | np.random.Generator = 0
@@ -528,8 +444,8 @@ class DarrBootstrap:
         confidence: float = 0.95,
         alpha: float = 0.05,
     ) -> PairedTest:
-        """Whether the scores B (better, worse) rank the judgements better than the scores A, on the same
-        resamples (the p-value as `GroupedBootstrap.paired_test`'s)."""
+        """Whether the scores B (better, worse) rank the judgements better than the scores A (as
+        `GroupedBootstrap.paired_test`)."""
         _check_bootstrap(self.num_samples, confidence)
         a, b = self.estimate(*columns_a).mean, self.estimate(*columns_b).mean
         differences = self.statistics(*columns_b) - self.statistics(*columns_a)

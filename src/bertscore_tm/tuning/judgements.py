@@ -1,11 +1,5 @@
-"""Human judgements to correlate a metric with: candidate, reference and human score per segment, with optional
-group (e.g. language pair) and system labels and an optional context (the source sentence, a code snippet's
-description: scored as the metric's ``context=``), read from a tab-separated file with a header or made from
-lists.
-
-Why a module of its own: the layer tuning (`bertscore_tm.tuning.layer_tuning`) and the ``tune-layers`` command both read
-judgements, and a reader that names every bad line (or skips it and counts it) is worth keeping apart from the
-statistics. The file format and the command's messages: docs/tuning.md.
+"""Human judgements to correlate a metric with, read from a tab-separated file or made from lists: a reader that
+names every bad line (or skips and counts it), kept apart from the statistics. The format: docs/tuning.md.
 """
 
 from __future__ import annotations
@@ -15,7 +9,7 @@ import csv
 import math
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bertscore_tm.errors import ArgumentValueError, JudgementFileError, JudgementsError, warn_user
@@ -28,13 +22,9 @@ MIN_ROWS = 3
 
 @dataclass(frozen=True)
 class Judgements:
-    """Judged segments: candidate, reference and human score each, with optional group and system labels and an
-    optional context per segment (`contexts`: scored as the metric's ``context=``; a blank one adds nothing).
-
-    `lines` are the file's line numbers of the rows (1 is the header) for messages, empty for judgements made
-    from lists; `skipped` counts the bad lines `read_judgements(skip_bad=True)` left out. Every column is checked
-    when made (texts by the one text rule, a bare string one text; the scores finite numbers; all one length).
-    """
+    """Judged segments: candidate, reference and human score each, optional group and system labels and an
+    optional context (scored as the metric's ``context=``). `lines` are the rows' line numbers in the file, for
+    messages; `skipped` counts the bad lines left out. Every column is checked when made."""
 
     candidates: list[str]
     references: list[str]
@@ -59,38 +49,22 @@ class Judgements:
         systems: Sequence[str] | None = None,
         contexts: Sequence[str] | None = None,
     ) -> Judgements:
-        """Judgements from parallel lists (one entry per segment), checked as every `Judgements` is."""
+        """Judgements from parallel lists, one entry per segment."""
         return cls(candidates, references, human, groups, systems, contexts=contexts)  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         return len(self.candidates)
 
     def select(self, indices: Sequence[int]) -> Judgements:
-        """These rows only (a slice of a file, or the pairs left after undefined scores are dropped)."""
-        rows = rules.indexes("indices", indices, below=len(self))
-
-        def pick(values: list[Any] | None) -> Any:
-            return None if values is None else [values[i] for i in rows]
-
-        return Judgements(
-            pick(self.candidates),
-            pick(self.references),
-            pick(self.human),
-            pick(self.groups),
-            pick(self.systems),
-            pick(self.lines) if self.lines else [],
-            self.skipped,
-            self.source,
-            pick(self.contexts),
-        )
+        """These rows only."""
+        return _select(self, indices, ("candidates", "references", "human", "groups", "systems", "contexts"))
 
 
 @dataclass(frozen=True)
 class RelativeRankings:
     """Relative-ranking judgements (WMT's DARR): per judgement a reference and two candidates of the same source,
-    `better` the one humans judged better, with optional group labels (e.g. the language pair) and an optional
-    context per judgement (`contexts`, as in `Judgements`: both candidates are scored with it). `lines`,
-    `skipped` and `source` as in `Judgements`, and checked alike."""
+    `better` the one humans judged better; groups, contexts (both candidates scored with it) and the rest as in
+    `Judgements`."""
 
     references: list[str]
     better: list[str]
@@ -113,7 +87,7 @@ class RelativeRankings:
         groups: Sequence[str] | None = None,
         contexts: Sequence[str] | None = None,
     ) -> RelativeRankings:
-        """Relative rankings from parallel lists (one entry per judgement), checked as every one is."""
+        """Relative rankings from parallel lists, one entry per judgement."""
         return cls(references, better, worse, groups, contexts=contexts)  # type: ignore[arg-type]
 
     def __len__(self) -> int:
@@ -121,16 +95,10 @@ class RelativeRankings:
 
     def select(self, indices: Sequence[int]) -> RelativeRankings:
         """These judgements only."""
-        rows = rules.indexes("indices", indices, below=len(self))
-        refs, better, worse = ([column[i] for i in rows] for column in (self.references, self.better, self.worse))
-        groups = None if self.groups is None else [self.groups[i] for i in rows]
-        lines = [self.lines[i] for i in rows] if self.lines else []
-        contexts = None if self.contexts is None else [self.contexts[i] for i in rows]
-        return RelativeRankings(refs, better, worse, groups, lines, self.skipped, self.source, contexts)
+        return _select(self, indices, ("references", "better", "worse", "groups", "contexts"))
 
     def as_pairs(self) -> Judgements:
-        """The 2n pairs to score: every better candidate with its reference, then every worse one (human scores
-        1 and 0: which of the two was judged better)."""
+        """The 2n pairs to score: every better candidate with its reference (human score 1), then every worse one."""
         n = len(self)
         groups = None if self.groups is None else self.groups * 2
         contexts = None if self.contexts is None else self.contexts * 2
@@ -139,14 +107,21 @@ class RelativeRankings:
         )
 
 
+def _select(made: Any, indices: Sequence[int], columns: tuple[str, ...]) -> Any:
+    """`made` (judgements or rankings) with the rows `indices` of its columns and lines only."""
+    rows = rules.indexes("indices", indices, below=len(made))
+    picked = {name: getattr(made, name) for name in columns if getattr(made, name) is not None}
+    if made.lines:
+        picked["lines"] = made.lines
+    return replace(made, **{name: [column[i] for i in rows] for name, column in picked.items()})
+
+
 #: Columns that may be None (not given).
 _OPTIONAL = frozenset({"groups", "systems", "contexts"})
 
 
 def _check_columns(made: Any, first: str, texts: tuple[str, ...], scores: str | None = None) -> None:
-    """Check and set `made`'s columns: `first` and `texts` by the one text rule (the optional ones may be None),
-    `scores` finite numbers, all as long as `first`; `lines` empty or one per row, `skipped` a count, `source`
-    a name or None."""
+    """Check and set `made`'s columns: `first` and `texts` texts, `scores` finite numbers, all of one length."""
     count = len(check_texts(getattr(made, first), first))
     for name in (first, *texts, *([scores] if scores else [])):
         value = getattr(made, name)
@@ -176,8 +151,7 @@ def _check_columns(made: Any, first: str, texts: tuple[str, ...], scores: str | 
 
 
 def _header_positions(header: list[str], wanted: dict[str, str | None], path: str) -> dict[str, int]:
-    """Each wanted column's position in the header; the missing ones named together (the context column alone
-    with its own remedy: it is named by another argument than the others)."""
+    """Each wanted column's position in the header; the missing ones named together."""
     names = [h.strip() for h in header]
     lacking = [role for role, column in wanted.items() if column and column not in names]
     if lacking:
@@ -193,7 +167,7 @@ def _header_positions(header: list[str], wanted: dict[str, str | None], path: st
 
 
 def _parse_row(row: list[str], at: dict[str, int]) -> tuple[str, str, float, str | None, str | None, str | None]:
-    """One data row's fields; ValueError saying what is wrong with it."""
+    """One data row's fields; a ValueError saying what is wrong with it."""
     cell = row[at["human"]].strip()
     if not cell:
         raise ValueError("has no human score")
@@ -208,7 +182,7 @@ def _parse_row(row: list[str], at: dict[str, int]) -> tuple[str, str, float, str
 
 
 def _label(row: list[str], at: dict[str, int], role: str) -> str | None:
-    """The row's `role` label (None where the file has no such column); ValueError where it is empty."""
+    """The row's `role` label (None without such a column); a ValueError where it is empty."""
     if role not in at:
         return None
     value = row[at[role]].strip()
@@ -218,8 +192,7 @@ def _label(row: list[str], at: dict[str, int], role: str) -> str | None:
 
 
 def _context(row: list[str], at: dict[str, int]) -> str | None:
-    """The row's context (None where the file has no context column; a blank cell: no context, as the metric
-    takes a blank ``context=``)."""
+    """The row's context (None without a context column)."""
     return row[at["context"]] if "context" in at else None
 
 
@@ -234,26 +207,19 @@ def read_judgements(
     context: str | None = None,
 ) -> Judgements:
     """Read a UTF-8 tab-separated file with a header line: a candidate, its reference and a human score per
-    line (column names as given), optionally a group (e.g. language pair), a system and a context column (the
-    source sentence, a description: each pair is scored with its line's context, a blank cell meaning none).
-    Quotes are literal (no CSV quoting), blank lines are ignored.
-
-    A line with a missing or non-numeric human score, an empty label or the wrong number of fields (with a
-    context column, most often a tab or a line break inside a context, which the format cannot hold) is a
-    `JudgementFileError` naming the line, or, with `skip_bad`, left out and counted (`Judgements.skipped`,
-    with a warning). Missing columns are named; fewer than 3 judgements is an error.
-    """
+    line, optionally a group, a system and a context column (quotes are literal, blank lines ignored). A bad
+    line is a `JudgementFileError` naming it, or with `skip_bad` left out and counted, with a warning."""
     wanted = {"candidate": candidate, "reference": reference, "human": human, "group": group, "system": system}
-    rows, lines, skipped = _read_rows(path, {**wanted, "context": context}, _parse_row, skip_bad)
-    return _judgements(rows, lines, skipped, _name(path), (group, system, context))
+    columns, lines, skipped = _read_rows(path, {**wanted, "context": context}, _parse_row, skip_bad)
+    cands, refs, scores, groups, systems, contexts = columns
+    return Judgements(cands, refs, scores, groups, systems, lines, skipped, _name(path), contexts)
 
 
 def _read_rows(
     path: str | os.PathLike[str], wanted: dict[str, str | None], parse: Callable[..., Any], skip_bad: bool
 ) -> tuple[list[Any], list[int], int]:
-    """The parsed rows of a judgement file (`parse(row, positions)` each, once the row has the header's number
-    of fields), their line numbers, and how many bad lines were skipped; a bad line is an error naming it
-    unless `skip_bad`."""
+    """The columns of a judgement file in the order of `wanted` (None where not read), the rows' line numbers,
+    and how many bad lines were skipped."""
     rules.file_argument("path", path)
     for role, column in wanted.items():  # the columns' names: the roles of the file's header
         rules.text(optional=role in _OPTIONAL_ROLES)(role, column)
@@ -289,10 +255,13 @@ def _read_rows(
                     skipped += 1
     except (OSError, UnicodeDecodeError) as err:
         raise JudgementFileError(f"{where} cannot be read: {err}", path=where) from None
-    return rows, lines, skipped
+    _enough(len(rows), skipped, where)
+    read = zip(wanted, zip(*rows, strict=True), strict=True)
+    columns = [list(column) if wanted[role] else None for role, column in read]
+    return columns, lines, skipped
 
 
-#: The roles a judgement file may lack (each read function names a role's column by an argument of its name).
+#: The roles a judgement file may lack.
 _OPTIONAL_ROLES = frozenset({"group", "system", "context"})
 
 
@@ -312,8 +281,7 @@ def _opened(path: object) -> Iterator[Any]:
 
 
 def _split_line(context: str | None) -> str:
-    """What most often gives a line the wrong number of fields in a file with a context column: a context
-    (source code, a description) holding a tab or a line break, which split the line."""
+    """Why a line of a file with a context column most often has the wrong number of fields."""
     if context is None:
         return ""
     return f" (a context, column {context!r}, cannot hold a tab or a line break: they split its line)"
@@ -339,42 +307,21 @@ def read_relative_rankings(
     skip_bad: bool = False,
     context: str | None = None,
 ) -> RelativeRankings:
-    """Read relative-ranking judgements (WMT's DARR) from a UTF-8 tab-separated file with a header line: a
-    reference, the candidate judged better and the one judged worse per line (column names as given), optionally
-    a group and a context column (both candidates are scored with it). The format's rules and errors are
-    `read_judgements`'."""
+    """Read relative-ranking judgements (WMT's DARR) as `read_judgements` reads scores: a reference, the
+    candidate judged better and the one judged worse per line, optionally a group and a context column."""
     wanted = {"reference": reference, "better": better, "worse": worse, "group": group, "context": context}
-    rows, lines, skipped = _read_rows(path, wanted, _parse_ranking, skip_bad)
-    _enough(len(rows), skipped, _name(path))
-    refs, betters, worses, groups, contexts = (list(column) for column in zip(*rows, strict=True))
-    return RelativeRankings(
-        refs, betters, worses, groups if group else None, lines, skipped, _name(path), contexts if context else None
-    )
+    columns, lines, skipped = _read_rows(path, wanted, _parse_ranking, skip_bad)
+    refs, betters, worses, groups, contexts = columns
+    return RelativeRankings(refs, betters, worses, groups, lines, skipped, _name(path), contexts)
 
 
 def _parse_ranking(row: list[str], at: dict[str, int]) -> tuple[str, str, str, str | None, str | None]:
     return row[at["reference"]], row[at["better"]], row[at["worse"]], _label(row, at, "group"), _context(row, at)
 
 
-def _judgements(
-    rows: list[tuple[str, str, float, str | None, str | None, str | None]],
-    lines: list[int],
-    skipped: int,
-    where: str,
-    optional: tuple[str | None, str | None, str | None],
-) -> Judgements:
-    """The rows read as `Judgements`; `optional`: the group, system and context columns (None: not read)."""
-    _enough(len(rows), skipped, where)
-    cands, refs, human, *columns = (list(column) for column in zip(*rows, strict=True))
-    groups, systems, contexts = (column if name else None for column, name in zip(columns, optional, strict=True))
-    return Judgements(cands, refs, human, groups, systems, lines, skipped, where, contexts)
-
-
 def check_variation(rows: Judgements) -> None:
-    """Refuse judgements that no correlation can be computed on, before anything is scored: no group (or, without
-    groups, not the whole) of at least `MIN_ROWS` segments, or human scores that are the same in every segment of
-    a group counted. A constant group's correlation is undefined, and so is the average over groups (WMT's
-    figure); smaller groups are left out later, with a warning."""
+    """Refuse, before anything is scored, judgements with no group of `MIN_ROWS` segments or a group whose
+    human scores are constant: its correlation is undefined, and so is the average over groups."""
     members: dict[str, list[float]] = {}
     for label, score in zip(rows.groups or ["all"] * len(rows), rows.human, strict=True):
         members.setdefault(label, []).append(score)

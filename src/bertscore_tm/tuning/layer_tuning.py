@@ -1,25 +1,9 @@
-"""Layer tuning: how well BERTScore at every layer of a model correlates with human judgements, from one pass.
+"""Layer tuning: how well BERTScore at every layer of a model correlates with human judgements.
 
-BERTScore's quality depends on which layer's embeddings it matches; the BERTScore authors picked each model's
-default layer by its correlation with WMT16 human judgements. `tune_layers` does the same for any model and any
-judged data: the metric runs once with ``all_layers=True`` (each distinct text embedded once, every layer
-kept), and the precision, recall and F1 of every layer are correlated with the human scores (Pearson, Spearman,
-Kendall's tau-b; per group, such as the language pair, and averaged over groups as WMT reports them), with
-bootstrap intervals for the tuned score and a paired bootstrap test of the best layer against the model's default layer
-(`bertscore_tm.tuning.correlation` has the definitions). The best layer can then be recorded in a user layer table
-(`bertscore_tm.models.registry`), after which the model scores with it without ``num_layers``.
-
-The judgements come from a tab-separated file with a header (`read_judgements`): a candidate, its reference
-and a human score per line, optionally a group, a system and a context column (each pair scored with its
-context, as the metric's ``context=``); or from lists (`Judgements.from_columns`).
-
->>> rows = Judgements.from_columns(
-...     ["The cat sat.", "A dog ran off.", "It rained.", "Birds sing loudly."],
-...     ["The cat sat down.", "The dog ran away.", "It was raining.", "Some birds are singing."],
-...     [0.9, 0.4, 0.7, 0.2])
->>> result = tune_layers(rows, model="sentence-transformers/all-MiniLM-L6-v2", bootstrap=0)
->>> len(result.layers), result.default_layer, result.layer_table_line()[:41]
-(7, 5, '"sentence-transformers/all-MiniLM-L6-v2":')
+BERTScore's quality depends on which layer's embeddings it matches. `tune_layers` runs the metric once with
+``all_layers=True`` and correlates every layer's precision, recall and F1 with the human scores, with bootstrap
+intervals and a paired test of the best layer against the model's default (definitions: docs/tuning.md); the
+best layer can then go into a user layer table (`bertscore_tm.models.registry`).
 """
 
 from __future__ import annotations
@@ -27,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +33,6 @@ from bertscore_tm.tuning.system_level import system_correlations
 
 #: The scores correlated, in the order BERTScore returns them.
 SCORES = ("precision", "recall", "f1")
-#: The reader lives in `bertscore_tm.tuning.judgements`; these names stay importable from here.
 __all__ = [
     "MIN_ROWS",
     "SCORES",
@@ -73,8 +57,7 @@ _OWN_ARGUMENTS = frozenset(
 @dataclass(frozen=True)
 class LayerScores:
     """Per-pair precision, recall and F1 at every layer, each [layers + 1, pairs] in float64, from one
-    ``all_layers`` run of the metric; `model` is the metric's model name, `hash_code` its setting and
-    `model_commit` the commit of the weights where the model came from the Hub."""
+    ``all_layers`` run of the metric (`model_commit`: the weights' commit where they came from the Hub)."""
 
     precision: np.ndarray
     recall: np.ndarray
@@ -90,11 +73,11 @@ class LayerScores:
 
     @property
     def depth(self) -> int:
-        """The model's number of layers L (rows are layers 0, the embeddings, to L)."""
+        """The model's number of layers L (rows 0, the embeddings, to L)."""
         return int(self.f1.shape[0]) - 1
 
     def defined(self) -> np.ndarray:
-        """Per pair, whether its precision, recall and F1 are defined (finite) at every layer ([pairs], bool)."""
+        """Per pair, whether its scores are finite at every layer."""
         return np.all([np.isfinite(self.of(name)).all(axis=0) for name in SCORES], axis=0)
 
     def select(self, indices: np.ndarray) -> LayerScores:
@@ -106,11 +89,9 @@ class LayerScores:
 def score_all_layers(
     rows: Judgements, model: str | os.PathLike[str], idf: bool = False, progress: bool = False, **metric_kwargs: Any
 ) -> LayerScores:
-    """Score every pair at every layer in one pass: `bertscore_tm.BERTScore` with ``all_layers=True`` embeds each
-    distinct text once and keeps every layer. `progress` shows a progress bar while embedding; `metric_kwargs`
-    go to the metric (``device``, ``batch_size``, ``model_dtype``, ``max_length``, ``long_texts``, ``lang``...).
-    With `idf`, the weights come from the references of `rows` as given (a reference judged with several
-    systems counts each time, as it does in bert-score and in a metric run on the same pairs)."""
+    """Score every pair at every layer in one pass (``all_layers=True`` embeds each distinct text once);
+    `metric_kwargs` go to `bertscore_tm.BERTScore`. With `idf` a reference judged with several systems counts
+    each time, as in bert-score and a metric run on the same pairs."""
     rules.path()("model", model)
     rules.boolean("idf", idf)
     clash = sorted(_OWN_ARGUMENTS & metric_kwargs.keys())
@@ -129,10 +110,8 @@ def score_all_layers(
 
 
 def layer_scores(metric: Any, rows: Judgements) -> LayerScores:
-    """`score_all_layers` with a metric built by the caller (the command line builds it with its own checks): a
-    fresh `bertscore_tm.BERTScore` with ``all_layers=True`` and one score per pair (``reduction="none"``). Each
-    pair is scored with its context where `rows` have contexts (the metric's ``context=``), so every layer's
-    scores are the metric's with that context at that layer."""
+    """`score_all_layers` with a metric the caller built (``all_layers=True``, ``reduction="none"``), as the
+    command line does with its own checks; each pair is scored with its context where `rows` have contexts."""
     if not metric.all_layers or metric.reduction != "none":
         raise ArgumentValueError(
             "layer tuning needs a metric with all_layers=True and reduction='none'",
@@ -149,24 +128,23 @@ def layer_scores(metric: Any, rows: Judgements) -> LayerScores:
 
 @dataclass(frozen=True)
 class Figures:
-    """One correlation of one score at one layer: the mean over groups, each group's value, and the percentile
-    bootstrap interval of the mean (None without bootstrap, and for the scores other than the tuned one: an
-    interval of another score is one `tune_from_scores` away, on the same scores)."""
+    """One correlation of one score at one layer: the mean over groups, each group's, and the bootstrap interval
+    of the mean (only for the tuned score: another's is one `tune_from_scores` away)."""
 
     mean: float
     groups: dict[str, float]
     ci: tuple[float, float] | None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: NaN becomes None."""
+        """JSON-ready (NaN as None)."""
         ci = None if self.ci is None else [_finite(v) for v in self.ci]
         return {"mean": _finite(self.mean), "groups": {k: _finite(v) for k, v in self.groups.items()}, "ci": ci}
 
 
 @dataclass(frozen=True)
 class LayerResult:
-    """Every figure of one layer: ``figures[score][method]`` for the three scores and three correlations, and
-    the system-level Pearson correlation per score (``system[score]``) when the judgements name systems."""
+    """Every figure of one layer, ``figures[score][method]``, and the system-level Pearson correlation per score
+    when the judgements name systems."""
 
     layer: int
     figures: dict[str, dict[str, Figures]]
@@ -179,12 +157,9 @@ def _finite(value: float) -> float | None:
 
 @dataclass(frozen=True)
 class LayerTuning:
-    """The result of `tune_layers`: the figures of every layer, the best layer by `criterion` on `score`, the
-    model's default layer and the paired test of the best against it (None without bootstrap or default).
-
-    `segments` counts the judgements correlated (`dropped`: pairs left out for an undefined score, `skipped`:
-    bad lines the reader left out), `groups` their groups' sizes and `left_out` the groups too small to count.
-    """
+    """The result of `tune_layers`: every layer's figures, the best layer by `criterion` on `score`, and the
+    paired test of the best against the default layer (None without bootstrap or default). `dropped` counts
+    the pairs left out for an undefined score, `skipped` the bad lines the reader left out."""
 
     model: str
     hash_code: str
@@ -214,9 +189,8 @@ class LayerTuning:
         return by_method[method or self.criterion]
 
     def to_dict(self, all_scores: bool = False) -> dict[str, Any]:
-        """JSON-ready figures: ``layers`` holds, per layer, ``{"layer": k, "pearson": {"mean", "groups",
-        "ci"}, "spearman": ..., "kendall": ...}`` for the tuned score (plus ``"system"`` with systems, and
-        ``"scores"`` with the figures of all three scores if `all_scores`); NaN is written as null."""
+        """JSON-ready figures of the tuned score per layer (of all three with `all_scores`), NaN as None; the
+        format is docs/tuning.md's."""
         rules.boolean("all_scores", all_scores)
         layers = []
         for result in self.layers:
@@ -250,17 +224,16 @@ class LayerTuning:
         }
 
     def to_json(self, indent: int | None = 2, all_scores: bool = False) -> str:
-        """`to_dict` as strict JSON text (no NaN literals)."""
+        """`to_dict` as strict JSON (no NaN literals)."""
         rules.integer(0, optional=True, maximum=64)("indent", indent)
         return json.dumps(self.to_dict(all_scores), indent=indent, allow_nan=False, ensure_ascii=False)
 
     def layer_table_line(self) -> str:
-        """The entry to add to a user layer table (`bertscore_tm.models.registry`, ``BERTSCORE_TM_LAYERS``): the model
-        name and its best layer, ``"name": layer``, to put inside the table's braces."""
+        """The user layer table's entry for the best layer, ``"name": layer``."""
         return f"{json.dumps(self.model, ensure_ascii=False)}: {self.best_layer}"
 
     def save_to_layer_table(self, path: str | os.PathLike[str]) -> None:
-        """Write the best layer into the user layer table at `path` (created if missing, other entries kept)."""
+        """Write the best layer into the user layer table at `path` (other entries kept)."""
         rules.path()("path", path)
         add_to_layer_table(path, self.model, self.best_layer)
 
@@ -291,9 +264,8 @@ def check_choices(
     progress: bool = False,
     criteria: tuple[str, ...] = METHODS,
 ) -> tuple[int, int, float, float]:
-    """Every argument of a tuning but the judgements and the scores, by the settings' rules, before any work:
-    `criterion` one of `criteria`, resamples at most `MAX_RESAMPLES` (as the significance functions allow),
-    numpy numbers too. Returns `bootstrap`, `seed`, `confidence` and `alpha` as Python numbers."""
+    """Every argument of a tuning but the judgements and the scores, checked before any work; `bootstrap`,
+    `seed`, `confidence` and `alpha` returned as Python numbers."""
     rules.choice(criteria)("criterion", criterion)
     rules.choice(SCORES)("score", score)
     rules.integer(0, maximum=MAX_RESAMPLES, why=" (0: no intervals and no test)")("bootstrap", bootstrap)
@@ -307,7 +279,7 @@ def check_choices(
 
 
 def checked(value: Any, kind: type, name: str, made_by: str) -> None:
-    """`value` an instance of `kind` (the judgements, the scores), or an error naming `name` and what makes one."""
+    """An error naming `name` and what makes a `kind` unless `value` is one."""
     if not isinstance(value, kind):
         raise ArgumentTypeError(
             f"{name} must be {kind.__name__} (from {made_by}), got {type(value).__name__} {value!r:.60}",
@@ -318,8 +290,8 @@ def checked(value: Any, kind: type, name: str, made_by: str) -> None:
 
 
 def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, LayerScores, int]:
-    """The pairs whose every score at every layer is defined (with IDF a text whose tokens all weigh 0 has a
-    NaN score), so that every layer is correlated on the same segments; the others are warned about."""
+    """The pairs whose every score is defined (with IDF a text whose tokens all weigh 0 scores NaN), so that
+    every layer is correlated on the same segments."""
     if scores.f1.shape[1] != len(rows):
         raise ArgumentValueError(
             f"the scores hold {scores.f1.shape[1]} pairs for {len(rows)} judgements: score these judgements",
@@ -349,8 +321,7 @@ def _layer_result(
     ci_for: str | None,
     system: dict[str, GroupedCorrelation] | None,
 ) -> LayerResult:
-    """Every correlation of every score at one layer, with intervals from the shared resamples for the score
-    `ci_for` (None: no intervals), and its system-level figures (`_system_figures`)."""
+    """Every correlation of every score at one layer, with intervals for the score `ci_for` (None: none)."""
     figures: dict[str, dict[str, Figures]] = {name: {} for name in SCORES}
     for name in SCORES:
         column = scores.of(name)[layer]
@@ -362,8 +333,7 @@ def _layer_result(
 
 
 def _system_figures(rows: Judgements, scores: LayerScores) -> list[dict[str, GroupedCorrelation] | None]:
-    """Per layer, the system-level correlation of each score, where the judgements name systems enough for
-    one (`_system_level`; else None per layer): every layer's P, R and F1 against the systems found once."""
+    """Per layer, the system-level correlation of each score (None where the judgements have too few systems)."""
     depth = scores.depth + 1
     if not _system_level(rows):
         return [None] * depth
@@ -374,7 +344,7 @@ def _system_figures(rows: Judgements, scores: LayerScores) -> list[dict[str, Gro
 
 
 def _system_level(rows: Judgements) -> bool:
-    """Whether the judgements name systems, at least 3 in some group (a system-level correlation needs 3)."""
+    """Whether the judgements name at least 3 systems in some group, as a system-level correlation needs."""
     if rows.systems is None:
         return False
     systems: dict[str, set[str]] = {}
@@ -384,8 +354,7 @@ def _system_level(rows: Judgements) -> bool:
 
 
 def layer_to_test(model: str, default_layer: int | None, depth: int, layer_table: LayerTable) -> int | None:
-    """The layer to test the best against: `default_layer`, else the registry's (a user layer table first,
-    then configs/models.json), else None."""
+    """The layer to test the best against: `default_layer`, else the registry's, else None."""
     if default_layer is None:
         if not is_known_model(model, layer_table):
             return None
@@ -419,9 +388,7 @@ def tune_from_scores(
     layer_table: LayerTable = None,
     progress: bool = False,
 ) -> LayerTuning:
-    """The correlations of every layer of `scores` (from `score_all_layers`) with `rows`' human scores, the
-    best layer and the paired test against the default layer: `tune_layers` without the scoring, so that
-    scores made once can be analysed several ways. Arguments as `tune_layers`."""
+    """`tune_layers` on `scores` from `score_all_layers`, so that scores made once can be analysed several ways."""
     bootstrap, seed, confidence, alpha = check_choices(
         criterion, score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress
     )
@@ -440,12 +407,37 @@ def tune_from_scores(
         _layer_result(boot, scores, layer, confidence, score if bootstrap > 0 else None, systems[layer])
         for layer in tqdm(range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not progress)
     ]
+    return tuned(
+        scores,
+        layers,
+        criterion,
+        score,
+        layer_to_test(scores.model, default_layer, scores.depth, layer_table),
+        (lambda a, b: boot.paired_test(a, b, criterion, confidence, alpha)) if bootstrap else None,
+        segments=len(rows),
+        groups=boot.index.sizes,
+        left_out=dict(boot.index.left_out),
+        dropped=dropped,
+        skipped=rows.skipped,
+        bootstrap=bootstrap,
+        seed=seed,
+        confidence=confidence,
+    )
+
+
+def tuned(
+    scores: LayerScores,
+    layers: list[LayerResult],
+    criterion: str,
+    score: str,
+    default: int | None,
+    test: Callable[[np.ndarray, np.ndarray], PairedTest] | None,
+    **counts: Any,
+) -> LayerTuning:
+    """The result: the best layer by `criterion` on `score`, and `test(default's scores, best's)` of it."""
     best = best_layer_by(layers, criterion, score)
-    default = layer_to_test(scores.model, default_layer, scores.depth, layer_table)
-    test = None
-    if bootstrap and default is not None:
-        column = scores.of(score)
-        test = boot.paired_test(column[default], column[best], criterion, confidence, alpha)
+    column = scores.of(score)
+    paired = None if test is None or default is None else test(column[default], column[best])
     return LayerTuning(
         model=scores.model,
         hash_code=scores.hash_code,
@@ -455,16 +447,9 @@ def tune_from_scores(
         layers=layers,
         best_layer=best,
         default_layer=default,
-        test=test,
-        segments=len(rows),
-        groups=boot.index.sizes,
-        left_out=dict(boot.index.left_out),
-        dropped=dropped,
-        skipped=rows.skipped,
-        bootstrap=bootstrap,
-        seed=seed,
-        confidence=confidence,
+        test=paired,
         scores=scores,
+        **counts,
     )
 
 
@@ -485,26 +470,10 @@ def tune_layers(
 ) -> LayerTuning:
     """Correlate BERTScore at every layer of `model` with the human scores of `rows`, from one pass.
 
-    Args:
-        rows: the judgements (`read_judgements`, `Judgements.from_columns`).
-        model: a model name or folder, as `bertscore_tm.BERTScore` takes it.
-        idf: weigh tokens by IDF over the references of `rows`.
-        criterion: the correlation that picks the best layer: ``"pearson"`` (WMT's segment-level DA figure),
-            ``"spearman"`` or ``"kendall"`` (tau-b).
-        score: the score whose correlation picks it: ``"precision"``, ``"recall"`` or ``"f1"``.
-        bootstrap: resamples for the intervals of the tuned `score`'s correlations and for the paired test
-            (0: neither).
-        seed: the resamples' seed (the same seed, the same figures).
-        default_layer: the layer to test the best against; default: the registry's layer for `model` (a user
-            layer table's, else configs/models.json's), or no test for a model it does not know.
-        confidence: the intervals' confidence level; alpha: the test's significance level.
-        progress: progress bars while embedding and correlating.
-        layer_table: a user layer table file to consult instead of ``BERTSCORE_TM_LAYERS``'s.
-        metric_kwargs: further `BERTScore` arguments (``device``, ``batch_size``, ``model_dtype``...).
-
-    The best layer is chosen on the same judgements the test resamples, which favours it: a significant test
-    says the best layer is really better than the default on this kind of data; its size is best confirmed on
-    held-out judgements (`tune_from_scores` on another `Judgements`).
+    The best layer is the highest `criterion` (``"pearson"``, ``"spearman"``, ``"kendall"``) of `score`;
+    `bootstrap` resamples give the tuned score's intervals and the test against `default_layer` (default: the
+    registry's layer; 0: neither). The test resamples the judgements that chose the best layer, which favours
+    it: confirm the size of a gain on held-out judgements (`tune_from_scores`). The options: docs/tuning.md.
     """
     check_choices(criterion, score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress)
     checked(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")

@@ -1,10 +1,5 @@
-"""System-level correlation: each system's mean metric score against its human score, as the WMT metrics tasks
-report it (per group, such as the language pair, averaged over groups).
-
-Why a module of its own: it works on systems, not segments (a mean per system first, then one correlation over
-the systems of each group), and layer tuning needs it for every layer and score at once
-(`system_correlations`); the segment-level statistics are `bertscore_tm.tuning.correlation`'s.
-"""
+"""System-level correlation as WMT reports it: each system's mean metric score against its human score, per
+group and averaged over groups (systems, not segments: a mean per system first)."""
 
 from __future__ import annotations
 
@@ -20,8 +15,7 @@ __all__ = ["system_correlation", "system_correlations"]
 
 
 class _Systems:
-    """The (group, system) of every segment: each key's position in order of first appearance, its segment
-    count, and the mean of any per-segment values over its segments."""
+    """The (group, system) of every segment, in order of first appearance, and means over their segments."""
 
     def __init__(self, systems: Sequence[Any], groups: Sequence[Any] | None, n: int) -> None:
         names = [str(s) for s in systems]
@@ -39,7 +33,7 @@ class _Systems:
         return np.bincount(self.at, weights=values, minlength=len(self.keys)) / self.counts
 
     def human(self, human: Floats | None, human_systems: Mapping[Any, float] | None) -> Floats:
-        """Per key, the human score: `human_systems[(group, system)]` or `[system]`, else its segments' mean."""
+        """Per key, `human_systems[(group, system)]` or `[system]`, else its segments' mean human score."""
         if human_systems is None:
             assert human is not None
             return self.means(human)
@@ -59,9 +53,8 @@ def system_correlation(
     groups: Sequence[Any] | None = None,
     human_systems: Mapping[Any, float] | None = None,
 ) -> GroupedCorrelation:
-    """System-level Pearson's r: each system's mean metric score against its human score, within each group
-    (at least 3 systems), averaged over groups. The human score of a system is `human_systems[(group, system)]`
-    or `human_systems[system]` where given, else the mean of its segments' `human` scores.
+    """System-level Pearson's r, per group of at least 3 systems and averaged; a system's human score is
+    `human_systems[(group, system)]` or `[system]` where given, else its segments' mean `human` score.
 
     >>> system_correlation([0.1, 0.3, 0.5, 0.6, 0.9, 0.7], ["a", "a", "b", "b", "c", "c"],
     ...                    human_systems={"a": 1.0, "b": 2.0, "c": 3.5}).groups
@@ -77,8 +70,7 @@ def system_correlations(
     groups: Sequence[Any] | None = None,
     human_systems: Mapping[Any, float] | None = None,
 ) -> list[GroupedCorrelation]:
-    """`system_correlation` of each row of `metrics` ([k, segments]), the systems and their human scores
-    found once for all the rows (layer tuning correlates every layer's P, R and F1)."""
+    """`system_correlation` of each row of `metrics` ([k, segments]), the systems found once for all."""
     rows = np.asarray(metrics, dtype=np.float64)
     if rows.ndim != 2:
         raise ValueError(f"metrics must be [k, segments] (a row of scores per metric), got shape {rows.shape}")

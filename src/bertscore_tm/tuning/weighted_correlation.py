@@ -1,20 +1,9 @@
 """Correlations of bootstrap resamples: the kernels behind `bertscore_tm.tuning.correlation` (pure numpy, float64).
 
-A resample of a group of m segments is a row of counts ([B, m] for B resamples: how often each segment is drawn);
-its correlation is that of the segments it draws, copies included (copies of one segment tie in both columns),
-as defined in `bertscore_tm.tuning.correlation`'s docstring. `weighted` computes one column's correlation in every
-resample; `GroupResamples` holds one group's counts and what every column correlated with the same human
-scores shares (their centred values, ranks, ties, which resamples leave them constant), computed once, and
-evaluates many columns at a time.
-
-Why a module of its own: layer tuning (`bertscore_tm.tuning.layer_tuning`) correlates every layer's precision, recall
-and F1 (21 columns for a 6-layer model) three ways on the same resamples; recomputing the human side for each column and
-testing every column for constant resamples the long way was most of its cost, and these kernels are where that is
-avoided. The shortcuts are exact: Pearson's sums are taken around the group's own mean (`GroupResamples.correlations`);
-ranks are averages of whole counts, so Spearman's sums are halves of whole numbers, exact in float64 in any order, and
-its variances follow from the tie groups' sizes alone; Kendall's pair-sign products of whole counts are summed in
-float32, exact for integers below 2**24. Spearman's and Kendall's figures are therefore the same bits whichever way they
-are summed, with or without resampling.
+A resample of a group of m segments is a row of counts (how often each segment is drawn). Layer tuning correlates
+many score columns three ways on the same resamples, so `GroupResamples` computes what they share (the human side,
+the copies' ties) once. Its shortcuts are exact: ranks are halves of whole numbers and Kendall's products of whole
+counts are summed in float32 only below 2**24, so Spearman's and Kendall's figures are the same bits in any order.
 """
 
 from __future__ import annotations
@@ -30,13 +19,11 @@ Floats = NDArray[np.float64]
 BLOCK = 1 << 22
 #: A group's human pair signs are made once and kept (4 bytes a pair) for groups of at most this many pairs.
 CACHED_SIGNS = 1 << 20
-#: Blocks of rows the resampled Kendall kernel cuts the pair-sign matrix into (at least; more where a block
-#: would pass `BLOCK`): with k blocks it takes (1 + 1/k) / 2 of the matrix's products.
+#: Fewest blocks of rows of the symmetric pair-sign matrix: with k blocks, (1 + 1/k) / 2 of its products are taken.
 _KENDALL_BLOCKS = 4
-#: Resamples taken at a time by the rank-based kernels: a few [rows, segments] float64 arrays of a WMT-sized
-#: group (hundreds of segments) then stay in a core's cache between passes.
+#: Resamples taken at a time by the rank kernels, so that their [rows, segments] arrays stay in cache.
 _CHUNK_ROWS = 32
-#: Whole numbers below this are exact in float32, which Kendall's sums of counts use while they stay below it.
+#: Whole numbers below this are exact in float32.
 _FLOAT32_EXACT = 1 << 24
 
 
@@ -47,8 +34,8 @@ def is_constant(x: Floats, weights: Floats) -> NDArray[np.bool_]:
 
 
 def tie_totals(x: Floats, weights: Floats) -> tuple[Floats, Floats, NDArray[np.intp], NDArray[np.intp]]:
-    """For the tie groups of `x` (equal values) in ascending order: per resample, the weight drawn below each
-    group and in it ([B, g] each); the sort order of the segments, and each sorted segment's group."""
+    """Per resample, the weight drawn below each tie group of `x` and in it ([B, g] each, groups ascending); the
+    segments' sort order, and each sorted segment's group."""
     order = np.argsort(x, kind="stable")
     sorted_x = x[order]
     starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
@@ -61,9 +48,8 @@ def tie_totals(x: Floats, weights: Floats) -> tuple[Floats, Floats, NDArray[np.i
 
 
 def weighted_pearson(x: Floats, y: Floats, weights: Floats) -> Floats:
-    """Pearson's r of each resample ([B, n] counts of draws; x, y of shape [n] or [B, n]), NaN where undefined.
-    Centred on each resample's own mean first (two passes), so that sums of squares of scores near 0.9 with a
-    spread of 0.05 do not cancel."""
+    """Pearson's r of each resample ([B, n] counts), centred on each resample's mean first so that sums of
+    squares of scores near 0.9 with a spread of 0.05 do not cancel."""
     total = weights.sum(axis=1)
     xc = x - (weights * x).sum(axis=1, keepdims=True) / total[:, None]
     yc = y - (weights * y).sum(axis=1, keepdims=True) / total[:, None]
@@ -74,8 +60,7 @@ def weighted_pearson(x: Floats, y: Floats, weights: Floats) -> Floats:
 
 
 def weighted_average_ranks(x: Floats, weights: Floats) -> Floats:
-    """Each segment's average rank in each resample ([B, n]): the draws below its tie group plus the mean
-    position within the group, ``below + (in_group + 1) / 2``."""
+    """Each segment's average rank in each resample ([B, n]): ``below + (in_group + 1) / 2``."""
     below, within, order, group_of = tie_totals(x, weights)
     ranks = np.empty_like(weights)
     ranks[:, order] = (below + (within + 1) / 2)[:, group_of]
@@ -84,7 +69,7 @@ def weighted_average_ranks(x: Floats, weights: Floats) -> Floats:
 
 def exact_counts(weights: Floats) -> NDArray[Any]:
     """`weights` in float32 where they are whole counts whose row sums stay below 2**24 (every product with
-    signs and every partial sum of one is then a whole number float32 holds exactly); else as they are."""
+    signs and every partial sum is then exact, and float32 products are faster); else as they are."""
     whole = bool(np.all(weights == np.round(weights)))
     return (
         weights.astype(np.float32) if whole and float(np.abs(weights).sum(axis=1).max()) < _FLOAT32_EXACT else weights
@@ -92,14 +77,13 @@ def exact_counts(weights: Floats) -> NDArray[Any]:
 
 
 def human_signs(y: Floats) -> NDArray[np.float32] | None:
-    """The signs ``sign(y_i - y_j)`` of every pair of `y` (float32, [n, n]), made once for every column
-    correlated with `y`; None where there are more than `CACHED_SIGNS` pairs (the blocks then make their own)."""
+    """The signs ``sign(y_i - y_j)`` of every pair of `y` (float32), kept for every column correlated with `y`;
+    None beyond `CACHED_SIGNS` pairs (the blocks then make their own)."""
     return np.sign(y[:, None] - y[None, :]).astype(np.float32) if len(y) ** 2 <= CACHED_SIGNS else None
 
 
 def _sign_block(x: Floats, y: Floats, start: int, end: int, signs: NDArray[np.float32] | None) -> NDArray[np.float32]:
-    """Rows ``start:end`` and columns ``start:`` of the pair-sign matrix ``sign(dx) sign(dy)``, float32 (exact:
-    -1, 0, 1), the human side taken from `signs` (`human_signs`) where given."""
+    """Rows ``start:end`` and columns ``start:`` of the pair-sign matrix ``sign(dx) sign(dy)`` (float32, exact)."""
     dy = signs[start:end, start:] if signs is not None else np.sign(y[start:end, None] - y[None, start:])
     return np.sign(x[start:end, None] - x[None, start:]).astype(np.float32) * dy.astype(np.float32, copy=False)
 
@@ -107,12 +91,9 @@ def _sign_block(x: Floats, y: Floats, start: int, end: int, signs: NDArray[np.fl
 def kendall_numerator(
     x: Floats, y: Floats, weights: Floats, counts: NDArray[Any] | None = None, signs: NDArray[np.float32] | None = None
 ) -> Floats:
-    """``C - D`` of each resample: half the sum over ordered segment pairs of ``w_i w_j sign(dx) sign(dy)``
-    (copies of one segment tie in both), from the pair-sign matrix a block of rows at a time. The product of
-    the counts with the signs is summed in float32 where that is exact (`exact_counts`; float32 products are
-    the faster), the rest in float64; `counts` is `exact_counts(weights)` and `signs` is `human_signs(y)` where
-    the caller keeps them. Without resampling (one row of ones) it is the plain count of concordant minus
-    discordant pairs."""
+    """``C - D`` of each resample: half the sum over ordered pairs of ``w_i w_j sign(dx) sign(dy)``, a block of
+    rows of the pair-sign matrix at a time; `counts` (`exact_counts`) and `signs` (`human_signs`) where the caller
+    keeps them. Without resampling (one row of ones) it counts concordant less discordant pairs directly."""
     if len(weights) != 1 or not bool(np.all(weights == 1)):  # resamples (one row of ones: a plain count)
         counts = exact_counts(weights) if counts is None else counts
         return _resampled_kendall_numerator(x, y, weights, counts, signs)
@@ -131,10 +112,9 @@ def kendall_numerator(
 def _resampled_kendall_numerator(
     x: Floats, y: Floats, weights: Floats, counts: NDArray[Any], signs: NDArray[np.float32] | None
 ) -> Floats:
-    """`kendall_numerator` of resamples: the pair-sign matrix is symmetric, so each block of rows is taken
-    against the columns from its own first row on only (the pairs of its own block counted twice, then
-    halved), which leaves out nearly half the products of the whole matrix. A resample's sum of counts times
-    its products is a whole number of at most (its count total)^2, so below 2**24 it is summed in float32 too."""
+    """`kendall_numerator` of resamples: the pair-sign matrix is symmetric, so each block of rows is taken only
+    against the columns from its own first row on (its own block counted twice, then halved). A resample's sum
+    is a whole number of at most (its count total)^2, so below 2**24 it is summed in float32 too."""
     n = len(x)
     rows = max(1, min(-(-n // _KENDALL_BLOCKS), BLOCK // max(n, len(weights))))
     float32 = counts.dtype == np.float32 and float(np.abs(counts).sum(axis=1).max()) ** 2 < _FLOAT32_EXACT
@@ -151,7 +131,7 @@ def _resampled_kendall_numerator(
 
 
 def weighted_kendall(x: Floats, y: Floats, weights: Floats) -> Floats:
-    """Kendall's tau-b of each resample ([B, n] counts of draws), NaN where undefined."""
+    """Kendall's tau-b of each resample ([B, n] counts), NaN where undefined."""
     total = weights.sum(axis=1)
     pairs = total * (total - 1) / 2
     within_x, within_y = tie_totals(x, weights)[1], tie_totals(y, weights)[1]
@@ -175,9 +155,8 @@ def weighted(x: Floats, y: Floats, weights: Floats, method: str) -> Floats:
 
 
 class _Ties:
-    """A column's sort order and its tie groups (runs of equal values in that order) of several segments:
-    `tied`, the sorted positions of their members, group after group; `members`, those segments; `sizes`,
-    the groups' sizes; `firsts`, where each group starts in `tied`; `group_of`, each member's group."""
+    """A column's sort order and its tie groups of several segments: `tied`, their members' sorted positions;
+    `members`, those segments; `sizes`; `firsts`, where each group starts in `tied`; `group_of`, each member's."""
 
     def __init__(self, x: Floats) -> None:
         self.order = np.argsort(x, kind="stable")
@@ -194,8 +173,8 @@ class _Ties:
 
 
 def _rank_variance(total: Floats, cubes: Floats) -> Floats:
-    """The sum of squared deviations of T draws' average ranks from their mean, given ``sum(t^3 - t)`` over
-    their tie groups (t draws each): ``(T^3 - T - cubes) / 12``, exact (a multiple of 1/4)."""
+    """The sum of squared deviations of T draws' average ranks from their mean, ``(T^3 - T - cubes) / 12`` with
+    `cubes` the ``sum(t^3 - t)`` over tie groups of t draws (exact: a multiple of 1/4)."""
     return np.asarray((total * total * total - total - cubes) / 12)
 
 
@@ -205,18 +184,9 @@ def _cubes(tied: Floats) -> Floats:
 
 
 class GroupResamples:
-    """One group's resamples (`weights`: [B, m] whole counts) with its `human` scores, and what every metric
-    column correlated on them shares, computed once: the resamples that draw a single segment (constant in any
-    column without ties), the pairs of copies (tied in any column), and per method the human side (lazily).
-
-    >>> counts = np.array([[1.0, 1, 1, 1], [2, 0, 1, 1], [0, 4, 0, 0]])
-    >>> group = GroupResamples(counts, np.array([0.1, 0.4, 0.3, 0.9]))
-    >>> columns = np.array([[0.2, 0.5, 0.4, 0.8], [0.3, 0.3, 0.1, 0.2]])
-    >>> fast = group.correlations(columns, "kendall")
-    >>> slow = np.stack([weighted(c, group.human, counts, "kendall") for c in columns])
-    >>> bool(np.allclose(fast, slow, equal_nan=True)), bool(np.isnan(fast[:, 2]).all())
-    (True, True)
-    """
+    """One group's resamples (`weights`: [B, m] whole counts) with its `human` scores, and what every column
+    correlated on them shares, computed once: the resamples of a single segment, the pairs of copies (tied in
+    any column) and, lazily, each method's human side."""
 
     def __init__(self, weights: Floats, human: Floats) -> None:
         if not np.all((weights >= 0) & (weights == np.round(weights))):
@@ -232,8 +202,8 @@ class GroupResamples:
         self._once: GroupResamples | None = None  # every segment drawn once (`plain`)
 
     def _constant(self, x: Floats, ties: _Ties) -> NDArray[np.bool_]:
-        """The resamples constant in `x`: those drawing one segment, and where `x` has ties, those whose
-        segments are all tied (only a resample drawing no more segments than the largest tie group can be)."""
+        """The resamples constant in `x`: those of one segment, and where `x` has ties, those whose segments all
+        tie (only resamples of no more segments than the largest tie group need a look)."""
         constant = self.single.copy()
         if ties.largest > 1:
             rows = np.flatnonzero((self.distinct <= ties.largest) & ~constant)
@@ -246,7 +216,7 @@ class GroupResamples:
         return _cubes(self.weights)
 
     def _tie_draws(self, ties: _Ties) -> tuple[Floats, Floats]:
-        """The draws of each member of the column's tie groups of several segments, and of each such group."""
+        """The draws of each member of the column's tie groups, and of each group."""
         drawn = self.weights[:, ties.members]
         return drawn, np.add.reduceat(drawn, ties.firsts, axis=1)
 
@@ -273,9 +243,8 @@ class GroupResamples:
         return self._human[method]
 
     def plain(self, x: Floats, method: str) -> float:
-        """The correlation `method` of column `x` with the human scores on the group's segments as they are,
-        each drawn once: Spearman's and Kendall's with the kernels of the resamples on a resample of every
-        segment once, so that the human side is computed once for all columns, and the kept human pair signs."""
+        """The correlation `method` of column `x` on the group's segments as they are (each drawn once), by the
+        resamples' kernels so that the human side is computed once for all columns."""
         if method == "pearson":  # the two-pass definition (`weighted_pearson`)
             return float(weighted(x, self.human, np.ones((1, len(x))), method)[0])
         if self._once is None:
@@ -298,11 +267,10 @@ class GroupResamples:
         return values
 
     def _pearson(self, columns: Floats) -> Floats:
-        """From the resamples' sums, taken around the group's mean: a resample's mean lies close to it, so the
-        sums of squares do not cancel as raw ones would. The sums are einsum's own loops (a matrix-vector
-        product through BLAS is no faster here, and slower where its threads wait for busy cores)."""
+        """From the resamples' sums around the group's mean: a resample's mean lies close to it, so the sums of
+        squares do not cancel as raw ones would."""
         w, total = self.weights, self.total
-        yc = self.human - self.human.mean()
+        yc = self.human - self.human.mean()  # einsum's loops: BLAS is no faster here, and waits on busy cores
         sy, syy = np.einsum("bi,i->b", w, yc), np.einsum("bi,i->b", w, yc * yc)
         values = np.empty((len(columns), len(w)))
         for row, x in enumerate(columns):
@@ -313,12 +281,10 @@ class GroupResamples:
         return values
 
     def _spearman(self, ties: _Ties) -> Floats:
-        """Pearson's r of the average ranks, all of whose sums are exact (ranks are halves of whole numbers).
-        With the human side's counts times centred ranks g (which sum to 0), a segment's rank in the column's
-        order ``upto - (w - 1) / 2`` (``upto`` the running sum of the counts in that order) gives the covariance
-        ``sum(g upto) - sum(w g) / 2``; the members of a tie group share its average rank instead
-        (`_shared_ranks`). The variances come from the tie groups' sizes (`_rank_variance`). Taken `_CHUNK_ROWS`
-        resamples at a time, so that each chunk's [rows, m] arrays stay in cache between passes."""
+        """Pearson's r of the average ranks, by exact sums: with the human side's counts times centred ranks g
+        (which sum to 0), a segment's rank ``upto - (w - 1) / 2`` in the column's order (``upto`` the running sum
+        of the counts) gives the covariance ``sum(g upto) - sum(w g) / 2``; tie groups share their average rank
+        (`_shared_ranks`), and the variances follow from the tie groups' sizes (`_rank_variance`)."""
         weighted_ranks, human_sum, human_variance = self._human_side("spearman")
         covariance = np.empty(len(self.weights))
         upto_tied = np.empty((len(self.weights), len(ties.tied)))  # the running sums at tie groups' members
@@ -336,8 +302,7 @@ class GroupResamples:
             return np.asarray(covariance / np.sqrt(_rank_variance(self.total, cubes) * human_variance))
 
     def _tied_pairs(self, ties: _Ties) -> Floats:
-        """Per resample, the pairs of draws tied in the column: copies of one segment, plus within each tie
-        group of several segments the pairs of draws of different segments."""
+        """Per resample, the pairs of draws tied in the column: copies of one segment, and pairs within a tie group."""
         if ties.largest == 1:
             return self.copy_ties
         drawn, within = self._tie_draws(ties)
@@ -355,10 +320,8 @@ class GroupResamples:
 
 
 def _shared_ranks(ties: _Ties, w: Floats, upto: Floats, g: Floats) -> Floats:
-    """What the rank covariance gains where the members of a tie group share its average rank
-    ``(before + end) / 2`` (the draws up to before the group and up to its end) instead of each its own
-    ``upto - w / 2`` (both less the same constant): `w`, `upto` and `g` are the counts, their running sums in
-    the column's order and the human side, of the tie groups' members ([B, members])."""
+    """What the rank covariance gains where a tie group's members share its average rank ``(before + end) / 2``
+    instead of each its own ``upto - w / 2`` (`w`, `upto`, `g`: the members' counts, running sums, human side)."""
     lasts = ties.firsts + ties.sizes - 1
     shared = (upto[:, ties.firsts] - w[:, ties.firsts] + upto[:, lasts]) / 2
     return np.asarray(np.einsum("bi,bi->b", g, shared[:, ties.group_of] - upto + w / 2))
