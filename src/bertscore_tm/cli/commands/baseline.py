@@ -20,20 +20,11 @@ def add_parser(sub: Any) -> None:
         "P, R, F per layer as a LAYER,P,R,F file, usable with --baseline-path or, placed at "
         "baselines/LANG/MODEL.tsv, with --lang.",
     )
-    b.add_argument(
-        "--corpus",
-        required=True,
-        metavar="FILE",
-        help="monolingual corpus, one sentence per line ('-': standard input)",
-    )
+    help = "monolingual corpus, one sentence per line ('-': standard input)"
+    b.add_argument("--corpus", required=True, metavar="FILE", help=help)
     options.add_model_options(b, layers=False)
-    b.add_argument(
-        "--pairs",
-        type=int,
-        default=1000,
-        metavar="N",
-        help="number of random pairs (default: 1000; needs 2N distinct lines)",
-    )
+    help = "number of random pairs (default: 1000; needs 2N distinct lines)"
+    b.add_argument("--pairs", type=int, default=1000, metavar="N", help=help)
     b.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     b.add_argument("-o", "--output", required=True, metavar="OUT.tsv", help="where to write the baseline")
     options.add_long_text_options(b)

@@ -22,25 +22,16 @@ def add_parser(sub: Any) -> None:
     )
     v.add_argument("-c", "--cand", required=True, metavar="TEXT", help="candidate text")
     v.add_argument("-r", "--ref", required=True, metavar="TEXT", help="reference text")
-    v.add_argument(
-        "-f",
-        "--file",
-        default="visualize.png",
-        metavar="OUT.png",
-        help="where to write the picture (default: visualize.png, as bert-score-show); the format is the "
-        "extension (png, svg, pdf, jpg, ...; none: png, with .png added)",
+    help = (
+        "where to write the picture (default: visualize.png, as bert-score-show); the format is the extension "
+        "(png, svg, pdf, jpg, ...; none: png, with .png added)"
     )
+    v.add_argument("-f", "--file", default="visualize.png", metavar="OUT.png", help=help)
     options.add_model_options(v)
-    v.add_argument(
-        "--idf",
-        action="store_true",
-        help="weigh tokens by IDF over the reference (or over --idf-references), as score of this pair does",
-    )
-    v.add_argument(
-        "--idf-references",
-        metavar="FILE",
-        help="with --idf: count the IDF over these references, one per line (e.g. the corpus's reference file)",
-    )
+    help = "weigh tokens by IDF over the reference (or over --idf-references), as score of this pair does"
+    v.add_argument("--idf", action="store_true", help=help)
+    help = "with --idf: count the IDF over these references, one per line (e.g. the corpus's reference file)"
+    v.add_argument("--idf-references", metavar="FILE", help=help)
     options.add_rescale_options(v)
     options.add_long_text_options(v)
     options.add_run_options(v, batch=False)
