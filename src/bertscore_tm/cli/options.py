@@ -254,8 +254,8 @@ def resampling(args: argparse.Namespace) -> Resampling | None:
     if not (math.isfinite(confidence) and 0 < confidence < 1):
         hint = f" (a fraction: {confidence / 100:g}, not {args.confidence})" if 1 < confidence < 100 else ""
         raise UsageError(f"--confidence must be between 0 and 1 (exclusive), e.g. 0.95; got {args.confidence}{hint}")
-    given = str(DEFAULT_RESAMPLES) if args.bootstrap is None else args.bootstrap
-    num_samples = _whole(given, "--bootstrap", "resamples", 1, MAX_RESAMPLES)
+    resamples = str(DEFAULT_RESAMPLES) if args.bootstrap is None else args.bootstrap
+    num_samples = _whole(resamples, "--bootstrap", "resamples", 1, MAX_RESAMPLES)
     seed = _whole("0" if args.seed is None else args.seed, "--seed", "the resampling's random seed", 0, 2**64 - 1)
     return Resampling(confidence, num_samples, seed)
 
