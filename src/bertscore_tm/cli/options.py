@@ -57,13 +57,8 @@ def _help(setting: str) -> str:
 
 
 def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
-    p.add_argument(
-        "-m",
-        "--model",
-        metavar="MODEL",
-        help=f"model name or local directory (default: the language's default model; '{PACKAGED_MINILM}' is "
-        "the packaged one, always available)",
-    )
+    help = f"model name or local directory (default: the language's default model; {PACKAGED_MINILM} is packaged)"
+    p.add_argument("-m", "--model", metavar="MODEL", help=help)
     if layers:
         help = "use the output of layer N (0 = embeddings; default: the model's tuned layer)"
         p.add_argument("-l", "--num-layers", type=int, metavar="N", help=help)
@@ -89,18 +84,12 @@ def add_rescale_options(p: argparse.ArgumentParser) -> None:
 
 def add_beta_option(p: argparse.ArgumentParser, what: str | None = None) -> None:
     """``--beta`` (checked by the library); `what`: the help's own words where a command differs."""
-    what = what or (
-        "also report F-beta, recall weighing B times precision (--beta 3: CodeBERTScore's F3); the best "
-        "reference is then the one with the highest F-beta"
-    )
-    p.add_argument("--beta", type=_number("--beta"), metavar="B", help=what)
+    help = what or "also report F-beta, recall weighing B times precision (3: F3), which then picks the best reference"
+    p.add_argument("--beta", type=_number("--beta"), metavar="B", help=help)
 
 
 def add_ignore_option(p: argparse.ArgumentParser) -> None:
-    help = (
-        "leave tokens out of the matching and the weights (still encoded): 'punctuation' (CodeBERTScore's "
-        "no_punc rule) or a regular expression matching a whole piece"
-    )
+    help = "leave tokens out of the matching and weights (still encoded): 'punctuation' or a regex of a whole piece"
     p.add_argument("--ignore", metavar="RULE", help=help)
 
 
@@ -112,10 +101,7 @@ def add_prompt_options(p: argparse.ArgumentParser) -> None:
 
 def add_context_option(p: argparse.ArgumentParser, more: str = "") -> None:
     """``--context FILE``; `more` adds what the command does besides."""
-    help = (
-        "a context per pair, one per line (line i for candidate i): encoded with the candidate and its "
-        f"references, left out of the matching (CodeBERTScore's sources){more}"
-    )
+    help = f"a context per candidate line, encoded with the pair, out of the matching (CodeBERTScore's sources){more}"
     p.add_argument("--context", metavar="FILE", help=help)
 
 
@@ -130,10 +116,7 @@ def _number(flag: str) -> Callable[[str], float]:
 
 
 def add_long_text_options(p: argparse.ArgumentParser) -> None:
-    help = (
-        "texts longer than the model's window: truncate them (default, as the reference does), embed them in "
-        "overlapping windows and score every token, or in CodeBERTScore's windows, 'sled' (docs/long-texts.md)"
-    )
+    help = "texts past the model's window: truncate (default, as bert-score), window or sled (docs/long-texts.md)"
     p.add_argument("--long-texts", choices=LONG_TEXTS, default=default("long_texts"), help=help)
     help = "with --long-texts window: tokens between window starts (default: half the window)"
     p.add_argument("--window-stride", type=int, metavar="N", help=help)
@@ -149,10 +132,7 @@ def add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
         return
     help = "compute dtype of the model: float32 is exact; bfloat16/float16 are faster on GPUs (about 1e-3 error)"
     p.add_argument("--dtype", choices=MODEL_DTYPES, default=default("model_dtype"), help=help)
-    help = (
-        "run the model through torch.compile: a wait for the compilation first, then faster forward passes; "
-        "rounds differently (about 1e-6 in F1 in float32)"
-    )
+    help = "run the model through torch.compile: a compilation first, then faster passes (rounding differs slightly)"
     p.add_argument("--compile", action="store_true", help=help)
     help = "show a progress bar on stderr (default: when stderr is a terminal)"
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, help=help)
@@ -177,11 +157,7 @@ def add_resampling_options(
 def add_checkpoint_options(p: argparse.ArgumentParser, items: str, default: int = SHARD_SIZE) -> None:
     """--checkpoint DIR and --shard-size N (`default` shard size) over `items`."""
     p.set_defaults(shard_default=default)
-    help = (
-        f"keep the scores of each finished shard of {items} in DIR; run the same command again after an "
-        "interruption to score only the rest (same output, bit for bit). A DIR made from other inputs or settings "
-        "is refused. See docs/corpus-scale.md"
-    )
+    help = f"keep each finished shard of {items} in DIR: run again to score only the rest (docs/corpus-scale.md)"
     p.add_argument("--checkpoint", metavar="DIR", help=help)
     help = f"{items} per checkpoint shard (default: {default:,}): an interruption loses at most one shard's work"
     p.add_argument("--shard-size", metavar="N", help=help)

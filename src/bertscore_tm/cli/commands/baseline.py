@@ -15,10 +15,8 @@ def add_parser(sub: Any) -> None:
     b = sub.add_parser(
         "baseline",
         help="compute a rescale baseline from a monolingual corpus",
-        description="Draw --pairs random candidate/reference pairs of distinct corpus lines (no line used "
-        "twice; seeded, so reproducible), score them at every layer (no idf, no rescaling) and write the mean "
-        "P, R, F per layer as a LAYER,P,R,F file, usable with --baseline-path or, placed at "
-        "baselines/LANG/MODEL.tsv, with --lang.",
+        description="Score --pairs seeded random pairs of distinct corpus lines at every layer and write the mean "
+        "P, R, F per layer as a LAYER,P,R,F file, for --baseline-path (or, as baselines/LANG/MODEL.tsv, --lang).",
     )
     help = "monolingual corpus, one sentence per line ('-': standard input)"
     b.add_argument("--corpus", required=True, metavar="FILE", help=help)

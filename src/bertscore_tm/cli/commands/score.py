@@ -21,20 +21,14 @@ def add_parser(sub: Any) -> None:
     s = sub.add_parser(
         "score",
         help="score candidate lines against reference lines",
-        description="Score a file of candidates against one or more files of references, one text per line "
-        "(line i of every reference file is a reference for candidate i; with several, the best counts). "
-        "Prints '<hash> P: .. R: .. F1: ..' (corpus means) and, with -s, one 'P<TAB>R<TAB>F1' line per candidate. "
-        "A FILE of '-' is standard input (for one of -c/-r at most). Or --data FILE: the pairs are columns of a "
-        "Parquet, JSON Lines, CSV or TSV file, and -o gets every input column plus the scores.",
+        description="Score candidate lines against the same lines of one or more reference files (several: the "
+        "best counts), or the columns of a table (--data). Prints '<hash> P: .. R: .. F1: ..' (corpus means) and, "
+        "with -s, one 'P<TAB>R<TAB>F1' line per candidate. A FILE of '-' is standard input.",
     )
     s.add_argument("-c", "--cand", metavar="FILE", help="candidates, one per line ('-': standard input)")
     help = "references, one per line; several files give several references per candidate ('-': standard input)"
     options.add_many(s, "-r", "--ref", metavar="FILE", help=help, required=False)
-    help = (
-        "score the pairs of a file of rows instead of line files: Parquet, JSON Lines, CSV or TSV (by its "
-        "extension); -o FILE (.parquet, .jsonl or .csv) gets every input column plus bertscore_precision, "
-        "bertscore_recall and bertscore_f1 (and bertscore_best_reference with several references)"
-    )
+    help = "score the rows of a Parquet, JSON Lines, CSV or TSV file; -o FILE gets them with bertscore_* columns"
     s.add_argument("--data", metavar="FILE", help=help)
     s.add_argument("--candidate-column", metavar="C", help="with --data: the candidates' column (default: candidate)")
     help = "with --data: each row's context (as --context gives it to line files; an empty cell: none)"
@@ -49,13 +43,9 @@ def add_parser(sub: Any) -> None:
     options.add_prompt_options(s)
     options.add_context_option(s)
     s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
-    help = (
-        "output format (default: text); tsv with -s starts with '# hash<TAB>CODE' and '# mean<TAB>P<TAB>R<TAB>F1' "
-        "comment lines, then a 'line<TAB>P<TAB>R<TAB>F1' table"
-    )
+    help = "output format (default: text); tsv with -s: '# hash' and '# mean' comment lines, then a table"
     s.add_argument("--format", choices=("text", "json", "tsv"), default="text", help=help)
-    help = "write the results to FILE, once they are computed (default: standard output)"
-    s.add_argument("-o", "--output", metavar="FILE", help=help)
+    s.add_argument("-o", "--output", metavar="FILE", help="write the results to FILE (default: standard output)")
     options.add_long_text_options(s)
     options.add_resampling_options(s, confidence=None)
     options.add_run_options(s)
