@@ -8,20 +8,9 @@ import sys
 import warnings
 from collections.abc import Sequence
 
+from bertscore_tm.cli import errors
 from bertscore_tm.cli.commands import baseline, bert_score, compare, explain, mbr, pairwise, score, show, tune_layers
-from bertscore_tm.cli.errors import (
-    INTERRUPTED,
-    LOST_PROCESS,
-    PROG,
-    TERMINATED,
-    USER_ERROR,
-    Terminated,
-    UsageError,
-    error_line,
-    lost_process,
-    lost_process_line,
-    show_warning,
-)
+from bertscore_tm.cli.errors import PROG, UsageError
 from bertscore_tm.cli.options import CommandParser
 from bertscore_tm.cli.outputs import StandardOutput, check_files, silence_stdout
 from bertscore_tm.cli.signals import terminable
@@ -56,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_bert_score = bool(argv) and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")
     args = None if as_bert_score else build_parser().parse_args(argv)
     previous = warnings.showwarning
-    warnings.showwarning = show_warning
+    warnings.showwarning = errors.show_warning
     out = StandardOutput(sys.stdout)
     try:
         with terminable():
@@ -67,12 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 code = int(args.run(args, out))
             out.flush()  # a full disk shows here, not when Python exits
         return code
-    except Terminated:
+    except errors.Terminated:
         print(f"{PROG}: terminated", file=sys.stderr)
-        return TERMINATED
+        return errors.TERMINATED
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        return errors.INTERRUPTED
     except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as other tools do
         silence_stdout()
         return 1
@@ -80,12 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bertscore_tm.distributed.launch import reports_errors
 
         if reports_errors():  # under torchrun every process finds the mistake; rank 0 says it once
-            print(error_line(err), file=sys.stderr)
-        return USER_ERROR
+            print(errors.error_line(err), file=sys.stderr)
+        return errors.USER_ERROR
     except RuntimeError as err:  # a peer lost under torchrun is not a bug here: one line on each process
-        if not lost_process(err):
+        if not errors.lost_process(err):
             raise
-        print(lost_process_line(err), file=sys.stderr)
-        return LOST_PROCESS
+        print(errors.lost_process_line(err), file=sys.stderr)
+        return errors.LOST_PROCESS
     finally:
         warnings.showwarning = previous

@@ -1,9 +1,8 @@
 """Where the commands write: output files and standard output.
 
-Every option that names a file a command reads (`READS`) or writes (`WRITES`) is known here, so that an output
-that is an input, or two outputs on one path, are refused before any command runs. Outputs are checked before any
-model loads and written atomically (a temporary file in the same folder, synced, then moved onto the target), so
-a target holds its old content or the whole new one. A target that is no regular file is written in place."""
+Every option naming a file a command reads (`READS`) or writes (`WRITES`) is known here, so that an output that
+is an input, or two outputs on one path, are refused before any command runs. Outputs are checked before any model
+loads and replaced atomically, so a target holds its old content or the whole new one."""
 
 from __future__ import annotations
 
@@ -23,8 +22,8 @@ from bertscore_tm.cli.errors import UsageError, one_line
 from bertscore_tm.cli.inputs import STDIN
 from bertscore_tm.cli.options import checked_name
 
-#: Every option that names a file a command reads, with its flag; a command whose option holds a text instead
-#: names it in its parser's default ``texts`` (a function of `args`).
+#: Every option that names a file a command reads, with its flag; one that holds a text instead is named in
+#: the parser's default ``texts`` (a function of `args`).
 READS = {
     "cand": "-c",
     "ref": "-r",
@@ -49,8 +48,8 @@ FOLDERS, IMAGES = frozenset({"checkpoint"}), frozenset({"plot", "file"})
 
 
 def check_files(args: argparse.Namespace) -> None:
-    """Refuse, before anything is read, an output that is one of the inputs (compared as files, so a
-    link counts too), two outputs on the same path, and a JSON name for another format."""
+    """Refuse an output that is an input (compared as files: a link counts too), two outputs on one path,
+    and a JSON name for another format."""
     read = read_files(args)
     seen: dict[str, str] = {}
     for dest, path in written_files(args):
@@ -69,8 +68,7 @@ def check_files(args: argparse.Namespace) -> None:
 
 
 def check_json_name(args: argparse.Namespace) -> None:
-    """Refuse an output named ``.json``/``.jsonl`` that would hold another format; ``score --data``
-    writes the format its output's name gives."""
+    """A ``.json``/``.jsonl`` output must hold JSON (``score --data`` writes the format its name gives)."""
     fmt, path = getattr(args, "format", None), getattr(args, "output", None)
     if fmt in (None, "json") or path is None or getattr(args, "data", None) is not None:
         return
@@ -83,8 +81,7 @@ def check_json_name(args: argparse.Namespace) -> None:
 
 
 def read_files(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """(flag, path) of each file the command reads, less standard input and the options that hold
-    texts here (the command's ``texts``)."""
+    """(flag, path) of each file the command reads, less standard input and the command's ``texts``."""
     texts = getattr(args, "texts", None)
     skip = set(texts(args)) if texts is not None else set()
     read: list[tuple[str, str]] = []
@@ -100,10 +97,10 @@ def written_files(args: argparse.Namespace) -> list[tuple[str, str]]:
     written = []
     for dest in WRITES:
         path = getattr(args, dest, None)
-        if path is not None and dest in IMAGES:
-            with contextlib.suppress(ImportError):
-                path = image_name(path)[0]
         if path is not None:
+            if dest in IMAGES:
+                with contextlib.suppress(ImportError):
+                    path = image_name(path)[0]
             written.append((dest, path))
     return written
 
@@ -125,9 +122,8 @@ def _overwrites(dest: str, path: str, source: str) -> str:
 
 
 def check_output(path: str, example: str) -> Path:
-    """The file an output option names, checked before any model loads: not a folder, in a folder
-    that takes new files (probed with a nameless temporary file, which holds for root and read-only file systems
-    too), and not read-only."""
+    """The file an output option names, checked before any model loads: not a folder, not read-only, in a
+    folder that takes new files (probed with a nameless temporary file: true for root and read-only mounts too)."""
     checked_name(path)
     target = Path(path).expanduser()
     if target.is_dir():
@@ -184,8 +180,8 @@ def image_name(path: str) -> tuple[str, str]:
 
 
 def _check_image_format(name: str, fmt: str) -> None:
-    """Fail early on a format matplotlib cannot write here (unknown, or needing TeX or a codec
-    this machine lacks), by drawing a tiny figure in it, in memory."""
+    """Fail early on a format matplotlib cannot write here (unknown, or needing TeX or a codec this machine
+    lacks), by drawing a tiny figure in it, in memory."""
     from matplotlib.backend_bases import FigureCanvasBase
     from matplotlib.figure import Figure
 
@@ -205,9 +201,9 @@ def _check_image_format(name: str, fmt: str) -> None:
 
 @contextlib.contextmanager
 def replacing(target: Path, name: str) -> Iterator[Path]:
-    """A temporary path beside `target` (a link's target), synced and moved onto it when the block ends.
-    Whatever fails, the temporary file is removed and `target` stays as it was; an OSError becomes a one-line
-    `UsageError` naming `name`. A target that is no regular file is written in place."""
+    """A temporary path beside `target` (a link's target), synced and moved onto it when the block ends;
+    whatever fails, `target` stays as it was and an OSError is a one-line `UsageError` naming `name`. A target
+    that is no regular file (a device, a pipe) is written in place."""
     real = Path(os.path.realpath(target))
     if real.exists() and not real.is_file():
         with _reported(name):
@@ -233,7 +229,7 @@ def write_text(target: Path, name: str, lines: Iterable[str]) -> None:
 
 
 def write_output(target: Path | None, name: str, lines: Iterable[str], out: TextIO) -> None:
-    """Write `lines` to the file `target` (atomically), or to `out` when there is none."""
+    """`lines` to the file `target`, or to `out` where there is none."""
     if target is None:
         out.writelines(lines)
     else:
@@ -258,8 +254,7 @@ def _move_onto(temp: Path, real: Path) -> None:
     try:
         old = real.stat()
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
+        os.umask(umask := os.umask(0))
         os.chmod(temp, 0o666 & ~umask)  # as a new file gets it
     else:
         os.chmod(temp, stat.S_IMODE(old.st_mode))
@@ -302,8 +297,8 @@ def setting(metric: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 
 class StandardOutput:
-    """Standard output where a failed write or flush is a one-line `UsageError`, as for an output file;
-    a reader that went away (`BrokenPipeError`) is left to be stopped quietly."""
+    """Standard output where a failed write or flush is a one-line `UsageError`, as for an output file; a
+    reader that went away (`BrokenPipeError`) is left to be stopped quietly."""
 
     def __init__(self, stream: TextIO | None) -> None:
         self.stream = stream

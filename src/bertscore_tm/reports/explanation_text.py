@@ -90,17 +90,8 @@ def _token_table(
         match = "-" if t.match is None else f"{t.match} {other[t.match].token}"
         if t.role is not None:  # out of the matching: say why in place of a match
             match = f"({t.role})"
-        rows.append(
-            [
-                str(t.index),
-                printable(t.token),
-                chars,
-                printable(match),
-                f"{t.similarity:.6f}",
-                f"{t.weight:.4f}",
-                _f(t.contribution),
-            ]
-        )
+        figures = [f"{t.similarity:.6f}", f"{t.weight:.4f}", _f(t.contribution)]
+        rows.append([str(t.index), printable(t.token), chars, printable(match), *figures])
     widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
     right = {0, 4, 5, 6}
     lines = [f"  {side} tokens (the contributions add up to {score} = {_f(total)}, before any rescaling):"]

@@ -84,17 +84,8 @@ def plot_similarity(
         faint=[t.weight == 0 for t in why.candidate_tokens] + [t.weight == 0 for t in why.reference_tokens],
     )
     fig.savefig(Path(path), format=format, dpi=DPI, bbox_inches="tight", pad_inches=0.15)
-    return PairPlot(
-        why.precision,
-        why.recall,
-        why.f1,
-        metric.hash_code,
-        sim,
-        c_labels,
-        r_labels,
-        tuple(t.weight for t in why.candidate_tokens),
-        tuple(t.weight for t in why.reference_tokens),
-    )
+    weights = [tuple(t.weight for t in tokens) for tokens in (why.candidate_tokens, why.reference_tokens)]
+    return PairPlot(why.precision, why.recall, why.f1, metric.hash_code, sim, c_labels, r_labels, *weights)
 
 
 def _weighed(labels: list[str], tokens: Sequence[TokenExplanation], idf: bool) -> list[str]:
@@ -145,14 +136,8 @@ def draw_heatmap(
     if best is not None:
         cells = [(j, i) for i, j in enumerate(best) if j is not None]
         side = cell * 72 * (0.92 if labelled else 1.0)
-        ax.scatter(
-            [j for j, _ in cells],
-            [i for _, i in cells],
-            s=side * side,
-            marker="s",
-            facecolors="none",
-            edgecolors="#f57c00",
-        )
+        xs, ys = [j for j, _ in cells], [i for _, i in cells]
+        ax.scatter(xs, ys, s=side * side, marker="s", facecolors="none", edgecolors="#f57c00")
     if faint is not None:
         _faint_labels(ax, faint[: len(cand_labels)], faint[len(cand_labels) :])
     ax.set_title(title, fontsize=12)

@@ -15,25 +15,14 @@ def add_parser(sub: Any) -> None:
     b = sub.add_parser(
         "baseline",
         help="compute a rescale baseline from a monolingual corpus",
-        description="Draw --pairs random candidate/reference pairs of distinct corpus lines (no line used "
-        "twice; seeded, so reproducible), score them at every layer (no idf, no rescaling) and write the mean "
-        "P, R, F per layer as a LAYER,P,R,F file, usable with --baseline-path or, placed at "
-        "baselines/LANG/MODEL.tsv, with --lang.",
+        description="Score --pairs seeded random pairs of distinct corpus lines at every layer and write the mean "
+        "P, R, F per layer as a LAYER,P,R,F file, for --baseline-path (or, as baselines/LANG/MODEL.tsv, --lang).",
     )
-    b.add_argument(
-        "--corpus",
-        required=True,
-        metavar="FILE",
-        help="monolingual corpus, one sentence per line ('-': standard input)",
-    )
+    help = "monolingual corpus, one sentence per line ('-': standard input)"
+    b.add_argument("--corpus", required=True, metavar="FILE", help=help)
     options.add_model_options(b, layers=False)
-    b.add_argument(
-        "--pairs",
-        type=int,
-        default=1000,
-        metavar="N",
-        help="number of random pairs (default: 1000; needs 2N distinct lines)",
-    )
+    help = "number of random pairs (default: 1000; needs 2N distinct lines)"
+    b.add_argument("--pairs", type=int, default=1000, metavar="N", help=help)
     b.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     b.add_argument("-o", "--output", required=True, metavar="OUT.tsv", help="where to write the baseline")
     options.add_long_text_options(b)

@@ -25,49 +25,26 @@ def add_parser(sub: Any) -> None:
     c = sub.add_parser(
         "compare",
         help="is B better than A? F1 intervals and paired significance tests",
-        description="Score several systems (files of candidates, one per line) against the same references in "
-        "one run (the references are embedded once) and print per system the P, R, F1 means and a bootstrap "
-        "interval of F1, and for each system after the first (the baseline) the F1 difference to the "
-        "baseline and the p-value of a paired test: paired bootstrap resampling (Koehn 2004) or approximate "
-        "randomization (Riezler and Maxwell 2005). Same seed, same numbers.",
+        description="Score several systems against the same references in one run and print per system the P, R, "
+        "F1 means, a bootstrap interval of F1 and, after the first (the baseline), the F1 difference to it and the "
+        "p-value of a paired test (bootstrap: Koehn 2004; randomization: Riezler and Maxwell 2005).",
     )
-    options.add_many(
-        c,
-        "-r",
-        "--ref",
-        metavar="FILE",
-        help="references, one per line; several files give several references per line",
-    )
-    options.add_many(
-        c,
-        "-c",
-        "--cand",
-        metavar="SYS",
-        help="two or more system files, one candidate per line; the first is the baseline",
-    )
+    help = "references, one per line; several files give several references per line"
+    options.add_many(c, "-r", "--ref", metavar="FILE", help=help)
+    help = "two or more system files, one candidate per line; the first is the baseline"
+    options.add_many(c, "-c", "--cand", metavar="SYS", help=help)
     options.add_model_options(c)
-    c.add_argument(
-        "--idf",
-        action="store_true",
-        help="weigh tokens by inverse document frequency over the references (counted once for all systems)",
-    )
+    help = "weigh tokens by inverse document frequency over the references (counted once for all systems)"
+    c.add_argument("--idf", action="store_true", help=help)
     options.add_rescale_options(c)
     options.add_ignore_option(c)
     options.add_prompt_options(c)
     options.add_resampling_options(c, "0.95", "each system's F1 mean and each F1 difference", shuffles=True)
-    c.add_argument(
-        "--method",
-        choices=("bootstrap", "randomization"),
-        default="bootstrap",
-        help="paired bootstrap resampling or approximate randomization (default: bootstrap)",
-    )
+    help = "paired bootstrap resampling or approximate randomization (default: bootstrap)"
+    c.add_argument("--method", choices=("bootstrap", "randomization"), default="bootstrap", help=help)
     c.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    c.add_argument(
-        "--html",
-        metavar="FILE",
-        help=f"also write one self-contained HTML page there: the table, the F1 differences per segment as a plot, "
-        f"and the {HTML_SEGMENTS} segments per system where it differs most from the baseline, both sides explained",
-    )
+    help = f"also write an HTML page: the table, a plot, the {HTML_SEGMENTS} segments per system differing most"
+    c.add_argument("--html", metavar="FILE", help=help)
     options.add_long_text_options(c)
     options.add_run_options(c)
     options.add_checkpoint_options(c, "lines (per system)")

@@ -19,69 +19,37 @@ def add_parser(sub: Any) -> None:
     e = sub.add_parser(
         "explain",
         help="why this score? token-level explanations of pairs",
-        description="Explain pairs token by token: each token's best match on the other side, its similarity, "
-        "weight and contribution (the contributions add up to P and R), each reference's scores and the best one, "
-        "and the words weakly supported (possible additions) or weakly covered (possible omissions). Files are "
-        "read as score reads them; with --worst K only the K pairs of lowest F1 are explained.",
+        description="Explain pairs token by token: each token's best match, similarity, weight and contribution "
+        "(they add up to P and R), each reference's scores, and the weak words (possible additions or omissions).",
     )
     e.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line")
-    options.add_many(
-        e,
-        "-r",
-        "--ref",
-        metavar="FILE",
-        help="references, one per line; several files give several references per candidate",
-    )
-    e.add_argument(
-        "--text",
-        action="store_true",
-        help="-c and -r are the texts of one pair themselves, not files (several -r texts: several references)",
-    )
+    help = "references, one per line; several files give several references per candidate"
+    options.add_many(e, "-r", "--ref", metavar="FILE", help=help)
+    help = "-c and -r are the texts of one pair themselves, not files (several -r texts: several references)"
+    e.add_argument("--text", action="store_true", help=help)
     e.add_argument("--worst", type=int, metavar="K", help="explain the K pairs of lowest F1 only")
     options.add_model_options(e)
     e.add_argument("--idf", action="store_true", help="weigh tokens by IDF over the references of all the files")
-    e.add_argument(
-        "--idf-references",
-        metavar="FILE",
-        help="with --idf --text: count the IDF over these references (one per line) instead of the pair's own",
-    )
+    help = "with --idf --text: count the IDF over these references (one per line) instead of the pair's own"
+    e.add_argument("--idf-references", metavar="FILE", help=help)
     options.add_rescale_options(e)
     options.add_beta_option(e)
     options.add_ignore_option(e)
     options.add_prompt_options(e)
     options.add_context_option(e, "; with --text, the context text itself; its tokens shown as such")
-    _add_output_options(e)
-    options.add_long_text_options(e)
-    options.add_run_options(e)
-    e.set_defaults(run=run, texts=_texts)
-
-
-def _texts(args: argparse.Namespace) -> tuple[str, ...]:
-    """The options that hold texts, not file names, for `outputs.read_files`."""
-    return ("cand", "ref", "context") if args.text else ()
-
-
-def _add_output_options(e: argparse.ArgumentParser) -> None:
-    e.add_argument(
-        "--threshold",
-        type=float,
-        metavar="T",
-        help="a word is weak when its support is below T (default: the layer's rescale baseline, where known)",
-    )
+    help = "a word is weak when its support is below T (default: the layer's rescale baseline, where known)"
+    e.add_argument("--threshold", type=float, metavar="T", help=help)
     e.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     e.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page there")
     e.add_argument("-o", "--output", metavar="FILE", help="write the text or JSON there")
-    e.add_argument(
-        "--tokens",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="show the token tables in the text output (default: yes)",
-    )
-    e.add_argument(
-        "--color",
-        action=argparse.BooleanOptionalAction,
-        help="colour the weak words (default: on a terminal, unless NO_COLOR is set)",
-    )
+    help = "show the token tables in the text output (default: yes)"
+    e.add_argument("--tokens", action=argparse.BooleanOptionalAction, default=True, help=help)
+    help = "colour the weak words (default: on a terminal, unless NO_COLOR is set)"
+    e.add_argument("--color", action=argparse.BooleanOptionalAction, help=help)
+    options.add_long_text_options(e)
+    options.add_run_options(e)
+    # with --text, -c, -r and --context hold texts, not file names (`outputs.read_files`)
+    e.set_defaults(run=run, texts=lambda args: ("cand", "ref", "context") if args.text else ())
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:

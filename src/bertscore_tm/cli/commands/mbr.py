@@ -15,33 +15,22 @@ def add_parser(sub: Any) -> None:
     m = sub.add_parser(
         "mbr",
         help="minimum-Bayes-risk selection: the hypothesis of each group the others agree with most",
-        description="For each group of hypotheses (several samples for one source), pick the one with the "
-        "highest mean BERTScore F1 against the other hypotheses of its group (ties: the first). Prints the "
-        "chosen hypothesis of each group, one per line, in group order; JSON gives each group's chosen index, "
-        "its line number and every hypothesis's mean F1 (or mean --utility).",
+        description="For each group of hypotheses, pick the one of highest mean F1 (or --utility) against the "
+        "others of its group (ties: the first) and print it, one line per group; JSON adds every mean.",
     )
     m.add_argument("-i", "--input", required=True, metavar="HYPS", help="hypotheses, one per line")
     grouping = m.add_mutually_exclusive_group(required=True)
     grouping.add_argument("--group-size", type=int, metavar="K", help="each group is K consecutive lines")
-    grouping.add_argument(
-        "--groups",
-        metavar="FILE",
-        help="one group id per line of HYPS (lines with the same id form a group, in order of first appearance)",
-    )
+    help = "one group id per line of HYPS (lines with the same id form a group, in order of first appearance)"
+    grouping.add_argument("--groups", metavar="FILE", help=help)
     options.add_model_options(m)
-    m.add_argument(
-        "--idf", action="store_true", help="weigh tokens by inverse document frequency over each group's hypotheses"
-    )
+    help = "weigh tokens by inverse document frequency over each group's hypotheses"
+    m.add_argument("--idf", action="store_true", help=help)
     options.add_rescale_options(m)
     options.add_ignore_option(m)
     options.add_prompt_options(m)
-    m.add_argument(
-        "--utility",
-        choices=("f1", "f_beta", "precision", "recall"),
-        default="f1",
-        help="the score averaged over the others (default: f1; f_beta needs --beta; precision and recall take "
-        "the hypothesis as the candidate)",
-    )
+    help = "the score averaged over the others (default: f1; f_beta needs --beta; the hypothesis is the candidate)"
+    m.add_argument("--utility", choices=("f1", "f_beta", "precision", "recall"), default="f1", help=help)
     options.add_beta_option(m, "with --utility f_beta: F-beta's beta, recall weighing B times precision (--beta 3: F3)")
     m.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     options.add_long_text_options(m)

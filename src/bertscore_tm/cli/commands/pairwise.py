@@ -16,10 +16,8 @@ def add_parser(sub: Any) -> None:
     a = sub.add_parser(
         "pairwise",
         help="score every candidate line against every reference line (an N x M matrix)",
-        description="Score each of the N candidate lines against each of the M reference lines; each distinct "
-        "text is embedded once. TSV (default) writes the F1 matrix, one line per candidate, one column per "
-        "reference, full precision; JSON writes the P, R and F1 matrices with the setting's hash code. With "
-        "--idf the IDF is over the M references.",
+        description="Score each of N candidate lines against each of M reference lines (each text embedded once): "
+        "TSV writes the F1 matrix, a line per candidate; JSON the P, R and F1 matrices with the hash code.",
     )
     a.add_argument("-c", "--cand", required=True, metavar="FILE", help="candidates, one per line (the matrix's rows)")
     a.add_argument("-r", "--ref", required=True, metavar="FILE", help="references, one per line (the matrix's columns)")

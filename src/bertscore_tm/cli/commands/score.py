@@ -21,22 +21,20 @@ def add_parser(sub: Any) -> None:
     s = sub.add_parser(
         "score",
         help="score candidate lines against reference lines",
-        description="Score a file of candidates against one or more files of references, one text per line "
-        "(line i of every reference file is a reference for candidate i; with several, the best counts). "
-        "Prints '<hash> P: .. R: .. F1: ..' (corpus means) and, with -s, one 'P<TAB>R<TAB>F1' line per candidate. "
-        "A FILE of '-' is standard input (for one of -c/-r at most). Or --data FILE: the pairs are columns of a "
-        "Parquet, JSON Lines, CSV or TSV file, and -o gets every input column plus the scores.",
+        description="Score candidate lines against the same lines of one or more reference files (several: the "
+        "best counts), or the columns of a table (--data). Prints '<hash> P: .. R: .. F1: ..' (corpus means) and, "
+        "with -s, one 'P<TAB>R<TAB>F1' line per candidate. A FILE of '-' is standard input.",
     )
     s.add_argument("-c", "--cand", metavar="FILE", help="candidates, one per line ('-': standard input)")
-    options.add_many(
-        s,
-        "-r",
-        "--ref",
-        metavar="FILE",
-        help="references, one per line; several files give several references per candidate ('-': standard input)",
-        required=False,
-    )
-    _add_data_options(s)
+    help = "references, one per line; several files give several references per candidate ('-': standard input)"
+    options.add_many(s, "-r", "--ref", metavar="FILE", help=help, required=False)
+    help = "score the rows of a Parquet, JSON Lines, CSV or TSV file; -o FILE gets them with bertscore_* columns"
+    s.add_argument("--data", metavar="FILE", help=help)
+    s.add_argument("--candidate-column", metavar="C", help="with --data: the candidates' column (default: candidate)")
+    help = "with --data: each row's context (as --context gives it to line files; an empty cell: none)"
+    s.add_argument("--context-column", metavar="X", help=help)
+    help = "with --data: the references' column (default: reference), a column of lists, or several columns"
+    options.add_many(s, "--reference-column", metavar="R", help=help, required=False)
     options.add_model_options(s)
     s.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
     options.add_rescale_options(s)
@@ -45,47 +43,14 @@ def add_parser(sub: Any) -> None:
     options.add_prompt_options(s)
     options.add_context_option(s)
     s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
-    s.add_argument(
-        "--format",
-        choices=("text", "json", "tsv"),
-        default="text",
-        help="output format (default: text); tsv with -s starts with '# hash<TAB>CODE' and "
-        "'# mean<TAB>P<TAB>R<TAB>F1' comment lines, then a 'line<TAB>P<TAB>R<TAB>F1' table",
-    )
-    s.add_argument(
-        "-o",
-        "--output",
-        metavar="FILE",
-        help="write the results to FILE, once they are computed (default: standard output)",
-    )
+    help = "output format (default: text); tsv with -s: '# hash' and '# mean' comment lines, then a table"
+    s.add_argument("--format", choices=("text", "json", "tsv"), default="text", help=help)
+    s.add_argument("-o", "--output", metavar="FILE", help="write the results to FILE (default: standard output)")
     options.add_long_text_options(s)
     options.add_resampling_options(s, confidence=None)
     options.add_run_options(s)
     options.add_checkpoint_options(s, "pairs")
     s.set_defaults(run=run)
-
-
-def _add_data_options(s: Any) -> None:
-    s.add_argument(
-        "--data",
-        metavar="FILE",
-        help="score the pairs of a file of rows instead of line files: Parquet, JSON Lines, CSV or TSV (by its "
-        "extension); -o FILE (.parquet, .jsonl or .csv) gets every input column plus bertscore_precision, "
-        "bertscore_recall and bertscore_f1 (and bertscore_best_reference with several references)",
-    )
-    s.add_argument("--candidate-column", metavar="C", help="with --data: the candidates' column (default: candidate)")
-    s.add_argument(
-        "--context-column",
-        metavar="X",
-        help="with --data: each row's context (as --context gives it to line files; an empty cell: none)",
-    )
-    options.add_many(
-        s,
-        "--reference-column",
-        metavar="R",
-        help="with --data: the references' column (default: reference), a column of lists, or several columns",
-        required=False,
-    )
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -126,8 +91,7 @@ def _score(args: argparse.Namespace, metric: Any, pairs: Any, shard_size: int, c
 
 
 def _run_data(args: argparse.Namespace, out: TextIO) -> int:
-    """``--data FILE -o OUT``: the pairs of a table scored as line files are, every row of FILE written to
-    OUT with the score columns added; the summary goes to standard output."""
+    """``--data FILE -o OUT``: every row of FILE written to OUT with its score columns; the summary to stdout."""
     from bertscore_tm.corpus.tables import WRITES, ColumnFile, file_format, write_scored
 
     if args.cand is not None or args.ref:
@@ -163,18 +127,9 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
         columns["bertscore_best_reference"] = scores.best_reference.cpu().numpy().astype("int64")
     with outputs.replacing(target, args.output) as temp:
         write_scored(data, temp, fmt, columns)
-    out.write(_report(args, metric, scores, resampling, args.data, _references_per_candidate(groups)))
+    counts = {len(group) for group in groups}  # references per candidate: None where rows differ
+    out.write(_report(args, metric, scores, resampling, args.data, counts.pop() if len(counts) == 1 else None))
     return 0
-
-
-def _references_per_candidate(groups: list[list[str]]) -> int | None:
-    """Every row's number of references; None where rows differ.
-
-    >>> _references_per_candidate([["a", "b"], ["c", "d"]]), _references_per_candidate([["a"], ["b", "c"]])
-    (2, None)
-    """
-    counts = {len(group) for group in groups}
-    return counts.pop() if len(counts) == 1 else None
 
 
 def _stream(metric: Any, pairs: Any, job: Any, context: list[str] | None = None) -> Any:
@@ -196,10 +151,6 @@ def _all_lines(pairs: Any) -> tuple[list[str], list[Any]]:
         cands += chunk_cands
         targets += chunk_targets
     return cands, targets
-
-
-#: Per-pair P, R, F1 (and F-beta with --beta), one list each.
-Scores = list[list[float]]
 
 
 def _report(
@@ -251,9 +202,9 @@ def _report(
 
 
 def _tsv(
-    code: str, names: list[str], means: list[float], scores: Scores, ci: tuple[float, float] | None, seg_level: bool
+    code: str, names: list[str], means: list[float], per: list[list[float]], ci: tuple[float, float] | None, seg: bool
 ) -> list[str]:
-    if not seg_level:
+    if not seg:
         extra = ([], []) if ci is None else (["F1_low", "F1_high"], list(ci))
         return ["\t".join(["hash", *names, *extra[0]]), f"{code}\t" + "\t".join(repr(x) for x in [*means, *extra[1]])]
     # one row per pair: the hash and the means stay, as comment lines before the table
@@ -261,5 +212,5 @@ def _tsv(
     if ci is not None:
         lines.append("# f1_ci\t" + "\t".join(repr(x) for x in ci))
     lines.append("\t".join(["line", *names]))
-    lines.extend(f"{n}\t" + "\t".join(repr(x) for x in row) for n, row in enumerate(zip(*scores, strict=True), start=1))
+    lines.extend(f"{n}\t" + "\t".join(repr(x) for x in row) for n, row in enumerate(zip(*per, strict=True), start=1))
     return lines

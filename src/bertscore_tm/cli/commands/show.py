@@ -13,34 +13,19 @@ def add_parser(sub: Any) -> None:
     v = sub.add_parser(
         "show",
         help="plot the token similarity matrix of one pair",
-        description="Draw the cosine similarity of every candidate token with every reference token as a "
-        "heatmap, values in the cells, P/R/F1 in the title, each candidate token's best match outlined. The "
-        "special tokens are drawn too: they weigh 0 but take part in the matching (labelled in grey, as every "
-        "token of weight 0). Past 40 tokens a side the cells carry no values and every k-th token is labelled, "
-        "in a picture of at most about 2400 pixels a side. With rescaling, cells and scores are rescaled "
-        "(cells with the F baseline); with --idf the labels carry the tokens' weights.",
+        description="Draw the cosine similarity of every candidate token with every reference token as a heatmap, "
+        "P/R/F1 in the title, each candidate token's best match outlined, tokens of weight 0 (the special ones) "
+        "labelled in grey; rescaled with rescaling, weights in the labels with --idf.",
     )
     v.add_argument("-c", "--cand", required=True, metavar="TEXT", help="candidate text")
     v.add_argument("-r", "--ref", required=True, metavar="TEXT", help="reference text")
-    v.add_argument(
-        "-f",
-        "--file",
-        default="visualize.png",
-        metavar="OUT.png",
-        help="where to write the picture (default: visualize.png, as bert-score-show); the format is the "
-        "extension (png, svg, pdf, jpg, ...; none: png, with .png added)",
-    )
+    help = "where to write the picture (default: visualize.png); its extension is the format (none: .png added)"
+    v.add_argument("-f", "--file", default="visualize.png", metavar="OUT.png", help=help)
     options.add_model_options(v)
-    v.add_argument(
-        "--idf",
-        action="store_true",
-        help="weigh tokens by IDF over the reference (or over --idf-references), as score of this pair does",
-    )
-    v.add_argument(
-        "--idf-references",
-        metavar="FILE",
-        help="with --idf: count the IDF over these references, one per line (e.g. the corpus's reference file)",
-    )
+    help = "weigh tokens by IDF over the reference (or over --idf-references), as score of this pair does"
+    v.add_argument("--idf", action="store_true", help=help)
+    help = "with --idf: count the IDF over these references, one per line (e.g. the corpus's reference file)"
+    v.add_argument("--idf-references", metavar="FILE", help=help)
     options.add_rescale_options(v)
     options.add_long_text_options(v)
     options.add_run_options(v, batch=False)

@@ -28,97 +28,44 @@ def add_parser(sub: Any) -> None:
     t = sub.add_parser(
         "tune-layers",
         help="find the layer that correlates best with human judgements",
-        description="Score judged pairs at every layer of a model in one pass and correlate each layer's scores "
-        "with the human scores (Pearson, Spearman, Kendall's tau-b; per group and averaged over groups, as WMT "
-        "reports them), with bootstrap intervals; print the best layer, whether it is significantly better than "
-        "the model's default layer, and the line to add to a layer table (BERTSCORE_TM_LAYERS).",
+        description="Correlate each layer's scores of judged pairs with the human scores (Pearson, Spearman, "
+        "Kendall's tau-b, with bootstrap intervals); print the best layer, whether it is significantly better than "
+        "the default layer, and its line for a layer table (BERTSCORE_TM_LAYERS).",
     )
-    t.add_argument(
-        "--data",
-        required=True,
-        metavar="FILE",
-        help="the judgements: UTF-8, tab-separated, a header line naming the columns, one judged pair a line",
-    )
-    _add_column_options(t)
-    options.add_model_options(t, layers=False)
-    t.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
-    _add_tuning_options(t)
-    _add_output_options(t)
-    options.add_resampling_options(t, "0.95", "the correlations and of the paired test's difference")
-    options.add_long_text_options(t)
-    options.add_run_options(t)
-    t.set_defaults(run=run)
-
-
-def _add_column_options(t: argparse.ArgumentParser) -> None:
+    help = "the judgements: UTF-8, tab-separated, a header line naming the columns, one judged pair a line"
+    t.add_argument("--data", required=True, metavar="FILE", help=help)
     for flag, default, role in (
         ("--candidate-column", "candidate", "the candidates"),
         ("--reference-column", "reference", "the references"),
         ("--human-column", "human", "the human scores (numbers, higher is better)"),
     ):
         t.add_argument(flag, default=default, metavar="NAME", help=f"the column of {role} (default: {default})")
-    t.add_argument(
-        "--group-by",
-        metavar="NAME",
-        help="correlate within the groups of this column (e.g. the language pair) and average over groups, as WMT "
-        "does; groups of fewer than 3 lines are left out, with a warning (default: one group)",
-    )
-    t.add_argument(
-        "--system-column",
-        metavar="NAME",
-        help="the column naming each line's system: adds the system-level Pearson correlation of the mean scores",
-    )
-    t.add_argument(
-        "--context-column",
-        metavar="NAME",
-        help="the column of each pair's context (e.g. the source sentence or a description), encoded with the "
-        "candidate and its reference and left out of the matching, as score --context does; a blank cell: none",
-    )
-    t.add_argument(
-        "--skip-bad",
-        action="store_true",
-        help="leave out lines with a missing or non-numeric human score or a wrong number of fields, and count them "
-        "(default: such a line is an error naming it)",
-    )
-
-
-def _add_tuning_options(t: argparse.ArgumentParser) -> None:
-    t.add_argument(
-        "--criterion",
-        choices=METHODS,
-        default="pearson",
-        help="the correlation that picks the best layer (default: pearson, WMT's segment-level figure)",
-    )
-    t.add_argument(
-        "--score",
-        choices=("precision", "recall", "f1"),
-        default="f1",
-        help="the score whose correlation picks it, and that the intervals are drawn for (default: f1)",
-    )
-    t.add_argument(
-        "--default-layer",
-        type=int,
-        metavar="K",
-        help="test the best layer against layer K (default: the model's default layer, from the layer table "
-        "BERTSCORE_TM_LAYERS names or configs/models.json; none for a model in neither)",
-    )
-
-
-def _add_output_options(t: argparse.ArgumentParser) -> None:
+    help = "correlate within the groups of this column and average over them, as WMT does (default: one group)"
+    t.add_argument("--group-by", metavar="NAME", help=help)
+    help = "the column naming each line's system: adds the system-level Pearson correlation of the mean scores"
+    t.add_argument("--system-column", metavar="NAME", help=help)
+    help = "the column of each pair's context, as score --context gives it (a blank cell: none)"
+    t.add_argument("--context-column", metavar="NAME", help=help)
+    help = "leave out (and count) lines with a bad human score or field count (default: such a line is an error)"
+    t.add_argument("--skip-bad", action="store_true", help=help)
+    options.add_model_options(t, layers=False)
+    t.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
+    help = "the correlation that picks the best layer (default: pearson, WMT's segment-level figure)"
+    t.add_argument("--criterion", choices=METHODS, default="pearson", help=help)
+    help = "the score whose correlation picks it, and that the intervals are drawn for (default: f1)"
+    t.add_argument("--score", choices=tuple(_SCORE_NAMES), default="f1", help=help)
+    help = "test the best layer against layer K (default: the model's default layer, where a layer table has one)"
+    t.add_argument("--default-layer", type=int, metavar="K", help=help)
     t.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     t.add_argument("-o", "--output", metavar="FILE", help="write the text or JSON there")
-    t.add_argument(
-        "--plot",
-        metavar="FILE",
-        help="also draw the correlation per layer with its interval band (needs matplotlib; the format is the "
-        "extension: png, svg, pdf, ...)",
-    )
-    t.add_argument(
-        "--add-to-table",
-        metavar="FILE",
-        help="write the model's best layer into this layer table (a JSON file, created if missing, other entries "
-        "kept); point BERTSCORE_TM_LAYERS at it for the metric to use that layer",
-    )
+    help = "also draw the correlation per layer and its interval (needs matplotlib; the extension is the format)"
+    t.add_argument("--plot", metavar="FILE", help=help)
+    help = "write the best layer into this JSON layer table (made where missing); BERTSCORE_TM_LAYERS reads it"
+    t.add_argument("--add-to-table", metavar="FILE", help=help)
+    options.add_resampling_options(t, "0.95", "the correlations and of the paired test's difference")
+    options.add_long_text_options(t)
+    options.add_run_options(t)
+    t.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
