@@ -251,11 +251,3 @@ def _whole(value: str, flag: str, what: str, minimum: int, maximum: int | None =
         upper = "" if maximum is None else f" and at most {maximum:,}"
         raise UsageError(f"{flag} must be at least {minimum}{upper} ({what}), got {value}")
     return number
-
-
-def checked_name(path: str) -> None:
-    """A file or folder name the settings' path rule takes (not blank, one the file system can encode)."""
-    try:
-        rules.path()("the name", path)
-    except ArgumentValueError as err:
-        raise UsageError(f"cannot write {path!r}: {err}") from None
