@@ -1,15 +1,9 @@
-"""Why this score? The token-level account of one pair's BERTScore, adding up exactly to its P and R.
+"""Why this score? The token-level account of one pair, adding up exactly to its P and R.
 
-For each candidate token: its piece, its characters in the original text, whether the tokenizer added it, its
-best match among the (best) reference's tokens, that similarity, its weight and its contribution, weight x
-similarity / the side's sum of weights, so that the candidate's contributions add up to P (the reference's to
-R). The same for the reference's tokens. Words of the original text are the pieces merged; a word is *weak*
-(weakly supported: a possible addition on the candidate's side, a possible omission on the reference's) when
-its support falls below a threshold. Every rule is the scoring core's own: the weights come from the Scorer, the
-best similarities from the engine's kernel (`scoring.kernel`), P/R/F from `matching.ragged_scores` (the kernel's
-weighing) and `best_of_references`, the best reference from `paired.best_reference`, rescaling from
-`baselines.rescale`; so its P, R and F are the engine's bits. Semantics and examples: docs/explain.md.
-"""
+Each token's contribution is weight x similarity / its side's sum of weights, so the candidate's add up to P
+and the reference's to R; a word is weak where its support falls below a threshold. Every rule (weights, best
+similarities, P/R/F, the best reference, rescaling) is the scoring core's own, so the scores are the engine's
+bits (docs/explain.md)."""
 
 from __future__ import annotations
 
@@ -36,7 +30,6 @@ from bertscore_tm.explanations.types import (
 )
 from bertscore_tm.explanations.weighting import Weighting, weak_threshold, weighting
 from bertscore_tm.models.prompts import check_context, prompted_ids
-from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
 from bertscore_tm.scoring.distinct import distinct_texts
 from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.scoring.matching import best_of_references, ragged_scores
@@ -51,8 +44,8 @@ from bertscore_tm.settings.texts import check_corpus, check_text, check_texts
 
 @dataclass(frozen=True)
 class _Side:
-    """One side of the explained match: its text, token ids (a prompt's and a context's marked), best
-    similarities and matches, weights (0 out of the matching), blankness, and each token's role (`_roles`)."""
+    """One side of the explained match: its text, ids (a prompt's and a context's marked), bests, matches,
+    weights, blankness and roles."""
 
     text: str
     ids: Tensor
@@ -74,11 +67,9 @@ def explain_pairs(
     threshold: float | None = None,
     context: Sequence[str] | None = None,
 ) -> list[PairExplanation]:
-    """Explain each candidate against its references (a list per candidate) with `scorer`'s model and rules
-    and the given `weights`: each distinct text embedded once, on `device` (default: where the scorer's
-    model is), every match's best similarities and matches kept, P/R/F weighed by the core's rules. The mask
-    (``ignore=``), the prompts and each pair's `context` (one text per candidate) apply as in the paired scores:
-    their tokens are encoded with the text, shown with their role, and take no part in the matching."""
+    """Explain each candidate against its references with `scorer`'s model and rules and the given `weights`,
+    each distinct text embedded once on `device`. The mask, the prompts and each pair's `context` apply as in the
+    paired scores: their tokens are encoded with the text, shown with their role, and take no part in the matching."""
     layer, row = _layer(scorer, layer)
     limit = weak_threshold(scorer, layer, threshold)
     context = check_context(context, len(cands))
@@ -124,7 +115,7 @@ def explain_pairs(
 
 
 def _triple(scores: Tensor) -> ScoreTriple:
-    """P, R, F (and F-beta, a fourth score where the setting has a beta)."""
+    """P, R, F (and F-beta, where the setting has a beta)."""
     return ScoreTriple(*scores.tolist())
 
 
@@ -136,9 +127,8 @@ def _side(
     weights: tuple[Tensor, Tensor | None],
     has_context: bool,
 ) -> _Side:
-    """One side (`which`: 0 the candidate's, 1 the reference's) of the explained match: its weights as the scores
-    take them (the `weights` table, 0 for a token the flags leave out of the matching), blank where the text is,
-    or where the mask or a prompt left it no token but the special ones."""
+    """One side (`which`: 0 the candidate's, 1 the reference's): its weights as the scores take them, blank where
+    the text is, or where the mask or a prompt left it only special tokens."""
     ids = text[1]
     table, flags = weights
     lens = torch.tensor([len(ids)])
@@ -149,9 +139,8 @@ def _side(
 
 
 def _roles(scorer: Scorer, which: int, text: tuple[str, Tensor], has_context: bool) -> list[str | None]:
-    """Each token's role (`TokenExplanation.role`): "masked" where the mask leaves it out, and a marked token
-    "prompt" or "context". The side's prompt's tokens come first, so where the side has both, as many marked
-    tokens as the prompt alone marks before the text are the prompt's."""
+    """Each token's role: "masked" where the mask leaves it out, a marked token "prompt" or "context". The
+    prompt comes first, so with both, as many marked tokens as the prompt alone marks are the prompt's."""
     prompt, name = scorer.prompts[which], ("candidate_prompt", "reference_prompt")[which]
     ids = text[1].tolist()
     prompt_tokens = 0
@@ -170,14 +159,13 @@ def _roles(scorer: Scorer, which: int, text: tuple[str, Tensor], has_context: bo
 
 
 def _marked_count(scorer: Scorer, text: str, prompt: str, name: str) -> int:
-    """How many tokens `prompt` marks before `text` (the text encoded with its prompt alone)."""
+    """How many tokens `prompt` marks before `text`."""
     ids, _, _ = prompted_ids(scorer.encoder, [text], prompt, None, name)
     return int((ids < 0).sum())
 
 
 def _layer(scorer: Scorer, layer: int | None) -> tuple[int, int]:
-    """The layer explained and its row among the scorer's vectors: the setting's layer, or with all_layers
-    any layer (default: the setting's `num_layers`)."""
+    """The layer explained and its row among the scorer's vectors (any layer with all_layers)."""
     if layer is None:
         layer = scorer.num_layers
     else:
@@ -205,8 +193,7 @@ def _layer(scorer: Scorer, layer: int | None) -> tuple[int, int]:
 
 
 def _vectors(scorer: Scorer, seqs: Sequence[Tensor], row: int) -> list[Tensor]:
-    """Each sequence's normalised vectors at the explained layer, as the engine makes them (each distinct text
-    embedded once, long texts in windows where the setting has them, through the embedding cache if any)."""
+    """Each sequence's vectors at the explained layer, as the engine makes them (each distinct text once)."""
     lens = torch.tensor([len(s) for s in seqs], dtype=torch.long)
     flat = torch.cat(list(seqs)) if seqs else torch.zeros(0, dtype=torch.long)
     which = torch.zeros(len(seqs), dtype=torch.uint8)
@@ -228,9 +215,8 @@ def _scores(
     counts: Tensor,
     where: tuple[int, Tensor | None],
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Per match its raw P, R, F ([matches, 3], F-beta fourth with a beta) and rescaled ones; per pair the best
-    over its references, rescaled ([pairs, 3]), and the best reference's index ([pairs]): the core's rules, as
-    `weigh_pairs` applies them (`where`: the explained layer's row and the tokens out of the matching)."""
+    """Per match its raw P, R, F (F-beta fourth) and rescaled ones; per pair the best over its references,
+    rescaled, and the best reference's index: the core's rules at the explained layer's `row`."""
     c_seqs, r_seqs, owner = texts
     row, flags = where
     cand = [c_seqs[i] for i in owner]
@@ -253,18 +239,7 @@ def _scores(
     warn_undefined(int((torch.isnan(raw[..., :2]).any(dim=(1, 2)) & ~blank).sum()))
     top = best_of_references(raw, counts)
     best = best_reference(raw[..., -1], top[..., -1], counts)  # by F, or by F-beta with a beta
-    return raw[:, 0], _rescaled(scorer, raw, row)[:, 0], _rescaled(scorer, top, row)[:, 0], best[:, 0]
-
-
-def _rescaled(scorer: Scorer, scores: Tensor, row: int) -> Tensor:
-    """`scores` ([..., 1, 3], or 4 with F-beta) rescaled with the explained layer's baseline (F-beta with
-    `f_beta_baseline`, as `Scorer.rescaled`), or as they are without one."""
-    if scorer.baseline is None:
-        return scores
-    baseline = scorer.baseline[row : row + 1] if scorer.all_layers else scorer.baseline
-    if scores.shape[-1] == 4:
-        baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta or 1.0)), -1)
-    return rescale(scores, baseline)
+    return raw[:, 0], scorer.rescaled(raw, row)[:, 0], scorer.rescaled(top, row)[:, 0], best[:, 0]
 
 
 def _explanation(
@@ -274,8 +249,7 @@ def _explanation(
     scores: PairScores,
     context: tuple[Threshold, int, int, str, str],
 ) -> PairExplanation:
-    """One pair's explanation from its best match's two sides (`context`: the threshold, the layer, its row,
-    the weighting's note and the pair's hash code)."""
+    """One pair's explanation from its best match's two sides (`context`: threshold, layer, row, note, hash code)."""
     limit, layer, row, note, code = context
     blank = sides[0].blank or sides[1].blank
     spans = [token_spans(scorer.encoder, side.text, side.ids.tolist()) for side in sides]
@@ -283,10 +257,8 @@ def _explanation(
     c_tokens, r_tokens = (
         _tokens(side, s, word_of, blank) for side, s, (_, word_of) in zip(sides, spans, words, strict=True)
     )
-    baseline = None
-    if scorer.baseline is not None:
-        b = scorer.baseline[row] if scorer.all_layers else scorer.baseline[0]
-        baseline = (float(b[0]), float(b[1]), float(b[2]))
+    b = None if scorer.baseline is None else scorer.baseline[row].tolist()  # row 0 without all_layers
+    baseline = None if b is None else (float(b[0]), float(b[1]), float(b[2]))
     return PairExplanation(
         candidate=sides[0].text,
         references=references,
@@ -344,9 +316,8 @@ def _words(
     other_words: list[WordSpan],
     threshold: float | None,
 ) -> tuple[WordExplanation, ...]:
-    """A side's words: support = the weight-averaged similarity of its tokens (their plain mean where they
-    weigh 0); counterpart = the other side's word holding the best match of its heaviest token (ties: the
-    more similar, then the first)."""
+    """A side's words: support is its tokens' weight-averaged similarity (their plain mean where they weigh 0);
+    counterpart, the other side's word holding its heaviest token's best match."""
     out = []
     for n, word in enumerate(words):
         mine = [tokens[t] for t in word.tokens]
@@ -414,11 +385,7 @@ def _notes(
 
 def _left_out(sides: tuple[_Side, _Side]) -> list[str]:
     """A note per kind of token out of the matching (a mask's, a prompt's, a context's), where there are any."""
-    what = {
-        "masked": "masked (ignore=)",
-        "prompt": "of the fixed prompt",
-        "context": "of the pair's context",
-    }
+    what = {"masked": "masked (ignore=)", "prompt": "of the fixed prompt", "context": "of the pair's context"}
     notes = []
     for role, words in what.items():
         count = sum(r == role for side in sides for r in side.roles)
@@ -444,20 +411,13 @@ def explain(
     context: str | None = None,
     **kwargs: Any,
 ) -> PairExplanation:
-    """Explain the BERTScore of `candidate` against `references` (one text, or several: the best counts), token
-    by token: see :class:`PairExplanation` and docs/explain.md.
-
-    `kwargs` are :class:`BERTScore`'s (``idf``, ``rescale_with_baseline``, ``long_texts``, ``model=``...).
-    With ``idf=True`` the IDF is counted over `idf_references` where given (e.g. every reference of the
-    corpus, as a corpus run counts it), else over this pair's own references. `threshold` sets below what
-    support a word is weak (default: the layer's rescale baseline where one is known); `layer` picks a layer
-    of an ``all_layers=True`` setting; `context` is encoded with the candidate and each reference and left out of
-    the matching, as the paired scores' ``context=`` (``ignore=`` and the prompts, in `kwargs`, apply too).
+    """Explain the BERTScore of `candidate` against `references` (one text or several: the best counts), token by
+    token (:class:`PairExplanation`, docs/explain.md). `kwargs` are :class:`BERTScore`'s. With ``idf=True`` the
+    IDF is over `idf_references` where given (a corpus run's), else the pair's own references; `threshold`: the
+    support below which a word is weak (default: the layer's baseline); `layer`: one of ``all_layers=True``.
 
     >>> from bertscore_tm import PACKAGED_MINILM
     >>> why = explain("The cat sat on the mat.", "A cat was sitting on the mat.", PACKAGED_MINILM)
-    >>> round(why.precision, 4), round(sum(t.contribution for t in why.candidate_tokens), 4)
-    (0.9316, 0.9316)
     >>> [(w.text, w.counterpart_text) for w in why.candidate_words][:3]
     [('The', 'A'), ('cat', 'cat'), ('sat', 'sitting')]
     """
@@ -490,9 +450,8 @@ def explain_with(
     layer: int | None = None,
     context: str | None = None,
 ) -> PairExplanation:
-    """`explain` with a scoring core already built (a metric's: `BERTScore.explain`), on `device`; with IDF
-    counted, over `idf_references`, else the document `counts` where given, else the pair's own references;
-    `context`: the pair's, as `explain` takes it."""
+    """`explain` with a scoring core already built (a metric's), on `device`; with IDF counted, over
+    `idf_references`, else the document `counts` where given, else the pair's own references."""
     cand, refs = _pair_arguments(candidate, references)
     settings = scorer.config.scoring
     flat = _checked_options(

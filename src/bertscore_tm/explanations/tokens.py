@@ -1,11 +1,6 @@
-"""The pieces an explanation is made of, apart from the scores: where each token lies in the original text,
-which words of the text the tokens make up, and each token's best match on the other side.
-
-Spans come from the tokenizer's own offsets (fast tokenizers), shifted back to the text as the user gave it
-(before stripping, without the prefix space the encoder may add); Python tokenizers have no offsets, so their
-pieces are found in the text left to right instead (a piece not found gets no span). Words are the runs of
-non-space characters of the original text. Semantics: docs/explain.md.
-"""
+"""Where each token lies in the original text, the words the tokens make up, and each token's best match.
+Spans come from a fast tokenizer's offsets, shifted back to the text as given; a Python tokenizer has none, so
+its pieces are searched for left to right. Words are runs of non-space characters."""
 
 from __future__ import annotations
 
@@ -28,8 +23,8 @@ _WORD = re.compile(r"\S+")
 
 @dataclass(frozen=True)
 class TokenSpans:
-    """Each token's piece (as the tokenizer names it), character span in the original text (None for a special
-    token, or a piece that could not be placed) and whether the tokenizer added it (CLS, SEP, <s>, </s>...)."""
+    """Each token's piece, its span in the original text (None: special, or not placed) and whether the
+    tokenizer added it."""
 
     pieces: list[str]
     spans: list[tuple[int, int] | None]
@@ -37,9 +32,8 @@ class TokenSpans:
 
 
 def token_spans(encoder: Any, text: str, ids: Sequence[int]) -> TokenSpans:
-    """Where the tokens `ids` (the encoder's own ids for `text`) lie in `text`. A prompt's or a context's
-    tokens (marked: negative ids, `token_rules.mark`) lie in no character of the text: their pieces are named,
-    their spans None, and the text's own tokens are placed as they would be without them."""
+    """Where the tokens `ids` lie in `text`. A prompt's or a context's tokens (negative ids) lie in no
+    character of it: their pieces are named, their spans None."""
     ids = [int(i) for i in ids]
     if any(i < 0 for i in ids):
         own = [k for k, i in enumerate(ids) if i >= 0]
@@ -54,10 +48,8 @@ def token_spans(encoder: Any, text: str, ids: Sequence[int]) -> TokenSpans:
 
 
 def _text_spans(encoder: Any, text: str, ids: list[int]) -> TokenSpans:
-    """`token_spans` of a text's own tokens.
-
-    The encoder strips the text and may put a space in front (`TextEncoder.prefix_space`); the offsets are of
-    that string, so they are shifted back by the white space stripped and the space added."""
+    """`token_spans` of a text's own tokens: the offsets are of the stripped text with the encoder's prefix
+    space, so they are shifted back."""
     tokenizer = encoder.tokenizer
     pieces = [str(p) for p in tokenizer.convert_ids_to_tokens(ids)]
     stripped = text.strip()
@@ -104,8 +96,8 @@ def _special_mask(tokenizer: Any, ids: list[int]) -> list[bool]:
 
 
 def _aligned_spans(tokenizer: Any, text: str, pieces: list[str], special: list[bool]) -> list[tuple[int, int] | None]:
-    """Spans of a tokenizer without offsets: each piece, as text (markers such as ``##`` or ``▁`` removed),
-    searched in the text after the previous one, ignoring case; a piece not found gets None."""
+    """Spans without offsets: each piece's text searched after the previous one, ignoring case (None: not
+    found)."""
     lowered = text.lower()
     cursor = 0
     spans: list[tuple[int, int] | None] = []
@@ -142,10 +134,8 @@ class WordSpan:
 
 
 def words_of(text: str, spans: Sequence[tuple[int, int] | None]) -> tuple[list[WordSpan], list[int | None]]:
-    """The words of `text` that hold tokens, and each token's word (None for a token without a span).
-
-    A token belongs to the word its first character lies in; a token that lies in none (a token of white
-    space, as byte-level BPE makes of runs of spaces) goes with the word before it, or the first word."""
+    """The words of `text` that hold tokens, and each token's word: the word its first character lies in, else
+    (a white-space token) the word before it, or the first."""
     found = [(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
     starts = [start for _, start, _ in found]
     of_token: list[int | None] = []
@@ -167,25 +157,16 @@ def words_of(text: str, spans: Sequence[tuple[int, int] | None]) -> tuple[list[W
 def best_matches(
     cand: Tensor, ref: Tensor, cand_live: Tensor | None = None, ref_live: Tensor | None = None
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Each candidate token's best similarity over the reference's tokens and that token's index, and the same
-    for each reference token: (cand_best, cand_match, ref_best, ref_match) on the CPU, similarities float32,
-    indices int64 (the first on a tie; -1 where the token has no match, its similarity then 0). `cand` and
-    `ref` are normalised vectors [tokens, D], matched by the engine's own kernel and tiles
-    (`longpairs.match_in_tiles`), so the similarities are the engine's bits and a long pair's matrix is never
-    held whole. `cand_live`, `ref_live` (bool per token; None: all) leave tokens out of the matching (a mask's,
-    a prompt's, a context's), as in the engine."""
-    n_c, n_r = len(cand), len(ref)
-    c_best = torch.full((n_c, 1), float("-inf"), dtype=torch.float32, device=cand.device)
-    r_best = torch.full((n_r, 1), float("-inf"), dtype=torch.float32, device=cand.device)
-    c_match = torch.full((n_c, 1), -1, dtype=torch.long, device=cand.device)
-    r_match = torch.full((n_r, 1), -1, dtype=torch.long, device=cand.device)
+    """Each token's best similarity and match on the other side, both ways, on the CPU (-1: no match, its
+    similarity 0), by the engine's kernel and tiles, so the values are the engine's bits and a long pair's matrix
+    is never whole. `cand_live`, `ref_live` leave tokens out of the matching."""
+    sides = ((len(cand), cand_live), (len(ref), ref_live))
+    c_best, r_best = (torch.full((n, 1), float("-inf"), dtype=torch.float32, device=cand.device) for n, _ in sides)
+    c_match, r_match = (torch.full((n, 1), -1, dtype=torch.long, device=cand.device) for n, _ in sides)
     live = None
     if cand_live is not None or ref_live is not None:
-        live = (_live(cand_live, n_c).to(cand.device), _live(ref_live, n_r).to(cand.device))
+        c_live, r_live = (torch.ones(n, dtype=torch.bool) if flags is None else flags for n, flags in sides)
+        live = (c_live.to(cand.device), r_live.to(cand.device))
     match_in_tiles(cand, ref, c_best, r_best, MATCH_BLOCK_ELEMENTS, live, (c_match, r_match))
     settle(c_best, r_best)
     return c_best[:, 0].cpu(), c_match[:, 0].cpu(), r_best[:, 0].cpu(), r_match[:, 0].cpu()
-
-
-def _live(live: Tensor | None, count: int) -> Tensor:
-    return torch.ones(count, dtype=torch.bool) if live is None else live

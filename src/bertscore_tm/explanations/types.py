@@ -1,10 +1,8 @@
-"""What an explanation of one pair holds (`bertscore_tm.explanations.explanation` makes them): its tokens, its words,
-its scores, and where its weights and weak-word threshold come from; each with its JSON form. Semantics:
-docs/explain.md.
-"""
+"""What an explanation of one pair holds, each with its JSON form (docs/explain.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -12,14 +10,10 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TokenExplanation:
-    """One token of one side: `match` is the index of its best match among the other side's tokens (None when
-    that side has no token), `similarity` their cosine, `contribution` weight x similarity / the side's sum of
-    weights (0 for a pair with a blank side, NaN where the weights sum to 0). `start`/`end`: its characters in
-    the original text (None for a special token); `word`: the index of its word (None for a special token).
-    `role`: None for a token of the text that takes part in the matching; "masked" for one the mask
-    (``ignore=``) leaves out, "prompt" for one of the side's fixed prompt, "context" for one of the pair's
-    context: each encoded with the text, but no match for the other side and weighing 0 (no match of its own,
-    similarity 0, contribution 0)."""
+    """One token of one side: `match` its best match's index on the other side (None: none), `similarity`
+    their cosine, `contribution` weight x similarity / the side's sum of weights. `role`: None for a token taking
+    part in the matching; "masked", "prompt" or "context" for one encoded with the text that is no match and
+    weighs 0."""
 
     index: int
     token: str
@@ -39,24 +33,15 @@ class TokenExplanation:
         shown = {} if self.role is None else {"role": self.role}
         return {
             **shown,
-            "token": self.token,
-            "start": self.start,
-            "end": self.end,
-            "special": self.special,
-            "match": self.match,
-            "similarity": _number(self.similarity),
-            "weight": _number(self.weight),
-            "contribution": _number(self.contribution),
+            **_json(self, "token", "start", "end", "special", "match", "similarity", "weight", "contribution"),
         }
 
 
 @dataclass(frozen=True)
 class WordExplanation:
-    """A word of the original text (a run of non-space characters) and its tokens: `weight` their weights'
-    sum, `support` their weight-averaged similarity (their plain mean where they weigh 0), `contribution` their
-    contributions' sum; `counterpart` the other side's word holding the best match of its heaviest token (None
-    where that is a special token, named in `counterpart_text`); `weak` whether its support is below the
-    threshold (a word weighing 0 never is)."""
+    """A word (a run of non-space characters) and its tokens: `support` their weight-averaged similarity,
+    `counterpart` the other side's word holding its heaviest token's best match (None where a special token:
+    named in `counterpart_text`), `weak` whether support is below the threshold (never for a word weighing 0)."""
 
     index: int
     text: str
@@ -74,15 +59,9 @@ class WordExplanation:
         """The word as JSON (NaN as null)."""
         return {
             "word": self.text,
-            "start": self.start,
-            "end": self.end,
+            **_json(self, "start", "end"),
             "tokens": list(self.tokens),
-            "weight": _number(self.weight),
-            "support": _number(self.support),
-            "contribution": _number(self.contribution),
-            "counterpart": self.counterpart,
-            "counterpart_text": self.counterpart_text,
-            "weak": self.weak,
+            **_json(self, "weight", "support", "contribution", "counterpart", "counterpart_text", "weak"),
         }
 
 
@@ -96,7 +75,7 @@ class ScoreTriple:
     f_beta: float | None = None
 
     def to_json(self) -> dict[str, float | None]:
-        out = {"precision": _number(self.precision), "recall": _number(self.recall), "f1": _number(self.f1)}
+        out = _json(self, "precision", "recall", "f1")
         return out if self.f_beta is None else {**out, "f_beta": _number(self.f_beta)}
 
 
@@ -112,8 +91,7 @@ class PairScores:
 
 @dataclass(frozen=True)
 class Threshold:
-    """Below what support a word is weak: `candidate` for the candidate's words, `reference` for the
-    reference's (None: none known, no word is weak); `source` says where the values come from."""
+    """Below what support a word is weak, per side (None: no word is), and where the values come from."""
 
     candidate: float | None
     reference: float | None
@@ -124,14 +102,9 @@ class Threshold:
 class PairExplanation:
     """The explanation of one pair (docs/explain.md).
 
-    `precision`, `recall`, `f1` are what `score()` gives for the pair (each the maximum over the references,
-    rescaled when the setting rescales); `reference_scores` each reference's own (rescaled likewise);
-    `best_reference` the index of the one with the highest F (the lowest index on a tie). The tokens and words
-    are those of the candidate and of the best reference: the candidate's contributions add up to `raw.precision`
-    and the reference's to `raw.recall`, the best reference's P and R before rescaling (`baseline` holds the
-    (P, R, F) baseline that maps them: x' = (x - b) / (1 - b)). With a `beta` setting, `f_beta` is the pair's
-    F-beta as `score()` gives it (the best reference is then the one with the highest F-beta); None otherwise.
-    """
+    `precision`, `recall`, `f1` (and `f_beta`) are what `score()` gives: the maximum over the references, rescaled
+    where the setting rescales. The tokens and words are the candidate's and the best reference's (the highest F,
+    or F-beta): their contributions add up to `raw.precision` and `raw.recall`, before rescaling by `baseline`."""
 
     candidate: str
     references: tuple[str, ...]
@@ -153,8 +126,7 @@ class PairExplanation:
     blank: bool
     notes: tuple[str, ...]
     f_beta: float | None = None
-    #: the token mask's label (``ignore=``: "punctuation", "re:<pattern>", "callable:<name>"), None without one:
-    #: what a token of role "masked" was left out by, for a reader
+    #: the token mask's label (``ignore=``): what a token of role "masked" was left out by
     ignore: str | None = None
 
     @property
@@ -163,11 +135,9 @@ class PairExplanation:
         return self.references[self.best_reference]
 
     def to_json(self) -> dict[str, Any]:
-        """The explanation as JSON: scores, each reference's scores, the tokens and words (NaN as null)."""
+        """The explanation as JSON (NaN as null)."""
         return {
-            "precision": _number(self.precision),
-            "recall": _number(self.recall),
-            "f1": _number(self.f1),
+            **_json(self, "precision", "recall", "f1"),
             **({} if self.f_beta is None else {"f_beta": _number(self.f_beta)}),
             **({} if self.ignore is None else {"ignore": self.ignore}),
             "best_reference": self.best_reference,
@@ -180,11 +150,7 @@ class PairExplanation:
             "reference_tokens": [t.to_json() for t in self.reference_tokens],
             "candidate_words": [w.to_json() for w in self.candidate_words],
             "reference_words": [w.to_json() for w in self.reference_words],
-            "weak_threshold": {
-                "candidate": self.threshold.candidate,
-                "reference": self.threshold.reference,
-                "source": self.threshold.source,
-            },
+            "weak_threshold": dataclasses.asdict(self.threshold),
             "hash": self.hash_code,
             "layer": self.layer,
             "weights": self.weighting,
@@ -195,3 +161,8 @@ class PairExplanation:
 
 def _number(x: float) -> float | None:
     return x if math.isfinite(x) else None
+
+
+def _json(item: object, *names: str) -> dict[str, Any]:
+    """The named fields of `item`, a float that is not finite as None (JSON's null)."""
+    return {n: _number(v) if isinstance(v := getattr(item, n), float) else v for n in names}

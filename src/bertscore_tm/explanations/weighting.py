@@ -1,7 +1,5 @@
-"""Where an explanation's weights come from (`weighting`: the setting's own, or IDF over the references that
-the explained scores counted) and below what support a word is weak (`weak_threshold`). Apart from the engine
-(`explanation`) so that the command line's `explain` and `compare --html` build the same weights once for
-many pairs."""
+"""An explanation's weights and weak-word threshold, apart from the engine so that the command line's
+`explain` and `compare --html` build the weights once for many pairs."""
 
 from __future__ import annotations
 
@@ -31,11 +29,8 @@ def weighting(
     idf_references: Sequence[str] | None = None,
     counts: tuple[Tensor, Tensor] | None = None,
 ) -> Weighting:
-    """The weights an explanation uses: the setting's own where they are fixed (plain, ``idf_texts``,
-    ``idf_weights``); with IDF counted over references, over `idf_references` where given (a corpus run's
-    references, so that the explanation matches its scores), else over the document `counts` (a metric's,
-    ``(doc_freq, num_refs)``), else over the pairs' own references (`groups`), which is what scoring these
-    pairs alone gives."""
+    """The weights an explanation uses: the setting's where fixed; with IDF counted, over `idf_references`
+    (a corpus run's, so that it matches its scores), else the document `counts`, else the pairs' own references."""
     if not scorer.idf:
         return Weighting(scorer.weights().cpu(), "plain: every token weighs 1, the CLS and SEP tokens 0")
     if not scorer.counts_idf:
@@ -54,8 +49,7 @@ def weighting(
 
 
 def _reference_ids(scorer: Scorer, refs: list[str]) -> tuple[Tensor, Tensor]:
-    """The references' ids as the paired scores count their IDF: with the reference prompt where one is set
-    (its tokens marked, and so not counted)."""
+    """The references' ids as the paired scores count their IDF: with the reference prompt, its tokens marked."""
     prompt = scorer.prompts[1]
     if prompt is None:
         return scorer.encoder.encode(refs)
@@ -64,9 +58,8 @@ def _reference_ids(scorer: Scorer, refs: list[str]) -> tuple[Tensor, Tensor]:
 
 
 def weak_threshold(scorer: Scorer, layer: int, threshold: float | None) -> Threshold:
-    """Below what support a word is weak: `threshold` where given; else the layer's rescale baseline (P for
-    the candidate's words, R for the reference's), the setting's own or, without rescaling, the packaged one
-    of (lang, model) where there is one; else none (no word is marked)."""
+    """Below what support a word is weak: `threshold`; else the layer's rescale baseline (P for the
+    candidate's words, R for the reference's), the setting's or the packaged one; else none."""
     if threshold is not None:
         return Threshold(threshold, threshold, "given (threshold)")
     if scorer.baseline is not None:

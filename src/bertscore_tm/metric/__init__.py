@@ -1,7 +1,4 @@
-"""The torchmetrics Metric: its states, update and compute, checkpoints and dataset indexes.
-
-Public names are imported on first use (`bertscore_tm.lazy`).
-"""
+"""The torchmetrics Metric: its states, update and compute, checkpoints and dataset indexes."""
 
 from __future__ import annotations
 
@@ -9,16 +6,9 @@ from typing import TYPE_CHECKING
 
 from bertscore_tm.lazy import exports
 
-__all__ = [
-    "BERTScore",
-]
+__all__ = ["BERTScore"]
 
-__getattr__ = exports(
-    __name__,
-    {
-        "BERTScore": "bertscore",
-    },
-)
+__getattr__ = exports(__name__, {"BERTScore": "bertscore"})
 
 if TYPE_CHECKING:
     from bertscore_tm.metric.bertscore import BERTScore

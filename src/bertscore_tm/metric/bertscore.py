@@ -1,12 +1,8 @@
-"""The Metric: BERTScore as a `torchmetrics.Metric` that streams, runs across processes and equals the reference.
+"""BERTScore as a `torchmetrics.Metric` that streams, runs across processes and equals the reference.
 
-One class owns the states and the torchmetrics protocol and delegates scoring to the core (`scorer.py`,
-`paired.py`): `update()` only tokenises (or takes pairs `tokenize` made, in a DataLoader's workers say);
-`compute()` embeds on the metric's device the pairs not scored yet and keeps their per-token best similarities.
-Under DDP compute() does its own exchanges, explicitly: a digest of the settings, the IDF document counts (an
-all-reduce) and the per-pair results (a gather). torchmetrics is handed ``sync_on_compute=False``, so it never
-gathers the states: no rank receives another's token ids (docs/architecture.md).
-"""
+update() only tokenises; compute() embeds the pairs not scored yet and keeps their per-token best similarities.
+Under DDP compute() makes its own exchanges (a settings digest, the IDF counts, the per-pair results) and
+torchmetrics is handed ``sync_on_compute=False``, so that no rank ever receives another's token ids."""
 
 from __future__ import annotations
 
@@ -31,15 +27,7 @@ from bertscore_tm.engines.pairwise import pairwise_scores
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, SettingsMismatchError, warn_user
 from bertscore_tm.metric.checkpoint import check_mergeable, loaded_states, setting_digests
 from bertscore_tm.metric.indexes import PairPlan, checked_indexes
-from bertscore_tm.metric.states import (
-    STATES,
-    TOKEN_STATES,
-    HostCopies,
-    as_bits,
-    cat_state,
-    new_entries,
-    similarities,
-)
+from bertscore_tm.metric.states import STATES, TOKEN_STATES, HostCopies, as_bits, cat_state, new_entries, similarities
 from bertscore_tm.models.tokenizing import PairTokenizer, TokenizedPairs
 from bertscore_tm.models.windows import WindowRule
 from bertscore_tm.scoring.hashcode import HashSignature
@@ -63,46 +51,15 @@ STATE_FORMAT = 1
 
 
 class BERTScore(Metric):
-    """BERTScore (Zhang et al., 2019): precision, recall and F1 of greedy cosine matching of contextual
-    token embeddings, equal to bert-score 0.3.13 to floating-point noise. Every argument: docs/metric.md.
-
-    Args (each in full, with its default and range: docs/metric.md):
-        model_name_or_path: a local model folder, a name in the local Hugging Face cache, or the packaged
-            ``"sentence-transformers/all-MiniLM-L6-v2"``. Default: ``lang``'s model.
-        num_layers: score with this layer's output (0 = embeddings). Default: the model's tuned layer.
-        all_layers: score with every layer; outputs gain a leading ``L + 1`` dimension.
-        lang: language code, for the default model and the packaged rescale baseline.
-        idf: weigh tokens by IDF over all references (of every rank), ``idf_texts`` or ``idf_weights``.
-        rescale_with_baseline, baseline_path: rescale with (``lang``, model)'s baseline or a ``LAYER,P,R,F`` file.
-        batch_size, max_length: texts per forward pass at most; the window in tokens (default: the model's).
-        long_texts, window_stride: ``"truncate"`` (the reference) or ``"window"``; the windows' stride.
-        device, model_dtype: where the metric (and the model) starts; float32 (exact) or 16-bit.
-        reduction: ``"none"`` for per-pair scores, ``"mean"`` for their means.
-        output: ``"precision"``, ``"recall"`` or ``"f1"`` to return that tensor alone (for Lightning logging).
-        return_hash, verbose: add the hash code to the dict under ``"hash"``; a progress bar while embedding.
-        embedding_cache_mb, compile_model: MiB of vectors kept across ``compute()``; ``torch.compile`` (inexact).
-        model, tokenizer: a model object of your own and its tokenizer, scored through a view that never changes it.
-        forward_fn: ``forward_fn(model, input_ids, attention_mask) -> [B, T, D]`` for a non-standard forward.
-        idf_texts, idf_weights: with ``idf=True``, count in these texts instead; or a token id -> weight mapping.
-        beta, ignore, candidate_prompt, reference_prompt: F-beta, token masks, prompts (docs/semantics.md).
-        kwargs: torchmetrics' own Metric arguments (``compute_on_cpu``, ``process_group``, ``sync_on_compute``,
-            ``dist_sync_fn``, ``distributed_available_fn``: docs/lightning.md), and torchmetrics' BERTScore
-            spellings (``user_tokenizer``, ``user_forward_fn``, ``baseline_url``, ``truncation``: docs/migrating.md).
-
-    Every argument is checked before the model is loaded (`arguments.py`): a wrong type is a TypeError, a value
-    out of range a ValueError, each naming the argument. `compute_scores()` gives the per-pair result typed.
-
-    Example (the packaged MiniLM; a candidate with several references takes the best of each score):
+    """BERTScore (Zhang et al., 2019): P, R and F1 of greedy cosine matching of contextual token embeddings,
+    equal to bert-score 0.3.13 to floating-point noise. Every argument is checked before the model loads; each is
+    described in docs/metric.md (torchmetrics' own and its spellings: docs/lightning.md, docs/migrating.md).
 
     >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
     >>> metric = BERTScore(PACKAGED_MINILM)
-    >>> metric.update(["The cat sat on the mat."], ["A cat was sitting on the mat."])
-    >>> metric.update(["It rained all day."], [["It was raining.", "Rain fell all day long."]])
-    >>> scores = metric.compute()
-    >>> {name: [round(float(x), 4) for x in value] for name, value in scores.items()}
-    {'precision': [0.9316, 0.887], 'recall': [0.9053, 0.8059], 'f1': [0.9183, 0.8408]}
-    >>> metric.hash_code.split("_version")[0]
-    'sentence-transformers/all-MiniLM-L6-v2_L5_no-idf'
+    >>> metric.update(["It rained all day."], [["It was raining.", "Rain fell all day long."]])  # the best counts
+    >>> {name: [round(float(x), 4) for x in value] for name, value in metric.compute().items()}
+    {'precision': [0.887], 'recall': [0.8059], 'f1': [0.8408]}
     """
 
     is_differentiable = False
@@ -167,8 +124,7 @@ class BERTScore(Metric):
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> BERTScore:
-        """A metric of settings already checked (`Config.of`, as the command line builds them); `kwargs` are
-        torchmetrics' own Metric arguments."""
+        """A metric of settings already checked (`Config.of`); `kwargs`: torchmetrics' own Metric arguments."""
         if not isinstance(config, Config):
             raise ArgumentTypeError(
                 f"config must be a Config (from Config.of), got {type(config).__name__} {config!r:.60}",
@@ -216,7 +172,7 @@ class BERTScore(Metric):
             s.follow(self.device)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """A copy or an unpickled metric: torchmetrics wraps compute() again; the pair axis is kept again."""
+        """A copy or an unpickled metric: torchmetrics wraps compute() again, so the pair axis is kept again."""
         super().__setstate__(state)
         self.compute = _keeping_pair_axis(self, self.compute)  # type: ignore[method-assign]
 
@@ -228,14 +184,9 @@ class BERTScore(Metric):
         indexes: Tensor | Sequence[int] | None = None,
         context: str | Sequence[str] | None = None,
     ) -> None:
-        """Tokenise a batch of candidates and their references (one string, or a sequence per candidate), or
-        take a batch `tokenize` made (`preds` alone, its references and contexts in it).
-
-        `indexes` (optional) are dataset indexes of the candidates: `compute()` then orders the pairs by
-        index and keeps one pair per index, so the duplicates a distributed sampler pads in do not count; an
-        index repeated with another pair (another candidate or reference) is a mistake it warns about.
-        `context` (one text per pair) is encoded with the pair's texts, out of the matching (docs/semantics.md).
-        """
+        """Tokenise candidates and their references (one text, or a sequence, per candidate), or take a batch
+        `tokenize` made. With dataset `indexes`, compute() keeps one pair per index, so the repeats a distributed
+        sampler pads in do not count. `context` (one text per pair) is encoded with the pair, out of the matching."""
         if isinstance(preds, TokenizedPairs):
             if target is not None or context is not None:
                 raise ArgumentTypeError(
@@ -269,8 +220,8 @@ class BERTScore(Metric):
             self._add_pairs(batch, index_tensor)
 
     def _add_pairs(self, batch: TokenizedPairs, index_tensor: Tensor | None) -> None:
-        """Add tokenised pairs to the state, refusing first ids that ``idf_weights`` has no weight for. The host
-        tensors go to the device from pinned memory, not waited for (an update() never stalls a GPU)."""
+        """Add tokenised pairs to the state (ids ``idf_weights`` cannot weigh refused first). The host
+        tensors are sent from pinned memory and not waited for, so that an update() never stalls a GPU."""
         self.scorer.check_known_weights(torch.cat([batch.cand_ids, batch.ref_ids]))
         device, n = self.device, len(batch)
         unscored = torch.zeros(n, dtype=torch.bool)
@@ -290,8 +241,8 @@ class BERTScore(Metric):
 
     # -- forward, merging, resetting: torchmetrics' own, with this metric's checks ----------------------------
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        """torchmetrics' forward(): the batch's scores (this process's batch alone, also under DDP), the batch kept
-        in the state; a later compute() does not embed its pairs again."""
+        """torchmetrics' forward(): this process's batch's scores (also under DDP); the batch is kept, and a later
+        compute() does not embed it again."""
         job_context, self._scoring_batch = self._context_in_job, True
         try:
             return super().forward(*args, **kwargs)
@@ -299,11 +250,9 @@ class BERTScore(Metric):
             self._scoring_batch, self._context_in_job = False, job_context
 
     def merge_state(self, incoming_state: dict[str, Any] | Metric) -> None:
-        """torchmetrics' merge (the incoming metric's pairs first, then this one's) of another `BERTScore` or of
-        one's `state_dict()` saved with `persistent(True)`, which holds the digests of the setting that made it.
-        A metric or state of another setting is refused first: its token ids, kept similarities and IDF counts
-        are that setting's, and merged they would be scored as this one's, a confident wrong number; so is a
-        mapping of states alone (`metric_state`), which does not say which setting made it."""
+        """torchmetrics' merge of another `BERTScore`, or of its `state_dict()` saved with `persistent(True)`.
+        A metric or state of another setting is refused, and so is a bare mapping of states that cannot say which
+        setting made it: merged, its ids and similarities would be scored as this one's, a confident wrong number."""
         if isinstance(incoming_state, BERTScore):
             found = first_difference([incoming_state.settings(), self.settings()])
             if found is not None:
@@ -361,7 +310,7 @@ class BERTScore(Metric):
         super().sync(dist_sync_fn, process_group, False, distributed_available)
 
     def set_dtype(self, dst_type: str | torch.dtype) -> BERTScore:
-        """Leaves the states as they are, saying so: they are token ids, flags, counts and exact float32
+        """Leaves the states as they are, saying so: they are ids, flags, counts and exact float32
         similarities, which a cast would corrupt or round. The model's precision is ``model_dtype``."""
         warn_user(
             f"BERTScore.set_dtype({dst_type}) leaves the metric's states as they are (token ids and exact float32 "
@@ -371,14 +320,13 @@ class BERTScore(Metric):
 
     # -- saving and loading: the pairs and the digests of the setting that made them ---------------------------
     def persistent(self, mode: bool = False) -> None:
-        """Whether `state_dict()` holds the pairs (token ids, kept similarities, IDF counts), beside the digests
-        of the setting that made them, in the metric's extra state: off by default, as torchmetrics' states. A
-        state loaded into a metric of another setting is checked before any state changes (`checkpoint.py`)."""
+        """Whether `state_dict()` holds the pairs beside the digests of the setting that made them (off by
+        default, as torchmetrics' states)."""
         boolean("mode", mode)
         self.saves_states = bool(mode)
 
     def get_extra_state(self) -> dict[str, Any]:
-        """The setting's digests (`setting_digests`), and the states themselves with `persistent(True)`."""
+        """The setting's digests, and the states themselves with `persistent(True)`."""
         tokens, embedding = setting_digests(self.scorer)
         states = None
         if self.saves_states:
@@ -386,10 +334,8 @@ class BERTScore(Metric):
         return {"format": STATE_FORMAT, "tokens": tokens, "embedding": embedding, "states": states}
 
     def set_extra_state(self, state: Any) -> None:
-        """Load a saved state made fit for this setting (`loaded_states`): pairs another tokenisation made are
-        refused before any state changes; best similarities another embedding kept are dropped (compute() embeds
-        those pairs again); IDF counts are counted again from the references where the state has none. A
-        checkpoint without the pairs leaves the metric's own."""
+        """Load a saved state made fit for this setting (`loaded_states`): ids of another tokenisation
+        are refused before any state changes; similarities of another embedding are dropped, to be made again."""
         if state is None:  # saved before the metric had an extra state (`_before_loading`)
             return
         digests = _digests(state)
@@ -403,7 +349,7 @@ class BERTScore(Metric):
             self._hold(loaded_states(self.scorer, state["states"], digests))
 
     def _hold(self, states: Mapping[str, Any]) -> None:
-        """Take `states` (every state, made fit for this setting) as the metric's own, where its states live."""
+        """Take `states` (every state, fit for this setting) as the metric's own, where its states live."""
         lists = torch.device("cpu") if self.compute_on_cpu else self.device
         for name in self.metric_state:
             value = states[name]
@@ -412,34 +358,23 @@ class BERTScore(Metric):
 
     # -- compute ------------------------------------------------------------------------------------------------
     def compute(self) -> dict[str, Tensor | str] | Tensor:
-        """Scores of every pair seen (by every rank), in input order (rank-major across ranks): a dict of
-        ``precision``, ``recall``, ``f1`` (and ``hash`` with `return_hash`), or one of them with `output`;
-        per pair, or their means with ``reduction="mean"``."""
+        """Scores of every pair seen (by every rank), in input order: a dict of ``precision``, ``recall``,
+        ``f1`` (and ``hash`` with `return_hash`), or one of them with `output`; per pair, or means."""
         scores = self.compute_scores()
         per = scores.stacked()
         per = per.mean(dim=-1) if self.reduction == "mean" else per
         return format_scores(per, self.output, scores.hash_code if self.return_hash else None)
 
     def with_pair_axis(self, value: Any) -> Any:
-        """compute()'s `value` with per-pair results' pair axis ([N], [L + 1, N]) where torchmetrics' compute()
-        squeezed one pair's to 0-d."""
+        """compute()'s `value` with the pair axis torchmetrics squeezes from one pair's results."""
         if self.reduction != "none":
             return value
         shape = (1, 1) if self.all_layers else (1,)
         return apply_to_collection(value, Tensor, lambda x: x.reshape(shape) if x.dim() == 0 else x)
 
     def compute_scores(self) -> Scores:
-        """The per-pair scores of every pair seen, as a typed :class:`Scores`, whatever `reduction` and
-        `output` are: what `compute()` reduces and formats. Collective like `compute()` under DDP: the ranks
-        check they share the setting, each embeds its own pairs, they sum the IDF counts and gather the
-        per-pair results.
-
-        >>> metric = BERTScore("sentence-transformers/all-MiniLM-L6-v2")
-        >>> metric.update(["The cat sat on the mat."], ["A cat was sitting on the mat."])
-        >>> scores = metric.compute_scores()
-        >>> scores.f1.shape, scores.hash_code == metric.hash_code
-        (torch.Size([1]), True)
-        """
+        """The per-pair scores as a typed :class:`Scores`, whatever `reduction` and `output` are; collective
+        like compute() under DDP: the ranks check they share the setting, sum the IDF counts and gather the results."""
         collective, group, gather_fn = self._is_collective(), self.process_group, self.dist_sync_fn
         # the setting's precision (whatever autocast the caller runs under) and CPU threads
         with own_precision(self.device), self.scorer.threads():
@@ -458,15 +393,14 @@ class BERTScore(Metric):
         return scores_of(scores, self.all_layers, self.scorer.signature_for(plan.any_context).format())
 
     def _is_collective(self) -> bool:
-        """Whether this compute() runs across processes: asked for (``sync_on_compute``), in a distributed run
-        (``distributed_available_fn``), and not forward()'s value of its batch."""
+        """Whether this compute() runs across processes: asked for (``sync_on_compute``), in a distributed
+        run, and not forward()'s of its batch."""
         available = self.distributed_available_fn
         return self.collective_compute and not self._scoring_batch and callable(available) and bool(available())
 
     def _local_scores(self, collective: bool, group: Any, dropped: Tensor | None) -> Tensor:
-        """This rank's per-candidate P, R, F and best reference ([pairs, rows, 4]); `dropped` marks pairs whose
-        index repeats an earlier pair's: their references leave the IDF counts. Counts are summed over the ranks
-        (when `collective`) before any weight is applied, so the weights equal one process's over all pairs."""
+        """This rank's per-candidate P, R, F and best reference ([pairs, rows, 4]). The IDF counts are summed
+        over the ranks (less the `dropped` pairs' references) before any weight is applied."""
         device = self.device
         pairs = self._pairs(device)
         doc_freq, num_refs = self.doc_freq.to(device, copy=True), self.num_refs.to(device, copy=True)
@@ -478,18 +412,15 @@ class BERTScore(Metric):
 
     # -- the pairs not scored yet: embedded on the metric's device, their best similarities kept ---------------
     def _pairs(self, device: torch.device, entries: slice = slice(None)) -> PairTokens:
-        """The state's pairs (of the list `entries`) as one set of tensors on `device` (ids int32, lengths and
-        counts int64); on the host, from the copies where they are held."""
+        """The state's pairs (of list `entries`) as tensors on `device`; on the host, from the host copies."""
         ids, lens, r_ids, r_lens, counts = (
             self._host_copies.cat(getattr(self, name)[entries], torch.int32, device) for name in TOKEN_STATES
         )
         return PairTokens(ids, lens.long(), r_ids, r_lens.long(), counts.long())
 
     def _score_pending(self) -> None:
-        """Embed (on the metric's device: the model's handle gives it there) and match the pairs no earlier
-        compute() scored, and keep their per-token best similarities. Where the new pairs are the state's last
-        entries (nearly always), only those are read; where scored and new pairs alternate (after merge_state,
-        or a loaded state whose similarities another embedding made), the whole state is read."""
+        """Embed and match the pairs no earlier compute() scored, and keep their bests. Where the new pairs
+        are the last entries (nearly always) only those are read; where old and new alternate, the whole state."""
         scored = self._host_copies.cat(self.scored, torch.bool, torch.device("cpu"))
         if scored.numel() == 0 or bool(scored.all()):
             return
@@ -505,8 +436,8 @@ class BERTScore(Metric):
         self.scored = [self._host_copies.keep(send(done, home), done)]
 
     def _score_new_entries(self, first: int, home: torch.device) -> None:
-        """Score the pairs of the list entries from `first` on (all new, all before them scored) and append
-        their best similarities; the new entries become one per state (so they are freed, not held twice)."""
+        """Score the entries from `first` on (all new) and append their bests; the new entries become
+        one per state, so they are freed, not held twice."""
         pairs = self._pairs(torch.device("cpu"), slice(first, None))
         for name in TOKEN_STATES:
             entries = getattr(self, name)
@@ -516,8 +447,7 @@ class BERTScore(Metric):
         self.ref_best = [*self.ref_best, as_bits(new.ref_best).to(home)]
 
     def _score_interleaved(self, is_new: Tensor, home: torch.device) -> None:
-        """Score the pairs marked `is_new` where scored ones come between them: the whole state is read, and
-        the best similarities of the old and the new pairs interleaved in pair order."""
+        """Score the pairs `is_new` marks amid scored ones, interleaving the bests in pair order."""
         pairs = self._pairs(torch.device("cpu"))
         for name in TOKEN_STATES:  # one tensor per state from now on (the chunks freed, not held twice)
             setattr(self, name, [cat_state(getattr(self, name), torch.int32, home)])
@@ -531,27 +461,25 @@ class BERTScore(Metric):
     # -- what the metric tells about its setting, read from its scoring core ------------------------------------
     @property
     def signature(self) -> HashSignature:
-        """The hash code's fields: the setting's, and ``context`` where a pair of the state (or, after a
-        collective compute(), of any rank) had a context."""
+        """The hash code's fields: the setting's, and ``context`` where a pair (of any rank, after a collective
+        compute()) had one."""
         seen = self._context_in_job or bool(cat_state(self.has_context, torch.bool, self.device).any())
         return self.scorer.signature_for(seen)
 
     @property
     def hash_code(self) -> str:
-        """The hash code of the scores this metric computes, in the reference's format where they equal the
-        reference's; ``_context`` once an update carried a context (until `reset()`)."""
+        """The hash code of the scores this metric computes; ``_context`` once an update carried a context (until
+        `reset()`)."""
         return self.signature.format()
 
     @property
     def model_commit(self) -> str | None:
-        """The Hugging Face Hub commit the model's files are of, to report beside the scores (None for a local
-        folder, the packaged MiniLM or a model object of your own)."""
+        """The Hub commit of the model's files, to report beside the scores (None: a local folder or your own model)."""
         return self.scorer.model_commit
 
     @property
     def embedder(self) -> Embedder:
-        """The frozen embedding model and its batching (outside the module tree): the one the last compute()
-        embedded with, or the model where it is before that."""
+        """The frozen embedding model (outside the module tree): the last compute()'s, or the model where it is."""
         return self.scorer.embedder
 
     @property
@@ -566,17 +494,16 @@ class BERTScore(Metric):
 
     @property
     def windows(self) -> WindowRule | None:
-        """The long-text window rule in use, or None (truncation, or a model without a window)."""
+        """The long-text window rule in use, or None."""
         return self.scorer.windows
 
     @property
     def baseline(self) -> Tensor | None:
-        """The rescale baseline rows in use ([1, 3] for the layer, [L + 1, 3] with all_layers), or None."""
+        """The rescale baseline rows in use ([1, 3], or [L + 1, 3] with all_layers), or None."""
         return self.scorer.baseline
 
     def token_ids(self, text: str) -> Tensor:
-        """The token ids this metric scores for `text`: stripped, with special tokens, truncated to the window
-        unless long_texts="window" (int32)."""
+        """The token ids this metric scores for `text` (int32): stripped, with special tokens, within the window."""
         return self.scorer.encoder.encode([check_text(text, "text")])[0]
 
     @property
@@ -585,9 +512,8 @@ class BERTScore(Metric):
         return self.scorer.encoder.tokenizer
 
     def idf_weights(self) -> dict[int, float]:
-        """The IDF weight of every token id, as a dict to save and pass as ``idf_weights=`` of another metric
-        with the same tokenizer (it then scores exactly as this one): the fixed table of ``idf_texts`` or
-        ``idf_weights`` (unknown ids left out), else this process's references' counts so far."""
+        """Every token id's IDF weight, to pass as ``idf_weights=`` to a metric with the same tokenizer, which
+        then scores exactly as this one: the fixed table (unknown ids left out), else this process's counts so far."""
         if not self.idf:
             raise ArgumentValueError(
                 "idf_weights(): this metric has idf=False, so it weighs no token by IDF",
@@ -614,15 +540,9 @@ class BERTScore(Metric):
         layer: int | None = None,
         context: str | None = None,
     ) -> PairExplanation:
-        """Why this metric scores `candidate` against `references` (one text or several) as it does: token by
-        token, with this metric's model and setting (docs/explain.md). The state is left alone. `context`: the
-        pair's context, as `update(..., context=)` takes it (its tokens shown with the role ``"context"``).
-
-        With IDF counted over references, the IDF is over `idf_references` where given, else over the
-        references this metric holds so far (this process's), so that an explanation matches the corpus run's
-        scores; a metric holding none counts it over the pair's own references. `threshold` sets below what
-        support a word is weak (default: the layer's rescale baseline where one is known); `layer` picks a layer
-        of an ``all_layers=True`` metric.
+        """Why this metric scores `candidate` against `references` as it does, token by token (docs/explain.md);
+        the state is left alone. With IDF counted, over `idf_references`, else over the references held so far, so
+        that it matches the corpus run; `threshold` (weak words), `layer` and `context` as :func:`explain` takes them.
 
         >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
         >>> why = BERTScore(PACKAGED_MINILM).explain("The cat sat on the mat.", "A cat was sitting on the mat.")
@@ -647,11 +567,8 @@ class BERTScore(Metric):
         )
 
     def pairwise(self, cands: str | Sequence[str], refs: str | Sequence[str]) -> dict[str, Tensor | str] | Tensor:
-        """Every candidate against every reference: ``{"precision", "recall", "f1"}`` each ``[N, M]``
-        (``[L + 1, N, M]`` with all_layers; ``f_beta`` too with a beta), entry (i, j) this metric's score of
-        ``cands[i]`` against ``refs[j]``; IDF (if on) over these M references. Honours ``output`` and
-        ``return_hash`` (the setting's code: no context is used here), not ``reduction``; reuses the loaded model
-        and never touches the state (see `bertscore_tm.engines.pairwise`)."""
+        """Every candidate against every reference: each score [N, M] ([L + 1, N, M] with all_layers), IDF (if
+        on) over these references; honours ``output`` and ``return_hash``, not ``reduction``; the state is untouched."""
         per = pairwise_scores(self.scorer, cands, refs, self.device, verbose=self.verbose)
         return format_scores(per, self.output, self.scorer.hash_code if self.return_hash else None)
 
@@ -662,18 +579,16 @@ class BERTScore(Metric):
         return_utilities: bool = False,
         utility: str = "f1",
     ) -> list[int] | tuple[list[int], list[Tensor]]:
-        """Minimum-Bayes-risk choice per group with this metric's model and settings: see
-        :func:`bertscore_tm.mbr_select` (`utility`: ``"f1"``, ``"f_beta"`` with this metric's beta,
-        ``"precision"`` or ``"recall"``). Never touches the state."""
+        """Minimum-Bayes-risk choice per group with this metric's model and settings (:func:`bertscore_tm.mbr_select`;
+        `utility`: ``"f1"``, ``"f_beta"``, ``"precision"`` or ``"recall"``); the state is untouched."""
         return select(
             self.scorer, self.device, groups, references, return_utilities, verbose=self.verbose, utility=utility
         )
 
 
 def _collective_option(kwargs: dict[str, Any]) -> bool:
-    """torchmetrics' options as this metric honours them: ``sync_on_compute`` (popped: whether compute() is
-    collective; torchmetrics is handed False, as it syncs nothing itself); ``compute_with_cache`` and
-    ``dist_sync_on_step`` refused where they ask for what the metric cannot do."""
+    """torchmetrics' options as this metric honours them: ``sync_on_compute`` popped (torchmetrics is
+    handed False); ``compute_with_cache`` and ``dist_sync_on_step`` refused where they ask for what it cannot do."""
     collective = kwargs.pop("sync_on_compute", True)
     if not isinstance(collective, bool):
         raise ArgumentTypeError(
@@ -704,9 +619,8 @@ def _collective_option(kwargs: dict[str, Any]) -> bool:
 
 
 def _keeping_pair_axis(metric: BERTScore, compute: Callable[..., Any]) -> Callable[..., Any]:
-    """torchmetrics' compute() (its wrapper of `BERTScore.compute`) keeping per-pair results' pair axis (it
-    squeezes one pair's to 0-d) and without its warning that compute() came before update(): a rank without
-    pairs is fine under DDP, and with no pairs anywhere compute() raises, saying so."""
+    """torchmetrics' compute() wrapper, keeping one pair's results' pair axis and without its warning of a
+    compute() before update(): a rank without pairs is fine under DDP (with none anywhere compute() raises)."""
 
     @functools.wraps(compute)
     def compute_value(*args: Any, **kwargs: Any) -> Any:
@@ -719,9 +633,8 @@ def _keeping_pair_axis(metric: BERTScore, compute: Callable[..., Any]) -> Callab
 
 
 def _before_loading(module: BERTScore, state_dict: dict[str, Any], prefix: str, *_: Any) -> None:
-    """Before a state is loaded (a public load_state_dict pre-hook): a checkpoint saved before the metric had an
-    extra state (one key per state, or none) loads too. torchmetrics has taken its per-key states in already;
-    they are checked and made fit as `set_extra_state` makes a saved state (refused, the metric is reset)."""
+    """A load_state_dict pre-hook: a checkpoint saved before the extra state existed (one key per state, or
+    none) loads too, checked and made fit as `set_extra_state` makes a saved state."""
     key = prefix + EXTRA_STATE_KEY
     if key in state_dict:
         return
@@ -741,7 +654,7 @@ def _before_loading(module: BERTScore, state_dict: dict[str, Any], prefix: str, 
 
 
 def _digests(saved: Mapping[str, Any]) -> tuple[int, int]:
-    """The digests a saved extra state holds; a clear error where it is not one this metric wrote."""
+    """The digests a saved extra state holds; a clear error where this metric did not write it."""
     try:
         return int(saved["tokens"]), int(saved["embedding"])
     except (KeyError, TypeError, ValueError):

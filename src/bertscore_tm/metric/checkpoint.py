@@ -1,12 +1,6 @@
-"""Which saved Metric states this setting can use: digests of a setting, and the checks made when a state is
-loaded or merged.
-
-A Metric's state holds token ids (made by a tokenisation) and kept best similarities (made by an embedding).
-A state saved under another setting is refused where its token ids cannot be scored here, and its kept
-similarities are dropped (to be made again) where another embedding made them; IDF and rescaling act only on
-kept similarities at compute(), so a state that differs in them alone keeps everything. The digests travel with
-the state in the Metric's extra state (`BERTScore.get_extra_state`).
-"""
+"""Which saved states this setting can use. Token ids come from a tokenisation, kept similarities from an
+embedding: a state of another setting is refused where its ids cannot be scored here, and its similarities
+dropped (to be made again) where another embedding made them. IDF and rescaling act at compute() only."""
 
 from __future__ import annotations
 
@@ -31,17 +25,15 @@ Digests = tuple[int, int]
 
 
 def setting_digests(scorer: Scorer) -> Digests:
-    """Two digests: of what makes the token ids (`TextEncoder.digest`: the tokenizer, and max_length where texts
-    are truncated), and of what makes a text's vectors and so the per-token best similarities: the setting less
-    what acts only on the kept similarities at compute() (IDF, rescaling)."""
+    """Digests of what makes the token ids (`TextEncoder.digest`) and of what makes the kept similarities
+    (the setting less what acts at compute())."""
     embedding = {k: v for k, v in scorer.settings_record().items() if k not in APPLIED_AT_COMPUTE}
     return scorer.encoder.digest, settings_digest(embedding)
 
 
 def check_loadable(scorer: Scorer, states: Mapping[str, Any], saved: Digests | None) -> bool:
-    """Refuse (before any state changes) states whose token ids another tokenisation made, or whose IDF counts
-    span another vocabulary; return whether their kept similarities are usable here (the same embedding).
-    States without digests (`saved` None: saved before they existed) are taken as of this setting."""
+    """Refuse states whose ids another tokenisation made, or whose IDF counts span another vocabulary; return
+    whether their similarities are usable here. States without digests (`saved` None) are taken as this setting's."""
     own_tokens, own_embedding = setting_digests(scorer)
     saved_tokens, saved_embedding = (own_tokens, own_embedding) if saved is None else saved
     pairs = pair_count(states.get("scored", []))
@@ -54,8 +46,7 @@ def check_loadable(scorer: Scorer, states: Mapping[str, Any], saved: Digests | N
             setting="tokenisation",
             values=[saved_tokens, own_tokens],
         )
-    counts = states.get("doc_freq")
-    spans = None if counts is None else torch.as_tensor(counts).numel()
+    spans = _counted(states)
     if spans not in (None, 0, scorer.vocab_size):
         raise SettingsMismatchError(
             f"This state's IDF counts span {spans} token ids, this metric's vocabulary {scorer.vocab_size}: it "
@@ -68,9 +59,8 @@ def check_loadable(scorer: Scorer, states: Mapping[str, Any], saved: Digests | N
 
 
 def check_mergeable(scorer: Scorer, states: Mapping[str, Any], saved: Digests, counted: int) -> None:
-    """Refuse states to merge (`BERTScore.merge_state` given a saved state) that another setting made: token ids
-    of another tokenisation, similarities of another embedding, or IDF counts of another length (`counted`, this
-    metric's). Unlike a loaded state, whose similarities are embedded again, a merged one is taken as it is."""
+    """Refuse states to merge that another setting made: unlike a loaded state, whose similarities are made
+    again, a merged one is taken as it is, so its similarities and counts must be this setting's too."""
     if not check_loadable(scorer, states, saved):
         raise SettingsMismatchError(
             "merge_state: the incoming state's similarities were kept under another setting (model, layer, "
@@ -79,8 +69,7 @@ def check_mergeable(scorer: Scorer, states: Mapping[str, Any], saved: Digests, c
             setting="embedding",
             values=[list(saved), list(setting_digests(scorer))],
         )
-    counts = states.get("doc_freq")
-    spans = None if counts is None else torch.as_tensor(counts).numel()
+    spans = _counted(states)
     if spans not in (None, counted):
         raise SettingsMismatchError(
             f"merge_state: the incoming state's IDF counts span {spans} token ids, this metric's {counted}: one "
@@ -91,13 +80,17 @@ def check_mergeable(scorer: Scorer, states: Mapping[str, Any], saved: Digests, c
         )
 
 
+def _counted(states: Mapping[str, Any]) -> int | None:
+    """How many token ids the states' IDF counts span (None: they hold none)."""
+    counts = states.get("doc_freq")
+    return None if counts is None else torch.as_tensor(counts).numel()
+
+
 def loaded_states(
     scorer: Scorer, states: Mapping[str, Any], saved: Digests | None, context: bool = False
 ) -> dict[str, Any]:
-    """The states a metric of this setting holds once it loads `states` (saved under digests `saved`), checked
-    first (`check_loadable`): kept similarities another embedding made are dropped (compute() embeds those
-    pairs again), IDF counts fitted to this setting (`fitted_counts`), similarities kept as their bits, and
-    each pair's context flag made where the state has none (`context`: whether it said a context was seen)."""
+    """The states once `states` are loaded (checked first): similarities another embedding made dropped,
+    the rest kept as bits, IDF counts fitted, and each pair's context flag made where the state has none."""
     keeps_similarities = check_loadable(scorer, states, saved)
     out = dict(states)
     pairs = pair_count(states["scored"])
@@ -114,9 +107,8 @@ def loaded_states(
 
 
 def fitted_counts(scorer: Scorer, doc_freq: Tensor, ref_ids: Tensor, ref_lens: Tensor) -> Tensor:
-    """The IDF document counts a loaded state should hold under this setting: counted again from its references
-    (`ref_ids`, `ref_lens`) where it has none (a metric without IDF saved it), none where this setting counts
-    none, else its own."""
+    """The IDF counts a loaded state holds here: counted again from its references where it has none,
+    none where this setting counts none, else its own."""
     if scorer.counts_idf and doc_freq.numel() == 0:
         return document_frequency(ref_ids, ref_lens, scorer.vocab_size)
     if not scorer.counts_idf and doc_freq.numel():

@@ -1,14 +1,6 @@
-"""Dataset indexes: one pair per index, so the repeats a distributed sampler pads in count once.
-
-`DistributedSampler` gives every rank the same number of samples by repeating a few; with the dataset index
-of each pair, `compute()` keeps the first pair of each index (in rank-major order, the order the ranks'
-results are gathered in), orders the pairs by index, and leaves the repeats out of the IDF counts too. The
-decision is a pure function of the gathered indexes, so every rank takes the same one without exchanging more.
-
-A repeat is meant to be the very same pair, which scores as the pair kept: `conflicting_indexes` finds, from
-the gathered per-pair scores alone, the indexes whose repeats score otherwise by more than `SAME_PAIR_ATOL`
-(another pair under the index, a user's mistake that `compute()` warns about), again without exchanging more.
-"""
+"""Dataset indexes: one pair per index, so the repeats a distributed sampler pads in count once. Every
+decision is a pure function of the gathered indexes and scores, so every rank takes the same one without
+exchanging more."""
 
 from __future__ import annotations
 
@@ -25,25 +17,31 @@ from bertscore_tm.settings import rules
 
 @dataclass(frozen=True)
 class Deduplication:
-    """`keep`: positions, in the gathered (rank-major) order, of the pairs kept, in index order (int64).
-    `dropped`: for this rank's own pairs, which ones repeat an earlier pair's index (bool)."""
+    """`keep`: gathered positions of the pairs kept, in index order; `dropped`: which of this rank's pairs
+    repeat an earlier index."""
 
     keep: Tensor
     dropped: Tensor
 
 
+def _sorted(indexes: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The stable sort of `indexes` (order, ordered) and which ordered entries are the first of their index."""
+    order = torch.argsort(indexes, stable=True)
+    ordered = indexes[order]
+    first = torch.ones_like(ordered, dtype=torch.bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    return order, ordered, first
+
+
 def deduplicate(indexes: Tensor, offset: int, num_local: int) -> Deduplication:
-    """The first pair of each index, ordered by index, from every rank's `indexes` gathered rank-major;
-    this rank's pairs are positions ``offset .. offset + num_local``.
+    """The first pair of each index, ordered by index, from indexes gathered rank-major (this rank's are
+    ``offset .. offset + num_local``).
 
     >>> d = deduplicate(torch.tensor([4, 0, 2, 1, 3, 4]), offset=3, num_local=3)
     >>> d.keep.tolist(), d.dropped.tolist()
     ([1, 3, 2, 4, 0], [False, False, True])
     """
-    order = torch.argsort(indexes, stable=True)
-    ordered = indexes[order]
-    first = torch.ones_like(ordered, dtype=torch.bool)
-    first[1:] = ordered[1:] != ordered[:-1]
+    order, _, first = _sorted(indexes)
     keep = order[first]
     repeated = torch.ones_like(indexes, dtype=torch.bool)
     repeated[keep] = False
@@ -57,18 +55,9 @@ SAME_PAIR_ATOL = 1e-3
 
 
 def conflicting_indexes(indexes: Tensor, keep: Tensor, scores: Tensor) -> Tensor:
-    """The indexes, in increasing order, with a repeat whose `scores` (per pair, gathered as `indexes` are)
-    differ from those of the pair kept (`keep`, from `deduplicate`) by more than `SAME_PAIR_ATOL`: such a repeat
-    holds another candidate or reference. A different pair that scores within that margin is not found.
-
-    >>> scores = torch.tensor([[0.9], [0.8], [0.9], [0.7]])
-    >>> conflicting_indexes(torch.tensor([4, 0, 4, 0]), keep=torch.tensor([1, 0]), scores=scores).tolist()
-    [0]
-    """
-    order = torch.argsort(indexes, stable=True)
-    ordered = indexes[order]
-    first = torch.ones_like(ordered, dtype=torch.bool)
-    first[1:] = ordered[1:] != ordered[:-1]
+    """The indexes whose repeats score otherwise than the pair kept by more than `SAME_PAIR_ATOL`: they
+    hold another candidate or reference, a user's mistake (a different pair scoring within it is not found)."""
+    order, ordered, first = _sorted(indexes)
     group = torch.cumsum(first.long(), 0) - 1  # each ordered pair's index, numbered in order
     mine, kept = scores[order].flatten(1), scores[keep][group].flatten(1)
     same = torch.isclose(mine, kept, rtol=0.0, atol=SAME_PAIR_ATOL, equal_nan=True)
@@ -76,8 +65,7 @@ def conflicting_indexes(indexes: Tensor, keep: Tensor, scores: Tensor) -> Tensor
 
 
 def checked_indexes(indexes: object, count: int) -> Tensor:
-    """`indexes` as an int64 tensor of one dataset index per candidate (`count`), by the settings' rule for
-    indexes (a sequence, an integer array or tensor, of integers from 0): an error naming ``indexes`` otherwise."""
+    """`indexes` as int64, one dataset index per candidate, by the settings' rule; an error otherwise."""
     index_list = rules.indexes("indexes", indexes)
     if len(index_list) != count:
         raise ArgumentValueError(
@@ -91,11 +79,8 @@ def checked_indexes(indexes: object, count: int) -> Tensor:
 
 
 class PairPlan:
-    """Which pairs of every rank count at compute(): this rank's `num_local` pairs and their dataset `indexes`
-    (empty where none were passed), exchanged with the other ranks when `collective` (through `gather_fn`, a
-    Metric's ``dist_sync_fn``); one pair kept per dataset index (the repeats a distributed sampler pads in leave
-    the scores and the IDF counts). `contexts` is how many of this rank's pairs had a context: `any_context`
-    says whether any rank's did (the hash code names it), from the same exchange."""
+    """Which pairs of every rank count at compute(): exchanged with the other ranks when `collective`, one pair
+    kept per dataset index; `any_context` says whether any rank's pair had a context, from the same exchange."""
 
     def __init__(
         self,
@@ -142,8 +127,7 @@ class PairPlan:
         return None if self.dedup is None else self.dedup.dropped
 
     def kept(self, scores: Tensor) -> Tensor:
-        """The gathered scores of the pairs kept; a repeat scoring otherwise than the pair kept is another pair
-        passed with the same index, warned about (from the gathered scores alone, so alike on every rank)."""
+        """The gathered scores of the pairs kept, warning where an index was repeated with another pair."""
         if self.dedup is None:
             return scores
         conflicting = conflicting_indexes(self.indexes, self.dedup.keep, scores)

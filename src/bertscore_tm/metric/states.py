@@ -1,12 +1,6 @@
-"""The Metric's list states: their names, one tensor from a list state, the kept similarities as their bits, and
-the host's copies of entries sent to an accelerator.
-
-Pairs join the state in order and a compute() scores every pair not scored yet, so the scored pairs are nearly
-always the state's first entries and the new ones its last (`new_entries`): then only those are read, embedded,
-matched and appended. The per-token best similarities are float32 kept as their int32 bits: a dtype conversion of
-the module (`.to(torch.float16)`, as Lightning's "16-true" makes it) casts floating tensors only, so no conversion
-can round them; the token ids and flags are integers and booleans already.
-"""
+"""The Metric's list states. Pairs join in order and compute() scores all new ones, so the scored pairs are
+nearly always the first entries (`new_entries`). Best similarities are kept as their int32 bits, so that a
+dtype conversion of the module (Lightning's "16-true") cannot round them."""
 
 from __future__ import annotations
 
@@ -17,21 +11,10 @@ import torch
 from torch import Tensor
 from torchmetrics.utilities.data import dim_zero_cat
 
-#: The Metric's list states: each update() appends one entry to the first six and to `has_context` (and to
-#: `indexes` with indexes); a compute() appends the new pairs' best similarities.
-STATES = (
-    "cand_ids",
-    "cand_lens",
-    "ref_ids",
-    "ref_lens",
-    "ref_counts",
-    "scored",
-    "cand_best",
-    "ref_best",
-    "indexes",
-    "has_context",
-)
-TOKEN_STATES = STATES[:5]  # the pairs' token ids, lengths and references per candidate
+#: The Metric's list states: each update() appends an entry to the pairs' (`TOKEN_STATES`), `scored`, `has_context`
+#: (and `indexes` with indexes); a compute() appends the new pairs' best similarities.
+TOKEN_STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts")
+STATES = (*TOKEN_STATES, "scored", "cand_best", "ref_best", "indexes", "has_context")
 
 
 def cat_state(items: list[Tensor] | Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
@@ -49,8 +32,7 @@ def as_bits(similarities: Tensor) -> Tensor:
 
 
 def similarities(items: list[Tensor], device: torch.device) -> Tensor:
-    """A list state of similarities' bits as one float32 tensor on `device` (a float entry, saved before the
-    bits, as it is)."""
+    """A list state of similarities' bits as one float32 tensor (a float entry, saved before the bits, as it is)."""
     parts = [x if x.is_floating_point() else x.view(torch.float32) for x in items]
     return cat_state(parts, torch.float32, device).float()
 
@@ -61,8 +43,7 @@ def pair_count(scored: Any) -> int:
 
 
 def new_entries(cand_lens: list[Tensor], scored: Tensor) -> int | None:
-    """The index of the first list entry (of every token state: `cand_lens` has a length a pair) whose pairs are
-    all new, where every pair before it is scored and every pair from it on new (at least one is); None where
+    """The first list entry from which every pair is new, where every pair before it is scored; None where
     scored and new pairs alternate, or an entry holds both."""
     done = int(scored.logical_not().nonzero()[0])  # the first new pair
     if bool(scored[done:].any()):
@@ -76,24 +57,21 @@ def new_entries(cand_lens: list[Tensor], scored: Tensor) -> int | None:
 
 
 class HostCopies:
-    """Host copies of state entries sent to an accelerator, read in their place wherever the host needs the
-    entries (`cat`): a copy back from the device waits for all the work the device was given, and the host
-    would plan the next scoring while the device idles. An entry is known by its identity (held weakly), so one
-    that torchmetrics moved, merged into a new tensor or replaced is read from the device, as before. The copies
-    are dropped once their pairs are scored (they are needed to plan the scoring only), and never copied or
-    pickled with the metric (they are known by this metric's entries)."""
+    """Host copies of entries sent to an accelerator, read in their place on the host: reading back waits for
+    all the device's work, and the host would plan while the device idles. Entries are known by identity (held
+    weakly), so one torchmetrics moved or replaced is read from the device; copies are never pickled."""
 
     def __init__(self) -> None:
         self._held: dict[int, tuple[weakref.ref[Tensor], Tensor]] = {}  # id(sent) -> (sent, host)
 
     def keep(self, sent: Tensor, host: Tensor) -> Tensor:
-        """Note `host` as the copy of `sent` (a state entry, `host` sent to the device); return `sent`."""
+        """Note `host` as the copy of the entry `sent`; return `sent`."""
         if needs_copy(sent.device):
             self._held[id(sent)] = (weakref.ref(sent), host)
         return sent
 
     def cat(self, items: list[Tensor], dtype: torch.dtype, device: torch.device) -> Tensor:
-        """`cat_state(items, dtype, device)`; on the host, each entry from its copy where one is held."""
+        """`cat_state`, on the host from the copies where held."""
         if device.type == "cpu":
             items = [self._copy_of(x) for x in items]
         return cat_state(items, dtype, device)
@@ -116,5 +94,5 @@ class HostCopies:
 
 
 def needs_copy(device: torch.device) -> bool:
-    """Whether a state entry on `device` is worth a host copy: reading it back to the host costs a wait."""
+    """Whether an entry on `device` is worth a host copy: reading it back costs a wait."""
     return device.type != "cpu"

@@ -1,8 +1,4 @@
-"""The scoring core: the Scorer (model, weights policy, baseline, hash code) and the greedy matching of
-token vectors into precision, recall and F1.
-
-Public names are imported on first use (`bertscore_tm.lazy`).
-"""
+"""The scoring core: the Scorer and the greedy matching that turns token vectors into P, R and F."""
 
 from __future__ import annotations
 
@@ -10,23 +6,11 @@ from typing import TYPE_CHECKING
 
 from bertscore_tm.lazy import exports
 
-__all__ = [
-    "HashSignature",
-    "Scorer",
-    "Scores",
-    "build_scorer",
-    "hash_code",
-]
+__all__ = ["HashSignature", "Scorer", "Scores", "build_scorer", "hash_code"]
 
 __getattr__ = exports(
     __name__,
-    {
-        "HashSignature": "hashcode",
-        "hash_code": "hashcode",
-        "Scorer": "scorer",
-        "build_scorer": "scorer",
-        "Scores": "results",
-    },
+    dict(HashSignature="hashcode", hash_code="hashcode", Scorer="scorer", build_scorer="scorer", Scores="results"),
 )
 
 if TYPE_CHECKING:

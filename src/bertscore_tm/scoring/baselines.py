@@ -1,10 +1,5 @@
-"""Rescale baselines: reading the `LAYER,P,R,F` files and rescaling scores with them.
-
-x' = (x - b) / (1 - b), per P, R and F, after the maximum over several references. The published baselines
-ship inside the package under `baselines/<lang>/<model>.tsv` (CSV text despite the name, one row per layer
-from 0). A missing baseline is an error that says how to make one, never a silent no-rescale. New baselines
-are made by the `bertscore-tm baseline` command (`baseline_building.py`).
-"""
+"""Rescale baselines: `LAYER,P,R,F` files and x' = (x - b) / (1 - b). A missing baseline is an error that
+says how to make one, never a silent no-rescale."""
 
 from __future__ import annotations
 
@@ -59,9 +54,8 @@ def find_baseline(lang: str | None, model_name: str, baseline_path: str | os.Pat
 
 
 def read_baseline(path: str | os.PathLike[str]) -> Tensor:
-    """The rows of a baseline file as float32 [layers, 3] (P, R, F), checked for shape and order (the values
-    themselves are checked by `baseline_rows`, for the rows a setting uses). UTF-8, with or without the byte
-    order mark some editors write. Raises BaselineFileError."""
+    """A baseline file's rows as float32 [layers, 3], checked for shape and order (UTF-8, with or without a
+    byte order mark); raises BaselineFileError."""
     path = Path(path)
     try:
         with path.open(newline="", encoding="utf-8-sig") as fh:
@@ -108,9 +102,8 @@ def read_baseline(path: str | os.PathLike[str]) -> Tensor:
 def baseline_rows(
     table: Tensor, num_layers: int, all_layers: bool, path: str | os.PathLike[str] = "", depth: int | None = None
 ) -> Tensor:
-    """The rows of `table` a setting uses: [1, 3] for layer num_layers, or all [layers, 3] (one per layer of a
-    model of `depth` blocks, where given). Every value used must be finite and below 1, as (x - b) / (1 - b)
-    needs: a BaselineFileError names the file, data row and column of the first that is not."""
+    """The rows a setting uses ([1, 3], or one per layer with `all_layers`), each value finite and below 1,
+    as (x - b) / (1 - b) needs."""
     if all_layers:
         if depth is not None and table.shape[0] != depth + 1:
             raise BaselineFileError(
@@ -140,14 +133,9 @@ def baseline_rows(
 
 
 def f_beta_baseline(baseline: Tensor, beta: float) -> Tensor:
-    """F-beta's baseline ([rows, 1]) from a baseline's P, R, F columns ([rows, 3]): a file holds no F-beta column,
-    so it is the F-beta of the baseline's P and R, times the ratio of the file's F to the F of its P and R
-    (the mean of per-pair F lies below the F of the mean P and R; the same ratio is carried over). At beta = 1
-    it is the file's F exactly, so F-beta then rescales as F does.
-
-    >>> f_beta_baseline(torch.tensor([[0.8, 0.8, 0.78]]), 3.0)
-    tensor([[0.7800]])
-    """
+    """F-beta's baseline [rows, 1]. A file has no F-beta column, so it is the F-beta of the file's P and
+    R times the file's F over the F of its P and R (the mean of per-pair F lies below the F of the means); at
+    beta = 1, the file's F."""
     p, r, f = baseline.double().unbind(-1)
     b2 = float(beta) ** 2
     ratio = f * (p + r) / (2 * p * r)
@@ -155,12 +143,7 @@ def f_beta_baseline(baseline: Tensor, beta: float) -> Tensor:
 
 
 def rescale(scores: Tensor, baseline: Tensor, in_place: bool = False) -> Tensor:
-    """(x - b) / (1 - b), the one rescaling rule: `baseline` broadcast to `scores` (e.g. [rows, 3] against
-    [..., rows, 3]); `in_place` overwrites `scores` (for the large N x M matrices of all pairs).
-
-    >>> rescale(torch.tensor([[0.9, 0.8, 0.85]]), torch.tensor([[0.8, 0.8, 0.8]]))
-    tensor([[0.5000, 0.0000, 0.2500]])
-    """
+    """(x - b) / (1 - b), the one rescaling rule; `in_place` for the large matrices of all pairs."""
     b = baseline.to(scores.device, scores.dtype)
     if in_place:
         return scores.sub_(b).div_(1 - b)

@@ -1,7 +1,5 @@
-"""Distinct token sequences, found exactly (`distinct_texts`): the one rule by which every engine embeds each
-distinct text once (the paired engine over a Metric's state, all pairs, MBR and explanations over their inputs).
-Rows of one length are compared whole (each row's bytes as one value, sorted by numpy's `unique`: eight times
-faster than `torch.unique` over rows), never hashed, so two texts are one only when their token ids are equal."""
+"""Distinct token sequences, found exactly, so that every engine embeds each distinct text once. Rows of one
+length are compared whole as bytes, never hashed: two texts are one only when their ids are equal."""
 
 from __future__ import annotations
 
@@ -15,9 +13,8 @@ from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
 def distinct_texts(
     sources: tuple[Tensor, ...], which: Tensor, start: Tensor, length: Tensor
 ) -> tuple[TokenTexts, Tensor]:
-    """The distinct sequences among occurrences ``sources[which[i]][start[i] : start[i] + length[i]]``, numbered
-    by first occurrence and held by reference into `sources` (no copy of an id), and each occurrence's text
-    (int64).
+    """The distinct sequences among occurrences ``sources[which[i]][start[i] : start[i] + length[i]]``,
+    numbered by first occurrence and held by reference (no id copied), and each occurrence's text.
 
     >>> ids = torch.tensor([7, 8, 9, 7, 8])
     >>> texts, text_of = distinct_texts((ids,), torch.zeros(3, dtype=torch.uint8), torch.tensor([0, 2, 3]),
@@ -31,15 +28,12 @@ def distinct_texts(
 
 
 def token_index(texts: TokenTexts, chosen: Tensor) -> Tensor:
-    """Indices into their one source of the tokens of texts `chosen`, text after text (texts of one source, as
-    all pairs and MBR hold them), so that per-token values made over that source are read text by text."""
+    """Indices into their one source of the tokens of texts `chosen`, text after text."""
     return ragged_arange(texts.start[chosen], texts.length[chosen])
 
 
 def first_seen_ids(sources: tuple[Tensor, ...], which: Tensor, start: Tensor, length: Tensor) -> tuple[Tensor, Tensor]:
-    """For occurrences of token sequences (``sources[which][start : start + length]``): each one's text index,
-    texts numbered by first occurrence, and each text's first occurrence. Equal sequences are found exactly
-    (rows of one length compared whole, `_equal_rows`), never by hashing."""
+    """Each occurrence's text (numbered by first occurrence) and each text's first occurrence."""
     n = len(length)
     group = torch.empty(n, dtype=torch.long)  # equal sequences share a group, numbered length by length
     groups = 0
@@ -66,12 +60,7 @@ def first_seen_ids(sources: tuple[Tensor, ...], which: Tensor, start: Tensor, le
 
 
 def _equal_rows(rows: Tensor) -> Tensor:
-    """A group number for each row of a [count, size] integer tensor, equal rows sharing theirs (int64): each
-    row's bytes are viewed as one value, so rows are equal exactly when all their ids are.
-
-    >>> _equal_rows(torch.tensor([[5, 1], [2, 3], [5, 1]], dtype=torch.int32)).tolist()
-    [1, 0, 1]
-    """
+    """A group number per row, equal rows sharing one: each row's bytes are viewed as one value."""
     whole = np.ascontiguousarray(rows.numpy())
     values = whole.view(np.dtype((np.void, whole.dtype.itemsize * whole.shape[1]))).ravel()
     return torch.from_numpy(np.unique(values, return_inverse=True)[1].reshape(-1).astype(np.int64))

@@ -1,13 +1,6 @@
-"""IDF: document frequencies over the references, and the token weights they give.
-
-weight(t) = ln((M + 1) / (df(t) + 1)) with M the number of reference texts and df(t) how many of them
-contain t. Counts are plain sums, so they accumulate across `update()` calls and all-reduce across ranks
-before any weight is applied. Without IDF every token weighs 1 but the CLS and SEP tokens, which weigh 0.
-
-The weights can also come from elsewhere, fixed when the metric is built: from a corpus of the user's own
-(``idf_texts``, as bert-score's ``idf_sents``) or from a mapping token id -> weight (``idf_weights``, as its
-``idf_dict``). Every rank then holds the same table, which is never summed across ranks.
-"""
+"""IDF: weight(t) = ln((M + 1) / (df(t) + 1)) over M reference texts. Counts are plain sums, so they add up
+across updates and ranks before any weight is applied; a table fixed beforehand (``idf_texts``, ``idf_weights``)
+is the same on every rank and never summed."""
 
 from __future__ import annotations
 
@@ -22,8 +15,8 @@ from bertscore_tm.errors import ArgumentValueError
 
 
 def document_frequency(ids: Tensor, lengths: Tensor, vocab_size: int) -> Tensor:
-    """How many of the texts (flat `ids`, split by `lengths`) contain each token id: int64 [vocab_size]. A
-    prompt's tokens (marked as negative ids, `bertscore_tm.scoring.token_rules`) are not counted."""
+    """How many texts (flat `ids` split by `lengths`) contain each id: int64 [vocab_size]; a prompt's
+    tokens (negative ids) are not counted."""
     if ids.numel() == 0:
         return torch.zeros(vocab_size, dtype=torch.long, device=ids.device)
     doc = torch.repeat_interleave(torch.arange(len(lengths), device=ids.device), lengths.long().to(ids.device))
@@ -41,18 +34,12 @@ def document_frequency(ids: Tensor, lengths: Tensor, vocab_size: int) -> Tensor:
 def without_documents(
     doc_freq: Tensor, num_docs: Tensor, ids: Tensor, lengths: Tensor, vocab_size: int
 ) -> tuple[Tensor, Tensor]:
-    """The counts `doc_freq` and `num_docs` with the texts (flat `ids`, split by `lengths`) taken out again.
-
-    >>> df, n = document_frequency(torch.tensor([1, 2, 2, 3]), torch.tensor([2, 2]), 4), torch.tensor(2)
-    >>> df.tolist(), [t.tolist() for t in without_documents(df, n, torch.tensor([2, 3]), torch.tensor([2]), 4)]
-    ([0, 1, 2, 1], [[0, 1, 1, 0], 1])
-    """
+    """The counts with these texts taken out again."""
     return doc_freq - document_frequency(ids, lengths, vocab_size), num_docs - len(lengths)
 
 
 def idf_weights(doc_freq: Tensor, num_docs: int | Tensor) -> Tensor:
-    """ln((M + 1) / (df + 1)), float64: the one IDF formula, for every token id of a count table, or for
-    each token of a sequence whose documents' counts `num_docs` (a float64 tensor) differ (MBR's groups).
+    """The one IDF formula, float64; `num_docs` a tensor where each token's documents differ (MBR's groups).
 
     >>> idf_weights(torch.tensor([0, 1, 3]), 3)
     tensor([1.3863, 0.6931, 0.0000], dtype=torch.float64)
@@ -72,9 +59,8 @@ def plain_weights(vocab_size: int, zero_ids: Sequence[int], device: torch.device
 def corpus_weights(
     encode: Callable[[Sequence[str]], tuple[Tensor, Tensor]], texts: Sequence[str], vocab_size: int, chunk: int = 4096
 ) -> Tensor:
-    """IDF weights over a corpus of its own (``idf_texts``), as bert-score's ``idf_sents``: M = len(texts), df(t)
-    how many of them contain t (each tokenised as any scored text is, so truncated to the window; a blank text
-    counts, holding its special tokens only). `encode` gives flat ids and lengths; the corpus goes in chunks."""
+    """IDF over a corpus of its own (``idf_texts``, bert-score's ``idf_sents``), each text tokenised as a
+    scored one; `encode` gives flat ids and lengths, a chunk at a time."""
     doc_freq = torch.zeros(vocab_size, dtype=torch.long)
     for start in range(0, len(texts), chunk):
         ids, lengths = encode(texts[start : start + chunk])
@@ -83,17 +69,8 @@ def corpus_weights(
 
 
 def mapping_weights(weights: Mapping[int, float], vocab_size: int) -> Tensor:
-    """A float64 [vocab_size] table from a mapping token id -> weight (``idf_weights``, bert-score's idf_dict).
-
-    Ids the mapping lacks get its default where it has one (a ``defaultdict``, as bert-score's ``get_idf_dict``
-    returns: ln(M + 1), the weight of a token in no document), else NaN, meaning unknown: see `unknown_ids`.
-
-    >>> mapping_weights({0: 0.5, 2: 1.5}, 4).tolist()
-    [0.5, nan, 1.5, nan]
-    >>> from collections import defaultdict
-    >>> mapping_weights(defaultdict(lambda: 2.0, {1: 0.25}), 3).tolist()
-    [2.0, 0.25, 2.0]
-    """
+    """A float64 table from a mapping id -> weight (bert-score's idf_dict): ids it lacks get its default (a
+    ``defaultdict``'s), else NaN, unknown (`unknown_ids`)."""
     factory = getattr(weights, "default_factory", None)
     table = torch.full((vocab_size,), float(factory()) if callable(factory) else math.nan, dtype=torch.float64)
     ids = torch.tensor([int(i) for i in weights], dtype=torch.long)
@@ -110,11 +87,7 @@ def mapping_weights(weights: Mapping[int, float], vocab_size: int) -> Tensor:
 
 
 def table_digest(table: Tensor) -> str:
-    """Eight hex digits naming a weight table (for the hash code): equal tables, equal digests.
-
-    >>> table_digest(torch.tensor([0.5, 1.5], dtype=torch.float64)) == table_digest(torch.tensor([0.5, 1.5]).double())
-    True
-    """
+    """Eight hex digits naming a weight table, for the hash code."""
     return hashlib.sha1(table.to(torch.float64).cpu().numpy().tobytes()).hexdigest()[:8]
 
 

@@ -1,7 +1,5 @@
-"""The numeric core every engine calls: each token's best similarity on the other side (`best_similarities`),
-and the weighted P, R, F and F-beta those give (`weighted_scores`). Paired blocks, tiles of long texts, all
-pairs, MBR and explanations only schedule work around these two, so a pair's scores are the same bits
-whichever of them computed it (on a CPU; docs/semantics.md, "Properties")."""
+"""The numeric core every engine calls: each token's best similarity on the other side, and the weighted P, R,
+F they give. The engines only schedule work around these, so a pair scores the same bits whichever computed it."""
 
 from __future__ import annotations
 
@@ -16,8 +14,8 @@ PRODUCT_ELEMENTS = 1 << 19
 
 
 class Best(NamedTuple):
-    """Each token's best similarity on the other side (float32) and, where asked, the index of that token
-    among the other side's (int64, the first on a tie; -1 where the token has no match)."""
+    """Each token's best similarity on the other side (float32) and, where asked, that token's index (the first
+    on a tie; -1: no match)."""
 
     cand: Tensor
     ref: Tensor
@@ -35,16 +33,13 @@ def best_similarities(
     indices: bool = False,
     unmatched: float = 0.0,
 ) -> Best:
-    """Greedy matching of padded token vectors: each token's best cosine similarity over the other text's.
+    """Greedy matching: each token's best cosine similarity over the other text's tokens.
 
-    Paired: `cand` [..., Lc, D] against `ref` [..., Lr, D] (the same leading dimensions, e.g. layers and
-    pairs) give [..., Lc] and [..., Lr]. With `all_pairs`, `cand` [..., N, Lc, D] and `ref` [..., M, Lr, D]
-    give every pair's: [..., N, M, Lc] and [..., N, M, Lr]. The live masks (broadcast to [..., (N,) Lc] and
-    [..., (M,) Lr]; None: every token) say which tokens take part: padding, a mask's, a prompt's and a
-    context's tokens are no match, and they and any token left with nothing to match get `unmatched`.
-    On a CPU the float32 vectors' dot products are summed in float64 and rounded once to float32: a float32
-    matrix product sums in an order that depends on its shapes, so a value would otherwise depend on the texts
-    it was computed with; accelerators keep float32 products, for speed."""
+    Paired, [..., Lc, D] and [..., Lr, D] give [..., Lc] and [..., Lr]; with `all_pairs`, [..., N, Lc, D] and
+    [..., M, Lr, D] give [..., N, M, Lc] and [..., N, M, Lr]. Tokens the live masks leave out (padding, a mask's, a
+    prompt's) are no match; they, and tokens left with nothing to match, get `unmatched`. On a CPU the products are
+    summed in float64 and rounded once: float32 sums in an order that depends on the shapes, so a value would
+    depend on the texts it was batched with."""
     if not all_pairs:
         cand, ref = cand.unsqueeze(-3), ref.unsqueeze(-3)
         cand_live = None if cand_live is None else cand_live.unsqueeze(-2)
@@ -78,8 +73,8 @@ def best_similarities(
 
 
 def _similarities(cand: Tensor, ref: Tensor) -> Tensor:
-    """[..., N, Lc, D] and [..., M, Lr, D] -> float32 [..., Lc, N, Lr, M] (any strides in, e.g. permuted views
-    of gathered rows: the copy to float64 lays them out token-major in one pass)."""
+    """[..., N, Lc, D] and [..., M, Lr, D] -> float32 [..., Lc, N, Lr, M]: token-major, so that both maxima
+    reduce an outer dimension."""
     *lead, n, lc, dim = cand.shape
     m, lr = ref.shape[-3:-1]
     exact = cand.device.type == "cpu" and cand.dtype == torch.float32
@@ -108,8 +103,8 @@ def _similarities(cand: Tensor, ref: Tensor) -> Tensor:
 
 
 def raise_best(best: Tensor, part: Tensor, at: Tensor | None = None, part_at: Tensor | None = None) -> None:
-    """Raise a running best (`best`, in place) by one tile's (`part`), the index with it: only a strictly
-    greater value replaces, so over tiles taken in order the first index of a tie stays."""
+    """Raise a running best in place by one tile's: only a strictly greater value replaces, so over tiles in
+    order the first index of a tie stays."""
     if at is None or part_at is None:
         torch.maximum(best, part, out=best)
         return
@@ -126,16 +121,14 @@ def weighted_scores(
     blank: Tensor,
     beta: float | None = None,
 ) -> Tensor:
-    """P, R, F (and F-beta fourth with `beta`) of pairs laid out as padded rows of tokens: bests [..., L]
-    (float32, tokens last), weights broadcast to them (float64, 0 on padding and on tokens out of the
-    matching), `blank` broadcast to [...]; returns [..., 3 or 4] float32 (`weighted_mean`, `f_scores`)."""
+    """P, R, F (F-beta fourth with `beta`) of padded rows of tokens: float32 bests, float64 weights (0 off the
+    matching)."""
     return f_scores(weighted_mean(cand_best, cand_weight), weighted_mean(ref_best, ref_weight), blank, beta)
 
 
 def weighted_mean(best: Tensor, weight: Tensor) -> Tensor:
-    """The weight-averaged best similarity of each padded row of tokens, float64 [...]: NaN where the weights
-    sum to 0. The sums run token by token in order (a cumulative sum: on a CPU one serial float64 pass per row),
-    so padding adds exact zeros and a row gives the same bits whatever width it is padded to."""
+    """Each padded row's weight-averaged best, float64 (NaN where the weights sum to 0). A cumulative sum adds
+    token by token, so padding adds exact zeros and a row's bits do not depend on its padded width."""
     if best.shape[-1] == 0:
         return torch.full(torch.broadcast_shapes(best.shape, weight.shape)[:-1], float("nan"), dtype=torch.float64)
     num = torch.cumsum(best.to(torch.float64) * weight.to(best.device, torch.float64), -1)[..., -1]
@@ -144,9 +137,8 @@ def weighted_mean(best: Tensor, weight: Tensor) -> Tensor:
 
 
 def f_scores(p: Tensor, r: Tensor, blank: Tensor, beta: float | None = None) -> Tensor:
-    """The one F rule: P, R, F = 2PR / (P + R) and, with `beta`, F-beta = (1 + beta^2) PR / (beta^2 P + R)
-    (recall weighing beta times precision; beta = 1 is F to the bit) stacked last as float32 [..., 3 or 4].
-    F and F-beta are 0 where undefined (a NaN P or R, or both 0); a pair with a blank side scores 0 throughout.
+    """The one F rule: F = 2PR / (P + R) and, with `beta`, F-beta = (1 + b²)PR / (b²P + R), stacked last as
+    float32; F is 0 where undefined, and a pair with a blank side scores 0 throughout.
 
     >>> f_scores(torch.tensor([0.8, 0.0]), torch.tensor([0.6, 0.0]), torch.tensor([False, False]), 3.0)
     tensor([[0.8000, 0.6000, 0.6857, 0.6154],

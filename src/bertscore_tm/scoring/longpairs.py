@@ -1,21 +1,6 @@
-"""Long pairs: matching texts too long for one similarity matrix, or for one table, in a fixed budget.
-
-Texts cut to a 512-token window always fit: a pair's similarity matrix is at most 512 x 512 and a block of
-`greedy_match` holds many pairs. Windowed texts (long_texts="window") have no such bound, so two things
-change for them, and only for them:
-
-* a match whose similarity matrix alone would pass the matching budget is matched in tiles, keeping each
-  token's running best similarity (`match_in_tiles`): the maximum of the same dot products, so the same
-  scores;
-* a match whose two texts do not fit in one table of token vectors together is streamed through the table
-  (`match_streamed`): the shorter text stays in the table while the longer one passes through in chunks
-  if it leaves room for that; otherwise the candidate passes in large chunks and, for each, the reference
-  in small ones (so that text is embedded several times: compute is traded for memory). Either way the
-  working memory is the table and one tile, as for any other pair; only the per-token results grow.
-
-Tokens out of the matching (a mask's, a prompt's or a context's: `bertscore_tm.scoring.token_rules`) are no match
-for the other side and keep 0 here too, as in a block's matching.
-"""
+"""Long pairs (long_texts="window" alone has no bound on a text's length): a match whose similarity matrix
+passes the budget is matched in tiles (`match_in_tiles`: the same maxima, so the same scores), one whose texts do
+not fit in the table together is streamed through it (`match_streamed`), trading compute for memory."""
 
 from __future__ import annotations
 
@@ -32,11 +17,7 @@ from bertscore_tm.scoring.token_rules import kept
 
 
 def tile_size(rows: int, budget: int) -> int:
-    """Side of a square tile of similarities (for `rows` layers) within `budget` elements.
-
-    >>> tile_size(1, 1 << 22)
-    2048
-    """
+    """Side of a square tile of similarities for `rows` layers within `budget` elements."""
     return max(1, math.isqrt(max(1, budget // rows)))
 
 
@@ -54,18 +35,9 @@ def match_in_tiles(
     live: tuple[Tensor, Tensor] | None = None,
     index: tuple[Tensor, Tensor] | None = None,
 ) -> None:
-    """Raise `c_best` (a view [len(c), layers]) to each candidate vector's best similarity with the vectors
-    `r`, and `r_best` likewise, in tiles of at most `budget` similarities (`kernel.best_similarities` each,
-    `kernel.raise_best` across them: a token nothing live matches stays -inf, for `settle`); with `live` (a
-    flag per vector of `c` and of `r`), only live vectors of both sides meet; with `index` (int64 views shaped
-    as the bests), each best's index on the other side is raised with it (the first on a tie).
-
-    >>> c, r = torch.eye(3)[:2], torch.eye(3)[1:]
-    >>> c_best, r_best = torch.full((2, 1), -1.0), torch.full((2, 1), -1.0)
-    >>> match_in_tiles(c, r, c_best, r_best, budget=1)
-    >>> c_best.flatten().tolist(), r_best.flatten().tolist()
-    ([0.0, 1.0], [1.0, 0.0])
-    """
+    """Raise `c_best` (a view [len(c), layers]) to each candidate vector's best similarity with `r`, and `r_best`
+    likewise, in tiles of at most `budget` similarities; a token nothing live matches stays -inf (`settle`). `live`:
+    a flag per vector of each side; `index`: int64 views raised with the bests (the first on a tie)."""
     rows = 1 if c.dim() == 2 else c.shape[1]
     side = tile_size(rows, budget)
     c_at, r_at = (None, None) if index is None else index
@@ -83,21 +55,17 @@ def match_in_tiles(
 
 
 def settle(*bests: Tensor) -> None:
-    """Best similarities that stayed -inf (a token out of the matching, or with nothing live to match) set to 0,
-    as a block's matching leaves them."""
+    """Bests left -inf (out of the matching, or nothing live to match) set to 0, as a block leaves them."""
     for best in bests:
         best.masked_fill_(torch.isinf(best), 0.0)
 
 
 def chunk_plan(len_c: int, len_r: int, capacity: int) -> tuple[int, int]:
-    """Chunk sizes (candidate rows, reference rows) for streaming a pair through `capacity` table rows: the
-    shorter text whole where it leaves at least half the table to the other, else 7/8 of the table for the
-    candidate and 1/8 for the reference (which is then embedded once per candidate chunk).
+    """Chunk sizes (candidate, reference) for streaming a pair through `capacity` rows: the shorter text whole
+    where it leaves half the table to the other, else 7/8 and 1/8 (the reference then embedded once per chunk).
 
     >>> chunk_plan(100_000, 3_000, 20_000)  # the reference stays, the candidate passes in chunks
     (17000, 3000)
-    >>> chunk_plan(100_000, 100_000, 20_000)
-    (17500, 2500)
     """
     if min(len_c, len_r) <= capacity // 2:
         if len_c <= len_r:
@@ -118,10 +86,8 @@ def match_streamed(
     budget: int,
     ignored: Tensor | None = None,
 ) -> None:
-    """Best similarities of a match whose texts do not fit in `table` together: candidate text `cand`
-    against reference text `ref`, results into the views `c_best` [rows of cand, layers] and `r_best`.
-    Only `table`'s rows are used for vectors; matching runs in tiles of at most `budget` similarities.
-    `ignored`: the ignored-token table (`token_rules`), or None where every token is matched."""
+    """Bests of a match whose texts do not fit in `table` together, into the views `c_best` and `r_best`,
+    in tiles of at most `budget` similarities (`ignored`: the ignored-token table, or None)."""
     seq_c, seq_r = texts[cand], texts[ref]
     live_c = live_r = None
     if ignored is not None:
@@ -164,9 +130,8 @@ def stream_matches(
     progress: object | None = None,
     ignored: Tensor | None = None,
 ) -> None:
-    """`match_streamed` for each of `matches` (indices into match_cand/match_ref, whose rows of
-    cand_best/ref_best start at out_c/out_r), with the ignored-token table `ignored`. The progress bar counts
-    each text once: texts already `counted` (a bool per text) are not counted again."""
+    """`match_streamed` for each of `matches`; the progress bar counts each text once (`counted`: texts
+    counted already)."""
     seen = torch.zeros(len(texts), dtype=torch.bool) if counted is None else counted.clone()
     for m in matches.tolist():
         cand, ref = int(match_cand[m]), int(match_ref[m])
@@ -194,19 +159,14 @@ def match_large_in_tiles(
     budget: int,
     live: Tensor | None = None,
 ) -> Tensor:
-    """Match in tiles the matches (candidate at table rows c_rows[i] .. + lc[i], reference likewise) whose
-    similarity matrix alone holds more than `budget` elements; return which matches that was (bool). `live`:
-    which table rows take part in the matching (None: all)."""
+    """Match in tiles the matches whose similarity matrix alone passes `budget`; return which those were."""
     large = lc.long() * lr.long() * rows > budget
     for i in torch.nonzero(large).flatten().tolist():
-        c_best = cand_best[int(out_c[i]) : int(out_c[i]) + int(lc[i])].fill_(float("-inf"))
-        r_best = ref_best[int(out_r[i]) : int(out_r[i]) + int(lr[i])].fill_(float("-inf"))
-        c = table[int(c_rows[i]) : int(c_rows[i]) + int(lc[i])]
-        r = table[int(r_rows[i]) : int(r_rows[i]) + int(lr[i])]
-        if live is None:
-            match_in_tiles(c, r, c_best, r_best, budget)
-            continue
-        rows_c, rows_r = (live[int(at[i]) : int(at[i]) + int(n[i])] for at, n in ((c_rows, lc), (r_rows, lr)))
-        match_in_tiles(c, r, c_best, r_best, budget, (rows_c, rows_r))
-        settle(c_best, r_best)
+        c0, r0, nc, nr, oc, orr = (int(t[i]) for t in (c_rows, r_rows, lc, lr, out_c, out_r))
+        c_best = cand_best[oc : oc + nc].fill_(float("-inf"))
+        r_best = ref_best[orr : orr + nr].fill_(float("-inf"))
+        pair_live = None if live is None else (live[c0 : c0 + nc], live[r0 : r0 + nr])
+        match_in_tiles(table[c0 : c0 + nc], table[r0 : r0 + nr], c_best, r_best, budget, pair_live)
+        if live is not None:
+            settle(c_best, r_best)
     return large

@@ -1,17 +1,10 @@
-"""Matching: the paired engine's schedule of greedy matching, and the weighing of its results.
-
-Stage one (`greedy_match`: `plan_matches`, a pure plan of blocks, then `run_plan`) embeds the texts of a block
-of (candidate, reference) matches, each unique text once, and keeps for every token only its best similarity
-on the other side (`kernel.best_similarities`, a batch of matches at a time): the embeddings are dropped after
-each block, so memory is bounded by the block and not by the number of pairs. Those best similarities do not
-depend on the weights, so IDF (which needs every reference of every rank) is applied afterwards, in stage two
-(`ragged_scores`, the kernel's weighing). Padding is masked out and never counts as a match.
-Windowed long texts (long_texts="window") may outgrow a block or one similarity matrix: those matches are
-streamed and tiled in the same budget by `bertscore_tm.scoring.longpairs`.
-"""
+"""The paired engine's schedule: embed a block of matches' texts (each distinct text once), keep each token's
+best similarity, drop the vectors; memory is bounded by the block, not by the number of pairs. IDF needs every
+reference of every rank, so the weights are applied afterwards (`ragged_scores`)."""
 
 from __future__ import annotations
 
+import ctypes
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,8 +24,8 @@ from bertscore_tm.scoring.token_rules import kept
 def _blocks(
     match_cand: Sequence[int], match_ref: Sequence[int], lengths: Sequence[int], block_tokens: int
 ) -> tuple[list[tuple[int, int]], list[int]]:
-    """Consecutive ranges of matches whose distinct texts hold at most `block_tokens` tokens (or a single
-    match, where that alone holds more), and each range's token count."""
+    """Consecutive ranges of matches whose distinct texts hold at most `block_tokens` tokens (at least one match
+    each), and their token counts."""
     blocks: list[tuple[int, int]] = []
     sizes: list[int] = []
     start, tokens = 0, 0
@@ -55,14 +48,9 @@ def _blocks(
 
 @dataclass(frozen=True)
 class MatchPlan:
-    """How `greedy_match` runs: the matches in length order, cut into blocks whose texts fit one table.
-
-    `order` lists the matches in the order they run; block b runs ``order[blocks[b][0] : blocks[b][1]]``.
-    `capacity` is the table's row count (a zero padding row comes on top). `last_use[t]` is the last block
-    that needs text t (-1: none), so a text a later block needs again is kept aside, and only such texts.
-    Match m's best similarities go to rows ``cand_rows[m] ..`` (``+ cand_lengths[m]``) of the candidate
-    results and ``ref_rows[m] ..`` of the reference results.
-    """
+    """`greedy_match`'s plan: block b runs ``order[blocks[b][0] : blocks[b][1]]`` in one table of `capacity` rows.
+    `last_use[t]` is the last block needing text t (-1: none), so only texts needed again are kept aside; match m's
+    bests go to rows ``cand_rows[m]`` and ``ref_rows[m]`` on."""
 
     order: Tensor
     blocks: list[tuple[int, int]]
@@ -97,23 +85,10 @@ def plan_matches(
     plan_in_budget: bool,
     long_texts: bool = False,
 ) -> MatchPlan:
-    """Plan the blocks of a greedy matching (pure: no model, nothing embedded).
-
-    Matches are sorted by their two texts' total length, so a block's texts are of similar lengths on both
-    sides: its forward batches (of one length each) are fewer and fuller than with the candidates sorted and the
-    references of any length, and its matching batches hold little padding. The results (`rows` float32
-    per token of every match) and, where `plan_in_budget` (on the CPU, where they share memory), the plan's own
-    tensors are taken from `budget_bytes` first; the table gets the rest, `row_bytes` a token, but never less
-    than `min_block_tokens` rows. With `long_texts` (window mode), a match whose texts alone outgrow the table
-    is left out of the blocks and listed in `streamed` instead (`bertscore_tm.scoring.longpairs` runs those).
-
-    >>> texts = TokenTexts((torch.arange(10, dtype=torch.int32),), torch.zeros(3, dtype=torch.uint8),
-    ...                    torch.tensor([0, 4, 7]), torch.tensor([4, 3, 3], dtype=torch.int32))
-    >>> plan = plan_matches(texts, torch.tensor([0, 1], dtype=torch.int32), torch.tensor([1, 2], dtype=torch.int32),
-    ...                     rows=1, row_bytes=16, budget_bytes=1 << 20, min_block_tokens=512, plan_in_budget=True)
-    >>> plan.order.tolist(), plan.blocks, plan.capacity, plan.last_use.tolist()
-    ([1, 0], [(0, 2)], 10, [0, 0, 0])
-    """
+    """Plan a greedy matching's blocks (pure: nothing embedded). Matches are sorted by their texts' total
+    length, so a block's forward and matching batches are full and hold little padding. The results (and on the
+    CPU the plan itself) come out of `budget_bytes` first; the table gets the rest, never under `min_block_tokens`
+    rows. With `long_texts`, a match too long for the table is `streamed` instead."""
     mc, mr = match_cand.int(), match_ref.int()
     lc, lr = texts.length[mc].long(), texts.length[mr].long()
     out_c, out_r = torch.cumsum(lc, 0) - lc, torch.cumsum(lr, 0) - lr  # where each match's rows go
@@ -142,10 +117,8 @@ def plan_matches(
 
 
 def gather_elements(device: torch.device) -> int:
-    """Gathered vector elements per matching batch: on a CPU few enough (4 MiB of float32) that a batch's
-    gathered vectors and their float64 copies stay in the processor's cache from the gather through the
-    conversion to the product (docs/performance.md, Memory); accelerators take batches four times larger, for
-    fewer launches."""
+    """Gathered elements per matching batch: on a CPU few enough that a batch stays in cache from the gather
+    to the product; accelerators take larger batches, for fewer launches."""
     return 1 << 20 if device.type == "cpu" else 1 << 22
 
 
@@ -159,24 +132,12 @@ def greedy_match(
     progress: object | None = None,
     ignored: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """Best similarity of every token of every match, float32 on the embedder's device.
+    """Best similarity of every token of every match, float32 [tokens, layers] on the embedder's device.
 
-    `texts` are distinct token-id sequences; match m pairs candidate text `match_cand[m]` with reference
-    text `match_ref[m]`. Returns (cand_best, ref_best): cand_best holds, match after match, one row per
-    candidate token (its best similarity over the reference's tokens), ref_best one row per reference token;
-    each row has one column per layer. A token with nothing to match against gets 0.
-
-    Matches are taken in order of length, in blocks whose texts fit in one table of token vectors,
-    allocated once (`plan_matches`, then `run_plan`). The results, and on the CPU the plan itself (a few
-    integers per text and per match), share `block_bytes` (default: the embedder's) with that table: so the
-    working memory of a compute is the same whatever the number of pairs, and more pairs cost only their
-    state, until the table would hold less than two full forward batches; it never gets smaller than that.
-    A text a later block needs again is kept aside (and only such texts), so each distinct text is embedded
-    once. Matching batches hold at most `gather_budget` gathered vector elements (default: `gather_elements`).
-
-    Where the accelerator has no room for the table, or for one text's forward pass beside it, the plan is made
-    again with half the budget (smaller blocks), for as long as that makes the table smaller, with one warning.
-    Tokens whose id `ignored` flags (``ignore=``: `token_rules`) are no match and keep 0 as their own best."""
+    Match m pairs text `match_cand[m]` with text `match_ref[m]`; (cand_best, ref_best) lie match after match, 0
+    where a token has nothing to match. Blocks share one table of vectors within `block_bytes`, so a compute's
+    working memory does not grow with the pairs. Where an accelerator runs out of memory the plan is made again with
+    half the budget, while that shrinks the table, with one warning. Tokens `ignored` flags are no match."""
     first = budget = embedder.block_bytes if block_bytes is None else block_bytes
     tokens = embedder.max_tokens
     lost: DeviceMemoryError | None = None  # the error of the last plan that ran out of memory
@@ -220,8 +181,7 @@ def run_plan(
     progress: object | None = None,
     ignored: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """Run a plan of `plan_matches`: embed each block's new texts into the one table, match, keep the best
-    similarities; returns (cand_best, ref_best) as `greedy_match` describes them (its other arguments too)."""
+    """Run a `plan_matches` plan: embed each block's new texts into the one table, match, keep the bests."""
     device = embedder.device
     gather_budget = gather_elements(device) if gather_budget is None else gather_budget
     rows = embedder.num_rows
@@ -273,8 +233,7 @@ def run_plan(
 
 
 def _live_rows(texts: TokenTexts, start_of: dict[int, int], ignored: Tensor, size: int, device: torch.device) -> Tensor:
-    """Which rows of the table hold a token that takes part in the matching (bool [size]): the block's texts'
-    tokens whose id `ignored` does not flag; the rest (padding, unused rows) none."""
+    """Which table rows hold a token that takes part in the matching (padding and unused rows none)."""
     live = torch.zeros(size, dtype=torch.bool)
     flags = ignored.cpu()
     for t, start in start_of.items():
@@ -284,9 +243,7 @@ def _live_rows(texts: TokenTexts, start_of: dict[int, int], ignored: Tensor, siz
 
 
 class KeptAside:
-    """The vectors of texts that a later block needs again, kept between blocks of one table, so that each
-    distinct text is embedded once (and only such texts are kept). `last_use[t]` is the last block needing text
-    `t`, `length[t]` its number of table rows (both read a block's texts at a time, not a text at a time)."""
+    """The vectors of texts a later block needs again, kept between blocks so that each text is embedded once."""
 
     def __init__(self, last_use: Tensor, length: Tensor) -> None:
         self.last_use, self.length = last_use, length
@@ -301,10 +258,9 @@ class KeptAside:
         block: int,
         progress: object | None = None,
     ) -> tuple[dict[int, int], list[int]]:
-        """Put the vectors of the `needed` texts of `block` into `table` from its first row: the new ones
-        embedded, the kept ones copied in (and let go after their last block). Returns each text's first row
-        and the texts embedded now. The new ones are laid out longest first, the order of the embedder's batches,
-        so that each batch is normalised straight into its rows (`Embedder.embed_into`)."""
+        """Put the `needed` texts' vectors into `table` from row 0: the new ones embedded longest first (the
+        embedder's batch order, so each batch is normalised straight into its rows), the kept ones copied in. Returns
+        each text's first row and the texts embedded now."""
         new = torch.tensor([t for t in needed if t not in self.kept] if self.kept else needed, dtype=torch.long)
         sizes = self.length[new]
         by_length = torch.argsort(sizes, descending=True, stable=True)
@@ -321,7 +277,7 @@ class KeptAside:
         return start_of, fresh
 
     def keep(self, table: Tensor, fresh: list[int], start_of: dict[int, int], block: int) -> None:
-        """Keep aside what later blocks need from the texts `block` embedded."""
+        """Keep aside the texts `block` embedded that a later block needs."""
         index = torch.tensor(fresh, dtype=torch.long)
         later = (self.last_use[index] > block).tolist()
         for t, size, needed_later in zip(fresh, self.length[index].tolist(), later, strict=True):
@@ -329,21 +285,15 @@ class KeptAside:
                 self.kept[t] = table[start_of[t] : start_of[t] + size].clone()
 
 
-def _load_malloc_trim() -> Callable[[int], int] | None:
-    try:
-        import ctypes
-
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        return None
-
-
-_MALLOC_TRIM = _load_malloc_trim()
+try:
+    _MALLOC_TRIM: Callable[[int], int] | None = ctypes.CDLL("libc.so.6").malloc_trim
+except (OSError, AttributeError):  # not glibc: nothing to do
+    _MALLOC_TRIM = None
 
 
 def release_freed_memory() -> None:
-    """Hand the heap memory freed by a block back to the OS (glibc keeps it otherwise, so the resident
-    size would creep up block after block even though nothing is held)."""
+    """Hand the memory a block freed back to the OS: glibc keeps it otherwise, and the resident size
+    creeps up block after block."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
 
@@ -364,10 +314,9 @@ def _match_block(
     tiled: bool = False,
     live: Tensor | None = None,
 ) -> None:
-    """Match i pairs the candidate at table rows c_rows[i] .. + lc[i] with the reference at r_rows[i] ..
-    + lr[i]; the candidate's best similarities go to cand_best rows out_c[i] .., the reference's likewise.
-    With `tiled` (window mode), a match whose similarity matrix alone passes the budget is matched in tiles.
-    With `live` (a flag per table row), rows not live are no match for the other side and keep 0."""
+    """Match i: the candidate at table rows ``c_rows[i]`` on (``lc[i]`` of them) against the reference at
+    ``r_rows[i]`` on; the bests go to rows ``out_c[i]`` and ``out_r[i]`` on. With `tiled`, a match whose matrix
+    alone passes the budget is matched in tiles; rows `live` does not flag are no match and keep 0."""
     device = table.device
     order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
     if tiled:  # long texts: a match whose similarity matrix alone passes the budget is matched in tiles
@@ -402,9 +351,8 @@ def _match_block(
 def matching_batches(
     sizes_c: Sequence[int], sizes_r: Sequence[int], row_elements: int, rows: int, gather_budget: int
 ) -> list[tuple[int, int, int, int]]:
-    """Batches of matches sorted by their longer side, longest first: (first, end, longest candidate, longest
-    reference) each, each holding at most `gather_budget` gathered elements (`row_elements` a token: its
-    vector's, times the layers) or similarities, and at least one match.
+    """Batches (first, end, longest candidate, longest reference) of matches sorted longest first, each
+    within `gather_budget` gathered elements or similarities, and at least one match.
 
     >>> matching_batches([5, 4, 2, 1], [3, 4, 2, 1], row_elements=2, rows=1, gather_budget=50)
     [(0, 2, 5, 4), (2, 4, 2, 2)]
@@ -421,11 +369,8 @@ def matching_batches(
 
 
 class _BatchRows:
-    """One side's rows for each matching batch of a block, made on the host for the whole block at once and sent
-    to the device in one copy each, so that a batch only slices them: no row numbers are made, sent or read
-    back per batch. Match k gathers its tokens from table rows ``at[k] ..`` (``lengths[k]`` of them, then the
-    zero padding row up to its batch's width L), and its best similarities ([rows, B, L] a batch) go to rows
-    ``out[k] ..`` of the kept results."""
+    """One side's gather and scatter rows for every batch of a block, made on the host and sent once, so that a
+    batch only slices them and nothing is sent or read back per batch."""
 
     def __init__(
         self,
@@ -459,7 +404,7 @@ class _BatchRows:
         return self.at[span].view(count, width), self.inside[span].view(count, width)
 
     def put(self, b: int, best: Tensor, batch: Tensor) -> None:
-        """Write batch `b`'s best similarities ([rows, B, L]) into `best`'s rows."""
+        """Write batch `b`'s bests ([rows, B, L]) into their rows of `best`."""
         a, z = self.tokens[b]
         flat = batch.permute(1, 2, 0).reshape(-1, batch.shape[0])  # [B * L, rows]
         best[self.dst[a:z]] = flat[self.src[a:z]]
@@ -482,19 +427,16 @@ def ragged_scores(
     blank: Tensor,
     beta: float | None = None,
 ) -> Tensor:
-    """P, R, F of each match (F-beta fourth with `beta`): [matches, rows, 3 or 4] float32, from per-token bests
-    laid end to end as `greedy_match` keeps them (`cand_best` [tokens, rows], `cand_len` tokens a match) and
-    the tokens' weights; matches with a blank side (`blank`) score 0. Each side is weighed by `ragged_mean`,
-    then `kernel.f_scores`: the sums and the F rule of every engine."""
+    """P, R, F (F-beta fourth) [matches, rows, 3 or 4] from per-token bests laid end to end (`cand_len`
+    tokens a match), by the kernel's rules; a match with a blank side scores 0."""
     p = ragged_mean(cand_best, cand_weight, cand_len)
     r = ragged_mean(ref_best, ref_weight, ref_len)
     return f_scores(p, r, blank.to(p.device)[:, None], beta)
 
 
 def ragged_mean(best: Tensor, weight: Tensor, lengths: Tensor) -> Tensor:
-    """`kernel.weighted_mean` of consecutive segments (`lengths`) of per-token bests ([tokens, rows]) and weights
-    ([tokens]): float64 [segments, rows]. Segments are padded a run of similar lengths at a time (within a
-    quarter of each other: the padding adds at most a third to the tokens held)."""
+    """`kernel.weighted_mean` of consecutive segments: float64 [segments, rows]. Segments are padded in runs of
+    lengths within a quarter of each other, so padding adds at most a third."""
     device = best.device
     lengths = lengths.to(device).long()
     starts = torch.cumsum(lengths, 0) - lengths
@@ -514,8 +456,7 @@ def ragged_mean(best: Tensor, weight: Tensor, lengths: Tensor) -> Tensor:
 
 
 def best_of_references(scores: Tensor, ref_counts: Tensor) -> Tensor:
-    """Per candidate, the maximum over its references, separately for P, R and F (and F-beta): [cands, rows,
-    3 or 4]."""
+    """Per candidate, the maximum over its references of each score: [cands, rows, 3 or 4]."""
     owner = torch.repeat_interleave(torch.arange(len(ref_counts), device=scores.device), ref_counts.to(scores.device))
     out = torch.full((len(ref_counts), *scores.shape[1:]), float("-inf"), dtype=scores.dtype, device=scores.device)
     index = owner.view(-1, *([1] * (scores.dim() - 1))).expand_as(scores)

@@ -1,10 +1,5 @@
-"""The typed result of a compute: per-pair precision, recall and F1 and the setting's hash code.
-
-`BERTScore.compute()` returns what torchmetrics and Lightning expect (a dict, or one tensor with `output`,
-reduced with `reduction`), so its type is a union. Callers inside the package (`score`, `layer_means`, the
-command line) need the per-pair tensors themselves: `BERTScore.compute_scores()` gives them as a `Scores`,
-whatever `reduction` and `output` are, so nobody has to narrow the union.
-"""
+"""`Scores`, the typed per-pair result: `compute()` returns what torchmetrics and Lightning expect (a union),
+so callers inside the package take `compute_scores()` rather than narrow it."""
 
 from __future__ import annotations
 
@@ -21,14 +16,7 @@ from bertscore_tm.settings.arguments import OUTPUTS
 
 @dataclass(frozen=True)
 class Scores:
-    """Per-pair scores, in input order: each tensor is [pairs], or [layers + 1, pairs] with all_layers.
-    `as_tuple()` gives (P, R, F), as bert-score returns them.
-
-    >>> import torch
-    >>> s = Scores(torch.tensor([0.9]), torch.tensor([0.8]), torch.tensor([0.85]), "code")
-    >>> s.as_tuple()
-    (tensor([0.9000]), tensor([0.8000]), tensor([0.8500]))
-    """
+    """Per-pair scores in input order: [pairs], or [layers + 1, pairs] with all_layers."""
 
     precision: Tensor
     recall: Tensor
@@ -41,7 +29,7 @@ class Scores:
     f_beta: Tensor | None = None
 
     def as_tuple(self) -> tuple[Tensor, Tensor, Tensor]:
-        """(P, R, F), the order bert-score returns them in."""
+        """(P, R, F), in bert-score's order."""
         return self.precision, self.recall, self.f1
 
     def stacked(self) -> Tensor:
@@ -50,16 +38,8 @@ class Scores:
 
 
 def format_scores(per: Tensor, output: str | None, hash_code: str | None) -> dict[str, Tensor | str] | Tensor:
-    """Scores stacked as [3, ...] (P, R, F), or [4, ...] with F-beta, as the Metric and its twins return them:
-    the tensor named by `output` alone, else a dict of them, with the hash code under ``"hash"`` when one is
-    given.
-
-    >>> import torch
-    >>> format_scores(torch.tensor([[0.9], [0.8], [0.85]]), None, "code")["hash"]
-    'code'
-    >>> format_scores(torch.tensor([[0.9], [0.8], [0.85]]), "recall", None)
-    tensor([0.8000])
-    """
+    """The tensor `output` names, else a dict of them (the hash code under ``"hash"`` where given): what the
+    Metric and its twins return."""
     if output is not None:
         return per[OUTPUTS.index(output)]
     result: dict[str, Tensor | str] = dict(zip(OUTPUTS[: len(per)], per.unbind(0), strict=True))
@@ -84,8 +64,8 @@ def progress_bar(show: bool, total: int, desc: str, unit: str) -> Iterator[Any]:
 
 
 def scores_of(per_pair: Tensor, all_layers: bool, hash_code: str) -> Scores:
-    """`Scores` from the paired engine's [pairs, rows, 4] (P, R, F, best reference) result, or [pairs, rows, 5]
-    (P, R, F, F-beta, best reference) with `beta`."""
+    """`Scores` from the paired engine's [pairs, rows, 4] (P, R, F, best reference), or [pairs, rows, 5] with
+    F-beta before the best reference."""
     per = per_pair.permute(2, 1, 0)  # [4 or 5, rows, pairs]
     *scores, best = (per if all_layers else per[:, 0]).unbind(0)
     f_beta = scores[3] if len(scores) == 4 else None

@@ -1,13 +1,5 @@
-"""The scoring core: one object, built once from validated settings, a model and a tokenizer, that every
-engine scores with.
-
-It owns what makes a score: the text encoder (tokenisation and the window) and the pairs' tokenizer (with the
-prompts), the model's handle (the frozen model and where it runs: `bertscore_tm.embedding.handle`), the weights
-policy (plain, IDF counted over references, or IDF fixed beforehand), the rescale baseline and the hash
-signature. It knows nothing of torchmetrics: the Metric (`metric/bertscore.py`) keeps states and
-delegates here; the functional API, all pairs (`pairwise.py`), MBR (`mbr.py`) and the other engines take a
-`Scorer` and use its public interface only, so that no engine imports the Metric (docs/architecture.md).
-"""
+"""The scoring core every engine scores with: tokenisation, the model's handle, the weights policy, the
+baseline and the hash signature of one setting. It knows nothing of torchmetrics, so no engine imports the Metric."""
 
 from __future__ import annotations
 
@@ -42,13 +34,7 @@ from bertscore_tm.settings.config import Config, ScoringSettings
 
 
 class Scorer:
-    """The model, tokenizer, weights policy, baseline and hash signature of one scoring setting.
-
-    >>> from bertscore_tm import PACKAGED_MINILM
-    >>> scorer = Scorer(Config.of({"model_name_or_path": PACKAGED_MINILM}))
-    >>> scorer.num_layers, scorer.hash_code.split("_version")[0]
-    (5, 'sentence-transformers/all-MiniLM-L6-v2_L5_no-idf')
-    """
+    """The model, tokenizer, weights policy, baseline and hash signature of one scoring setting."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -56,14 +42,12 @@ class Scorer:
         self.all_layers = model.all_layers
         self.idf = scoring.idf
         self.long_texts = text.long_texts
-        #: F-beta's beta (a fourth score), or None
         self.beta: float | None = None if scoring.beta is None else float(scoring.beta)
-        # one pass down: the settings (checked), the model (`models.load_model`), the embedder, then this core
         loaded = load_model(model, text, progress=config.runtime.verbose)
         #: The Hub commit of the model's files (None: a local folder, the packaged MiniLM, the user's object).
         self.model_commit = loaded.commit
         self.model_name = loaded.name
-        #: Whether the model is the user's object (then it runs where it is and is never moved by scoring).
+        #: Whether the model is the user's object (it then runs where it is, never moved).
         self.user_supplied = loaded.user_supplied
         self.encoder = loaded.text_encoder
         self.windows = loaded.windows
@@ -84,11 +68,9 @@ class Scorer:
             compile_model=model.compile_model,
         )
         cache_mb = config.runtime.embedding_cache_mb
-        #: The embedding cache (`embedding_cache_mb`), or None when it is off.
         self.cache = EmbeddingCache(cache_mb << 20) if cache_mb else None
-        #: Token ids left out of the matching and the weights (``ignore=``: `token_rules`; none flagged with a
-        #: prompt alone, whose tokens are marked), or None where neither is set.
         self.prompts = (text.candidate_prompt, text.reference_prompt)
+        #: Token ids left out of the matching (``ignore=``: `token_rules`), or None.
         self.ignored = loaded.ignored
         self.ignore_label = loaded.ignore_label
         #: IDF weights fixed beforehand (idf_texts, idf_weights): the same table on every rank, never summed.
@@ -101,20 +83,18 @@ class Scorer:
 
     @functools.cached_property
     def pairs(self) -> PairTokenizer:
-        """Texts to ids with the tokenizer, the window and the prompts (a metric's `tokenize`), made on first use."""
+        """Texts to ids with the window and the prompts (a metric's `tokenize`), made on first use."""
         return PairTokenizer(self.encoder, self.prompts)
 
     def encode_pairs(
         self, cands: Sequence[str], refs: Sequence[str], context: Sequence[str] | None = None, counts: Any = None
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Candidates' and references' ids and lengths as `TextEncoder.encode_pairs` gives them, each side with
-        its prompt where one is set and each pair's `context` (one per candidate; `counts`: references per
-        candidate), their tokens marked (`PairTokenizer.encode`); its warnings said."""
+        """Both sides' ids and lengths, their prompts' and each pair's `context`'s tokens marked."""
         return self.pairs.encode(cands, refs, context, counts)
 
     def token_flags(self, *ids: Tensor) -> Tensor | None:
-        """The ignored-token table the scoring rules take (`token_rules`): the mask's, or none flagged where only
-        a prompt or a context marks tokens among `ids`, or None where nothing is left out."""
+        """The ignored-token table the rules take: the mask's; none flagged where only a prompt or a context
+        marks tokens among `ids`; None where nothing is left out."""
         if self.ignored is not None or not any(bool((x < 0).any()) for x in ids if x.numel()):
             return self.ignored
         return torch.zeros(self.vocab_size, dtype=torch.bool)
@@ -163,15 +143,13 @@ class Scorer:
             if wanted is not None:
                 torch.set_num_threads(before)
 
-    # -- the setting ---------------------------------------------------------------------------------------
     @property
     def hash_code(self) -> str:
-        """The setting's hash code, in the reference's format where our scores equal the reference's."""
+        """The setting's hash code."""
         return self.signature.format()
 
     def signature_for(self, context: bool) -> HashSignature:
-        """The signature of scores made under this setting, flagged ``context`` where some pair of them was
-        encoded with a per-pair context (which changes its scores, though no setting says so)."""
+        """The signature, flagged ``context`` where some pair had one (it changes scores, though no setting says so)."""
         return dataclasses.replace(self.signature, context=context) if context else self.signature
 
     def code_with(self, contexts: Sequence[str] | None) -> str:
@@ -184,8 +162,7 @@ class Scorer:
         return self.idf and self.fixed_idf is None
 
     def settings_record(self) -> dict[str, object]:
-        """Everything ranks must share to combine their scores: the hash signature's fields, the rescale
-        baseline's values and the vocabulary the IDF counts span."""
+        """Everything ranks must share to combine their scores."""
         fields = dataclasses.asdict(self.signature)
         del fields["context"]  # data, not a setting: ranks may hold pairs with and without a context
         return {
@@ -196,12 +173,11 @@ class Scorer:
             "compile_model": self.embedder.compile_model,
         }
 
-    # -- the weights policy, once: plain, IDF counted, IDF fixed ---------------------------------------------
     def weights(
         self, doc_freq: Tensor | None = None, num_refs: int | None = None, device: torch.device | str = "cpu"
     ) -> Tensor:
-        """Every token id's weight (float64): the fixed IDF table if there is one; with IDF counted, the IDF of
-        `doc_freq` over `num_refs` references; else 1 for every token but the special ones (weight 0)."""
+        """Every token id's weight (float64): the fixed IDF table; else, with IDF, that of `doc_freq` over
+        `num_refs` references; else 1, and 0 for the special tokens."""
         if self.fixed_idf is not None:
             return self.fixed_idf.to(device)
         if self.idf:
@@ -232,45 +208,33 @@ class Scorer:
                 value=unknown[:5],
             )
 
-    def rescaled(self, scores: Tensor) -> Tensor:
-        """`scores` ([..., rows, 3], or [..., rows, 4] with F-beta) rescaled with the baseline, or as they are
-        without one; F-beta with `f_beta_baseline`."""
+    def rescaled(self, scores: Tensor, row: int | None = None) -> Tensor:
+        """`scores` ([..., rows, 3], or 4 with F-beta) rescaled with the baseline (its `row` alone where given),
+        F-beta's by `f_beta_baseline`; as they are without a baseline."""
         if self.baseline is None:
             return scores
+        baseline = self.baseline if row is None else self.baseline[row : row + 1]
         if scores.shape[-1] == 4:
-            return rescale(scores, torch.cat((self.baseline, f_beta_baseline(self.baseline, self.beta or 1.0)), -1))
-        return rescale(scores, self.baseline)
+            baseline = torch.cat((baseline, f_beta_baseline(baseline, self.beta or 1.0)), -1)
+        return rescale(scores, baseline)
 
-    # -- where vectors are made ------------------------------------------------------------------------------
     @property
     def embedder(self) -> Embedder:
         """The embedder this scorer last asked for (`follow`); before that, the model where it is."""
         return self.handle.current(self)
 
     def follow(self, device: torch.device | str) -> torch.device:
-        """Ask the model's handle for the model on `device` before embedding there (`ModelHandle.on`: moved
-        there where no other scorer uses it where it is, else copied there once; a model object of the user's
-        runs where it is); return where the vectors, and so the scores, are made."""
+        """Ask the model's handle for the model on `device` (moved, or copied where another scorer uses it; a
+        user's object stays); return where vectors, and so scores, are made."""
         return self.handle.on(device, self).device
 
     def embedding_source(self) -> Embedder:
-        """What texts are embedded with: the embedder, through the cache where there is one (a
-        `CachingEmbedder`, which has the embedder's interface)."""
+        """What texts are embedded with: the embedder, through the cache where there is one."""
         if self.cache is None:
             return self.embedder
-        return cast(Embedder, CachingEmbedder(self.embedder, self.cache, self._cache_setting()))
-
-    def _cache_setting(self) -> tuple[object, ...]:
-        """What the cache is keyed on besides a text's token ids: everything that changes its vectors (the
-        embedder adds its model object, device, dtype, layers kept and window rule)."""
-        return (
-            self.model_name,
-            self.num_layers,
-            self.all_layers,
-            self.long_texts,
-            self.windows,
-            self.encoder.max_length,
-        )
+        # keyed on what changes a text's vectors beside its ids (the embedder adds its model, device, dtype, ...)
+        setting = (self.model_name, self.num_layers, self.all_layers, self.long_texts, self.windows)
+        return cast(Embedder, CachingEmbedder(self.embedder, self.cache, (*setting, self.encoder.max_length)))
 
 
 def build_scorer(arguments: Mapping[str, Any], *, caller: str = "BERTScore") -> Scorer:

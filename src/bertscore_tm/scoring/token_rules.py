@@ -1,10 +1,5 @@
-"""What an ignored token (``ignore=``) does in the scores: it is encoded with its text (it shapes the other
-tokens' vectors), but it is no match for any token of the other side, its own best similarity is not kept (0),
-and it weighs 0 in P and R; a text left with no token but the special ones scores as a blank text does. Which
-tokens are ignored is a table of one flag per token id (`bertscore_tm.models.masks`); the rules here read it
-from token ids alone, so they apply wherever ids are (the Metric's state, a shard, a function call).
-Semantics: docs/semantics.md, "Token masks".
-"""
+"""An ignored token (``ignore=``) is encoded with its text, which it shapes, but is no match, keeps 0 as its own
+best and weighs 0. The rules read a flag per token id from ids alone, so they apply wherever ids are."""
 
 from __future__ import annotations
 
@@ -17,8 +12,7 @@ from bertscore_tm.models.prompts import unmarked
 
 
 def kept(ids: Tensor, ignored: Tensor | None) -> Tensor | None:
-    """Which tokens of `ids` take part in the matching (bool, shaped as `ids`): not a prompt's (marked), not
-    ignored; None where neither rule is set (`ignored` None)."""
+    """Which tokens take part in the matching: not a prompt's (marked), not ignored; None where `ignored` is None."""
     if ignored is None:
         return None
     return (ids >= 0) & ~ignored.to(ids.device)[unmarked(ids).long()]
@@ -32,8 +26,8 @@ def scored_weights(weights: Tensor, ids: Tensor, ignored: Tensor | None) -> Tens
 
 
 def left_blank(ids: Tensor, lens: Tensor, ignored: Tensor | None, special_ids: Sequence[int]) -> Tensor:
-    """Per text (`lens` over the flat `ids`), whether the mask left it no token but the special ones (the
-    `special_ids`, CLS and SEP): such a text is scored as a blank one. All False where nothing is ignored."""
+    """Per text, whether the mask left it no token but the special ones (it then scores as a blank text); all
+    False where nothing is ignored."""
     if ignored is None:
         return torch.zeros(len(lens), dtype=torch.bool, device=lens.device)
     keep = kept(ids, ignored)
