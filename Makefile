@@ -16,6 +16,7 @@ PEERS := .venv-peers
 PEERS_PY := $(PEERS)/bin/python
 PEERS_STAMP := $(PEERS)/.installed
 PEERS_REQUIREMENTS := tests/integrations/requirements-peers.txt
+PEER_TESTS := tests/integrations/test_lighteval.py tests/integrations/test_mbrs.py
 PIP_LINKS := $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
 
 .PHONY: setup demo test peers-env lint docs bench clean
@@ -62,12 +63,12 @@ peers-env: $(PEERS_STAMP)
 
 # the tests and the `>>>` examples of the package's docstrings (offline, on the packaged MiniLM), one worker
 # per core (pytest-xdist; each worker runs one torch thread, tests/conftest.py); TEST_ARGS adds pytest options.
-# Then the LightEval and mbrs doors' tests in their own environment (the package from src/, not installed there).
+# The LightEval and mbrs doors' tests run only in their own environment (the package from src/, not installed there).
 test: setup
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n auto --doctest-modules src/bertscore_tm tests $(TEST_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n auto --doctest-modules src/bertscore_tm tests $(TEST_ARGS) \
+		$(foreach door,$(PEER_TESTS),--ignore=$(door))
 	$(MAKE) --no-print-directory peers-env
-	HF_HUB_OFFLINE=1 PYTHONPATH=src $(PEERS_PY) -m pytest -q tests/integrations/test_lighteval.py \
-		tests/integrations/test_mbrs.py
+	HF_HUB_OFFLINE=1 PYTHONPATH=src $(PEERS_PY) -m pytest -q $(PEER_TESTS)
 
 lint: setup
 	$(VENV)/bin/ruff check src tests examples benchmarks
