@@ -1,16 +1,6 @@
-"""One batch scorer for the engines data teams already run: Ray Data (``map_batches``), Hugging Face
-``datasets`` (``map(batched=True)``) and pandas (``DataFrame.pipe``). Called on a batch of rows (a mapping of
-columns, a DataFrame or a pyarrow Table), it returns the same kind with the scores added as columns.
-
-It scores with the scoring core (`Scorer`) and the paired engine, the code the Metric's compute() runs, so a
-pair's scores are the Metric's on the same pairs, bit for bit, whatever the batches, the workers and their
-order: a pair's scores never depend on the batch it runs in. The model loads on the first call, once per
-object and process, and is never pickled: a Ray actor builds its own (the class, with
-``fn_constructor_kwargs``), and ``datasets``' worker processes each load one from the pickled arguments.
-
-IDF counted per batch would differ from worker to worker, so it is refused: count the document frequencies
-over the whole corpus first (`corpus_idf`) and pass them as ``idf_weights``. Docs: docs/dataframes.md.
-"""
+"""One batch scorer for Ray Data, Hugging Face ``datasets`` and pandas, on the Metric's own scoring code, so
+that a pair's scores are the Metric's whatever the batches and workers. The model loads on first use and is
+never pickled; IDF per batch would differ by worker, so it is refused. Docs: docs/dataframes.md."""
 
 from __future__ import annotations
 
@@ -34,22 +24,10 @@ _RESULT_ARGUMENTS = ("reduction", "output", "return_hash")
 
 
 class BatchScorer:
-    """BERTScore of each row's candidate against its reference(s), added to the rows as
-    ``<prefix>precision``, ``<prefix>recall`` and ``<prefix>f1`` (float32, the Metric's values), and
-    ``<prefix>best_reference`` (the index of the best reference) where rows may have several. The rows' own
-    columns of these names (an earlier run's) are replaced, or left out with a warning where this call writes
-    no such column, so that no score beside the new ones is another run's.
-
-    `reference_column` is one column (of texts, or of lists of texts) or a list of columns (one reference
-    each). `several_references` says whether one column holds lists, so that every batch gets the same
-    columns (Ray Data and ``datasets`` join the batches and fail on differing columns): None lets each batch's
-    column type tell (a pyarrow list, pandas' pyarrow lists, a 2-D numpy array), else its cells, and a batch of
-    no rows whose type cannot tell (plain lists, Python objects) gets no best reference; True always adds it;
-    False refuses a list cell. `context_column` (optional) holds each row's context, encoded with its candidate
-    and references and left out of the matching, as ``update(..., context=)`` takes it (an empty cell: none).
-    `metric_arguments` are :class:`BERTScore`'s (``lang``, ``num_layers``, ``idf=True`` with
-    ``idf_weights``, ``rescale_with_baseline``, ``long_texts``, ``model_dtype``, ``device``...), checked here,
-    before any model loads; the default device is the first GPU where there is one, else the CPU.
+    """BERTScore of each row's candidate against its reference(s), added as ``<prefix>precision``, ``recall``,
+    ``f1`` and, where rows may have several references, ``best_reference``. `several_references` fixes that
+    choice for every batch, since Ray Data and ``datasets`` fail on batches of differing columns.
+    `metric_arguments` are :class:`BERTScore`'s, checked here before any model loads. Docs: docs/dataframes.md.
 
     >>> from bertscore_tm import PACKAGED_MINILM
     >>> scorer = BatchScorer(PACKAGED_MINILM)
@@ -87,14 +65,11 @@ class BatchScorer:
         self.__dict__.update(state)
 
     def __call__(self, batch: Any, rank: int | None = None) -> Any:
-        """`batch` with the score columns added, in its own shape (a dict for a mapping). `rank` is the
-        worker's number that ``datasets.map(..., with_rank=True)`` passes: with GPUs and no ``device``
-        argument, worker `rank` scores on GPU ``rank % device_count``."""
+        """`batch` with the score columns added; `rank` (``datasets.map(..., with_rank=True)``) picks the GPU."""
         return self.score_batch(batch, rank=rank)
 
     def score_batch(self, batch: Any, first_row: int = 0, rank: int | None = None) -> Any:
-        """`batch` with the score columns added; rows are numbered from `first_row` in error messages (the
-        command line passes each record batch's place in the file)."""
+        """`batch` with the score columns added; error messages number rows from `first_row`."""
         rules.integer(0)("first_row", first_row)
         RANK("rank", rank)
         kind = columns.batch_kind(batch)
@@ -125,7 +100,7 @@ class BatchScorer:
         return columns.with_columns(batch, kind, new, stale)
 
     def scorer(self, rank: int | None = None) -> Scorer:
-        """The scoring core, loaded on first use (once per object and process), with the device it runs on."""
+        """The scoring core, loaded on first use, once per object and process."""
         RANK("rank", rank)
         if self._scorer is None:
             if os.getpid() != self._home:
@@ -141,8 +116,8 @@ class BatchScorer:
 
     @property
     def hash_code(self) -> str:
-        """The setting's hash code (loads the model if it is not loaded yet); with a `context_column` it ends in
-        ``_context``: the rows may be scored in other worker processes, so the column, not its cells, decides."""
+        """The setting's hash code; the `context_column`, not its cells, decides ``_context``, since rows may be scored
+        in other processes."""
         return self.scorer().signature_for(self.context_column is not None).format()
 
 
@@ -156,8 +131,6 @@ def _column(argument: str, value: object, optional: bool = False) -> Any:
 
 
 def _several(value: object, references: list[str]) -> bool | None:
-    """`several_references` checked: None (each batch's column type, else its cells, tells), True or False;
-    a list of reference columns always has several."""
     if value is not None:
         rules.boolean("several_references", value)
     if value is False and len(references) > 1:
@@ -172,8 +145,7 @@ def _several(value: object, references: list[str]) -> bool | None:
 
 
 def _checked_config(arguments: dict[str, Any]) -> Config:
-    """The Metric's checks, and those a batch scorer adds: no result formatting and one layer (the per-pair
-    columns are its result), IDF fixed."""
+    """The Metric's checks and a batch scorer's own: no result formatting (the columns are its result), IDF fixed."""
     config = Config.of(arguments, caller="BatchScorer", unused=(*_RESULT_ARGUMENTS, "all_layers"))
     if config.scoring.idf and config.scoring.idf_weights is None and config.scoring.idf_texts is None:
         raise ArgumentValueError(
@@ -188,7 +160,6 @@ def _checked_config(arguments: dict[str, Any]) -> Config:
 
 
 def _default_device(rank: int | None) -> str:
-    """The first GPU where there is one (GPU ``rank % count`` for a numbered worker), else the CPU."""
     if not torch.cuda.is_available():
         return "cpu"
     return f"cuda:{(rank or 0) % torch.cuda.device_count()}"

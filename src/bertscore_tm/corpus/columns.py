@@ -1,13 +1,6 @@
-"""Rows given as columns, in the three shapes data engines hand them over: a mapping of columns (lists or numpy
-arrays: Ray Data's "numpy" batches, Hugging Face ``datasets``' batches), a pandas DataFrame, or a pyarrow
-Table (or RecordBatch). Texts come out as plain Python strings, each cell checked, and scores go back in as new
-columns of the same shape.
-
-pandas and pyarrow are recognised by their type's module, never imported here, so that the package imports
-neither (they are optional extras). Every bad cell is a `ColumnDataError` naming its column and row, and so
-is a column asked for that is missing or whose name two columns share. A batch's own score columns from an
-earlier run never stay beside the new ones (`stale_scores`).
-"""
+"""Rows given as columns, in the shapes data engines hand them over: a mapping of columns, a pandas DataFrame or
+a pyarrow Table. pandas and pyarrow are recognised by their type's module, never imported here, since both
+are optional extras; every bad cell is a `ColumnDataError` naming its column and row."""
 
 from __future__ import annotations
 
@@ -25,8 +18,7 @@ SCORE_NAMES = ("precision", "recall", "f1", "f_beta", "best_reference")
 
 
 def batch_kind(batch: object) -> str:
-    """``"pandas"``, ``"arrow"`` or ``"mapping"``: which shape `batch` has (an `ArgumentTypeError` for anything
-    else)."""
+    """``"pandas"``, ``"arrow"`` or ``"mapping"``, or an `ArgumentTypeError` for any other batch."""
     module = type(batch).__module__
     if module.startswith("pandas") and hasattr(batch, "columns"):
         return "pandas"
@@ -44,7 +36,6 @@ def batch_kind(batch: object) -> str:
 
 
 def column_names(batch: Any, kind: str) -> list[str]:
-    """The names of the batch's columns, in order."""
     if kind == "pandas":
         return [str(c) for c in batch.columns]
     if kind == "arrow":
@@ -53,7 +44,6 @@ def column_names(batch: Any, kind: str) -> list[str]:
 
 
 def num_rows(batch: Any, kind: str) -> int:
-    """How many rows the batch holds (0 for a mapping without columns)."""
     if kind in ("pandas", "arrow"):
         return len(batch)
     for name, values in batch.items():  # one row's values (`datasets`' map without batched=True), not columns
@@ -71,9 +61,8 @@ def num_rows(batch: Any, kind: str) -> int:
 
 
 def check_column(names: Sequence[str], column: str, argument: str) -> None:
-    """A `ColumnDataError` unless `column` is one of `names` exactly once: a missing column is named with the
-    columns present, and a name given to two columns is refused (pandas would hand over both as one frame,
-    whose cells are its labels, and pyarrow cannot tell which one is meant)."""
+    """Refuse a `column` that is missing or whose name two columns share: pandas would hand over both as one
+    frame, and pyarrow cannot tell which one is meant."""
     count = list(names).count(column)
     if count == 0:
         raise ColumnDataError(
@@ -91,8 +80,7 @@ def check_column(names: Sequence[str], column: str, argument: str) -> None:
 
 
 def cells(batch: Any, kind: str, column: str, argument: str) -> list[Any]:
-    """The cells of `column` as Python objects, once `check_column` has found it exactly once (a DataFrame's or a
-    dict's label that is not a string, such as 0, is found by its string, "0")."""
+    """The cells of `column` as Python objects (a label that is not a string, such as 0, is found by its string)."""
     names = column_names(batch, kind)
     check_column(names, column, argument)
     if kind == "arrow":
@@ -103,14 +91,12 @@ def cells(batch: Any, kind: str, column: str, argument: str) -> list[Any]:
 
 
 def _is_empty(value: object) -> bool:
-    """Whether a cell is empty: null, NaN, or pandas' missing markers."""
     missing = type(value).__name__ in ("NAType", "NaTType")
     return value is None or (isinstance(value, float) and value != value) or missing
 
 
 def text_cell(value: object, column: str, row: int) -> str:
-    """`value` as a text, or a `ColumnDataError` saying why it is not one (null, NaN, a number, a lone
-    surrogate...)."""
+    """`value` as a text, or a `ColumnDataError` saying why it is not one."""
     if isinstance(value, str):
         try:
             return check_text(str(value), f"row {row} of column {column!r}")
@@ -132,25 +118,19 @@ def text_cell(value: object, column: str, row: int) -> str:
 
 
 def texts(values: Sequence[object], column: str, first_row: int) -> list[str]:
-    """Every cell of a column of texts, checked (rows numbered from `first_row`)."""
     return [text_cell(v, column, first_row + i) for i, v in enumerate(values)]
 
 
 def contexts(values: Sequence[object], column: str, first_row: int) -> list[str]:
-    """Every cell of a column of contexts, checked as texts are, except that an empty cell (null, NaN) is a
-    blank context, which adds nothing (docs/semantics.md, Context): a row may have none."""
+    """A column of contexts, checked as texts are, except that an empty cell is a blank context: a row may have none."""
     return ["" if _is_empty(v) else text_cell(v, column, first_row + i) for i, v in enumerate(values)]
 
 
 def reference_groups(
     batch: Any, kind: str, columns: Sequence[str], first_row: int, argument: str, several: bool | None = None
 ) -> tuple[list[list[str]], bool]:
-    """Each row's references, and whether rows may have several: one per column of `columns`, or, with one
-    column whose cells are lists, that row's list (an empty list is refused, naming its row).
-
-    Whether one column holds several is `several` where the caller knows it (False: a list cell is refused),
-    else the column's type where it has one (a pyarrow list, a pandas column of pyarrow lists, a 2-D numpy
-    array), else its cells: a batch of no rows without such a type cannot tell, and says one each."""
+    """Each row's references, and whether rows may have several: `several` where the caller knows it, else the
+    column's type, else its cells, so that every batch of one source gets the same columns."""
     if len(columns) > 1:
         per_column = [texts(cells(batch, kind, c, argument), c, first_row) for c in columns]
         return [list(group) for group in zip(*per_column, strict=True)], True
@@ -205,10 +185,8 @@ def _is_list(value: object) -> bool:
 
 
 def stale_scores(names: Sequence[str], new: Iterable[str], prefix: str) -> list[str]:
-    """The columns among `names` that carry this package's score names (`prefix` + one of `SCORE_NAMES`) but
-    are not among the `new` columns: an earlier run's (a best reference from a run with several references,
-    an F-beta from a run with beta), which would stand beside this run's scores as if they were theirs. A
-    warning names them; the caller leaves them out (`with_columns`)."""
+    """The columns of `names` with this package's score names that this run does not write (an earlier run's),
+    warned about, so that no score beside the new ones is another run's."""
     unwritten = {prefix + name for name in SCORE_NAMES} - set(new)
     stale = [name for name in dict.fromkeys(names) if name in unwritten]
     if stale:
@@ -220,8 +198,7 @@ def stale_scores(names: Sequence[str], new: Iterable[str], prefix: str) -> list[
 
 
 def with_columns(batch: Any, kind: str, new: Mapping[str, np.ndarray], drop: Sequence[str] = ()) -> Any:
-    """The batch without the `drop` columns and with the `new` columns added (or replaced), in the batch's own
-    shape; the input is not changed."""
+    """The batch without the `drop` columns and with the `new` ones, in its own shape; the input is not changed."""
     if kind == "pandas":
         return (batch.drop(columns=list(drop)) if drop else batch).assign(**new)
     if kind == "arrow":
@@ -236,7 +213,6 @@ def with_columns(batch: Any, kind: str, new: Mapping[str, np.ndarray], drop: Seq
 
 
 def _arrow_array(values: np.ndarray) -> Any:
-    """A pyarrow array of `values` (pyarrow imported only once a table is at hand, so it is installed)."""
     import pyarrow
 
     return pyarrow.array(values)

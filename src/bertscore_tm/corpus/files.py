@@ -1,13 +1,6 @@
-"""Line-aligned text files read as a stream, so that a corpus of millions of lines is never held in memory as
-millions of Python strings: a scoring process holds one chunk of lines at a time, and its metric keeps only
-token ids.
-
-`ParallelFiles.open` checks the files before any model is loaded (they exist, are UTF-8, are not empty and
-have the same number of lines), counting lines in one pass over each file in blocks of bytes; `chunks` then
-reads any contiguous range of lines (a torchrun process's shard) in chunks. Lines end with \\n, \\r\\n or \\r,
-as Python's universal newlines read them, and the last line needs no newline: the same lines as reading the
-whole file and splitting it.
-"""
+"""Line-aligned text files read as a stream, a chunk of lines at a time, so that a corpus of millions of lines
+is never held in memory; the files are checked before any model loads. Lines split as Python's universal
+newlines split them."""
 
 from __future__ import annotations
 
@@ -31,8 +24,7 @@ def _lines(n: int) -> str:
 
 
 def not_a_file(file: Path) -> str:
-    """Why a path that exists is no input file, for a message: a folder, or a pipe or device (whose lines could
-    be read only once, and are counted before they are read).
+    """Why a path that exists is no input file: a folder, or a pipe or device, whose lines could be read only once.
 
     >>> not_a_file(Path("/"))
     'is a folder, not a file'
@@ -46,10 +38,7 @@ def not_a_file(file: Path) -> str:
 
 
 def count_lines(path: str, what: str, block_bytes: int = BLOCK_BYTES) -> int:
-    """The number of lines of a UTF-8 text file, checked to exist and hold at least one, read in blocks.
-
-    Raises :class:`InputFileError` naming the file and its role `what` ("candidate", "reference", ...).
-    """
+    """The number of lines of a UTF-8 text file, read in blocks; an `InputFileError` where it is missing or empty."""
     file = Path(path).expanduser()
     if not file.exists():
         raise InputFileError(f"{what} file {path} does not exist", path=path, what=what)
@@ -103,7 +92,7 @@ class ParallelFiles:
 
     @classmethod
     def open(cls, cand: str, refs: Sequence[str]) -> ParallelFiles:
-        """Check the files (the candidate file first, then each reference file in turn) and count their lines."""
+        """Check the files and count their lines before any model loads."""
         lines = count_lines(cand, "candidate")
         for path in refs:
             n = count_lines(path, "reference")
@@ -122,8 +111,8 @@ class ParallelFiles:
     def chunks(
         self, start: int = 0, stop: int | None = None, size: int = CHUNK_LINES
     ) -> Iterator[tuple[list[str], list[str] | list[list[str]]]]:
-        """Lines `start` to `stop` (default: the end) in chunks of at most `size`: (candidates, references),
-        the references one string per candidate, or a list per candidate with several reference files."""
+        """Lines `start` to `stop` (a torchrun process's part) in chunks of (candidates, references): a string per
+        candidate, or a list with several reference files."""
         stop = self.lines if stop is None else min(stop, self.lines)
         with ExitStack() as stack:
             files = [stack.enter_context(open(Path(p).expanduser(), encoding="utf-8")) for p in (self.cand, *self.refs)]
@@ -139,5 +128,4 @@ class ParallelFiles:
 
 
 def _text(line: str) -> str:
-    """A line without its newline (universal newlines turned \\r\\n and \\r into \\n)."""
     return line[:-1] if line.endswith("\n") else line

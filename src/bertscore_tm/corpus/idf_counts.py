@@ -1,13 +1,6 @@
-"""IDF over a whole corpus, however it is stored: the document frequencies of every reference, counted once,
-so that every worker of a distributed job weighs tokens alike.
-
-BERTScore's IDF weight of a token is ln((M + 1) / (df + 1)) over all M references of the corpus scored
-(`scoring.idf`). A worker that counted its own batch would weigh tokens by its batch alone; counting is a
-cheap tokenisation pass, so it runs first, over a list, a Hugging Face ``datasets.Dataset`` or a Ray Dataset
-(there in parallel, each block counted where it lies and the counts summed), and the weights go to every
-worker as ``idf_weights``. Counts are integers, so their sum is exact in any order: the weights equal the
-Metric's with ``idf=True`` over the same references, bit for bit.
-"""
+"""IDF over a whole corpus, counted once before scoring, so that every worker of a distributed job weighs tokens
+alike: a worker counting its own batch would weigh them by that batch alone. Counts are integers, summed
+exactly in any order, so the weights equal the Metric's with ``idf=True``, bit for bit."""
 
 from __future__ import annotations
 
@@ -58,15 +51,9 @@ def corpus_idf(
     reference_column: str | Sequence[str] = "reference",
     **metric_arguments: Any,
 ) -> dict[int, float]:
-    """The IDF weight of every token id over `references`, as ``BERTScore(idf=True)`` counts it over the same
-    references (each text of each row is one document): a dict to pass as ``idf_weights=`` (with
-    ``idf=True``) to :class:`BatchScorer` or :class:`BERTScore`.
-
-    `references`: an iterable of texts (or of lists of texts, several references per row), a
-    ``datasets.Dataset``, a Ray Dataset, a pandas DataFrame, a pyarrow Table or a dict of columns, whose
-    `reference_column` (one column of texts or of lists, or a
-    list of columns) holds the references. `metric_arguments` are those the scorer gets (``lang``,
-    ``max_length``, ``long_texts``... change how texts are tokenised); the model's tokenizer does the counting.
+    """The IDF weight of every token id over `references`, as ``BERTScore(idf=True)`` counts it, to pass as
+    ``idf_weights=``. `references`: texts (or lists of texts), a ``datasets.Dataset``, a Ray Dataset, a DataFrame,
+    a pyarrow Table or a dict of columns; `metric_arguments` change how texts are tokenised.
 
     >>> from bertscore_tm import PACKAGED_MINILM
     >>> weights = corpus_idf(["A cat sat.", "A dog ran."], PACKAGED_MINILM)
@@ -103,7 +90,6 @@ def corpus_idf(
 
 
 def _is_table(references: object) -> bool:
-    """Whether `references` is rows in columns (`columns.batch_kind`): a DataFrame, a pyarrow Table, a dict."""
     try:
         columns.batch_kind(references)
     except TypeError:
@@ -112,7 +98,6 @@ def _is_table(references: object) -> bool:
 
 
 def _table_counts(table: Any, encoder: TextEncoder, vocab: int, refs: list[str]) -> Iterator[tuple[np.ndarray, int]]:
-    """Counts of a table's (or a dict of columns') reference columns, a chunk of rows at a time."""
     kind = columns.batch_kind(table)
     for first in range(0, columns.num_rows(table, kind), CHUNK):
         if kind == "pandas":
@@ -125,7 +110,6 @@ def _table_counts(table: Any, encoder: TextEncoder, vocab: int, refs: list[str])
 
 
 def _iterable_counts(references: Iterator[Any], encoder: TextEncoder, vocab: int) -> Iterator[tuple[np.ndarray, int]]:
-    """Counts of texts (or lists of texts) as they come, a chunk at a time, each by the one text rule."""
     first = 0
     while chunk := list(itertools.islice(references, CHUNK)):
         texts = [t for i, item in enumerate(chunk, first) for t in check_texts(item, f"references[{i}]")]
@@ -134,7 +118,6 @@ def _iterable_counts(references: Iterator[Any], encoder: TextEncoder, vocab: int
 
 
 def _count(encoder: TextEncoder, vocab: int, batch: Any, refs: list[str], first_row: int = 0) -> tuple[np.ndarray, int]:
-    """The document counts of one batch of rows' references, and how many references there are."""
     kind = columns.batch_kind(batch)
     groups, _ = columns.reference_groups(batch, kind, refs, first_row, "reference_column")
     return _count_texts(encoder, vocab, [t for group in groups for t in group])
@@ -158,13 +141,13 @@ def _sum(counts: Iterable[tuple[np.ndarray, int]], vocab: int) -> tuple[np.ndarr
 
 
 def _count_block(batch: dict[str, Any], encoder: TextEncoder, vocab: int, refs: list[str]) -> dict[str, np.ndarray]:
-    """One Ray block's counts, as a one-row batch (Ray sums nothing itself: the caller adds the rows up)."""
+    """One Ray block's counts as a one-row batch; the caller sums the rows."""
     doc_freq, n = _count(encoder, vocab, batch, refs)
     return {"doc_freq": doc_freq[None, :], "num_refs": np.array([n], dtype=np.int64)}
 
 
 def _ray_counts(dataset: Any, refs: list[str], encoder: TextEncoder, vocab: int) -> tuple[np.ndarray, int]:
-    """Each block of a Ray Dataset counted by a Ray task where it lies, the counts summed here."""
+    """Each block of a Ray Dataset counted where it lies, the counts summed here."""
     missing = [c for c in refs if c not in dataset.columns()]
     if missing:
         columns.cells({c: [] for c in dataset.columns()}, "mapping", missing[0], "reference_column")

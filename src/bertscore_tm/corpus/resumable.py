@@ -1,31 +1,7 @@
-"""Resumable corpus runs: score a large corpus in shards, keeping each finished shard's scores in a checkpoint
-folder, so that a run killed at 90% (SIGTERM, pre-emption, an OOM kill) starts again where it stopped.
-
-`score_resumable` scores pairs (as :func:`bertscore_tm.score` does), `score_stream` an iterable of pairs in a
-user's own loop, and `pairwise_resumable` the rows of an all-pairs matrix (as ``BERTScore.pairwise``), a shard
-of ``shard_size`` inputs at a time. Each finished shard
-goes to a small ``.npy`` file (float32 P, R, F and best reference: 16 bytes a pair), written atomically (a
-temporary file in the same folder, flushed, synced and moved onto its name), so a kill leaves a shard whole or
-absent and costs at most the shard under way. A manifest (JSON) names what the scores depend on: the setting (its hash
-code and a digest of everything that changes scores), the shard size, the texts (sha256 per shard), the pairs' contexts
-where there are (sha256 per shard: a context changes its pair's vectors, and is data, not the setting: the manifest's
-hash code is the setting's, the scores' gains ``_context``) and, with IDF counted over the references, a digest of the
-counts, made over *all* references in a cheap tokenisation pass before any shard is scored (a shard's weights depend on
-every reference), and the sha256 of each shard file's bytes, written before the shard itself. Run again with the same
-arguments, the finished shards are read back and the rest scored: the result equals an uninterrupted run bit for bit,
-since a pair's scores do not depend on the batch it runs in. A checkpoint of other texts or another setting is refused
-(`CheckpointMismatchError`, saying what differs); a torn shard file, or one whose bytes are not those written (replaced
-by a well-formed file of other numbers: a disk fault, a copy from another run, a hand edit), is warned about and scored
-again.
-
-Under torchrun each process scores its contiguous part of the inputs (`launch.Processes.shard`) and keeps its
-own shard files and manifest (named by rank, with the world size); a resume with another number of processes
-is refused. Docs: docs/corpus-scale.md ("Resumable runs").
-
-Shards of pairs are a pipeline (`prepared_ahead`): shard k + 1 is tokenised on a thread of the call's own while
-shard k embeds, so that the device does not wait for the tokenizer between shards, nor the tokenizer for the
-device; the ids are the same, so are the scores, and a shard's errors and warnings come at its own turn.
-"""
+"""Resumable corpus runs: each finished shard's scores are kept in a checkpoint folder, so that a killed run
+starts again where it stopped and ends with the scores of an uninterrupted one, bit for bit. A manifest names
+what the scores depend on, so a checkpoint of other inputs or another setting is refused, not mixed in.
+Docs: docs/corpus-scale.md ("Resumable runs")."""
 
 from __future__ import annotations
 
@@ -75,11 +51,8 @@ _END = object()
 def prepared_ahead(
     items: Iterable[Item], prepare: Callable[[Item], Prepared]
 ) -> Generator[tuple[Item, Prepared], None, None]:
-    """Each item with `prepare(item)`, in order, the next item's `prepare` running on a thread of this call's own
-    (one worker, shut down when the iteration ends, however it ends) while the caller works on the item before:
-    shard k + 1 is tokenised while shard k embeds, the Rust tokenizer leaving the interpreter to the caller while
-    it encodes. The next item is taken from `items` before the current one is handed over. An error of `prepare`
-    is raised where its item is taken, never before.
+    """Each item with `prepare(item)`, the next one prepared on a thread of this call's own while the caller works:
+    the tokenizer and the device do not wait for each other. An error of `prepare` is raised at its item's turn.
 
     >>> [(n, twice) for n, twice in prepared_ahead([1, 2, 3], lambda n: 2 * n)]
     [(1, 2), (2, 4), (3, 6)]
@@ -100,9 +73,8 @@ def prepared_ahead(
 
 
 class CheckpointMismatchError(BERTScoreError, ValueError):
-    """A checkpoint folder made from other inputs, another setting or another number of processes than this
-    run's. `what` names what differs (``"setting"``, ``"texts"``, ``"world_size"``...), `saved` and `given`
-    the checkpoint's value and this run's."""
+    """A checkpoint made from other inputs, another setting or another number of processes. `what` names what
+    differs (``"setting"``, ``"texts"``, ``"world_size"``...), `saved` and `given` the two values."""
 
     def __init__(self, message: str, *, what: str, saved: object, given: object) -> None:
         super().__init__(message, argument="checkpoint_dir")
@@ -110,8 +82,7 @@ class CheckpointMismatchError(BERTScoreError, ValueError):
 
 
 class CheckpointWriteError(BERTScoreError, OSError):
-    """A checkpoint folder that cannot be made or written (no space left, no permission, not a folder): the
-    shards written before are kept, so free space (or fix the folder) and run again to go on from them."""
+    """A checkpoint folder that cannot be written: the shards written before are kept, so a run again goes on."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, argument="checkpoint_dir")
@@ -129,9 +100,7 @@ def _writing(what: Path) -> Iterator[None]:
 
 
 def write_atomically(target: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Write `target` through `write(file)` so that a kill leaves the old file or the new one, never part of
-    one: a temporary file in the same folder, flushed and synced, then moved onto `target` (`os.replace`),
-    and the folder synced so the move itself survives a crash. The temporary file is removed on any failure."""
+    """Write `target` so that a kill leaves the old file or the new one, never part of one."""
     handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as fh:
@@ -152,8 +121,7 @@ def write_atomically(target: Path, write: Callable[[BinaryIO], object]) -> None:
 
 
 def texts_digest(items: Sequence[str | Sequence[str]]) -> str:
-    """sha256 of a run of texts (a string, or a group of strings, each), every text and group length-prefixed so
-    that no two different inputs give the same bytes.
+    """sha256 of texts (or groups of texts), length-prefixed so that no two different inputs give the same bytes.
 
     >>> texts_digest(["ab", "c"]) == texts_digest(["a", "bc"])
     False
@@ -169,14 +137,14 @@ def texts_digest(items: Sequence[str | Sequence[str]]) -> str:
 
 
 def job_place() -> tuple[int, int]:
-    """(rank, world size) of this process: torch.distributed's where a process group is up, else (0, 1)."""
+    """(rank, world size) of this process, (0, 1) without a process group."""
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank(), torch.distributed.get_world_size()
     return 0, 1
 
 
 def shard_ranges(start: int, stop: int, size: int) -> list[tuple[int, int]]:
-    """Consecutive ranges of at most `size` items covering `start` to `stop`.
+    """Consecutive ranges of at most `size` items from `start` to `stop`.
 
     >>> shard_ranges(2, 9, 3)
     [(2, 5), (5, 8), (8, 9)]
@@ -186,11 +154,8 @@ def shard_ranges(start: int, stop: int, size: int) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """One process's part of a checkpoint folder: its manifest and its shard files, all named by rank.
-
-    `record` is what the scores depend on (setting, shard size, inputs, IDF counts, world size, the shape of a
-    shard's rows): a folder whose manifest holds another record is refused, naming the first difference.
-    """
+    """One process's part of a checkpoint folder. `record` is what the scores depend on: a folder whose manifest
+    holds another record is refused, naming the first difference."""
 
     folder: Path
     rank: int
@@ -200,8 +165,7 @@ class Checkpoint:
 
     @classmethod
     def open(cls, folder: str | os.PathLike[str], record: dict[str, Any], rank: int) -> Checkpoint:
-        """This process's checkpoint in `folder` (made if missing), checked against `record`; a new manifest is
-        written where there is none."""
+        """This process's checkpoint in `folder` (made if missing), checked against `record`."""
         path = Path(folder).expanduser()
         with _writing(path):
             path.mkdir(parents=True, exist_ok=True)
@@ -219,7 +183,6 @@ class Checkpoint:
 
     @property
     def manifest(self) -> Path:
-        """This process's manifest file."""
         return self.folder / f"manifest-rank{self.rank}.json"
 
     def _write_manifest(self) -> None:
@@ -242,25 +205,21 @@ class Checkpoint:
                 )
 
     def shard_path(self, k: int) -> Path:
-        """The file of this process's shard `k`."""
         return self.folder / f"rank{self.rank}-shard{k:06d}.npy"
 
     def load(self, k: int, rows: int) -> Tensor | None:
-        """Shard `k`'s saved scores ([rows, *row_shape]) if it is finished and whole, else None (a torn or
-        unreadable file is warned about and scored again)."""
+        """Shard `k`'s saved scores, or None where it is missing, torn or not the file written (then warned about)."""
         path = self.shard_path(k)
         if not path.exists():
             return None
         return self._read(path, rows)
 
     def stream_path(self, k: int, digest: str) -> Path:
-        """The file of shard `k` of a stream, named with (the start of) the digest of its texts, since a stream's
-        manifest cannot list the texts of shards not yet read."""
+        """A stream's shard file is named by its texts' digest: a stream's manifest cannot list texts not yet read."""
         return self.folder / f"rank{self.rank}-shard{k:06d}-{digest[:16]}.npy"
 
     def stream_saved(self, k: int, digest: str) -> bool:
-        """Whether shard `k` of a stream, of texts of this `digest`, has a file; a shard `k` of other texts is
-        refused (`CheckpointMismatchError`)."""
+        """Whether shard `k` of a stream has a file; one made from other texts is refused."""
         found = sorted(self.folder.glob(f"rank{self.rank}-shard{k:06d}-*.npy"))
         path = self.stream_path(k, digest)
         if found and path not in found:
@@ -276,8 +235,6 @@ class Checkpoint:
         return path.exists()
 
     def load_stream(self, k: int, rows: int, digest: str) -> Tensor | None:
-        """Shard `k` of a stream, if finished and whole and made from texts of this `digest`; a shard `k` of
-        other texts is refused (`CheckpointMismatchError`)."""
         return self._read(self.stream_path(k, digest), rows) if self.stream_saved(k, digest) else None
 
     def _read(self, path: Path, rows: int) -> Tensor | None:
@@ -299,9 +256,8 @@ class Checkpoint:
         return torch.from_numpy(array)
 
     def save(self, k: int, scores: Tensor, path: Path | None = None) -> None:
-        """Keep shard `k`'s scores (in `path`, default its `shard_path`), atomically: its digest goes to the
-        manifest first, so a kill between the two leaves a digest without its file (scored again), never a file
-        without its digest."""
+        """Keep shard `k`'s scores atomically, the digest in the manifest first: a kill between the two leaves a digest
+        without its file (scored again), never a file without its digest."""
         buffer = io.BytesIO()
         np.save(buffer, scores.detach().cpu().contiguous().numpy(), allow_pickle=False)
         data = buffer.getvalue()
@@ -317,9 +273,7 @@ class Checkpoint:
         score: Callable[[int, int, Any], Tensor],
         prepare: Callable[[int, int], Any] | None = None,
     ) -> Tensor:
-        """Every shard's scores in order ([items, *row_shape]): those saved read back, the rest made by
-        `score(start, stop, prepared)` and saved before the next begins, `prepared` being `prepare(start, stop)`
-        made a shard ahead on the tokenising thread (`prepared_ahead`), or None without `prepare`."""
+        """Every shard's scores in order: the saved read back, the rest scored (`prepare` a shard ahead) and saved."""
         pieces = [self.load(k, hi - lo) for k, (lo, hi) in enumerate(ranges)]
         missing = [k for k, piece in enumerate(pieces) if piece is None]
         if prepare is None:
@@ -374,7 +328,6 @@ _MEANINGS = {
 
 
 def _compare(folder: Path, saved: dict[str, Any], given: dict[str, Any]) -> None:
-    """Refuse a checkpoint whose manifest differs from this run's record, naming the first difference."""
     for key in [*_MEANINGS, "shards"]:
         if saved.get(key) == given.get(key):
             continue
@@ -397,8 +350,6 @@ def _compare(folder: Path, saved: dict[str, Any], given: dict[str, Any]) -> None
 
 
 def _shard_difference(old: list[str], new: list[str], given: dict[str, Any], label: str) -> tuple[str, Any, Any]:
-    """The first shard whose digest differs between two lists of per-shard digests (of `label`, the texts or the
-    contexts): what it holds, for the message, and the two digests."""
     k = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
     lo = given["range"][0] + k * given["shard_size"]
     hi = min(lo + given["shard_size"], given["range"][1]) - 1
@@ -407,7 +358,7 @@ def _shard_difference(old: list[str], new: list[str], given: dict[str, Any], lab
 
 
 def _setting_record(scorer: Scorer) -> dict[str, Any]:
-    """What of the setting changes scores: the hash code, and a digest of every setting record value."""
+    """The hash code, and a digest of every setting value that changes scores but not the hash code."""
     record = scorer.settings_record()
     fixed = scorer.fixed_idf
     extra = {"fixed_idf": None if fixed is None else hashlib.sha256(fixed.double().cpu().numpy().tobytes()).hexdigest()}
@@ -415,8 +366,7 @@ def _setting_record(scorer: Scorer) -> dict[str, Any]:
 
 
 def _run_of(metric_or_scorer: Any, checkpoint_dir: object, shard_size: object) -> tuple[Scorer, torch.device, int]:
-    """The scoring core and device of a `BERTScore` metric (or a `Scorer`, on its model's device), and the shard
-    size as an int, once the checkpoint folder and the shard size are checked too."""
+    """The scoring core and device of a `BERTScore` (or a `Scorer`), and the checked shard size."""
     rules.path()("checkpoint_dir", checkpoint_dir)
     SHARD_SIZE_RULE("shard_size", shard_size)
     size = int(shard_size)  # type: ignore[call-overload]
@@ -446,14 +396,10 @@ def score_resumable(
     shard_size: int = SHARD_SIZE,
     context: str | Sequence[str] | None = None,
 ) -> Scores:
-    """Per-pair scores of `cands` against `refs` (one string or a list per candidate) with `metric`'s setting
-    (a :class:`BERTScore`, or its ``scorer``), keeping each finished shard of `shard_size` pairs in
-    `checkpoint_dir`; run again with the same arguments after a kill, it scores only what is missing. The
-    result equals ``metric.update(cands, refs, context=context); metric.compute_scores()`` (IDF, if counted,
-    over all `refs`) bit for bit, and does not touch the metric's state. `context`, one text per pair as the
-    metric takes it, is part of the checkpoint's identity: a resume with other contexts, or none, is refused.
-    Under torchrun every process passes all the pairs, scores its own part and gets every pair's scores back.
-    Docs: docs/corpus-scale.md ("Resumable runs").
+    """Per-pair scores with `metric`'s setting, keeping each finished shard in `checkpoint_dir`, so that a run
+    again after a kill scores only what is missing. Equal bit for bit to ``metric.update(...)`` then
+    ``compute_scores()`` (IDF over all `refs`); `context` is part of the checkpoint's identity. Under torchrun
+    every process passes all the pairs and gets every pair's scores back.
 
     >>> import tempfile
     >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
@@ -506,16 +452,10 @@ def score_stream(
     checkpoint_dir: str | os.PathLike[str],
     shard_size: int = SHARD_SIZE,
 ) -> Iterator[Scores]:
-    """Score an iterable of ``(candidate, reference or references)`` pairs a shard of `shard_size` pairs at a time,
-    yielding each shard's :class:`~bertscore_tm.scoring.results.Scores` in order and keeping them in `checkpoint_dir`: a
-    loop run again over the same pairs after a kill reads the finished shards back instead of scoring them, so memory
-    holds one shard however long the stream. The scores equal the metric's on the same pairs bit for bit. An item may
-    carry its pair's context third, ``(candidate, references, context)``, as ``update(..., context=)`` takes it (a pair
-    without one, beside triples, has none: a blank context); a shard's contexts are part of its digest, so a resumed
-    stream with other contexts is refused. IDF counted over the references is refused (every pair's weights would depend
-    on references not read yet): pass ``idf_texts`` or ``idf_weights`` to the metric, or use `score_resumable`. Under
-    torchrun each process passes its own pairs and keeps its own shards; nothing is gathered. Docs: docs/corpus-scale.md
-    ("Resumable runs").
+    """Scores of an iterable of ``(candidate, reference(s)[, context])`` a shard at a time, kept in
+    `checkpoint_dir`: memory holds one shard however long the stream, and a loop run again reads finished shards
+    back. IDF over the references is refused, since they are not all read yet: pass ``idf_texts`` or ``idf_weights``.
+    Under torchrun each process passes its own pairs; nothing is gathered.
 
     >>> import tempfile
     >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
@@ -571,8 +511,7 @@ def score_stream(
 
 @dataclass(frozen=True)
 class _StreamShard:
-    """A stream's shard as the tokenising thread made it: its texts, their digest, and its tokens (None where the
-    shard was finished before)."""
+    """A stream's shard as the tokenising thread made it (no tokens where it was finished before)."""
 
     cands: list[str]
     groups: list[list[str]]
@@ -582,8 +521,7 @@ class _StreamShard:
 
 
 def _chunks(stream: Iterator[Any], size: int) -> Iterator[list[Any] | Exception]:
-    """`stream`'s items `size` at a time; an error of the stream's own (an Exception) as the last chunk, so that
-    it is raised where that chunk would have been scored, after every shard before it."""
+    """`stream`'s items `size` at a time; the stream's own error last, raised at that shard's turn."""
     while True:
         try:
             chunk = list(itertools.islice(stream, size))
@@ -598,9 +536,7 @@ def _chunks(stream: Iterator[Any], size: int) -> Iterator[list[Any] | Exception]
 def _score_tokens(
     scorer: Scorer, tokens: TokenizedPairs, device: torch.device, verbose: bool, weights: Tensor
 ) -> Tensor:
-    """A shard's P, R, F and best reference ([pairs, rows, 4]) from its tokens, as `score_texts` scores texts:
-    the tokenisation's warnings said now (at the shard's turn), ids without an ``idf_weights`` weight refused,
-    then the pairs embedded, matched and weighed with `weights` on `device`."""
+    """A shard's P, R, F and best reference from its tokens, its tokenisation's warnings said at its turn."""
     for note in tokens.notes:
         warn_user(note)
     scorer.check_known_weights(torch.cat([tokens.cand_ids, tokens.ref_ids]))
@@ -616,8 +552,7 @@ def _score_tokens(
 
 
 def _stream_items(chunk: list[Any], first: int) -> tuple[list[str], list[list[str]], list[str] | None]:
-    """A stream's chunk (items `first` on) as candidates, reference groups and contexts: None where every item is
-    a pair, else one per item ("" for a pair: no context); an item of another shape is an error naming it."""
+    """A stream's chunk as candidates, reference groups and contexts (None where every item is a pair)."""
     for n, item in enumerate(chunk):
         if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
             raise ArgumentValueError(
@@ -652,11 +587,8 @@ def _part(contexts: list[str] | None, lo: int, hi: int) -> list[str] | None:
 def _corpus_weights(
     scorer: Scorer, groups: list[list[str]], contexts: list[str] | None, device: torch.device
 ) -> tuple[Tensor, str | None]:
-    """The token weights for every shard, on `device`, and a digest of the IDF counts where IDF is counted: then
-    over all the references (a tokenisation pass, a chunk of pairs at a time), as one uninterrupted run counts
-    them: each reference encoded as the metric encodes it (`Scorer.encode_pairs`: with its prompt and its pair's
-    context, whose tokens are not counted, and cut alike), the candidates as blank texts, since only the
-    references count and the two sides are tokenised apart."""
+    """Token weights for every shard: IDF, where counted, over all the references in a tokenisation pass first,
+    each encoded as the metric encodes it, since every shard's weights depend on every reference."""
     if not scorer.counts_idf:
         return scorer.weights(device=device), None
     doc_freq = torch.zeros(scorer.vocab_size, dtype=torch.long)
@@ -680,11 +612,9 @@ def pairwise_resumable(
     checkpoint_dir: str | os.PathLike[str],
     shard_size: int = ROW_SHARD_SIZE,
 ) -> Tensor:
-    """Every candidate against every reference as ``metric.pairwise`` scores them, stacked P, R, F ([3, N, M];
-    [3, L + 1, N, M] with all_layers), keeping each finished shard of `shard_size` candidate rows in
-    `checkpoint_dir` so that a run again after a kill scores only the missing rows; bit for bit the matrices of
-    one uninterrupted run. Under torchrun each process scores its part of the rows and every process gets the
-    whole matrices. Docs: docs/corpus-scale.md ("Resumable runs")."""
+    """Every candidate against every reference as ``metric.pairwise`` scores them (P, R, F stacked: [3, N, M]),
+    keeping each finished shard of rows in `checkpoint_dir`, so that a run again after a kill scores only the
+    missing rows. Under torchrun each process scores its rows and every process gets the whole matrices."""
     scorer, device, shard_size = _run_of(metric, checkpoint_dir, shard_size)
     verbose = bool(getattr(metric, "verbose", False))
     cand_list = check_texts(cands, "cands", what="candidate", empty=False)

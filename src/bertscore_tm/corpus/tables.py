@@ -1,16 +1,6 @@
-"""Files of rows with named columns (Parquet, JSON Lines, CSV, TSV), read and written with pyarrow a record
-batch at a time: ``bertscore-tm score --data`` reads a corpus's pairs from one and writes every input column
-plus the scores to another.
-
-The format is the file's extension. Reading is a stream of record batches, so a file's rows are never held
-as one table; the text columns are read as strings whatever they look like (a CSV column of numbers is still
-text), and every cell is checked (`columns`) with its row number in the file. A CSV or JSON Lines file larger
-than one block is typed block by block first (`ColumnFile._settled_types`), since pyarrow types a stream by its
-first block alone. A file that is not what its extension says is one `InputFileError` naming it, never
-pyarrow's traceback, and an output format that cannot hold a column is refused before anything is scored
-(`ColumnFile.check_writable`). pyarrow is imported only here, when a file is read or written (the ``[data]``
-extra).
-"""
+"""Files of rows with named columns (Parquet, JSON Lines, CSV, TSV) for ``score --data``, read and written a
+record batch at a time so that a file is never held whole; a file that is not what its extension says is one
+`InputFileError`, never pyarrow's traceback. pyarrow is imported only here (the ``[data]`` extra)."""
 
 from __future__ import annotations
 
@@ -58,7 +48,6 @@ def _pyarrow() -> Any:
 
 
 def file_format(path: str, formats: Mapping[str, str], what: str) -> str:
-    """The format a file's extension names, or an `InputFileError` listing those known."""
     fmt = formats.get(Path(path).suffix.lower())
     if fmt is None:
         known, verb = ", ".join(sorted(formats)), "read" if formats is READS else "written"
@@ -69,9 +58,8 @@ def file_format(path: str, formats: Mapping[str, str], what: str) -> str:
 
 @dataclass(frozen=True)
 class ColumnFile:
-    """A data file of rows, with the columns holding the candidates and the references, checked to exist
-    (`open`) before any model loads. `types` are every column's types for a CSV or JSON Lines file larger than
-    one block (`_settled_types`); None lets pyarrow type them by the first block, which is then the whole file."""
+    """A data file of rows, its columns checked to exist (`open`) before any model loads. `types` settle a large
+    CSV or JSON Lines file's column types (`_settled_types`); None lets pyarrow type them by the first block."""
 
     path: str
     format: str
@@ -102,16 +90,14 @@ class ColumnFile:
         return this if types is None else dataclasses.replace(this, types=types)
 
     def schema(self) -> Any:
-        """The columns and their types, as the first record batch has them (an error for a file of no rows)."""
+        """The columns and their types as the first record batch has them (an error for a file of no rows)."""
         first = next(self.batches(), None)
         if first is None:
             raise InputFileError(f"data file {self.path} has no rows: nothing to score", path=self.path, what="data")
         return first.schema
 
     def check_writable(self, fmt: str) -> None:
-        """A `ColumnDataError` naming the first column that a file of `fmt` cannot hold (a list or struct in CSV,
-        bytes in JSON Lines), with the formats that can: asked before any pair is scored, so that no run is lost
-        at its end (`write_scored` asks again)."""
+        """Refuse a column a file of `fmt` cannot hold before any pair is scored: no run is lost at its end."""
         pa = _pyarrow()
         for field in self.schema():
             if not _holds(pa, fmt, field.type):
@@ -124,14 +110,11 @@ class ColumnFile:
                 )
 
     def batches(self) -> Iterator[Any]:
-        """The file's record batches, in order; a file pyarrow cannot read as its format is one error."""
         pa = _pyarrow()
         yield from self._guarded(pa, self._read(pa))
 
     def _guarded(self, pa: Any, blocks: Iterator[Any]) -> Iterator[Any]:
-        """`blocks` (record batches or tables), with pyarrow's errors one `InputFileError`. pyarrow numbers a
-        row within its block: such a number is counted from the file's first row here, and a message without
-        one says from which row on the fault lies."""
+        """`blocks` with pyarrow's errors as one `InputFileError`, its row numbers counted from the file's first row."""
         done = 0
         try:
             for block in blocks:
@@ -177,10 +160,8 @@ class ColumnFile:
         return (self.candidate_column, *self.reference_columns, *([self.context_column] if self.context_column else []))
 
     def _settled_types(self, pa: Any, names: list[str]) -> Any:
-        """Every column's type for a CSV or JSON Lines file larger than one block, else None. pyarrow types a
-        streamed file's columns by its first block, and stops at a later block where a column shows another
-        type (a text id after 4 MiB of numbers) or a key first appears. So a first pass types each block on
-        its own, as pyarrow types a whole file, and joins the types (`_joined`); the text columns stay text."""
+        """Every column's type for a CSV or JSON Lines file larger than one block, else None: pyarrow types a stream
+        by its first block and stops where a later block differs, so each block is typed alone and the types joined."""
         if self.format == "parquet" or os.path.getsize(self.path) <= BLOCK_BYTES:
             return None
         blocks = self._json_blocks() if self.format == "jsonl" else self._csv_blocks(pa, names)
@@ -195,10 +176,8 @@ class ColumnFile:
         return schema
 
     def _joined(self, pa: Any, schema: Any, block: Any, first: int, rows: int) -> Any:
-        """The types of the rows before `first` and of the `rows` from it joined, as pyarrow joins them (a null
-        column takes the other type, ints and floats give floats, a struct gains the other's keys), else as
-        text where the file holds both as text (any CSV cell, a JSON string typed as a timestamp). Any other
-        pair is an `InputFileError` naming the column, its types and the rows of the second."""
+        """Two blocks' types joined as pyarrow joins them, else as text where the file holds both as text; any other
+        pair is an `InputFileError` naming the column and the rows."""
         for field in block:
             if field.name not in schema.names:
                 continue
@@ -222,7 +201,6 @@ class ColumnFile:
         return pa.unify_schemas([schema, block], promote_options="permissive")
 
     def _json_blocks(self) -> Iterator[Any]:
-        """The file's lines in blocks of about `BLOCK_BYTES` (a longer line whole), each read on its own."""
         import pyarrow.json
 
         def read(data: bytes) -> Any:
@@ -241,8 +219,7 @@ class ColumnFile:
                 yield read(rest)
 
     def _csv_blocks(self, pa: Any, names: list[str]) -> Iterator[Any]:
-        """The file's record batches, each typed on its own as pyarrow types a whole file: read as texts (a
-        stream of blocks, quoted line breaks and all), written back as CSV and read again."""
+        """The record batches, each typed alone as pyarrow types a whole file (read as texts, written, read again)."""
         import pyarrow.csv
 
         texts = dataclasses.replace(self, types=pa.schema([(name, pa.string()) for name in names]))
@@ -253,8 +230,7 @@ class ColumnFile:
             yield pyarrow.csv.read_csv(io.BytesIO(data), read_options=pyarrow.csv.ReadOptions(block_size=len(data) + 1))
 
     def pairs(self) -> tuple[list[str], list[list[str]], bool]:
-        """Every row's candidate and references, each cell checked (rows numbered from 0 in the file), and
-        whether rows may have several references."""
+        """Every row's candidate and references, each cell checked, and whether rows may have several references."""
         cands: list[str] = []
         groups: list[list[str]] = []
         several = len(self.reference_columns) > 1
@@ -269,7 +245,6 @@ class ColumnFile:
         return cands, groups, several
 
     def contexts(self) -> list[str] | None:
-        """Every row's context (`context_column`; an empty cell is none), or None without that column."""
         if self.context_column is None:
             return None
         out: list[str] = []
@@ -281,9 +256,8 @@ class ColumnFile:
 
 
 def write_scored(source: ColumnFile, target: Path, fmt: str, scores: Mapping[str, np.ndarray]) -> None:
-    """Every row of `source` with the `scores` columns added (each as long as the file), written to `target`
-    in `fmt` a record batch at a time. The file's own score columns that this run does not write (an earlier
-    run's best reference or F-beta) are left out, with one warning (`columns.stale_scores`)."""
+    """Every row of `source` with the `scores` columns added, written a record batch at a time; the file's own
+    score columns this run does not write (an earlier run's) are left out with a warning."""
     source.check_writable(fmt)
     pa = _pyarrow()
     writer: Any = None
@@ -325,9 +299,7 @@ def _write(pa: Any, writer: Any, sink: Any, fmt: str, table: Any) -> Any:
 
 
 def _json_value(value: Any) -> Any:
-    """A cell as JSON holds it: NaN and infinities as null (as ``score --format json`` writes them), dates,
-    times and timestamps as ISO 8601 strings, decimals as strings (every digit kept), lists and structs
-    value by value (a map's entries as [key, value] pairs)."""
+    """A cell as JSON holds it: NaN and infinities as null, dates and times as ISO 8601, decimals as strings."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
@@ -342,8 +314,7 @@ def _json_value(value: Any) -> Any:
 
 
 def _holds(pa: Any, fmt: str, kind: Any) -> bool:
-    """Whether a file of `fmt` holds values of type `kind`: Parquet any type read here, CSV single values
-    (what pyarrow's CSV writer takes), JSON Lines what `_json_value` writes, nested as deep as it goes."""
+    """Whether a file of `fmt` holds values of type `kind`."""
     t = pa.types
     if t.is_dictionary(kind):
         return _holds(pa, fmt, kind.value_type)

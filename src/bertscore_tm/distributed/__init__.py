@@ -1,7 +1,4 @@
-"""Many processes: torch's launcher (torchrun) and what ranks exchange.
-
-Public names are imported on first use (`bertscore_tm.lazy`).
-"""
+"""Many processes: torch's launcher (torchrun) and what ranks exchange; names imported on first use."""
 
 from __future__ import annotations
 

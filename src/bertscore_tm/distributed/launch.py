@@ -1,20 +1,6 @@
-"""Command-line jobs on many processes, launched by torch's own launcher:
-
-    torchrun --nproc-per-node 8 -m bertscore_tm score -c cands.txt -r refs.txt ...
-
-Each process scores a contiguous shard of the lines (`Processes.shard`) on its own device (the GPU of its
-`LOCAL_RANK` where there is one, else the CPU), the metric sums the IDF counts and gathers the per-pair scores
-across processes in compute(), and only rank 0 writes the output, which is the output of one process: a
-text's vectors do not depend on the batch it runs in (`bertscore_tm.embedding.embedder`), so every score is bit for
-bit the same however the lines are split. Several nodes work the same way (`torchrun --nnodes N --node-rank
-K --rdzv-endpoint HOST:PORT ...` on each node, the files at the same path on every node).
-
-A process group is set up only when torchrun started the process with ``WORLD_SIZE`` > 1 (NCCL between GPUs,
-gloo between CPUs) and torn down at the end; otherwise `processes()` is one process and sets up nothing. The
-subcommands that score lines (``score``, ``compare``, ``pairwise``, ``baseline``) run the same way: open
-`processes()`, score `shard(len(lines))`, write on `writes_output`; ``pairwise`` shards its candidate rows and
-gathers the rows on rank 0.
-"""
+"""Command-line jobs on many processes launched by torchrun: each process scores a contiguous shard of the
+lines on its own device, and rank 0 alone writes the output. A text's vectors do not depend on its batch, so
+the output is one process's bit for bit. Docs: docs/corpus-scale.md."""
 
 from __future__ import annotations
 
@@ -39,12 +25,10 @@ class Processes:
 
     @property
     def writes_output(self) -> bool:
-        """Whether this process writes the job's output (rank 0 alone)."""
         return self.rank == 0
 
     def shard(self, lines: int) -> tuple[int, int]:
-        """This process's contiguous range of `lines`: (start, stop), earlier ranks one line more where the
-        lines do not divide evenly; a process may get none.
+        """This process's contiguous (start, stop) of `lines`, earlier ranks one more where they do not divide evenly.
 
         >>> [Processes(rank, 3).shard(10) for rank in range(3)]
         [(0, 4), (4, 7), (7, 10)]
@@ -57,7 +41,7 @@ class Processes:
 
 
 def launched() -> tuple[int, int, int]:
-    """(rank, world size, local rank) as torchrun sets them in the environment; (0, 1, 0) when it did not."""
+    """(rank, world size, local rank) as torchrun sets them; (0, 1, 0) when it did not."""
     world = int(os.environ.get("WORLD_SIZE", "1") or 1)
     if world <= 1:
         return 0, 1, 0
@@ -65,13 +49,12 @@ def launched() -> tuple[int, int, int]:
 
 
 def reports_errors() -> bool:
-    """Whether this process reports user errors: every process finds the same mistake in its input, so only
-    rank 0 prints it, once (the others just exit with the same code)."""
+    """Every process finds the same mistake in its input, so only rank 0 reports it."""
     return launched()[0] == 0
 
 
 def local_device(device: str, local_rank: int) -> str:
-    """The device of a process: a bare "cuda" means the GPU of its `LOCAL_RANK`; anything else as given.
+    """A bare ``"cuda"`` means the GPU of the process's `LOCAL_RANK`.
 
     >>> local_device("cuda", 3), local_device("cuda:0", 3), local_device("cpu", 3)
     ('cuda:3', 'cuda:0', 'cpu')
@@ -80,16 +63,9 @@ def local_device(device: str, local_rank: int) -> str:
 
 
 def import_collectives_first() -> None:
-    """Import `torch.distributed.nn` while no process group is up, so that it never holds one.
-
-    Its functions take the default group as a default argument (``group=group.WORLD``), evaluated when the
-    module is first imported; loading a transformers model imports it (through torch's FSDP). First imported
-    inside a process group, it holds that group after ``destroy_process_group()``: the group's gloo threads
-    then run until the interpreter's teardown destroys the group with them (where PyTorch's own reports place
-    aborts with "terminate called without an active exception"). The model loader imports it with itself, and
-    `processes` before it sets up a group (docs/corpus-scale.md). Importing it inside a group is what would
-    hold the group, so then it is left to whoever imports it.
-    """
+    """Import `torch.distributed.nn` (loading a model imports it) while no process group is up: it binds the
+    default group when first imported, and would hold a group after ``destroy_process_group()``, its threads
+    aborting at teardown. Docs: docs/corpus-scale.md."""
     import torch.distributed as dist
 
     if dist.is_available() and not dist.is_initialized():
@@ -99,11 +75,8 @@ def import_collectives_first() -> None:
 
 @contextmanager
 def processes(device: str) -> Iterator[Processes]:
-    """This process's part of the job, in a process group while inside when torchrun launched several.
-
-    `device` is the device asked for (already checked to exist): ``"cuda"`` becomes this process's own GPU.
-    A process group that is already set up (by a program that runs several jobs) is used as it is and left up.
-    """
+    """This process's part of the job, in a process group while inside where torchrun launched several; a group
+    already set up (by a program running several jobs) is used as it is and left up."""
     rank, world, local_rank = launched()
     device = local_device(device, local_rank) if world > 1 else device
     if world == 1:

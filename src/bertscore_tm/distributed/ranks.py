@@ -1,12 +1,5 @@
-"""Distributed compute: the exchanges between ranks, and the check that all ranks score the same setting.
-
-Ranks set up differently (one with IDF, one without; different layers, models, baselines...) cannot combine
-their scores, and worse, their later exchanges differ in shape (IDF counts are a vocabulary-sized tensor on
-one rank, an empty one on the other), so the job would hang until the process group's timeout. So the first
-exchange of every collective compute() is of a fixed size on every rank whatever its setting: one 64-bit
-digest of the rank's settings. Where the digests differ, every rank knows it, all gather the settings
-themselves to name the difference, and all raise the same `SettingsMismatchError`.
-"""
+"""The exchanges between ranks. Ranks set up differently would exchange tensors of different shapes and hang
+until the timeout, so every collective compute() first exchanges one fixed-size digest of the settings."""
 
 from __future__ import annotations
 
@@ -24,7 +17,7 @@ GatherFn = Callable[..., Sequence[Tensor]]
 
 
 def settings_digest(settings: Mapping[str, object]) -> int:
-    """A signed 64-bit digest of the settings (names and values, order-independent).
+    """A signed 64-bit digest of the settings, order-independent.
 
     >>> settings_digest({"idf": True, "num_layers": 5}) == settings_digest({"num_layers": 5, "idf": True})
     True
@@ -36,8 +29,7 @@ def settings_digest(settings: Mapping[str, object]) -> int:
 
 
 def first_difference(per_rank: list[Mapping[str, object]]) -> tuple[str, list[object]] | None:
-    """The first setting (in the first rank's order) whose value is not the same on every rank, with each
-    rank's value; None where all agree.
+    """The first setting whose value differs between ranks, with each rank's value; None where all agree.
 
     >>> first_difference([{"model": "m", "idf": False}, {"model": "m", "idf": True}])
     ('idf', [False, True])
@@ -53,12 +45,8 @@ def first_difference(per_rank: list[Mapping[str, object]]) -> tuple[str, list[ob
 def check_same_settings(
     settings: Mapping[str, object], group: Any, device: torch.device, gather_fn: GatherFn | None = None
 ) -> None:
-    """Raise SettingsMismatchError on every rank unless every rank of `group` has the same `settings`.
-
-    Collective: call it on every rank, before any other exchange. Its first exchange is one int64 per rank
-    (through `gather_fn`, as `gather`), so ranks of any setting meet in it; only where digests differ do the
-    ranks (all of them) gather the settings themselves, to name the first difference.
-    """
+    """Raise `SettingsMismatchError` on every rank unless all have the same `settings`. Collective: call it on every
+    rank before any other exchange; the settings themselves are gathered only where the digests differ."""
     import torch.distributed as dist
 
     world = dist.get_world_size(group)
@@ -87,9 +75,8 @@ def _short(value: object) -> str:
 
 
 def gather(tensor: Tensor, group: Any, gather_fn: GatherFn | None = None) -> list[Tensor]:
-    """Every rank's `tensor` (shapes may differ in their first dimension), in rank order: through `gather_fn`
-    (a Metric's ``dist_sync_fn``, called as torchmetrics calls it) where given, else torchmetrics'
-    `gather_all_tensors`."""
+    """Every rank's `tensor` (first dimensions may differ), in rank order, through `gather_fn` (a Metric's
+    ``dist_sync_fn``) where given, else torchmetrics' `gather_all_tensors`."""
     if gather_fn is None:
         from torchmetrics.utilities.distributed import gather_all_tensors
 
