@@ -1,8 +1,4 @@
-"""Running the cut model: batches of one length (or packed), its attention, windows over long texts and the
-embedding cache.
-
-Public names are imported on first use (`bertscore_tm.lazy`).
-"""
+"""Running the cut model: batching, attention, windows over long texts and the embedding cache."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The attention of a model we loaded: one function, registered with transformers' `AttentionInterface` and
-selected once when the embedder takes the model, that decides per call; and the packed passes it makes possible.
-
-Per call: a packed stream (texts laid end to end, the call carrying transformers' `cu_seq_lens_q`) attends
-text by text; on a CPU, bfloat16 and short float32 batches run the eager products (the CPU's scaled-dot-product
-kernel is built for long sequences); the rest runs transformers' own SDPA. What a text runs with depends on its
-length alone, so its vectors depend on nothing but the text. A family that cannot switch keeps its own
-attention; one whose forward does not carry the packing keywords never packs (`install`). Why: docs/performance.md.
-"""
+"""The attention of a model we loaded, registered with transformers and selected once: packed streams attend text
+by text, short or bfloat16 CPU batches run the eager products, the rest transformers' SDPA. The choice depends on
+a text's length alone, so its vectors depend on the text alone (docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -30,8 +24,7 @@ from bertscore_tm.models.prompts import unmarked
 #: The name the function is registered under with transformers.
 ATTENTION_NAME = "bertscore_tm"
 
-#: On a CPU, float32 batches of sequences of at most this many tokens run the eager products: a few percent
-#: faster than the scaled-dot-product kernel on sentences, slower on longer texts (docs/performance.md).
+#: On a CPU, float32 batches of at most this many tokens run the eager products, faster than SDPA on sentences.
 EAGER_CPU_TOKENS = 48
 
 #: Keywords of attention calls that only transformers' own functions honour (relative position biases,
@@ -44,9 +37,7 @@ VARLEN_REFUSED: list[str] = []
 
 @dataclass
 class Pack:
-    """A packed pass's runs of same-length texts, (first token, texts, length) each, on the host; its texts'
-    bounds on the device (`bounds`, what the model is given as `cu_seq_lens_q`); and `score_budget`, the most
-    attention scores (texts x length x length) one piece of a run may hold."""
+    """A packed pass's runs of same-length texts, their device bounds, and its attention-score budget."""
 
     runs: list[tuple[int, int, int]]
     bounds: Tensor
@@ -66,7 +57,7 @@ def attention(
     dropout: float = 0.0,
     **kwargs: Any,
 ) -> tuple[Tensor, None]:
-    """The registered attention ([B, heads, T, size] in, [B, T, heads, size] out), as the module docstring says."""
+    """The registered attention ([B, heads, T, size] in, [B, T, heads, size] out)."""
     packed = kwargs.get("cu_seq_lens_q") is not None
     scale = query.shape[-1] ** -0.5 if scaling is None else scaling
     if packed:
@@ -80,8 +71,7 @@ def attention(
 
 
 def _eager(query: Tensor) -> bool:
-    """Whether a batch of `query`'s shape and type runs the eager products (a compiled model keeps one attention
-    for every length)."""
+    """Whether a batch runs the eager products (not while compiling: one attention for every length)."""
     if query.device.type != "cpu":
         return False
     short = query.shape[2] <= EAGER_CPU_TOKENS and not torch.compiler.is_compiling()
@@ -89,7 +79,7 @@ def _eager(query: Tensor) -> bool:
 
 
 def _products(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, scale: float) -> Tensor:
-    """The eager products of transformers' encoders, [B, heads, T, size]: the same operations in the same order."""
+    """Transformers' eager attention products, the same operations in the same order."""
     weights = torch.matmul(query, key.transpose(2, 3)) * scale
     if mask is not None:
         weights = (
@@ -99,9 +89,7 @@ def _products(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, sc
 
 
 def _packed(query: Tensor, key: Tensor, value: Tensor, scale: float, bounds: Tensor) -> Tensor:
-    """Attention within each text of a packed stream ([1, heads, tokens, size] in, [1, tokens, heads, size] out):
-    one variable-length call on CUDA in float16 and bfloat16, else run by run of same-length texts as a batch of
-    that length attends, each run in pieces within the pack's score budget."""
+    """Attention within each text of a packed stream: variable-length on CUDA, else run by run within budget."""
     pack = _PACK.get()
     if pack is None or pack.bounds is not bounds:
         raise RuntimeError("a packed attention call came without the pack it belongs to (`packed_pass` makes both)")
@@ -129,8 +117,7 @@ def _packed(query: Tensor, key: Tensor, value: Tensor, scale: float, bounds: Ten
 
 
 def _varlen(query: Tensor) -> Any:
-    """torch's variable-length attention (flash attention over texts laid end to end) where it runs: on CUDA in
-    float16 and bfloat16, in a torch that has it, until it failed once; else None."""
+    """torch's variable-length attention where it runs (CUDA, half precision, not yet failed), else None."""
     if not (query.is_cuda and query.dtype in (torch.float16, torch.bfloat16)) or VARLEN_REFUSED:
         return None
     try:
@@ -143,8 +130,7 @@ def _varlen(query: Tensor) -> Any:
 def packed_forward(
     model: Any, seqs: Sequence[Tensor], score_budget: int, lengths: Sequence[int] | None = None
 ) -> tuple[Tensor, list[int]]:
-    """`packed_pass` of sequences in any order (laid end to end longest first; `lengths`, theirs where known):
-    the stream and each sequence's first row in it."""
+    """`packed_pass` of sequences in any order: the stream and each sequence's first row."""
     lengths = [len(s) for s in seqs] if lengths is None else lengths
     order = sorted(range(len(seqs)), key=lambda i: -lengths[i])
     ordered = [lengths[k] for k in order]
@@ -156,10 +142,8 @@ def packed_forward(
 
 
 def packed_pass(model: Any, ids: Tensor, lengths: Sequence[int], score_budget: int) -> Tensor:
-    """The last hidden states ([tokens, hidden], the model's dtype) of one packed pass of `model`'s forward over
-    texts whose ids lie end to end in `ids`, longest first, `lengths` theirs: positions restart at each text as the
-    family counts them (`packed_positions`), and the texts' bounds go as transformers' variable-length keywords.
-    Ids, positions and bounds go to the device in one copy each (pinned on CUDA, not waited for)."""
+    """Last hidden states of one packed pass over texts end to end, longest first: positions restart
+    per text and the bounds go as transformers' variable-length keywords."""
     device = next(model.parameters()).device
     host = unmarked(ids.to(torch.long))  # marked ids (prompts, contexts) as the model reads them
     runs: list[tuple[int, int, int]] = []
@@ -199,10 +183,8 @@ def _register() -> None:
 
 
 def install(model: nn.Module, packing_family: bool) -> bool:
-    """Select the function, once, for a model we loaded whose own attention is scaled-dot-product attention
-    (transformers' `set_attn_implementation`; a family that cannot switch keeps its own), and return whether it
-    packs: of a family that packs (`packing_family`), and a packed pass over two texts gives each text's vectors
-    alone (a transformers whose forward does not carry the variable-length keywords to attention does not)."""
+    """Select our attention for a model whose own is SDPA; return whether it packs (its family may and a
+    packed pass of two texts matches each alone)."""
     if attention_implementation(model) not in ("sdpa", ATTENTION_NAME):  # (ours: a model installed before)
         return False
     _register()
@@ -230,7 +212,7 @@ def _packs_alike(model: nn.Module) -> bool:
 
 @contextmanager
 def _quiet() -> Iterator[None]:
-    """transformers' warnings off (a family that cannot switch its attention says so: the probe finds it)."""
+    """transformers' warnings off while switching (the probe finds a family that cannot)."""
     from transformers.utils import logging as hf_logging
 
     before = hf_logging.get_verbosity()

@@ -1,13 +1,6 @@
-"""The embedding cache: vectors of texts already embedded, kept across compute() and reset() so that a text
-scored again (the references of a validation set, every epoch) is never run through the model again.
-
-Texts are keyed by their token ids. One cache serves one embedding setting (model, layer, long-text mode,
-max_length, dtype, device) and empties itself when that changes, so a hit is what a fresh forward pass gives:
-embedding is batch-invariant (`bertscore_tm.embedding.embedder`), so cached scores equal uncached ones bit for
-bit. Vectors are float32 on the model's device (hidden size x 4 bytes a token and layer kept), least recently
-used evicted first. The cache is not metric
-state (never saved, synced or pickled); clones share it, as they share the model.
-"""
+"""Vectors of texts already embedded, kept across compute() and reset(), keyed by token ids. One cache serves
+one embedding setting and empties when it changes; embedding is batch-invariant, so hits score bit for bit as
+fresh passes. Not metric state: never saved, synced or pickled; clones share it."""
 
 from __future__ import annotations
 
@@ -36,8 +29,7 @@ def text_key(ids: Tensor) -> bytes:
 
 
 def embedding_setting(embedder: Embedder, extra: tuple[Any, ...] = ()) -> tuple[Any, ...]:
-    """Everything of `embedder` that changes the vectors it gives a token-id sequence, after `extra` (what the
-    metric adds: its model name, layer, long-text mode and max_length)."""
+    """Everything that changes the vectors `embedder` gives, after the metric's `extra`."""
     return (
         *extra,
         id(embedder.model),
@@ -73,12 +65,12 @@ class EmbeddingCache:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held now, as the budget counts them (vectors, keys and bookkeeping)."""
+        """Bytes held, as the budget counts them."""
         return self._bytes
 
     @property
     def device(self) -> torch.device | None:
-        """Where the cached vectors are (None while empty and never used)."""
+        """Where the cached vectors are (None before first use)."""
         return self._device
 
     @staticmethod
@@ -86,15 +78,14 @@ class EmbeddingCache:
         return vectors.numel() * vectors.element_size() + len(key) + ENTRY_OVERHEAD
 
     def get(self, key: bytes) -> Tensor | None:
-        """The vectors cached for `key` (now the most recently used), or None."""
+        """The vectors for `key` (now most recently used), or None."""
         vectors = self._entries.get(key)
         if vectors is not None:
             self._entries.move_to_end(key)
         return vectors
 
     def put(self, key: bytes, vectors: Tensor) -> None:
-        """Keep a copy of `vectors` (float32) for `key`, evicting the least recently used texts to make room;
-        a text larger than the whole budget is not kept."""
+        """Keep a float32 copy, evicting the least recently used; a text over the budget is not kept."""
         cost = self._cost(key, vectors)
         if cost > self.budget_bytes or key in self._entries:
             return
@@ -106,32 +97,28 @@ class EmbeddingCache:
         self._device = vectors.device
 
     def clear(self) -> None:
-        """Drop every cached vector."""
         self._entries.clear()
         self._bytes = 0
 
     def use_with(self, setting: tuple[Any, ...]) -> None:
-        """Serve `setting` from now on: a cache filled under another setting is emptied first."""
+        """Serve `setting` from now on, emptied first if it changed."""
         if setting != self._setting:
             self.clear()
             self._setting = setting
 
     def __deepcopy__(self, memo: dict) -> EmbeddingCache:
-        """Clones share the cache, as they share the model: their vectors are the same (MetricTracker's
-        clone of each epoch and BootStrapper's resamples reuse what the others embedded)."""
+        """Clones share the cache, as they share the model."""
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled (sent to spawned processes, saved) empty: the vectors are a cache, not state."""
+        """Pickled empty: the vectors are a cache, not state."""
         state = self.__dict__.copy()
         state.update(_entries=OrderedDict(), _bytes=0, _setting=None, _device=None)
         return state
 
 
 class CachingEmbedder:
-    """An :class:`Embedder` that serves texts from an :class:`EmbeddingCache` where it can: `embed_into` keeps
-    its contract (vectors end to end from the table's first row, each text's first row returned) and runs
-    only the texts the cache lacks through the model, then caches them. Everything else is the embedder's."""
+    """An `Embedder` whose `embed_into` copies cached texts and runs only the others through the model."""
 
     def __init__(self, embedder: Embedder, cache: EmbeddingCache, setting: tuple[Any, ...] = ()) -> None:
         self._embedder = embedder
@@ -149,7 +136,6 @@ class CachingEmbedder:
         lengths: Sequence[int] | None = None,
         **options: Any,
     ) -> list[int]:
-        """As :meth:`Embedder.embed_into`; texts found in the cache are copied, the others embedded and cached."""
         if options:  # more than whole texts asked for (e.g. row ranges): nothing to look up or keep
             return self._embedder.embed_into(table, seqs, progress=progress, lengths=lengths, **options)
         cache = self._cache

@@ -1,13 +1,6 @@
-"""Embedding: runs the cut model over token-id sequences and writes L2-normalised float32 token vectors into a
-table the caller owns, a batch at a time, so only one batch of activations is alive.
-
-A text's vectors depend on nothing but the text: batches are never padded on a CPU (one length each, cut by a
-token budget) and never hold fewer than `MIN_BATCH_TOKENS` tokens, its attention depends on its length alone
-(`bertscore_tm.embedding.attention`), and a long text runs as its windows (`bertscore_tm.models.windows`). That is
-what lets a cached vector, or a text scored on another process, give exactly the scores of a fresh one. bfloat16
-(weights cast once) runs packed on a CPU where the model packs; other devices run accelerator batching (packed,
-or padded length buckets), within 1e-6 of batches of one length in float32. Why and how fast: docs/performance.md.
-"""
+"""Runs the cut model into float32 L2-normalised vectors in a caller's table, a batch at a time. A text's vectors
+depend on the text alone (one-length CPU batches of at least `MIN_BATCH_TOKENS` tokens, length-only attention), so
+cached vectors score as fresh ones; accelerators run packed or padded, within 1e-6 (docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -41,38 +34,32 @@ if TYPE_CHECKING:
     from bertscore_tm.models.user_model import UserModel
 
 
-#: The fewest tokens a forward batch runs: below this CPU matrix-multiply libraries switch to other kernels
-#: (matrix-vector paths, other thread splits), whose sums round differently; a smaller batch runs with copies
-#: of its texts. A multiple of 16 and well past the sizes seen to differ (under 12 rows, MKL on AVX-512).
+#: The fewest tokens a forward batch runs (a smaller one runs with copies of its texts): below it CPU matmul
+#: libraries switch kernels, whose sums round differently.
 MIN_BATCH_TOKENS = 64
 
-#: The compute dtypes that run in accelerator batching on a device other than a CPU (`Embedder.accelerated`):
-#: all, as the device suite measured (docs/performance.md); a dtype a card runs faster in batches of one length
-#: leaves this set.
+#: The compute dtypes that run in accelerator batching off a CPU (`Embedder.accelerated`).
 ACCELERATED_DTYPES = frozenset({torch.float32, torch.bfloat16, torch.float16})
 
-#: With all_layers, a compute's working memory grows with the layers kept up to this many (MiniLM's 7 rows fit;
-#: a 25-row large model keeps 8 layers' worth and a table of fewer tokens rather than 25 times the memory).
+#: With all_layers, a compute's working memory grows with the layers kept up to this many (a deep model's table
+#: then holds fewer tokens rather than taking many times the memory).
 BUDGET_LAYERS = 8
 
 
 def _out_of_memory(err: BaseException) -> bool:
-    """Whether `err` is an accelerator running out of memory (CUDA's and torch's own error, or a backend's
-    message saying so)."""
+    """Whether `err` is an accelerator out of memory (torch's error or a backend's message)."""
     kinds = tuple(k for k in (getattr(torch, "OutOfMemoryError", None), torch.cuda.OutOfMemoryError) if k)
     return isinstance(err, kinds) or (isinstance(err, RuntimeError) and "out of memory" in str(err).lower())
 
 
 def _normalised(hidden: Tensor, out: Tensor | None = None) -> Tensor:
-    """Token vectors in float32, each divided by its L2 norm: one formula for packed passes and batches alike,
-    so both give the same bits. `out` (float32, of `hidden`'s shape, any strides) receives them where given."""
+    """Float32 vectors divided by their L2 norm: one formula, so packed and batched passes give the same bits."""
     hidden = hidden.float()
     return torch.div(hidden, hidden.norm(dim=-1, keepdim=True), out=out)
 
 
 def _written(out: Tensor | None, stream: Tensor, firsts: list[int], sizes: Sequence[int]) -> tuple[Tensor, list[int]]:
-    """A stream of rows (sequence k's from ``firsts[k]``) as `embed_rows` returns it: copied into `out` (the
-    sequences' rows end to end, in one indexed copy) where given."""
+    """A stream of rows as `embed_rows` returns it, copied end to end into `out` where given."""
     if out is None:
         return stream, firsts
     lengths = torch.tensor(sizes, dtype=torch.long)
@@ -81,9 +68,7 @@ def _written(out: Tensor | None, stream: Tensor, firsts: list[int], sizes: Seque
 
 
 def _normalised_layers(states: Sequence[Tensor], count: int, out: Tensor | None = None) -> Tensor:
-    """Every layer's vectors of the first `count` rows of a batch, normalised (`_normalised`) straight into
-    one [count, T, layers, D] float32 tensor (`out` where given): no stacked copy of the hidden states is made
-    first."""
+    """Every layer's normalised vectors of the first `count` rows, into one tensor without stacking."""
     first = states[0]
     shape = (count, first.shape[1], len(states), first.shape[-1])
     hidden = torch.empty(shape, device=first.device) if out is None else out
@@ -93,11 +78,7 @@ def _normalised_layers(states: Sequence[Tensor], count: int, out: Tensor | None 
 
 
 class Embedder:
-    """Holds the frozen encoder (outside any module tree, so it never enters a state_dict) and embeds.
-
-    `model` is a loaded encoder or a `UserModel` (a model object the user passed); `hidden_size` and `depth`
-    default to what the model's config and blocks say.
-    """
+    """Holds the frozen encoder (outside any module tree, so never in a state_dict) and embeds."""
 
     def __init__(
         self,
@@ -116,8 +97,7 @@ class Embedder:
             raise ValueError(f"model_dtype must be torch.float32, torch.float16 or torch.bfloat16, got {model_dtype}")
         #: Whether the model is a model object of the user's (a `UserModel`): never cast, never switched.
         self.user_supplied = not isinstance(model, nn.Module)
-        #: Whether the model packs (`attention.install`: selected once, here, before any cast); a user's model is
-        #: never switched and never packs.
+        #: Whether the model packs (`attention.install`, once, before any cast); a user's model never packs.
         self._packs = isinstance(model, nn.Module) and install(model, can_pack(model))
         if model_dtype == torch.bfloat16 and isinstance(model, nn.Module):
             model.to(torch.bfloat16)  # a model we loaded: cast once (autocast would cast every weight every pass)
@@ -131,19 +111,17 @@ class Embedder:
         self._depth = depth
         #: Long texts: the window rule (None: every sequence runs whole, as truncate mode has it).
         self.windows = windows
-        #: Whether the forward pass runs through `torch.compile` (opt-in, inexact: see the module's docstring).
+        #: Whether the forward pass runs through `torch.compile` (opt-in; compiled kernels round differently).
         self.compile_model = compile_model
         self._compiled: Any = None  # the compiled forward, made on first use on the model's device
         #: How many sequences (rows) this embedder has run through the model: lets tests count the work.
         self.rows_embedded = 0
-        #: The batching policy: None picks by the device (a CPU's batches of one length, packed in bfloat16, else
-        #: accelerator batching); "accelerator" or "one-length" (never packed) force one (tests, benchmarks).
+        #: The batching policy: None picks by the device; "accelerator" or "one-length" (never packed) force one.
         self._batching: str | None = None
 
     @property
     def max_tokens(self) -> int:
-        """Padded tokens per forward pass: small on a CPU, whose throughput is flat past ~2k tokens (so
-        memory stays low and does not depend on how long the longest texts are), larger on accelerators."""
+        """Padded tokens per forward pass: small on a CPU (flat throughput, low memory), larger elsewhere."""
         if self._max_tokens is not None:
             return self._max_tokens
         return 2048 if self.device.type == "cpu" else 16384
@@ -154,11 +132,7 @@ class Embedder:
 
     @property
     def block_bytes(self) -> int:
-        """Working memory of a compute() for its table of token vectors, results and plan: 64 MiB on a CPU,
-        256 MiB on accelerators (where forward batches are eight times larger); that much per layer kept, up to
-        `BUDGET_LAYERS` layers, so that with all_layers a table holds about as many tokens as with one layer.
-        A table of few tokens splits the texts of one length over many small forward batches, one per block
-        (docs/performance.md)."""
+        """A compute()'s table memory, per layer kept up to `BUDGET_LAYERS`."""
         per_layer = 64 << 20 if self.device.type == "cpu" else 256 << 20
         return per_layer * min(self.num_rows, BUDGET_LAYERS)
 
@@ -167,8 +141,7 @@ class Embedder:
         return next(self.model.parameters()).device
 
     def to(self, device: torch.device | str) -> Embedder:
-        """Move the model to `device` (its `ModelHandle` alone decides when: `bertscore_tm.embedding.handle`); a
-        model object of the user's is never moved."""
+        """Move the model (only its `ModelHandle` decides when); a user's model object is never moved."""
         if not isinstance(self.model, nn.Module):
             raise TypeError("a model object of the user's is never moved: it runs where it is")
         before = self.device
@@ -178,9 +151,7 @@ class Embedder:
         return self
 
     def copied_to(self, device: torch.device | str) -> Embedder:
-        """This embedder with a copy of its model's weights made on `device` (each tensor copied there once;
-        this model stays where it is), for a metric that computes there while another still uses this one
-        (`ModelHandle`). A model we loaded only: a user's model object is never copied."""
+        """This embedder with its weights copied once to `device` (`ModelHandle`); never a user's model."""
         if not isinstance(self.model, nn.Module):
             raise TypeError("a model object of the user's is never copied: it runs where it is")
         memo: dict[int, Any] = {}
@@ -193,9 +164,7 @@ class Embedder:
         return twin
 
     def _forward(self) -> Any:
-        """The model, or its compiled forward with `compile_model`: shapes dynamic (one compilation serves every
-        batch size and length, besides the one or two specialised ones the compiler keeps for size 1), with the
-        compiler's `freezing` option (weights treated as constants of an inference graph)."""
+        """The model, or with `compile_model` its forward compiled once with dynamic shapes and frozen weights."""
         if not self.compile_model:
             return self.model
         if self._compiled is None:
@@ -215,10 +184,8 @@ class Embedder:
         return torch.autocast(device_type=self.device.type, dtype=self.model_dtype)
 
     def embed_batch(self, seqs: Sequence[Tensor], out: Tensor | None = None) -> Tensor:
-        """Normalised vectors of a batch of non-empty sequences: [B, T, D] (or [B, T, layers, D]), padding
-        rows undefined; the caller masks them by the sequence lengths. A batch of fewer than
-        `MIN_BATCH_TOKENS` tokens runs with copies of its sequences (see the module's docstring). `out` (float32,
-        of that shape) receives the vectors where given (the same bits), and is returned."""
+        """Normalised vectors [B, T, D] (or [B, T, layers, D]) of non-empty sequences, padding rows
+        undefined; a batch under `MIN_BATCH_TOKENS` runs with copies, so kernels and bits do not change."""
         device = self.device
         longest = max(len(s) for s in seqs)
         count = len(seqs)
@@ -243,19 +210,15 @@ class Embedder:
 
     @property
     def accelerated(self) -> bool:
-        """Whether texts run in accelerator batching: packed where the model packs, else in padded length
-        buckets (`padded_buckets`), not in batches of one length, which are small on a GPU and cost more there
-        than padding. Any device but a CPU, for a model we loaded (a user's model or `forward_fn` may not honour a
-        padding mask, so it keeps batches of one length), unless `_batching` forces a policy."""
+        """Whether texts run packed or in padded buckets rather than one-length batches, which are
+        small and costly on a GPU: off a CPU, for a model we loaded (a user's may ignore the padding mask)."""
         if self._batching is not None:
             return self._batching == "accelerator"
         return self.device.type != "cpu" and not self.user_supplied and self.model_dtype in ACCELERATED_DTYPES
 
     @property
     def packing(self) -> bool:
-        """Whether forward passes run packed (`bertscore_tm.embedding.attention`): a model we loaded that packs
-        (`install`), its last layer only, not compiled, in accelerator batching (any dtype) or in bfloat16 on a CPU
-        (where packing gives the very vectors of batches of one length, in less time)."""
+        """Whether passes run packed: last layer only, uncompiled, on an accelerator or in bfloat16 on a CPU."""
         if not self._packs or self.all_layers or self.compile_model or self._batching == "one-length":
             return False
         return self.accelerated or (self.model_dtype == torch.bfloat16 and self.device.type == "cpu")
@@ -270,15 +233,8 @@ class Embedder:
     def embed_rows(
         self, seqs: Sequence[Tensor], out: Tensor | None = None, lengths: Sequence[int] | None = None
     ) -> tuple[Tensor, list[int]]:
-        """The sequences' normalised float32 vectors from one forward pass, as one stream of rows ([rows, D] or
-        [rows, layers, D]) and each sequence's first row in it: packed where the embedder packs (a pack of fewer
-        than `MIN_BATCH_TOKENS` tokens runs with copies of its sequences), else as one batch (of one length:
-        `embed_into` cuts them so). `out`, where given, receives the vectors: a batch of one length's
-        [count, length, ...] view (see `embed_batch`), or for a pack the rows of its sequences laid end to end in
-        the given order ([rows, D]), normalised straight into them (the pack's order is that order wherever its
-        sequences come longest first, as `packs` gives them; else they are copied in). One stream rather than a
-        tensor per sequence, so that the caller moves a batch's rows in one copy: on an accelerator a copy per
-        text costs a launch per text, more than the pass itself."""
+        """One pass's vectors as one stream of rows and each sequence's first row, moved in one copy (per-text
+        copies cost a launch each on an accelerator); `out` receives them where given."""
         if not self.packing:
             hidden = self.embed_batch(seqs, out)
             width = hidden.shape[1]
@@ -295,8 +251,7 @@ class Embedder:
         return _written(out, _normalised(hidden), starts, sizes)
 
     def _packed(self, seqs: Sequence[Tensor], sizes: list[int], copies: int, budget: int) -> tuple[Tensor, list[int]]:
-        """`packed_forward` of the sequences, `copies` times each; sequences that lie end to end longest first
-        (`EndToEnd`) run from their ids as they lie, with nothing made per text."""
+        """`packed_forward` `copies` times; ids already end to end longest first run as they lie."""
         if copies == 1 and isinstance(seqs, EndToEnd) and seqs.longest_first:
             return packed_pass(self.model, seqs.ids, sizes, budget), seqs.firsts
         return packed_forward(self.model, list(seqs) * copies, budget, sizes * copies)
@@ -309,13 +264,9 @@ class Embedder:
         ranges: Sequence[tuple[int, int]] | None = None,
         lengths: Sequence[int] | None = None,
     ) -> list[int]:
-        """Write the sequences' vectors end to end into `table` from its first row on and return each
-        sequence's first row; empty sequences take no rows. Each batch's output is written and dropped before the
-        next runs, so only one batch of activations is alive. A text past the window runs as its windows.
-        `ranges` (one ``(lo, hi)`` per sequence) writes only those rows of each text; `lengths`, the lengths
-        where the caller knows them. Out of accelerator memory, a pass is retried with half the token budget (the
-        budget that worked is kept, and said once): scores do not change, a text's vectors not depending on its batch.
-        """
+        """Write the sequences' vectors end to end into `table` and return each first row; `ranges`
+        limits the rows per text. Out of accelerator memory, halve the token budget and retry: a text's vectors do not
+        depend on its batch, so scores do not change."""
         warn_emulated_precision(self.model_dtype, self.device)  # said once: bfloat16 a CPU only emulates
         if isinstance(seqs, EndToEnd) and ranges is None and self._packs_whole(seqs):
             return self._embed_packs(table, seqs, progress)
@@ -354,19 +305,15 @@ class Embedder:
         return starts
 
     def _packs_whole(self, seqs: EndToEnd) -> bool:
-        """Whether `_embed_packs` takes these sequences: longest first, in an embedder that packs, each run
-        whole (no window rule, or the longest fits one window)."""
+        """Whether `_embed_packs` takes these: longest first, packing, each text within one window."""
         if not seqs.longest_first or not self.packing or not seqs.lengths:
             return False
         rule = self.windows
         return rule is None or seqs.lengths[0] - rule.lead - rule.trail <= rule.size
 
     def _embed_packs(self, table: Tensor, seqs: EndToEnd, progress: object | None) -> list[int]:
-        """`embed_into` of whole sequences laid end to end longest first (a compute()'s blocks give them so) in an
-        embedder that packs: the very packs of `packs`, each cut by bisection on the running token count and run
-        from its slice of the ids straight into its slice of the table. Nothing is made or read per text: on an
-        accelerator that work cost as much as the forward pass (docs/performance.md). Empty sequences (last)
-        take no rows; out of memory halves the budget as `embed_into` does."""
+        """`embed_into` of whole texts end to end longest first, each pack run from its slice of ids
+        into its slice of the table: no per-text work, which on an accelerator cost as much as the pass."""
         sizes = seqs.lengths
         starts = table_rows(table, sizes)
         edges, n = [*starts, starts[-1] + sizes[-1]], len(sizes)
@@ -389,7 +336,6 @@ class Embedder:
         return starts
 
     def _say_budget(self, first_budget: int) -> None:
-        """The one warning that an out-of-memory error made the budget smaller, and which budget worked."""
         if self.max_tokens != first_budget:
             warn_user(
                 f"The accelerator ran out of memory in a forward pass with a budget of {first_budget} padded tokens; "
@@ -397,19 +343,16 @@ class Embedder:
             )
 
     def _rows_of(self, table: Tensor, starts: list[int], chosen: list[Piece]) -> Tensor | None:
-        """The table's rows a batch of whole texts lying one after another there is normalised straight into: a
-        pack's rows, or a batch of one length's [count, length, ...] view; None where they do not lie so."""
+        """The table rows a batch of whole texts is normalised straight into, or None."""
         return (table_span_of if self.packing else table_rows_of)(table, starts, chosen)
 
     def _drop_cached_memory(self) -> None:
-        """After an out-of-memory error on CUDA: hand the allocator's cached, unused blocks back, so that the
-        next try (a smaller batch or table) sees all the memory that is free."""
+        """After CUDA runs out of memory: free the allocator's cache so the retry sees it all."""
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
 
     def _halve_budget(self, longest: int) -> None:
-        """After an out-of-memory error: half the token budget, or, where one text of `longest` tokens already
-        ran alone, a clear error naming its length."""
+        """Halve the token budget, or raise where a text of `longest` tokens already ran alone."""
         self._drop_cached_memory()
         if self.max_tokens <= longest:
             raise DeviceMemoryError(
@@ -421,8 +364,7 @@ class Embedder:
         self.max_tokens = max(longest, self.max_tokens // 2)
 
     def new_table(self, rows: int) -> Tensor:
-        """An uninitialised float32 table for `rows` token vectors on the model's device; where the accelerator
-        has no room for it, a `TableMemoryError` saying how large it was."""
+        """An uninitialised float32 table of `rows` vectors on the device, or a `TableMemoryError`."""
         shape = (rows, self.num_rows, self.hidden_size) if self.all_layers else (rows, self.hidden_size)
         try:
             return torch.empty(shape, dtype=torch.float32, device=self.device)
@@ -439,15 +381,14 @@ class Embedder:
         )
 
     def embed(self, seqs: Sequence[Tensor], progress: object | None = None) -> tuple[Tensor, Tensor]:
-        """All sequences' vectors packed end to end: ([sum of lengths, D] or [.., layers, D], float32,
-        normalised) and the start row of each sequence."""
+        """All sequences' vectors end to end, and each sequence's start row."""
         table = self.new_table(sum(len(s) for s in seqs))
         starts = self.embed_into(table, seqs, progress=progress)
         return table, torch.tensor(starts, dtype=torch.long)
 
     @property
     def num_rows(self) -> int:
-        """How many layers of scores each token gives: 1, or depth + 1 with all_layers."""
+        """Layers of scores per token: 1, or depth + 1 with all_layers."""
         if not self.all_layers:
             return 1
         if self._depth is not None:

@@ -1,12 +1,5 @@
-"""Where the model runs: one handle per loaded model, shared by every copy of a metric, and the only code that
-moves the model or copies it.
-
-A metric's copies (torchmetrics' `clone()`, `MetricTracker`, `BootStrapper`, a deep copy) share the handle, so
-the weights are held once. Each scorer asks for the model on its metric's device before it embeds (`on`). The
-model stays where it is while another live scorer last embedded with it there; otherwise it moves to the device
-asked for (as Lightning moves a metric). Where another scorer still uses it, a copy of the weights is made on
-that device, once, and kept as long as the handle. A model object of the user's is never moved or copied.
-"""
+"""One handle per loaded model, shared by a metric's copies so the weights are held once; it alone moves the model
+(where no other live scorer uses it) or copies it; a user's model object is never moved or copied."""
 
 from __future__ import annotations
 
@@ -19,7 +12,7 @@ from bertscore_tm.embedding.embedder import Embedder
 
 
 def canonical(device: torch.device | str) -> torch.device:
-    """`device` with its index where it has none ("cuda" is the current GPU), as a model's parameters report it."""
+    """`device` with its index ("cuda" is the current GPU), as a model's parameters report it."""
     device = torch.device(device)
     if device.index is None and device.type not in ("cpu", "meta"):
         return torch.empty(0, device=device).device
@@ -27,8 +20,7 @@ def canonical(device: torch.device | str) -> torch.device:
 
 
 class ModelHandle:
-    """The embedders of one loaded model: the model where it is, and a copy per other device in use. Its users
-    are the scorers that asked (held weakly: a metric deleted no longer holds the model where it is)."""
+    """The model where it is and a copy per other device in use; users held weakly."""
 
     def __init__(self, embedder: Embedder) -> None:
         self._embedders = [embedder]  # the model, then its copies (each on a device of its own)
@@ -37,25 +29,23 @@ class ModelHandle:
 
     @classmethod
     def around(cls, model: Any, *args: Any, **kwargs: Any) -> ModelHandle:
-        """The handle of `model` (a loaded encoder or a `UserModel`), its embedder made with `Embedder`'s
-        arguments."""
+        """The handle of `model`, its embedder made with `Embedder`'s arguments."""
         return cls(Embedder(model, *args, **kwargs))
 
     @property
     def embedders(self) -> list[Embedder]:
-        """The model where it is, and its copies on other devices (as made so far)."""
+        """The model and its copies made so far."""
         return list(self._embedders)
 
     def _on_device(self, device: torch.device | None) -> Embedder | None:
         return next((e for e in self._embedders if e.device == device), None)
 
     def current(self, user: object) -> Embedder:
-        """The embedder `user` asked for last, or the model where it is before its first ask."""
+        """The embedder `user` asked for last, or the model before its first ask."""
         return self._on_device(self._users.get(user)) or self._embedders[0]
 
     def on(self, device: torch.device | str, user: object) -> Embedder:
-        """The embedder to embed with on `device` for `user` (a scorer): moved there where no other live user
-        last asked for it where it is, else a copy made there (once); a user's model object as it is."""
+        """The embedder for `user` on `device`: moved there if no other live user holds it, else copied."""
         if self._embedders[0].user_supplied:
             return self._embedders[0]
         wanted = canonical(device)
@@ -75,11 +65,11 @@ class ModelHandle:
         return embedder
 
     def __deepcopy__(self, memo: dict) -> ModelHandle:
-        """Copies of a metric share the handle, and so the weights: the model is frozen and nothing writes to it."""
+        """Copies share the handle and its weights: the model is frozen."""
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled with its embedders (the weights go with a pickled metric), without the users (live objects)."""
+        """Pickled with its embedders, without the users (live objects)."""
         return {"_embedders": list(self._embedders)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:

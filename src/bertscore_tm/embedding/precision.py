@@ -1,11 +1,5 @@
-"""The precision of the metric's own arithmetic: float32 stays float32 under a caller's autocast, float32
-products set by the process to run in a reduced precision (TF32, bfloat16) are said once, and a lower precision
-asked for on a CPU that only emulates it is said once.
-
-Each a process-wide fact the metric reads and never changes: the caller's `torch.set_float32_matmul_precision`
-(Lightning suggests "high" on recent GPUs) is theirs, so it is honoured with a warning rather than overridden
-inside compute() (docs/semantics.md, Exactness on a GPU); the metric never switches TF32 on itself.
-"""
+"""The precision of the metric's own arithmetic: float32 stays float32 under a caller's autocast; reduced float32
+products and emulated low precision on a CPU are the process's settings, honoured and said once, never changed."""
 
 from __future__ import annotations
 
@@ -19,10 +13,8 @@ from bertscore_tm.errors import warn_user
 
 
 def own_precision(device: torch.device | str) -> ExitStack:
-    """A context for the metric's own arithmetic, in the precision its setting names: the caller's autocast
-    (Lightning's "16-mixed" steps, a user's `torch.autocast`) is off for the CPU and `device`, so float32 stays
-    float32 as the hash code says and a lower precision is the `Embedder`'s own choice. Reduced-precision float32
-    products (`torch.set_float32_matmul_precision`) are the process's setting, not ours: they get a warning.
+    """A context with the caller's autocast off, so float32 stays float32 as the hash code says;
+    reduced float32 products get a warning.
 
     >>> with torch.autocast("cpu", dtype=torch.bfloat16), own_precision("cpu"):
     ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
@@ -48,9 +40,7 @@ def _autocast_enabled(kind: str) -> bool:
 
 
 def reduced_float32_products(kind: str) -> str | None:
-    """The reduced precision ("tf32", "bf16") that float32 matrix products on a device of this kind were set to
-    run in (`torch.set_float32_matmul_precision("high" / "medium")`, or torch's `fp32_precision` settings);
-    None where they run in full float32.
+    """The reduced precision ("tf32", "bf16") of float32 products on `kind`; None if full.
 
     >>> reduced_float32_products("cpu") is None  # torch's default
     True
@@ -79,9 +69,8 @@ def _warn_reduced_products(kind: str, reduced: str) -> None:
     )
 
 
-#: The CPU flags (/proc/cpuinfo) of native instructions for each lower precision: x86's AVX512-BF16 and AMX
-#: (bfloat16; AVX512-FP16 and AMX-FP16 for float16), Arm's BF16 and FP16 ("bf16", "fphp"). Without them torch
-#: emulates the type with float32 arithmetic and conversions, slower than float32 (docs/metric.md, Precision).
+#: The /proc/cpuinfo flags of native instructions per lower precision (x86 AVX-512/AMX, Arm "bf16"/"fphp"):
+#: without them torch emulates the type, slower than float32 (docs/metric.md, Precision).
 NATIVE_FLAGS = {
     torch.bfloat16: ("avx512_bf16", "amx_bf16", "bf16"),
     torch.float16: ("avx512_fp16", "amx_fp16", "fphp"),
@@ -90,8 +79,7 @@ CPUINFO = Path("/proc/cpuinfo")
 
 
 def cpu_flags() -> frozenset[str] | None:
-    """The CPU's instruction-set flags as /proc/cpuinfo lists them (x86 "flags", Arm "Features"); None where
-    there is no such file to read (macOS, Windows): then nothing is said."""
+    """The CPU's instruction-set flags from /proc/cpuinfo; None where unreadable (then nothing is said)."""
     try:
         text = CPUINFO.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -105,7 +93,7 @@ def cpu_flags() -> frozenset[str] | None:
 
 
 def native_low_precision(dtype: torch.dtype) -> bool | None:
-    """Whether this CPU has instructions of its own for `dtype` (bfloat16 or float16); None where unknown."""
+    """Whether this CPU has native instructions for `dtype`; None where unknown."""
     flags = cpu_flags()
     if flags is None or dtype not in NATIVE_FLAGS:
         return None
@@ -113,8 +101,7 @@ def native_low_precision(dtype: torch.dtype) -> bool | None:
 
 
 def warn_emulated_precision(dtype: torch.dtype, device: torch.device) -> None:
-    """Say once per process and dtype that bfloat16 or float16 asked for on a CPU without native instructions
-    for it runs emulated, slower than float32, which is exact."""
+    """Say once that a low precision the CPU lacks instructions for runs emulated and slow."""
     if device.type == "cpu" and dtype in NATIVE_FLAGS and native_low_precision(dtype) is False:
         _warn_emulated(dtype)
 

@@ -1,7 +1,5 @@
-"""Texts' rows: token-id sequences held by reference (`TokenTexts`), and their vectors laid end to end in a
-table a compute() owns (`table_rows`, `table_rows_of`, `table_span_of`, `copy_pieces`). Row numbers are worked
-out on the host in tensors, a batch or a block at a time, never a text at a time: on an accelerator a copy or a
-read a text cost more than the forward pass (the device suite's H100 run, docs/performance.md)."""
+"""Texts' token ids held by reference, and their vectors' rows in a compute()'s table. Row numbers are made on
+the host a batch at a time, never a text at a time: per-text copies cost more than the pass on an accelerator."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ from bertscore_tm.models.windows import Piece
 
 
 def send(host: Tensor, device: torch.device) -> Tensor:
-    """A host tensor on `device`: on CUDA from pinned memory and not waited for, so the host goes on preparing
-    the next batch while the device runs (a copy from pageable memory, or a read back, would wait for it)."""
+    """A host tensor on `device`, from pinned memory on CUDA and not waited for, so the host prepares the next batch."""
     if device.type == "cuda":
         host = host.pin_memory()
     return host.to(device, non_blocking=True)
@@ -27,9 +24,8 @@ def send(host: Tensor, device: torch.device) -> Tensor:
 
 @dataclass
 class TokenTexts:
-    """Token-id sequences held by reference into a few flat id tensors (`sources`): text i is
-    ``sources[which[i]][start[i] : start[i] + length[i]]``. A dozen bytes a text and no Python object per
-    text, so the list of texts a compute() embeds costs next to nothing beside the ids themselves."""
+    """Token-id sequences as references into a few flat tensors: text i is
+    ``sources[which[i]][start[i] : start[i] + length[i]]``, with no Python object per text."""
 
     sources: tuple[Tensor, ...]
     which: Tensor  # uint8
@@ -44,9 +40,7 @@ class TokenTexts:
         return self.sources[int(self.which[i])][start : start + int(self.length[i])]
 
     def many(self, texts: Sequence[int]) -> EndToEnd:
-        """Texts `texts`' ids laid end to end in that order, gathered source by source in one indexed copy each:
-        a block of a compute() asks for thousands, and a tensor or a read a text cost more than the block's
-        forward pass on a GPU."""
+        """These texts' ids end to end, gathered in one indexed copy per source."""
         index = torch.tensor(texts, dtype=torch.long)
         which, start, length = self.which[index], self.start[index].long(), self.length[index].long()
         into = torch.cumsum(length, 0) - length
@@ -58,25 +52,20 @@ class TokenTexts:
 
 
 class EndToEnd(Sequence[Tensor]):
-    """Token-id sequences laid end to end in one tensor (`ids`), `lengths` theirs: a sequence of tensors whose
-    items are views, and which a packed pass takes whole (`Embedder.embed_into`), slices and all, so that the
-    thousands of texts of a compute()'s block cost no Python object each. `longest_first`: whether the lengths
-    never grow (the order of `packs`)."""
+    """Token-id sequences end to end in one tensor, taken whole by a packed pass; `longest_first`: never growing."""
 
     def __init__(self, ids: Tensor, lengths: list[int], longest_first: bool = False) -> None:
         self.ids, self.lengths, self.longest_first = ids, lengths, longest_first
 
     @cached_property
     def firsts(self) -> list[int]:
-        """Each sequence's first id in `ids`."""
         return end_to_end(self.lengths)
 
     def __len__(self) -> int:
         return len(self.lengths)
 
     def take(self, chosen: Sequence[int]) -> EndToEnd:
-        """The sequences `chosen`, in that order, their ids gathered in one indexed copy: still longest first
-        where these were and `chosen` ascends (the texts a cache lacks, say).
+        """The sequences `chosen` in one indexed copy; still longest first where `chosen` ascends.
 
         >>> EndToEnd(torch.arange(6), [3, 2, 1], longest_first=True).take([0, 2]).ids.tolist()
         [0, 1, 2, 5]
@@ -106,9 +95,7 @@ class EndToEnd(Sequence[Tensor]):
 
 
 def table_rows_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece]) -> Tensor | None:
-    """The table's rows of a batch of one length as a [count, length, ...] view, where the batch's pieces are
-    whole texts laid end to end in the table in batch order (`embed_into`'s callers that pass their texts
-    longest first get that for every batch); else None."""
+    """A one-length batch's table rows as a [count, length, ...] view where they lie so; else None."""
     size = chosen[0].size
     first = starts[chosen[0].text]
     for k, piece in enumerate(chosen):
@@ -119,9 +106,7 @@ def table_rows_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece])
 
 
 def table_span_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece]) -> Tensor | None:
-    """The table's rows of a pack as one [rows, ...] span, where the pack's pieces are whole texts laid end to
-    end in the table in pack order (`KeptAside.fill` lays a block's new texts out longest first, the order of
-    `packs`, so every pack of a compute() gets that); else None."""
+    """A pack's table rows as one span where its whole texts lie so in pack order; else None."""
     first = row = starts[chosen[0].text]
     for piece in chosen:
         whole = piece.src == 0 and piece.dst == 0 and piece.length == piece.size
@@ -150,9 +135,7 @@ def copy_pieces(
     starts: Sequence[int],
     ranges: Sequence[tuple[int, int]] | None,
 ) -> None:
-    """Copy each piece's rows of a batch's `stream` (piece k's rows from ``firsts[k]``) to its text's rows of
-    `table` in one indexed copy: the row numbers are made on the host and sent from pinned memory without
-    waiting, so the device runs one copy a batch, not one a text."""
+    """Copy each piece's rows of a batch's `stream` to its text's table rows in one indexed copy."""
     src = torch.tensor([firsts[k] + p.src for k, p in enumerate(chosen)], dtype=torch.long)
     dst = torch.tensor(
         [starts[p.text] + p.dst - (0 if ranges is None else ranges[p.text][0]) for p in chosen], dtype=torch.long
@@ -163,7 +146,7 @@ def copy_pieces(
 
 
 def end_to_end(lengths: Sequence[int]) -> list[int]:
-    """Each sequence's first row when sequences of `lengths` rows are laid end to end from row 0.
+    """Each sequence's first row when `lengths` rows are laid end to end from row 0.
 
     >>> end_to_end([3, 0, 2])
     [0, 3, 3]
@@ -172,8 +155,7 @@ def end_to_end(lengths: Sequence[int]) -> list[int]:
 
 
 def table_rows(table: Tensor, lengths: Sequence[int]) -> list[int]:
-    """Each sequence's first row when `lengths` rows are laid end to end from the table's first row; refuses
-    a table too small for them all."""
+    """`end_to_end` of `lengths`, refusing a table too small for them."""
     row = sum(lengths)
     if row > table.shape[0]:
         raise ValueError(f"table has {table.shape[0]} rows; these sequences need {row}")

@@ -1,8 +1,4 @@
-"""Ways to score many texts with one Scorer: pairs, all pairs (N x M), minimum-Bayes-risk selection, and the
-functional API built on them.
-
-Public names are imported on first use (`bertscore_tm.lazy`).
-"""
+"""Ways to score many texts with one Scorer: pairs, all pairs (N x M), MBR selection, and the functional API."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The functional API: `bert_score` (torchmetrics-style twin of the Metric) and `score` (a drop-in for
-`bert_score.score`). Both build the scoring core (`scorer.py`) and run the paired engine (`paired.py`), the very
-code the Metric's compute() runs, so results are identical; no Metric (and no torchmetrics state) is made.
-"""
+"""The functional API: `bert_score` (the Metric's twin) and `score` (a drop-in for `bert_score.score`). Both run
+the paired engine, the very code of the Metric's compute(), so results are identical, with no Metric state made."""
 
 from __future__ import annotations
 
@@ -31,9 +29,8 @@ def bert_score(
 ) -> dict[str, Tensor | str] | Tensor:
     """Score `preds` against `target` in one call: the same arguments and result as :class:`BERTScore`.
 
-    Scores only this process's pairs, also inside a distributed job (it never waits on other ranks).
-    Arguments and inputs are checked before the model is loaded. A model object goes in `kwargs` as
-    ``model=..., tokenizer=...`` (in place of `model_name_or_path`), like IDF from ``idf_texts`` or ``idf_weights``.
+    Scores only this process's pairs, even in a distributed job; arguments are checked before the model loads. A
+    model object goes in `kwargs` as ``model=..., tokenizer=...``.
 
     >>> from bertscore_tm import PACKAGED_MINILM
     >>> f1 = bert_score(["The cat sat on the mat."], ["A cat was sitting on the mat."], PACKAGED_MINILM,
@@ -95,14 +92,11 @@ def score(
     trust_remote_code: bool = False,
     prefix_space: bool = True,
 ) -> tuple[Tensor, ...] | tuple[tuple[Tensor, ...], str]:
-    """BERTScore of candidates against references, as `bert_score.score` returns it: ``(P, R, F)``, each
-    ``[N]`` (``[L + 1, N]`` with `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`; with
-    `beta` F-beta comes fourth, ``(P, R, F, F_beta)``, as CodeBERTScore's ``score`` returns F3.
+    """BERTScore as `bert_score.score` returns it: ``(P, R, F)``, each ``[N]`` (``[L + 1, N]`` with
+    `all_layers`), on the CPU; ``((P, R, F), hash)`` with `return_hash`; F-beta fourth with `beta`.
 
-    The arguments up to `use_fast_tokenizer` are bert-score's, in its order and with its defaults (`idf` may be
-    its dict of weights; `nthreads` sets torch's CPU threads for the call); the keyword-only ones are
-    :class:`BERTScore`'s. `refs` holds one string per candidate or a list of references per candidate (the best
-    counts). Everything is checked before the model loads.
+    The arguments up to `use_fast_tokenizer` are bert-score's, in its order and with its defaults; the keyword-only
+    ones are :class:`BERTScore`'s. `refs`: one string or a list of references per candidate (the best counts).
 
     >>> from bertscore_tm import PACKAGED_MINILM
     >>> (P, R, F), code = score(["The cat sat on the mat."], ["A cat was sitting on the mat."],
@@ -148,9 +142,7 @@ def score_pairs(
     verbose: bool,
     context: list[str] | None = None,
 ) -> Scores:
-    """Each candidate against its references (a list per candidate), with IDF (if counted) over these
-    references and each pair's `context`: the paired engine from texts to per-pair scores, as the Metric's
-    compute() runs it."""
+    """Each candidate against its references, IDF over these references: the paired engine as compute() runs it."""
     with scorer.threads():
         scores = score_texts(scorer, cands, groups, device, verbose, context=context)
     return scores_of(scores, scorer.all_layers, scorer.code_with(context))

@@ -1,24 +1,6 @@
-"""Minimum-Bayes-risk (MBR) selection: per group of hypotheses, the one with the highest mean BERTScore F1
-(or another score: `utility`) against the others (or against separate pseudo-references).
-
-Why: MBR decoding samples n hypotheses per source and keeps the one the others agree with most; that needs
-every hypothesis scored against every other, for every source. Groups are small, so scoring them one by one
-would run the model on a handful of texts at a time: instead groups are taken together, a block of groups
-at a time: each distinct text of the block is embedded once (in full forward batches, across groups; a
-text a later block needs again is kept aside, so no text is embedded twice), and similar groups are matched
-together in one batched matching (`pairwise.score_tiles`: the kernel's), a group too large for that in tiles of
-its own. Within a group, a hypothesis repeated (common with sampling) is scored once.
-
-Utility of hypothesis i: the mean of F1(h_i, h_j) over the other hypotheses j of its group (every position but its own,
-repeats included), or over all of the group's `references`; each F1 exactly as `bert_score` gives it for that pair, with
-IDF (if on) over the group's references as given (its hypotheses, or its `references`). Means are summed exactly
-(`math.fsum`), so equal texts get equal utilities and ties go to the lowest index. `utility` picks the score averaged:
-``"f1"`` (the default), ``"f_beta"`` (the setting's ``beta=``), ``"precision"`` or ``"recall"`` (of the hypothesis as
-the candidate), each as `bert_score` gives it and rescaled with its own baseline column where the setting rescales. A
-mask (``ignore=``) and the prompts apply as in the paired scores: their tokens are encoded with the text, but out of the
-matching, the weights and the IDF counts; with prompts, a hypothesis is a candidate with the candidate prompt and a
-reference with the reference prompt.
-"""
+"""Minimum-Bayes-risk selection: per group of hypotheses, the one with the highest mean score against the others
+(or pseudo-references). Blocks of groups run together, so each distinct text is embedded once in full batches and
+similar groups are matched at once (docs/pairwise.md)."""
 
 from __future__ import annotations
 
@@ -74,8 +56,7 @@ UTILITIES = {"precision": 0, "recall": 1, "f1": 2, "f_beta": 3}
 
 
 def check_utility(utility: object, beta: float | None) -> int:
-    """`utility`'s row among the scores (`UTILITIES`); an error naming ``utility`` for another value, and naming
-    ``utility`` and ``beta`` for ``"f_beta"`` without a beta (F-beta needs one: ``beta=3`` for F3).
+    """`utility`'s row among the scores, or an error (``"f_beta"`` needs a beta).
 
     >>> check_utility("recall", None), check_utility("f_beta", 3.0)
     (1, 3)
@@ -125,9 +106,8 @@ def _distinct(ids: list[int]) -> tuple[list[int], list[int], list[int]]:
 
 
 def _groups(text_of_input: Tensor, hyps: list[list[str]], refs: list[list[str]] | None) -> list[_Group]:
-    """The groups as distinct texts: `text_of_input` lists every hypothesis as a candidate, then every
-    reference as given (without `refs`: every hypothesis again, as a reference, so that a prompt of each side
-    is the right one; the same texts as the candidates' where no prompt is set)."""
+    """The groups as distinct texts; without `refs` the hypotheses come again as references, so each side
+    gets its own prompt."""
     out = []
     text_of = text_of_input.tolist()
     total = sum(len(group) for group in hyps)
@@ -145,9 +125,7 @@ def _groups(text_of_input: Tensor, hyps: list[list[str]], refs: list[list[str]] 
 
 
 class _Weights:
-    """Token weights per group: the scorer's policy (`Scorer.weights`), with IDF counted over each group's
-    references as given (its hypotheses, or its `references`); a prompt's tokens are not counted, and they and
-    the tokens `flags` flags (``ignore=``) weigh 0 (`token_rules`)."""
+    """Token weights per group, IDF over each group's references as given; prompt and masked tokens weigh 0."""
 
     def __init__(self, scorer: Scorer, texts: TokenTexts, groups: list[_Group], flags: Tensor | None) -> None:
         self.texts, self.ids, self.flags = texts, texts.sources[0], flags
@@ -170,7 +148,7 @@ class _Weights:
         self.num_refs = torch.tensor([len(grp.ref_docs) for grp in groups], dtype=torch.float64)
 
     def of(self, group_of_slot: Tensor, slot_texts: Tensor) -> Tensor:
-        """Float64 weights of the tokens of `slot_texts` (end to end), each text in group `group_of_slot`."""
+        """Float64 weights of the tokens of `slot_texts`, each in group `group_of_slot`."""
         marked = self.ids[token_index(self.texts, slot_texts)]
         if not self.idf:
             return scored_weights(self.plain, marked, self.flags)
@@ -188,9 +166,8 @@ class _Weights:
 
 
 def _plan(groups: list[_Group], length: list[int], sim_bytes: int, block_tokens: int) -> list[list[list[int]]]:
-    """Blocks (lists of batches, each a list of group indices). Groups sorted by size and length are batched
-    while their padded similarities fit `sim_bytes`; a group that alone does not gets a batch of its own
-    (matched in tiles). A block takes batches until their texts not in earlier blocks hold `block_tokens`."""
+    """Blocks of batches of similar groups: a batch grows while its padded similarities fit `sim_bytes` (a
+    group too large alone is tiled), a block until its new texts hold `block_tokens`."""
 
     def longest(ids: list[int]) -> int:
         return max(1, max(length[t] for t in ids))
@@ -245,9 +222,8 @@ def _group_scores(
     flags: tuple[Tensor, Tensor | None],
     utility: tuple[int, float | None, int],
 ) -> list[Tensor]:
-    """The utility's score of each distinct hypothesis against each distinct reference, per group of `batch`:
-    [hyps, refs]. `flags`: which texts are blank (or left so by the mask or a prompt) and which tokens take part
-    in the matching (None: all); `utility`: the score's row (`UTILITIES`), the beta and the similarity budget."""
+    """The utility's score of each distinct hypothesis against each distinct reference, per group of
+    `batch`; one large group in tiles of its own."""
     length = texts.length.long()
     blank, live = flags
     which, beta, sim_bytes = utility
@@ -292,9 +268,8 @@ def _fits(grp: _Group, length: Tensor, sim_bytes: int) -> bool:
 
 
 def _utilities(grp: _Group, f: list[list[float]]) -> list[float]:
-    """Mean score (`f`: the utility's, distinct hypotheses x distinct references) of each hypothesis as given, summed
-    exactly (so equal texts tie exactly); against its own group, less its own position (`ref_slot`: itself among the
-    references)."""
+    """Each hypothesis's mean score, summed exactly so equal texts tie; against its own group, less its own
+    position."""
     total = sum(grp.ref_count)
     out = []
     for i, d in enumerate(grp.hyp_slot):
@@ -319,9 +294,7 @@ def select(
     block_tokens: int | None = None,
     utility: str = "f1",
 ) -> list[int] | tuple[list[int], list[Tensor]]:
-    """MBR with `scorer`, made where `device` says: see :func:`mbr_select`. `sim_bytes` bounds one batch's
-    similarities (default: the embedder's block budget / 8), `block_tokens` the new texts embedded per block
-    (default: four forward batches)."""
+    """MBR with `scorer` on `device`: see :func:`mbr_select`; `sim_bytes` and `block_tokens` bound the memory."""
     hyps, refs = check_mbr_inputs(groups, references)
     boolean("return_utilities", return_utilities)
     which = check_utility(utility, scorer.beta)
@@ -385,11 +358,11 @@ class _Run:
         self.last_use = torch.tensor(last_use, dtype=torch.long)
 
     def model_ids(self, texts: list[int]) -> list[Tensor]:
-        """The token ids of `texts`, marked ids as they are held (the embedder reads them as the model does)."""
+        """The token ids of `texts`, marked as they are held."""
         return [self.texts[t] for t in texts]
 
     def utilities(self, progress: Any) -> list[list[float]]:
-        """Each group's utilities, a block of groups at a time; a text a later block needs is kept aside."""
+        """Each group's utilities, a block at a time; texts a later block needs are kept aside."""
         utilities: list[list[float]] = [[] for _ in self.groups]
         aside = KeptAside(self.last_use, self.texts.length)
         embedder = self.scorer.embedder
@@ -414,8 +387,8 @@ class _Run:
 def _encoded(
     scorer: Scorer, hyps: list[list[str]], refs: list[list[str]] | None
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """The hypotheses as candidates, then the references as references (ids and lengths): without `refs` the
-    hypotheses again, encoded as references (with the reference prompt) only where a prompt is set."""
+    """Hypotheses as candidates, then references; without `refs` the hypotheses again, re-encoded only
+    where a prompt is set."""
     flat = [h for group in hyps for h in group]
     if refs is not None:
         return scorer.encode_pairs(flat, [r for group in refs for r in group])
@@ -434,22 +407,17 @@ def mbr_select(
     utility: str = "f1",
     **kwargs: Any,
 ) -> list[int] | tuple[list[int], list[Tensor]]:
-    """Minimum-Bayes-risk selection with BERTScore F1 (or `utility`) as the utility: for each group of
-    hypotheses (one group per source, any sizes >= 1), the index of the one with the highest mean F1 against
-    the other hypotheses of its group (ties: the lowest index; a group of one: 0).
+    """Minimum-Bayes-risk selection with BERTScore F1 (or `utility`): per group of hypotheses, the index
+    of the one with the highest mean score against the others of its group (ties: the lowest index; alone: 0).
 
     Args:
         groups: one list of hypotheses per source.
         model_name_or_path: as for :class:`BERTScore`.
         references: optional pseudo-references, one list per group: then the mean is over all of them.
-        return_utilities: also return each group's mean F1s (a float64 tensor per group, NaN for a lone
-            hypothesis without references).
-        utility: the score averaged: ``"f1"`` (default), ``"f_beta"`` (needs ``beta=``: F-beta, recall
-            weighing beta times precision), ``"precision"`` or ``"recall"`` (the hypothesis as the candidate).
-        kwargs: :class:`BERTScore`'s settings (``num_layers``, ``lang``, ``idf``, ``rescale_with_baseline``,
-            ``baseline_path``, ``batch_size``, ``max_length``, ``device``, ``model_dtype``, ``verbose``);
-            with ``idf=True`` each group's IDF is over its references as given (its hypotheses, or its
-            ``references``). To select for many batches with one model, call :meth:`BERTScore.mbr_select`.
+        return_utilities: also return each group's means (float64 per group, NaN for a lone hypothesis).
+        utility: ``"f1"`` (default), ``"f_beta"`` (needs ``beta=``), ``"precision"`` or ``"recall"``.
+        kwargs: :class:`BERTScore`'s settings; with ``idf=True`` each group's IDF is over its references as
+            given. For many batches with one model, call :meth:`BERTScore.mbr_select`.
 
     Returns:
         The chosen index per group; with ``return_utilities``, ``(indices, utilities)``.

@@ -1,12 +1,6 @@
-"""The paired engine: each candidate against its own references, from token ids to P, R and F.
-
-Two stages, so that the Metric can stream: `match_pairs` embeds the distinct texts and keeps, for every
-(candidate, reference) match, each token's best similarity (`TokenMatches`: the kept per-token best
-similarities, the one intermediate every later step reads); `weigh_pairs` turns those into per-candidate
-P/R/F with the setting's weights, the best reference and rescaling. The Metric keeps `TokenMatches` as state
-and weighs at compute(); the functional API runs both stages at once (`score_pairs`, `score_texts`). Semantics:
-docs/semantics.md.
-"""
+"""The paired engine: each candidate against its own references. Two stages so the Metric can stream:
+`match_pairs` embeds distinct texts and keeps each token's best similarity (`TokenMatches`, the Metric's state);
+`weigh_pairs` turns them into P, R, F at compute(). Semantics: docs/semantics.md."""
 
 from __future__ import annotations
 
@@ -33,8 +27,8 @@ BYTES_PER_SCORED_TOKEN = 128
 
 @dataclass
 class PairTokens:
-    """Pairs as token ids, ragged (no padding): candidate i is ``cand_ids`` over ``cand_lens[i]`` tokens, its
-    ``ref_counts[i]`` references follow one another in ``ref_ids`` over ``ref_lens``."""
+    """Pairs as ragged token ids: candidate i over ``cand_lens[i]`` tokens, its ``ref_counts[i]`` references
+    one after another in ``ref_ids``."""
 
     cand_ids: Tensor
     cand_lens: Tensor
@@ -48,17 +42,15 @@ class PairTokens:
 
 @dataclass
 class TokenMatches:
-    """The kept per-token best similarities of pairs (float32, one column per layer kept): ``cand_best`` has,
-    match after match (a candidate with each of its references in turn), a row per candidate token (its best
-    similarity over that reference's tokens); ``ref_best`` a row per reference token."""
+    """Per-token best similarities (float32, a column per layer), match after match: a row per candidate
+    token in ``cand_best``, per reference token in ``ref_best``."""
 
     cand_best: Tensor
     ref_best: Tensor
 
 
 def match_pairs(scorer: Scorer, pairs: PairTokens, is_new: Tensor, verbose: bool = False) -> TokenMatches:
-    """Embed the distinct texts of the pairs marked `is_new` (each once) and keep their per-token best
-    similarities, on the embedder's device; a progress bar over the texts with `verbose`."""
+    """Embed the distinct texts of the pairs marked `is_new` once each and keep their best similarities."""
     texts, match_cand, match_ref = matches_of(pairs, is_new)
     with progress_bar(verbose, len(texts), "BERTScore: embedding", "text") as progress:
         source = scorer.embedding_source()
@@ -76,11 +68,8 @@ def score_texts(
     weights: Tensor | None = None,
     context: list[str] | None = None,
 ) -> Tensor:
-    """Each candidate against its references (a list per candidate), from texts to P, R, F and best reference
-    ([pairs, rows, 4], as `weigh_pairs` gives them): tokenise, embed and match (`match_pairs`), weigh with
-    `weights` (on `device`) or, where None, the setting's own weights with IDF (if counted) over these
-    references; `context`: one text per pair, encoded with its candidate and its references. Both stages at
-    once, as the functional API and resumable shards run them."""
+    """Both stages at once, from texts to [pairs, rows, 4] (as `weigh_pairs`), as the functional API and
+    resumable shards run them; `weights` None: the setting's, IDF over these references."""
     refs = [r for group in groups for r in group]
     with own_precision(device):
         scorer.follow(device)
@@ -98,13 +87,8 @@ def score_texts(
 
 
 def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weights: Tensor) -> Tensor:
-    """Each candidate's P, R, F and best reference ([pairs, rows, 4]; with `beta` F-beta before the best reference,
-    [pairs, rows, 5]): weighted per match, the best over its references (each score's own maximum, as the
-    reference takes them), rescaled; the last column is the index among the candidate's references of the one
-    with the highest F (F-beta with `beta`; the lowest on a tie), an integer held
-    exactly in float32, so that it travels with the scores through gathering and de-duplication.
-    Pairs are weighed a chunk at a time, so that the per-token float64 sums stay within the working budget.
-    Pairs whose weights sum to 0 (a NaN P or R, as in the reference) are warned about once."""
+    """P, R, F (F-beta with `beta`) and best reference per candidate, rescaled, weighed in chunks within the
+    working budget; the best reference's index is exact in float32, so it travels with the scores."""
     device = weights.device
     rows = scorer.embedder.num_rows
     c_lens, r_lens, ref_counts = pairs.cand_lens.long(), pairs.ref_lens.long(), pairs.ref_counts.long()
@@ -150,8 +134,7 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
 
 
 def _emptied(scorer: Scorer, ids: Tensor, lens: Tensor, flags: Tensor | None) -> Tensor:
-    """Which texts the mask (``ignore=``), a prompt or a context left no token but the special ones: they score
-    as blank texts."""
+    """Texts the mask, a prompt or a context left no token but special ones: they score as blank."""
     return left_blank(ids, lens, flags, scorer.encoder.zero_weight_ids).to(lens.device)
 
 
@@ -160,8 +143,7 @@ def blank_texts(scorer: Scorer, c_lens: Tensor, r_lens: Tensor) -> Tensor:
 
 
 def best_reference(f1: Tensor, best_f1: Tensor, ref_counts: Tensor) -> Tensor:
-    """Per candidate (and row), the index among its references of the one whose F (`f1`, [matches, rows]) is
-    its best (`best_f1`, [cands, rows]): the lowest index on a tie. int64 [cands, rows].
+    """Per candidate and row, the index of its reference whose F is best: the lowest on a tie.
 
     >>> best_reference(torch.tensor([[0.5], [0.7], [0.7], [0.2]]), torch.tensor([[0.7], [0.2]]), torch.tensor([3, 1]))
     tensor([[1],
@@ -176,8 +158,7 @@ def best_reference(f1: Tensor, best_f1: Tensor, ref_counts: Tensor) -> Tensor:
 
 
 class _Spans:
-    """Where a range of pairs lies in the ragged tensors: its candidate tokens, its references, their tokens
-    and its rows of kept best similarities."""
+    """Where a range of pairs lies in the ragged tensors."""
 
     def __init__(self, c_lens: Tensor, r_lens: Tensor, ref_counts: Tensor) -> None:
         self.c_lens, self.r_lens, self.ref_counts = c_lens, r_lens, ref_counts
@@ -199,10 +180,8 @@ class _Spans:
 def corpus_counts(
     doc_freq: Tensor, num_refs: Tensor, pairs: PairTokens, dropped: Tensor | None, collective: bool, group: Any
 ) -> tuple[Tensor, Tensor]:
-    """The IDF document counts and reference count of the whole corpus: this rank's (`doc_freq`, `num_refs`,
-    counted over `pairs`' references), less the references of its `dropped` pairs (index repeats), summed over
-    the ranks when `collective`. Counts are summed before any weight is applied, so the weights equal one
-    process's over all pairs."""
+    """The corpus's IDF document and reference counts: this rank's less its `dropped` pairs, summed over
+    ranks when `collective`, before any weight, so the weights equal one process's."""
     if dropped is not None and bool(dropped.any()):
         ref_dropped = torch.repeat_interleave(dropped.to(doc_freq.device), pairs.ref_counts)
         tok_dropped = torch.repeat_interleave(ref_dropped, pairs.ref_lens)
@@ -243,12 +222,8 @@ def interleave(old: Tensor, new: Tensor, is_new: Tensor, counts: Tensor) -> Tens
 
 
 def matches_of(pairs: PairTokens, is_new: Tensor) -> tuple[TokenTexts, Tensor, Tensor]:
-    """The distinct token sequences of the new pairs (`distinct.distinct_texts`, numbered in order of first
-    appearance: a pair's candidate, its references, the next pair's candidate...) and, for each (candidate,
-    reference) match of those pairs in order, the index of its candidate and reference text.
-
-    Tensor operations only (no Python object per text or per pair), so a corpus of millions of pairs costs
-    a few integers a text here."""
+    """The new pairs' distinct texts (numbered by first appearance) and each match's candidate and reference
+    text; tensor operations only, so millions of pairs cost a few integers a text."""
     c_lens, r_lens, ref_counts = pairs.cand_lens.long(), pairs.ref_lens.long(), pairs.ref_counts.long()
     c_start = torch.cumsum(c_lens, 0) - c_lens
     r_start = torch.cumsum(r_lens, 0) - r_lens

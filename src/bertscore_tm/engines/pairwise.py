@@ -1,25 +1,6 @@
-"""All pairs at once: the N x M matrices of P, R and F of every candidate against every reference.
-
-Why: MBR decoding and reranking score every hypothesis against every other. Repeating the pairs (N x M
-texts through the scorer) embeds each text N or M times and pads N x M batches; here each distinct text is
-embedded once and matching runs as large matrix products of *tiles* (padded blocks of texts of similar
-length) of candidates against tiles of references: one product gives a tile pair's similarities
-[texts, tokens, texts, tokens], whose maxima over each side's tokens give every pair's best similarities.
-
-Memory: the side whose distinct texts hold fewer tokens is the *store*: its token vectors are embedded first
-and kept, float32 (they grow with min(N, M) texts, never with N x M). The other side *streams*: a couple of forward
-batches of its texts at a time are embedded, matched against every tile of the store and dropped. Where the stream's
-vectors fit a fixed budget (half the embedder's working budget: a few hundred sentences), they are instead embedded
-in the same forward batches as the store's and kept until the store is complete: half as many, fuller forward
-passes. Tiles are sized so that one tile pair's similarities stay within a fixed budget (an eighth of the working
-budget) and cut where the texts' lengths drop by a quarter (less padding to multiply), so beyond the store and the N
-x M outputs the working memory is bounded whatever N and M are.
-
-Semantics and numerics are the paired engine's: every tile pair is matched by `kernel.best_similarities` (its
-padding and the tokens out of the matching masked, so never a match) and weighed by `kernel.weighted_scores`, so
-entry (i, j) is the very bits the paired engine gives for that pair on a CPU; blank texts score 0 (with a
-warning), and with IDF the weights come from the M references as given.
-"""
+"""All pairs at once: N x M matrices of P, R and F, each distinct text embedded once and matched in tiles (padded
+blocks of similar-length texts). The side with fewer tokens is kept, the other streamed against it, so memory is
+bounded beyond the outputs; entry (i, j) is the paired engine's bits (docs/pairwise.md)."""
 
 from __future__ import annotations
 
@@ -45,8 +26,7 @@ from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
 from bertscore_tm.settings.config import Config
 from bertscore_tm.settings.texts import check_texts
 
-#: A tile is cut where a text's length falls below this share of the tile's first (longest) text: padding
-#: would otherwise take up to half of the similarities computed for a few hundred texts a side.
+#: A tile is cut where a text's length falls below this share of the tile's first (longest) text, bounding padding.
 MIN_FILL = 0.75
 
 
@@ -54,7 +34,7 @@ MIN_FILL = 0.75
 
 
 class Positions:
-    """Where each distinct text occurs among one side's inputs (a text may occur several times)."""
+    """Where each distinct text occurs among one side's inputs."""
 
     def __init__(self, text_of: Tensor, num_texts: int) -> None:
         self.order = torch.argsort(text_of, stable=True)
@@ -73,12 +53,8 @@ class Positions:
 
 @dataclass
 class Tile:
-    """Padded token vectors of G groups of K texts, one side of the kernel's all-pairs matching.
-
-    `vectors` [G, rows, K, L, D] (a view; zero vectors on padding); `live` [G, K, L] the tokens that take part
-    (not padding, nor a mask's or a prompt's); `weights` [G, K, L] float64, the token weights (0 on padding);
-    `blank` [G, K] which texts are blank; `texts` [G, K]: distinct-text ids, -1 for an empty slot.
-    """
+    """Padded token vectors of G groups of K texts: `vectors` [G, rows, K, L, D], `live`, `weights` (float64)
+    and `blank` per token or text, `texts` the distinct-text ids (-1: empty slot)."""
 
     vectors: Tensor
     live: Tensor
@@ -88,7 +64,7 @@ class Tile:
 
     @property
     def nbytes(self) -> int:
-        """What the tile keeps: its float32 vectors, float64 weights and flags."""
+        """What the tile keeps: float32 vectors, float64 weights and flags."""
         return self.vectors.numel() * 4 + self.weights.numel() * 9
 
     def token_vectors(self, slot: int, length: int) -> Tensor:
@@ -106,9 +82,8 @@ def make_tile(
     groups: int = 1,
     live: Tensor | None = None,
 ) -> Tile:
-    """A tile of the texts whose vectors start at `starts` rows of `table` ([tokens, D] or [tokens, rows, D])
-    with `lengths` tokens (0 for an empty slot); `token_weights` float64, their tokens' weights end to end;
-    `blank` a flag per slot; `live` (end to end too) False on tokens out of the matching (a mask's, a prompt's)."""
+    """A tile of the texts at `starts` rows of `table`, `lengths` tokens each (0: empty slot); `live` False
+    on tokens out of the matching."""
     device = table.device
     n = len(lengths)
     width = max(1, int(lengths.max()))
@@ -135,8 +110,7 @@ def make_tile(
 
 
 def score_tiles(cand: Tile, ref: Tile, beta: float | None = None) -> Tensor:
-    """Every candidate text against every reference text of the same group: P, R, F (F-beta fourth with
-    `beta`), float32 [G, rows, K_cand, K_ref, 3 or 4]: the kernel's matching and weighing, nothing else."""
+    """Every candidate against every reference of the same group: the kernel's P, R, F (F-beta fourth)."""
     c_live = None if bool(cand.live.all()) else cand.live[:, None]
     r_live = None if bool(ref.live.all()) else ref.live[:, None]
     found = best_similarities(cand.vectors, ref.vectors, c_live, r_live, all_pairs=True)
@@ -151,9 +125,7 @@ def score_tiles(cand: Tile, ref: Tile, beta: float | None = None) -> Tensor:
 def forward_chunks(
     lengths: list[int], batch_size: int | None, max_tokens: int, chunk_tokens: int
 ) -> Iterator[list[int]]:
-    """Indices of `lengths`, longest first, in runs of whole forward batches (as `Embedder.embed_into` will
-    cut them) holding at most `chunk_tokens` padded tokens (one batch at least), so that a run's vectors
-    take the same room whatever the number of texts.
+    """Whole forward batches, longest first, in runs of at most `chunk_tokens` padded tokens.
 
     >>> list(forward_chunks([5, 5, 5, 5, 5], None, 10, 20))
     [[0, 1, 2, 3], [4]]
@@ -172,9 +144,8 @@ def forward_chunks(
 
 
 def tile_cuts(lengths: list[int], tile_tokens: int, min_fill: float = 0.0) -> list[tuple[int, int]]:
-    """Ranges of `lengths` (sorted longest first) whose count times the first length is at most `tile_tokens`
-    (one text at least), cut early where a length falls below `min_fill` times the range's first (so padding
-    takes at most 1 - `min_fill` of a tile's rows).
+    """Ranges of `lengths` (longest first) within `tile_tokens`, cut early where a length falls below
+    `min_fill` of the first, bounding the padding.
 
     >>> tile_cuts([9, 8, 4, 4, 2], 20), tile_cuts([9, 8, 4, 4, 2], 20, min_fill=0.75)
     ([(0, 2), (2, 5)], [(0, 2), (2, 4), (4, 5)])
@@ -191,7 +162,7 @@ def tile_cuts(lengths: list[int], tile_tokens: int, min_fill: float = 0.0) -> li
 
 
 def tile_tokens_for(sim_bytes: int, rows: int) -> int:
-    """Padded tokens per tile side, so that one tile pair's similarities take about `sim_bytes`."""
+    """Padded tokens per tile side, so one tile pair's similarities take about `sim_bytes`."""
     return max(64, math.isqrt(sim_bytes // (4 * rows)))
 
 
@@ -212,19 +183,8 @@ def score_all_pairs(
     live: Tensor | None = None,
     beta: float | None = None,
 ) -> tuple[Tensor, dict[str, int]]:
-    """P, R, F of every candidate against every reference: float32 [3, rows, N, M] on the embedder's device,
-    and counts: `store_bytes` (the kept token vectors and weights), `kept_bytes` (the stream's, when kept),
-    `tiles` (tile pairs matched) and `undefined` (pairs whose precision or recall is NaN: weights summing to 0).
-
-    `texts` are the distinct token sequences (of one source), `token_weights` (float64) and `live` the weight of
-    each token of that source and whether it takes part in the matching (None: all), `blank` which texts are
-    blank; candidate i is text `cand_text[i]`, reference j text `ref_text[j]`.
-    `sim_bytes` bounds one tile pair's similarities (default: the embedder's block budget / 8), `chunk_tokens`
-    the padded tokens of the texts embedded at a time (default: two forward batches), `keep_bytes` the
-    stream's vectors that may be kept (default: the block budget / 2): when they fit, the stream's texts run
-    in the same forward batches as the store's (fewer and fuller batches: a set of a few hundred texts a
-    side would otherwise run twice as many forward passes) and wait, as tiles, for the store to be complete.
-    """
+    """P, R, F of every candidate against every reference ([3, rows, N, M]) and memory counts.
+    The stream's vectors are kept where they fit `keep_bytes`, so both sides run in the same fuller forward batches."""
     sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
     chunk_tokens = 2 * embedder.max_tokens if chunk_tokens is None else chunk_tokens
     keep_bytes = embedder.block_bytes // 2 if keep_bytes is None else keep_bytes
@@ -237,8 +197,7 @@ def score_all_pairs(
 
 
 class _AllPairs:
-    """One all-pairs computation: the store side (the one whose distinct texts hold fewer tokens) embedded and
-    kept as tiles, the stream side matched against it tile by tile, the scores written to `out`."""
+    """One all-pairs run: the store side kept as tiles, the stream side matched against it tile by tile."""
 
     def __init__(
         self,
@@ -275,11 +234,7 @@ class _AllPairs:
         return ids[torch.argsort(self.length[ids], descending=True, stable=True)]
 
     def plan(self, chunk_tokens: int, keep_bytes: int) -> None:
-        """The store's texts (longest first) in runs of whole forward batches, with the stream's texts not in
-        the store where those fit the keep budget, otherwise the latter after the store likewise; then the
-        stream's texts in the store (copied, not embedded) in runs of as many tokens. One table for every run,
-        allocated once: full size as soon as a side fills a run, so the working memory does not depend on how
-        many texts there are."""
+        """The forward-batch runs of both sides, into one table allocated once, so memory does not grow with N."""
         embedder, length, stream = self.embedder, self.length, self.stream_side
         fresh, reused = stream[~self.in_store[stream]], stream[self.in_store[stream]]
         keep = int(length[fresh].sum()) * (embedder.num_rows * embedder.hidden_size * 4 + 9) <= keep_bytes
@@ -312,7 +267,7 @@ class _AllPairs:
         return torch.tensor(self.embedder.embed_into(self.table, seqs), dtype=torch.long)
 
     def embed_store(self, progress: Any) -> None:
-        """The store (and the kept stream): embedded run by run, cut into tiles, kept."""
+        """Embed the store (and the kept stream) run by run into tiles, and keep them."""
         self.store_tiles: list[Tile] = []
         self.kept: list[tuple[Tensor, Tile]] = []
         self.where: dict[int, tuple[int, int]] = {}  # store text -> (tile, slot)
@@ -333,7 +288,7 @@ class _AllPairs:
         self.store_side = [_Occurrences(side, t.texts[0], device) for t in self.store_tiles]
 
     def match(self, part: Tensor, tile: Tile) -> None:
-        """One stream tile against every tile of the store, the candidates' tile first."""
+        """One stream tile against every tile of the store."""
         side = _Occurrences(self.positions[0 if self.store_is_ref else 1], part, self.embedder.device)
         for stored, stored_side in zip(self.store_tiles, self.store_side, strict=True):
             if self.store_is_ref:  # the stream holds the candidates
@@ -345,7 +300,7 @@ class _AllPairs:
             self.info["tiles"] += 1
 
     def stream(self, progress: Any) -> None:
-        """The kept stream, then the rest of the stream run by run, each tile against every tile of the store."""
+        """The kept stream, then the rest run by run, each tile against the whole store."""
         while self.kept:
             self.match(*self.kept.pop(0))
         for ids, embed in self.stream_chunks:
@@ -361,8 +316,7 @@ class _AllPairs:
 
 
 class _Occurrences:
-    """For a tile's texts: every input position where they occur and which text of the tile each one is, on the
-    device where the outputs are written."""
+    """For a tile's texts: every input position where they occur, on the output's device."""
 
     def __init__(self, positions: Positions, texts: Tensor, device: torch.device) -> None:
         pos, local = positions.of(texts.cpu())
@@ -373,7 +327,7 @@ class _Occurrences:
 def _copy_from_store(
     table: Tensor, store_tiles: list[Tile], where: dict[int, tuple[int, int]], ids: Tensor, length: Tensor
 ) -> Tensor:
-    """Copy the vectors of store texts `ids` into `table`, end to end from its first row; each one's first row."""
+    """Copy store texts' vectors into `table` end to end; each one's first row."""
     lens = length[ids]
     starts = torch.cumsum(lens, 0) - lens
     for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist(), strict=True):
@@ -384,9 +338,7 @@ def _copy_from_store(
 
 
 def _write(out: Tensor, scores: Tensor, cands: _Occurrences, refs: _Occurrences) -> int:
-    """Write the scores ([rows, candidate texts, reference texts, 3 or 4]) of one tile pair to every position of
-    `out` [3 or 4, rows, N, M] where those texts occur; return how many of those pairs have a NaN precision or
-    recall (weights summing to 0)."""
+    """Write one tile pair's scores to every position of `out` where its texts occur; return the NaN count."""
     scores = scores.movedim(-1, 0)
     if not (cands.all_once and refs.all_once):  # a text occurring more than once: repeat its scores
         scores = scores[:, :, cands.local[:, None], refs.local[None, :]]
@@ -400,8 +352,8 @@ def _write(out: Tensor, scores: Tensor, cands: _Occurrences, refs: _Occurrences)
 def pairwise_scores(
     scorer: Scorer, cands: str | Sequence[str], refs: str | Sequence[str], device: torch.device, verbose: bool = False
 ) -> Tensor:
-    """P, R, F of every candidate against every reference, stacked: [3, N, M] ([3, L + 1, N, M] with all_layers),
-    made where `device` says (a model object of the user's stays where it is)."""
+    """P, R, F of every candidate against every reference, stacked: [3, N, M] ([3, L + 1, N, M] with
+    all_layers)."""
     cands = check_texts(cands, "cands", what="candidate", empty=False)
     refs = check_texts(refs, "refs", what="reference", empty=False)
     with own_precision(device):  # the setting's precision, whatever autocast the caller runs under
@@ -412,7 +364,7 @@ def pairwise_scores(
 def all_pairs(
     scorer: Scorer, cands: list[str], refs: list[str], device: torch.device, verbose: bool = False
 ) -> tuple[Tensor, dict[str, int]]:
-    """The stacked scores as `pairwise_scores` returns them, and what the computation held (for benchmarks)."""
+    """The stacked scores of `pairwise_scores`, and what the computation held."""
     encoder = scorer.encoder
     scorer.follow(device)
     c_ids, c_lens, r_ids, r_lens = scorer.encode_pairs(cands, refs)  # one warning per kind, both sides counted
@@ -457,15 +409,10 @@ def pairwise_bert_score(
     model_name_or_path: str | os.PathLike[str] | None = None,
     **kwargs: Any,
 ) -> dict[str, Tensor | str] | Tensor:
-    """BERTScore of every candidate against every reference: ``{"precision", "recall", "f1"}``, each
-    ``[N, M]`` (``[L + 1, N, M]`` with ``all_layers=True``), entry (i, j) the score of ``cands[i]`` against
-    ``refs[j]`` exactly as :func:`bert_score` gives it for that one pair, rescaling included; with
-    ``idf=True`` the IDF is over the M references as given.
-
-    Keyword arguments are :class:`BERTScore`'s (``num_layers``, ``all_layers``, ``lang``, ``idf``,
-    ``rescale_with_baseline``, ``baseline_path``, ``batch_size``, ``max_length``, ``device``,
-    ``model_dtype``, ``output``, ``return_hash``, ``verbose``); ``reduction`` does not apply. Each distinct
-    text is embedded once. To score many sets with one model, call :meth:`BERTScore.pairwise` on one metric.
+    """BERTScore of every candidate against every reference: ``{"precision", "recall", "f1"}``,
+    each ``[N, M]`` (``[L + 1, N, M]`` with ``all_layers=True``); entry (i, j) exactly what :func:`bert_score` gives
+    that pair. Keyword arguments are :class:`BERTScore`'s but ``reduction``; IDF is over the M references. For many
+    sets with one model, call :meth:`BERTScore.pairwise`.
 
     >>> from bertscore_tm import PACKAGED_MINILM
     >>> s = pairwise_bert_score(["The cat sat.", "A dog barked."], ["A cat was sitting.", "It rained.", "Dogs bark."],
