@@ -1,6 +1,5 @@
 """Finding, loading and tokenising models: `load_model` turns a name, a folder or the user's model object into
-a checked encoder with its tokenizer and window rule. Public names are imported on first use (`bertscore_tm.lazy`).
-"""
+a checked encoder with its tokenizer and window rule. Public names are imported on first use (`bertscore_tm.lazy`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The one way into the models folder: `load_model` turns a name, a folder or the user's model object into a
 checked encoder with its text encoder and family facts, cheapest and likeliest failures first (name, tokenizer,
-window), so that nothing heavy loads for a setting that cannot work.
-"""
+window), so that nothing heavy loads for a setting that cannot work."""
 
 from __future__ import annotations
 
@@ -61,8 +60,7 @@ class LoadedModel:
 
 
 def load_model(model: ModelSettings, text: TextSettings, progress: bool = False) -> LoadedModel:
-    """The model the settings name, loaded, cut and checked, with its tokenizer's rules (prompts checked against
-    the window, the ignored tokens' table); `progress` shows download bars."""
+    """The model the settings name, loaded, cut and checked, with its tokenizer's rules (prompts, ignored tokens)."""
     loaded = _load_named(model, text, progress) if model.model is None else _wrap_object(model, text)
     return dataclasses.replace(loaded, ignored=_ignored(loaded, text), ignore_label=describe(text.ignore))
 

@@ -1,7 +1,6 @@
 """Models from the Hugging Face Hub, fetched into the standard cache as ``from_pretrained`` fetches them, but only
 what scoring reads. A download cut short is rolled back (`_rolled_back`) and a cached snapshot is used only when
-complete (`missing_parts`), so that a later offline run never takes half a model for the model.
-"""
+complete (`missing_parts`), so that a later offline run never takes half a model for the model."""
 
 from __future__ import annotations
 
@@ -67,8 +66,7 @@ def hub_snapshot(
     before_weights: Callable[[Path], None],
     hint: str = "",
 ) -> tuple[Path, str]:
-    """The snapshot folder of `repo_id` at `revision` and its commit, complete from the cache or fetched.
-    `before_weights` may refuse the folder (remote code, say) before the weights are fetched."""
+    """The complete snapshot folder of `repo_id` and its commit; `before_weights` may refuse it before the weights."""
     reason = offline_reason(local_files_only)
     if reason is not None or (revision is not None and _COMMIT.fullmatch(revision)):
         cached = cached_snapshot(repo_id, revision)  # (a commit never changes: no need to ask the Hub)
@@ -108,8 +106,7 @@ def _download(
     bars: dict[str, Any],
     before_weights: Callable[[Path], None],
 ) -> Path:
-    """Fetch the planned files: the config by the revision's name (so refs/ records it as transformers does), the
-    rest by the commit; anything short of a complete snapshot raises."""
+    """Fetch the config by the revision's name (refs/ records it, as transformers does), the rest by the commit."""
     first, rest, top = files
     folder = _fetch(repo_id, "config.json", revision or constants.DEFAULT_REVISION, revision, bars).parent
     if folder.name != commit:
@@ -184,8 +181,7 @@ def _index_shards(index: Path) -> list[str] | None:
 
 
 def _plan(repo_id: str, commit: str, top: list[str], trust_remote_code: bool) -> tuple[list[str], list[str]]:
-    """The files to fetch before the weights (an index) and after (tokenizer, configuration, trusted code, one
-    weights file); a repo that lacks a part is refused before anything is fetched."""
+    """The files to fetch before the weights (an index) and after; a repo lacking a part is refused up front."""
     weights = next(((single, index) for single, index in WEIGHTS if single in top or index in top), None)
     problem = ""
     if "config.json" not in top:
@@ -242,8 +238,7 @@ def _fetch(repo_id: str, filename: str, revision: str, asked: str | None, bars: 
 
 @contextlib.contextmanager
 def _rolled_back(folder: Path) -> Iterator[None]:
-    """On any failure of the block, an interrupt included, take out what it added to the cache `folder` (and put
-    a moved ref back); what was there before stays."""
+    """On any failure of the block, an interrupt included, take out what it added to the cache `folder`."""
     existed, before = folder.is_dir(), _contents(folder)
     try:
         yield
@@ -379,7 +374,6 @@ def _command(repo_id: str, revision: str | None) -> str:
 
 
 def _said(err: BaseException) -> str:
-    """The error's class and the first line of its message, for ours."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
     text = lines[0].rstrip(".") if lines else ""
     return f"{type(err).__name__}: {text[:300]}" if text else type(err).__name__

@@ -1,6 +1,5 @@
 """Loading a model: where its files are (a directory, the packaged MiniLM, or the Hugging Face Hub), and the
-encoder cut to its first `num_layers` blocks so that later layers are never computed.
-"""
+encoder cut to its first `num_layers` blocks so that later layers are never computed."""
 
 from __future__ import annotations
 
@@ -40,9 +39,7 @@ def locate_model(
     trust_remote_code: bool = False,
     progress: bool = False,
 ) -> ModelLocation:
-    """The folder of `name_or_path`'s files (a directory, the packaged MiniLM, or a Hub snapshot) and, for a Hub
-    model, its commit; a model that needs its own code is refused unless `trust_remote_code`.
-    """
+    """The folder of `name_or_path`'s files and its Hub commit; a model's own code is refused unless trusted."""
     _check_revision(revision)
     name = str(name_or_path)
     path = Path(name).expanduser()
@@ -254,8 +251,7 @@ def model_depth(model: nn.Module) -> int:
 
 
 def cut_to_layers(model: nn.Module, num_layers: int) -> nn.Module:
-    """Keep only the first `num_layers` blocks, in place, so later layers are never computed (and skip a final
-    norm that hidden_states[num_layers] does not include: `final_norm`)."""
+    """Keep only the first `num_layers` blocks, in place, so later layers are never computed (and no `final_norm`)."""
     norm = final_norm(getattr(model, "config", None))
     if norm is not None and num_layers < model_depth(model) and isinstance(getattr(model, norm, None), nn.Module):
         setattr(model, norm, nn.Identity())

@@ -1,6 +1,5 @@
 """Token masks (``ignore=``): a rule on a token's piece, made once per tokenizer as one flag per token id so
-it applies to ids anywhere without the tokenizer. Semantics: docs/semantics.md, "Token masks".
-"""
+it applies to ids anywhere without the tokenizer. Semantics: docs/semantics.md, "Token masks"."""
 
 from __future__ import annotations
 
@@ -53,8 +52,7 @@ def piece_rule(rule: IgnoreRule) -> Callable[[str], bool]:
 
 
 def ignored_table(tokenizer: Any, rule: IgnoreRule, size: int) -> Tensor:
-    """One flag per token id (bool [size]): whether `rule` ignores that id's piece (ids past the vocabulary: no).
-    A callable that raises or returns a non-bool is an error naming ``ignore`` and the piece."""
+    """One flag per token id: whether `rule` ignores its piece; a failing callable is an error naming the piece."""
     test = piece_rule(rule)
     count = min(size, len(tokenizer))
     pieces = tokenizer.convert_ids_to_tokens(list(range(count)))

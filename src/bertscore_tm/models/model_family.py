@@ -83,8 +83,7 @@ def special_layout(tokenizer: object) -> tuple[int, int]:
 
 
 def can_pack(model: Any) -> bool:
-    """Whether `model` runs packed (`configs/packing.json`): absolute positions, attention through transformers'
-    interface."""
+    """Whether `model` is of a family that runs packed (`configs/packing.json`) with absolute positions."""
     config = getattr(model, "config", None)
     if config is None or getattr(config, "model_type", None) not in load_config("packing.json")["model_types"]:
         return False
@@ -101,11 +100,9 @@ def packed_positions(model: Any, ids: torch.Tensor, lengths: torch.Tensor) -> to
     """Position ids of texts laid end to end, each counted as the family's embeddings count a text alone
     (RoBERTa's layout from the padding id + 1), so that one embedding lookup serves a whole pack.
 
-    >>> from types import SimpleNamespace
-    >>> ids, lengths = torch.tensor([5, 6, 7, 8, 1, 9]), torch.tensor([2, 4])
-    >>> bert = SimpleNamespace(config=SimpleNamespace(model_type="bert"))
-    >>> pad = SimpleNamespace(padding_idx=1)
-    >>> roberta = SimpleNamespace(config=SimpleNamespace(model_type="roberta"), embeddings=pad)
+    >>> from types import SimpleNamespace as NS
+    >>> ids, lengths, bert = torch.tensor([5, 6, 7, 8, 1, 9]), torch.tensor([2, 4]), NS(config=NS(model_type="bert"))
+    >>> roberta = NS(config=NS(model_type="roberta"), embeddings=NS(padding_idx=1))
     >>> packed_positions(bert, ids, lengths).tolist(), packed_positions(roberta, ids, lengths).tolist()
     ([0, 1, 0, 1, 2, 3], [2, 3, 2, 3, 1, 4])
     """

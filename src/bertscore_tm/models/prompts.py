@@ -1,7 +1,6 @@
 """Prompts (``candidate_prompt=``, ``reference_prompt=``) and contexts: tokenised with the text as one string,
 as instruction-tuned embedding models expect, their tokens marked so that scoring leaves them out of matching,
-weights and IDF. The prompt always stays whole. Semantics: docs/semantics.md, "Prompts".
-"""
+weights and IDF. The prompt always stays whole. Semantics: docs/semantics.md, "Prompts"."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ from bertscore_tm.settings.texts import check_contexts
 
 
 def unmarked(ids: Tensor) -> Tensor:
-    """The ids the model reads. A prompt's or context's token t is held as -(t + 1) so every rule knows it from
-    the ids alone; only the embedder unmarks them."""
+    """The ids the model reads: a marked token t is held as -(t + 1) so every rule knows it from the ids alone."""
     return torch.where(ids < 0, -ids - 1, ids)
 
 
@@ -125,8 +123,7 @@ def encode_prompted_pairs(
     contexts: tuple[Sequence[str], Sequence[str]] | None = None,
     notes: list[str] | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """`TextEncoder.encode_pairs` with each side's prompt and context, one warning for the texts cut on either
-    side (or added to `notes`)."""
+    """`TextEncoder.encode_pairs` with prompts and contexts, one warning for the texts cut on either side."""
     sides = []
     truncated = 0
     for side, (texts, prompt, name) in enumerate(

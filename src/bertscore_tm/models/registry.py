@@ -1,7 +1,6 @@
 """Which model a language means and which layer a model means by default (`configs/languages.json`,
 `configs/models.json`), and the user layer table that takes precedence (docs/models.md). A table that cannot be
-used raises `LayerTableError`: one silently ignored would score with another layer than the one asked for.
-"""
+used raises `LayerTableError`: one silently ignored would score with another layer than the one asked for."""
 
 from __future__ import annotations
 
@@ -78,16 +77,7 @@ def _parse(path: str, modified: int, size: int) -> dict[str, int]:
 
 
 def user_layer_table(layer_table: LayerTable = None) -> dict[str, int]:
-    """The user layer table in effect, checked; ``{}`` where there is none.
-
-    >>> import json, os, tempfile
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = os.path.join(folder, "layers.json")
-    ...     with open(path, "w") as f:
-    ...         json.dump({"my-org/my-encoder": 7}, f)
-    ...     print(user_layer_table(path), default_num_layers("my-org/my-encoder", layer_table=path))
-    {'my-org/my-encoder': 7} 7
-    """
+    """The user layer table in effect, checked; ``{}`` where there is none."""
     path = layer_table_path(layer_table)
     if path is None:
         return {}
@@ -143,8 +133,7 @@ def default_num_layers(model_name: str, layer_table: LayerTable = None) -> int:
 
 
 def add_to_layer_table(path: str | os.PathLike[str], model_name: str, layer: int) -> None:
-    """Set `model_name`'s layer in the table at `path`, written whole to a temporary file first so that a reader
-    never sees half a table."""
+    """Set `model_name`'s layer in the table at `path`, via a temporary file so no reader sees half a table."""
     from bertscore_tm.settings.rules import integer
     from bertscore_tm.settings.rules import path as path_rule
     from bertscore_tm.settings.texts import check_text

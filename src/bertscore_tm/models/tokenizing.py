@@ -1,7 +1,6 @@
 """Tokenising: texts to ragged int32 id sequences (one flat tensor and the lengths, so no padding is stored),
 stripped and truncated as the reference does. `PairTokenizer` needs no model, so a DataLoader's workers can make
-the very batches an update() would.
-"""
+the very batches an update() would."""
 
 from __future__ import annotations
 
@@ -96,10 +95,8 @@ def check_vocabulary(tokenizer: Any, embedding_rows: int, model_path: Path) -> N
 
 
 class TextEncoder:
-    """A model's tokenizer set up as the reference uses it. A user's tokenizer object is never reconfigured, so a
-    byte-level BPE one gets its prefix space put before each text instead (the same ids); `prefix_space=False`
-    tokenises as the files say, as code-bert-score does.
-    """
+    """A model's tokenizer set up as the reference uses it; a user's tokenizer object is never reconfigured (a
+    byte-level BPE one gets its prefix space put before each text instead, the same ids)."""
 
     def __init__(
         self,
@@ -160,8 +157,7 @@ class TextEncoder:
         self._rust_checked = False
 
     def rust_tokenizer(self) -> Any | None:
-        """The `backend_tokenizer` of a tokenizer this encoder loaded, where it encodes `PROBE_TEXTS` as the
-        wrapper does: calling it skips the wrapper's per-text dictionaries. None otherwise; checked once."""
+        """The Rust tokenizer where it encodes `PROBE_TEXTS` as the wrapper does (it skips per-text dictionaries)."""
         if not self._rust_checked:
             self._rust_checked = True
             backend = getattr(self.tokenizer, "backend_tokenizer", None) if self.own_tokenizer else None
@@ -177,8 +173,7 @@ class TextEncoder:
             return False
 
     def _configure(self, backend: Any) -> None:
-        """Set the Rust tokenizer up as `_wrapper_ids`'s call would (truncation, no padding, special-token
-        splitting): the tokenizer shares it, and its own calls leave it their way."""
+        """Set the Rust tokenizer up as `_wrapper_ids`'s call would: the tokenizer shares it and sets it its way."""
         want = None
         if self.truncate and self.max_length is not None:
             side = self.tokenizer.truncation_side
@@ -208,8 +203,7 @@ class TextEncoder:
 
     @property
     def digest(self) -> int:
-        """A digest of what makes a text's ids (tokenizer and truncation): checkpoints and tokenised batches are
-        checked by it."""
+        """A digest of what makes a text's ids, by which checkpoints and tokenised batches are checked."""
         tokenizer, size = self.tokenizer, self.vocab_size
         return settings_digest(
             {
@@ -351,8 +345,6 @@ def _counted(by_side: Mapping[str, int], kind: str = "") -> str:
 
     >>> _counted({"candidate": 1, "reference": 2}, " blank")
     '3 blank text(s) (1 candidate, 2 references)'
-    >>> _counted({"candidate": 1, "reference": 0})
-    '1 text(s) (1 candidate)'
     >>> _counted({"text": 2})
     '2 text(s)'
     """
@@ -383,9 +375,7 @@ class TokenizedPairs:
 
 
 class PairTokenizer:
-    """Pairs of texts to `TokenizedPairs` (`BERTScore.tokenize`); it holds no model, so it pickles small for a
-    DataLoader's `collate_fn` or worker. `encode` is the same work for the engines.
-    """
+    """Pairs of texts to `TokenizedPairs` (`BERTScore.tokenize`); it holds no model, so a DataLoader can call it."""
 
     def __init__(self, encoder: TextEncoder, prompts: tuple[str | None, str | None]) -> None:
         self.encoder = encoder
@@ -428,8 +418,7 @@ class PairTokenizer:
         counts: Sequence[int] | None = None,
         notes: list[str] | None = None,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Both sides' ids and lengths, with their prompts and each pair's context marked (`prompts`);
-        `counts` gives the references per candidate."""
+        """Both sides' ids and lengths, prompts and contexts marked; `counts`: references per candidate."""
         if self.prompts == (None, None) and contexts is None:
             return self.encoder.encode_pairs(cands, refs, notes)
         sides = None

@@ -1,9 +1,7 @@
-"""Long texts: cutting a text longer than the model's window into windows and stitching its vectors back.
-
+"""Long texts: a text longer than the model's window is cut into windows and its vectors stitched back.
 ``long_texts="window"`` slides windows that each carry the special tokens and the text's head (prompt, context);
 ``"sled"`` follows CodeBERTScore's SLED rule. Either way a text keeps its n + specials rows, so matching, weights
-and IDF see it as any other text; docs/long-texts.md has the rules in full.
-"""
+and IDF see it as any other text; docs/long-texts.md has the rules in full."""
 
 from __future__ import annotations
 
@@ -39,8 +37,7 @@ def window_starts(n: int, size: int, stride: int) -> list[int]:
 
 
 def _own_ends(n: int, size: int, starts: Sequence[int]) -> list[int]:
-    """One past the last token each window owns: equal windows make the farthest-from-an-edge window the one
-    whose centre is nearest, so the midpoints of the centres split them (ties to the earlier window)."""
+    """One past the last token each window owns: the midpoints between window centres (ties to the earlier)."""
     ends = [(a + b + size - 1) // 2 + 1 for a, b in pairwise(starts)]
     return [*ends, n]
 
@@ -185,7 +182,6 @@ class SledRule(WindowRule):
         return out
 
     def ids(self, seq: Tensor, piece: Piece) -> Tensor:
-        """The window's slice of the sequence."""
         return seq if piece.start is None else seq[piece.start : piece.start + self.window]
 
 
@@ -236,8 +232,7 @@ def piece_ids(seq: Tensor, piece: Piece, rule: WindowRule | None) -> Tensor:
 
 def window_rule(long_texts: str, window_stride: int | None, encoder: TextEncoder) -> WindowRule | None:
     """The rule for this setting (None: truncate mode, or a model without a window), checked here because the
-    window (`max_length` less the special tokens) needs the tokenizer: ArgumentValueError if it cannot slide.
-    """
+    window (`max_length` less the special tokens) needs the tokenizer: ArgumentValueError if it cannot slide."""
     if long_texts == "truncate" or encoder.max_length is None:
         return None
     lead, trail = special_layout(encoder.tokenizer)
