@@ -1,9 +1,5 @@
-"""Finding, loading and tokenising models. One entry, `load_model`, turns a model name, a folder or the user's own
-model object into a loaded, cut, checked encoder with its tokenizer, window rule and family facts; the registry of
-defaults, the loader, the tokenizer, the windows and the user-model checks are what it assembles.
-
-Public names are imported on first use (`bertscore_tm.lazy`).
-"""
+"""Finding, loading and tokenising models: `load_model` turns a name, a folder or the user's model object into
+a checked encoder with its tokenizer and window rule. Public names are imported on first use (`bertscore_tm.lazy`)."""
 
 from __future__ import annotations
 

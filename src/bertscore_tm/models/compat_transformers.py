@@ -1,6 +1,4 @@
-"""What bertscore-tm reads of transformers beyond its public interface, in one place: transformers has no
-public getter for the attention a loaded model runs. Checked on transformers 5.24
-(tests/unit/models/test_compat_transformers.py)."""
+"""What bertscore-tm reads of transformers outside its public API (tests/unit/models/test_compat_transformers.py)."""
 
 from __future__ import annotations
 

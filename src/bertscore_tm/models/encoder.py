@@ -1,12 +1,6 @@
-"""The one way into the models folder: a model name, a folder or the user's model object turned into a loaded,
-cut, checked encoder with its text encoder (tokenizer and window) and the family facts scoring needs.
-
-Why one entry: building a scorer used to call the registry, the loader, the tokenizer, the window rule and the
-user-model checks one at a time from the scoring core, climbing back and forth between folders. Here the order
-is fixed once, cheapest and most likely to fail first: the name and its default layer, the tokenizer and the
-window (checked before any weights load), then the weights, cut to the layer, then the vocabulary check. The
-scoring core calls `load_model` once and assembles the embedder and scorer from what it returns.
-"""
+"""The one way into the models folder: `load_model` turns a name, a folder or the user's model object into a
+checked encoder with its text encoder and family facts, cheapest and likeliest failures first (name, tokenizer,
+window), so that nothing heavy loads for a setting that cannot work."""
 
 from __future__ import annotations
 
@@ -57,8 +51,7 @@ class LoadedModel:
     user_supplied: bool
     #: The hash code's name for the window setting (None in truncate mode).
     window_label: str | None
-    #: Token ids left out of the matching and the weights (``ignore=``; none flagged with a prompt alone, whose
-    #: tokens are marked), or None where neither is set.
+    #: Token ids left out of the matching and the weights (``ignore=``), or None.
     ignored: Tensor | None = None
     #: The hash code's name for the mask (None without one).
     ignore_label: str | None = None
@@ -67,15 +60,13 @@ class LoadedModel:
 
 
 def load_model(model: ModelSettings, text: TextSettings, progress: bool = False) -> LoadedModel:
-    """The model the settings name (a name, a folder, or the user's object), loaded, cut and checked, with the
-    token rules its tokenizer gives: the prompts checked against its window, the ignored tokens' table.
-    `progress`: download bars for a Hub model not in the cache."""
+    """The model the settings name, loaded, cut and checked, with its tokenizer's rules (prompts, ignored tokens)."""
     loaded = _load_named(model, text, progress) if model.model is None else _wrap_object(model, text)
     return dataclasses.replace(loaded, ignored=_ignored(loaded, text), ignore_label=describe(text.ignore))
 
 
 def _ignored(loaded: LoadedModel, r: TextSettings) -> Tensor | None:
-    """The ignored tokens' table (`masks.py`): the mask's, or none flagged where only prompts mark tokens."""
+    """The ignored tokens' table (`masks.py`); all False where only prompts mark tokens."""
     if r.ignore is not None:
         return ignored_table(loaded.text_encoder.tokenizer, r.ignore, loaded.vocab_size)
     if r.candidate_prompt is None and r.reference_prompt is None:
@@ -84,8 +75,7 @@ def _ignored(loaded: LoadedModel, r: TextSettings) -> Tensor | None:
 
 
 def _load_named(r: ModelSettings, text: TextSettings, progress: bool) -> LoadedModel:
-    """A model from a folder, the cache or the Hub (one not found is the first thing said, before anything
-    loads)."""
+    """A model from a folder, the cache or the Hub; one not found is said before anything loads."""
     name = str(r.model_name_or_path if r.model_name_or_path is not None else default_model(str(r.lang)))
     remote = r.trust_remote_code
     where = locate_model(
@@ -129,8 +119,7 @@ def _wrap_object(r: ModelSettings, text: TextSettings) -> LoadedModel:
 def _text_encoder(
     tokenizer: Any, config: Any, r: TextSettings, model: ModelSettings
 ) -> tuple[TextEncoder, WindowRule | None]:
-    """The text encoder (a tokenizer object, or a model folder to load one from) and the window rule, with the
-    prompts checked to leave a text room in that window (before any weights load)."""
+    """The text encoder and window rule, the prompts checked to leave a text room (before any weights load)."""
     text_encoder = TextEncoder(
         tokenizer,
         r.max_length,

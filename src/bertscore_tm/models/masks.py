@@ -1,11 +1,5 @@
-"""Token masks (``ignore=``): which token ids of a tokenizer's vocabulary take no part in the matching.
-
-A mask is a rule on a token's piece (its name in the vocabulary, as ``convert_ids_to_tokens`` gives it), so it is
-made once per tokenizer, as a table of one flag per token id, and applied to token ids anywhere without the
-tokenizer: ``"punctuation"`` is CodeBERTScore's ``no_punc`` rule to the character, a regular expression must match
-the whole piece, a callable is asked about each piece. What a masked token does (and does not do) in the scores is
-`bertscore_tm.scoring.token_rules`; the semantics are docs/semantics.md, "Token masks".
-"""
+"""Token masks (``ignore=``): a rule on a token's piece, made once per tokenizer as one flag per token id so
+it applies to ids anywhere without the tokenizer. Semantics: docs/semantics.md, "Token masks"."""
 
 from __future__ import annotations
 
@@ -27,9 +21,8 @@ BYTE_LEVEL_WHITESPACE = "\u0120\u010a\u0109"
 
 
 def is_code_punctuation(piece: str) -> bool:
-    """CodeBERTScore's ``no_punc`` rule: once its byte-level whitespace markers are stripped from both ends,
-    every character of the piece is punctuation (so a piece of white space only is too: the empty string
-    passes). ``<s>`` is not punctuation; ``+`` is an operator, kept.
+    """CodeBERTScore's ``no_punc`` rule: every character is punctuation once byte-level whitespace markers are
+    stripped (so white space alone is too); operators such as ``+`` are kept.
 
     >>> [is_code_punctuation(p) for p in ["\u0120(", "\u010a", "):", "\u0120+", "<s>", "\u0120def"]]
     [True, True, True, False, False, False]
@@ -59,9 +52,7 @@ def piece_rule(rule: IgnoreRule) -> Callable[[str], bool]:
 
 
 def ignored_table(tokenizer: Any, rule: IgnoreRule, size: int) -> Tensor:
-    """One flag per token id (bool [size]): whether `rule` ignores that id's piece. Ids past the tokenizer's
-    vocabulary (rows of the model's table that no text holds) are not ignored. A callable that raises or
-    returns something other than a bool is an error naming ``ignore`` and the piece."""
+    """One flag per token id: whether `rule` ignores its piece; a failing callable is an error naming the piece."""
     test = piece_rule(rule)
     count = min(size, len(tokenizer))
     pieces = tokenizer.convert_ids_to_tokens(list(range(count)))

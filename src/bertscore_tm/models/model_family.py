@@ -1,7 +1,5 @@
-"""Facts about model families that scoring depends on, in one place: how long a text the position table takes,
-which final norm a cut model skips, whether the tokenizer wants a prefix space, where its special tokens sit,
-which families run packed, and how wide the token vectors are. They used to be read in six modules; those now
-ask here (docs/architecture.md)."""
+"""Facts about model families that scoring depends on, in one place (docs/architecture.md): position limits,
+final norms, prefix spaces, special-token layout, packing and vector width."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ ROBERTA_POSITIONS = frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "came
 
 
 def position_limit(config: Any) -> int | None:
-    """The most tokens (special ones included) the model's position table takes, or None where nothing limits
-    the length (relative positions only, as DeBERTa-v3 has).
+    """The most tokens (specials included) the position table takes; None for relative positions (DeBERTa-v3).
 
     >>> from types import SimpleNamespace
     >>> position_limit(SimpleNamespace(max_position_embeddings=514, model_type="roberta", pad_token_id=1))
@@ -44,17 +41,14 @@ def vocabulary_rows(config: Any) -> int:
 
 
 def model_config(path: Path | str, *, trust_remote_code: bool = False) -> Any:
-    """The model's config alone (no weights), read from its folder (by the model's own code, with
-    `trust_remote_code`)."""
+    """The model's config alone (no weights), read from its folder."""
     from transformers import AutoConfig
 
     return AutoConfig.from_pretrained(str(path), local_files_only=True, trust_remote_code=trust_remote_code)
 
 
-#: Norms applied after the last block, by model type. For these models hidden_states[k] is block k's output
-#: before the norm for k < depth (only the last hidden state comes after it), so a model cut to k < depth blocks
-#: skips the norm: layer k is hidden_states[k] of the whole model, as for every other family. T5 is left out on
-#: purpose: the reference keeps its final_layer_norm at every layer (tests/parity/test_architectures.py pins that).
+#: Final norms that hidden_states[k] lacks for k < depth, so a model cut to k blocks skips them. T5 is left out
+#: on purpose: the reference keeps its final_layer_norm at every layer (tests/parity/test_architectures.py).
 FINAL_NORMS = {"modernbert": "final_norm", "eurobert": "norm"}
 
 
@@ -89,8 +83,7 @@ def special_layout(tokenizer: object) -> tuple[int, int]:
 
 
 def can_pack(model: Any) -> bool:
-    """Whether `model` (a loaded encoder) is of a family that runs packed (`configs/packing.json`): an encoder
-    of absolute positions whose blocks reach attention through transformers' interface."""
+    """Whether `model` is of a family that runs packed (`configs/packing.json`) with absolute positions."""
     config = getattr(model, "config", None)
     if config is None or getattr(config, "model_type", None) not in load_config("packing.json")["model_types"]:
         return False
@@ -104,17 +97,12 @@ def can_pack(model: Any) -> bool:
 
 
 def packed_positions(model: Any, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """The position id of each token of texts laid end to end (`ids`, int64; `lengths`, each text's), counted
-    from each text's first token as the family's embeddings count a text alone: 0, 1, 2... or, in RoBERTa's
-    layout (`ROBERTA_POSITIONS`), from the padding id + 1 over the tokens that are not padding, a padding id
-    keeping the padding position (its `create_position_ids_from_input_ids`, text by text). For packs of a family
-    that runs packed (`can_pack`), so that one embedding lookup serves every text of a pack.
+    """Position ids of texts laid end to end, each counted as the family's embeddings count a text alone
+    (RoBERTa's layout from the padding id + 1), so that one embedding lookup serves a whole pack.
 
-    >>> from types import SimpleNamespace
-    >>> ids, lengths = torch.tensor([5, 6, 7, 8, 1, 9]), torch.tensor([2, 4])
-    >>> bert = SimpleNamespace(config=SimpleNamespace(model_type="bert"))
-    >>> pad = SimpleNamespace(padding_idx=1)
-    >>> roberta = SimpleNamespace(config=SimpleNamespace(model_type="roberta"), embeddings=pad)
+    >>> from types import SimpleNamespace as NS
+    >>> ids, lengths, bert = torch.tensor([5, 6, 7, 8, 1, 9]), torch.tensor([2, 4]), NS(config=NS(model_type="bert"))
+    >>> roberta = NS(config=NS(model_type="roberta"), embeddings=NS(padding_idx=1))
     >>> packed_positions(bert, ids, lengths).tolist(), packed_positions(roberta, ids, lengths).tolist()
     ([0, 1, 0, 1, 2, 3], [2, 3, 2, 3, 1, 4])
     """

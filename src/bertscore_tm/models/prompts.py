@@ -1,15 +1,6 @@
-"""Tokenising with a fixed prompt (``candidate_prompt=``, ``reference_prompt=``): the prompt and the text are one
-string for the tokenizer and one sequence for the model (as instruction-tuned embedding models expect, E5's
-``"query: "``), and the prompt's tokens are marked, so that the scoring leaves them out of the matching, the
-weights and the IDF counts (`bertscore_tm.scoring.token_rules`). Semantics: docs/semantics.md, "Prompts".
-
-A token is the prompt's when it ends within the prompt's characters (the tokenizer's offsets); a token that
-straddles the boundary is the text's. Long texts are cut at their end, as any text, so the prompt stays whole;
-a prompt that leaves no room for a text in the window is an error naming it. With ``long_texts="window"``
-nothing is cut from a text: the prompt and the context (its head) ride in every window of a text too long for
-one (`bertscore_tm.models.windows`), the context cut from its start where the head would take more than half
-the window, and a prompt longer than half the window is an error naming it.
-"""
+"""Prompts (``candidate_prompt=``, ``reference_prompt=``) and contexts: tokenised with the text as one string,
+as instruction-tuned embedding models expect, their tokens marked so that scoring leaves them out of matching,
+weights and IDF. The prompt always stays whole. Semantics: docs/semantics.md, "Prompts"."""
 
 from __future__ import annotations
 
@@ -24,21 +15,15 @@ from bertscore_tm.settings.texts import check_contexts
 
 
 def unmarked(ids: Tensor) -> Tensor:
-    """The token ids the model reads: marked ids back to their own. A prompt's or a context's token t is held as
-    -(t + 1) (`prompted_ids`), so that every rule (the matching, the weights, the IDF counts, the windows' heads)
-    knows it from the ids alone; the embedder unmarks each batch it runs, so everything above it passes marked ids."""
+    """The ids the model reads: a marked token t is held as -(t + 1) so every rule knows it from the ids alone."""
     return torch.where(ids < 0, -ids - 1, ids)
 
 
 def prompted_ids(
     encoder: Any, texts: Sequence[str], prompt: str | None, contexts: Sequence[str] | None, argument: str
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """Flat int32 ids (the prompt's and the context's as -(id + 1)), int32 lengths and which texts were cut,
-    for `prompt`, then each text's context and " \n" (CodeBERTScore's join), then the stripped text
-    (`encoder`: a `TextEncoder`; `argument`: the setting named in errors). Past the window, the context is cut
-    first, from its start (the tokens nearest the text stay), then the text at its end; the prompt stays whole.
-    With windows (`encoder.truncate` off) a text too long for the window is kept whole and its context is cut
-    from its start to leave the head (prompt and context) at most half the window (`_fit_head`)."""
+    """Flat int32 ids (prompt and context marked), lengths and cut flags of prompt + context + " \n" + text
+    (CodeBERTScore's join). The context is cut first, from its start, so the tokens nearest the text stay."""
     tokenizer = encoder.tokenizer
     if not encoder.is_fast:
         raise ArgumentValueError(
@@ -77,8 +62,7 @@ def prompted_ids(
 
 
 def _fit(tokens: list[tuple[int, int]], limit: int | None) -> list[tuple[int, int]]:
-    """`tokens` ((id, part) pairs) within `limit`: context tokens (part 1) dropped from the first on, then the
-    text's last tokens before its closing special token(s)."""
+    """`tokens` ((id, part) pairs) within `limit`: context dropped from its start, then the text's end."""
     over = 0 if limit is None else len(tokens) - limit
     if over <= 0:
         return tokens
@@ -93,17 +77,14 @@ def _fit(tokens: list[tuple[int, int]], limit: int | None) -> list[tuple[int, in
 
 
 def _fit_head(tokens: list[tuple[int, int]], half: int) -> list[tuple[int, int]]:
-    """`tokens` ((id, part) pairs) of a text that runs in windows, with context tokens (part 1) dropped from
-    the first on until the head (parts 0 and 1) is at most `half` tokens: each window keeps room for the text."""
+    """Context dropped from its start until the head is at most `half` tokens: each window keeps room for the text."""
     over = sum(p < 2 for _, p in tokens) - half
     drop = set([i for i, (_, p) in enumerate(tokens) if p == 1][: max(0, over)])
     return [x for i, x in enumerate(tokens) if i not in drop]
 
 
 def check_prompt(encoder: Any, prompt: str | None, argument: str) -> None:
-    """Refuse a prompt that leaves no room in the window for a text's first token, or with windows that carry
-    it (`heads_per_window`), a prompt longer than half the window: the text needs room beside it. SLED's windows
-    cut the prompt with the text, so nothing is refused there."""
+    """Refuse a prompt that leaves a text no room in the window (with windows that carry it: over half of it)."""
     if prompt is None or encoder.max_length is None:
         return
     count = len(encoder.tokenizer(prompt, add_special_tokens=False)["input_ids"])
@@ -142,10 +123,7 @@ def encode_prompted_pairs(
     contexts: tuple[Sequence[str], Sequence[str]] | None = None,
     notes: list[str] | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """`TextEncoder.encode_pairs` with each side's prompt (None: that side as it is) and each text's context
-    (`contexts`: the candidates', the references'), one warning for the texts cut on either side (blank texts are
-    warned about when scored: a prompt or a context alone scores as a blank text); the warnings go to `notes`
-    instead where given."""
+    """`TextEncoder.encode_pairs` with prompts and contexts, one warning for the texts cut on either side."""
     sides = []
     truncated = 0
     for side, (texts, prompt, name) in enumerate(
@@ -179,6 +157,5 @@ def encode_prompted_pairs(
 
 
 def check_context(context: object, count: int) -> list[str] | None:
-    """`context` as one text per pair (a string alone for one pair), or None: the one text rule
-    (`bertscore_tm.settings.texts.check_contexts`)."""
+    """`context` as one text per pair, or None (`check_contexts`, the one text rule)."""
     return check_contexts(context, count)

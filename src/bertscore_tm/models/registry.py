@@ -1,19 +1,6 @@
-"""The registry of tables: which model a language means and which layer a model means by default.
-
-The built-in tables are data files (`configs/languages.json`, `configs/models.json`); finding a model on disk
-and cutting it to a layer live in `loading.py`.
-
-A user layer table adds to them (and takes precedence): a JSON object mapping a model name or path to the
-layer to use, e.g. ``{"my-org/my-encoder": 7, "/models/finetuned-roberta": 18}``, named by the environment
-variable ``BERTSCORE_TM_LAYERS`` (a file path) or by the ``layer_table`` argument of `is_known_model` and
-`default_num_layers` (which then replaces the variable's file). A model tuned with
-`bertscore_tm.tuning.layer_tuning.tune_layers` then needs no ``num_layers``: its ``layer_table_line()`` is the entry to
-add, and `add_to_layer_table` writes it. A key matches a model name exactly, or, where both name a folder that exists,
-as the same folder (a relative key is relative to the table file's own folder, so a table can travel with its models). A
-table that cannot be used (missing, not JSON, not an object of non-negative integer layers, a model named twice) raises
-`LayerTableError`, naming the file and the problem: a silently ignored table would score with another layer than the one
-asked for.
-"""
+"""Which model a language means and which layer a model means by default (`configs/languages.json`,
+`configs/models.json`), and the user layer table that takes precedence (docs/models.md). A table that cannot be
+used raises `LayerTableError`: one silently ignored would score with another layer than the one asked for."""
 
 from __future__ import annotations
 
@@ -35,8 +22,7 @@ LayerTable = str | os.PathLike[str] | None
 
 
 def layer_table_path(layer_table: LayerTable = None) -> Path | None:
-    """The user layer table in effect: `layer_table` if given, else the file ``BERTSCORE_TM_LAYERS`` names
-    (unset or empty: none). A file that does not exist is a `LayerTableError`."""
+    """The user layer table in effect: `layer_table`, else the file ``BERTSCORE_TM_LAYERS`` names, else None."""
     source = f"layer_table={layer_table!s}"
     if layer_table is None:
         named = os.environ.get(LAYER_TABLE_ENV, "").strip()
@@ -91,16 +77,7 @@ def _parse(path: str, modified: int, size: int) -> dict[str, int]:
 
 
 def user_layer_table(layer_table: LayerTable = None) -> dict[str, int]:
-    """The user layer table in effect (see the module docstring), checked; ``{}`` where there is none.
-
-    >>> import json, os, tempfile
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = os.path.join(folder, "layers.json")
-    ...     with open(path, "w") as f:
-    ...         json.dump({"my-org/my-encoder": 7}, f)
-    ...     print(user_layer_table(path), default_num_layers("my-org/my-encoder", layer_table=path))
-    {'my-org/my-encoder': 7} 7
-    """
+    """The user layer table in effect, checked; ``{}`` where there is none."""
     path = layer_table_path(layer_table)
     if path is None:
         return {}
@@ -140,8 +117,7 @@ def is_known_model(model_name: str, layer_table: LayerTable = None) -> bool:
 
 
 def default_num_layers(model_name: str, layer_table: LayerTable = None) -> int:
-    """The default layer for a model: the user layer table's (``BERTSCORE_TM_LAYERS`` or `layer_table`)
-    first, else the tuned layer of `configs/models.json`; a clear error for a model in neither."""
+    """The default layer for a model: the user layer table's, else `configs/models.json`'s tuned one."""
     layer = _user_layer(model_name, layer_table)
     if layer is not None:
         return layer
@@ -157,8 +133,7 @@ def default_num_layers(model_name: str, layer_table: LayerTable = None) -> int:
 
 
 def add_to_layer_table(path: str | os.PathLike[str], model_name: str, layer: int) -> None:
-    """Set `model_name`'s layer in the layer table at `path` (created if missing; other entries kept), written
-    whole to a temporary file first so that a reader never sees half a table."""
+    """Set `model_name`'s layer in the table at `path`, via a temporary file so no reader sees half a table."""
     from bertscore_tm.settings.rules import integer
     from bertscore_tm.settings.rules import path as path_rule
     from bertscore_tm.settings.texts import check_text

@@ -1,14 +1,6 @@
-"""Tokenising: checks what the user passed and turns texts into compact token-id sequences.
-
-Texts are stripped, tokenised with the model's tokenizer (the fast one where the model has one) and its
-special tokens, and truncated to the model's window, as the reference does (unless `truncate` is off: the
-window mode of `bertscore_tm.models.windows` keeps every token). Byte-level BPE tokenizers (RoBERTa, GPT-2, BART)
-get a prefix space.
-The ids are returned ragged (one flat int32 tensor and the lengths) so that no padding is ever stored.
-
-`PairTokenizer` is a metric's `tokenize`: pairs of texts to `TokenizedPairs` with the tokenizer and the text
-settings alone (no model), so that a DataLoader's workers can make the very batches an update() would.
-"""
+"""Tokenising: texts to ragged int32 id sequences (one flat tensor and the lengths, so no padding is stored),
+stripped and truncated as the reference does. `PairTokenizer` needs no model, so a DataLoader's workers can make
+the very batches an update() would."""
 
 from __future__ import annotations
 
@@ -33,9 +25,7 @@ from bertscore_tm.settings.texts import check_pairs
 #: Tokenizers report this (or more) when they know no maximum length.
 _NO_LIMIT = 10**8
 
-#: Texts the tokenizer's own Rust tokenizer must encode exactly as the tokenizer's call does before it is used in
-#: its place (`TextEncoder.rust_tokenizer`): accents, special-token strings, CJK, emoji, odd spacing, a blank text
-#: and (appended) one past any window, so that truncation is compared too.
+#: Texts the Rust tokenizer must encode as the tokenizer's call does before it replaces it (`rust_tokenizer`).
 PROBE_TEXTS = (
     "The quick brown fox jumps over the lazy dog.",
     "Ünïcödé café «quotes» naïve coöperate — façade",
@@ -51,17 +41,13 @@ PROBE_TEXTS = (
 def normalize_inputs(
     preds: str | Sequence[str], target: str | Sequence[str | Sequence[str]]
 ) -> tuple[list[str], list[list[str]]]:
-    """Candidates as a list of strings and references as one list of strings per candidate: the one rule for
-    pairs of texts (`bertscore_tm.settings.texts.check_pairs`), shared by every door."""
+    """Candidates as a list and a list of references per candidate (`check_pairs`, the one rule every door uses)."""
     return check_pairs(preds, target)
 
 
 def check_tokenizer_files(tokenizer: object, model_path: Path) -> None:
-    """Fail unless `model_path` holds at least one of the vocabulary files the tokenizer's class reads.
-
-    Without them transformers still builds a tokenizer, of the special tokens alone: every word becomes
-    [UNK] and unrelated texts score alike, so a missing file must stop the metric here.
-    """
+    """Fail unless `model_path` holds a vocabulary file of the tokenizer's class: without one transformers builds
+    a tokenizer of special tokens alone, every word [UNK], and unrelated texts score alike."""
     names = sorted(set(getattr(type(tokenizer), "vocab_files_names", {}).values()))
     if not names or not model_path.is_dir() or any((model_path / name).is_file() for name in names):
         return
@@ -75,9 +61,8 @@ def check_tokenizer_files(tokenizer: object, model_path: Path) -> None:
 
 
 def check_vocabulary(tokenizer: Any, embedding_rows: int, model_path: Path) -> None:
-    """Fail unless the tokenizer's vocabulary fits the model's embedding table: no id past the table (it would
-    have no vector) and not almost empty (fewer tokens than half the table: tokenizer files of another
-    model, or only the special tokens, so that every text is mostly [UNK]).
+    """Fail unless the vocabulary fits the embedding table: no id past it (no vector) and not under half of it
+    (another model's files, or special tokens alone: texts of mostly [UNK]).
 
     >>> check_vocabulary(["[PAD]", "[UNK]", "the", "cat"], embedding_rows=4, model_path=Path("m"))
     >>> check_vocabulary(["[PAD]", "[UNK]"], embedding_rows=30522, model_path=Path("m"))  # doctest: +ELLIPSIS
@@ -110,14 +95,8 @@ def check_vocabulary(tokenizer: Any, embedding_rows: int, model_path: Path) -> N
 
 
 class TextEncoder:
-    """A model's tokenizer, set up as the reference uses it, producing ragged int32 ids.
-
-    `source` is the model's directory, or a tokenizer object the user passed: that one is used as it is (never
-    reloaded or reconfigured); a byte-level BPE tokenizer not made with `add_prefix_space=True` then gets the
-    space put in front of each (stripped, non-blank) text instead, which gives the same ids. `prefix_space=False`
-    gives no such space: texts tokenise as the tokenizer's files (or object) say, as code-bert-score's do.
-    `trust_remote_code` lets a tokenizer of the model's own code (in its directory) load.
-    """
+    """A model's tokenizer set up as the reference uses it; a user's tokenizer object is never reconfigured (a
+    byte-level BPE one gets its prefix space put before each text instead, the same ids)."""
 
     def __init__(
         self,
@@ -178,11 +157,7 @@ class TextEncoder:
         self._rust_checked = False
 
     def rust_tokenizer(self) -> Any | None:
-        """The Rust tokenizer under a tokenizer this encoder loaded (its public `backend_tokenizer`), where it
-        encodes `PROBE_TEXTS` (and a text past the window) to the very ids and truncations of the tokenizer's
-        own call: then `_ids` calls it directly, without the wrapper's per-text dictionaries. None where there
-        is none, a class of its own prepares texts otherwise (the probes differ), or the tokenizer is a user's
-        object (only ever called). Checked once, on first use."""
+        """The Rust tokenizer where it encodes `PROBE_TEXTS` as the wrapper does (it skips per-text dictionaries)."""
         if not self._rust_checked:
             self._rust_checked = True
             backend = getattr(self.tokenizer, "backend_tokenizer", None) if self.own_tokenizer else None
@@ -198,9 +173,7 @@ class TextEncoder:
             return False
 
     def _configure(self, backend: Any) -> None:
-        """Set the Rust tokenizer up as the wrapper's call in `_wrapper_ids` sets it (truncation to the window or
-        none, no padding, the tokenizer's special-token splitting), where it is not so already: the tokenizer
-        shares it, and its own calls set it their way."""
+        """Set the Rust tokenizer up as `_wrapper_ids`'s call would: the tokenizer shares it and sets it its way."""
         want = None
         if self.truncate and self.max_length is not None:
             side = self.tokenizer.truncation_side
@@ -230,8 +203,7 @@ class TextEncoder:
 
     @property
     def digest(self) -> int:
-        """A digest of what makes a text's ids: the tokenizer (its class, vocabulary and special tokens) and
-        where texts are cut. Equal digests, equal ids (checkpoints and tokenised batches are checked by it)."""
+        """A digest of what makes a text's ids, by which checkpoints and tokenised batches are checked."""
         tokenizer, size = self.tokenizer, self.vocab_size
         return settings_digest(
             {
@@ -244,8 +216,7 @@ class TextEncoder:
         )
 
     def encode(self, texts: Sequence[str], notes: list[str] | None = None) -> tuple[Tensor, Tensor]:
-        """Flat int32 ids and int32 lengths of `texts`, warning once about truncated or blank texts (or adding
-        the warnings to `notes`, where given, for the caller to say)."""
+        """Flat int32 ids and lengths of `texts`, warning once about truncated or blank ones (or adding to `notes`)."""
         ids, lens, truncated = self._tokenize(texts)
         self._warn({"text": truncated}, {"text": int(self.is_blank(lens).sum())}, notes)
         return ids, lens
@@ -253,17 +224,13 @@ class TextEncoder:
     def encode_pairs(
         self, cands: Sequence[str], refs: Sequence[str], notes: list[str] | None = None
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Flat ids and lengths of the candidates, then of the references, as `encode` gives them, with one
-        warning per kind (truncated, blank) counting both sides: two warnings of the same text would show as
-        one under Python's default warning filter, hiding the second side's count. The warnings name the
-        user's line (`warn_user`), or go to `notes`. Both sides are tokenised in one call, so a text on both is
-        tokenised once."""
+        """Candidates' then references' ids and lengths, tokenised in one call, with one warning per kind counting
+        both sides: Python's default filter would show two warnings of the same text as one."""
         return self._split_pairs(len(cands), *self._tokenize_each([*cands, *refs]), notes)
 
     def _split_pairs(
         self, n: int, ids: Tensor, lens: Tensor, cut: Tensor, notes: list[str] | None = None
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """The first `n` texts' ids and lengths (the candidates), then the others', warning once per kind."""
         split = int(lens[:n].sum())
         c_lens, r_lens = lens[:n], lens[n:]
         self._warn(
@@ -274,13 +241,11 @@ class TextEncoder:
         return ids[:split], c_lens, ids[split:], r_lens
 
     def _tokenize(self, texts: Sequence[str]) -> tuple[Tensor, Tensor, int]:
-        """Flat int32 ids, int32 lengths, and how many texts were truncated; no warning."""
         ids, lens, cut = self._tokenize_each(texts)
         return ids, lens, int(cut.sum())
 
     def _tokenize_each(self, texts: Sequence[str]) -> tuple[Tensor, Tensor, Tensor]:
-        """Flat int32 ids, int32 lengths and which texts were truncated (bool); each distinct text is
-        tokenised once (a reference judged with several candidates, say)."""
+        """Ids, lengths and truncation flags; each distinct text is tokenised once."""
         stripped, distinct = self._distinct(texts)
         return self._assembled(stripped, distinct, *self._compact(*(self._ids(distinct) if distinct else ([], []))))
 
@@ -293,8 +258,7 @@ class TextEncoder:
 
     @staticmethod
     def _compact(ids: list[list[int]], cut: list[bool]) -> tuple[Tensor, Tensor, Tensor]:
-        """Texts' ids (a list each) and truncation flags as flat int32 ids, int32 lengths and bool flags: the
-        state's own bytes (Python's lists take about nine times as many)."""
+        """Lists of ids as flat int32 tensors: the state's own bytes, far fewer than Python's lists take."""
         lens = np.fromiter(map(len, ids), dtype=np.int32, count=len(ids))
         flat = np.fromiter(chain.from_iterable(ids), dtype=np.int32, count=int(lens.sum()))
         return torch.from_numpy(flat), torch.from_numpy(lens), torch.tensor(cut, dtype=torch.bool)
@@ -303,8 +267,6 @@ class TextEncoder:
     def _assembled(
         stripped: list[str], distinct: list[str], flat: Tensor, lens: Tensor, cut: Tensor
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """`_tokenize_each`'s tensors from the distinct texts' (`_compact`): each text's ids and truncation
-        are its distinct text's."""
         if len(distinct) == len(stripped):
             return flat, lens, cut
         position = {text: i for i, text in enumerate(distinct)}
@@ -313,9 +275,7 @@ class TextEncoder:
         return torch.cat([each[i] for i in which]), lens[which], cut[which]
 
     def _rust_ids(self, texts: list[str], backend: Any = None) -> tuple[list[list[int]], list[bool]]:
-        """Each text's ids and whether it was truncated, from the Rust tokenizer (`rust_tokenizer`'s, or
-        `backend`), set up first (`_configure`): without character offsets where the library can (its public
-        `encode_batch_fast`: the same ids, a quarter faster)."""
+        """Ids and truncation from the Rust tokenizer, without character offsets where it can (`encode_batch_fast`)."""
         rust = self._rust if backend is None else backend
         self._configure(rust)
         encode = getattr(rust, "encode_batch_fast", rust.encode_batch)
@@ -323,15 +283,11 @@ class TextEncoder:
         return [e.ids for e in encodings], [bool(e.overflowing) for e in encodings]
 
     def _ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
-        """Each text's ids and whether it was truncated: from the Rust tokenizer itself where `rust_tokenizer`
-        gives one (the same ids, without the Python wrapper's per-text dictionaries), else from the
-        tokenizer's own call."""
         if self.rust_tokenizer() is not None:
             return self._rust_ids(texts)
         return self._wrapper_ids(texts)
 
     def _wrapper_ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
-        """Each text's ids and whether it was truncated, from the tokenizer's own call."""
         kwargs: dict[str, object] = {"add_special_tokens": True}
         if not self.truncate:  # long texts: keep every token, and no "longer than the model" log line
             kwargs["verbose"] = False
@@ -355,9 +311,7 @@ class TextEncoder:
         return ids, cut
 
     def _warn(self, truncated: Mapping[str, int], blank: Mapping[str, int], notes: list[str] | None = None) -> None:
-        """One warning per kind, its count the total over `truncated` (or `blank`): counts by side, e.g.
-        ``{"candidate": 1, "reference": 2}``, named in the message where there are several sides; added to
-        `notes` instead where given."""
+        """One warning per kind, totalled over the sides (named where there are several), or added to `notes`."""
         for counts, message in (
             (
                 truncated,
@@ -379,7 +333,7 @@ class TextEncoder:
 
 
 def say(message: str, notes: list[str] | None) -> None:
-    """Warn `message` at the user's line, or add it to `notes` where given (for whoever takes the ids to say)."""
+    """Warn `message` at the user's line, or add it to `notes` for whoever takes the ids to say."""
     if notes is None:
         warn_user(message)
     else:
@@ -391,8 +345,6 @@ def _counted(by_side: Mapping[str, int], kind: str = "") -> str:
 
     >>> _counted({"candidate": 1, "reference": 2}, " blank")
     '3 blank text(s) (1 candidate, 2 references)'
-    >>> _counted({"candidate": 1, "reference": 0})
-    '1 text(s) (1 candidate)'
     >>> _counted({"text": 2})
     '2 text(s)'
     """
@@ -406,10 +358,8 @@ def _counted(by_side: Mapping[str, int], kind: str = "") -> str:
 
 @dataclasses.dataclass(frozen=True)
 class TokenizedPairs:
-    """Pairs made by a metric's `tokenize`, for its `update()` in place of the texts: each side's flat int32 ids
-    and lengths as the state keeps them, the references per candidate, which pairs had a (non-blank) context,
-    the `digest` of the tokenisation that made them (update() refuses another's) and the warnings of their
-    tokenisation, said when update() takes them. Small and picklable: a DataLoader's worker makes them."""
+    """Pairs made by a metric's `tokenize` for its `update()`, small and picklable so a DataLoader's worker can
+    make them; `digest` lets update() refuse another setting's ids, `notes` are warned when update() takes them."""
 
     cand_ids: Tensor
     cand_lens: Tensor
@@ -425,12 +375,7 @@ class TokenizedPairs:
 
 
 class PairTokenizer:
-    """Pairs of texts to ids with a metric's tokenizer, window and prompts (`BERTScore.tokenize`): it holds
-    nothing else (no model), so it pickles small, and a DataLoader's `collate_fn` or worker can call it.
-
-    Called as ``tokenize(preds, target, context=None)`` (update()'s texts) it gives `TokenizedPairs`;
-    `encode` is the same work for the engines, its warnings said at once.
-    """
+    """Pairs of texts to `TokenizedPairs` (`BERTScore.tokenize`); it holds no model, so a DataLoader can call it."""
 
     def __init__(self, encoder: TextEncoder, prompts: tuple[str | None, str | None]) -> None:
         self.encoder = encoder
@@ -448,8 +393,7 @@ class PairTokenizer:
         return self.pairs(cands, groups, check_context(context, len(cands)))
 
     def pairs(self, cands: list[str], groups: list[list[str]], contexts: list[str] | None = None) -> TokenizedPairs:
-        """`TokenizedPairs` of checked texts (a list of references per candidate, a context per pair or None),
-        their warnings kept in it, not said."""
+        """`TokenizedPairs` of checked texts, their warnings kept in it, not said."""
         counts = [len(group) for group in groups]
         notes: list[str] = []
         refs = [r for group in groups for r in group]
@@ -474,9 +418,7 @@ class PairTokenizer:
         counts: Sequence[int] | None = None,
         notes: list[str] | None = None,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Candidates' and references' ids and lengths (`TextEncoder.encode_pairs`), each side with its prompt
-        where one is set and each pair's context (one per candidate; `counts`: references per candidate),
-        their tokens marked (`bertscore_tm.models.prompts`); the warnings said, or added to `notes`."""
+        """Both sides' ids and lengths, prompts and contexts marked; `counts`: references per candidate."""
         if self.prompts == (None, None) and contexts is None:
             return self.encoder.encode_pairs(cands, refs, notes)
         sides = None

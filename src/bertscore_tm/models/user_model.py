@@ -1,22 +1,6 @@
-"""Bring your own model: score with a model object the user owns, and leave it exactly as it was.
-
-The object may be mid-training in the user's own LightningModule, so the metric must not change it: not cut
-it, not cast it, not freeze or unfreeze it (requires_grad), not move it, not switch its train/eval flags, and
-not copy its weights. It scores through a *view* instead: a deep copy of the encoder's modules that shares its
-parameters and buffers (`copy.deepcopy` told they are already copied) and runs on the user's current tensors,
-looked up by name at every call (`torch.func.functional_call`), so a move of the model shows. The view is cut
-to the first `num_layers` blocks like a model loaded from disk (later blocks are never computed), and is in eval
-mode: dropout is off, so scores are deterministic while the user's model stays in train mode. Nothing of the
-user's is switched and switched back, so a thread training the model at the same time is not disturbed either.
-
-The view is taken when the metric is built: the user's later training is seen (the tensors are shared), a later
-change of the model's structure (new modules, `resize_token_embeddings`) is not; build a new metric then.
-Neither scoring nor moving the metric moves it: it runs where the user keeps it (a LightningModule that holds it
-moves it as any submodule), and the scores go to the metric's device.
-
-`forward_fn(model, input_ids, attention_mask)` replaces the standard forward for models that need another one:
-it is given the uncut eval-mode view and returns [B, T, D] ([B, T, L + 1, D] with all_layers).
-"""
+"""Bring your own model: score with a model object the user owns (maybe mid-training) and leave it exactly as
+it was. It runs through an eval-mode *view* that shares its tensors, looked up at every call, so the user's
+training shows but nothing of theirs is cut, cast, moved or switched; docs/own-model.md has the rules."""
 
 from __future__ import annotations
 
@@ -36,8 +20,8 @@ from bertscore_tm.settings.arguments import ForwardFn
 
 
 def eval_view(module: nn.Module) -> nn.Module:
-    """An eval-mode twin of `module` that shares its weights and changes nothing of it: its modules (and their
-    config, which cutting ALBERT changes) copied, its parameters and buffers the very same tensors.
+    """An eval-mode twin of `module` whose modules (and config, which cutting ALBERT changes) are copies and
+    whose parameters and buffers are the very same tensors.
 
     >>> block = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5)).train()
     >>> view = eval_view(block)
@@ -65,7 +49,7 @@ class _Runner(nn.Module):
 
 
 def _run(encoder: nn.Module, runner: _Runner, names: frozenset[str], *args: Any) -> Any:
-    """`runner` called on `encoder`'s current parameters and buffers (those the view still holds, by name)."""
+    """`runner` called on `encoder`'s current tensors, so a move or a training step of the model shows."""
     tensors: dict[str, Tensor] = {
         f"view.{n}": t for n, t in encoder.named_parameters(remove_duplicate=False) if n in names
     }
@@ -79,13 +63,7 @@ def _names(view: nn.Module) -> frozenset[str]:
 
 
 class UserModel:
-    """What the metric runs for a model object: the user's object (`owner`, never moved or copied) and the
-    eval-mode view of its encoder (`view`, cut to the layer unless all_layers or forward_fn).
-
-    It is called like a Hugging Face encoder (``input_ids=, attention_mask=, output_hidden_states=``) and gives
-    ``out[0]`` ([B, T, D]) or ``out.hidden_states`` (one [B, T, D] per layer), so the embedder runs it as it runs
-    a loaded model.
-    """
+    """The user's object (`owner`) and its eval-mode `view`, called like a Hugging Face encoder by the embedder."""
 
     def __init__(self, owner: nn.Module, view: nn.Module, forward_fn: ForwardFn | None, hidden_size: int) -> None:
         self.owner = owner
@@ -108,15 +86,9 @@ class UserModel:
 
 
 def check_forward_output(out: object, ids_shape: tuple[int, ...], all_layers: bool, hidden_size: int | None) -> None:
-    """A clear error unless `out` is a float tensor [B, T, D] ([B, T, L + 1, D] with all_layers) for input ids
-    of shape [B, T] (and D = `hidden_size` where given).
+    """A clear error unless `out` is a float tensor [B, T, D] ([B, T, L + 1, D] with all_layers) for ids [B, T].
 
     >>> check_forward_output(torch.zeros(2, 5, 8), (2, 5), all_layers=False, hidden_size=8)
-    >>> check_forward_output(torch.zeros(2, 8), (2, 5), all_layers=False, hidden_size=8)
-    Traceback (most recent call last):
-    ...
-    bertscore_tm.errors.ModelSetupError: forward_fn must return a float tensor [B, T, D] ...: [2, 5, 8] here, ...;
-    it returned a tensor of shape [2, 8]
     """
     layers = "L + 1, " if all_layers else ""
     want = f"[B, T, {layers}D] (batch, tokens, {'layers, ' if all_layers else ''}hidden size"
@@ -142,8 +114,7 @@ def known_model_name(model: nn.Module) -> str | None:
 
 
 def hash_model_name(model: nn.Module, forward_fn: ForwardFn | None) -> str:
-    """The model's name in the hash code: the known name of its config, or ``user-supplied-<Class>``; with a
-    forward_fn ``-custom-forward`` is appended, since the scores then come from another forward."""
+    """The model's name in the hash code, ``-custom-forward`` appended with a forward_fn (another forward)."""
     name = known_model_name(model) or f"user-supplied-{type(model).__name__}"
     return name + ("-custom-forward" if forward_fn is not None else "")
 
@@ -186,8 +157,7 @@ def check_vocabulary(encoder: nn.Module, tokenizer: Any) -> None:
 
 
 def _probe(encoder: nn.Module, view: nn.Module, forward_fn: ForwardFn, tokenizer: Any, all_layers: bool) -> Tensor:
-    """forward_fn's output for one short input of special tokens only (no user text): its shape tells the
-    hidden size and (with all_layers) the layer count, and a wrong shape fails before any text is scored."""
+    """forward_fn's output for special tokens alone: its shape tells the hidden size and fails before any text."""
     ids = list(tokenizer("", add_special_tokens=True)["input_ids"]) or [tokenizer.pad_token_id or 0]
     device = next(encoder.parameters(), torch.zeros(0)).device
     input_ids = torch.tensor([ids], dtype=torch.long, device=device)
@@ -201,12 +171,7 @@ def _probe(encoder: nn.Module, view: nn.Module, forward_fn: ForwardFn, tokenizer
 def prepare_user_model(
     model: nn.Module, tokenizer: Any, num_layers: int | None, all_layers: bool, forward_fn: ForwardFn | None
 ) -> tuple[UserModel, int]:
-    """The model object set up for scoring, and its depth (number of blocks), or a clear error.
-
-    `num_layers` is the layer to score with (None only with all_layers). Checked here, before any text is
-    scored: the tokenizer fits the embedding table; the layer exists; a layer below the depth needs blocks the
-    view can be cut at, unless a forward_fn picks the layer itself; forward_fn's output has the right shape.
-    """
+    """The model object set up for scoring and its depth, every check made before any text is scored."""
     encoder = encoder_of(model)
     check_vocabulary(encoder, tokenizer)
     view = eval_view(encoder)

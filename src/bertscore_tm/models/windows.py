@@ -1,27 +1,7 @@
-"""Long texts: the window rule that lets a text longer than the model's window be embedded whole.
-
-With ``long_texts="window"`` a text of n tokens (special tokens aside) that does not fit the model's window of w
-tokens is cut into windows of w tokens starting at 0, s, 2s, ... (stride s), the last one ending exactly at
-token n. Each window is wrapped in the model's special tokens and embedded on its own; every token then takes
-its vector from the window in which it lies farthest from an edge (ties: the earlier window), the leading
-special tokens from the first window and the trailing ones from the last. The text is then its usual n +
-specials vectors, so matching, weights and IDF see it as any other text.
-
-A text with a head (a prompt's and a context's tokens, marked as negative ids, `bertscore_tm.models.prompts`)
-that does not fit carries its head in every window, after the leading special tokens: the text's own tokens
-slide in the room the head leaves, with the stride scaled to that room (`WindowRule.room`), so every window is
-read with its prompt and its context, as the model is meant to read a text.
-
-With ``long_texts="sled"`` a text is embedded as CodeBERTScore (`code-bert-score` 0.4.1) embeds code longer
-than the window, by SLED's rule (Ivgy et al., 2022; `SledRule`): windows of the model's whole window are cut
-from the sequence itself, its special tokens and head included (no window gets special tokens of its own), and
-each token takes its vector from one window, where a quarter of the window on each side of it is context.
-
-This module holds the rule (`window_starts`, `token_windows`), its setting (`WindowRule`, `window_rule`,
-checked before any model loads) and the stitching plan (`plan_pieces`): which sequence each forward pass
-runs and which of its output rows go to which rows of the text. A text that fits is one piece, the whole
-sequence, so it is embedded exactly as in truncate mode.
-"""
+"""Long texts: a text longer than the model's window is cut into windows and its vectors stitched back.
+``long_texts="window"`` slides windows that each carry the special tokens and the text's head (prompt, context);
+``"sled"`` follows CodeBERTScore's SLED rule. Either way a text keeps its n + specials rows, so matching, weights
+and IDF see it as any other text; docs/long-texts.md has the rules in full."""
 
 from __future__ import annotations
 
@@ -39,12 +19,9 @@ from bertscore_tm.models.model_family import special_layout
 if TYPE_CHECKING:
     from bertscore_tm.models.tokenizing import TextEncoder
 
-#: The values of `long_texts`.
-
 
 def window_starts(n: int, size: int, stride: int) -> list[int]:
-    """First token (0-based, special tokens aside) of each window of a text of `n` tokens: 0, s, 2s, ...
-    while a window starting there ends before token n, then the window ending exactly at token n.
+    """First token of each window (special tokens aside): 0, s, 2s, ..., then the window ending at token n.
 
     >>> window_starts(10, 4, 2)
     [0, 2, 4, 6]
@@ -60,17 +37,14 @@ def window_starts(n: int, size: int, stride: int) -> list[int]:
 
 
 def _own_ends(n: int, size: int, starts: Sequence[int]) -> list[int]:
-    """One past the last token each window owns. Windows are equally wide, so a token's farthest-from-an-edge
-    window is the one whose centre is nearest; between windows j and j + 1 the tokens up to the midpoint of
-    their centres (included: ties go to the earlier window) belong to j."""
+    """One past the last token each window owns: the midpoints between window centres (ties to the earlier)."""
     ends = [(a + b + size - 1) // 2 + 1 for a, b in pairwise(starts)]
     return [*ends, n]
 
 
 def token_windows(n: int, size: int, stride: int) -> Tensor:
-    """The window each token takes its vector from (int64 [n], special tokens aside): the window in which it
-    is farthest from an edge, that is the largest min(distance to the window's first token, distance to its
-    last token); ties go to the earlier window.
+    """The window each token takes its vector from (int64 [n]): the one where it is farthest from an edge, ties
+    to the earlier window, so every vector is read with as much context as the windows give.
 
     >>> token_windows(10, 4, 2).tolist()  # windows at 0, 2, 4, 6
     [0, 0, 0, 1, 1, 2, 2, 3, 3, 3]
@@ -81,12 +55,8 @@ def token_windows(n: int, size: int, stride: int) -> Tensor:
 
 
 class Piece(NamedTuple):
-    """One forward pass's sequence and the rows of it that a text keeps.
-
-    `start` is the first token (special tokens and head aside) of the window, or None for the whole sequence;
-    `size` the sequence's length with its special tokens. Rows `src .. src + length` of its output go to rows
-    `dst .. dst + length` of the text (row 0 = the text's first row, a leading special token). `head`: the
-    text's head tokens, which every window of it carries."""
+    """One forward pass (window at `start`, None: the whole sequence, of `size` tokens) whose output rows
+    `src .. src + length` become the text's rows `dst .. dst + length`; `head` tokens ride in every window."""
 
     text: int
     start: int | None
@@ -99,8 +69,7 @@ class Piece(NamedTuple):
 
 @dataclass(frozen=True)
 class WindowRule:
-    """Windows of `size` tokens every `stride` tokens, for texts with `lead` special tokens before their
-    tokens and `trail` after them.
+    """Windows of `size` tokens every `stride`, for texts with `lead` special tokens before and `trail` after.
 
     >>> rule = WindowRule(size=4, stride=2, lead=1, trail=1)
     >>> [(p.start, p.src, p.length, p.dst) for p in rule.pieces(0, 12)]  # 10 tokens + 2 specials
@@ -120,8 +89,7 @@ class WindowRule:
         return f"window-w{self.size}-s{self.stride}"
 
     def room(self, head: int) -> tuple[int, int]:
-        """The window and the stride of a text's own tokens beside a head of `head` tokens: what the head leaves
-        of the window, and the stride scaled to it (at least 1), so that windows overlap as much as without one.
+        """Window and stride left to a text's own tokens beside a head, scaled so windows overlap as without one.
 
         >>> WindowRule(size=8, stride=4, lead=1, trail=1).room(2)
         (6, 3)
@@ -130,8 +98,7 @@ class WindowRule:
         return room, max(1, self.stride * room // self.size)
 
     def pieces(self, text: int, length: int, lo: int = 0, hi: int | None = None, head: int = 0) -> list[Piece]:
-        """The pieces that give rows `lo .. hi` (default: all) of a text whose sequence (special tokens
-        included) has `length` tokens, `head` of them a head that every window carries.
+        """The pieces giving rows `lo .. hi` (default: all) of a `length`-token sequence with a `head`.
 
         >>> rule = WindowRule(size=4, stride=2, lead=1, trail=1)
         >>> [(p.start, p.src, p.length, p.dst) for p in rule.pieces(0, 9, head=1)]  # a head, 6 tokens + 2 specials
@@ -155,7 +122,7 @@ class WindowRule:
         return out
 
     def ids(self, seq: Tensor, piece: Piece) -> Tensor:
-        """The token ids `piece` runs: the head and the window's tokens between the text's own special tokens."""
+        """The ids `piece` runs: the head and the window's tokens between the text's special tokens."""
         if piece.start is None:
             return seq
         kept = self.lead + piece.head
@@ -165,10 +132,8 @@ class WindowRule:
 
 
 def sled_windows(n: int, window: int) -> list[tuple[int, int, int]]:
-    """SLED's windows over a sequence of `n` tokens (special tokens included) longer than `window`: (first token,
-    first token it gives a vector, one past its last) of each, in sequence coordinates. A margin of a quarter of
-    the window (rounded down) is context alone at each inner edge; the windows move by the rest, the first gives
-    vectors from token 0 and the last, which ends at token n, up to the end, each from where the last one stopped.
+    """SLED's windows over `n` tokens: (first token, first token it gives a vector, one past its last); a
+    quarter of the window at each inner edge is context only, so no vector is read at a window's edge.
 
     >>> sled_windows(20, 8)  # margin 2, stride 4
     [(0, 0, 6), (4, 6, 10), (8, 10, 14), (12, 14, 20)]
@@ -186,10 +151,8 @@ def sled_windows(n: int, window: int) -> list[tuple[int, int, int]]:
 
 @dataclass(frozen=True)
 class SledRule(WindowRule):
-    """CodeBERTScore's long texts (`code-bert-score` 0.4.1, SLED's rule): a sequence longer than the model's
-    window runs in windows of the whole window cut from it (`sled_windows`), heads and special tokens riding
-    along as any token; `size` is still the window less the special tokens (so that a text that fits is one
-    piece) and `stride` the windows' step.
+    """CodeBERTScore's long texts (SLED): windows cut from the whole sequence, special tokens and head included;
+    `size` stays the window less the specials so that a text that fits is one piece.
 
     >>> rule = SledRule(size=6, stride=4, lead=1, trail=1)
     >>> [(p.start, p.size, p.src, p.length, p.dst) for p in rule.pieces(0, 20)]
@@ -219,7 +182,6 @@ class SledRule(WindowRule):
         return out
 
     def ids(self, seq: Tensor, piece: Piece) -> Tensor:
-        """The window's slice of the sequence."""
         return seq if piece.start is None else seq[piece.start : piece.start + self.window]
 
 
@@ -229,9 +191,8 @@ def plan_pieces(
     ranges: Sequence[tuple[int, int]] | None = None,
     heads: Sequence[int] | None = None,
 ) -> list[Piece]:
-    """Every piece of the texts of these sequence lengths, text after text: one whole sequence per text
-    without a rule (or for a text that fits); `ranges` restricts text i to its rows ``ranges[i]``; `heads`,
-    each text's head (`head_lengths`; None: no text has one).
+    """Every piece of the texts, text after text (a text that fits, or every text without a rule, is one);
+    `ranges` restricts text i to rows ``ranges[i]``, `heads` gives each text's head (`head_lengths`).
 
     >>> [(p.text, p.start, p.size) for p in plan_pieces([3, 0, 12], WindowRule(4, 2, 1, 1))]
     [(0, None, 3), (2, 0, 6), (2, 2, 6), (2, 4, 6), (2, 6, 6)]
@@ -251,8 +212,7 @@ def plan_pieces(
 
 
 def head_lengths(seqs: Sequence[Tensor], lengths: Sequence[int], rule: WindowRule | None) -> list[int] | None:
-    """Each text's head (its marked tokens, which lie together after the leading special tokens), counted only
-    for the texts that run in windows (the others run whole, whatever their head); None where no text has one."""
+    """Each text's head (its negative ids), counted only for texts that run in windows; None where none has one."""
     if rule is None:
         return None
     heads = [
@@ -271,12 +231,8 @@ def piece_ids(seq: Tensor, piece: Piece, rule: WindowRule | None) -> Tensor:
 
 
 def window_rule(long_texts: str, window_stride: int | None, encoder: TextEncoder) -> WindowRule | None:
-    """The rule for this setting and tokenizer, or None in truncate mode and for a model without a window
-    (whose texts are never cut). The window is the encoder's `max_length` less its special tokens.
-
-    `long_texts` and `window_stride` are checked on their own first (arguments.py); this adds the checks that
-    need the tokenizer: ArgumentValueError for a stride outside 1 .. window - 1, or a window too small to slide.
-    """
+    """The rule for this setting (None: truncate mode, or a model without a window), checked here because the
+    window (`max_length` less the special tokens) needs the tokenizer: ArgumentValueError if it cannot slide."""
     if long_texts == "truncate" or encoder.max_length is None:
         return None
     lead, trail = special_layout(encoder.tokenizer)
@@ -310,7 +266,7 @@ def window_rule(long_texts: str, window_stride: int | None, encoder: TextEncoder
 
 
 def window_label(long_texts: str, rule: WindowRule | None) -> str | None:
-    """The hash code's name for the setting: None in truncate mode (the reference's codes, unchanged).
+    """The hash code's name for the setting; None in truncate mode, so the reference's codes stay unchanged.
 
     >>> window_label("window", None)  # a model without a window: texts are never cut
     'window-unbounded'
