@@ -82,7 +82,7 @@ def joined_pairs(n: int) -> tuple[list[str], list[str]]:
 
 def read_judgements(path: Path = WMT17) -> Any:
     """The WMT17 segment-level judgements (or another file of the same columns), grouped by language pair."""
-    from bertscore_tm import read_judgements as read
+    from bertscore_tm.tuning import read_judgements as read
 
     return read(path, group="lp", system="system")
 

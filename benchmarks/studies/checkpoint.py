@@ -26,7 +26,8 @@ _METRIC: list[Any] = []  # the one metric both ways share
 
 
 def configure(name: str, p: dict) -> harness.Runner:
-    from bertscore_tm import PACKAGED_MINILM, BERTScore, score_resumable
+    from bertscore_tm import PACKAGED_MINILM, BERTScore
+    from bertscore_tm.corpus import score_resumable
 
     if not _METRIC:
         _METRIC.append(BERTScore(PACKAGED_MINILM, idf=p["idf"]))

@@ -45,7 +45,8 @@ def make_systems(hyps: list[str], refs: list[str], seed: int = 0) -> dict[str, l
 def configure(name: str, p: dict) -> harness.Runner:
     import torch
 
-    from bertscore_tm import PACKAGED_MINILM, BERTScore, bootstrap_interval, paired_test
+    from bertscore_tm import PACKAGED_MINILM, BERTScore
+    from bertscore_tm.comparison import bootstrap_interval, paired_test
 
     if not _METRIC:
         _METRIC.append(BERTScore(PACKAGED_MINILM))

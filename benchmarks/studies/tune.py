@@ -40,7 +40,7 @@ def judgements(rows: int | None) -> Path:
 
 
 def configure(name: str, p: dict) -> harness.Runner:
-    from bertscore_tm import tune_from_scores, tune_layers
+    from bertscore_tm.tuning import tune_from_scores, tune_layers
 
     data, model = judgements(p["rows"]), p["model"]
     rows = harness.read_judgements(data)

@@ -107,7 +107,9 @@ def test_score_systems_with_several_references_per_line(systems, wmt) -> None:
 
 def test_score_systems_refuses_what_it_cannot_do(systems, wmt) -> None:
     metric = BERTScore(MINILM)
-    with pytest.raises(ValueError, match="system 1 has 9 candidates but there are 10 reference entries"):
+    with pytest.raises(
+        ValueError, match=r"systems\[1\] and target must have the same length: got 9 predictions and 10"
+    ):
         score_systems(metric, [systems["hyps"], systems["refs2"][:9]], wmt["refs"])
     metric.update(systems["hyps"][:1], wmt["refs"][:1])
     with pytest.raises(ValueError, match=r"fresh metric.*metric.reset"):

@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bertscore_tm import PACKAGED_MINILM, BatchScorer, BERTScore, ColumnDataError, corpus_idf
+from bertscore_tm import PACKAGED_MINILM, BatchScorer, BERTScore
+from bertscore_tm.corpus import corpus_idf
+from bertscore_tm.errors import ColumnDataError
 
 datasets = pytest.importorskip("datasets")
 

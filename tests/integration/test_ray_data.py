@@ -15,7 +15,8 @@ import sys
 import numpy as np
 import pytest
 
-from bertscore_tm import PACKAGED_MINILM, BatchScorer, BERTScore, corpus_idf
+from bertscore_tm import PACKAGED_MINILM, BatchScorer, BERTScore
+from bertscore_tm.corpus import corpus_idf
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.data")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertscore_tm import PACKAGED_MINILM, ArgumentTypeError, ArgumentValueError, BERTScore
+from bertscore_tm import PACKAGED_MINILM, BERTScore
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
 from bertscore_tm.resources import data_dir
 from tests.conftest import MINILM
 

@@ -19,7 +19,8 @@ from lighteval.tasks.lighteval_task import LightevalTask
 from lighteval.tasks.registry import Registry
 from lighteval.tasks.requests import Doc
 
-from bertscore_tm import PACKAGED_MINILM, ArgumentTypeError, ArgumentValueError, BERTScore
+from bertscore_tm import PACKAGED_MINILM, BERTScore
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
 from bertscore_tm.integrations.lighteval import NAMES, bertscore_metrics
 from bertscore_tm.resources import data_dir
 

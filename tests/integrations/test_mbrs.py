@@ -1,7 +1,7 @@
 """The mbrs door with mbrs 0.1.8 itself (no mocks): the metric found by name in mbrs's registry, its calls those
 of mbrs's README and docstrings with the model swapped for the packaged MiniLM; its matrices equal bert-score
 0.3.13 run unpadded (batch_size=1) to 1e-5, and the choices of mbrs's decoders (in Python and from
-``mbrs-decode`` with a YAML config and the plug-in folder) equal `bertscore_tm.mbr_select`'s."""
+``mbrs-decode`` with a YAML config and the plug-in folder) equal `bertscore_tm.engines.mbr_select`'s."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from mbrs.decoders import get_decoder
 from mbrs.metrics import MetricCacheable, get_metric
 from transformers import AutoTokenizer
 
-from bertscore_tm import PACKAGED_MINILM, ArgumentTypeError, ArgumentValueError, BERTScore
+from bertscore_tm import PACKAGED_MINILM, BERTScore
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
 from bertscore_tm.integrations.mbrs import NAME, plugin_dir
 from bertscore_tm.resources import data_dir
 

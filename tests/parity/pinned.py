@@ -53,7 +53,7 @@ def _metric(cands: list[str], refs: list, **kwargs: object) -> dict[str, list]:
 
 
 def _cases() -> dict[str, Callable[[], dict]]:
-    from bertscore_tm import mbr_select, pairwise_bert_score
+    from bertscore_tm.engines import mbr_select, pairwise_bert_score
     from bertscore_tm.engines.functional import score
 
     hyps, refs, refs2 = _pairs()

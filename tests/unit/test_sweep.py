@@ -1,4 +1,5 @@
-"""The sweep: every door of the package (each name of `bertscore_tm.__all__`, the public methods of its classes)
+"""The sweep: every door of the package (each public name: the root's `__all__` and the moved names its folders
+export, `bertscore_tm.MOVED`; the public methods of its classes)
 fed, one parameter at a time, a value of each awkward class (`CLASSES`), the other parameters valid. Each call
 ends in a `BERTScoreError` that names the parameter (its `argument`, or its message), or in a result the
 parameter's own rule accepts (`VALID`: the settings' rules, the text rule, ...), and that result then works (a
@@ -9,6 +10,7 @@ is swept without a new test, and one with a parameter unknown here fails, asking
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import json
 import math
@@ -22,7 +24,6 @@ import numpy as np
 import pytest
 
 import bertscore_tm
-from bertscore_tm import Judgements, RelativeRankings
 from bertscore_tm.comparison.significance import as_scores
 from bertscore_tm.errors import ArgumentValueError, BERTScoreError
 from bertscore_tm.models.tokenizing import PairTokenizer
@@ -36,7 +37,9 @@ from bertscore_tm.settings.texts import (
     check_stream,
     check_text,
     check_texts,
+    sequence_of,
 )
+from bertscore_tm.tuning import Judgements, RelativeRankings
 from bertscore_tm.tuning.layer_tuning import LayerScores, tune_from_scores
 from tests.tiny_models import build_tiny_model
 
@@ -173,6 +176,14 @@ def _corpus(name: str, value: object) -> None:
     _texts(name, [t for i, item in enumerate(items) for t in check_texts(item, f"{name}[{i}]")])
 
 
+def _systems(name: str, value: object) -> None:
+    systems = sequence_of(value, name, "systems")
+    if not systems:
+        raise ArgumentValueError("no system", argument=name, allowed="one or more", value=value)
+    for i, system in enumerate(systems):
+        check_pairs(system, [REFERENCE], names=(f"{name}[{i}]", "target"))
+
+
 def _never(name: str, value: object) -> None:
     """No value of the classes is valid here (a metric, a batch of rows, judgements...)."""
     raise ArgumentValueError(f"{name} takes none of the classes", argument=name, allowed="", value=value)
@@ -245,11 +256,16 @@ VALID: dict[str, Param] = {
     "num_samples": RESAMPLES,
     "seed": SEED,
     "method": Param(lambda c: "bootstrap", rules.choice(("bootstrap", "randomization"))),
+    "score_systems:metric": Param(lambda c: bertscore_tm.BERTScore(c.model), _never),
+    "score_systems:systems": Param(lambda c: [[CANDIDATE], ["A dog."]], lambda n, v: _systems(n, v)),
+    "score_systems:target": Param(lambda c: [REFERENCE], lambda n, v: check_pairs([CANDIDATE], v)),
+    "shard_sizes": Param(lambda c: None, _optional(lambda n, v: rules.indexes(n, v) == [1] or _never(n, v))),
     # tuning
     "rows": Param(lambda c: Judgements(**ROWS), _never),
     "rankings": Param(lambda c: RelativeRankings(**RANKED), _never),
     "tune_from_scores:scores": Param(lambda c: c.layer_scores(), _never),
     "tune_layers:model": Param(lambda c: c.model, rules.path()),
+    "score_all_layers:model": Param(lambda c: c.model, rules.path()),
     "tune_layers_on_rankings:model": Param(lambda c: c.model, rules.path()),
     "idf": FLAG,
     "criterion": Param(lambda c: "pearson", rules.choice(("pearson", "spearman", "kendall"))),
@@ -348,11 +364,26 @@ def _parameters(fn: Callable[..., Any], door: str, skip_self: bool) -> dict[str,
     return out
 
 
+#: The folders whose every exported name is a user's door.
+USER_FOLDERS = frozenset({"engines", "explanations", "corpus", "comparison", "tuning"})
+
+
+def public() -> dict[str, Any]:
+    """The root's names and those of the folders its moved names live in (all of a user's folder's names; of
+    `models`, whose other names serve the layers above it, the moved one alone)."""
+    names = {name: getattr(bertscore_tm, name) for name in bertscore_tm.__all__}
+    for name, folder in bertscore_tm.MOVED.items():
+        package = importlib.import_module(f"bertscore_tm.{folder}")
+        names[name] = getattr(package, name)
+        if folder in USER_FOLDERS:
+            names.update({other: getattr(package, other) for other in package.__all__})
+    return names
+
+
 def doors() -> list[Door]:
-    """Every door of `bertscore_tm.__all__`: its functions, its classes but the results, their public methods."""
+    """Every door of the public names: its functions, its classes but the results, their public methods."""
     found = []
-    for name in bertscore_tm.__all__:
-        obj = getattr(bertscore_tm, name)
+    for name, obj in public().items():
         if (isinstance(obj, type) and issubclass(obj, BaseException)) or not callable(obj):
             continue  # the errors (their own test below), the constants
         if not isinstance(obj, type) or name not in RESULTS:

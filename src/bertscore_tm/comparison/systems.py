@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm.settings import rules
 from bertscore_tm.settings.arguments import OUTPUTS
+from bertscore_tm.settings.texts import check_pairs, sequence_of
 
 if TYPE_CHECKING:
     from bertscore_tm.metric.bertscore import BERTScore
@@ -33,11 +36,11 @@ def score_systems(
     >>> tuple(scores["f1"].shape), metric.embedder.rows_embedded   # 2 systems x 2 pairs; 6 distinct texts
     ((2, 2), 6)
     """
-    size = len(target)
-    _check_systems(metric, systems, size)
+    lines, refs, sizes = _checked(metric, systems, target, shard_sizes)
+    size = len(refs)
     idf_counts = None
-    for cands in systems:
-        metric.update(list(cands), list(target))
+    for cands in lines:
+        metric.update(cands, refs)
         if not metric.idf:
             continue
         # k updates would count the references' document frequencies k times, which changes the IDF (+1
@@ -48,31 +51,65 @@ def score_systems(
             metric.doc_freq, metric.num_refs = idf_counts[0].clone(), idf_counts[1].clone()
     result = metric.compute()
     assert isinstance(result, dict)
-    k = len(systems)
+    k = len(lines)
     out: dict[str, Tensor] = {}
     for key in (k for k in OUTPUTS if k in result):  # f_beta only with beta
         value = result[key]
         assert isinstance(value, Tensor)
-        out[key] = _per_system(value, k, size, shard_sizes)
+        out[key] = _per_system(value, k, size, sizes)
     return out
 
 
-def _check_systems(metric: BERTScore, systems: Sequence[Sequence[str]], size: int) -> None:
+def _checked(
+    metric: object, systems: object, target: object, shard_sizes: object
+) -> tuple[list[list[str]], list[str | list[str]], list[int] | None]:
+    """The arguments by the package's rules: a fresh per-pair metric, systems of one candidate per target."""
+    from bertscore_tm.metric.bertscore import BERTScore
+
+    if not isinstance(metric, BERTScore):
+        raise ArgumentTypeError(
+            f"metric must be a BERTScore metric, got {type(metric).__name__}",
+            argument="metric",
+            expected="a BERTScore",
+            value=metric,
+        )
     if metric.reduction != "none" or metric.output is not None:
-        raise ValueError(
+        raise ArgumentValueError(
             "score_systems needs per-pair scores of every output: create the metric with reduction='none' and "
-            f"output=None (got reduction={metric.reduction!r}, output={metric.output!r})"
+            f"output=None (got reduction={metric.reduction!r}, output={metric.output!r})",
+            argument="metric",
+            allowed="reduction='none', output=None",
+            value=(metric.reduction, metric.output),
         )
     if metric.update_count:
-        raise ValueError("score_systems needs a fresh metric: it already holds pairs; call metric.reset() first")
-    if not systems:
-        raise ValueError("score_systems needs at least one system")
-    for i, cands in enumerate(systems):
-        if len(cands) != size:
-            raise ValueError(
-                f"system {i} has {len(cands)} candidates but there are {size} reference entries: every system "
-                "must have one candidate per reference entry, in the same order"
+        raise ArgumentValueError(
+            "score_systems needs a fresh metric: it already holds pairs; call metric.reset() first",
+            argument="metric",
+            allowed="a metric without pairs",
+            value=metric.update_count,
+        )
+    given = sequence_of(systems, "systems", "a sequence of systems, each a sequence of candidates")
+    if not given:
+        raise ArgumentValueError(
+            "score_systems needs at least one system", argument="systems", allowed="one system or more", value=[]
+        )
+    checked = [check_pairs(cands, target, names=(f"systems[{i}]", "target"))[0] for i, cands in enumerate(given)]
+    # the references as given (checked above): a text, or a list of texts, per line
+    entries = [target] if isinstance(target, str) else target
+    refs = [entry if isinstance(entry, str) else list(entry) for entry in entries]  # type: ignore[attr-defined]
+    sizes = None if shard_sizes is None else rules.indexes("shard_sizes", shard_sizes)
+    if sizes is not None:
+        group = torch.distributed.is_available() and torch.distributed.is_initialized()
+        world, rank = (torch.distributed.get_world_size(), torch.distributed.get_rank()) if group else (1, 0)
+        if len(sizes) != world or sizes[rank] != len(refs):
+            raise ArgumentValueError(
+                f"shard_sizes must give the lines of each of the {world} process(es), in rank order, this one's "
+                f"({rank}) being its {len(refs)}: got {sizes}",
+                argument="shard_sizes",
+                allowed=f"{world} line counts, the {rank}th {len(refs)}",
+                value=sizes,
             )
+    return checked, refs, sizes
 
 
 def _per_system(value: Tensor, k: int, size: int, shard_sizes: Sequence[int] | None) -> Tensor:

@@ -150,8 +150,9 @@ def _checked_config(arguments: dict[str, Any]) -> Config:
     if config.scoring.idf and config.scoring.idf_weights is None and config.scoring.idf_texts is None:
         raise ArgumentValueError(
             "idf=True would count document frequencies over each batch alone, and every worker would weigh "
-            "tokens differently: count them over the whole corpus first, weights = bertscore_tm.corpus_idf(refs, "
-            "model), and pass BatchScorer(..., idf=True, idf_weights=weights)",
+            "tokens differently: count them over the whole corpus first, "
+            "weights = bertscore_tm.corpus.corpus_idf(refs, model), and pass "
+            "BatchScorer(..., idf=True, idf_weights=weights)",
             argument="idf",
             allowed="idf=True with idf_weights (or idf_texts)",
             value=True,

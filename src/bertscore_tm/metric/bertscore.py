@@ -579,8 +579,9 @@ class BERTScore(Metric):
         return_utilities: bool = False,
         utility: str = "f1",
     ) -> list[int] | tuple[list[int], list[Tensor]]:
-        """Minimum-Bayes-risk choice per group with this metric's model and settings (:func:`bertscore_tm.mbr_select`;
-        `utility`: ``"f1"``, ``"f_beta"``, ``"precision"`` or ``"recall"``); the state is untouched."""
+        """Minimum-Bayes-risk choice per group with this metric's model and settings
+        (:func:`bertscore_tm.engines.mbr_select`; `utility`: ``"f1"``, ``"f_beta"``, ``"precision"`` or
+        ``"recall"``); the state is untouched."""
         return select(
             self.scorer, self.device, groups, references, return_utilities, verbose=self.verbose, utility=utility
         )

@@ -144,7 +144,7 @@ def _object_default_layer(model: torch.nn.Module, known: str | None) -> int:
         f"num_layers is required with model=: no default layer is known for this {type(model).__name__} (its "
         f"config's name_or_path {config_name!r} is in neither the user layer table (the JSON file named by "
         "BERTSCORE_TM_LAYERS) nor configs/models.json). Pass num_layers=<int>, the layer whose output to score with "
-        "(0 = embeddings), or add the name to a layer table (bertscore_tm.tune_layers finds a layer).",
+        "(0 = embeddings), or add the name to a layer table (bertscore_tm.tuning.tune_layers finds a layer).",
         argument="num_layers",
         allowed="an integer >= 0",
         value=None,

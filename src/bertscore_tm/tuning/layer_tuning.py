@@ -92,8 +92,10 @@ def score_all_layers(
     """Score every pair at every layer in one pass (``all_layers=True`` embeds each distinct text once);
     `metric_kwargs` go to `bertscore_tm.BERTScore`. With `idf` a reference judged with several systems counts
     each time, as in bert-score and a metric run on the same pairs."""
+    checked(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")
     rules.path()("model", model)
     rules.boolean("idf", idf)
+    rules.boolean("progress", progress)
     clash = sorted(_OWN_ARGUMENTS & metric_kwargs.keys())
     if clash:
         raise ArgumentValueError(

@@ -12,8 +12,9 @@ import sys
 import numpy as np
 import pytest
 
-from bertscore_tm import PACKAGED_MINILM, BatchScorer, BERTScore, ColumnDataError, corpus_idf
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm import PACKAGED_MINILM, BatchScorer, BERTScore
+from bertscore_tm.corpus import corpus_idf
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, ColumnDataError
 
 pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")
@@ -202,7 +203,7 @@ def test_corpus_idf_refuses_an_empty_corpus_and_takes_a_string_as_one_text():
 
 def test_importing_the_package_imports_no_data_engine():
     code = (
-        "import sys, bertscore_tm\nfrom bertscore_tm import BatchScorer, corpus_idf\n"
+        "import sys, bertscore_tm\nfrom bertscore_tm import BatchScorer\nfrom bertscore_tm.corpus import corpus_idf\n"
         "print(sorted(m for m in ('ray', 'datasets', 'pandas', 'pyarrow') if m in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"

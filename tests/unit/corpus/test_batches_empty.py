@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from bertscore_tm import PACKAGED_MINILM, BatchScorer, ColumnDataError
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm import PACKAGED_MINILM, BatchScorer
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, ColumnDataError
 
 pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from bertscore_tm import BERTScore, bert_score, mbr_select
+from bertscore_tm import BERTScore, bert_score
 from bertscore_tm.corpus.resumable import CheckpointMismatchError, pairwise_resumable
+from bertscore_tm.engines import mbr_select
 from bertscore_tm.errors import ArgumentValueError
 from tests.cli.test_cli import one_line_error, run_main
 from tests.conftest import MINILM

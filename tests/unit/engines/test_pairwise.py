@@ -17,8 +17,9 @@ import pytest
 import torch
 
 import bertscore_tm.engines.pairwise as pw
-from bertscore_tm import BERTScore, mbr_select, pairwise_bert_score, score
+from bertscore_tm import BERTScore, score
 from bertscore_tm.cli import main
+from bertscore_tm.engines import mbr_select, pairwise_bert_score
 from bertscore_tm.scoring.baselines import packaged_baseline_path
 from tests.conftest import MINILM, WMT
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from bertscore_tm import BERTScore, explain, score
+from bertscore_tm import BERTScore, score
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm.explanations import explain
 from bertscore_tm.reports.explanation_html import render_html
 from bertscore_tm.reports.explanation_text import render_text
 from tests.conftest import MINILM

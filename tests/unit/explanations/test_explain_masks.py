@@ -12,7 +12,8 @@ import re
 import pytest
 import torch
 
-from bertscore_tm import BERTScore, bert_score, explain
+from bertscore_tm import BERTScore, bert_score
+from bertscore_tm.explanations import explain
 from bertscore_tm.reports.explanation_html import render_html
 from bertscore_tm.reports.explanation_text import render_text
 from tests.cli.test_cli import run_main

@@ -10,8 +10,8 @@ import warnings
 import pytest
 import torch
 
-from bertscore_tm import BaselineNotFoundError, BERTScore, ModelNotFoundError, bert_score, score
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm import BERTScore, bert_score, score
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, BaselineNotFoundError, ModelNotFoundError
 from tests.conftest import MINILM
 
 

@@ -188,7 +188,7 @@ def _saved(metric: BERTScore) -> dict:
 def test_merge_state_refuses_a_metric_or_state_of_another_setting_and_keeps_its_own(pairs, setting, named, given):
     """Merged as they were, another setting's similarities scored as this one's (layer 3's precision under a
     layer-5 hash code), or crashed deep in torchmetrics (IDF counts of two lengths): one named error instead."""
-    from bertscore_tm import SettingsMismatchError
+    from bertscore_tm.errors import SettingsMismatchError
 
     cands, refs = pairs
     mine, other = BERTScore(MINILM), BERTScore(MINILM, **setting)

@@ -13,7 +13,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from bertscore_tm import BERTScore, SettingsMismatchError
+from bertscore_tm import BERTScore
+from bertscore_tm.errors import SettingsMismatchError
 from bertscore_tm.models.tokenizing import TokenizedPairs
 from tests.conftest import MINILM
 

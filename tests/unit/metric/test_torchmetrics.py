@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertscore_tm import BERTScore, SettingsMismatchError
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm import BERTScore
+from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, SettingsMismatchError
 from bertscore_tm.metric.bertscore import EXTRA_STATE_KEY
 from bertscore_tm.metric.checkpoint import setting_digests
 from bertscore_tm.metric.states import STATES

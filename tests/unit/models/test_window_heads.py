@@ -16,8 +16,9 @@ import warnings
 import pytest
 import torch
 
-from bertscore_tm import BERTScore, bert_score, explain
+from bertscore_tm import BERTScore, bert_score
 from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.explanations import explain
 from tests.conftest import MINILM
 
 LAYER, MAX_LENGTH = 5, 32  # MiniLM's default layer; a window of 30 tokens besides [CLS] and [SEP]

@@ -127,7 +127,7 @@ def test_the_command_line_reports_f_beta(tmp_path, capsys):
 
 def test_a_resumable_run_keeps_f_beta_and_the_mask(tmp_path):
     """Shards hold the fifth column (F-beta) and the masked scores, equal to one compute()."""
-    from bertscore_tm import score_resumable
+    from bertscore_tm.corpus import score_resumable
 
     metric = BERTScore(MINILM, beta=3, ignore="punctuation")
     scores = score_resumable(metric, CANDS, REFS, tmp_path / "run", shard_size=2)
@@ -141,7 +141,7 @@ def test_a_resumable_run_keeps_f_beta_and_the_mask(tmp_path):
 
 
 def test_all_pairs_give_f_beta_rescaled_as_the_paired_scores(tmp_path):
-    from bertscore_tm import pairwise_resumable
+    from bertscore_tm.corpus import pairwise_resumable
 
     baseline = tmp_path / "b.tsv"
     baseline.write_text("LAYER,P,R,F\n" + "".join(f"{n},0.61,0.58,0.59\n" for n in range(7)))
