@@ -1,11 +1,5 @@
-"""The package's errors: plain exception classes with structured fields, importing nothing heavy.
-
-Each error says in its message what went wrong and what to do, in Python terms. It also carries the fields
-a caller needs to act on it without reading the message: `argument` names the Python argument at fault
-(``"num_layers"``, ``"baseline_path"``...), so the command line can name its own flag instead (``-l N``,
-``--baseline-path FILE``); the subclasses add what they are about (a model name, a file, a row).
-The command line imports this module without importing torch or transformers. `warn_user` issues the
-package's warnings at the user's own line, however deep inside torchmetrics or torch the call was made.
+"""The package's errors, importing nothing heavy: each message says what to do, and fields let a caller act
+without reading it (`argument` names the Python argument at fault, so the command line can name its own flag).
 
 >>> err = ModelNotFoundError("Model 'x' is not on this machine", model="x")
 >>> (err.model, err.argument, isinstance(err, FileNotFoundError))
@@ -24,8 +18,7 @@ _PASSED_OVER = frozenset({"bertscore_tm", "torchmetrics", "torch", "lightning", 
 
 
 def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
-    """Warn at the first frame outside this package and the libraries calling into it, so the warning names the
-    user's line (not torchmetrics' wrapper); where every frame is one of theirs, at the immediate caller."""
+    """Warn at the user's own line, past the frames of this package and of the libraries calling into it."""
     frame = sys._getframe(1)
     level = 2
     while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in _PASSED_OVER:
@@ -35,8 +28,7 @@ def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
 
 
 def warn_undefined(pairs: int) -> None:
-    """Warn (once per call, nothing when `pairs` is 0) that `pairs` pairs have a NaN precision or recall: the
-    weights of a text's tokens sum to 0, as the reference gives it (docs/semantics.md)."""
+    """Warn that `pairs` pairs score NaN as in the reference: their tokens' weights sum to 0 (docs/semantics.md)."""
     if pairs:
         warn_user(
             f"{pairs} pair(s) have tokens whose weights sum to 0 (with IDF: tokens found in every reference); "
@@ -45,11 +37,7 @@ def warn_undefined(pairs: int) -> None:
 
 
 class BERTScoreError(Exception):
-    """Base class: a problem with what the user asked for, reported with an actionable message.
-
-    Attributes:
-        argument: the Python argument at fault (for the command line's own spelling of the hint), or None.
-    """
+    """Base class; `argument` is the Python argument at fault (or None), for the command line's own spelling."""
 
     def __init__(self, message: str, *, argument: str | None = None) -> None:
         super().__init__(message)
@@ -72,8 +60,7 @@ def _rebuilt(kind: type[BERTScoreError], args: tuple[object, ...], fields: dict[
 
 
 class ArgumentTypeError(BERTScoreError, TypeError):
-    """An argument of the wrong type (``num_layers=5.5``, ``idf="no"``...). `expected` says what it must be,
-    `value` is what was passed."""
+    """An argument of the wrong type (``num_layers=5.5``, ``idf="no"``); `expected` says what it must be."""
 
     def __init__(self, message: str, *, argument: str, expected: str, value: object) -> None:
         super().__init__(message, argument=argument)
@@ -82,9 +69,8 @@ class ArgumentTypeError(BERTScoreError, TypeError):
 
 
 class ArgumentValueError(BERTScoreError, ValueError):
-    """An argument of the right type but out of range or not one of the allowed choices (``batch_size=0``,
-    ``reduction="sum"``), or arguments that do not go together. `allowed` says what is allowed; `value` is what
-    was passed; `others` names the other arguments involved where the problem is a combination."""
+    """A value out of range or not among the choices (``batch_size=0``), or arguments that do not go together
+    (`others`); `allowed` says what is allowed."""
 
     def __init__(
         self, message: str, *, argument: str, allowed: str, value: object, others: tuple[str, ...] = ()
@@ -96,9 +82,8 @@ class ArgumentValueError(BERTScoreError, ValueError):
 
 
 class ModelNotFoundError(BERTScoreError, FileNotFoundError):
-    """The model asked for is nowhere to be had: not a local folder, not in the Hugging Face cache, and not on the
-    Hub (no such name or revision), or not downloaded because downloads are off (``HF_HUB_OFFLINE``,
-    ``local_files_only``). `argument` is ``"revision"`` where the name exists but the revision does not."""
+    """The model is not a local folder, not cached and not on the Hub, or downloads are off; `argument` is
+    ``"revision"`` where only the revision is missing."""
 
     def __init__(self, message: str, *, model: str, argument: str = "model_name_or_path") -> None:
         super().__init__(message, argument=argument)
@@ -106,9 +91,7 @@ class ModelNotFoundError(BERTScoreError, FileNotFoundError):
 
 
 class ModelDownloadError(BERTScoreError, ConnectionError):
-    """A model could not be fetched from the Hugging Face Hub: the Hub unreachable, a server error, a file cut short
-    or a connection dropped mid-file. What the attempt had written to the cache is removed again, so that nothing
-    half-written is later taken for the model. `model` and `revision` say what was asked."""
+    """Fetching a model from the Hub failed; what it half-wrote to the cache is removed, never taken for the model."""
 
     def __init__(self, message: str, *, model: str, revision: str | None = None) -> None:
         super().__init__(message, argument="model_name_or_path")
@@ -117,9 +100,7 @@ class ModelDownloadError(BERTScoreError, ConnectionError):
 
 
 class ModelSetupError(BERTScoreError, ValueError):
-    """A model or tokenizer that is on disk (or passed in) but cannot be used as asked: missing tokenizer
-    files, a vocabulary that does not fit the model, a layer the model does not have, blocks that cannot be
-    found. `path` is the model's directory where there is one."""
+    """A model or tokenizer at hand that cannot be used as asked (missing files, a layer it lacks...)."""
 
     def __init__(self, message: str, *, path: str | None = None, argument: str | None = None) -> None:
         super().__init__(message, argument=argument)
@@ -127,8 +108,7 @@ class ModelSetupError(BERTScoreError, ValueError):
 
 
 class DeviceMemoryError(BERTScoreError, MemoryError):
-    """One text alone does not fit in the accelerator's memory, even after the token budget was halved down to
-    that text (`Embedder.embed_into`). `tokens` is its length in the forward pass."""
+    """One text (`tokens` long) does not fit in accelerator memory, even with the token budget halved down to it."""
 
     def __init__(self, message: str, *, tokens: int) -> None:
         super().__init__(message, argument="max_length")
@@ -136,8 +116,7 @@ class DeviceMemoryError(BERTScoreError, MemoryError):
 
 
 class TableMemoryError(DeviceMemoryError):
-    """The accelerator has no room for a table of token vectors (`Embedder.new_table`); `tokens` is its rows.
-    Matching plans again with a smaller table where it can (`matching.greedy_match`)."""
+    """No room for a table of token vectors (`tokens`: its rows); matching plans a smaller one where it can."""
 
 
 class BaselineNotFoundError(BERTScoreError, FileNotFoundError):
@@ -159,9 +138,8 @@ class BaselineNotFoundError(BERTScoreError, FileNotFoundError):
 
 
 class BaselineFileError(BERTScoreError, ValueError):
-    """A baseline file that exists but cannot be used: bad header, a row out of order, a value that is not
-    a finite number below 1. `row` counts data rows from 1 (None for the header), `column` is the header
-    name of the bad cell where there is one."""
+    """A baseline file that cannot be used; `row` counts data rows from 1 (None: the header), `column` names
+    the bad cell's column where there is one."""
 
     def __init__(self, message: str, *, path: str, row: int | None = None, column: str | None = None) -> None:
         super().__init__(message, argument="baseline_path")
@@ -171,8 +149,7 @@ class BaselineFileError(BERTScoreError, ValueError):
 
 
 class SettingsMismatchError(BERTScoreError, RuntimeError):
-    """Processes of one distributed job were set up differently (model, layer, idf...): their scores could
-    not be combined. Raised on every rank, naming the setting and each rank's value."""
+    """Ranks of one distributed job set up differently, so their scores cannot be combined; raised on every rank."""
 
     def __init__(self, message: str, *, setting: str, values: list[object]) -> None:
         super().__init__(message, argument=setting)
@@ -181,9 +158,7 @@ class SettingsMismatchError(BERTScoreError, RuntimeError):
 
 
 class InputFileError(BERTScoreError, ValueError):
-    """An input text file that cannot be scored: missing, not a file, unreadable, not UTF-8, empty, or with
-    another number of lines than the files it goes with. `path` is the file at fault, `what` its role
-    ("candidate", "reference", "corpus")."""
+    """An input text file that cannot be scored; `what` is its role ("candidate", "reference", "corpus")."""
 
     def __init__(self, message: str, *, path: str, what: str) -> None:
         super().__init__(message)
@@ -192,10 +167,8 @@ class InputFileError(BERTScoreError, ValueError):
 
 
 class ColumnDataError(BERTScoreError, ValueError):
-    """Rows given as columns (a batch of a data engine, a DataFrame, a Parquet or JSONL file) that cannot be
-    scored: a missing column, a null, NaN or non-text cell, an empty list of references. `column` and `row`
-    name the place (None where the problem is the whole batch or column). It pickles whole, so a Ray or
-    ``datasets`` worker hands it back with its message.
+    """Rows given as columns (a data engine's batch, a DataFrame, a file) that cannot be scored; `column` and
+    `row` name the place (None: the whole batch or column). It pickles whole, so a worker hands it back.
 
     >>> import pickle
     >>> err = pickle.loads(pickle.dumps(ColumnDataError("row 3 is empty", column="reference", row=3)))
@@ -226,9 +199,8 @@ JUDGEMENT_REMEDIES = {
 
 
 class JudgementFileError(InputFileError):
-    """A judgement file that cannot be used: missing columns, a bad line (`line`, 1 = the header), too few rows.
-    `problem` is what is wrong and `remedy` the key in `JUDGEMENT_REMEDIES` of what fixes it (None: nothing to
-    pass), so that the command line can say it with its own flags."""
+    """A judgement file that cannot be used (`line`: 1 is the header); `remedy` keys `JUDGEMENT_REMEDIES`, so the
+    command line can say the fix with its own flags."""
 
     def __init__(self, problem: str, *, path: str, line: int | None = None, remedy: str | None = None) -> None:
         hint = f" ({JUDGEMENT_REMEDIES[remedy]})" if remedy else ""
@@ -238,5 +210,4 @@ class JudgementFileError(InputFileError):
 
 
 class JudgementsError(BERTScoreError, ValueError):
-    """Judgements that cannot be correlated as they are: human scores constant within a group, or no group
-    of enough segments."""
+    """Judgements that cannot be correlated: constant human scores in a group, or no group large enough."""

@@ -1,10 +1,5 @@
-"""Public names imported on first use, for the root package and for each folder's `__init__`.
-
-A package lists its public names (a literal `__all__`, which linters and type checkers read) and where each one
-lives; `exports` gives it the module-level `__getattr__` (PEP 562) that imports the defining module only when a
-name is first asked for. So `import bertscore_tm` and `import bertscore_tm.tuning.correlation` load neither torch
-nor transformers, and the command line answers `--help` at once.
-"""
+"""Public names imported on first use (a PEP 562 `__getattr__`), so `import bertscore_tm` loads neither torch
+nor transformers and the command line answers `--help` at once."""
 
 from __future__ import annotations
 
@@ -15,8 +10,7 @@ from typing import Any
 
 
 def exports(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
-    """The `__getattr__` of `package`: each name of `where` is imported from the module it maps to (a dotted
-    name relative to `package`, as ``"engines.functional"``) and kept, so the import runs once."""
+    """The `__getattr__` of `package`: each name of `where` is imported once from its module (relative name)."""
 
     def __getattr__(name: str) -> Any:
         if name not in where:

@@ -1,8 +1,5 @@
-"""Where the package's data lives: `configs/` (layer and language tables) and `baselines/`.
-
-Installed from a wheel, both sit inside the package; in a source checkout they sit at the repository root.
-Keeping them as data files (not code) lets users read, diff and extend them.
-"""
+"""Where `configs/` (layer and language tables) and `baselines/` live: inside the package when installed, at the
+repository root in a checkout. They are data files, not code, so users can read, diff and extend them."""
 
 from __future__ import annotations
 

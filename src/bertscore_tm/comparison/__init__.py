@@ -1,5 +1,4 @@
-"""Several systems against the same references: bootstrap intervals and paired significance tests (public
-names imported on first use)."""
+"""Several systems against the same references: bootstrap intervals and paired significance tests."""
 
 from __future__ import annotations
 

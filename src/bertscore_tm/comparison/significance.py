@@ -1,10 +1,5 @@
-"""Confidence intervals and paired significance tests on per-pair scores: is system B better than system A?
-
-A gap between two corpus means may be an accident of which sentences the test set holds; the per-pair scores
-(``reduction="none"``) are all that is needed to tell, by resampling them. The definitions, and why the paired
-bootstrap shifts the signed differences rather than sacrebleu's absolute ones, are in docs/significance.md.
-Resamples come from a seeded CPU generator, so a seed gives the same numbers on any machine and any batching.
-"""
+"""Is system B better than A, or is the gap an accident of the test set? Intervals and paired tests resample the
+per-pair scores from a seeded CPU generator, so a seed gives the same numbers anywhere (docs/significance.md)."""
 
 from __future__ import annotations
 
@@ -37,8 +32,7 @@ class Interval(NamedTuple):
 
 
 class PairedTestResult(NamedTuple):
-    """System B against system A on the same pairs (float64 tensors): `delta` is ``mean(b) - mean(a)``, `low`
-    and `high` its bootstrap interval, `p_value` the two-sided p-value of "no difference"."""
+    """B against A (float64): `delta` is ``mean(b) - mean(a)``, `low` and `high` its interval, `p_value` two-sided."""
 
     delta: Tensor
     low: Tensor
@@ -49,7 +43,7 @@ class PairedTestResult(NamedTuple):
 
 
 def check_settings(confidence: float = 0.95, num_samples: int = 1000, seed: int = 0) -> tuple[float, int, int]:
-    """The settings of every interval and test, checked before any resample is drawn, as Python numbers."""
+    """Checked before any resample is drawn; returned as Python numbers."""
     rules.probability("confidence", confidence)
     RESAMPLES("num_samples", num_samples)
     rules.SEED("seed", seed)
@@ -63,8 +57,7 @@ RESAMPLES = rules.integer(1, maximum=MAX_RESAMPLES, why=" (resamples: 1000 is us
 def bootstrap_interval(
     scores: Tensor | Sequence[float], confidence: float = 0.95, num_samples: int = 1000, seed: int = 0
 ) -> Interval:
-    """The mean of per-pair `scores` (pairs on the last axis) and its percentile bootstrap interval; every
-    leading index (e.g. a layer of ``all_layers``) gets its own, from the same resamples of the pairs.
+    """The mean of per-pair `scores` (pairs last) and its percentile bootstrap interval, per leading index.
 
     >>> f1 = torch.tensor([0.91, 0.87, 0.95, 0.90, 0.86, 0.93, 0.89, 0.92, 0.88, 0.94])
     >>> mean, low, high = bootstrap_interval(f1, confidence=0.95, num_samples=1000, seed=0)
@@ -89,10 +82,8 @@ def paired_test(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> PairedTestResult:
-    """Whether system B's mean score differs from system A's on the same pairs, in the same order (two-sided):
-    ``"bootstrap"`` (Koehn 2004) or ``"randomization"`` (Riezler and Maxwell 2005). Leading axes broadcast, so
-    ``[N]`` against ``[K, N]`` tests K systems against one baseline on the same resamples. One pair cannot be
-    tested (it has no variation to resample).
+    """Whether B's mean score differs from A's on the same pairs in the same order (two-sided, docs/significance.md).
+    Leading axes broadcast: ``[N]`` against ``[K, N]`` tests K systems against one baseline on the same resamples.
 
     >>> a = torch.tensor([0.91, 0.87, 0.95, 0.90, 0.86, 0.93, 0.89, 0.92, 0.88, 0.94])
     >>> result = paired_test(a, a + 0.01, num_samples=1000, seed=0)
@@ -121,7 +112,6 @@ def paired_test(
 
 
 def _differences(scores_a: Tensor | Sequence[float], scores_b: Tensor | Sequence[float]) -> Tensor:
-    """B's scores less A's, pair by pair."""
     a, b = as_scores(scores_a, "scores_a"), as_scores(scores_b, "scores_b")
     if a.shape[-1] != b.shape[-1]:
         raise ArgumentValueError(
@@ -163,7 +153,7 @@ def _warn_few(n: int, what: str) -> None:
 
 
 def as_scores(scores: object, name: str) -> Tensor:
-    """`scores` (a tensor, an array, nested lists; pairs last) as a finite float64 CPU tensor."""
+    """A tensor, an array or nested lists (pairs last) as a finite float64 CPU tensor."""
     if isinstance(scores, (list, tuple)):
         try:
             values = torch.tensor(_numbers(scores, name), dtype=torch.float64)
@@ -222,9 +212,8 @@ def _batches(num_samples: int, n: int) -> Iterator[tuple[int, int]]:
 
 
 def _resampled_means(values: Tensor, num_samples: int, seed: int, shuffle: bool = False) -> Tensor:
-    """The means of `values` ([m, n], pairs last) in each resample of the n pairs, [num_samples, m]: a batch of
-    resamples is one [batch, n] matrix of counts (how often each pair is drawn), or with `shuffle` of signs
-    (each pair's two systems swapped with probability 1/2), so all m rows share the resamples in one product."""
+    """[num_samples, m] means of `values` ([m, n]): each batch of resamples is one matrix of draw counts (or of
+    swap signs with `shuffle`), so all m rows share the resamples in one product."""
     n = values.shape[-1]
     generator = torch.Generator(device="cpu").manual_seed(seed)
     out = torch.empty((num_samples, values.shape[0]), dtype=torch.float64)
@@ -241,8 +230,7 @@ def _resampled_means(values: Tensor, num_samples: int, seed: int, shuffle: bool 
 
 
 def _reaching(null: Tensor, observed: Tensor, diffs: Tensor) -> Tensor:
-    """How many of the null statistics ([num_samples, m]) reach the observed ones ([m]): at least as large, up
-    to summation order (within `_TIE` of the largest |difference| of the m rows of `diffs`, [m, n])."""
+    """How many null statistics reach the observed ones, up to summation order (`_TIE`)."""
     tolerance = _TIE * diffs.abs().amax(dim=-1)
     return (null >= observed - tolerance).sum(dim=0)
 

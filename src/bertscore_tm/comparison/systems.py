@@ -1,5 +1,4 @@
-"""Several systems scored against the same references in one `compute()`, so that the references (and any line
-two systems share) are embedded once, not once per system."""
+"""Several systems scored in one `compute()`, so the references and shared lines are embedded once, not per system."""
 
 from __future__ import annotations
 
@@ -24,10 +23,9 @@ def score_systems(
     target: Sequence[str] | Sequence[Sequence[str]],
     shard_sizes: Sequence[int] | None = None,
 ) -> dict[str, Tensor]:
-    """Per-pair P, R, F1 of each of the k `systems` against the same `target`, each ``[k, N]`` (``[L + 1, k, N]``
-    with ``all_layers``): row i is what scoring ``systems[i]`` alone gives. `metric` must be fresh, with
-    ``reduction="none"`` and ``output=None``. Under DDP each rank passes a contiguous shard of the lines and
-    `shard_sizes` the lines of every rank, in rank order: every rank then gets all the lines.
+    """Per-pair P, R, F1 of the k `systems`, each ``[k, N]`` (``[L + 1, k, N]`` with ``all_layers``), row i as
+    ``systems[i]`` alone; `metric` fresh, ``reduction="none"``, ``output=None``. `shard_sizes`: under DDP, every
+    rank's line count in rank order (each rank passes its contiguous shard and gets all the lines).
 
     >>> from bertscore_tm import PACKAGED_MINILM, BERTScore
     >>> metric = BERTScore(PACKAGED_MINILM)

@@ -1,18 +1,7 @@
-"""Argument validation in one place: every constructor argument of `BERTScore` (and so of `bert_score` and
-`score`, which build one) is checked here before any model is loaded, so that a wrong setting fails at once
-with an error naming the argument, instead of deep inside transformers or, worse, as a silently odd score.
-
-Types are strict: booleans must be `bool` (``idf="no"`` is truthy, so it would turn IDF on) and integers
-must be integers (``num_layers=5.5``, ``True`` or ``"5"`` are refused, not rounded or parsed): a wrong type is
-an `ArgumentTypeError` (a TypeError), a value out of range or not among the choices an `ArgumentValueError`
-(a ValueError), each naming the argument and what is allowed.
-
-Each setting is declared once, in `SETTINGS` (its rule from `rules.py`, its default, what it does), so a new
-argument is one more entry there (and tests check the Metric's signature, the scoring core and the command line
-against it); rules about several arguments together are the functions of `COMBINATIONS`. Only limits that need
-the model (the model's depth, its window) are checked later, when it is loaded. This module imports nothing
-heavy: torch only when a dtype or a device is checked.
-"""
+"""Every constructor argument of `BERTScore`, declared once in `SETTINGS` and checked before any model loads, so
+a wrong setting fails at once naming the argument rather than deep in transformers or as an odd score. Limits
+that need the model (its depth, its window) are checked when it loads; torch is imported only for dtypes and
+devices."""
 
 from __future__ import annotations
 
@@ -73,9 +62,8 @@ OUTPUTS: tuple[str, ...] = get_args(OutputName)
 MAX_RESAMPLES = 1_000_000
 
 #: Pairs (or lines per system) per shard of a resumable run by default (`score_resumable`, `score_stream`,
-#: ``score``/``compare --shard-size``): a kill loses at most one shard's work. Shards of 10,000 pairs plan their
-#: forward batches as fully as a run without a checkpoint; shards of 1,000 cost about 5% more time
-#: (docs/corpus-scale.md, "What a checkpoint costs").
+#: ``score``/``compare --shard-size``): a kill loses at most one shard's work, and shards this large batch as
+#: fully as a run without a checkpoint (docs/corpus-scale.md, "What a checkpoint costs").
 SHARD_SIZE = 10_000
 #: Candidates (matrix rows) per shard of a resumable all-pairs run by default (`pairwise_resumable`,
 #: ``pairwise --shard-size``): each row is scored against every reference, so a row is much more work than a pair.
@@ -84,11 +72,8 @@ ROW_SHARD_SIZE = 1000
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting of the metric, declared once: its rule (type and range, checked before anything loads), its
-    default (a dtype by name, so this module needs no torch), what it does, what the default means where that
-    is not obvious, and the docs page that says more. The Metric's signature, the scoring core's defaults, the
-    command line's defaults and choices and the docs' table of arguments (docs/metric.md) are all read from here
-    (or checked against it by the tests)."""
+    """One setting, declared once: the Metric's signature, the command line and the docs' table (docs/metric.md)
+    are read from here, or checked against it by the tests. A dtype default is a name, so no torch is needed."""
 
     rule: Rule
     default: object
@@ -530,15 +515,9 @@ COMBINATIONS: tuple[Callable[[Mapping[str, object]], None], ...] = (
 
 
 def validate_arguments(arguments: Mapping[str, object]) -> None:
-    """Check BERTScore constructor arguments by name, before anything is loaded.
-
-    Each name in `arguments` that has a rule in `RULES` is checked (names without one, such as torchmetrics'
-    own keyword arguments, are left to their owner), then the rules about several arguments together.
-
-    Raises:
-        ArgumentTypeError: a value of the wrong type (a TypeError), naming the argument and the type it needs.
-        ArgumentValueError: a value out of range or not among the choices, or arguments that do not go
-            together (a ValueError), naming the argument(s) and what is allowed.
+    """Check BERTScore constructor arguments by name, then together, before anything is loaded; names without
+    a rule (torchmetrics' own) are left to their owner. A wrong type is an `ArgumentTypeError` (a TypeError),
+    a bad value or combination an `ArgumentValueError` (a ValueError).
 
     >>> validate_arguments({"num_layers": 5, "idf": True, "reduction": "mean"})
     >>> validate_arguments({"num_layers": 5.5})

@@ -1,9 +1,5 @@
-"""The one settings object: every setting of a scoring, grouped, checked once against the table (`arguments.py`).
-
-Every entry point (the Metric, the functions, the batch scorer, the engines, the command line) builds a `Config`
-with `Config.of` and passes it down; nothing below re-declares a setting or checks it again. The groups' fields
-are the table's names (a test keeps them equal); their defaults and rules live in the table alone.
-"""
+"""The one settings object: every entry point builds a `Config` with `Config.of` and passes it down, so nothing
+below re-declares or re-checks a setting. Defaults and rules live in the table (`arguments.py`) alone."""
 
 from __future__ import annotations
 
@@ -109,10 +105,8 @@ class Config:
 
     @classmethod
     def of(cls, arguments: Mapping[str, object], *, caller: str = "BERTScore", unused: Collection[str] = ()) -> Config:
-        """The settings `arguments` names (the table's defaults for the rest), each checked by its rule and then
-        together, before anything loads. A name the table lacks is a TypeError, as Python gives it; a setting the
-        caller does not use (`unused`) given otherwise than its default is refused, never ignored. numpy scalars
-        are taken as the Python numbers they hold."""
+        """The settings `arguments` names (the table's defaults for the rest), checked before anything loads. An
+        unknown name is a TypeError, as Python gives it; a setting in `unused` not at its default is refused."""
         unknown = [name for name in arguments if name not in SETTINGS]
         if unknown:
             raise ArgumentTypeError(
@@ -150,8 +144,7 @@ class Config:
 
 
 def _kept(name: str, value: object) -> object:
-    """A checked value as the settings keep it: a numpy scalar as the Python number it holds, then the table's
-    conversion where it has one."""
+    """A numpy scalar as the Python number it holds, then the table's conversion."""
     if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
         value = value.item()  # type: ignore[attr-defined]
     convert = SETTINGS[name].convert

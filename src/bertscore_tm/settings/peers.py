@@ -1,6 +1,5 @@
-"""The peers' spellings of our settings: torchmetrics' `BERTScore` and `bert_score` arguments, taken with their
-meaning (docs/migrating.md has the whole table), or refused in one line that says what to pass instead. Every
-door that takes torchmetrics' arguments turns them into ours here, before the settings are checked."""
+"""torchmetrics' spellings of our settings, taken with their meaning (docs/migrating.md) or refused saying what
+to pass instead, before the settings are checked."""
 
 from __future__ import annotations
 
@@ -18,10 +17,8 @@ TORCHMETRICS = ("user_tokenizer", "user_forward_fn", "baseline_url", "truncation
 
 
 def from_torchmetrics(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """`arguments` with torchmetrics' spellings turned into ours: ``user_tokenizer`` is ``tokenizer``,
-    ``user_forward_fn(model, batch)`` a ``forward_fn``, ``num_threads=0`` (its DataLoader's "no workers") torch's own
-    threads, ``baseline_url`` a local file (``file://``) or one downloaded where downloads are allowed,
-    ``truncation`` the choice of ``long_texts``."""
+    """`arguments` with torchmetrics' spellings turned into ours: ``user_tokenizer``, ``user_forward_fn(model,
+    batch)``, ``baseline_url`` (downloaded only where downloads are allowed) and ``truncation``."""
     out = {k: v for k, v in arguments.items() if k not in TORCHMETRICS}
     given = {k: arguments[k] for k in TORCHMETRICS if k in arguments}
     tokenizer = given.get("user_tokenizer")
@@ -80,8 +77,7 @@ class _BatchForward:
 
 
 def _baseline_file(url: object, offline: bool) -> str:
-    """The local file a baseline URL names: a ``file://`` URL's path, or an ``http(s)://`` one downloaded into a
-    temporary file, unless downloads are off (``local_files_only``, ``HF_HUB_OFFLINE``)."""
+    """A ``file://`` URL's path, or an ``http(s)://`` one downloaded to a temporary file unless downloads are off."""
     if not isinstance(url, str) or not url.strip():
         raise ArgumentTypeError(
             f"baseline_url must be a URL (file://, https://), got {url!r:.60}",

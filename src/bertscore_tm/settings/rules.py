@@ -1,9 +1,5 @@
-"""The rules that check one argument each, before anything is loaded: strict types (``idf="no"`` is truthy, so
-it would turn IDF on; ``num_layers=5.5``, ``True`` or ``"5"`` are refused, not rounded or parsed) and ranges. A
-wrong type is an `ArgumentTypeError` (a TypeError), a value out of range or not among the choices an
-`ArgumentValueError` (a ValueError), each naming the argument and what is allowed. `arguments.SETTINGS` gives
-each setting its rule. This module imports nothing heavy: torch only when a dtype or a device is checked.
-"""
+"""The rules that check one argument each. Types are strict (``idf="no"`` is truthy and would turn IDF on;
+``num_layers=5.5`` is refused, not rounded); torch is imported only for dtypes and devices."""
 
 from __future__ import annotations
 
@@ -47,8 +43,7 @@ def boolean(name: str, value: object) -> None:
 
 
 def integer(minimum: int, *, optional: bool = False, why: str = "", maximum: int = MAX_INTEGER) -> Rule:
-    """An int (not a bool, float or string; a numpy integer is one) from `minimum` to `maximum`; None too where
-    `optional`."""
+    """An int (a numpy integer too; not a bool, float or string) from `minimum` to `maximum`."""
 
     def check(name: str, value: object) -> None:
         if value is None and optional:
@@ -76,8 +71,7 @@ def integer(minimum: int, *, optional: bool = False, why: str = "", maximum: int
 
 
 def positive_number(*, optional: bool = False, why: str = "", below: float = math.inf) -> Rule:
-    """A finite real number (int or float, a numpy number too; not a bool or a string) above 0 and below `below`;
-    None too where `optional`."""
+    """A finite real number (not a bool or a string) above 0 and below `below`."""
 
     def check(name: str, value: object) -> None:
         if value is None and optional:
@@ -129,8 +123,7 @@ SEED = integer(0, maximum=2**64 - 1)
 
 
 def real_numbers(name: str, value: object, *, finite: bool = True) -> list[float]:
-    """A sequence (a list, a tuple, a 1-d array or tensor) of real numbers (not bools), finite where `finite`,
-    as floats."""
+    """A list, tuple, 1-d array or tensor of real numbers (not bools), as floats."""
     items = _sequence(name, value, "a sequence of numbers")
     for i, item in enumerate(items):
         if isinstance(item, bool) or not isinstance(item, numbers.Real):
@@ -151,8 +144,7 @@ def real_numbers(name: str, value: object, *, finite: bool = True) -> list[float
 
 
 def indexes(name: str, value: object, *, below: int | None = None) -> list[int]:
-    """A sequence (a list, a tuple, a 1-d integer array or tensor) of integers from 0 to `below` (exclusive;
-    else the largest int64), as ints: dataset indexes, rows to pick."""
+    """Integers from 0 to `below` (exclusive; else the largest int64), as ints: dataset indexes, rows to pick."""
     items = _sequence(name, value, "a sequence of integers")
     top = (2**63 if below is None else below) - 1
     for i, item in enumerate(items):
@@ -161,8 +153,7 @@ def indexes(name: str, value: object, *, below: int | None = None) -> list[int]:
 
 
 def _sequence(name: str, value: object, expected: str) -> list[object]:
-    """`value`'s items: a list, a tuple, or a 1-d numpy array or torch tensor (read as Python numbers); never a
-    string, a mapping, a set or an iterator, whose order or one-time reading would give something else."""
+    """Never a string, mapping, set or iterator: their order or one-time reading would give something else."""
     if type(value).__module__ in ("numpy", "torch") and hasattr(value, "tolist"):
         if getattr(value, "ndim", None) != 1:
             raise ArgumentValueError(
@@ -183,8 +174,7 @@ def _sequence(name: str, value: object, expected: str) -> list[object]:
 
 
 def finite_number(*, optional: bool = False) -> Rule:
-    """A finite real number (int or float, a numpy number too; not a bool or a string); None too where
-    `optional`."""
+    """A finite real number (a numpy number too; not a bool or a string)."""
 
     def check(name: str, value: object) -> None:
         if value is None and optional:
@@ -224,8 +214,7 @@ def choice(allowed: tuple[str, ...], *, optional: bool = False) -> Rule:
 
 
 def text(*, optional: bool = False, blank: bool = False) -> Rule:
-    """A string (non-blank unless `blank`) that UTF-8 can hold: a name, a prompt, a column; None too where
-    `optional`."""
+    """A string (non-blank unless `blank`) that UTF-8 can hold: a name, a prompt, a column."""
 
     def check(name: str, value: object) -> None:
         if value is None and optional:
@@ -270,8 +259,7 @@ def column_names(name: str, value: object) -> list[str]:
 
 
 def path(*, optional: bool = False) -> Rule:
-    """A non-blank string or os.PathLike (a path, or a model name) that the file system can encode; None too
-    where `optional`."""
+    """A non-blank string or os.PathLike (a path, or a model name) that the file system can encode."""
 
     def check(name: str, value: object) -> None:
         if value is None and optional:
@@ -289,8 +277,7 @@ def path(*, optional: bool = False) -> Rule:
 
 
 def _path_name(name: str, value: str | os.PathLike[str]) -> None:
-    """A path's name non-blank and encodable (a lone surrogate is no file name; the surrogates Python decodes
-    undecodable bytes of a file name to are)."""
+    """A lone surrogate is no file name; the surrogates Python decodes undecodable file-name bytes to are."""
     text = os.fspath(value)
     if not str(text).strip():
         raise ArgumentValueError(f"{name} must not be blank", argument=name, allowed="a non-blank path", value=value)
@@ -306,8 +293,7 @@ def _path_name(name: str, value: str | os.PathLike[str]) -> None:
 
 
 def file_argument(name: str, value: object) -> None:
-    """A file: a non-blank path (str or os.PathLike) or an open file object (with ``read``); never an integer,
-    which Python's ``open`` would take as a file descriptor (and close)."""
+    """A path or an open file object; never an integer, which ``open`` would take as a descriptor (and close)."""
     if isinstance(value, (str, os.PathLike)):
         _path_name(name, value)
         return
@@ -400,7 +386,6 @@ def tokenizer_object(name: str, value: object) -> None:
 
 
 def function(name: str, value: object) -> None:
-    """None, or something callable."""
     if value is not None and not callable(value):
         raise ArgumentTypeError(
             f"{name} must be a function or None, got {_shown(value)}",
@@ -411,15 +396,13 @@ def function(name: str, value: object) -> None:
 
 
 def texts(name: str, value: object) -> None:
-    """None, or texts as every door takes them (`bertscore_tm.settings.texts`: one string is one text), at least
-    one."""
+    """None, or at least one text (one string is one text: `bertscore_tm.settings.texts`)."""
     if value is not None:
         check_texts(value, name, empty=False)
 
 
 def token_mask(name: str, value: object) -> None:
-    """None, ``"punctuation"``, a regular expression (a string other than "punctuation", or a compiled pattern)
-    that compiles, or a callable (asked about each piece)."""
+    """None, ``"punctuation"``, a regular expression that compiles, or a callable asked about each piece."""
     import re
 
     if value is None or value == "punctuation" or isinstance(value, re.Pattern) or callable(value):
@@ -458,8 +441,7 @@ def _weight(name: str, where: str, weight: object) -> None:
 
 
 def weight_mapping(name: str, value: object) -> None:
-    """None, or a non-empty mapping token id (int >= 0) -> weight (a finite number >= 0); a defaultdict's
-    default weight is checked too."""
+    """None, or a non-empty mapping token id -> finite weight >= 0 (a defaultdict's default too)."""
     if value is None:
         return
     if not isinstance(value, Mapping):

@@ -1,10 +1,6 @@
-"""The one rule for texts: what every door takes as a text, as texts, and as pairs of texts, checked before any
-model loads so that nothing reaches the tokenizer that it would refuse from deep inside.
-
-A text is a `str` that UTF-8 can hold (no lone surrogate). Where texts are expected, a bare string is one text,
-at every door; a list or a tuple holds texts; anything else (None, bytes, a mapping, a set, a generator, a
-number) is refused naming the argument, since iterating it would silently give something else than texts.
-"""
+"""What every door takes as a text, texts and pairs, checked before any model loads so the tokenizer refuses
+nothing from deep inside. A text is a `str` UTF-8 can hold; a bare string is one text; a list or tuple holds
+texts; anything else is refused, since iterating it would silently give something other than texts."""
 
 from __future__ import annotations
 
@@ -43,8 +39,7 @@ def check_text(value: object, name: str) -> str:
 
 
 def sequence_of(value: object, name: str, expected: str) -> Sequence[object]:
-    """`value` if it is a sequence of would-be texts (a list, a tuple ...; not a string, bytes or a mapping); an
-    error naming `name` and saying what to pass otherwise."""
+    """`value` if it is a sequence (not a string, bytes or a mapping); else an error saying what to pass."""
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
         return value
     kind = type(value).__name__
@@ -83,10 +78,8 @@ def check_texts(value: object, name: str, *, what: str = "text", empty: bool = T
 def check_pairs(
     preds: object, target: object, names: tuple[str, str] = ("preds", "target"), *, empty: bool = True
 ) -> tuple[list[str], list[list[str]]]:
-    """Candidates as a list of texts and references as one list of texts per candidate, the one check of pairs:
-    each target entry a text or a non-empty sequence of texts; as many targets as predictions; `empty` False
-    refuses no pairs (a door that returns scores: docs/semantics.md, "No pairs"). `names`: the door's names of
-    the two arguments (``score``'s ``cands`` and ``refs``).
+    """Candidates as texts and one non-empty list of references per candidate. `names`: the door's names of the
+    two arguments (``score``'s ``cands`` and ``refs``); `empty` False refuses no pairs (docs/semantics.md).
 
     >>> check_pairs(["A cat."], [["A cat sat.", "A kitten."]])
     (['A cat.'], [['A cat sat.', 'A kitten.']])
@@ -145,8 +138,7 @@ def check_contexts(value: object, count: int, name: str = "context") -> list[str
 
 
 def check_groups(value: object, name: str = "groups", what: str = "hypothesis") -> list[list[str]]:
-    """`value` as groups of texts: a sequence of at least one group, each a text (one string is one text) or a
-    sequence of at least one text.
+    """`value` as at least one group, each a text or a non-empty sequence of texts.
 
     >>> check_groups([["a", "b"], "c"])
     [['a', 'b'], ['c']]
@@ -164,8 +156,7 @@ def check_groups(value: object, name: str = "groups", what: str = "hypothesis") 
 
 
 def check_corpus(value: object, name: str) -> list[str]:
-    """References to count document frequencies over: texts, or sequences of texts (several per candidate),
-    flattened; at least one."""
+    """References to count document frequencies over, flattened (several per candidate allowed); at least one."""
     flat = [
         text
         for j, item in enumerate(sequence_of(value, name, "a sequence of texts (or of lists of texts)"))
@@ -182,8 +173,7 @@ def check_corpus(value: object, name: str) -> list[str]:
 
 
 def check_stream(value: object, name: str) -> Iterator[object]:
-    """An iterator over `value`, a stream of items read as they come (a generator, a list, a file's lines...):
-    anything iterable but a string, bytes or a mapping, whose items would be characters, bytes or keys."""
+    """An iterator over any iterable but a string, bytes or a mapping (whose items are characters or keys)."""
     if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         raise ArgumentTypeError(
             f"{name} must be an iterable of items (a list, a generator...), got {type(value).__name__}: {value!r:.60}",

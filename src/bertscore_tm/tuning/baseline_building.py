@@ -25,9 +25,8 @@ def distinct_lines(lines: Sequence[str]) -> list[str]:
 
 
 def sample_pairs(lines: Sequence[str], pairs: int, seed: int = 0) -> tuple[list[str], list[str]]:
-    """`pairs` (candidates, references) of distinct lines, no line used twice: a partial Fisher-Yates shuffle
-    driven by ``random.Random(seed).random()``, whose sequence Python keeps stable across versions, so a corpus
-    and a seed give the same pairs everywhere."""
+    """`pairs` (candidates, references) of distinct lines, none used twice; ``random.Random(seed).random()`` is
+    stable across Python versions, so a corpus and a seed give the same pairs everywhere."""
     if not isinstance(pairs, int) or pairs < 1:
         raise ValueError(f"pairs must be a positive integer, got {pairs!r}")
     pool = distinct_lines(lines)
@@ -46,8 +45,7 @@ def sample_pairs(lines: Sequence[str], pairs: int, seed: int = 0) -> tuple[list[
 
 
 def layer_means(metric: BERTScore, cands: Sequence[str], refs: Sequence[str]) -> Tensor:
-    """Mean P, R, F per layer ([layers + 1, 3], float64) of `cands` against `refs` with an ``all_layers=True``,
-    no-IDF, unrescaled metric (reset first)."""
+    """Mean P, R, F per layer ([layers + 1, 3], float64) with an all-layers, no-IDF, unrescaled metric."""
     if not metric.all_layers or metric.idf or metric.baseline is not None:
         raise ValueError("a baseline needs a metric with all_layers=True, idf=False and no rescaling")
     metric.reset()

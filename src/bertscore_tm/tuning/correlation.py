@@ -1,9 +1,5 @@
-"""Correlation of metric scores with human judgements (pure numpy, float64).
-
-Choosing a layer means correlating every layer's scores with human judgements, per group (language pair) and
-averaged as WMT reports it, with bootstrap intervals and paired tests that say whether one layer is really better.
-Everything works on plain arrays, so it serves any metric. The definitions (tau-b, resampling within groups, the
-one-sided p-value, WMT18's DARR tau) are in docs/tuning.md; the resampled kernels are in `weighted_correlation`.
+"""Correlation of metric scores with human judgements, per group and averaged as WMT reports it, with bootstrap
+intervals and paired tests (pure numpy, so any metric). Definitions: docs/tuning.md.
 
 >>> human = [0.1, 0.4, 0.35, 0.8]
 >>> metric = [0.2, 0.5, 0.4, 0.9]
@@ -104,9 +100,8 @@ def average_ranks(values: ArrayLike) -> Floats:
 
 @dataclass(frozen=True)
 class GroupedCorrelation:
-    """One correlation per group and their unweighted mean, the WMT average (NaN if any group's is NaN: a mean
-    over the other groups would not compare with its neighbours'); `left_out` holds the groups too small to count.
-    """
+    """One correlation per group and their unweighted mean (NaN if any group's is NaN, since a mean over the
+    others would not compare); `left_out` holds the groups too small to count."""
 
     method: str
     mean: float
@@ -173,8 +168,7 @@ def _grouped(values: dict[str, float], groups: _Groups, method: str) -> GroupedC
 def grouped_correlation(
     metric: ArrayLike, human: ArrayLike, groups: Sequence[Any] | None = None, method: str = "pearson"
 ) -> GroupedCorrelation:
-    """The correlation of `metric` with `human` within each group (a label per segment, e.g. its language
-    pair; None: one group) and its unweighted mean over groups.
+    """The correlation of `metric` with `human` within each group (a label per segment; None: one group).
 
     >>> result = grouped_correlation([1, 2, 3, 4, 3, 1], [1, 2, 4, 1, 2, 3], ["a", "a", "a", "b", "b", "b"])
     >>> {name: round(r, 4) for name, r in result.groups.items()}, result.mean
@@ -188,9 +182,8 @@ def grouped_correlation(
 
 @dataclass(frozen=True)
 class PairedTest:
-    """Score column B against column A on the same resamples: `p_value` is one-sided (that B correlates no
-    better than A), `interval` the bootstrap interval of the difference, `num_samples` the resamples where both
-    correlations are defined."""
+    """B against A on the same resamples: `p_value` is one-sided (B no better than A); `num_samples` counts the
+    resamples where both correlations are defined."""
 
     method: str
     estimate_a: float
@@ -250,8 +243,7 @@ def percentile_interval(statistics: ArrayLike, confidence: float = 0.95) -> tupl
 
 
 def _resample_counts(rng: np.random.Generator, size: int, num_samples: int) -> Floats:
-    """How often each of `size` segments is drawn in each of `num_samples` resamples with replacement: uniform
-    draws counted, which is faster than `Generator.multinomial`."""
+    """Draw counts per segment and resample; counting uniform draws is faster than `Generator.multinomial`."""
     draws = rng.integers(0, size, size=(num_samples, size))
     draws += np.arange(num_samples)[:, None] * size  # each resample's draws counted in its own row
     return np.bincount(draws.ravel(), minlength=num_samples * size).reshape(num_samples, size).astype(np.float64)
@@ -264,9 +256,8 @@ def _group_counts(index: _Groups, num_samples: int, seed: int | np.random.Genera
 
 
 class GroupedBootstrap:
-    """Bootstrap resamples of the segments within their groups, drawn once from `seed` and shared by every
-    score column, so that intervals of different columns and paired tests between them see the same resamples
-    (and the human side of each correlation is computed once).
+    """Resamples of the segments within their groups, drawn once from `seed` and shared by every score column,
+    so intervals and paired tests of different columns see the same resamples.
 
     >>> human = [0.1, 0.4, 0.35, 0.8, 0.5, 0.2]
     >>> boot = GroupedBootstrap(human, num_samples=200, seed=1)
@@ -378,9 +369,8 @@ def paired_bootstrap_test(
 
 
 def darr_tau(better: ArrayLike, worse: ArrayLike, groups: Sequence[Any] | None = None) -> GroupedCorrelation:
-    """WMT18's Kendall-like tau on relative-ranking judgements (DARR), per group and averaged: `better[i]` and
-    `worse[i]` score the candidates of judgement i that humans judged better and worse; a metric tie counts
-    as discordant (Ma, Bojar and Graham 2018).
+    """WMT18's Kendall-like tau on relative rankings (DARR), per group and averaged: `better[i]` and `worse[i]`
+    score the candidates humans judged better and worse; a metric tie counts as discordant.
 
     >>> darr_tau([0.9, 0.8, 0.5, 0.6], [0.7, 0.8, 0.6, 0.1]).mean   # 2 concordant, a tie and 1 discordant
     0.0
@@ -403,8 +393,7 @@ def _darr_signs(better: ArrayLike, worse: ArrayLike) -> Floats:
 
 
 class DarrBootstrap:
-    """`GroupedBootstrap` for `darr_tau`: resamples of the judgements within their groups, shared by every pair
-    of score columns (a resample's tau in a group is ``sum_i c_i s_i / n``, ``c_i`` the draws of judgement i)."""
+    """`GroupedBootstrap` for `darr_tau`: resamples of the judgements within their groups."""
 
     def __init__(
         self, n: int, groups: Sequence[Any] | None = None, num_samples: int = 1000, seed: int | np.random.Generator = 0
@@ -444,8 +433,7 @@ class DarrBootstrap:
         confidence: float = 0.95,
         alpha: float = 0.05,
     ) -> PairedTest:
-        """Whether the scores B (better, worse) rank the judgements better than the scores A (as
-        `GroupedBootstrap.paired_test`)."""
+        """Whether scores B rank the judgements better than scores A (as `GroupedBootstrap.paired_test`)."""
         _check_bootstrap(self.num_samples, confidence)
         a, b = self.estimate(*columns_a).mean, self.estimate(*columns_b).mean
         differences = self.statistics(*columns_b) - self.statistics(*columns_a)

@@ -1,6 +1,5 @@
-"""Human judgements to correlate a metric with, read from a tab-separated file or made from lists: a reader that
-names every bad line (or skips and counts it), kept apart from the statistics. The format: docs/tuning.md.
-"""
+"""Human judgements, read from a tab-separated file (every bad line named, or skipped and counted) or made from
+lists. The format: docs/tuning.md."""
 
 from __future__ import annotations
 
@@ -22,9 +21,8 @@ MIN_ROWS = 3
 
 @dataclass(frozen=True)
 class Judgements:
-    """Judged segments: candidate, reference and human score each, optional group and system labels and an
-    optional context (scored as the metric's ``context=``). `lines` are the rows' line numbers in the file, for
-    messages; `skipped` counts the bad lines left out. Every column is checked when made."""
+    """Judged segments: candidate, reference, human score, and optional group, system and context (the
+    metric's ``context=``). `lines` are file line numbers for messages; `skipped` counts bad lines left out."""
 
     candidates: list[str]
     references: list[str]
@@ -56,15 +54,13 @@ class Judgements:
         return len(self.candidates)
 
     def select(self, indices: Sequence[int]) -> Judgements:
-        """These rows only."""
         return _select(self, indices, ("candidates", "references", "human", "groups", "systems", "contexts"))
 
 
 @dataclass(frozen=True)
 class RelativeRankings:
-    """Relative-ranking judgements (WMT's DARR): per judgement a reference and two candidates of the same source,
-    `better` the one humans judged better; groups, contexts (both candidates scored with it) and the rest as in
-    `Judgements`."""
+    """Relative-ranking judgements (WMT's DARR): a reference and two candidates of one source, `better` the one
+    humans preferred; the rest as in `Judgements`."""
 
     references: list[str]
     better: list[str]
@@ -94,7 +90,6 @@ class RelativeRankings:
         return len(self.references)
 
     def select(self, indices: Sequence[int]) -> RelativeRankings:
-        """These judgements only."""
         return _select(self, indices, ("references", "better", "worse", "groups", "contexts"))
 
     def as_pairs(self) -> Judgements:
@@ -192,7 +187,6 @@ def _label(row: list[str], at: dict[str, int], role: str) -> str | None:
 
 
 def _context(row: list[str], at: dict[str, int]) -> str | None:
-    """The row's context (None without a context column)."""
     return row[at["context"]] if "context" in at else None
 
 
@@ -206,9 +200,9 @@ def read_judgements(
     skip_bad: bool = False,
     context: str | None = None,
 ) -> Judgements:
-    """Read a UTF-8 tab-separated file with a header line: a candidate, its reference and a human score per
-    line, optionally a group, a system and a context column (quotes are literal, blank lines ignored). A bad
-    line is a `JudgementFileError` naming it, or with `skip_bad` left out and counted, with a warning."""
+    """Read a UTF-8 tab-separated file with a header: candidate, reference and human score, optionally group,
+    system and context (quotes literal, blank lines ignored). A bad line is a `JudgementFileError` naming it,
+    or with `skip_bad` skipped, counted and warned about."""
     wanted = {"candidate": candidate, "reference": reference, "human": human, "group": group, "system": system}
     columns, lines, skipped = _read_rows(path, {**wanted, "context": context}, _parse_row, skip_bad)
     cands, refs, scores, groups, systems, contexts = columns
@@ -218,8 +212,7 @@ def read_judgements(
 def _read_rows(
     path: str | os.PathLike[str], wanted: dict[str, str | None], parse: Callable[..., Any], skip_bad: bool
 ) -> tuple[list[Any], list[int], int]:
-    """The columns of a judgement file in the order of `wanted` (None where not read), the rows' line numbers,
-    and how many bad lines were skipped."""
+    """The columns in the order of `wanted` (None where not read), line numbers, and bad lines skipped."""
     rules.file_argument("path", path)
     for role, column in wanted.items():  # the columns' names: the roles of the file's header
         rules.text(optional=role in _OPTIONAL_ROLES)(role, column)
@@ -307,8 +300,8 @@ def read_relative_rankings(
     skip_bad: bool = False,
     context: str | None = None,
 ) -> RelativeRankings:
-    """Read relative-ranking judgements (WMT's DARR) as `read_judgements` reads scores: a reference, the
-    candidate judged better and the one judged worse per line, optionally a group and a context column."""
+    """Read relative rankings (WMT's DARR) as `read_judgements` reads scores: a reference, the better and the
+    worse candidate per line, optionally a group and a context column."""
     wanted = {"reference": reference, "better": better, "worse": worse, "group": group, "context": context}
     columns, lines, skipped = _read_rows(path, wanted, _parse_ranking, skip_bad)
     refs, betters, worses, groups, contexts = columns
@@ -320,8 +313,8 @@ def _parse_ranking(row: list[str], at: dict[str, int]) -> tuple[str, str, str, s
 
 
 def check_variation(rows: Judgements) -> None:
-    """Refuse, before anything is scored, judgements with no group of `MIN_ROWS` segments or a group whose
-    human scores are constant: its correlation is undefined, and so is the average over groups."""
+    """Refuse, before scoring, judgements with no group of `MIN_ROWS` segments or with constant human scores
+    in a group: its correlation, and so the average, would be undefined."""
     members: dict[str, list[float]] = {}
     for label, score in zip(rows.groups or ["all"] * len(rows), rows.human, strict=True):
         members.setdefault(label, []).append(score)

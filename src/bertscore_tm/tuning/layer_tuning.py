@@ -1,10 +1,6 @@
-"""Layer tuning: how well BERTScore at every layer of a model correlates with human judgements.
-
-BERTScore's quality depends on which layer's embeddings it matches. `tune_layers` runs the metric once with
-``all_layers=True`` and correlates every layer's precision, recall and F1 with the human scores, with bootstrap
-intervals and a paired test of the best layer against the model's default (definitions: docs/tuning.md); the
-best layer can then go into a user layer table (`bertscore_tm.models.registry`).
-"""
+"""Layer tuning: BERTScore's quality depends on the layer it matches, so every layer's scores from one pass are
+correlated with human judgements and the best tested against the default (docs/tuning.md); the best can go
+into a user layer table (`bertscore_tm.models.registry`)."""
 
 from __future__ import annotations
 
@@ -56,8 +52,7 @@ _OWN_ARGUMENTS = frozenset(
 
 @dataclass(frozen=True)
 class LayerScores:
-    """Per-pair precision, recall and F1 at every layer, each [layers + 1, pairs] in float64, from one
-    ``all_layers`` run of the metric (`model_commit`: the weights' commit where they came from the Hub)."""
+    """Per-pair P, R and F1 at every layer, each [layers + 1, pairs] float64, from one ``all_layers`` run."""
 
     precision: np.ndarray
     recall: np.ndarray
@@ -81,7 +76,6 @@ class LayerScores:
         return np.all([np.isfinite(self.of(name)).all(axis=0) for name in SCORES], axis=0)
 
     def select(self, indices: np.ndarray) -> LayerScores:
-        """These pairs only."""
         p, r, f = (a[:, indices] for a in (self.precision, self.recall, self.f1))
         return LayerScores(p, r, f, self.model, self.hash_code, self.idf, self.model_commit)
 
@@ -89,9 +83,8 @@ class LayerScores:
 def score_all_layers(
     rows: Judgements, model: str | os.PathLike[str], idf: bool = False, progress: bool = False, **metric_kwargs: Any
 ) -> LayerScores:
-    """Score every pair at every layer in one pass (``all_layers=True`` embeds each distinct text once);
-    `metric_kwargs` go to `bertscore_tm.BERTScore`. With `idf` a reference judged with several systems counts
-    each time, as in bert-score and a metric run on the same pairs."""
+    """Score every pair at every layer in one pass; `metric_kwargs` go to `bertscore_tm.BERTScore`. With `idf` a
+    reference judged with several systems counts each time, as in bert-score."""
     checked(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")
     rules.path()("model", model)
     rules.boolean("idf", idf)
@@ -112,8 +105,7 @@ def score_all_layers(
 
 
 def layer_scores(metric: Any, rows: Judgements) -> LayerScores:
-    """`score_all_layers` with a metric the caller built (``all_layers=True``, ``reduction="none"``), as the
-    command line does with its own checks; each pair is scored with its context where `rows` have contexts."""
+    """`score_all_layers` with a metric the caller built (``all_layers=True``, ``reduction="none"``)."""
     if not metric.all_layers or metric.reduction != "none":
         raise ArgumentValueError(
             "layer tuning needs a metric with all_layers=True and reduction='none'",
@@ -130,8 +122,7 @@ def layer_scores(metric: Any, rows: Judgements) -> LayerScores:
 
 @dataclass(frozen=True)
 class Figures:
-    """One correlation of one score at one layer: the mean over groups, each group's, and the bootstrap interval
-    of the mean (only for the tuned score: another's is one `tune_from_scores` away)."""
+    """One correlation of one score at one layer; `ci` only for the tuned score (`tune_from_scores` gives others)."""
 
     mean: float
     groups: dict[str, float]
@@ -145,8 +136,7 @@ class Figures:
 
 @dataclass(frozen=True)
 class LayerResult:
-    """Every figure of one layer, ``figures[score][method]``, and the system-level Pearson correlation per score
-    when the judgements name systems."""
+    """Every figure of one layer, ``figures[score][method]``, and system-level Pearson where systems are named."""
 
     layer: int
     figures: dict[str, dict[str, Figures]]
@@ -159,9 +149,8 @@ def _finite(value: float) -> float | None:
 
 @dataclass(frozen=True)
 class LayerTuning:
-    """The result of `tune_layers`: every layer's figures, the best layer by `criterion` on `score`, and the
-    paired test of the best against the default layer (None without bootstrap or default). `dropped` counts
-    the pairs left out for an undefined score, `skipped` the bad lines the reader left out."""
+    """The result of `tune_layers`; `test` is None without bootstrap or default layer, `dropped` counts pairs
+    left out for an undefined score, `skipped` the bad lines the reader left out."""
 
     model: str
     hash_code: str
@@ -191,8 +180,7 @@ class LayerTuning:
         return by_method[method or self.criterion]
 
     def to_dict(self, all_scores: bool = False) -> dict[str, Any]:
-        """JSON-ready figures of the tuned score per layer (of all three with `all_scores`), NaN as None; the
-        format is docs/tuning.md's."""
+        """JSON-ready figures of the tuned score (all three with `all_scores`), NaN as None (docs/tuning.md)."""
         rules.boolean("all_scores", all_scores)
         layers = []
         for result in self.layers:
@@ -266,8 +254,7 @@ def check_choices(
     progress: bool = False,
     criteria: tuple[str, ...] = METHODS,
 ) -> tuple[int, int, float, float]:
-    """Every argument of a tuning but the judgements and the scores, checked before any work; `bootstrap`,
-    `seed`, `confidence` and `alpha` returned as Python numbers."""
+    """Every argument but the judgements and scores, checked before any work; the numbers as Python numbers."""
     rules.choice(criteria)("criterion", criterion)
     rules.choice(SCORES)("score", score)
     rules.integer(0, maximum=MAX_RESAMPLES, why=" (0: no intervals and no test)")("bootstrap", bootstrap)
@@ -292,8 +279,7 @@ def checked(value: Any, kind: type, name: str, made_by: str) -> None:
 
 
 def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, LayerScores, int]:
-    """The pairs whose every score is defined (with IDF a text whose tokens all weigh 0 scores NaN), so that
-    every layer is correlated on the same segments."""
+    """Only pairs defined at every layer (IDF can give NaN), so every layer is correlated on the same segments."""
     if scores.f1.shape[1] != len(rows):
         raise ArgumentValueError(
             f"the scores hold {scores.f1.shape[1]} pairs for {len(rows)} judgements: score these judgements",
@@ -472,10 +458,9 @@ def tune_layers(
 ) -> LayerTuning:
     """Correlate BERTScore at every layer of `model` with the human scores of `rows`, from one pass.
 
-    The best layer is the highest `criterion` (``"pearson"``, ``"spearman"``, ``"kendall"``) of `score`;
-    `bootstrap` resamples give the tuned score's intervals and the test against `default_layer` (default: the
-    registry's layer; 0: neither). The test resamples the judgements that chose the best layer, which favours
-    it: confirm the size of a gain on held-out judgements (`tune_from_scores`). The options: docs/tuning.md.
+    The best layer has the highest `criterion` of `score`; `bootstrap` resamples (0: none) give intervals and
+    the test against `default_layer` (default: the registry's). The test reuses the judgements that chose the
+    best layer, which favours it: confirm a gain on held-out judgements. Options: docs/tuning.md.
     """
     check_choices(criterion, score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress)
     checked(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")

@@ -1,9 +1,5 @@
-"""Layer tuning on relative-ranking judgements (WMT's DARR: a reference and two candidates, one judged better).
-
-WMT18 onwards judged many language pairs by relative ranking, so there is no human score to correlate with: each
-layer is measured by WMT18's Kendall-like tau instead (`correlation.darr_tau`); the scoring and the result are
-`layer_tuning`'s. Guide: docs/tuning.md.
-"""
+"""Layer tuning on relative rankings (WMT's DARR), which have no human score to correlate with: each layer is
+measured by WMT18's Kendall-like tau (`correlation.darr_tau`) instead. Guide: docs/tuning.md."""
 
 from __future__ import annotations
 
@@ -137,8 +133,8 @@ def tune_layers_on_rankings(
     layer_table: LayerTable = None,
     **metric_kwargs: Any,
 ) -> LayerTuning:
-    """`tune_layers` on relative-ranking judgements: every layer's WMT18 tau (criterion ``"darr"``) of P, R and
-    F1. With `idf` each judgement's reference counts once, not once per candidate."""
+    """`tune_layers` on relative rankings, by WMT18's tau (criterion ``"darr"``). With `idf` each judgement's
+    reference counts once, not once per candidate."""
     check_choices("darr", score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress, ("darr",))
     checked(rankings, RelativeRankings, "rankings", "read_relative_rankings or RelativeRankings.from_columns")
     _check_size(len(rankings))  # all before the model runs

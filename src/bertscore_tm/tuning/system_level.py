@@ -53,8 +53,8 @@ def system_correlation(
     groups: Sequence[Any] | None = None,
     human_systems: Mapping[Any, float] | None = None,
 ) -> GroupedCorrelation:
-    """System-level Pearson's r, per group of at least 3 systems and averaged; a system's human score is
-    `human_systems[(group, system)]` or `[system]` where given, else its segments' mean `human` score.
+    """System-level Pearson's r per group of at least 3 systems, averaged; a system's human score is
+    `human_systems[(group, system)]` or `[system]`, else its segments' mean `human`.
 
     >>> system_correlation([0.1, 0.3, 0.5, 0.6, 0.9, 0.7], ["a", "a", "b", "b", "c", "c"],
     ...                    human_systems={"a": 1.0, "b": 2.0, "c": 3.5}).groups

@@ -1,10 +1,6 @@
-"""Correlations of bootstrap resamples: the kernels behind `bertscore_tm.tuning.correlation` (pure numpy, float64).
-
-A resample of a group of m segments is a row of counts (how often each segment is drawn). Layer tuning correlates
-many score columns three ways on the same resamples, so `GroupResamples` computes what they share (the human side,
-the copies' ties) once. Its shortcuts are exact: ranks are halves of whole numbers and Kendall's products of whole
-counts are summed in float32 only below 2**24, so Spearman's and Kendall's figures are the same bits in any order.
-"""
+"""Correlations of bootstrap resamples (a resample: a row of draw counts per segment), the kernels behind
+`bertscore_tm.tuning.correlation`. `GroupResamples` computes what many score columns share once; its shortcuts
+are exact, so Spearman's and Kendall's figures are the same bits in any order."""
 
 from __future__ import annotations
 
@@ -34,8 +30,7 @@ def is_constant(x: Floats, weights: Floats) -> NDArray[np.bool_]:
 
 
 def tie_totals(x: Floats, weights: Floats) -> tuple[Floats, Floats, NDArray[np.intp], NDArray[np.intp]]:
-    """Per resample, the weight drawn below each tie group of `x` and in it ([B, g] each, groups ascending); the
-    segments' sort order, and each sorted segment's group."""
+    """Per resample, the weight below and in each tie group of `x` ([B, g]); the sort order, each one's group."""
     order = np.argsort(x, kind="stable")
     sorted_x = x[order]
     starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
@@ -48,8 +43,7 @@ def tie_totals(x: Floats, weights: Floats) -> tuple[Floats, Floats, NDArray[np.i
 
 
 def weighted_pearson(x: Floats, y: Floats, weights: Floats) -> Floats:
-    """Pearson's r of each resample ([B, n] counts), centred on each resample's mean first so that sums of
-    squares of scores near 0.9 with a spread of 0.05 do not cancel."""
+    """Pearson's r of each resample, centred on its mean first so that sums of squares do not cancel."""
     total = weights.sum(axis=1)
     xc = x - (weights * x).sum(axis=1, keepdims=True) / total[:, None]
     yc = y - (weights * y).sum(axis=1, keepdims=True) / total[:, None]
@@ -68,8 +62,7 @@ def weighted_average_ranks(x: Floats, weights: Floats) -> Floats:
 
 
 def exact_counts(weights: Floats) -> NDArray[Any]:
-    """`weights` in float32 where they are whole counts whose row sums stay below 2**24 (every product with
-    signs and every partial sum is then exact, and float32 products are faster); else as they are."""
+    """`weights` in float32 (faster, and exact) where they are whole counts with row sums below 2**24."""
     whole = bool(np.all(weights == np.round(weights)))
     return (
         weights.astype(np.float32) if whole and float(np.abs(weights).sum(axis=1).max()) < _FLOAT32_EXACT else weights
@@ -77,8 +70,7 @@ def exact_counts(weights: Floats) -> NDArray[Any]:
 
 
 def human_signs(y: Floats) -> NDArray[np.float32] | None:
-    """The signs ``sign(y_i - y_j)`` of every pair of `y` (float32), kept for every column correlated with `y`;
-    None beyond `CACHED_SIGNS` pairs (the blocks then make their own)."""
+    """``sign(y_i - y_j)`` of every pair (float32), kept for every column; None beyond `CACHED_SIGNS` pairs."""
     return np.sign(y[:, None] - y[None, :]).astype(np.float32) if len(y) ** 2 <= CACHED_SIGNS else None
 
 
@@ -91,9 +83,8 @@ def _sign_block(x: Floats, y: Floats, start: int, end: int, signs: NDArray[np.fl
 def kendall_numerator(
     x: Floats, y: Floats, weights: Floats, counts: NDArray[Any] | None = None, signs: NDArray[np.float32] | None = None
 ) -> Floats:
-    """``C - D`` of each resample: half the sum over ordered pairs of ``w_i w_j sign(dx) sign(dy)``, a block of
-    rows of the pair-sign matrix at a time; `counts` (`exact_counts`) and `signs` (`human_signs`) where the caller
-    keeps them. Without resampling (one row of ones) it counts concordant less discordant pairs directly."""
+    """``C - D`` of each resample, a block of rows of the pair-sign matrix at a time; `counts` (`exact_counts`)
+    and `signs` (`human_signs`) where the caller keeps them."""
     if len(weights) != 1 or not bool(np.all(weights == 1)):  # resamples (one row of ones: a plain count)
         counts = exact_counts(weights) if counts is None else counts
         return _resampled_kendall_numerator(x, y, weights, counts, signs)
@@ -112,9 +103,7 @@ def kendall_numerator(
 def _resampled_kendall_numerator(
     x: Floats, y: Floats, weights: Floats, counts: NDArray[Any], signs: NDArray[np.float32] | None
 ) -> Floats:
-    """`kendall_numerator` of resamples: the pair-sign matrix is symmetric, so each block of rows is taken only
-    against the columns from its own first row on (its own block counted twice, then halved). A resample's sum
-    is a whole number of at most (its count total)^2, so below 2**24 it is summed in float32 too."""
+    """The pair-sign matrix is symmetric, so each block of rows meets only the columns from its first row on."""
     n = len(x)
     rows = max(1, min(-(-n // _KENDALL_BLOCKS), BLOCK // max(n, len(weights))))
     float32 = counts.dtype == np.float32 and float(np.abs(counts).sum(axis=1).max()) ** 2 < _FLOAT32_EXACT
@@ -142,8 +131,7 @@ def weighted_kendall(x: Floats, y: Floats, weights: Floats) -> Floats:
 
 
 def weighted(x: Floats, y: Floats, weights: Floats, method: str) -> Floats:
-    """The correlation `method` of metric `x` with human `y` in each resample (row of `weights`), NaN where
-    either is constant in the resample."""
+    """The correlation `method` of `x` with human `y` per resample, NaN where either is constant in it."""
     if method == "pearson":
         values = weighted_pearson(x, y, weights)
     elif method == "spearman":
@@ -155,8 +143,7 @@ def weighted(x: Floats, y: Floats, weights: Floats, method: str) -> Floats:
 
 
 class _Ties:
-    """A column's sort order and its tie groups of several segments: `tied`, their members' sorted positions;
-    `members`, those segments; `sizes`; `firsts`, where each group starts in `tied`; `group_of`, each member's."""
+    """A column's sort order and its tie groups: `tied`, members' sorted positions; `firsts`, group starts."""
 
     def __init__(self, x: Floats) -> None:
         self.order = np.argsort(x, kind="stable")
@@ -173,8 +160,7 @@ class _Ties:
 
 
 def _rank_variance(total: Floats, cubes: Floats) -> Floats:
-    """The sum of squared deviations of T draws' average ranks from their mean, ``(T^3 - T - cubes) / 12`` with
-    `cubes` the ``sum(t^3 - t)`` over tie groups of t draws (exact: a multiple of 1/4)."""
+    """``(T^3 - T - cubes) / 12``: the squared deviations of T draws' average ranks (exact, a multiple of 1/4)."""
     return np.asarray((total * total * total - total - cubes) / 12)
 
 
@@ -184,9 +170,8 @@ def _cubes(tied: Floats) -> Floats:
 
 
 class GroupResamples:
-    """One group's resamples (`weights`: [B, m] whole counts) with its `human` scores, and what every column
-    correlated on them shares, computed once: the resamples of a single segment, the pairs of copies (tied in
-    any column) and, lazily, each method's human side."""
+    """One group's resamples (`weights`: [B, m] counts) and `human` scores, with what every column correlated
+    on them shares computed once (lazily, each method's human side)."""
 
     def __init__(self, weights: Floats, human: Floats) -> None:
         if not np.all((weights >= 0) & (weights == np.round(weights))):
@@ -202,8 +187,7 @@ class GroupResamples:
         self._once: GroupResamples | None = None  # every segment drawn once (`plain`)
 
     def _constant(self, x: Floats, ties: _Ties) -> NDArray[np.bool_]:
-        """The resamples constant in `x`: those of one segment, and where `x` has ties, those whose segments all
-        tie (only resamples of no more segments than the largest tie group need a look)."""
+        """The resamples constant in `x`: of one segment, or of segments that all tie."""
         constant = self.single.copy()
         if ties.largest > 1:
             rows = np.flatnonzero((self.distinct <= ties.largest) & ~constant)
@@ -243,8 +227,7 @@ class GroupResamples:
         return self._human[method]
 
     def plain(self, x: Floats, method: str) -> float:
-        """The correlation `method` of column `x` on the group's segments as they are (each drawn once), by the
-        resamples' kernels so that the human side is computed once for all columns."""
+        """`method` on the segments as they are, by the resamples' kernels so the human side is computed once."""
         if method == "pearson":  # the two-pass definition (`weighted_pearson`)
             return float(weighted(x, self.human, np.ones((1, len(x))), method)[0])
         if self._once is None:
@@ -253,8 +236,7 @@ class GroupResamples:
         return float(self._once.correlations(x[None, :], method)[0, 0])
 
     def correlations(self, columns: Floats, method: str) -> Floats:
-        """The correlation `method` of each metric column ([k, m]) with the human scores in every resample:
-        [k, B], NaN where either side is constant in the resample."""
+        """`method` of each column ([k, m]) with the human scores per resample: [k, B], NaN where constant."""
         ties = [_Ties(x) for x in columns]
         if method == "pearson":
             values = self._pearson(columns)
@@ -267,8 +249,7 @@ class GroupResamples:
         return values
 
     def _pearson(self, columns: Floats) -> Floats:
-        """From the resamples' sums around the group's mean: a resample's mean lies close to it, so the sums of
-        squares do not cancel as raw ones would."""
+        """Sums around the group's mean, close to each resample's, so sums of squares do not cancel."""
         w, total = self.weights, self.total
         yc = self.human - self.human.mean()  # einsum's loops: BLAS is no faster here, and waits on busy cores
         sy, syy = np.einsum("bi,i->b", w, yc), np.einsum("bi,i->b", w, yc * yc)
@@ -281,10 +262,8 @@ class GroupResamples:
         return values
 
     def _spearman(self, ties: _Ties) -> Floats:
-        """Pearson's r of the average ranks, by exact sums: with the human side's counts times centred ranks g
-        (which sum to 0), a segment's rank ``upto - (w - 1) / 2`` in the column's order (``upto`` the running sum
-        of the counts) gives the covariance ``sum(g upto) - sum(w g) / 2``; tie groups share their average rank
-        (`_shared_ranks`), and the variances follow from the tie groups' sizes (`_rank_variance`)."""
+        """Pearson's r of average ranks by exact sums: covariance ``sum(g upto) - sum(w g) / 2``, corrected for
+        ties (`_shared_ranks`), variances from tie group sizes (`_rank_variance`)."""
         weighted_ranks, human_sum, human_variance = self._human_side("spearman")
         covariance = np.empty(len(self.weights))
         upto_tied = np.empty((len(self.weights), len(ties.tied)))  # the running sums at tie groups' members
@@ -320,8 +299,7 @@ class GroupResamples:
 
 
 def _shared_ranks(ties: _Ties, w: Floats, upto: Floats, g: Floats) -> Floats:
-    """What the rank covariance gains where a tie group's members share its average rank ``(before + end) / 2``
-    instead of each its own ``upto - w / 2`` (`w`, `upto`, `g`: the members' counts, running sums, human side)."""
+    """The rank covariance's gain where tie group members share their average rank instead of each its own."""
     lasts = ties.firsts + ties.sizes - 1
     shared = (upto[:, ties.firsts] - w[:, ties.firsts] + upto[:, lasts]) / 2
     return np.asarray(np.einsum("bi,bi->b", g, shared[:, ties.group_of] - upto + w / 2))
