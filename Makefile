@@ -1,7 +1,8 @@
 # `make demo`, `make test`, `make lint` and `make docs`. Each creates .venv (Python, pip and make are all they need).
 # Packages are installed by uv (pinned, put into .venv by pip): it resolves the same versions as pip, in parallel,
 # in a tenth of pip's time. uv does not read pip's configuration, so it is given pip's find-links (where the local
-# CPU torch wheel lies) and pip's constraints file, where there is one.
+# CPU torch wheel lies) and pip's constraints file, where there is one; it compiles the bytecode as pip does (where
+# PYTHONDONTWRITEBYTECODE is set, every import would otherwise compile torch's sources again).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -9,7 +10,7 @@ UV := $(VENV)/bin/uv
 PIP_LINKS := $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
 PIP_CONSTRAINTS := $(wildcard $(PIP_CONSTRAINT) \
 	$(shell $(PYTHON) -m pip config list 2>/dev/null | sed -n "s/^global.constraint='\(.*\)'$$/\1/p"))
-INSTALL = $(UV) pip install -q $(foreach links,$(PIP_LINKS),--find-links $(links)) \
+INSTALL = $(UV) pip install -q --compile-bytecode $(foreach links,$(PIP_LINKS),--find-links $(links)) \
 	$(foreach file,$(PIP_CONSTRAINTS),--constraint $(file)) --python
 BASE_STAMP := $(VENV)/.base-installed
 STAMP := $(VENV)/.installed
