@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm.distributed.ranks import job_place
+from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.settings import rules
 from bertscore_tm.settings.arguments import OUTPUTS
 from bertscore_tm.settings.texts import check_pairs, sequence_of
@@ -59,18 +60,12 @@ def score_systems(
 
 
 def _checked(
-    metric: object, systems: object, target: object, shard_sizes: object
+    metric: BERTScore, systems: object, target: object, shard_sizes: object
 ) -> tuple[list[list[str]], list[str | list[str]], list[int] | None]:
     """The arguments by the package's rules: a fresh per-pair metric, systems of one candidate per target."""
     from bertscore_tm.metric.bertscore import BERTScore
 
-    if not isinstance(metric, BERTScore):
-        raise ArgumentTypeError(
-            f"metric must be a BERTScore metric, got {type(metric).__name__}",
-            argument="metric",
-            expected="a BERTScore",
-            value=metric,
-        )
+    rules.instance_of(metric, BERTScore, "metric", "BERTScore(..., reduction='none')")
     if metric.reduction != "none" or metric.output is not None:
         raise ArgumentValueError(
             "score_systems needs per-pair scores of every output: create the metric with reduction='none' and "
@@ -97,8 +92,7 @@ def _checked(
     refs = [entry if isinstance(entry, str) else list(entry) for entry in entries]  # type: ignore[attr-defined]
     sizes = None if shard_sizes is None else rules.indexes("shard_sizes", shard_sizes)
     if sizes is not None:
-        group = torch.distributed.is_available() and torch.distributed.is_initialized()
-        world, rank = (torch.distributed.get_world_size(), torch.distributed.get_rank()) if group else (1, 0)
+        rank, world = job_place()
         if len(sizes) != world or sizes[rank] != len(refs):
             raise ArgumentValueError(
                 f"shard_sizes must give the lines of each of the {world} process(es), in rank order, this one's "

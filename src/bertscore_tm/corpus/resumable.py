@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.distributed.launch import Processes
-from bertscore_tm.distributed.ranks import gather, settings_digest
+from bertscore_tm.distributed.ranks import gather, job_place, settings_digest
 from bertscore_tm.embedding.embedder import own_precision
 from bertscore_tm.engines.paired import PairTokens, match_pairs, weigh_pairs
 from bertscore_tm.engines.pairwise import pairwise_scores
@@ -134,13 +134,6 @@ def texts_digest(items: Sequence[str | Sequence[str]]) -> str:
             data = text.encode("utf-8", "surrogatepass")
             digest.update(len(data).to_bytes(8, "little") + data)
     return digest.hexdigest()
-
-
-def job_place() -> tuple[int, int]:
-    """(rank, world size) of this process, (0, 1) without a process group."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return 0, 1
 
 
 def shard_ranges(start: int, stop: int, size: int) -> list[tuple[int, int]]:

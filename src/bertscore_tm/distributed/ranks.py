@@ -16,6 +16,13 @@ from bertscore_tm.errors import SettingsMismatchError
 GatherFn = Callable[..., Sequence[Tensor]]
 
 
+def job_place() -> tuple[int, int]:
+    """(rank, world size) of this process, (0, 1) without a process group."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
 def settings_digest(settings: Mapping[str, object]) -> int:
     """A signed 64-bit digest of the settings, order-independent.
 

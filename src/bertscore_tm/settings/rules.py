@@ -476,3 +476,14 @@ def weight_mapping(name: str, value: object) -> None:
     factory = getattr(value, "default_factory", None)
     if callable(factory):
         _weight(name, "'s default", factory())
+
+
+def instance_of(value: object, kind: type, name: str, made_by: str) -> None:
+    """An error naming `name` and what makes a `kind` unless `value` is one."""
+    if not isinstance(value, kind):
+        raise ArgumentTypeError(
+            f"{name} must be {kind.__name__} (from {made_by}), got {type(value).__name__} {value!r:.60}",
+            argument=name,
+            expected=kind.__name__,
+            value=value,
+        )

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, JudgementsError, warn_user
+from bertscore_tm.errors import ArgumentValueError, JudgementsError, warn_user
 from bertscore_tm.models.registry import LayerTable, add_to_layer_table, default_num_layers, is_known_model
 from bertscore_tm.settings import rules
 from bertscore_tm.settings.arguments import MAX_RESAMPLES
@@ -85,7 +85,7 @@ def score_all_layers(
 ) -> LayerScores:
     """Score every pair at every layer in one pass; `metric_kwargs` go to `bertscore_tm.BERTScore`. With `idf` a
     reference judged with several systems counts each time, as in bert-score."""
-    checked(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")
+    rules.instance_of(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")
     rules.path()("model", model)
     rules.boolean("idf", idf)
     rules.boolean("progress", progress)
@@ -267,17 +267,6 @@ def check_choices(
     return int(bootstrap), int(seed), float(confidence), float(alpha)
 
 
-def checked(value: Any, kind: type, name: str, made_by: str) -> None:
-    """An error naming `name` and what makes a `kind` unless `value` is one."""
-    if not isinstance(value, kind):
-        raise ArgumentTypeError(
-            f"{name} must be {kind.__name__} (from {made_by}), got {type(value).__name__} {value!r:.60}",
-            argument=name,
-            expected=kind.__name__,
-            value=value,
-        )
-
-
 def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, LayerScores, int]:
     """Only pairs defined at every layer (IDF can give NaN), so every layer is correlated on the same segments."""
     if scores.f1.shape[1] != len(rows):
@@ -380,8 +369,8 @@ def tune_from_scores(
     bootstrap, seed, confidence, alpha = check_choices(
         criterion, score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress
     )
-    checked(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")
-    checked(scores, LayerScores, "scores", "score_all_layers")
+    rules.instance_of(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")
+    rules.instance_of(scores, LayerScores, "scores", "score_all_layers")
     rows, scores, dropped = _defined_pairs(rows, scores)
     check_variation(rows)
     if rows.systems is not None and not _system_level(rows):
@@ -463,7 +452,7 @@ def tune_layers(
     best layer, which favours it: confirm a gain on held-out judgements. Options: docs/tuning.md.
     """
     check_choices(criterion, score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress)
-    checked(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")
+    rules.instance_of(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")
     check_variation(rows)  # all before the model runs
     scores = score_all_layers(rows, model, idf=idf, progress=progress, **metric_kwargs)
     return tune_from_scores(

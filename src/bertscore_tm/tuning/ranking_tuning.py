@@ -10,6 +10,7 @@ import numpy as np
 
 from bertscore_tm.errors import ArgumentValueError, warn_user
 from bertscore_tm.models.registry import LayerTable
+from bertscore_tm.settings import rules
 from bertscore_tm.tuning.correlation import DarrBootstrap
 from bertscore_tm.tuning.judgements import MIN_ROWS, RelativeRankings, read_relative_rankings
 from bertscore_tm.tuning.layer_tuning import (
@@ -19,7 +20,6 @@ from bertscore_tm.tuning.layer_tuning import (
     LayerScores,
     LayerTuning,
     check_choices,
-    checked,
     layer_to_test,
     score_all_layers,
     tuned,
@@ -43,8 +43,8 @@ def tune_rankings_from_scores(
     bootstrap, seed, confidence, alpha = check_choices(
         "darr", score, bootstrap, confidence, alpha, seed, default_layer, layer_table, criteria=("darr",)
     )
-    checked(rankings, RelativeRankings, "rankings", "read_relative_rankings or RelativeRankings.from_columns")
-    checked(scores, LayerScores, "scores", "score_all_layers")
+    rules.instance_of(rankings, RelativeRankings, "rankings", "read_relative_rankings or RelativeRankings.from_columns")
+    rules.instance_of(scores, LayerScores, "scores", "score_all_layers")
     rankings, scores, dropped = _defined_rankings(rankings, scores)
     n = len(rankings)
     boot = DarrBootstrap(n, rankings.groups, max(bootstrap, 1), seed)
@@ -136,7 +136,7 @@ def tune_layers_on_rankings(
     """`tune_layers` on relative rankings, by WMT18's tau (criterion ``"darr"``). With `idf` each judgement's
     reference counts once, not once per candidate."""
     check_choices("darr", score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress, ("darr",))
-    checked(rankings, RelativeRankings, "rankings", "read_relative_rankings or RelativeRankings.from_columns")
+    rules.instance_of(rankings, RelativeRankings, "rankings", "read_relative_rankings or RelativeRankings.from_columns")
     _check_size(len(rankings))  # all before the model runs
     if idf:
         metric_kwargs.setdefault("idf_texts", rankings.references)
