@@ -520,7 +520,8 @@ def _shown(problems: list[str]) -> str:
 
 
 @pytest.mark.parametrize("door", sorted(DOORS))
-def test_every_parameter_of_every_door(ctx: Ctx, door: str) -> None:
+def test_every_parameter_of_every_door(ctx: Ctx, door: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # a door given a bare string as a path makes it here, never where another door looks
     problems = sweep(ctx, DOORS[door])
     assert not problems, f"{len(problems)} problem(s):\n" + _shown(problems)
 
