@@ -60,12 +60,12 @@ def score_systems(
 
 
 def _checked(
-    metric: BERTScore, systems: object, target: object, shard_sizes: object
+    metric: object, systems: object, target: object, shard_sizes: object
 ) -> tuple[list[list[str]], list[str | list[str]], list[int] | None]:
     """The arguments by the package's rules: a fresh per-pair metric, systems of one candidate per target."""
     from bertscore_tm.metric.bertscore import BERTScore
 
-    rules.instance_of(metric, BERTScore, "metric", "BERTScore(..., reduction='none')")
+    metric = rules.instance_of(metric, BERTScore, "metric", "BERTScore(..., reduction='none')")
     if metric.reduction != "none" or metric.output is not None:
         raise ArgumentValueError(
             "score_systems needs per-pair scores of every output: create the metric with reduction='none' and "

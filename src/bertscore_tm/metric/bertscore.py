@@ -37,7 +37,7 @@ from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.settings.arguments import ForwardFn, IgnoreRule, LongTexts, OutputName, Reduction
 from bertscore_tm.settings.config import Config
 from bertscore_tm.settings.peers import TORCHMETRICS, from_torchmetrics
-from bertscore_tm.settings.rules import boolean
+from bertscore_tm.settings.rules import boolean, instance_of
 from bertscore_tm.settings.texts import check_text
 
 if TYPE_CHECKING:
@@ -125,13 +125,7 @@ class BERTScore(Metric):
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> BERTScore:
         """A metric of settings already checked (`Config.of`); `kwargs`: torchmetrics' own Metric arguments."""
-        if not isinstance(config, Config):
-            raise ArgumentTypeError(
-                f"config must be a Config (from Config.of), got {type(config).__name__} {config!r:.60}",
-                argument="config",
-                expected="Config",
-                value=config,
-            )
+        instance_of(config, Config, "config", "Config.of")
         new = cls.__new__(cls)
         new._set_up(config, kwargs)
         return new

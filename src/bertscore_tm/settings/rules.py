@@ -8,10 +8,13 @@ import numbers
 import os
 import sys
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
 from bertscore_tm.settings.texts import argument_of as _argument
 from bertscore_tm.settings.texts import check_text, check_texts
+
+_Kind = TypeVar("_Kind")
 
 #: The compute dtypes of the model, by name: float32 is exact, the others run under autocast.
 MODEL_DTYPES = ("float32", "bfloat16", "float16")
@@ -478,8 +481,8 @@ def weight_mapping(name: str, value: object) -> None:
         _weight(name, "'s default", factory())
 
 
-def instance_of(value: object, kind: type, name: str, made_by: str) -> None:
-    """An error naming `name` and what makes a `kind` unless `value` is one."""
+def instance_of(value: object, kind: type[_Kind], name: str, made_by: str) -> _Kind:
+    """`value`, typed as the `kind` it was checked to be; an error naming `name` and what makes a `kind` else."""
     if not isinstance(value, kind):
         raise ArgumentTypeError(
             f"{name} must be {kind.__name__} (from {made_by}), got {type(value).__name__} {value!r:.60}",
@@ -487,3 +490,4 @@ def instance_of(value: object, kind: type, name: str, made_by: str) -> None:
             expected=kind.__name__,
             value=value,
         )
+    return value
