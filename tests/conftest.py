@@ -46,29 +46,22 @@ def assert_bfloat16_equal(got, want, atol: float) -> None:
 collect_ignore = ["integrations/lighteval_task.py"]
 
 
-#: Test modules that start processes (torchrun, DDP), run a training loop or compile a model: marked `slow`, so that
-#: `pytest -m "not slow"` is a quick loop over the rest. CI runs them all.
-SLOW_MODULES = frozenset(
-    {
-        "test_launch",
-        "test_distributed",
-        "test_distributed_settings",
-        "test_lightning",
-        "test_compile",
-        "test_corpus",
-        "test_ray_data",
-        "test_hf_datasets",
-        "test_docs_blocks",
-        "test_errors_in_workers",
-        "test_cli_sweep",
-    }
-)
+#: The quick loop, `pytest -m "not slow"`, leaves out what is marked `slow`: the folders that compare with the
+#: reference or a peer (parity/ but its pinned scores, integrations/) or run engines end to end (integration/), the
+#: modules below (processes, a training loop, a compilation), and each test marked by hand that takes more than about
+#: a second here (a real model on long or many texts, a process of its own, DDP ranks, a browser). CI runs them all.
+SLOW_FOLDERS = ("parity", "integration", "integrations")
+QUICK_IN_SLOW_FOLDERS = frozenset({"test_pinned"})
+SLOW_MODULES = frozenset({"test_corpus", "test_cli_sweep"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
     for item in items:
-        module = getattr(item, "module", None)
-        if module is not None and module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+        path = Path(str(item.path))
+        folder = path.relative_to(tests).parts[0] if path.is_relative_to(tests) else ""
+        slow_folder = folder in SLOW_FOLDERS and path.stem not in QUICK_IN_SLOW_FOLDERS
+        if slow_folder or path.stem in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
 
 

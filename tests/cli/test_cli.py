@@ -185,6 +185,7 @@ def baseline_file(corpus_file: Path) -> Path:
 # -- score ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_score_one_reference_with_segments(files: dict[str, str], wmt: dict[str, list[str]]) -> None:
     proc = run_cli("score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "-s")
     code, means, rows = parse_text(proc.stdout)
@@ -194,6 +195,7 @@ def test_score_one_reference_with_segments(files: dict[str, str], wmt: dict[str,
     assert_close(rows, per)
 
 
+@pytest.mark.slow
 def test_score_two_references_json(files: dict[str, str], wmt: dict[str, list[str]]) -> None:
     proc = run_cli(
         "score", "-c", files["hyps"], "-r", files["refs"], files["refs2"], "-m", MINILM, "--format", "json", "-s"
@@ -209,6 +211,7 @@ def test_score_two_references_json(files: dict[str, str], wmt: dict[str, list[st
     assert bool((per >= one_ref - 1e-7).all())
 
 
+@pytest.mark.slow
 def test_score_two_references_text(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> None:
     rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], files["refs2"], "-m", MINILM)
     assert rc == 0
@@ -218,6 +221,7 @@ def test_score_two_references_text(capsys, files: dict[str, str], wmt: dict[str,
     assert_close(means, mean)
 
 
+@pytest.mark.slow
 def test_score_idf(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> None:
     rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--idf", "-s")
     assert rc == 0
@@ -228,6 +232,7 @@ def test_score_idf(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> 
     assert_close(rows, per)
 
 
+@pytest.mark.slow
 def test_score_tsv(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> None:
     per, mean, expected_code = api(wmt["hyps"], wmt["refs"])
     rc, out, _ = run_main(capsys, "score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM, "--format", "tsv")
@@ -254,6 +259,7 @@ def test_score_tsv(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> 
     assert_close([[float(x) for x in r[1:]] for r in table[1:]], per)
 
 
+@pytest.mark.slow
 def test_score_data_json_counts_each_rows_references(capsys, tmp_path: Path, wmt: dict[str, list[str]]) -> None:
     """`references_per_candidate` is every row's number of references (it was the number of columns named: 1
     for a column of lists), None where the rows have different numbers; and `--reference-column ref1
@@ -281,6 +287,7 @@ def test_score_data_json_counts_each_rows_references(capsys, tmp_path: Path, wmt
     assert summary("ref1")["references_per_candidate"] == 1
 
 
+@pytest.mark.slow
 def test_score_rescaled_with_computed_baseline(
     capsys, files: dict[str, str], wmt: dict[str, list[str]], baseline_file: Path
 ) -> None:
@@ -308,6 +315,7 @@ def test_score_rescaled_with_computed_baseline(
     assert not torch.allclose(per, plain, atol=1e-3)  # the rescaling did something
 
 
+@pytest.mark.slow
 def test_baseline_placed_under_lang_folder(
     capsys, monkeypatch, tmp_path: Path, files: dict[str, str], wmt: dict[str, list[str]], baseline_file: Path
 ) -> None:
@@ -336,6 +344,7 @@ def test_baseline_placed_under_lang_folder(
     assert_close(means, mean)
 
 
+@pytest.mark.slow
 def test_score_rescaled_with_shipped_baseline(capsys, files: dict[str, str], wmt: dict[str, list[str]]) -> None:
     """The packaged MiniLM baseline (baselines/en/...) is found through --lang en."""
     rc, out, _ = run_main(
@@ -356,6 +365,7 @@ def test_score_rescaled_with_shipped_baseline(capsys, files: dict[str, str], wmt
     assert_close(means, torch.stack((p, r, f), dim=1).double().mean(dim=0))
 
 
+@pytest.mark.slow
 def test_score_output_file(capsys, tmp_path: Path, files: dict[str, str], wmt: dict[str, list[str]]) -> None:
     """-o writes what would go to stdout to a file, and only once the scores are there."""
     target = tmp_path / "scores.json"
@@ -369,6 +379,7 @@ def test_score_output_file(capsys, tmp_path: Path, files: dict[str, str], wmt: d
     assert_close([doc["precision"], doc["recall"], doc["f1"]], mean)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["-c", "-r"])
 def test_score_reads_standard_input(
     capsys, monkeypatch, files: dict[str, str], wmt: dict[str, list[str]], which: str
@@ -419,6 +430,7 @@ def _png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+@pytest.mark.slow
 def test_show_writes_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     cand, ref = CORPUS[8], "The soup could use a bit more salt."
@@ -434,6 +446,7 @@ def test_show_writes_png(tmp_path: Path) -> None:
     assert f"Saved the similarity matrix to {out}" in proc.stdout
 
 
+@pytest.mark.slow
 def test_show_matrix_and_rescaling(tmp_path: Path, baseline_file: Path) -> None:
     """The plotted matrix is the cosine similarity of every token, the special ones included (they take part in
     the matching); rescaled with the F baseline."""
@@ -498,6 +511,7 @@ def test_show_long_pairs_stay_small() -> None:
     assert len(ax.get_yticks(minor=True)) == 0  # no grid lines past the size
 
 
+@pytest.mark.slow
 def test_show_long_pair_end_to_end(capsys, tmp_path: Path, wmt: dict[str, list[str]]) -> None:
     """A pair at the model's 512-token window draws in seconds, to a bounded picture."""
     pytest.importorskip("matplotlib")
@@ -520,6 +534,7 @@ def _read_table(path: Path) -> torch.Tensor:
     return torch.tensor([[float(x) for x in r[1:]] for r in rows[1:]], dtype=torch.float64)
 
 
+@pytest.mark.slow
 def test_baseline_reproducible_and_equal_to_layer_means(baseline_file: Path, corpus_file: Path) -> None:
     again = baseline_file.parent / "again.tsv"
     run_cli(
@@ -1164,6 +1179,7 @@ def test_a_checkpoint_that_is_a_file_is_refused_as_a_file(
 # -- repeated options ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_repeated_r_collects_every_reference_file(capsys, files: dict[str, str]) -> None:
     """`-r a -r b` is `-r a b` (two references per candidate), not b alone."""
     base = ["score", "-c", files["hyps"], "-m", MINILM, "--format", "json"]
@@ -1238,6 +1254,7 @@ def test_a_column_option_without_data_is_refused(capsys, no_model, small: dict[s
 # -- standard output that cannot be written ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["score", "pairwise"])
 def test_a_full_standard_output_is_one_line(small: dict[str, str], command: str) -> None:
     """`> /dev/full` (a full disk): the one-line error `-o /dev/full` gives, no traceback."""

@@ -400,6 +400,7 @@ def test_other_unraisable_exceptions_still_reach_the_previous_hook(monkeypatch: 
     assert [type(err) for err in seen] == [ValueError]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["reading its input", "loading and scoring"])
 def test_sigterm_is_one_line_and_exit_code_143(tmp_path: Path, when: str) -> None:
     """`bertscore-tm score` reads its candidates from standard input. Once more than a pipe holds (64 KiB) has

@@ -74,6 +74,7 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
 # -- score_systems -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("idf", [False, True])
 def test_each_system_scores_as_if_scored_alone_and_the_references_are_embedded_once(systems, wmt, idf: bool) -> None:
     metric = BERTScore(MINILM, idf=idf)
@@ -89,6 +90,7 @@ def test_each_system_scores_as_if_scored_alone_and_the_references_are_embedded_o
     assert alone_rows == 55  # what scoring the three systems one by one embeds
 
 
+@pytest.mark.slow
 def test_counting_the_references_once_per_system_would_change_idf_scores(systems, wmt) -> None:
     """What score_systems avoids: three plain updates count the references three times, and
     ln((3M + 1) / (3 df + 1)) is not ln((M + 1) / (df + 1)), so the scores move well beyond float noise."""
@@ -99,6 +101,7 @@ def test_counting_the_references_once_per_system_would_change_idf_scores(systems
     assert (naive - alone(systems["hyps"], wmt["refs"], idf=True)[2]).abs().max() > 1e-3
 
 
+@pytest.mark.slow
 def test_score_systems_with_several_references_per_line(systems, wmt) -> None:
     targets = [[a, b] for a, b in zip(wmt["refs"], wmt["refs2"], strict=True)]
     scores = score_systems(BERTScore(MINILM, idf=True), [systems["hyps"], systems["mixed"]], targets)
@@ -121,6 +124,7 @@ def test_score_systems_refuses_what_it_cannot_do(systems, wmt) -> None:
 # -- compare -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("idf", [False, True])
 def test_compare_json_equals_score_per_system_and_the_significance_functions(capsys, files, systems, wmt, idf) -> None:
     names = [files["hyps"], files["refs2"], files["mixed"]]
@@ -169,6 +173,7 @@ def test_compare_embeds_the_references_once(capsys, monkeypatch, files, wmt) -> 
     assert made[0].embedder.rows_embedded == distinct_texts(made[0], wmt["refs"], wmt["hyps"], wmt["refs2"]) == 27
 
 
+@pytest.mark.slow
 def test_compare_text_in_a_real_process(files) -> None:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     package_root = str(Path(bertscore_tm.__file__).resolve().parents[1])
@@ -214,6 +219,7 @@ def test_compare_text_in_a_real_process(files) -> None:
             assert (cells[-1] == "*") == (row["p_value"] < 0.05)
 
 
+@pytest.mark.slow
 def test_compare_same_seed_same_output(capsys, files) -> None:
     """(Another seed gives other resamples: test_significance; the seed reaching them: the tests around.)"""
     args = ["compare", "-r", files["refs"], "-c", files["hyps"], files["refs2"], "-m", MINILM]
@@ -244,6 +250,7 @@ def test_compare_help_does_not_import_torch() -> None:
 # -- score --confidence --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_score_confidence_adds_the_f1_interval_in_every_format(capsys, files, wmt) -> None:
     f1 = alone(wmt["hyps"], wmt["refs"])[2]
     base = ["score", "-c", files["hyps"], "-r", files["refs"], "-m", MINILM]
@@ -327,6 +334,7 @@ def test_compare_on_few_lines_warns_naming_the_count(capsys, tmp_path: Path) -> 
     assert "bertscore-tm: warning: a paired test on only 3 pair(s)" in err
 
 
+@pytest.mark.slow
 def test_repeated_c_and_r_collect_every_file(capsys, files) -> None:
     """`-c a -c b` is `-c a b` and `-r x -r y` is `-r x y`: no file is silently dropped."""
     one = ["compare", "-r", files["refs"], files["refs2"], "-c", files["hyps"], files["mixed"]]

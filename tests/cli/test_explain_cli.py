@@ -27,6 +27,7 @@ def explain_json(capsys, *args: str) -> dict:
     return json.loads(out)
 
 
+@pytest.mark.slow
 def test_worst_k_are_the_lowest_f1_pairs_with_their_tokens(capsys, wmt):
     """Against `score --format json -s` (which now names each pair's best reference) on the same files."""
     rc, out, _ = run_main(capsys, "score", "-c", HYPS, "-r", REFS, REFS2, "-m", MINILM, "--format", "json", "-s")
@@ -58,6 +59,7 @@ def test_worst_k_are_the_lowest_f1_pairs_with_their_tokens(capsys, wmt):
         assert all(0 <= t["match"] < len(pair["reference_tokens"]) for t in tokens)
 
 
+@pytest.mark.slow
 def test_idf_counts_over_every_reference_of_the_files(capsys, wmt):
     doc = explain_json(capsys, "-c", HYPS, "-r", REFS, "--idf", "--worst", "20")
     per, _, _ = api(wmt["hyps"], wmt["refs"], idf=True)
@@ -141,6 +143,7 @@ def test_texts_are_no_input_files_but_idf_references_are():
     assert outputs.read_files(args) == [("--idf-references", "i.txt"), ("--baseline-path", "l.tsv")]
 
 
+@pytest.mark.slow
 def test_compare_html_page(capsys, tmp_path: Path):
     page = tmp_path / "compare.html"
     rc, _, err = run_main(capsys, "compare", "-c", HYPS, REFS2, "-r", REFS, "-m", MINILM, "--html", str(page))

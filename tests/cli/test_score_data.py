@@ -90,6 +90,7 @@ def assert_scores(out, scores, several=False):
         assert out["bertscore_best_reference"].to_pylist() == scores.best_reference.tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("source", "target"), [("parquet", "parquet"), ("jsonl", "jsonl"), ("csv", "csv"), ("tsv", "parquet")]
 )
@@ -106,6 +107,7 @@ def test_round_trips_keep_every_column_and_equal_the_metric(capsys, tmp_path, ta
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([data.name, out_file.name])  # no temporary file left
 
 
+@pytest.mark.slow
 def test_several_references_as_columns_and_idf(capsys, tmp_path, table):
     data = write(table, tmp_path / "pairs.parquet")
     out_file = tmp_path / "scored.parquet"
@@ -113,6 +115,7 @@ def test_several_references_as_columns_and_idf(capsys, tmp_path, table):
     assert_scores(read(out_file), metric_scores(table, several=True, idf=True), several=True)
 
 
+@pytest.mark.slow
 def test_a_column_of_lists_and_a_checkpoint_resumed(capsys, tmp_path, table):
     groups = [list(g) for g in zip(table["reference"].to_pylist(), table["other"].to_pylist(), strict=True)]
     data = write(table.append_column("refs", pa.array(groups)), tmp_path / "pairs.jsonl")
@@ -188,6 +191,7 @@ def test_a_column_name_given_twice_is_one_line_before_any_model_loads(capsys, tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dup.csv", "ids.parquet"]
 
 
+@pytest.mark.slow
 def test_json_lines_write_timestamps_dates_and_decimals_as_strings(capsys, tmp_path, table, plain):
     """JSON has no type for a timestamp, a date or a decimal, which a Parquet file may hold beside the texts:
     they are written as ISO 8601 strings and as the decimal's own digits (no float rounding), every line
@@ -236,6 +240,7 @@ def test_json_lines_write_nan_scores_and_cells_as_null(capsys, tmp_path):
     assert [r["bertscore_recall"] for r in out] == [None, None] and [r["weight"] for r in out] == [None, 1.0]
 
 
+@pytest.mark.slow
 def test_score_columns_of_an_earlier_run_are_replaced_or_left_out_with_a_warning(capsys, tmp_path, table, plain):
     """A file scored before with two references, scored again with one: its best reference column would sit
     beside the new scores as if it were theirs. It is left out, with one warning naming it; the old F1 is
@@ -267,6 +272,7 @@ def csv_text(rows: list[dict[str, object]]) -> str:
     return "id,candidate,reference\n" + "".join(f"{r['id']},{r['candidate']},{r['reference']}\n" for r in rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("suffix", "last", "expected"),
     [

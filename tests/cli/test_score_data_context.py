@@ -40,6 +40,7 @@ def expected(table):
     return metric.compute_scores()
 
 
+@pytest.mark.slow
 def test_score_data_with_a_context_column_equals_the_metric_and_resumes(capsys, tmp_path, table, expected):
     data = write(table, tmp_path / "pairs.parquet")
     first, again = tmp_path / "first.parquet", tmp_path / "again.parquet"
@@ -61,6 +62,7 @@ def test_a_missing_context_column_is_one_line(capsys, tmp_path, table):
     assert "--context-column go with --data" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["dict", "pandas", "arrow"])
 def test_batch_scorer_takes_a_context_column(table, shape):
     plain = BERTScore(MINILM)

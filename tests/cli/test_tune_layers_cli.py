@@ -58,6 +58,7 @@ def outputs(judged: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_json_holds_the_librarys_figures(judged, outputs):
     doc = outputs["json"]
     rows = read_judgements(judged, group="lp", system="system")

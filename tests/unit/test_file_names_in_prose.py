@@ -11,6 +11,8 @@ import re
 import tokenize
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "src" / "bertscore_tm"
 NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.py)\b")
@@ -62,12 +64,14 @@ def stale_names() -> list[str]:
     return sorted({f"{module}: {name}" for module, _, name in named_files() if not exists(name, files)})
 
 
+@pytest.mark.slow
 def test_the_pattern_finds_paths_and_bare_names_and_src_has_some() -> None:
     text = "see `embedding/rows.py` and rows.py, not rows.pyc or a.b.py.txt"
     assert [match.group(1) for match in NAME.finditer(text)] == ["embedding/rows.py", "rows.py"]
     assert named_files()
 
 
+@pytest.mark.slow
 def test_every_file_named_in_the_prose_of_src_exists() -> None:
     stale = stale_names()
     lines = [f"{module}:{line}: {name}" for module, line, name in named_files() if f"{module}: {name}" in stale]

@@ -519,6 +519,7 @@ def _shown(problems: list[str]) -> str:
     return "\n".join(problems).encode("utf-8", "backslashreplace").decode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("door", sorted(DOORS))
 def test_every_parameter_of_every_door(ctx: Ctx, door: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # a door given a bare string as a path makes it here, never where another door looks
@@ -674,6 +675,7 @@ def cli_problem(c: Ctx, command: str, flag: str, dest: str, kind: str) -> str | 
 CLI = cli_parsers()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(CLI))
 def test_every_option_of_every_command(ctx: Ctx, command: str) -> None:
     problems = []

@@ -59,6 +59,7 @@ def assert_equal(columns, scores, several=False):
         assert np.array_equal(np.asarray(columns["bertscore_best_reference"]), scores.best_reference.numpy())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [1, 7, N])
 def test_dicts_of_lists_and_arrays_in_any_batches_equal_the_metric(scorer, pairs, plain, size):
     pieces = []
@@ -97,6 +98,7 @@ def test_pandas_keeps_every_column_and_index(scorer, pairs, plain):
     assert_equal({k: out[k].to_numpy() for k in out.columns}, plain)
 
 
+@pytest.mark.slow
 def test_several_references_as_columns_or_as_one_column_of_lists(pairs, several):
     groups = [list(g) for g in zip(pairs[1], pairs[2], strict=True)]
     table = pa.table({"candidate": pairs[0], "refs": groups})
@@ -108,6 +110,7 @@ def test_several_references_as_columns_or_as_one_column_of_lists(pairs, several)
     assert_equal({k: out[k].to_numpy() for k in out.columns}, several, several=True)
 
 
+@pytest.mark.slow
 def test_idf_counted_over_the_corpus_first_equals_the_metric_with_idf(pairs):
     groups = [list(g) for g in zip(pairs[1], pairs[2], strict=True)]
     metric, scores = metric_scores(pairs[0], groups, idf=True)
@@ -118,6 +121,7 @@ def test_idf_counted_over_the_corpus_first_equals_the_metric_with_idf(pairs):
     assert_equal({k: np.concatenate([h[k] for h in halves]) for k in halves[0] if k.startswith("b")}, scores, True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["pandas", "arrow", "dict"])
 def test_corpus_idf_reads_a_table_s_reference_columns_not_its_column_names(pairs, shape, monkeypatch):
     """Iterated, a DataFrame or a dict gives its column names: the table's columns must be read, a chunk of rows
@@ -201,6 +205,7 @@ def test_corpus_idf_refuses_an_empty_corpus_and_takes_a_string_as_one_text():
         corpus_idf(["A cat sat."], PACKAGED_MINILM, beta=2.0)
 
 
+@pytest.mark.slow
 def test_importing_the_package_imports_no_data_engine():
     code = (
         "import sys, bertscore_tm\nfrom bertscore_tm import BatchScorer\nfrom bertscore_tm.corpus import corpus_idf\n"
@@ -238,6 +243,7 @@ def test_a_column_name_given_to_two_columns_is_refused(scorer, shape, column):
     assert caught.value.column == column and caught.value.row is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["mapping", "pandas", "arrow"])
 def test_score_columns_of_an_earlier_run_never_stand_beside_this_runs(scorer, pairs, plain, shape):
     """Rows scored before with two references carry a best reference: scored again with one, that column

@@ -81,6 +81,7 @@ def failing_after(monkeypatch: pytest.MonkeyPatch, k: int) -> list[int]:
     return calls
 
 
+@pytest.mark.slow
 def test_uninterrupted_equals_the_metric(setting, texts, tmp_path: Path) -> None:
     metric, expected = setting
     got = score_resumable(metric, *texts, tmp_path, shard_size=SHARD)
@@ -94,6 +95,7 @@ def test_uninterrupted_equals_the_metric(setting, texts, tmp_path: Path) -> None
     assert_same(score_resumable(metric, *texts, tmp_path, shard_size=SHARD), expected)  # all read back
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 3])
 def test_resume_after_an_interruption(setting, texts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, k: int) -> None:
     metric, expected = setting
@@ -106,6 +108,7 @@ def test_resume_after_an_interruption(setting, texts, tmp_path: Path, monkeypatc
     assert_same(score_resumable(metric, *texts, tmp_path, shard_size=SHARD), expected)
 
 
+@pytest.mark.slow
 def test_a_torn_shard_is_scored_again(plain, texts, tmp_path: Path) -> None:
     metric, expected = plain
     score_resumable(metric, *texts, tmp_path, shard_size=SHARD)
@@ -125,6 +128,7 @@ def other_numbers(path: Path) -> None:
     np.save(path, (array * 0.5).astype(array.dtype), allow_pickle=False)
 
 
+@pytest.mark.slow
 def test_a_shard_with_other_numbers_is_noticed_and_scored_again(plain, texts, tmp_path: Path) -> None:
     metric, expected = plain
     score_resumable(metric, *texts, tmp_path, shard_size=SHARD)
@@ -137,6 +141,7 @@ def test_a_shard_with_other_numbers_is_noticed_and_scored_again(plain, texts, tm
     assert_same(score_resumable(metric, *texts, tmp_path, shard_size=SHARD), expected)  # whole again: no warning
 
 
+@pytest.mark.slow
 def test_a_stream_shard_and_a_matrix_shard_with_other_numbers_are_scored_again(plain, texts, tmp_path: Path) -> None:
     metric, expected = plain
     list(resumable.score_stream(metric, stream_of(texts), tmp_path / "s", shard_size=SHARD))
@@ -151,6 +156,7 @@ def test_a_stream_shard_and_a_matrix_shard_with_other_numbers_are_scored_again(p
         assert torch.equal(resumable.pairwise_resumable(metric, cands, refs, tmp_path / "p", shard_size=3), whole)
 
 
+@pytest.mark.slow
 def test_other_inputs_or_settings_are_refused(plain, texts, tmp_path: Path) -> None:
     cands, groups = texts
     plain = plain[0]
@@ -175,6 +181,7 @@ def test_other_inputs_or_settings_are_refused(plain, texts, tmp_path: Path) -> N
     assert (err.value.saved, err.value.given) == (2, 1)
 
 
+@pytest.mark.slow
 def test_idf_counts_over_other_references_are_refused(texts, tmp_path: Path) -> None:
     """With IDF counted, every shard depends on all references: another last reference is refused up front."""
     cands, groups = texts
@@ -204,6 +211,7 @@ print("finished")
 """
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill(texts, tmp_path: Path) -> None:
     """A real SIGKILL of a process scoring with a checkpoint, then the rest in this process: the same scores."""
     folder, script = tmp_path / "ckpt", tmp_path / "run.py"
@@ -239,6 +247,7 @@ def read(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
+@pytest.mark.slow
 def test_pairwise_cli_resumes_to_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Interrupted after two shards of rows and run again: the bytes of an uninterrupted run with the same shard
     size; within float32 rounding of a run without a checkpoint (the all-pairs engine's tiles, and so its last
@@ -288,6 +297,7 @@ def interrupted_then_resumed(argv: list[str], monkeypatch: pytest.MonkeyPatch, s
     return out
 
 
+@pytest.mark.slow
 def test_score_cli_resumes_to_the_output_of_a_run_without_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -312,6 +322,7 @@ def test_score_cli_resumes_to_the_output_of_a_run_without_checkpoint(
     assert "made from other inputs or another setting" in err and "--checkpoint" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_compare_cli_resumes_each_system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`compare --checkpoint`: each system's shards in their own folder; interrupted in the second system and run
     again, the same table as a run without a checkpoint."""
@@ -341,6 +352,7 @@ def stream_of(texts: tuple[list[str], list[list[str]]]) -> list[tuple[str, list[
     return list(zip(*texts, strict=True))
 
 
+@pytest.mark.slow
 def test_a_stream_yields_the_metrics_scores_a_shard_at_a_time(plain, texts, tmp_path: Path) -> None:
     metric, expected = plain
     shards = list(resumable.score_stream(metric, iter(stream_of(texts)), tmp_path, shard_size=SHARD))
@@ -349,6 +361,7 @@ def test_a_stream_yields_the_metrics_scores_a_shard_at_a_time(plain, texts, tmp_
         assert torch.equal(torch.cat([getattr(s, name) for s in shards]), getattr(expected, name)), name
 
 
+@pytest.mark.slow
 def test_a_stream_resumes_after_an_interruption(plain, texts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A loop stopped in its third shard and run again over the same pairs: the two finished shards are read
     back, not scored, and every shard equals an uninterrupted loop's."""
@@ -379,6 +392,7 @@ def test_a_stream_of_other_pairs_or_counted_idf_is_refused(plain, texts, tmp_pat
         next(resumable.score_stream(BERTScore(MINILM, idf=True), pairs, tmp_path / "idf", shard_size=SHARD))
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_with_one_error_and_keeps_the_shards_before(
     plain, texts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -42,6 +42,7 @@ def metric_scores(metric: BERTScore, cands: list[str], groups: list[list[str]], 
         metric.reset()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("idf", [False, True], ids=["plain", "idf"])
 def test_a_resumed_run_with_context_equals_the_metric(texts, tmp_path: Path, monkeypatch, idf: bool) -> None:
     cands, groups, contexts = texts
@@ -58,6 +59,7 @@ def test_a_resumed_run_with_context_equals_the_metric(texts, tmp_path: Path, mon
     assert not bool((without.f1 == expected.f1).all())  # the context does change the scores
 
 
+@pytest.mark.slow
 def test_other_contexts_or_none_are_refused(texts, tmp_path: Path) -> None:
     cands, groups, contexts = texts
     metric = BERTScore(MINILM)
@@ -79,6 +81,7 @@ def test_other_contexts_or_none_are_refused(texts, tmp_path: Path) -> None:
         score_resumable(metric, cands, groups, tmp_path / "short", SHARD, context=contexts[:-1])
 
 
+@pytest.mark.slow
 def test_idf_with_a_reference_prompt_counts_the_references_tokens_only(texts, tmp_path: Path) -> None:
     """The IDF counts come from the references as the metric encodes them: the prompt's tokens left out, and the
     text cut where the prompt leaves it less of the window (a window of 24 tokens cuts some of these)."""
@@ -93,6 +96,7 @@ def write_lines(path: Path, lines: list[str]) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "extra", [["--context"], ["--reference-prompt", "passage: "]], ids=["context", "reference-prompt"]
 )
@@ -139,6 +143,7 @@ def concatenated(shards: list) -> object:
     return Scores(p, r, f, shards[0].hash_code, best)
 
 
+@pytest.mark.slow
 def test_a_stream_with_contexts_equals_the_metric_and_resumes(texts, tmp_path: Path, monkeypatch) -> None:
     cands, groups, contexts = texts
     metric = BERTScore(MINILM)
@@ -158,6 +163,7 @@ def test_a_stream_with_contexts_equals_the_metric_and_resumes(texts, tmp_path: P
     assert_same(concatenated(fresh), expected)
 
 
+@pytest.mark.slow
 def test_a_stream_resumed_with_other_contexts_is_refused(texts, tmp_path: Path) -> None:
     cands, groups, contexts = texts
     metric = BERTScore(MINILM)

@@ -37,6 +37,7 @@ def _shards(folder: Path) -> int:
     return len(list(folder.glob("rank0-shard*.npy")))
 
 
+@pytest.mark.slow
 def test_the_next_shard_is_tokenised_on_the_calls_own_thread_while_one_embeds(metric, texts, tmp_path, monkeypatch):
     """Shard 0's scoring waits until shard 1's tokenisation has begun, which it could not if the two ran in turn;
     every tokenisation runs on the tokenising thread, and none is left running after the call."""
@@ -66,6 +67,7 @@ def test_the_next_shard_is_tokenised_on_the_calls_own_thread_while_one_embeds(me
     metric.reset()
 
 
+@pytest.mark.slow
 def test_a_shards_tokenisation_error_comes_at_its_turn_after_the_shards_before_are_saved(texts, tmp_path):
     """``idf_weights`` without a weight for a token of shard 2 alone: shards 0 and 1 are scored and kept first."""
     cands, refs = texts

@@ -135,6 +135,7 @@ def test_variable_length_attention_gets_each_texts_bounds(monkeypatch: pytest.Mo
     assert len({tuple(b) for b, _ in calls}) == 1 and len(calls) == 3  # one pack, a call per block
 
 
+@pytest.mark.slow
 def test_a_metric_in_accelerator_batching_scores_as_in_batches_of_one_length(wmt) -> None:
     cands, refs = wmt["hyps_long"][:120], wmt["refs_long"][:120]
     want = BERTScore(MINILM, idf=True)
@@ -148,6 +149,7 @@ def test_a_metric_in_accelerator_batching_scores_as_in_batches_of_one_length(wmt
         torch.testing.assert_close(got[key], expected[key], atol=1e-6, rtol=0)
 
 
+@pytest.mark.slow
 def test_windows_and_out_of_memory_in_accelerator_batching(wmt) -> None:
     """Long texts' windows run like any other sequence; a pack out of memory is run again at half the budget,
     said once, with the same scores."""

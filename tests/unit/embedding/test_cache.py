@@ -42,6 +42,7 @@ def cached() -> BERTScore:
     return BERTScore(MINILM, idf=True, embedding_cache_mb=64)
 
 
+@pytest.mark.slow
 def test_a_texts_vectors_do_not_depend_on_the_batch_it_runs_in(plain, wmt):
     """What makes a cached vector exactly a fresh one: batches of one length, never padded, never tiny."""
     seqs = [plain.token_ids(t) for t in wmt["hyps_long"][:80]]
@@ -53,6 +54,7 @@ def test_a_texts_vectors_do_not_depend_on_the_batch_it_runs_in(plain, wmt):
             assert torch.equal(vectors[at : at + n], together[first : first + n]), i
 
 
+@pytest.mark.slow
 def test_cached_scores_equal_uncached_bit_for_bit_over_epochs(plain, cached, wmt):
     for epoch in range(3):
         cands, refs = _epoch(wmt, epoch)
@@ -65,6 +67,7 @@ def test_cached_scores_equal_uncached_bit_for_bit_over_epochs(plain, cached, wmt
             assert torch.equal(actual[key], expected[key]), (epoch, key)
 
 
+@pytest.mark.slow
 def test_a_later_epoch_embeds_only_its_new_texts(cached, wmt):
     cached.clear_cache()
     cands, refs = _epoch(wmt, 0)
@@ -88,6 +91,7 @@ def test_a_later_epoch_embeds_only_its_new_texts(cached, wmt):
     assert cached.embedder.rows_embedded == before
 
 
+@pytest.mark.slow
 def test_a_tiny_budget_keeps_the_most_recent_texts_within_it(wmt):
     metric = BERTScore(MINILM, embedding_cache_mb=1)
     cache = metric.embedding_cache
@@ -186,6 +190,7 @@ def test_off_by_default(plain):
     plain.clear_cache()  # a no-op, not an error
 
 
+@pytest.mark.slow
 def test_bfloat16_cached_scores_equal_uncached_too(wmt):
     """The lower-precision mode is batch-invariant as well (one length per batch, eager attention on a CPU)."""
     plain16 = BERTScore(MINILM, model_dtype=torch.bfloat16)
@@ -201,6 +206,7 @@ def test_bfloat16_cached_scores_equal_uncached_too(wmt):
             assert_bfloat16_equal(results[1][key], results[0][key], atol=5e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", ["window", "user model"])
 def test_cached_scores_equal_uncached_in_window_mode_and_with_a_model_object(setting, wmt, minilm_path):
     """Long texts in windows (each window a forward sequence like any other) and a model object of the user's

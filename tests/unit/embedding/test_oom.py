@@ -35,6 +35,7 @@ def _failing_above(metric: BERTScore, limit: int, error: Exception | None = None
     return ran
 
 
+@pytest.mark.slow
 def test_a_pass_out_of_memory_is_retried_with_half_the_budget_and_the_same_scores(wmt):
     # texts of one length run in one forward batch: 48 of them make batches larger than the injected limit
     cands = [f"Sentence number {i} is here." for i in range(48)] + wmt["hyps"]
@@ -107,6 +108,7 @@ def _same_scores(got: dict, want: dict) -> None:
         assert torch.equal(got[key], want[key]), key
 
 
+@pytest.mark.slow
 def test_a_table_without_room_is_planned_again_smaller_with_the_same_scores(two_blocks, monkeypatch):
     want, metric = two_blocks
     asked = _tables_above(8000, monkeypatch)
@@ -124,6 +126,7 @@ def test_a_table_that_fits_in_no_plan_is_a_clear_error_naming_its_size(monkeypat
     assert err.value.tokens > 3
 
 
+@pytest.mark.slow
 def test_a_text_that_fits_only_beside_a_smaller_table_is_planned_again(two_blocks, monkeypatch):
     # the forward passes run out of memory while the table has more than 8000 rows, whatever their size
     want, metric = two_blocks

@@ -89,6 +89,7 @@ def test_only_bfloat16_on_a_cpu_with_the_last_layer_of_a_family_listed_packs() -
     assert not Embedder(tiny_encoder("electra"), 1, all_layers=False, model_dtype=torch.bfloat16).packing  # not listed
 
 
+@pytest.mark.slow
 def test_a_bfloat16_metric_scores_packed_exactly_as_in_batches(wmt, monkeypatch) -> None:
     """...with every pack normalised straight into its rows of the table: no pack's rows are copied in."""
     copied = []
@@ -128,6 +129,7 @@ def test_minilm_packs_to_the_vectors_of_batches() -> None:
     assert_bfloat16_equal(embedder.embed(texts)[0], _batched(embedder, texts), atol=2e-2)
 
 
+@pytest.mark.slow
 def test_windows_of_long_texts_pack_like_any_other_sequence(wmt) -> None:
     """long_texts="window": a text beyond the window runs as its windows, packed with everything else."""
     cands, refs = wmt["hyps_long"][:30], wmt["refs_long"][:30]

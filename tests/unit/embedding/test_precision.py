@@ -49,6 +49,7 @@ def test_the_cpus_flags_are_read_on_x86_and_arm(cpuinfo) -> None:
     assert precision.native_low_precision(torch.float32) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_a_lower_precision_on_a_cpu_that_emulates_it_is_said_once_naming_the_lack(cpuinfo, dtype) -> None:
     cpuinfo(WITHOUT)

@@ -50,6 +50,7 @@ def _expected(settings: dict, groups: list[list[str]], pseudo: list[list[str]] |
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize(
     "settings", SETTINGS, ids=["punctuation", "regex-idf", "two-prompts", "prompt-mask-rescaled", "prompt-idf"]

@@ -50,6 +50,7 @@ def _independent(hyps: list[str], refs: list[str] | None, utility: str) -> list[
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("utility", ["f1", "f_beta", "precision", "recall"])
 @pytest.mark.parametrize("pseudo", [None, PSEUDO], ids=["own", "pseudo"])
 def test_each_utility_is_the_mean_of_its_score_in_float64(utility: str, pseudo) -> None:
@@ -62,6 +63,7 @@ def test_each_utility_is_the_mean_of_its_score_in_float64(utility: str, pseudo) 
     assert utilities[1][0] == utilities[1][2]  # equal texts tie exactly, so the first is chosen
 
 
+@pytest.mark.slow
 def test_f1_stays_the_default_and_beta_changes_nothing_of_it() -> None:
     plain = BERTScore(MINILM).mbr_select(GROUPS, return_utilities=True)
     with_beta = BERTScore(MINILM, beta=BETA).mbr_select(GROUPS, return_utilities=True)
@@ -74,6 +76,7 @@ def test_f1_stays_the_default_and_beta_changes_nothing_of_it() -> None:
     assert not torch.allclose(f_beta[0], plain[1][0])  # the utility is applied, not ignored
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("utility", ["f_beta", "recall"])
 def test_rescaled_utilities_are_the_paired_scores_means(utility: str) -> None:
@@ -112,6 +115,7 @@ def test_pairwise_with_beta_gives_the_f_beta_matrix_resumable_too(tmp_path) -> N
         assert torch.equal(whole[k], got[name]) and torch.equal(sharded[k], got[name])  # other tiles, same bits
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "other",
     [{"beta": 2.0}, {}, {"ignore": "punctuation", "beta": BETA}, {"candidate_prompt": "query: ", "beta": BETA}],
@@ -129,6 +133,7 @@ def test_a_resumed_pairwise_run_with_another_mask_prompt_or_beta_is_refused(tmp_
     assert torch.equal(again, pairwise_resumable(BERTScore(MINILM, beta=BETA), cands, refs, tmp_path / "new", 2))
 
 
+@pytest.mark.slow
 def test_the_command_line_takes_the_utility(capsys, tmp_path) -> None:
     hyps = tmp_path / "hyps.txt"
     hyps.write_text("\n".join(GROUPS[0]) + "\n")

@@ -57,6 +57,7 @@ def assert_matrices(ours: dict, theirs: tuple, n: int, m: int, tol: float = TOL)
 # -- entry (i, j) is the score of that one pair --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_entries_equal_the_reference_on_expanded_pairs(held_out, reference_score) -> None:
     cands, refs = held_out
     ours = pairwise_bert_score(cands, refs, MINILM)
@@ -64,6 +65,7 @@ def test_entries_equal_the_reference_on_expanded_pairs(held_out, reference_score
     assert bool((ours["f1"][:, 1] == ours["f1"][:, 4]).all())  # a repeated reference repeats its column
 
 
+@pytest.mark.slow
 def test_idf_is_over_the_m_references_as_given(held_out, reference_score, minilm_path) -> None:
     from bert_score.utils import get_idf_dict, get_tokenizer
 
@@ -76,6 +78,7 @@ def test_idf_is_over_the_m_references_as_given(held_out, reference_score, minilm
     assert (ours["f1"] - f_expanded.view(len(cands), len(refs))).abs().max() > 1e-3
 
 
+@pytest.mark.slow
 def test_rescaled_entries_equal_the_reference(held_out, reference_score) -> None:
     cands, refs = held_out
     ours = pairwise_bert_score(cands, refs, MINILM, rescale_with_baseline=True, return_hash=True)
@@ -90,6 +93,7 @@ def test_rescaled_entries_equal_the_reference(held_out, reference_score) -> None
     assert ours["hash"].endswith("-rescaled_fast-tokenizer")
 
 
+@pytest.mark.slow
 def test_all_layers_give_one_matrix_per_layer(held_out, reference_score) -> None:
     cands, refs = held_out[0][:3], held_out[1][:4]
     ours = pairwise_bert_score(cands, refs, MINILM, all_layers=True)
@@ -97,6 +101,7 @@ def test_all_layers_give_one_matrix_per_layer(held_out, reference_score) -> None
     assert_matrices(ours, reference_score(*expand(cands, refs), batch_size=1, all_layers=True), 3, 4)
 
 
+@pytest.mark.slow
 def test_equals_an_independent_float64_computation(held_out, minilm_path, metric) -> None:
     """Plain torch, one text at a time (no padding anywhere), cosines and sums in float64."""
     from transformers import AutoModel, AutoTokenizer
@@ -261,12 +266,14 @@ def assert_same_choice(ours, theirs) -> None:
             assert top[0] - top[1] > 1e-4
 
 
+@pytest.mark.slow
 def test_mbr_picks_what_a_brute_force_loop_picks(groups, reference_score) -> None:
     ours = mbr_select(groups, MINILM, return_utilities=True)
     assert_same_choice(ours, brute_force_mbr(groups, reference_score))
     assert ours[0][0] == 0 and math.isnan(float(ours[1][0][0]))  # a group of one: 0, no other hypothesis
 
 
+@pytest.mark.slow
 def test_mbr_with_idf_over_each_groups_hypotheses(groups, reference_score, minilm_path, metric) -> None:
     from bert_score.utils import get_idf_dict, get_tokenizer
 
@@ -277,6 +284,7 @@ def test_mbr_with_idf_over_each_groups_hypotheses(groups, reference_score, minil
     assert_same_choice(ours, theirs)
 
 
+@pytest.mark.slow
 def test_mbr_with_separate_pseudo_references(groups, reference_score, wmt, metric) -> None:
     r = wmt["refs_long"]
     references = [[r[1050]], [r[1051], r[1090]], [r[1052]], [r[1054], r[1054], r[1080]]]
@@ -291,6 +299,7 @@ def test_mbr_ties_go_to_the_lowest_index(metric) -> None:
     assert float(u[0][1]) == float(u[0][2]) and float(u[1][0]) == float(u[1][1])
 
 
+@pytest.mark.slow
 def test_mbr_batches_groups_and_embeds_each_text_once(wmt, metric, monkeypatch) -> None:
     """100 groups of 5 short texts: a handful of forward passes, not one per group; the same choices as
     with one group at a time and with each group matched in tiles of its own."""
@@ -377,6 +386,7 @@ def _rows(text: str) -> torch.Tensor:
     )
 
 
+@pytest.mark.slow
 def test_cli_pairwise_tsv_round_trip(tmp_path: Path, wmt) -> None:
     out = tmp_path / "matrix.tsv"
     proc = subprocess.run(
@@ -406,6 +416,7 @@ def test_cli_pairwise_tsv_round_trip(tmp_path: Path, wmt) -> None:
     assert torch.allclose(_rows(out.read_text()), expected, atol=1e-7, rtol=0)  # full precision
 
 
+@pytest.mark.slow
 def test_cli_pairwise_json(capsys, wmt) -> None:
     assert (
         main(
@@ -433,6 +444,7 @@ def test_cli_pairwise_json(capsys, wmt) -> None:
         ), name
 
 
+@pytest.mark.slow
 def test_cli_mbr_by_group_size_and_by_group_file(capsys, tmp_path: Path, wmt) -> None:
     lines = wmt["hyps"] + wmt["refs"]  # 20 lines
     hyps = tmp_path / "hyps.txt"

@@ -84,11 +84,13 @@ SETTINGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings", SETTINGS.values(), ids=SETTINGS.keys())
 def test_pairwise_paired_and_explained_scores_are_the_same_bits(texts, settings) -> None:
     assert_same_bits(BERTScore(MINILM, **settings), *texts)
 
 
+@pytest.mark.slow
 def test_with_idf_over_the_same_references(texts) -> None:
     """`pairwise` counts the IDF over its M references; the paired scores take it from those texts
     (`idf_texts`), the explanations count it over them (`idf_references`)."""
@@ -102,6 +104,7 @@ def test_tiny_models_the_same_bits(tiny, texts, family) -> None:
     assert_same_bits(BERTScore(tiny[family], num_layers=2, ignore="punctuation"), *texts)
 
 
+@pytest.mark.slow
 def test_long_texts_in_windows_tiled_the_same_bits(long_texts, monkeypatch) -> None:
     """Windows of 64 tokens; every paired match of long texts in tiles of similarities, all pairs in tiles of
     a text or two."""
@@ -110,6 +113,7 @@ def test_long_texts_in_windows_tiled_the_same_bits(long_texts, monkeypatch) -> N
     assert_same_bits(BERTScore(MINILM, long_texts="window", max_length=64, ignore="punctuation"), *long_texts)
 
 
+@pytest.mark.slow
 def test_long_pairs_streamed_through_a_small_table_the_same_bits(long_texts, monkeypatch) -> None:
     """A working budget so small that a long match's two texts do not fit one table together: the paired
     engine streams them through it (embedding chunks of a text at a time) and still gives pairwise's bits."""
@@ -140,6 +144,7 @@ def test_mbr_utilities_are_exact_means_of_the_paired_f1(texts) -> None:
         assert float(utilities[0][i]) == math.fsum(others) / len(others), i
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings", [{}, {"all_layers": True, "beta": 3.0}], ids=["plain", "all-layers-beta"])
 def test_pairwise_resumable_in_shards_is_pairwise_whole(wmt, tmp_path, settings) -> None:
     """Shards of 2 candidate rows: other tiles, and the shorter side (the one kept) changes from the

@@ -104,6 +104,7 @@ def scored(metric: BERTScore, cands, targets) -> tuple[torch.Tensor, ...]:
         metric.reset()
 
 
+@pytest.mark.slow
 def test_tokens_and_scores_match_an_independent_computation_with_two_references(plain, independent, wmt):
     cands = wmt["hyps"]
     groups = [[a, b] if i % 2 else [b, a] for i, (a, b) in enumerate(zip(wmt["refs"], wmt["refs2"], strict=True))]
@@ -320,6 +321,7 @@ def test_html_escapes_every_text(plain):
     assert not any(k in ("src", "href") for _, attrs in parser.tags for k in attrs)  # nothing is fetched
 
 
+@pytest.mark.slow
 def test_html_page_is_drawn_by_chromium(plain, wmt, tmp_path: Path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if browser is None:

@@ -49,6 +49,7 @@ def check_adds_up(why) -> None:
     assert all(why.reference_tokens[m].role is None for m in matched)  # nothing out of the matching is a match
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "settings", SETTINGS, ids=["punctuation", "regex-idf", "prompt", "prompts-mask-beta", "rescaled", "ref-prompt-idf"]
 )
@@ -141,6 +142,7 @@ def test_a_masked_pair_against_an_independent_float64_computation(independent, p
     check_adds_up(why)
 
 
+@pytest.mark.slow
 def test_a_context_is_shown_as_such_and_scores_as_the_paired_metric() -> None:
     context = "Weather report for the weekend."
     expected = bert_score([CANDS[1]], [GROUPS[1]], MINILM, ignore="punctuation", context=[context])
@@ -168,6 +170,7 @@ def test_the_renderings_show_roles_and_f_beta() -> None:
     assert "(masked)" in page and "(prompt)" in page and "Fβ" in page
 
 
+@pytest.mark.slow
 def test_the_command_line_explains_with_a_mask_prompts_and_context(capsys, tmp_path) -> None:
     cands, refs, ctx = tmp_path / "c.txt", tmp_path / "r.txt", tmp_path / "x.txt"
     cands.write_text("\n".join(CANDS) + "\n")

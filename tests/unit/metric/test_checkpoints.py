@@ -39,6 +39,7 @@ def assert_same(result: dict, expected: dict) -> None:
         assert torch.equal(result[name], expected[name]), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("computed_before_saving", [False, True], ids=["updated", "computed"])
 def test_a_plain_checkpoint_loaded_with_idf_counts_its_references_again(computed_before_saving):
     plain = BERTScore(MINILM, num_layers=3)
@@ -64,6 +65,7 @@ def test_an_idf_checkpoint_loaded_without_idf_scores_plainly():
     assert plain.doc_freq.numel() == 0  # no counts kept that this metric never uses
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_another_layer_is_rescored_at_the_loading_metrics_layer():
     layer5 = BERTScore(MINILM, num_layers=5)
     layer5(CANDS, REFS)  # forward keeps the layer-5 best similarities

@@ -46,6 +46,7 @@ def test_forward_returns_the_batch_scores(metric):
     assert metric.compute()["f1"].shape == (3,)
 
 
+@pytest.mark.slow
 def test_mean_reduction_output_and_hash():
     mean = BERTScore(MINILM, reduction="mean", output="f1")
     mean.update(CANDS, REFS)
@@ -57,6 +58,7 @@ def test_mean_reduction_output_and_hash():
     assert hashed["hash"].endswith("_fast-tokenizer")
 
 
+@pytest.mark.slow
 def test_all_layers_adds_a_leading_layer_axis():
     result = bert_score(CANDS, REFS, MINILM, all_layers=True)
     assert result["f1"].shape == (7, 3)
@@ -86,6 +88,7 @@ def test_clones_share_the_frozen_model_but_not_the_state(metric):
     assert copy.compute()["f1"].shape == (2,)
 
 
+@pytest.mark.slow
 def test_metric_tracker_keeps_one_model_across_epochs():
     from torchmetrics.wrappers import MetricTracker
 
@@ -204,6 +207,7 @@ def _indexed_worker(rank: int, port: int, out_dir: str) -> None:
         save_rank(out_dir, rank, {"f1": result["f1"], "warned": [str(w.message) for w in seen]})
 
 
+@pytest.mark.slow
 def test_under_ddp_every_rank_names_the_index_repeated_with_another_pair_from_the_gathered_scores():
     ranks = run_ranks(_indexed_worker, world=2)
     alone = BERTScore(MINILM, num_layers=3)

@@ -43,6 +43,7 @@ def _whole(pairs, **kwargs) -> dict:
     return metric.compute()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kwargs", [{}, {"idf": True, "all_layers": True}], ids=["plain", "idf-all-layers"])
 def test_a_compute_after_a_compute_matches_only_the_new_pairs_reading_only_their_entries(pairs, paths, kwargs):
     cands, refs = pairs
@@ -64,6 +65,7 @@ def test_a_compute_after_a_compute_matches_only_the_new_pairs_reading_only_their
     assert all(torch.equal(got[key], want[key]) for key in want)
 
 
+@pytest.mark.slow
 def test_scored_and_new_pairs_that_alternate_are_interleaved_in_pair_order(pairs, paths):
     cands, refs = pairs
     metric = BERTScore(MINILM)
@@ -106,6 +108,7 @@ def copied(monkeypatch) -> None:
     _as_on_an_accelerator(monkeypatch)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("copies", [True, False], ids=["host-copies", "control-without"])
 def test_a_scoring_plans_from_the_host_copies_never_reading_the_entries_back(pairs, monkeypatch, copies):
     cands, refs = pairs
@@ -128,6 +131,7 @@ def test_a_scoring_plans_from_the_host_copies_never_reading_the_entries_back(pai
     assert same is copies  # the control shows that a scoring reading the entries would score otherwise
 
 
+@pytest.mark.slow
 def test_copies_are_dropped_once_scored_and_never_copied_or_pickled_with_the_metric(pairs, copied):
     cands, refs = pairs
     metric = BERTScore(MINILM)
@@ -156,6 +160,7 @@ def test_an_entry_without_a_copy_is_read_from_where_it_lives() -> None:
         copies.cat([sent], torch.int32, cpu)
 
 
+@pytest.mark.slow
 def test_merge_state_puts_the_incoming_pairs_first_and_drops_a_cached_result(pairs, paths):
     cands, refs = pairs
     first, second = BERTScore(MINILM), BERTScore(MINILM)
@@ -174,6 +179,7 @@ def _saved(metric: BERTScore) -> dict:
     return metric.state_dict()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given", ["metric", "state_dict"])
 @pytest.mark.parametrize(
     ("setting", "named"),
@@ -206,6 +212,7 @@ def test_merge_state_refuses_a_metric_or_state_of_another_setting_and_keeps_its_
     assert same.compute()["f1"].shape[-1] == 3  # [3], or [layers, 3] with all_layers
 
 
+@pytest.mark.slow
 def test_merge_state_takes_a_saved_state_whole_and_refuses_states_that_do_not_say_their_setting(pairs):
     """A state_dict() (with persistent(True)) holds the digests of the setting that made it, so it merges as the
     metric itself would; a bare mapping of states (`metric_state`) says nothing of its setting: refused."""

@@ -29,6 +29,7 @@ def run(cands, refs, **kwargs):
     return metric.compute()
 
 
+@pytest.mark.slow
 def test_f1_is_symmetric(pairs):
     cands, refs = pairs
     forward, backward = run(cands, refs), run(refs, cands)
@@ -36,6 +37,7 @@ def test_f1_is_symmetric(pairs):
     assert torch.allclose(forward["precision"], backward["recall"], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_text_scored_against_itself_gets_one(pairs):
     cands, _ = pairs
     for idf in (False, True):
@@ -44,6 +46,7 @@ def test_a_text_scored_against_itself_gets_one(pairs):
             assert torch.allclose(result[key], torch.ones(len(cands)), atol=1e-5), key
 
 
+@pytest.mark.slow
 def test_scores_do_not_depend_on_batch_size(pairs):
     cands, refs = pairs
     base = run(cands, refs, batch_size=64)["f1"]
@@ -51,6 +54,7 @@ def test_scores_do_not_depend_on_batch_size(pairs):
         assert torch.allclose(run(cands, refs, batch_size=batch_size)["f1"], base, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_scores_do_not_depend_on_the_other_pairs(pairs):
     cands, refs = pairs
     together = run(cands, refs, idf=False)["f1"]
@@ -58,6 +62,7 @@ def test_scores_do_not_depend_on_the_other_pairs(pairs):
     assert torch.allclose(alone, together[:5], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_duplicates_do_not_change_scores(pairs):
     cands, refs = pairs
     base = run(cands, refs)["f1"]
@@ -66,6 +71,7 @@ def test_duplicates_do_not_change_scores(pairs):
     assert torch.allclose(doubled[len(cands) :], base[:10], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_output_is_in_input_order(pairs):
     cands, refs = pairs
     base = run(cands, refs, idf=False)

@@ -53,6 +53,7 @@ def _by_strings(metric: BERTScore, pairs, size: int) -> dict:
         return {"state": state, "scores": metric.compute()}
 
 
+@pytest.mark.slow
 def test_batches_from_a_dataloader_with_two_workers_give_the_very_scores_of_string_updates(metric, pairs):
     want = _by_strings(metric, pairs, 8)
     metric.reset()

@@ -96,6 +96,7 @@ def _legacy(metric: BERTScore, **change: object) -> dict:
     return {**states, "state_setting": digests, "context_seen": torch.tensor(0), **change}
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_the_earlier_layout_loads_under_the_same_rules():
     computed = BERTScore(MINILM, num_layers=3)
     computed.update(CANDS, REFS)

@@ -182,6 +182,7 @@ def _cache_entries(cache: Path, repo: str) -> list[str]:
     return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*")) if folder.exists() else []
 
 
+@pytest.mark.slow
 def test_a_name_not_on_disk_is_downloaded_and_scores_as_its_folder(rounds):
     r = rounds.results
     assert r["bert"]["f1"] == r["v1 folder"]["f1"]

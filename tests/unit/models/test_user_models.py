@@ -93,6 +93,7 @@ SETTINGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", SETTINGS)
 def test_a_model_object_scores_as_the_same_weights_from_disk(setting, minilm, minilm_path, held_out):
     model, tokenizer = minilm
@@ -115,6 +116,7 @@ def _snapshot(model: nn.Module) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_the_users_model_is_left_as_it_was(minilm_path, held_out):
     model, tokenizer = load_minilm(minilm_path)
     model.embeddings.requires_grad_(False)  # a partly frozen model: neither flag may change
@@ -141,6 +143,7 @@ def test_the_users_model_is_left_as_it_was(minilm_path, held_out):
     assert torch.equal(own_after.last_hidden_state, own_before.last_hidden_state)
 
 
+@pytest.mark.slow
 def test_a_model_in_train_mode_scores_deterministically(minilm, minilm_path, held_out):
     model, tokenizer = minilm
     assert model.training and model.config.hidden_dropout_prob > 0
@@ -254,6 +257,7 @@ def test_the_hash_code_names_the_model_or_says_it_is_user_supplied(minilm, tiny)
 # -- forward_fn ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_forward_fn_equals_the_standard_forward(minilm, held_out):
     model, tokenizer = minilm
     cands, refs = held_out["cands"], held_out["refs"]
@@ -343,6 +347,7 @@ def reference_idf_texts(minilm_path, held_out):
     return {"precision": p, "recall": r, "f1": f}, scorer._idf_dict
 
 
+@pytest.mark.slow
 def test_idf_texts_equal_the_reference_idf_sents(minilm, minilm_path, held_out, reference_idf_texts):
     expected, _ = reference_idf_texts
     cands, refs = held_out["cands"], held_out["refs"]
@@ -356,6 +361,7 @@ def test_idf_texts_equal_the_reference_idf_sents(minilm, minilm_path, held_out, 
     assert (over_refs["f1"] - expected["f1"]).abs().max() > 1e-4
 
 
+@pytest.mark.slow
 def test_idf_weights_round_trip_through_json(minilm, held_out, tmp_path):
     model, tokenizer = minilm
     cands, refs = held_out["cands"], held_out["refs"]
@@ -373,6 +379,7 @@ def test_idf_weights_round_trip_through_json(minilm, held_out, tmp_path):
     assert_scores(run(again, cands, refs), run(first, cands, refs), 0.0)
 
 
+@pytest.mark.slow
 def test_idf_weights_of_the_references_reproduce_that_metric(minilm, held_out):
     model, tokenizer = minilm
     cands, refs = held_out["cands"][:12], held_out["refs"][:12]
@@ -432,6 +439,7 @@ def _ddp_worker(rank: int, port: int, model_dir: str, plan: dict, out_dir: str) 
         save_rank(out_dir, rank, {k: v.clone() for k, v in metric.compute().items()})
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*truncated to it")  # the tiny model's window is 64 tokens
 def test_under_ddp_the_corpus_is_counted_once_not_summed_across_ranks(tiny, held_out):
 
@@ -497,6 +505,7 @@ def float64_scores(model, tokenizer, cands, refs) -> list[dict[str, torch.Tensor
     return [{key: torch.tensor(v, dtype=torch.float64) for key, v in layer.items()} for layer in per_layer]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", list(MODERN))
 def test_newer_encoders_layer_k_is_hidden_state_k_on_long_texts(family, tiny, long_pairs):
     from transformers import AutoModel, AutoTokenizer

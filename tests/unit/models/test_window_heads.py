@@ -115,6 +115,7 @@ def _score(**kwargs):
     return bert_score(CANDS, REFS, MINILM, long_texts="window", max_length=MAX_LENGTH, **kwargs)
 
 
+@pytest.mark.slow
 def test_prompts_and_context_ride_in_every_window(hf):
     prompts = ("query: ", "passage: ")
     with warnings.catch_warnings():
@@ -126,6 +127,7 @@ def test_prompts_and_context_ride_in_every_window(hf):
     assert (_rows(got)[0] - alone[0]).abs().max() > 1e-4  # the context shaped the windowed texts
 
 
+@pytest.mark.slow
 def test_a_long_context_is_cut_from_its_start_to_half_the_window(hf):
     long_context = [" ".join(["Background of the meeting:"] + CONTEXT * 4), CONTEXT[1]]
     with pytest.warns(UserWarning, match=r"context was cut from its start to leave the text half"):
@@ -147,6 +149,7 @@ def test_masks_apply_to_windowed_texts(hf):
     torch.testing.assert_close(_rows(got), expected, rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_metric_explanations_and_mbr_agree_with_the_function():
     settings = dict(long_texts="window", max_length=MAX_LENGTH, ignore="punctuation", candidate_prompt="query: ")
     metric = BERTScore(MINILM, **settings)
@@ -173,6 +176,7 @@ def test_a_prompt_longer_than_half_the_window_is_refused():
     BERTScore(MINILM, max_length=MAX_LENGTH, candidate_prompt=prompt)  # it leaves a truncated text room
 
 
+@pytest.mark.slow
 def test_a_pair_streamed_through_a_small_table_keeps_its_heads(monkeypatch):
     """A pair of ~450-token texts with a context, streamed through a table of 512 rows (its rows embedded a range
     at a time): the scores of one table holding both texts."""
@@ -192,6 +196,7 @@ def test_a_pair_streamed_through_a_small_table_keeps_its_heads(monkeypatch):
         torch.testing.assert_close(streamed[key], expected[key], rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_similarity_matrix_past_the_budget_is_tiled_with_the_same_tokens_out(monkeypatch):
     """A match of ~450 x ~450 tokens whose similarities pass a small budget is matched in tiles: the masked,
     prompt and context tokens stay out there too, so the scores are the untiled ones bit for bit."""

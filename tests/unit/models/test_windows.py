@@ -241,6 +241,7 @@ def test_sled_windows_give_every_row_once_from_a_window_that_holds_it():
     assert [(p.start, p.size) for p in rule.pieces(0, 12)] == [(None, 12)]  # a sequence that fits runs whole
 
 
+@pytest.mark.slow
 def test_sled_cuts_a_prompt_with_the_text_so_no_prompt_is_too_long(small_docs):
     prompt = "represent this document for retrieval of similar documents please " * 30  # past half the window
     with pytest.raises(ValueError, match="may take at most half"):
@@ -291,6 +292,7 @@ def test_a_model_without_a_window_gets_no_windows():
     assert window_rule("window", 7, NoWindow()) is None
 
 
+@pytest.mark.slow
 def test_hash_names_the_window_and_its_stride():
     truncate = BERTScore(MINILM)
     default = BERTScore(MINILM, long_texts="window")
@@ -306,6 +308,7 @@ def test_hash_names_the_window_and_its_stride():
 # -- scores ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_texts_that_fit_score_exactly_as_truncation(wmt):
     for idf, mode in ((False, "window"), (True, "window"), (True, "sled")):
         window = run(wmt["hyps"], wmt["refs"], idf=idf, long_texts=mode)
@@ -314,6 +317,7 @@ def test_texts_that_fit_score_exactly_as_truncation(wmt):
             assert torch.equal(window[key], truncate[key]), key
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("idf", [False, True], ids=["plain", "idf"])
 def test_documents_equal_an_independent_computation_of_the_rule(held_out, minilm, minilm_rule, idf):
     cands, refs = held_out
@@ -330,6 +334,7 @@ def test_documents_equal_an_independent_computation_of_the_rule(held_out, minilm
         assert (ours[:3, 2] - truncated[:3, 2]).abs().min() > 1e-3  # the windows changed every document's score
 
 
+@pytest.mark.slow
 def test_a_chosen_stride_equals_the_rule_with_that_stride(small_docs, minilm, minilm_rule):
     cands, refs = small_docs
     targets = [[r] for r in refs]
@@ -339,6 +344,7 @@ def test_a_chosen_stride_equals_the_rule_with_that_stride(small_docs, minilm, mi
     assert (ours - as_rows(run(cands, refs, max_length=64))).abs().max() > 1e-4
 
 
+@pytest.mark.slow
 def test_a_long_text_against_itself_scores_one(small_docs):
     cands, _ = small_docs
     for idf in (False, True):
@@ -347,6 +353,7 @@ def test_a_long_text_against_itself_scores_one(small_docs):
             torch.testing.assert_close(result[key], torch.ones(len(cands)), rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_f1_is_symmetric(small_docs):
     cands, refs = small_docs
     forward, backward = run(cands, refs, max_length=64), run(refs, cands, max_length=64)
@@ -354,6 +361,7 @@ def test_f1_is_symmetric(small_docs):
     torch.testing.assert_close(forward["precision"], backward["recall"], rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_scores_do_not_depend_on_batch_size_or_the_other_texts(small_docs, wmt):
     cands, refs = small_docs
     base = run(cands, refs, max_length=64)["f1"]
@@ -366,6 +374,7 @@ def test_scores_do_not_depend_on_batch_size_or_the_other_texts(small_docs, wmt):
     torch.testing.assert_close(crowd[4:], base.flip(0), rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_forward_and_several_updates(small_docs):
     cands, refs = small_docs
     metric = BERTScore(MINILM, long_texts="window", max_length=64)
@@ -399,6 +408,7 @@ def test_blank_text_scores_zero_with_the_usual_warning(small_docs):
     assert result["f1"].tolist() == [0.0, 0.0]
 
 
+@pytest.mark.slow
 def test_all_layers_rescaling_and_functional_twins(small_docs, medium_docs):
     cands, refs = small_docs
     layers = bert_score(cands, refs, MINILM, long_texts="window", max_length=64, all_layers=True)
@@ -424,6 +434,7 @@ def test_all_layers_rescaling_and_functional_twins(small_docs, medium_docs):
 # -- memory: long pairs are streamed and tiled in the same budget --------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_pair_larger_than_the_table_is_streamed_through_it(held_out, small_docs, wmt, monkeypatch):
     """With a table of 512 rows, pairs of documents of 400-1,100 tokens are streamed through it: the shorter
     text kept in the table where it leaves room, else both in chunks. The table is never larger, and the
@@ -445,6 +456,7 @@ def test_a_pair_larger_than_the_table_is_streamed_through_it(held_out, small_doc
         torch.testing.assert_close(streamed[key], expected[key], rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_similarity_matrix_past_the_budget_is_matched_in_tiles(small_docs):
     """Tiles give the maximum of the same dot products: the same best similarities, bit for bit."""
     (c0, c1), (r0, _) = small_docs
@@ -554,6 +566,7 @@ def test_a_long_context_encoder_uses_its_own_window(tmp_path):
 # -- the command line ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_command_line_scores_with_windows(tmp_path, medium_docs, capsys):
     cands, refs = medium_docs
     (tmp_path / "c.txt").write_text("\n".join(cands) + "\n")
@@ -572,6 +585,7 @@ def test_command_line_scores_with_windows(tmp_path, medium_docs, capsys):
     assert "window_stride must be between 1 and 509" in err and "--window-stride" in err
 
 
+@pytest.mark.slow
 def test_show_and_baseline_take_the_long_text_options(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     assert (
@@ -633,6 +647,7 @@ def _ddp_worker(rank: int, port: int, cands: list[str], refs: list[str], out_dir
         save_rank(out_dir, rank, {k: v for k, v in result.items() if isinstance(v, torch.Tensor)})
 
 
+@pytest.mark.slow
 def test_distributed_ranks_score_their_windows_and_agree_with_one_process(small_docs):
     cands, refs = small_docs
     cands, refs = [*cands, refs[0]], [*refs, cands[1]]

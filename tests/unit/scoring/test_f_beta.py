@@ -28,6 +28,7 @@ def _f(p: torch.Tensor, r: torch.Tensor, beta: float) -> torch.Tensor:
     return (1 + beta**2) * p * r / (beta**2 * p + r)
 
 
+@pytest.mark.slow
 def test_without_beta_nothing_changes():
     metric = BERTScore(MINILM)
     metric.update(CANDS, REFS)
@@ -37,6 +38,7 @@ def test_without_beta_nothing_changes():
     assert len(score(CANDS, REFS, model_type=MINILM)) == 3
 
 
+@pytest.mark.slow
 def test_f_beta_is_each_candidates_best_over_its_references():
     """Per reference F-beta of that reference's P and R; the candidate's the maximum, its best reference the
     one that gives it; beta=3 is CodeBERTScore's F3."""
@@ -64,6 +66,7 @@ def test_beta_1_is_f1_also_rescaled(tmp_path):
         torch.testing.assert_close(out["f_beta"], out["f1"], rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_rescaled_f_beta_uses_the_derived_baseline(tmp_path):
     baseline = tmp_path / "b.tsv"
     baseline.write_text("LAYER,P,R,F\n" + "".join(f"{n},0.61,0.58,0.59\n" for n in range(7)))
@@ -77,6 +80,7 @@ def test_rescaled_f_beta_uses_the_derived_baseline(tmp_path):
     torch.testing.assert_close(rescaled["f_beta"], (raw["f_beta"] - b) / (1 - b), rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_every_entry_point_gives_f_beta():
     metric_out = BERTScore(MINILM, beta=0.5, return_hash=True)
     metric_out.update(CANDS, REFS)
@@ -106,6 +110,7 @@ def test_output_f_beta_needs_beta():
         BERTScore(MINILM, output="f_beta")
 
 
+@pytest.mark.slow
 def test_the_command_line_reports_f_beta(tmp_path, capsys):
     cand, ref = tmp_path / "c.txt", tmp_path / "r.txt"
     cand.write_text("\n".join(CANDS) + "\n")
@@ -140,6 +145,7 @@ def test_a_resumable_run_keeps_f_beta_and_the_mask(tmp_path):
         assert torch.equal(got.best_reference, whole.best_reference)
 
 
+@pytest.mark.slow
 def test_all_pairs_give_f_beta_rescaled_as_the_paired_scores(tmp_path):
     from bertscore_tm.corpus import pairwise_resumable
 

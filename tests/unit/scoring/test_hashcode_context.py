@@ -49,6 +49,7 @@ def test_the_metric_names_a_context_once_an_update_carried_one(plain_code: str) 
     assert metric.hash_code == plain_code
 
 
+@pytest.mark.slow
 def test_forward_merge_state_and_state_dict_keep_the_flag(plain_code: str) -> None:
     stepped = BERTScore(MINILM, return_hash=True)
     assert stepped(CANDS, REFS, context=CONTEXT)["hash"] == plain_code + "_context"  # the batch's own code
@@ -70,6 +71,7 @@ def test_forward_merge_state_and_state_dict_keep_the_flag(plain_code: str) -> No
     assert restored.hash_code == plain_code + "_context"
 
 
+@pytest.mark.slow
 def test_the_functions_and_resumable_runs_name_it(plain_code: str, tmp_path) -> None:
     assert bert_score(CANDS, REFS, MINILM, context=CONTEXT, return_hash=True)["hash"] == plain_code + "_context"
     assert bert_score(CANDS, REFS, MINILM, return_hash=True)["hash"] == plain_code
@@ -91,6 +93,7 @@ def test_an_explanation_with_a_context_names_it(plain_code: str) -> None:
     assert metric.explain(CANDS[0], REFS[0]).hash_code == plain_code
 
 
+@pytest.mark.slow
 def test_the_command_line_prints_the_code_with_the_context(tmp_path, capsys, plain_code: str) -> None:
     from bertscore_tm.cli import main
 
@@ -119,6 +122,7 @@ def _context_worker(rank: int, port: int, out_dir: str) -> None:
         save_rank(out_dir, rank, {"hash": result["hash"], "code": metric.hash_code, "f1": result["f1"]})
 
 
+@pytest.mark.slow
 def test_under_ddp_every_rank_names_a_context_any_rank_had() -> None:
     ranks = run_ranks(_context_worker, world=2)
     alone = BERTScore(MINILM, num_layers=3)

@@ -69,6 +69,7 @@ def test_length_batches_honour_a_count_cap():
     assert max(len(b) for b in length_batches([16] * 300, batch_size=None, max_tokens=2048)) == 128
 
 
+@pytest.mark.slow
 def test_small_blocks_give_the_same_best_similarities_as_one_block(metric, shared_texts, small_batches):
     texts, cands, refs = shared_texts
     embedder = metric.embedder
@@ -82,6 +83,7 @@ def test_small_blocks_give_the_same_best_similarities_as_one_block(metric, share
     assert torch.allclose(many_r, one_r, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_text_shared_across_blocks_is_matched_with_its_own_vectors(metric, shared_texts, small_batches):
     texts, cands, refs = shared_texts
     best_c, _ = greedy_match(metric.embedder, texts, cands, refs, block_bytes=1 << 17)
@@ -94,6 +96,7 @@ def test_a_text_shared_across_blocks_is_matched_with_its_own_vectors(metric, sha
     assert torch.allclose(best_c[row : row + len(texts[6]), 0], sim.max(dim=1).values, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_working_memory_stays_within_its_budget_whatever_the_number_of_pairs(metric, wmt, monkeypatch, small_batches):
     embedder = metric.embedder
     budget = 4 << 20
@@ -123,6 +126,7 @@ def test_working_memory_stays_within_its_budget_whatever_the_number_of_pairs(met
     assert abs(held[1] - held[0]) <= 64 * 400
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("all_layers", [False, True])
 def test_batches_of_texts_laid_out_longest_first_are_normalised_straight_into_the_table(wmt, all_layers, monkeypatch):
     """Texts passed longest first fill the table batch by batch, with no copy of a batch's output, and get
@@ -145,6 +149,7 @@ def test_embed_into_refuses_a_table_too_small(metric):
         metric.embedder.embed_into(table, [metric.token_ids("a sentence longer than three tokens")])
 
 
+@pytest.mark.slow
 def test_a_block_always_holds_two_full_forward_batches(metric, wmt, monkeypatch):
     """However little of the budget the results leave, the table keeps room for two batches of the token
     budget: squeezing it further would shrink the forward batches, and the speed, with it."""

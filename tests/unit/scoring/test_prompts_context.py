@@ -101,6 +101,7 @@ def test_past_the_window_the_context_is_cut_first():
     assert [-i - 1 for i in ids if i < 0] == tail  # the context's last tokens, nearest the text
 
 
+@pytest.mark.slow
 def test_the_embedding_cache_keys_on_the_context():
     cached = BERTScore(MINILM, embedding_cache_mb=16)
     cached.update(CANDS, REFS, context=CONTEXT)
@@ -155,6 +156,7 @@ def test_the_command_line_takes_a_context_file_and_prompts(tmp_path, capsys):
     assert "context file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_compare_applies_the_mask_and_the_prompts(tmp_path, capsys):
     import json
 

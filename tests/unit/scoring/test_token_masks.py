@@ -78,6 +78,7 @@ def test_a_mask_that_leaves_no_token_gives_the_blank_score_with_a_warning():
     assert float(got["f1"][1]) > 0.5
 
 
+@pytest.mark.slow
 def test_metric_and_functions_agree_and_the_hash_names_the_mask():
     metric = BERTScore(MINILM, ignore="punctuation")
     metric.update(CANDS, REFS)
@@ -110,6 +111,7 @@ def test_a_callable_that_does_not_answer_a_bool_is_refused():
         BERTScore(MINILM, ignore=lambda piece: "yes")
 
 
+@pytest.mark.slow
 def test_all_pairs_apply_the_mask_as_the_paired_scores_do():
     metric = BERTScore(MINILM, ignore=PUNCT)
     matrix = metric.pairwise(CANDS, REFS)

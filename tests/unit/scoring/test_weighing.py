@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 import torch
 
 import bertscore_tm.engines.paired
@@ -22,6 +23,7 @@ def test_chunks_cover_every_pair_once_in_order_within_the_budget():
     assert all(int(cost[lo:hi].sum()) <= 120 for lo, hi in chunks)
 
 
+@pytest.mark.slow
 def test_scores_are_the_same_in_chunks_of_one_pair(wmt, monkeypatch):
     metric = BERTScore(MINILM, idf=True)
     cands = wmt["hyps"] + wmt["hyps_long"][:12] + [" "]  # a blank candidate too
@@ -93,6 +95,7 @@ def test_matches_laid_end_to_end_weigh_as_each_padded_alone():
         assert torch.equal(got[m], alone) or (m == 0 and torch.equal(got[m].isnan(), alone.isnan())), m
 
 
+@pytest.mark.slow
 def test_best_reference_is_the_one_of_highest_f1_and_the_lowest_index_on_a_tie(wmt):
     """`Scores.best_reference` against each reference scored alone (an independent argmax over those runs)."""
     from bertscore_tm.engines.functional import score

@@ -194,6 +194,7 @@ def test_a_changed_setting_is_checked_again():
         config.replace(batch_size=0)
 
 
+@pytest.mark.slow
 def test_a_metric_from_a_checked_config_equals_one_from_its_arguments():
     from bertscore_tm.settings.config import Config
 

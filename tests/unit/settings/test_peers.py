@@ -61,6 +61,7 @@ def test_a_remote_baseline_url_is_refused_while_downloads_are_off() -> None:
     assert err.value.argument == "baseline_url"
 
 
+@pytest.mark.slow
 def test_truncation_and_num_threads_keep_their_meaning() -> None:
     window = bert_score(PREDS, PREDS, MINILM, truncation=False, return_hash=True)["hash"]
     cut = bert_score(PREDS, PREDS, MINILM, truncation=True, return_hash=True)["hash"]

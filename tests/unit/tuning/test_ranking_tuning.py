@@ -61,6 +61,7 @@ def tuned(rankings, one_thread):
     return tune_layers_on_rankings(rankings, PACKAGED_MINILM, bootstrap=300, seed=2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layer", [2, 5])
 def test_one_pass_equals_per_layer_runs_counted_by_hand(rankings, tuned, layer):
     metric = BERTScore(PACKAGED_MINILM, num_layers=layer)
@@ -113,6 +114,7 @@ def test_bootstrap_equals_a_plain_loop_over_its_resamples(rankings, tuned):
     assert test.p_value == 1.0 and test.difference == 0.0 and not test.significant
 
 
+@pytest.mark.slow
 def test_idf_counts_each_judgements_reference_once(rankings, tuned):
     few = RelativeRankings.from_columns(rankings.references[:6], rankings.better[:6], rankings.worse[:6])
     weighted = tune_layers_on_rankings(few, PACKAGED_MINILM, idf=True, bootstrap=0)
@@ -122,6 +124,7 @@ def test_idf_counts_each_judgements_reference_once(rankings, tuned):
     assert weighted.idf and not np.allclose(weighted.scores.f1[5, :6], tuned.scores.f1[5, :6], atol=1e-4)
 
 
+@pytest.mark.slow
 def test_undefined_scores_leave_their_judgement_out(rankings, tuned):
     n = len(rankings)
     f1 = tuned.scores.f1.copy()

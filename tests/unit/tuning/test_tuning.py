@@ -56,6 +56,7 @@ def per_layer(rows, one_thread):
     return out
 
 
+@pytest.mark.slow
 def test_one_pass_equals_per_layer_runs(rows, tuned, per_layer):
     assert tuned.scores.f1.shape == (7, 40) and tuned.segments == 40
     assert tuned.groups == {"cs-en": 20, "de-en": 20}
@@ -89,6 +90,7 @@ def test_best_and_default_layer_and_the_paired_test(tuned):
         assert test.p_value == 1.0
 
 
+@pytest.mark.slow
 def test_idf_changes_the_figures(rows, tuned):
     pick = list(range(6)) + list(range(20, 26))  # 6 judgements of each pair keep this pass short
     few = rows.select(pick)
@@ -143,6 +145,7 @@ def test_undefined_scores_are_left_out(rows, tuned):
         assert tune_from_scores(listed, scores, bootstrap=0).dropped == 1
 
 
+@pytest.mark.slow
 def test_bad_arguments(rows, tuned):
     for kwargs, argument in (
         ({"criterion": "cosine"}, "criterion"),
@@ -244,6 +247,7 @@ def test_uncorrelatable_judgements_are_refused_before_scoring(rows, tuned):
         assert tune_from_scores(one_system, tuned.scores, bootstrap=0).layers[0].system is None
 
 
+@pytest.mark.slow
 def test_layer_scores_takes_the_callers_metric(rows, tuned):
     few = rows.select(list(range(4)) + list(range(20, 24)))
     metric = BERTScore(PACKAGED_MINILM, all_layers=True)

@@ -68,6 +68,7 @@ def test_a_missing_or_split_context_is_named(judged: Path, tmp_path: Path) -> No
         read_judgements(split)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("idf", [False, True], ids=["plain", "idf"])
 def test_every_layer_equals_the_metric_with_context(rows: Judgements, idf: bool) -> None:
     scores = score_all_layers(rows, MINILM, idf=idf)
@@ -97,6 +98,7 @@ def test_relative_rankings_score_both_candidates_with_the_context(tmp_path: Path
     assert made.as_pairs().contexts == ["c", "c"]
 
 
+@pytest.mark.slow
 def test_tune_layers_cli_with_a_context_column(capsys, judged: Path, rows: Judgements) -> None:
     rc, out, err = run_main(
         capsys,
