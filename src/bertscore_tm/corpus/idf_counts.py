@@ -68,7 +68,6 @@ def corpus_idf(
     arguments = {"model_name_or_path": model_name_or_path, **metric_arguments}
     config = Config.of(arguments, caller="corpus_idf", unused=(*NOT_COUNTING, "idf_weights", "idf_texts"))
     scorer = Scorer(config.replace(idf=True, device="cpu"))
-    module = type(references).__module__
     if module.startswith("ray.data"):
         doc_freq, num_refs = _ray_counts(references, refs, scorer.encoder, scorer.vocab_size)
     elif module.startswith("datasets") and hasattr(references, "iter"):

@@ -357,7 +357,7 @@ def _run_of(
     """The scoring core and device of a `BERTScore` (or a `Scorer`), the checked shard size, and the metric's
     progress bar."""
     rules.path()("checkpoint_dir", checkpoint_dir)
-    SHARD_SIZE_RULE("shard_size", shard_size)
+    rules.integer(1)("shard_size", shard_size)
     size, verbose = int(shard_size), bool(getattr(metric_or_scorer, "verbose", False))  # type: ignore[call-overload]
     if isinstance(metric_or_scorer, Scorer):
         return metric_or_scorer, torch.device(metric_or_scorer.embedder.device), size, verbose
@@ -371,10 +371,6 @@ def _run_of(
             value=metric_or_scorer,
         )
     return scorer, torch.device(metric_or_scorer.device), size, verbose
-
-
-#: Pairs (or rows) per shard.
-SHARD_SIZE_RULE = rules.integer(1)
 
 
 def score_resumable(
