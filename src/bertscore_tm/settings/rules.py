@@ -37,7 +37,7 @@ def _or_none(optional: bool) -> str:
     return " or None" if optional else ""
 
 
-def _wrong_type(name: str, what: str, expected: str, value: object, argument: str | None = None) -> ArgumentTypeError:
+def wrong_type(name: str, what: str, expected: str, value: object, argument: str | None = None) -> ArgumentTypeError:
     """`name` must be `what` (`expected` as the error holds it), and `value` is of another type."""
     return ArgumentTypeError(
         f"{name} must be {what}, got {_shown(value)}",
@@ -57,7 +57,7 @@ def _out_of_range(name: str, allowed: str, value: object, why: str = "") -> Argu
 def boolean(name: str, value: object) -> None:
     """True or False, nothing else (not 0/1, not "yes")."""
     if not isinstance(value, bool):
-        raise _wrong_type(name, "True or False", "bool", value)
+        raise wrong_type(name, "True or False", "bool", value)
 
 
 def integer(minimum: int, *, optional: bool = False, why: str = "", maximum: int = MAX_INTEGER) -> Rule:
@@ -67,7 +67,7 @@ def integer(minimum: int, *, optional: bool = False, why: str = "", maximum: int
         if value is None and optional:
             return
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise _wrong_type(name, f"an integer{_or_none(optional)}", f"int{_or_none(optional)}", value)
+            raise wrong_type(name, f"an integer{_or_none(optional)}", f"int{_or_none(optional)}", value)
         if int(value) < minimum:
             raise _out_of_range(name, f"an integer >= {minimum}{_or_none(optional)}", value, why)
         if int(value) > maximum:
@@ -83,7 +83,7 @@ def positive_number(*, optional: bool = False, why: str = "", below: float = mat
         if value is None and optional:
             return
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise _wrong_type(name, f"a number{_or_none(optional)}", f"float{_or_none(optional)}", value)
+            raise wrong_type(name, f"a number{_or_none(optional)}", f"float{_or_none(optional)}", value)
         if not (math.isfinite(float(value)) and float(value) > 0):
             raise _out_of_range(name, f"a finite number > 0{_or_none(optional)}", value, why)
         if float(value) >= below:
@@ -96,7 +96,7 @@ def positive_number(*, optional: bool = False, why: str = "", below: float = mat
 def probability(name: str, value: object) -> None:
     """A number strictly between 0 and 1 (a confidence level, a significance level), a numpy number too."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise _wrong_type(name, "a number between 0 and 1, e.g. 0.95", "float", value)
+        raise wrong_type(name, "a number between 0 and 1, e.g. 0.95", "float", value)
     if not 0 < float(value) < 1:  # NaN fails too
         raise ArgumentValueError(
             f"{name} must be between 0 and 1 (exclusive), e.g. 0.95, got {value}",
@@ -115,7 +115,7 @@ def real_numbers(name: str, value: object, *, finite: bool = True) -> list[float
     items = _sequence(name, value, "a sequence of numbers")
     for i, item in enumerate(items):
         if isinstance(item, bool) or not isinstance(item, numbers.Real):
-            raise _wrong_type(f"{name}[{i}]", "a number", "float", item)
+            raise wrong_type(f"{name}[{i}]", "a number", "float", item)
         if finite and not math.isfinite(float(item)):
             raise _out_of_range(f"{name}[{i}]", "a finite number", item)
     return [float(item) for item in items]  # type: ignore[arg-type]
@@ -142,7 +142,7 @@ def _sequence(name: str, value: object, expected: str) -> list[object]:
             )
         return list(value.tolist())
     if not isinstance(value, (list, tuple)):
-        raise _wrong_type(name, f"{expected} (a list or a tuple)", expected, value)
+        raise wrong_type(name, f"{expected} (a list or a tuple)", expected, value)
     return list(value)
 
 
@@ -153,7 +153,7 @@ def finite_number(*, optional: bool = False) -> Rule:
         if value is None and optional:
             return
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise _wrong_type(name, f"a number{_or_none(optional)}", f"float{_or_none(optional)}", value)
+            raise wrong_type(name, f"a number{_or_none(optional)}", f"float{_or_none(optional)}", value)
         if not math.isfinite(float(value)):
             raise _out_of_range(name, "a finite number", value)
 
@@ -168,7 +168,7 @@ def choice(allowed: tuple[str, ...], *, optional: bool = False) -> Rule:
         if value is None and optional:
             return
         if not isinstance(value, str):
-            raise _wrong_type(name, f"one of {listed}", listed, value)
+            raise wrong_type(name, f"one of {listed}", listed, value)
         if value not in allowed:
             raise ArgumentValueError(
                 f"{name} must be one of {listed}, got {value!r}", argument=name, allowed=listed, value=value
@@ -184,7 +184,7 @@ def text(*, optional: bool = False, blank: bool = False) -> Rule:
         if value is None and optional:
             return
         if not isinstance(value, str):
-            raise _wrong_type(name, f"a string{_or_none(optional)}", f"str{_or_none(optional)}", value)
+            raise wrong_type(name, f"a string{_or_none(optional)}", f"str{_or_none(optional)}", value)
         if not (blank or value.strip()):
             raise ArgumentValueError(
                 f"{name} must not be blank", argument=name, allowed="a non-blank string", value=value
@@ -199,7 +199,7 @@ def column_names(name: str, value: object) -> list[str]:
     if isinstance(value, str):
         value = [value]
     elif not isinstance(value, (list, tuple)):
-        raise _wrong_type(name, "a column name or a list of them", "str | list[str]", value)
+        raise wrong_type(name, "a column name or a list of them", "str | list[str]", value)
     if not value:
         raise ArgumentValueError(
             f"{name} is an empty list: name at least one column",
@@ -220,7 +220,7 @@ def path(*, optional: bool = False) -> Rule:
             return
         if not isinstance(value, (str, os.PathLike)):
             what = f"a string or a path{_or_none(optional)}"
-            raise _wrong_type(name, what, f"str | os.PathLike{_or_none(optional)}", value)
+            raise wrong_type(name, what, f"str | os.PathLike{_or_none(optional)}", value)
         _path_name(name, value)
 
     return check
@@ -249,7 +249,7 @@ def file_argument(name: str, value: object) -> None:
         return
     if not callable(getattr(value, "read", None)):
         what = "a path (str or os.PathLike) or an open file"
-        raise _wrong_type(name, what, "str | os.PathLike | a file object", value)
+        raise wrong_type(name, what, "str | os.PathLike | a file object", value)
 
 
 def model_dtype(name: str, value: object) -> None:
@@ -258,7 +258,7 @@ def model_dtype(name: str, value: object) -> None:
 
     allowed = ", ".join(f"torch.{d}" for d in MODEL_DTYPES)
     if not isinstance(value, torch.dtype):
-        raise _wrong_type(name, f"a torch.dtype ({allowed})", allowed, value)
+        raise wrong_type(name, f"a torch.dtype ({allowed})", allowed, value)
     if value not in tuple(getattr(torch, d) for d in MODEL_DTYPES):
         raise ArgumentValueError(
             f"{name} must be one of {allowed}, got {value}", argument=name, allowed=allowed, value=value
@@ -273,7 +273,7 @@ def device(name: str, value: object) -> None:
 
     if not isinstance(value, (str, torch.device)):
         what = "a torch.device, a string such as 'cpu' or 'cuda:0', or None"
-        raise _wrong_type(name, what, "torch.device | str | None", value)
+        raise wrong_type(name, what, "torch.device | str | None", value)
     try:
         parsed = torch.device(value)
     except (RuntimeError, ValueError) as err:
@@ -299,7 +299,7 @@ def module(name: str, value: object) -> None:
 
     if not isinstance(value, torch.nn.Module):
         what = "a torch.nn.Module (e.g. a transformers model) or None"
-        raise _wrong_type(name, what, "torch.nn.Module | None", value)
+        raise wrong_type(name, what, "torch.nn.Module | None", value)
 
 
 def tokenizer_object(name: str, value: object) -> None:
@@ -310,12 +310,12 @@ def tokenizer_object(name: str, value: object) -> None:
 
     if not isinstance(value, PreTrainedTokenizerBase):
         what = "a transformers tokenizer (e.g. AutoTokenizer.from_pretrained(...)) or None"
-        raise _wrong_type(name, what, "transformers.PreTrainedTokenizerBase | None", value)
+        raise wrong_type(name, what, "transformers.PreTrainedTokenizerBase | None", value)
 
 
 def function(name: str, value: object) -> None:
     if value is not None and not callable(value):
-        raise _wrong_type(name, "a function or None", "callable | None", value)
+        raise wrong_type(name, "a function or None", "callable | None", value)
 
 
 def texts(name: str, value: object) -> None:
@@ -332,7 +332,7 @@ def token_mask(name: str, value: object) -> None:
         return
     if not isinstance(value, str):
         what = "'punctuation', a regular expression or a callable"
-        raise _wrong_type(name, what, "str, re.Pattern, callable or None", value)
+        raise wrong_type(name, what, "str, re.Pattern, callable or None", value)
     text()(name, value)  # a blank expression matches no piece: a mistake, not a mask
     try:
         re.compile(value)
@@ -347,7 +347,7 @@ def token_mask(name: str, value: object) -> None:
 
 def _weight(name: str, where: str, weight: object) -> None:
     if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
-        raise _wrong_type(f"{name}{where}", "a number", "float", weight, argument=name)
+        raise wrong_type(f"{name}{where}", "a number", "float", weight, argument=name)
     if not math.isfinite(weight) or weight < 0:
         raise ArgumentValueError(
             f"{name}{where} must be a finite weight >= 0, got {weight}",
@@ -363,7 +363,7 @@ def weight_mapping(name: str, value: object) -> None:
         return
     if not isinstance(value, Mapping):
         what = "a mapping token id -> weight (e.g. metric.idf_weights() of another metric) or None"
-        raise _wrong_type(name, what, "Mapping[int, float] | None", value)
+        raise wrong_type(name, what, "Mapping[int, float] | None", value)
     if len(value) == 0:
         raise ArgumentValueError(
             f"{name} is empty: pass a weight per token id (or leave it out)",
@@ -393,5 +393,5 @@ def weight_mapping(name: str, value: object) -> None:
 def instance_of(value: object, kind: type[_Kind], name: str, made_by: str) -> _Kind:
     """`value`, typed as the `kind` it was checked to be; an error naming `name` and what makes a `kind` else."""
     if not isinstance(value, kind):
-        raise _wrong_type(name, f"{kind.__name__} (from {made_by})", kind.__name__, value)
+        raise wrong_type(name, f"{kind.__name__} (from {made_by})", kind.__name__, value)
     return value
