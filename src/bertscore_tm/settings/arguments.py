@@ -368,25 +368,19 @@ def _refused(
     )
 
 
-def _model_or_lang(arguments: Mapping[str, object]) -> None:
+def _check_together(arguments: Mapping[str, object]) -> None:
+    """The rules about arguments together, in order, run after every argument passed its own rule."""
+    model, tokenizer, output = arguments.get("model"), arguments.get("tokenizer"), arguments.get("output")
     both_given = "model_name_or_path" in arguments and "lang" in arguments
-    no_object = arguments.get("model") is None
-    if both_given and no_object and arguments["model_name_or_path"] is None and arguments["lang"] is None:
+    if both_given and model is None and arguments["model_name_or_path"] is None and arguments["lang"] is None:
         message = "Pass model_name_or_path or lang (which picks the language's default model)"
         raise _refused(arguments, "model_name_or_path", "lang", "a model, or lang", message)
-
-
-def _one_model(arguments: Mapping[str, object]) -> None:
-    if arguments.get("model") is not None and arguments.get("model_name_or_path") is not None:
+    if model is not None and arguments.get("model_name_or_path") is not None:
         message = (
             f"Pass model_name_or_path={str(arguments['model_name_or_path'])!r} or a model object (model=...), not "
             "both: the metric scores with one model"
         )
         raise _refused(arguments, "model", "model_name_or_path", "None when model_name_or_path is given", message)
-
-
-def _model_with_tokenizer(arguments: Mapping[str, object]) -> None:
-    model, tokenizer = arguments.get("model"), arguments.get("tokenizer")
     if model is not None and tokenizer is None:
         message = (
             "model= needs its tokenizer: pass tokenizer=<the model's tokenizer object> too (e.g. "
@@ -399,18 +393,12 @@ def _model_with_tokenizer(arguments: Mapping[str, object]) -> None:
             "tokenizer)"
         )
         raise _refused(arguments, "tokenizer", "model", "None unless model is given", message)
-
-
-def _forward_fn_needs_model(arguments: Mapping[str, object]) -> None:
-    if arguments.get("forward_fn") is not None and arguments.get("model") is None:
+    if arguments.get("forward_fn") is not None and model is None:
         message = (
             "forward_fn runs a model object: pass model= and tokenizer= too (load the model yourself, e.g. "
             "AutoModel.from_pretrained(path), to use forward_fn with a model on disk)"
         )
         raise _refused(arguments, "forward_fn", "model", "None unless model is given", message)
-
-
-def _idf_sources_need_idf(arguments: Mapping[str, object]) -> None:
     given = [name for name in ("idf_texts", "idf_weights") if arguments.get(name) is not None]
     if len(given) == 2:
         message = (
@@ -423,15 +411,9 @@ def _idf_sources_need_idf(arguments: Mapping[str, object]) -> None:
             f"or leave out {given[0]}"
         )
         raise _refused(arguments, given[0], "idf", "None unless idf=True", message)
-
-
-def _hash_needs_the_dict(arguments: Mapping[str, object]) -> None:
-    if arguments.get("output") is not None and arguments.get("return_hash"):
+    if output is not None and arguments.get("return_hash"):
         message = "return_hash needs the dict output (output=None); the code is also at metric.hash_code"
         raise _refused(arguments, "return_hash", "output", "False when output is given", message)
-
-
-def _baseline_path_needs_rescaling(arguments: Mapping[str, object]) -> None:
     if arguments.get("baseline_path") is not None and not arguments.get("rescale_with_baseline"):
         message = (
             f"baseline_path={str(arguments['baseline_path'])!r} is given but rescale_with_baseline is False, so the "
@@ -440,46 +422,22 @@ def _baseline_path_needs_rescaling(arguments: Mapping[str, object]) -> None:
         raise _refused(
             arguments, "baseline_path", "rescale_with_baseline", "None unless rescale_with_baseline=True", message
         )
-
-
-def _f_beta_needs_beta(arguments: Mapping[str, object]) -> None:
-    if arguments.get("output") == "f_beta" and arguments.get("beta") is None:
-        message = (
-            "output='f_beta' returns F-beta, which needs beta: pass beta=<a number > 0> (beta=3 for "
-            "CodeBERTScore's F3), or another output"
-        )
-        raise _refused(arguments, "output", "beta", "'precision', 'recall' or 'f1' unless beta is given", message)
-
-
-def _stride_needs_windows(arguments: Mapping[str, object]) -> None:
     stride, mode = arguments.get("window_stride"), arguments.get("long_texts", "truncate")
     if stride is not None and mode != "window":
         message = f"window_stride={stride} applies only to long_texts='window' (long_texts is {mode!r})"
         raise _refused(arguments, "window_stride", "long_texts", "None unless long_texts='window'", message)
-
-
-def _compile_needs_a_loaded_model(arguments: Mapping[str, object]) -> None:
-    if arguments.get("compile_model") and arguments.get("model") is not None:
+    if arguments.get("compile_model") and model is not None:
         message = (
             "compile_model compiles a model bertscore-tm loads; a model object of yours runs as you pass it: "
             "compile it yourself (torch.compile(model)) before passing it"
         )
         raise _refused(arguments, "compile_model", "model", "False when model is given", message)
-
-
-#: Rules about arguments together, run after every argument passed its own rule.
-COMBINATIONS: tuple[Callable[[Mapping[str, object]], None], ...] = (
-    _model_or_lang,
-    _one_model,
-    _model_with_tokenizer,
-    _forward_fn_needs_model,
-    _idf_sources_need_idf,
-    _hash_needs_the_dict,
-    _baseline_path_needs_rescaling,
-    _stride_needs_windows,
-    _compile_needs_a_loaded_model,
-    _f_beta_needs_beta,
-)
+    if output == "f_beta" and arguments.get("beta") is None:
+        message = (
+            "output='f_beta' returns F-beta, which needs beta: pass beta=<a number > 0> (beta=3 for "
+            "CodeBERTScore's F3), or another output"
+        )
+        raise _refused(arguments, "output", "beta", "'precision', 'recall' or 'f1' unless beta is given", message)
 
 
 def validate_arguments(arguments: Mapping[str, object]) -> None:
@@ -501,5 +459,4 @@ def validate_arguments(arguments: Mapping[str, object]) -> None:
         rule = RULES.get(name)
         if rule is not None:
             rule(name, value)
-    for combination in COMBINATIONS:
-        combination(arguments)
+    _check_together(arguments)
