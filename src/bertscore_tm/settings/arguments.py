@@ -20,12 +20,12 @@ from bertscore_tm.settings.rules import (
     boolean,
     choice,
     device,
+    finite_number,
     function,
     integer,
     model_dtype,
     module,
     path,
-    positive_number,
     text,
     texts,
     token_mask,
@@ -252,7 +252,9 @@ SETTINGS: dict[str, Setting] = {
         see="[Your own model](own-model.md#idf-from-a-corpus-or-from-saved-weights)",
     ),
     "beta": Setting(
-        positive_number(optional=True, why=" (recall weighs beta times precision)", below=SQUARE_ROOT_OF_MAX),
+        finite_number(
+            optional=True, positive=True, why=" (recall weighs beta times precision)", below=SQUARE_ROOT_OF_MAX
+        ),
         None,
         "also return F-beta, (1 + beta^2) P R / (beta^2 P + R), under `f_beta` (`beta=3`: CodeBERTScore's F3); "
         "the best reference is then the one with the highest F-beta",

@@ -76,23 +76,6 @@ def integer(minimum: int, *, optional: bool = False, why: str = "", maximum: int
     return check
 
 
-def positive_number(*, optional: bool = False, why: str = "", below: float = math.inf) -> Rule:
-    """A finite real number (not a bool or a string) above 0 and below `below`."""
-
-    def check(name: str, value: object) -> None:
-        if value is None and optional:
-            return
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise wrong_type(name, f"a number{_or_none(optional)}", f"float{_or_none(optional)}", value)
-        if not (math.isfinite(float(value)) and float(value) > 0):
-            raise _out_of_range(name, f"a finite number > 0{_or_none(optional)}", value, why)
-        if float(value) >= below:
-            squared = " (the scores square it, and its square must be a finite float)"
-            raise _out_of_range(name, f"a number > 0 and below {below:.4g}{_or_none(optional)}", value, squared)
-
-    return check
-
-
 def probability(name: str, value: object) -> None:
     """A number strictly between 0 and 1 (a confidence level, a significance level), a numpy number too."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -146,16 +129,21 @@ def _sequence(name: str, value: object, expected: str) -> list[object]:
     return list(value)
 
 
-def finite_number(*, optional: bool = False) -> Rule:
-    """A finite real number (a numpy number too; not a bool or a string)."""
+def finite_number(*, optional: bool = False, positive: bool = False, why: str = "", below: float = math.inf) -> Rule:
+    """A finite real number (a numpy number too; not a bool or a string); with `positive` above 0 and below `below`
+    (`why` says why)."""
+    finite = f"a finite number > 0{_or_none(optional)}" if positive else "a finite number"
 
     def check(name: str, value: object) -> None:
         if value is None and optional:
             return
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise wrong_type(name, f"a number{_or_none(optional)}", f"float{_or_none(optional)}", value)
-        if not math.isfinite(float(value)):
-            raise _out_of_range(name, "a finite number", value)
+        if not math.isfinite(float(value)) or (positive and float(value) <= 0):
+            raise _out_of_range(name, finite, value, why)
+        if float(value) >= below:
+            squared = " (the scores square it, and its square must be a finite float)"
+            raise _out_of_range(name, f"a number > 0 and below {below:.4g}{_or_none(optional)}", value, squared)
 
     return check
 
