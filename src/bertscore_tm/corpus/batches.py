@@ -47,8 +47,9 @@ class BatchScorer:
         context_column: str | None = None,
         **metric_arguments: Any,
     ) -> None:
-        self.candidate_column = _column("candidate_column", candidate_column)
-        self.context_column = _column("context_column", context_column, optional=True)
+        rules.text()("candidate_column", candidate_column)
+        rules.text(optional=True)("context_column", context_column)
+        self.candidate_column, self.context_column = candidate_column, context_column
         self.reference_columns = rules.column_names("reference_column", reference_column)
         rules.text(blank=True)("prefix", prefix)
         self.prefix = prefix
@@ -117,11 +118,6 @@ class BatchScorer:
 
 #: A worker's number (``datasets.map(..., with_rank=True)``), or None.
 RANK = rules.integer(0, optional=True)
-
-
-def _column(argument: str, value: object, optional: bool = False) -> Any:
-    rules.text(optional=optional)(argument, value)
-    return value
 
 
 def _several(value: object, references: list[str]) -> bool | None:
