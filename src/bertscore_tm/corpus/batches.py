@@ -47,8 +47,9 @@ class BatchScorer:
         context_column: str | None = None,
         **metric_arguments: Any,
     ) -> None:
-        self.candidate_column = _column("candidate_column", candidate_column)
-        self.context_column = _column("context_column", context_column, optional=True)
+        rules.text()("candidate_column", candidate_column)
+        rules.text(optional=True)("context_column", context_column)
+        self.candidate_column, self.context_column = candidate_column, context_column
         self.reference_columns = rules.column_names("reference_column", reference_column)
         rules.text(blank=True)("prefix", prefix)
         self.prefix = prefix
@@ -57,12 +58,9 @@ class BatchScorer:
         self._scorer: Scorer | None = None
         self._home = os.getpid()
 
-    # -- pickling: the arguments travel, the loaded model never does --------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
+        """Pickled, the arguments travel and the loaded model never does."""
         return {**self.__dict__, "_scorer": None}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
 
     def __call__(self, batch: Any, rank: int | None = None) -> Any:
         """`batch` with the score columns added; `rank` (``datasets.map(..., with_rank=True)``) picks the GPU."""
@@ -74,16 +72,13 @@ class BatchScorer:
         RANK("rank", rank)
         kind = columns.batch_kind(batch)
         rows = columns.num_rows(batch, kind)
-        cands = columns.texts(
-            columns.cells(batch, kind, self.candidate_column, "candidate_column"), self.candidate_column, first_row
-        )
+        cands = columns.texts(batch, kind, self.candidate_column, "candidate_column", first_row)
         groups, several = columns.reference_groups(
             batch, kind, self.reference_columns, first_row, "reference_column", self.several_references
         )
         context = None
         if self.context_column is not None:
-            cells = columns.cells(batch, kind, self.context_column, "context_column")
-            context = columns.contexts(cells, self.context_column, first_row)
+            context = columns.contexts(batch, kind, self.context_column, "context_column", first_row)
         names = ["precision", "recall", "f1"] + ([] if self.config.scoring.beta is None else ["f_beta"])
         if rows == 0:
             per = np.zeros((0, len(names) + 1), dtype=np.float32)
@@ -108,9 +103,9 @@ class BatchScorer:
                 # a forked child must not enter torch's OpenMP pool, which did not survive the fork (it hangs)
                 torch.set_num_threads(1)
             config = self.config
-            if config.runtime.device is None:
-                device = "cpu" if config.model.model is not None else _default_device(rank)
-                config = config.replace(device=device)
+            if config.runtime.device is None:  # a model object of the user's stays on the CPU; else a GPU by rank
+                on_cpu = config.model.model is not None or not torch.cuda.is_available()
+                config = config.replace(device="cpu" if on_cpu else f"cuda:{(rank or 0) % torch.cuda.device_count()}")
             self._scorer = Scorer(config)
         return self._scorer
 
@@ -123,11 +118,6 @@ class BatchScorer:
 
 #: A worker's number (``datasets.map(..., with_rank=True)``), or None.
 RANK = rules.integer(0, optional=True)
-
-
-def _column(argument: str, value: object, optional: bool = False) -> Any:
-    rules.text(optional=optional)(argument, value)
-    return value
 
 
 def _several(value: object, references: list[str]) -> bool | None:
@@ -158,9 +148,3 @@ def _checked_config(arguments: dict[str, Any]) -> Config:
             value=True,
         )
     return config
-
-
-def _default_device(rank: int | None) -> str:
-    if not torch.cuda.is_available():
-        return "cpu"
-    return f"cuda:{(rank or 0) % torch.cuda.device_count()}"

@@ -117,13 +117,15 @@ def text_cell(value: object, column: str, row: int) -> str:
     )
 
 
-def texts(values: Sequence[object], column: str, first_row: int) -> list[str]:
-    return [text_cell(v, column, first_row + i) for i, v in enumerate(values)]
+def texts(batch: Any, kind: str, column: str, argument: str, first_row: int) -> list[str]:
+    """The cells of `column` as texts, its rows numbered from `first_row`."""
+    return [text_cell(v, column, row) for row, v in enumerate(cells(batch, kind, column, argument), first_row)]
 
 
-def contexts(values: Sequence[object], column: str, first_row: int) -> list[str]:
+def contexts(batch: Any, kind: str, column: str, argument: str, first_row: int) -> list[str]:
     """A column of contexts, checked as texts are, except that an empty cell is a blank context: a row may have none."""
-    return ["" if _is_empty(v) else text_cell(v, column, first_row + i) for i, v in enumerate(values)]
+    values = cells(batch, kind, column, argument)
+    return ["" if _is_empty(v) else text_cell(v, column, row) for row, v in enumerate(values, first_row)]
 
 
 def reference_groups(
@@ -132,7 +134,7 @@ def reference_groups(
     """Each row's references, and whether rows may have several: `several` where the caller knows it, else the
     column's type, else its cells, so that every batch of one source gets the same columns."""
     if len(columns) > 1:
-        per_column = [texts(cells(batch, kind, c, argument), c, first_row) for c in columns]
+        per_column = [texts(batch, kind, c, argument, first_row) for c in columns]
         return [list(group) for group in zip(*per_column, strict=True)], True
     column = columns[0]
     values = cells(batch, kind, column, argument)
@@ -206,13 +208,9 @@ def with_columns(batch: Any, kind: str, new: Mapping[str, np.ndarray], drop: Seq
         for name in [*drop, *new]:
             if name in out.column_names:
                 out = out.drop_columns([name]) if hasattr(out, "drop_columns") else out.drop([name])
+        import pyarrow
+
         for name, values in new.items():
-            out = out.append_column(name, _arrow_array(values))
+            out = out.append_column(name, pyarrow.array(values))
         return out
     return {**{k: v for k, v in batch.items() if k not in drop}, **new}
-
-
-def _arrow_array(values: np.ndarray) -> Any:
-    import pyarrow
-
-    return pyarrow.array(values)

@@ -118,14 +118,10 @@ class ParallelFiles:
             files = [stack.enter_context(open(Path(p).expanduser(), encoding="utf-8")) for p in (self.cand, *self.refs)]
             readers = [islice(fh, start, stop) for fh in files]
             while True:
-                columns = [[_text(line) for line in islice(reader, size)] for reader in readers]
+                columns = [[line.removesuffix("\n") for line in islice(reader, size)] for reader in readers]
                 if not columns[0]:
                     return
                 if len(columns) == 2:
                     yield columns[0], columns[1]
                 else:
                     yield columns[0], [list(group) for group in zip(*columns[1:], strict=True)]
-
-
-def _text(line: str) -> str:
-    return line[:-1] if line.endswith("\n") else line

@@ -20,27 +20,20 @@ from bertscore_tm.models.tokenizing import TextEncoder
 from bertscore_tm.scoring.idf import document_frequency, idf_weights
 from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.settings import rules
-from bertscore_tm.settings.config import Config
+from bertscore_tm.settings.config import Config, groups
 from bertscore_tm.settings.texts import check_stream, check_texts
 
 #: Texts tokenised at a time.
 CHUNK = 4096
-#: The settings that do not act on the counts: refused rather than ignored (only the model's tokenizer counts).
+#: The settings that do not act on the counts, refused rather than ignored (only the model's tokenizer counts):
+#: every scoring and output setting, the runtime's but the CPU threads, and the model's that act on its forward pass.
 NOT_COUNTING = (
-    "idf",
-    "device",
+    *groups()["scoring"],
+    *groups()["output"],
+    *(name for name in groups()["runtime"] if name != "num_threads"),
     "all_layers",
-    "rescale_with_baseline",
-    "baseline_path",
-    "batch_size",
     "model_dtype",
-    "reduction",
-    "output",
-    "return_hash",
-    "verbose",
-    "embedding_cache_mb",
     "compile_model",
-    "beta",
 )
 
 
@@ -66,9 +59,8 @@ def corpus_idf(
         # texts (one string is one text), or lists of texts, read as they come
         references = check_stream([references] if isinstance(references, str) else references, "references")
     arguments = {"model_name_or_path": model_name_or_path, **metric_arguments}
-    config = Config.of(arguments, caller="corpus_idf", unused=(*NOT_COUNTING, "idf_weights", "idf_texts"))
+    config = Config.of(arguments, caller="corpus_idf", unused=NOT_COUNTING)
     scorer = Scorer(config.replace(idf=True, device="cpu"))
-    module = type(references).__module__
     if module.startswith("ray.data"):
         doc_freq, num_refs = _ray_counts(references, refs, scorer.encoder, scorer.vocab_size)
     elif module.startswith("datasets") and hasattr(references, "iter"):

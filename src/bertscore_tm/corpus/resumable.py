@@ -197,24 +197,15 @@ class Checkpoint:
                     given=world,
                 )
 
-    def shard_path(self, k: int) -> Path:
-        return self.folder / f"rank{self.rank}-shard{k:06d}.npy"
-
-    def load(self, k: int, rows: int) -> Tensor | None:
-        """Shard `k`'s saved scores, or None where it is missing, torn or not the file written (then warned about)."""
-        path = self.shard_path(k)
-        if not path.exists():
-            return None
-        return self._read(path, rows)
-
-    def stream_path(self, k: int, digest: str) -> Path:
-        """A stream's shard file is named by its texts' digest: a stream's manifest cannot list texts not yet read."""
-        return self.folder / f"rank{self.rank}-shard{k:06d}-{digest[:16]}.npy"
+    def shard_path(self, k: int, digest: str | None = None) -> Path:
+        """Shard `k`'s file, a stream's named by its texts' `digest` too: its manifest cannot list texts unread."""
+        named = "" if digest is None else f"-{digest[:16]}"
+        return self.folder / f"rank{self.rank}-shard{k:06d}{named}.npy"
 
     def stream_saved(self, k: int, digest: str) -> bool:
         """Whether shard `k` of a stream has a file; one made from other texts is refused."""
         found = sorted(self.folder.glob(f"rank{self.rank}-shard{k:06d}-*.npy"))
-        path = self.stream_path(k, digest)
+        path = self.shard_path(k, digest)
         if found and path not in found:
             rows = self.record["shard_size"]
             raise CheckpointMismatchError(
@@ -227,10 +218,12 @@ class Checkpoint:
             )
         return path.exists()
 
-    def load_stream(self, k: int, rows: int, digest: str) -> Tensor | None:
-        return self._read(self.stream_path(k, digest), rows) if self.stream_saved(k, digest) else None
-
-    def _read(self, path: Path, rows: int) -> Tensor | None:
+    def load(self, k: int, rows: int, digest: str | None = None) -> Tensor | None:
+        """Shard `k`'s saved scores (a stream's: of the texts of `digest`), or None where it is missing, torn or not
+        the file written (then warned about)."""
+        path = self.shard_path(k, digest)
+        if not (path.exists() if digest is None else self.stream_saved(k, digest)):
+            return None
         shape = (rows, *self.record["row_shape"])
         try:
             data = path.read_bytes()
@@ -248,13 +241,13 @@ class Checkpoint:
             return None
         return torch.from_numpy(array)
 
-    def save(self, k: int, scores: Tensor, path: Path | None = None) -> None:
+    def save(self, k: int, scores: Tensor, digest: str | None = None) -> None:
         """Keep shard `k`'s scores atomically, the digest in the manifest first: a kill between the two leaves a digest
         without its file (scored again), never a file without its digest."""
         buffer = io.BytesIO()
         np.save(buffer, scores.detach().cpu().contiguous().numpy(), allow_pickle=False)
         data = buffer.getvalue()
-        target = path or self.shard_path(k)
+        target = self.shard_path(k, digest)
         self.digests[target.name] = hashlib.sha256(data).hexdigest()
         self._write_manifest()
         with _writing(target):
@@ -358,13 +351,16 @@ def _setting_record(scorer: Scorer) -> dict[str, Any]:
     return {"hash_code": scorer.hash_code, "setting": str(settings_digest({**record, **extra}))}
 
 
-def _run_of(metric_or_scorer: Any, checkpoint_dir: object, shard_size: object) -> tuple[Scorer, torch.device, int]:
-    """The scoring core and device of a `BERTScore` (or a `Scorer`), and the checked shard size."""
+def _run_of(
+    metric_or_scorer: Any, checkpoint_dir: object, shard_size: object
+) -> tuple[Scorer, torch.device, int, bool]:
+    """The scoring core and device of a `BERTScore` (or a `Scorer`), the checked shard size, and the metric's
+    progress bar."""
     rules.path()("checkpoint_dir", checkpoint_dir)
-    SHARD_SIZE_RULE("shard_size", shard_size)
-    size = int(shard_size)  # type: ignore[call-overload]
+    rules.integer(1)("shard_size", shard_size)
+    size, verbose = int(shard_size), bool(getattr(metric_or_scorer, "verbose", False))  # type: ignore[call-overload]
     if isinstance(metric_or_scorer, Scorer):
-        return metric_or_scorer, torch.device(metric_or_scorer.embedder.device), size
+        return metric_or_scorer, torch.device(metric_or_scorer.embedder.device), size, verbose
     scorer = getattr(metric_or_scorer, "scorer", None)
     if not isinstance(scorer, Scorer):  # a model name is not a metric: the metric holds the whole setting
         raise ArgumentTypeError(
@@ -374,11 +370,7 @@ def _run_of(metric_or_scorer: Any, checkpoint_dir: object, shard_size: object) -
             expected="BERTScore",
             value=metric_or_scorer,
         )
-    return scorer, torch.device(metric_or_scorer.device), size
-
-
-#: Pairs (or rows) per shard.
-SHARD_SIZE_RULE = rules.integer(1)
+    return scorer, torch.device(metric_or_scorer.device), size, verbose
 
 
 def score_resumable(
@@ -401,8 +393,7 @@ def score_resumable(
     >>> round(float(scores.f1[0]), 4)
     0.9183
     """
-    scorer, device, shard_size = _run_of(metric, checkpoint_dir, shard_size)
-    verbose = bool(getattr(metric, "verbose", False))
+    scorer, device, shard_size, verbose = _run_of(metric, checkpoint_dir, shard_size)
     cand_list, groups = check_pairs(cands, refs, ("cands", "refs"), empty=False)
     contexts = check_contexts(context, len(cand_list))
     rank, world = job_place()
@@ -411,12 +402,9 @@ def score_resumable(
     with own_precision(device):
         scorer.follow(device)
         weights, idf_counts = _corpus_weights(scorer, groups, contexts, device)
-    record = {
-        "kind": "pairs",
-        **_setting_record(scorer),
-        **_place(rank, world, start, stop, shard_size, len(cand_list)),
-        "dtype": "float32",
-        "row_shape": [scorer.embedder.num_rows, 4 + (scorer.beta is not None)],
+    record = _record(scorer, "pairs", _pair_rows(scorer), rank, world, shard_size) | {
+        "range": [start, stop],
+        "items": len(cand_list),
         "idf_counts": idf_counts,
         "context": None if contexts is None else [texts_digest(contexts[lo:hi]) for lo, hi in ranges],
         "shards": [texts_digest([*cand_list[lo:hi], *groups[lo:hi]]) for lo, hi in ranges],
@@ -456,8 +444,7 @@ def score_stream(
     >>> [round(float(s.f1[0]), 4) for s in score_stream(BERTScore(PACKAGED_MINILM), pairs, tempfile.mkdtemp(), 1)]
     [0.9183, 0.8819]
     """
-    scorer, device, shard_size = _run_of(metric, checkpoint_dir, shard_size)
-    verbose = bool(getattr(metric, "verbose", False))
+    scorer, device, shard_size, verbose = _run_of(metric, checkpoint_dir, shard_size)
     stream = check_stream(pairs, "pairs")
     if scorer.counts_idf:
         raise ArgumentValueError(
@@ -471,10 +458,7 @@ def score_stream(
     with own_precision(device):
         scorer.follow(device)
         weights = scorer.weights(device=device)
-    record = {"kind": "stream", **_setting_record(scorer), "rank": rank, "world_size": world}
-    record.update(
-        shard_size=shard_size, dtype="float32", row_shape=[scorer.embedder.num_rows, 4 + (scorer.beta is not None)]
-    )
+    record = _record(scorer, "stream", _pair_rows(scorer), rank, world, shard_size)
     checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
 
     def prepare(numbered: tuple[int, list[Any] | Exception]) -> _StreamShard:
@@ -492,13 +476,13 @@ def score_stream(
     shards = prepared_ahead(enumerate(_chunks(stream, shard_size)), prepare)
     with contextlib.closing(shards):
         for (k, _), shard in shards:
-            per = None if shard.tokens is not None else checkpoint.load_stream(k, len(shard.cands), shard.digest)
+            per = None if shard.tokens is not None else checkpoint.load(k, len(shard.cands), shard.digest)
             if per is None:
                 tokens = shard.tokens
                 if tokens is None:  # a finished shard's file was damaged: scored again
                     tokens = scorer.pairs.pairs(shard.cands, shard.groups, shard.contexts)
                 per = _score_tokens(scorer, tokens, device, verbose, weights).cpu()
-                checkpoint.save(k, per, checkpoint.stream_path(k, shard.digest))
+                checkpoint.save(k, per, shard.digest)
             yield scores_of(per, scorer.all_layers, scorer.code_with(shard.contexts))
 
 
@@ -546,31 +530,33 @@ def _score_tokens(
 
 def _stream_items(chunk: list[Any], first: int) -> tuple[list[str], list[list[str]], list[str] | None]:
     """A stream's chunk as candidates, reference groups and contexts (None where every item is a pair)."""
-    for n, item in enumerate(chunk):
+    for i, item in enumerate(chunk, first):
         if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
             raise ArgumentValueError(
-                f"pairs[{first + n}] must be (candidate, reference(s)) or (candidate, reference(s), context), "
-                f"got {item!r:.80}",
+                f"pairs[{i}] must be (candidate, reference(s)) or (candidate, reference(s), context), got {item!r:.80}",
                 argument="pairs",
                 allowed="2- or 3-item tuples",
                 value=item,
             )
-    at = range(first, first + len(chunk))
-    cands = [check_text(item[0], f"pairs[{i}][0]") for i, item in zip(at, chunk, strict=True)]
+    cands = [check_text(item[0], f"pairs[{i}][0]") for i, item in enumerate(chunk, first)]
     groups = [
-        check_texts(item[1], f"pairs[{i}][1]", what="reference", empty=False) for i, item in zip(at, chunk, strict=True)
+        check_texts(item[1], f"pairs[{i}][1]", what="reference", empty=False) for i, item in enumerate(chunk, first)
     ]
     if all(len(item) == 2 for item in chunk):
         return cands, groups, None
-    return (
-        cands,
-        groups,
-        [check_text(x[2], f"pairs[{i}][2]") if len(x) == 3 else "" for i, x in zip(at, chunk, strict=True)],
-    )
+    contexts = [check_text(item[2], f"pairs[{i}][2]") if len(item) == 3 else "" for i, item in enumerate(chunk, first)]
+    return cands, groups, contexts
 
 
-def _place(rank: int, world: int, start: int, stop: int, shard_size: int, items: int) -> dict[str, Any]:
-    return {"rank": rank, "world_size": world, "range": [start, stop], "shard_size": shard_size, "items": items}
+def _record(scorer: Scorer, kind: str, row_shape: list[int], rank: int, world: int, shard_size: int) -> dict[str, Any]:
+    """What every run's scores depend on: the setting, the job and the scores' float32 rows of `row_shape`."""
+    job = {"rank": rank, "world_size": world, "shard_size": shard_size}
+    return {"kind": kind, **_setting_record(scorer), **job, "dtype": "float32", "row_shape": row_shape}
+
+
+def _pair_rows(scorer: Scorer) -> list[int]:
+    """A pair's scores: P, R, F (and F-beta) and the best reference, for each layer scored."""
+    return [scorer.embedder.num_rows, 4 + (scorer.beta is not None)]
 
 
 def _part(contexts: list[str] | None, lo: int, hi: int) -> list[str] | None:
@@ -608,8 +594,7 @@ def pairwise_resumable(
     """Every candidate against every reference as ``metric.pairwise`` scores them (P, R, F stacked: [3, N, M]),
     keeping each finished shard of rows in `checkpoint_dir`, so that a run again after a kill scores only the
     missing rows. Under torchrun each process scores its rows and every process gets the whole matrices."""
-    scorer, device, shard_size = _run_of(metric, checkpoint_dir, shard_size)
-    verbose = bool(getattr(metric, "verbose", False))
+    scorer, device, shard_size, verbose = _run_of(metric, checkpoint_dir, shard_size)
     cand_list = check_texts(cands, "cands", what="candidate", empty=False)
     ref_list = check_texts(refs, "refs", what="reference", empty=False)
     rank, world = job_place()
@@ -617,12 +602,9 @@ def pairwise_resumable(
     ranges = shard_ranges(start, stop, shard_size)
     scores = 3 if scorer.beta is None else 4  # P, R, F (and F-beta)
     rows = [scores, scorer.embedder.num_rows, len(ref_list)] if scorer.all_layers else [scores, len(ref_list)]
-    record = {
-        "kind": "pairwise",
-        **_setting_record(scorer),
-        **_place(rank, world, start, stop, shard_size, len(cand_list)),
-        "dtype": "float32",
-        "row_shape": rows,
+    record = _record(scorer, "pairwise", rows, rank, world, shard_size) | {
+        "range": [start, stop],
+        "items": len(cand_list),
         "references": texts_digest(ref_list),
         "shards": [texts_digest(cand_list[lo:hi]) for lo, hi in ranges],
     }

@@ -236,9 +236,7 @@ class ColumnFile:
         several = len(self.reference_columns) > 1
         for batch in self.batches():
             first = len(cands)
-            cands += columns.texts(
-                columns.cells(batch, "arrow", self.candidate_column, "candidate_column"), self.candidate_column, first
-            )
+            cands += columns.texts(batch, "arrow", self.candidate_column, "candidate_column", first)
             more, many = columns.reference_groups(batch, "arrow", self.reference_columns, first, "reference_column")
             groups += more
             several = several or many
@@ -249,9 +247,7 @@ class ColumnFile:
             return None
         out: list[str] = []
         for batch in self.batches():
-            out += columns.contexts(
-                columns.cells(batch, "arrow", self.context_column, "context_column"), self.context_column, len(out)
-            )
+            out += columns.contexts(batch, "arrow", self.context_column, "context_column", len(out))
         return out
 
 

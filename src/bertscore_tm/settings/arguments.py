@@ -20,12 +20,12 @@ from bertscore_tm.settings.rules import (
     boolean,
     choice,
     device,
+    finite_number,
     function,
     integer,
     model_dtype,
     module,
     path,
-    positive_number,
     text,
     texts,
     token_mask,
@@ -252,7 +252,9 @@ SETTINGS: dict[str, Setting] = {
         see="[Your own model](own-model.md#idf-from-a-corpus-or-from-saved-weights)",
     ),
     "beta": Setting(
-        positive_number(optional=True, why=" (recall weighs beta times precision)", below=SQUARE_ROOT_OF_MAX),
+        finite_number(
+            optional=True, positive=True, why=" (recall weighs beta times precision)", below=SQUARE_ROOT_OF_MAX
+        ),
         None,
         "also return F-beta, (1 + beta^2) P R / (beta^2 P + R), under `f_beta` (`beta=3`: CodeBERTScore's F3); "
         "the best reference is then the one with the highest F-beta",
@@ -359,159 +361,85 @@ def settings_table() -> str:
     return "\n".join(rows)
 
 
-def _model_or_lang(arguments: Mapping[str, object]) -> None:
+def _refused(
+    arguments: Mapping[str, object], argument: str, other: str, allowed: str, message: str
+) -> ArgumentValueError:
+    """`argument` refused beside `other`: the error of every rule about arguments together."""
+    return ArgumentValueError(
+        message, argument=argument, allowed=allowed, value=arguments.get(argument), others=(other,)
+    )
+
+
+def _check_together(arguments: Mapping[str, object]) -> None:
+    """The rules about arguments together, in order, run after every argument passed its own rule."""
+    model, tokenizer, output = arguments.get("model"), arguments.get("tokenizer"), arguments.get("output")
     both_given = "model_name_or_path" in arguments and "lang" in arguments
-    no_object = arguments.get("model") is None
-    if both_given and no_object and arguments["model_name_or_path"] is None and arguments["lang"] is None:
-        raise ArgumentValueError(
-            "Pass model_name_or_path or lang (which picks the language's default model)",
-            argument="model_name_or_path",
-            allowed="a model, or lang",
-            value=None,
-            others=("lang",),
-        )
-
-
-def _one_model(arguments: Mapping[str, object]) -> None:
-    if arguments.get("model") is not None and arguments.get("model_name_or_path") is not None:
-        raise ArgumentValueError(
+    if both_given and model is None and arguments["model_name_or_path"] is None and arguments["lang"] is None:
+        message = "Pass model_name_or_path or lang (which picks the language's default model)"
+        raise _refused(arguments, "model_name_or_path", "lang", "a model, or lang", message)
+    if model is not None and arguments.get("model_name_or_path") is not None:
+        message = (
             f"Pass model_name_or_path={str(arguments['model_name_or_path'])!r} or a model object (model=...), not "
-            "both: the metric scores with one model",
-            argument="model",
-            allowed="None when model_name_or_path is given",
-            value=arguments["model"],
-            others=("model_name_or_path",),
+            "both: the metric scores with one model"
         )
-
-
-def _model_with_tokenizer(arguments: Mapping[str, object]) -> None:
-    model, tokenizer = arguments.get("model"), arguments.get("tokenizer")
+        raise _refused(arguments, "model", "model_name_or_path", "None when model_name_or_path is given", message)
     if model is not None and tokenizer is None:
-        raise ArgumentValueError(
+        message = (
             "model= needs its tokenizer: pass tokenizer=<the model's tokenizer object> too (e.g. "
-            "AutoTokenizer.from_pretrained(...) of the same checkpoint)",
-            argument="tokenizer",
-            allowed="a tokenizer object when model is given",
-            value=None,
-            others=("model",),
+            "AutoTokenizer.from_pretrained(...) of the same checkpoint)"
         )
+        raise _refused(arguments, "tokenizer", "model", "a tokenizer object when model is given", message)
     if tokenizer is not None and model is None:
-        raise ArgumentValueError(
+        message = (
             "tokenizer= goes with model=: pass the model object too (a model from model_name_or_path brings its own "
-            "tokenizer)",
-            argument="tokenizer",
-            allowed="None unless model is given",
-            value=tokenizer,
-            others=("model",),
+            "tokenizer)"
         )
-
-
-def _forward_fn_needs_model(arguments: Mapping[str, object]) -> None:
-    if arguments.get("forward_fn") is not None and arguments.get("model") is None:
-        raise ArgumentValueError(
+        raise _refused(arguments, "tokenizer", "model", "None unless model is given", message)
+    if arguments.get("forward_fn") is not None and model is None:
+        message = (
             "forward_fn runs a model object: pass model= and tokenizer= too (load the model yourself, e.g. "
-            "AutoModel.from_pretrained(path), to use forward_fn with a model on disk)",
-            argument="forward_fn",
-            allowed="None unless model is given",
-            value=arguments["forward_fn"],
-            others=("model",),
+            "AutoModel.from_pretrained(path), to use forward_fn with a model on disk)"
         )
-
-
-def _idf_sources_need_idf(arguments: Mapping[str, object]) -> None:
+        raise _refused(arguments, "forward_fn", "model", "None unless model is given", message)
     given = [name for name in ("idf_texts", "idf_weights") if arguments.get(name) is not None]
     if len(given) == 2:
-        raise ArgumentValueError(
-            "Pass idf_texts (a corpus to count document frequencies in) or idf_weights (weights already made), "
-            "not both",
-            argument="idf_weights",
-            allowed="None when idf_texts is given",
-            value=arguments["idf_weights"],
-            others=("idf_texts",),
+        message = (
+            "Pass idf_texts (a corpus to count document frequencies in) or idf_weights (weights already made), not both"
         )
+        raise _refused(arguments, "idf_weights", "idf_texts", "None when idf_texts is given", message)
     if given and not arguments.get("idf"):
-        raise ArgumentValueError(
+        message = (
             f"{given[0]} is given but idf is False, so it would be ignored: pass idf=True to weigh tokens with it, "
-            f"or leave out {given[0]}",
-            argument=given[0],
-            allowed="None unless idf=True",
-            value=arguments[given[0]],
-            others=("idf",),
+            f"or leave out {given[0]}"
         )
-
-
-def _hash_needs_the_dict(arguments: Mapping[str, object]) -> None:
-    if arguments.get("output") is not None and arguments.get("return_hash"):
-        raise ArgumentValueError(
-            "return_hash needs the dict output (output=None); the code is also at metric.hash_code",
-            argument="return_hash",
-            allowed="False when output is given",
-            value=True,
-            others=("output",),
-        )
-
-
-def _baseline_path_needs_rescaling(arguments: Mapping[str, object]) -> None:
+        raise _refused(arguments, given[0], "idf", "None unless idf=True", message)
+    if output is not None and arguments.get("return_hash"):
+        message = "return_hash needs the dict output (output=None); the code is also at metric.hash_code"
+        raise _refused(arguments, "return_hash", "output", "False when output is given", message)
     if arguments.get("baseline_path") is not None and not arguments.get("rescale_with_baseline"):
-        raise ArgumentValueError(
+        message = (
             f"baseline_path={str(arguments['baseline_path'])!r} is given but rescale_with_baseline is False, so the "
-            "file would be ignored: pass rescale_with_baseline=True to rescale with it, or leave out baseline_path",
-            argument="baseline_path",
-            allowed="None unless rescale_with_baseline=True",
-            value=arguments["baseline_path"],
-            others=("rescale_with_baseline",),
+            "file would be ignored: pass rescale_with_baseline=True to rescale with it, or leave out baseline_path"
         )
-
-
-def _f_beta_needs_beta(arguments: Mapping[str, object]) -> None:
-    if arguments.get("output") == "f_beta" and arguments.get("beta") is None:
-        raise ArgumentValueError(
-            "output='f_beta' returns F-beta, which needs beta: pass beta=<a number > 0> (beta=3 for "
-            "CodeBERTScore's F3), or another output",
-            argument="output",
-            allowed="'precision', 'recall' or 'f1' unless beta is given",
-            value="f_beta",
-            others=("beta",),
+        raise _refused(
+            arguments, "baseline_path", "rescale_with_baseline", "None unless rescale_with_baseline=True", message
         )
-
-
-#: Rules about arguments together, run after every argument passed its own rule.
-def _stride_needs_windows(arguments: Mapping[str, object]) -> None:
     stride, mode = arguments.get("window_stride"), arguments.get("long_texts", "truncate")
     if stride is not None and mode != "window":
-        raise ArgumentValueError(
-            f"window_stride={stride} applies only to long_texts='window' (long_texts is {mode!r})",
-            argument="window_stride",
-            allowed="None unless long_texts='window'",
-            value=stride,
-            others=("long_texts",),
-        )
-
-
-def _compile_needs_a_loaded_model(arguments: Mapping[str, object]) -> None:
-    if arguments.get("compile_model") and arguments.get("model") is not None:
-        raise ArgumentValueError(
+        message = f"window_stride={stride} applies only to long_texts='window' (long_texts is {mode!r})"
+        raise _refused(arguments, "window_stride", "long_texts", "None unless long_texts='window'", message)
+    if arguments.get("compile_model") and model is not None:
+        message = (
             "compile_model compiles a model bertscore-tm loads; a model object of yours runs as you pass it: "
-            "compile it yourself (torch.compile(model)) before passing it",
-            argument="compile_model",
-            allowed="False when model is given",
-            value=True,
-            others=("model",),
+            "compile it yourself (torch.compile(model)) before passing it"
         )
-
-
-COMBINATIONS: tuple[Callable[[Mapping[str, object]], None], ...] = (
-    _model_or_lang,
-    _one_model,
-    _model_with_tokenizer,
-    _forward_fn_needs_model,
-    _idf_sources_need_idf,
-    _hash_needs_the_dict,
-    _baseline_path_needs_rescaling,
-    _stride_needs_windows,
-    _compile_needs_a_loaded_model,
-    _f_beta_needs_beta,
-)
+        raise _refused(arguments, "compile_model", "model", "False when model is given", message)
+    if output == "f_beta" and arguments.get("beta") is None:
+        message = (
+            "output='f_beta' returns F-beta, which needs beta: pass beta=<a number > 0> (beta=3 for "
+            "CodeBERTScore's F3), or another output"
+        )
+        raise _refused(arguments, "output", "beta", "'precision', 'recall' or 'f1' unless beta is given", message)
 
 
 def validate_arguments(arguments: Mapping[str, object]) -> None:
@@ -533,5 +461,4 @@ def validate_arguments(arguments: Mapping[str, object]) -> None:
         rule = RULES.get(name)
         if rule is not None:
             rule(name, value)
-    for combination in COMBINATIONS:
-        combination(arguments)
+    _check_together(arguments)

@@ -124,8 +124,7 @@ class Config:
                     allowed="left out",
                     value=arguments[name],
                 )
-        given = {name: _kept(name, value) for name, value in arguments.items()}
-        values = {name: given[name] if name in given else _default(name) for name in SETTINGS}
+        values = {name: _kept(name, arguments[name]) if name in arguments else _default(name) for name in SETTINGS}
         groups = {
             group: kind(**{f.name: values[f.name] for f in dataclasses.fields(kind)}) for group, kind in _GROUPS.items()
         }
@@ -133,14 +132,12 @@ class Config:
 
     def arguments(self) -> dict[str, object]:
         """Every setting by name, as `Config.of` takes them."""
-        return {f.name: getattr(part, f.name) for part in self._parts() for f in dataclasses.fields(part)}
+        parts = [getattr(self, group) for group in _GROUPS]
+        return {f.name: getattr(part, f.name) for part in parts for f in dataclasses.fields(part)}
 
     def replace(self, **changes: object) -> Config:
         """These settings with `changes`, checked again as a whole."""
         return Config.of({**self.arguments(), **changes})
-
-    def _parts(self) -> list[Any]:
-        return [getattr(self, group) for group in _GROUPS]
 
 
 def _kept(name: str, value: object) -> object:

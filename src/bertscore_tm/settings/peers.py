@@ -10,7 +10,8 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError
+from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.settings.rules import boolean, wrong_type
 
 #: torchmetrics' argument names that are not ours, each with what it becomes.
 TORCHMETRICS = ("user_tokenizer", "user_forward_fn", "baseline_url", "truncation")
@@ -29,25 +30,14 @@ def from_torchmetrics(arguments: Mapping[str, Any]) -> dict[str, Any]:
     if forward is not None:
         _not_both(out, "user_forward_fn", "forward_fn")
         if not callable(forward):
-            raise ArgumentTypeError(
-                f"user_forward_fn must be a function (model, batch) -> [B, T, D], got {type(forward).__name__}",
-                argument="user_forward_fn",
-                expected="callable",
-                value=forward,
-            )
+            raise wrong_type("user_forward_fn", "a function (model, batch) -> [B, T, D]", "callable", forward)
         out["forward_fn"] = _BatchForward(forward)
     if given.get("baseline_url") is not None:
         _not_both(out, "baseline_url", "baseline_path")
         out["baseline_path"] = _baseline_file(given["baseline_url"], bool(out.get("local_files_only")))
     truncation = given.get("truncation")
     if truncation is not None:
-        if not isinstance(truncation, bool):
-            raise ArgumentTypeError(
-                f"truncation must be True or False, got {type(truncation).__name__} {truncation!r:.40}",
-                argument="truncation",
-                expected="bool",
-                value=truncation,
-            )
+        boolean("truncation", truncation)
         if truncation is False:  # never cut a text: longer ones run in windows (torchmetrics fails on them)
             _not_both(out, "truncation", "long_texts")
             out["long_texts"] = "window"
@@ -79,12 +69,7 @@ class _BatchForward:
 def _baseline_file(url: object, offline: bool) -> str:
     """A ``file://`` URL's path, or an ``http(s)://`` one downloaded to a temporary file unless downloads are off."""
     if not isinstance(url, str) or not url.strip():
-        raise ArgumentTypeError(
-            f"baseline_url must be a URL (file://, https://), got {url!r:.60}",
-            argument="baseline_url",
-            expected="str",
-            value=url,
-        )
+        raise wrong_type("baseline_url", "a URL (file://, https://)", "str", url)
     parts = urllib.parse.urlparse(url)
     if parts.scheme == "file":
         return urllib.request.url2pathname(parts.path)

@@ -37,12 +37,27 @@ def _or_none(optional: bool) -> str:
     return " or None" if optional else ""
 
 
+def wrong_type(name: str, what: str, expected: str, value: object, argument: str | None = None) -> ArgumentTypeError:
+    """`name` must be `what` (`expected` as the error holds it), and `value` is of another type."""
+    return ArgumentTypeError(
+        f"{name} must be {what}, got {_shown(value)}",
+        argument=argument or _argument(name),
+        expected=expected,
+        value=value,
+    )
+
+
+def _out_of_range(name: str, allowed: str, value: object, why: str = "") -> ArgumentValueError:
+    """`name` must be `allowed` (`why` says why), and `value` is not."""
+    return ArgumentValueError(
+        f"{name} must be {allowed}{why}, got {value}", argument=_argument(name), allowed=allowed, value=value
+    )
+
+
 def boolean(name: str, value: object) -> None:
     """True or False, nothing else (not 0/1, not "yes")."""
     if not isinstance(value, bool):
-        raise ArgumentTypeError(
-            f"{name} must be True or False, got {_shown(value)}", argument=name, expected="bool", value=value
-        )
+        raise wrong_type(name, "True or False", "bool", value)
 
 
 def integer(minimum: int, *, optional: bool = False, why: str = "", maximum: int = MAX_INTEGER) -> Rule:
@@ -51,54 +66,12 @@ def integer(minimum: int, *, optional: bool = False, why: str = "", maximum: int
     def check(name: str, value: object) -> None:
         if value is None and optional:
             return
-        argument = _argument(name)
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise ArgumentTypeError(
-                f"{name} must be an integer{_or_none(optional)}, got {_shown(value)}",
-                argument=argument,
-                expected=f"int{_or_none(optional)}",
-                value=value,
-            )
+            raise wrong_type(name, f"an integer{_or_none(optional)}", f"int{_or_none(optional)}", value)
         if int(value) < minimum:
-            allowed = f"an integer >= {minimum}{_or_none(optional)}"
-            raise ArgumentValueError(
-                f"{name} must be {allowed}{why}, got {value}", argument=argument, allowed=allowed, value=value
-            )
+            raise _out_of_range(name, f"an integer >= {minimum}{_or_none(optional)}", value, why)
         if int(value) > maximum:
-            allowed = f"an integer from {minimum} to {maximum:,}{_or_none(optional)}"
-            raise ArgumentValueError(
-                f"{name} must be {allowed}, got {value}", argument=argument, allowed=allowed, value=value
-            )
-
-    return check
-
-
-def positive_number(*, optional: bool = False, why: str = "", below: float = math.inf) -> Rule:
-    """A finite real number (not a bool or a string) above 0 and below `below`."""
-
-    def check(name: str, value: object) -> None:
-        if value is None and optional:
-            return
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ArgumentTypeError(
-                f"{name} must be a number{_or_none(optional)}, got {_shown(value)}",
-                argument=name,
-                expected=f"float{_or_none(optional)}",
-                value=value,
-            )
-        if not (math.isfinite(float(value)) and float(value) > 0):
-            allowed = f"a finite number > 0{_or_none(optional)}"
-            raise ArgumentValueError(
-                f"{name} must be {allowed}{why}, got {value}", argument=name, allowed=allowed, value=value
-            )
-        if float(value) >= below:
-            allowed = f"a number > 0 and below {below:.4g}{_or_none(optional)}"
-            raise ArgumentValueError(
-                f"{name} must be {allowed} (the scores square it, and its square must be a finite float), got {value}",
-                argument=name,
-                allowed=allowed,
-                value=value,
-            )
+            raise _out_of_range(name, f"an integer from {minimum} to {maximum:,}{_or_none(optional)}", value)
 
     return check
 
@@ -106,12 +79,7 @@ def positive_number(*, optional: bool = False, why: str = "", below: float = mat
 def probability(name: str, value: object) -> None:
     """A number strictly between 0 and 1 (a confidence level, a significance level), a numpy number too."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ArgumentTypeError(
-            f"{name} must be a number between 0 and 1, e.g. 0.95, got {_shown(value)}",
-            argument=name,
-            expected="float",
-            value=value,
-        )
+        raise wrong_type(name, "a number between 0 and 1, e.g. 0.95", "float", value)
     if not 0 < float(value) < 1:  # NaN fails too
         raise ArgumentValueError(
             f"{name} must be between 0 and 1 (exclusive), e.g. 0.95, got {value}",
@@ -130,19 +98,9 @@ def real_numbers(name: str, value: object, *, finite: bool = True) -> list[float
     items = _sequence(name, value, "a sequence of numbers")
     for i, item in enumerate(items):
         if isinstance(item, bool) or not isinstance(item, numbers.Real):
-            raise ArgumentTypeError(
-                f"{name}[{i}] must be a number, got {_shown(item)}",
-                argument=_argument(name),
-                expected="float",
-                value=item,
-            )
+            raise wrong_type(f"{name}[{i}]", "a number", "float", item)
         if finite and not math.isfinite(float(item)):
-            raise ArgumentValueError(
-                f"{name}[{i}] must be a finite number, got {item}",
-                argument=_argument(name),
-                allowed="a finite number",
-                value=item,
-            )
+            raise _out_of_range(f"{name}[{i}]", "a finite number", item)
     return [float(item) for item in items]  # type: ignore[arg-type]
 
 
@@ -167,32 +125,25 @@ def _sequence(name: str, value: object, expected: str) -> list[object]:
             )
         return list(value.tolist())
     if not isinstance(value, (list, tuple)):
-        raise ArgumentTypeError(
-            f"{name} must be {expected} (a list or a tuple), got {_shown(value)}",
-            argument=name,
-            expected=expected,
-            value=value,
-        )
+        raise wrong_type(name, f"{expected} (a list or a tuple)", expected, value)
     return list(value)
 
 
-def finite_number(*, optional: bool = False) -> Rule:
-    """A finite real number (a numpy number too; not a bool or a string)."""
+def finite_number(*, optional: bool = False, positive: bool = False, why: str = "", below: float = math.inf) -> Rule:
+    """A finite real number (a numpy number too; not a bool or a string); with `positive` above 0 and below `below`
+    (`why` says why)."""
+    finite = f"a finite number > 0{_or_none(optional)}" if positive else "a finite number"
 
     def check(name: str, value: object) -> None:
         if value is None and optional:
             return
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ArgumentTypeError(
-                f"{name} must be a number{_or_none(optional)}, got {_shown(value)}",
-                argument=name,
-                expected=f"float{_or_none(optional)}",
-                value=value,
-            )
-        if not math.isfinite(float(value)):
-            raise ArgumentValueError(
-                f"{name} must be a finite number, got {value}", argument=name, allowed="a finite number", value=value
-            )
+            raise wrong_type(name, f"a number{_or_none(optional)}", f"float{_or_none(optional)}", value)
+        if not math.isfinite(float(value)) or (positive and float(value) <= 0):
+            raise _out_of_range(name, finite, value, why)
+        if float(value) >= below:
+            squared = " (the scores square it, and its square must be a finite float)"
+            raise _out_of_range(name, f"a number > 0 and below {below:.4g}{_or_none(optional)}", value, squared)
 
     return check
 
@@ -205,9 +156,7 @@ def choice(allowed: tuple[str, ...], *, optional: bool = False) -> Rule:
         if value is None and optional:
             return
         if not isinstance(value, str):
-            raise ArgumentTypeError(
-                f"{name} must be one of {listed}, got {_shown(value)}", argument=name, expected=listed, value=value
-            )
+            raise wrong_type(name, f"one of {listed}", listed, value)
         if value not in allowed:
             raise ArgumentValueError(
                 f"{name} must be one of {listed}, got {value!r}", argument=name, allowed=listed, value=value
@@ -223,12 +172,7 @@ def text(*, optional: bool = False, blank: bool = False) -> Rule:
         if value is None and optional:
             return
         if not isinstance(value, str):
-            raise ArgumentTypeError(
-                f"{name} must be a string{_or_none(optional)}, got {_shown(value)}",
-                argument=name,
-                expected=f"str{_or_none(optional)}",
-                value=value,
-            )
+            raise wrong_type(name, f"a string{_or_none(optional)}", f"str{_or_none(optional)}", value)
         if not (blank or value.strip()):
             raise ArgumentValueError(
                 f"{name} must not be blank", argument=name, allowed="a non-blank string", value=value
@@ -243,12 +187,7 @@ def column_names(name: str, value: object) -> list[str]:
     if isinstance(value, str):
         value = [value]
     elif not isinstance(value, (list, tuple)):
-        raise ArgumentTypeError(
-            f"{name} must be a column name or a list of them, got {_shown(value)}",
-            argument=name,
-            expected="str | list[str]",
-            value=value,
-        )
+        raise wrong_type(name, "a column name or a list of them", "str | list[str]", value)
     if not value:
         raise ArgumentValueError(
             f"{name} is an empty list: name at least one column",
@@ -268,12 +207,8 @@ def path(*, optional: bool = False) -> Rule:
         if value is None and optional:
             return
         if not isinstance(value, (str, os.PathLike)):
-            raise ArgumentTypeError(
-                f"{name} must be a string or a path{_or_none(optional)}, got {_shown(value)}",
-                argument=name,
-                expected=f"str | os.PathLike{_or_none(optional)}",
-                value=value,
-            )
+            what = f"a string or a path{_or_none(optional)}"
+            raise wrong_type(name, what, f"str | os.PathLike{_or_none(optional)}", value)
         _path_name(name, value)
 
     return check
@@ -301,12 +236,8 @@ def file_argument(name: str, value: object) -> None:
         _path_name(name, value)
         return
     if not callable(getattr(value, "read", None)):
-        raise ArgumentTypeError(
-            f"{name} must be a path (str or os.PathLike) or an open file, got {_shown(value)}",
-            argument=name,
-            expected="str | os.PathLike | a file object",
-            value=value,
-        )
+        what = "a path (str or os.PathLike) or an open file"
+        raise wrong_type(name, what, "str | os.PathLike | a file object", value)
 
 
 def model_dtype(name: str, value: object) -> None:
@@ -315,12 +246,7 @@ def model_dtype(name: str, value: object) -> None:
 
     allowed = ", ".join(f"torch.{d}" for d in MODEL_DTYPES)
     if not isinstance(value, torch.dtype):
-        raise ArgumentTypeError(
-            f"{name} must be a torch.dtype ({allowed}), got {_shown(value)}",
-            argument=name,
-            expected=allowed,
-            value=value,
-        )
+        raise wrong_type(name, f"a torch.dtype ({allowed})", allowed, value)
     if value not in tuple(getattr(torch, d) for d in MODEL_DTYPES):
         raise ArgumentValueError(
             f"{name} must be one of {allowed}, got {value}", argument=name, allowed=allowed, value=value
@@ -334,12 +260,8 @@ def device(name: str, value: object) -> None:
     import torch
 
     if not isinstance(value, (str, torch.device)):
-        raise ArgumentTypeError(
-            f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or None, got {_shown(value)}",
-            argument=name,
-            expected="torch.device | str | None",
-            value=value,
-        )
+        what = "a torch.device, a string such as 'cpu' or 'cuda:0', or None"
+        raise wrong_type(name, what, "torch.device | str | None", value)
     try:
         parsed = torch.device(value)
     except (RuntimeError, ValueError) as err:
@@ -364,12 +286,8 @@ def module(name: str, value: object) -> None:
     import torch
 
     if not isinstance(value, torch.nn.Module):
-        raise ArgumentTypeError(
-            f"{name} must be a torch.nn.Module (e.g. a transformers model) or None, got {_shown(value)}",
-            argument=name,
-            expected="torch.nn.Module | None",
-            value=value,
-        )
+        what = "a torch.nn.Module (e.g. a transformers model) or None"
+        raise wrong_type(name, what, "torch.nn.Module | None", value)
 
 
 def tokenizer_object(name: str, value: object) -> None:
@@ -379,23 +297,13 @@ def tokenizer_object(name: str, value: object) -> None:
     from transformers import PreTrainedTokenizerBase
 
     if not isinstance(value, PreTrainedTokenizerBase):
-        raise ArgumentTypeError(
-            f"{name} must be a transformers tokenizer (e.g. AutoTokenizer.from_pretrained(...)) or None, got "
-            f"{_shown(value)}",
-            argument=name,
-            expected="transformers.PreTrainedTokenizerBase | None",
-            value=value,
-        )
+        what = "a transformers tokenizer (e.g. AutoTokenizer.from_pretrained(...)) or None"
+        raise wrong_type(name, what, "transformers.PreTrainedTokenizerBase | None", value)
 
 
 def function(name: str, value: object) -> None:
     if value is not None and not callable(value):
-        raise ArgumentTypeError(
-            f"{name} must be a function or None, got {_shown(value)}",
-            argument=name,
-            expected="callable | None",
-            value=value,
-        )
+        raise wrong_type(name, "a function or None", "callable | None", value)
 
 
 def texts(name: str, value: object) -> None:
@@ -411,12 +319,8 @@ def token_mask(name: str, value: object) -> None:
     if value is None or value == "punctuation" or isinstance(value, re.Pattern) or callable(value):
         return
     if not isinstance(value, str):
-        raise ArgumentTypeError(
-            f"{name} must be 'punctuation', a regular expression or a callable, got {_shown(value)}",
-            argument=name,
-            expected="str, re.Pattern, callable or None",
-            value=value,
-        )
+        what = "'punctuation', a regular expression or a callable"
+        raise wrong_type(name, what, "str, re.Pattern, callable or None", value)
     text()(name, value)  # a blank expression matches no piece: a mistake, not a mask
     try:
         re.compile(value)
@@ -431,9 +335,7 @@ def token_mask(name: str, value: object) -> None:
 
 def _weight(name: str, where: str, weight: object) -> None:
     if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
-        raise ArgumentTypeError(
-            f"{name}{where} must be a number, got {_shown(weight)}", argument=name, expected="float", value=weight
-        )
+        raise wrong_type(f"{name}{where}", "a number", "float", weight, argument=name)
     if not math.isfinite(weight) or weight < 0:
         raise ArgumentValueError(
             f"{name}{where} must be a finite weight >= 0, got {weight}",
@@ -448,13 +350,8 @@ def weight_mapping(name: str, value: object) -> None:
     if value is None:
         return
     if not isinstance(value, Mapping):
-        raise ArgumentTypeError(
-            f"{name} must be a mapping token id -> weight (e.g. metric.idf_weights() of another metric) or None, "
-            f"got {_shown(value)}",
-            argument=name,
-            expected="Mapping[int, float] | None",
-            value=value,
-        )
+        what = "a mapping token id -> weight (e.g. metric.idf_weights() of another metric) or None"
+        raise wrong_type(name, what, "Mapping[int, float] | None", value)
     if len(value) == 0:
         raise ArgumentValueError(
             f"{name} is empty: pass a weight per token id (or leave it out)",
@@ -484,10 +381,5 @@ def weight_mapping(name: str, value: object) -> None:
 def instance_of(value: object, kind: type[_Kind], name: str, made_by: str) -> _Kind:
     """`value`, typed as the `kind` it was checked to be; an error naming `name` and what makes a `kind` else."""
     if not isinstance(value, kind):
-        raise ArgumentTypeError(
-            f"{name} must be {kind.__name__} (from {made_by}), got {type(value).__name__} {value!r:.60}",
-            argument=name,
-            expected=kind.__name__,
-            value=value,
-        )
+        raise wrong_type(name, f"{kind.__name__} (from {made_by})", kind.__name__, value)
     return value

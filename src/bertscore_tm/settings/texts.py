@@ -66,12 +66,7 @@ def check_texts(value: object, name: str, *, what: str = "text", empty: bool = T
     """
     items = [value] if isinstance(value, str) else sequence_of(value, name, "a string or a sequence of strings")
     if not empty and len(items) == 0:
-        raise ArgumentValueError(
-            f"{name} is empty: pass at least one {what}",
-            argument=argument_of(name),
-            allowed=f"at least one {what}",
-            value=value,
-        )
+        raise _empty(name, f"pass at least one {what}", f"at least one {what}", value)
     return [check_text(item, f"{name}[{i}]") for i, item in enumerate(items)]
 
 
@@ -90,7 +85,8 @@ def check_pairs(
     """
     first, second = names
     cands = check_texts(preds, first, what="pair", empty=empty)
-    refs = [target] if isinstance(target, str) else sequence_of(target, second, _TARGET)
+    expected = "a string, a sequence of strings or a sequence of sequences of strings"
+    refs = [target] if isinstance(target, str) else sequence_of(target, second, expected)
     if len(cands) != len(refs):
         raise ArgumentValueError(
             f"{first} and {second} must have the same length: got {len(cands)} predictions and {len(refs)} targets",
@@ -149,9 +145,7 @@ def check_groups(value: object, name: str = "groups", what: str = "hypothesis") 
     """
     items = sequence_of(value, name, "a sequence of lists of texts (one list per group)")
     if len(items) == 0:
-        raise ArgumentValueError(
-            f"{name} is empty: give at least one group", argument=argument_of(name), allowed="a group", value=[]
-        )
+        raise _empty(name, "give at least one group", "a group", [])
     return [check_texts(group, f"{name}[{g}]", what=what, empty=False) for g, group in enumerate(items)]
 
 
@@ -163,12 +157,7 @@ def check_corpus(value: object, name: str) -> list[str]:
         for text in check_texts(item, f"{name}[{j}]")
     ]
     if not flat:
-        raise ArgumentValueError(
-            f"{name} is empty: give the references to count over",
-            argument=argument_of(name),
-            allowed="a reference",
-            value=value,
-        )
+        raise _empty(name, "give the references to count over", "a reference", value)
     return flat
 
 
@@ -184,7 +173,8 @@ def check_stream(value: object, name: str) -> Iterator[object]:
     return iter(value)
 
 
-_TARGET = "a string, a sequence of strings or a sequence of sequences of strings"
+def _empty(name: str, advice: str, allowed: str, value: object) -> ArgumentValueError:
+    return ArgumentValueError(f"{name} is empty: {advice}", argument=argument_of(name), allowed=allowed, value=value)
 
 
 def argument_of(position: str) -> str:
