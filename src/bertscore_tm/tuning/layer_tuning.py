@@ -17,14 +17,15 @@ from bertscore_tm.errors import ArgumentValueError, JudgementsError, warn_user
 from bertscore_tm.models.registry import LayerTable, add_to_layer_table, default_num_layers, is_known_model
 from bertscore_tm.settings import rules
 from bertscore_tm.settings.arguments import MAX_RESAMPLES
-from bertscore_tm.tuning.correlation import (
-    METHODS,
-    GroupedBootstrap,
-    GroupedCorrelation,
-    PairedTest,
-    percentile_interval,
+from bertscore_tm.tuning.correlation import METHODS, DarrBootstrap, GroupedBootstrap, GroupedCorrelation, PairedTest
+from bertscore_tm.tuning.judgements import (
+    MIN_ROWS,
+    JudgementFileError,
+    Judgements,
+    RelativeRankings,
+    check_variation,
+    read_judgements,
 )
-from bertscore_tm.tuning.judgements import MIN_ROWS, JudgementFileError, Judgements, check_variation, read_judgements
 from bertscore_tm.tuning.system_level import system_correlations
 
 #: The scores correlated, in the order BERTScore returns them.
@@ -290,25 +291,6 @@ def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, L
     return rows.select(keep.tolist()), scores.select(keep), int((~defined).sum())
 
 
-def _layer_result(
-    boot: GroupedBootstrap,
-    scores: LayerScores,
-    layer: int,
-    confidence: float,
-    ci_for: str | None,
-    system: dict[str, GroupedCorrelation] | None,
-) -> LayerResult:
-    """Every correlation of every score at one layer, with intervals for the score `ci_for` (None: none)."""
-    figures: dict[str, dict[str, Figures]] = {name: {} for name in SCORES}
-    for name in SCORES:
-        column = scores.of(name)[layer]
-        for method in METHODS:
-            estimate = boot.estimate(column, method)
-            ci = percentile_interval(boot.statistics(column, method), confidence) if name == ci_for else None
-            figures[name][method] = Figures(estimate.mean, estimate.groups, ci)
-    return LayerResult(layer, figures, system)
-
-
 def _system_figures(rows: Judgements, scores: LayerScores) -> list[dict[str, GroupedCorrelation] | None]:
     """Per layer, the system-level correlation of each score (None where the judgements have too few systems)."""
     depth = scores.depth + 1
@@ -377,25 +359,27 @@ def tune_from_scores(
         warn_user(f"no group has {MIN_ROWS} systems or more: the system-level correlation is left out")
     # the resamples are drawn once and shared by every layer, score and correlation (and the paired test)
     boot = GroupedBootstrap(rows.human, rows.groups, max(bootstrap, 1), seed)
-    from tqdm.auto import tqdm
 
-    systems = _system_figures(rows, scores)
-    layers = [
-        _layer_result(boot, scores, layer, confidence, score if bootstrap > 0 else None, systems[layer])
-        for layer in tqdm(range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not progress)
-    ]
+    def figures(column: np.ndarray, ci: bool) -> dict[str, Figures]:
+        found = {}
+        for method in METHODS:
+            estimate = boot.estimate(column, method)
+            interval = boot.interval(column, method, confidence) if ci else None
+            found[method] = Figures(estimate.mean, estimate.groups, interval)
+        return found
+
     return tuned(
+        rows,
         scores,
-        layers,
+        boot,
+        figures,
+        lambda a, b: boot.paired_test(a, b, criterion, confidence, alpha),
         criterion,
         score,
         layer_to_test(scores.model, default_layer, scores.depth, layer_table),
-        (lambda a, b: boot.paired_test(a, b, criterion, confidence, alpha)) if bootstrap else None,
-        segments=len(rows),
-        groups=boot.index.sizes,
-        left_out=dict(boot.index.left_out),
+        _system_figures(rows, scores),
+        progress,
         dropped=dropped,
-        skipped=rows.skipped,
         bootstrap=bootstrap,
         seed=seed,
         confidence=confidence,
@@ -403,18 +387,34 @@ def tune_from_scores(
 
 
 def tuned(
+    rows: Judgements | RelativeRankings,
     scores: LayerScores,
-    layers: list[LayerResult],
+    boot: GroupedBootstrap | DarrBootstrap,
+    figures: Callable[[np.ndarray, bool], dict[str, Figures]],
+    test: Callable[[np.ndarray, np.ndarray], PairedTest],
     criterion: str,
     score: str,
     default: int | None,
-    test: Callable[[np.ndarray, np.ndarray], PairedTest] | None,
+    systems: list[dict[str, GroupedCorrelation] | None] | None = None,
+    progress: bool = False,
     **counts: Any,
 ) -> LayerTuning:
-    """The result: the best layer by `criterion` on `score`, and `test(default's scores, best's)` of it."""
+    """The result: each score's `figures(column, whether with an interval)` at every layer (an interval for
+    `score` where `bootstrap` resamples), the best layer by `criterion` on `score`, and `test(default's scores,
+    best's)` of it."""
+    from tqdm.auto import tqdm
+
+    layers = [
+        LayerResult(
+            layer,
+            {name: figures(scores.of(name)[layer], counts["bootstrap"] > 0 and name == score) for name in SCORES},
+            None if systems is None else systems[layer],
+        )
+        for layer in tqdm(range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not progress)
+    ]
     best = best_layer_by(layers, criterion, score)
     column = scores.of(score)
-    paired = None if test is None or default is None else test(column[default], column[best])
+    paired = None if not counts["bootstrap"] or default is None else test(column[default], column[best])
     return LayerTuning(
         model=scores.model,
         hash_code=scores.hash_code,
@@ -425,6 +425,10 @@ def tuned(
         best_layer=best,
         default_layer=default,
         test=paired,
+        segments=len(rows),
+        groups=boot.index.sizes,
+        left_out=dict(boot.index.left_out),
+        skipped=rows.skipped,
         scores=scores,
         **counts,
     )

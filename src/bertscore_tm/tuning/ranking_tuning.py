@@ -14,9 +14,7 @@ from bertscore_tm.settings import rules
 from bertscore_tm.tuning.correlation import DarrBootstrap
 from bertscore_tm.tuning.judgements import MIN_ROWS, RelativeRankings, read_relative_rankings
 from bertscore_tm.tuning.layer_tuning import (
-    SCORES,
     Figures,
-    LayerResult,
     LayerScores,
     LayerTuning,
     check_choices,
@@ -48,22 +46,23 @@ def tune_rankings_from_scores(
     rankings, scores, dropped = _defined_rankings(rankings, scores)
     n = len(rankings)
     boot = DarrBootstrap(n, rankings.groups, max(bootstrap, 1), seed)
-    layers = [
-        _ranking_layer(boot, scores, layer, n, score if bootstrap else None, confidence)
-        for layer in range(scores.depth + 1)
-    ]
+
+    def figures(column: np.ndarray, ci: bool) -> dict[str, Figures]:
+        better, worse = column[:n], column[n:]  # the better candidates first (`as_pairs`)
+        estimate = boot.estimate(better, worse)
+        interval = boot.interval(better, worse, confidence) if ci else None
+        return {"darr": Figures(estimate.mean, estimate.groups, interval)}
+
     return tuned(
+        rankings,
         scores,
-        layers,
+        boot,
+        figures,
+        lambda a, b: boot.paired_test((a[:n], a[n:]), (b[:n], b[n:]), confidence, alpha),
         "darr",
         score,
         layer_to_test(scores.model, default_layer, scores.depth, layer_table),
-        (lambda a, b: boot.paired_test((a[:n], a[n:]), (b[:n], b[n:]), confidence, alpha)) if bootstrap else None,
-        segments=n,
-        groups=boot.index.sizes,
-        left_out={},
         dropped=dropped,
-        skipped=rankings.skipped,
         bootstrap=bootstrap,
         seed=seed,
         confidence=confidence,
@@ -104,19 +103,6 @@ def _check_size(n: int, which: str = "") -> None:
             allowed=f"at least {MIN_ROWS} judgements",
             value=n,
         )
-
-
-def _ranking_layer(
-    boot: DarrBootstrap, scores: LayerScores, layer: int, n: int, ci_for: str | None, confidence: float
-) -> LayerResult:
-    """WMT18's tau of every score at one layer (the better candidates first), with an interval for `ci_for`."""
-    figures: dict[str, dict[str, Figures]] = {}
-    for name in SCORES:
-        better, worse = scores.of(name)[layer, :n], scores.of(name)[layer, n:]
-        estimate = boot.estimate(better, worse)
-        ci = boot.interval(better, worse, confidence) if name == ci_for else None
-        figures[name] = {"darr": Figures(estimate.mean, estimate.groups, ci)}
-    return LayerResult(layer, figures)
 
 
 def tune_layers_on_rankings(
