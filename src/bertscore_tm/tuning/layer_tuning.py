@@ -270,14 +270,7 @@ def check_choices(
 
 def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, LayerScores, int]:
     """Only pairs defined at every layer (IDF can give NaN), so every layer is correlated on the same segments."""
-    if scores.f1.shape[1] != len(rows):
-        raise ArgumentValueError(
-            f"the scores hold {scores.f1.shape[1]} pairs for {len(rows)} judgements: score these judgements",
-            argument="scores",
-            allowed=f"{len(rows)} pairs",
-            value=scores.f1.shape[1],
-            others=("rows",),
-        )
+    check_scored(scores, len(rows), f"{len(rows)} judgements: score these judgements", "rows")
     defined = scores.defined()
     if defined.all():
         return rows, scores, 0
@@ -289,6 +282,18 @@ def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, L
         f"{', ...' if (~defined).sum() > 5 else ''})"
     )
     return rows.select(keep.tolist()), scores.select(keep), int((~defined).sum())
+
+
+def check_scored(scores: LayerScores, pairs: int, judged: str, judgements: str) -> None:
+    """Refuse `scores` of other than the `pairs` the `judgements` argument has (`judged` says which)."""
+    if scores.f1.shape[1] != pairs:
+        raise ArgumentValueError(
+            f"the scores hold {scores.f1.shape[1]} pairs for {judged}",
+            argument="scores",
+            allowed=f"{pairs} pairs",
+            value=scores.f1.shape[1],
+            others=(judgements,),
+        )
 
 
 def _system_figures(rows: Judgements, scores: LayerScores) -> list[dict[str, GroupedCorrelation] | None]:

@@ -18,6 +18,7 @@ from bertscore_tm.tuning.layer_tuning import (
     LayerScores,
     LayerTuning,
     check_choices,
+    check_scored,
     layer_to_test,
     score_all_layers,
     tuned,
@@ -72,15 +73,7 @@ def tune_rankings_from_scores(
 def _defined_rankings(rankings: RelativeRankings, scores: LayerScores) -> tuple[RelativeRankings, LayerScores, int]:
     """The judgements whose two candidates have every score at every layer defined."""
     n = len(rankings)
-    if scores.f1.shape[1] != 2 * n:
-        raise ArgumentValueError(
-            f"the scores hold {scores.f1.shape[1]} pairs for {n} judgements' {2 * n} candidates: score "
-            "rankings.as_pairs()",
-            argument="scores",
-            allowed=f"{2 * n} pairs",
-            value=scores.f1.shape[1],
-            others=("rankings",),
-        )
+    check_scored(scores, 2 * n, f"{n} judgements' {2 * n} candidates: score rankings.as_pairs()", "rankings")
     _check_size(n)
     defined = scores.defined()
     keep = np.flatnonzero(defined[:n] & defined[n:])
