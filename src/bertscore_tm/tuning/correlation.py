@@ -217,7 +217,8 @@ def percentile_interval(statistics: ArrayLike, confidence: float = 0.95) -> tupl
     values = np.sort(_defined(np.asarray(statistics, dtype=np.float64).ravel(), "the statistic"))
     if not len(values):
         return math.nan, math.nan
-    cut = math.floor(len(values) * (1 - confidence) / 2 + 1e-9)  # 1 - 0.9 is 0.0999...: 50 of 1000, not 49
+    # as `bertscore_tm.comparison.significance`'s (torch) intervals; 1 - 0.9 is 0.0999...: 50 of 1000, not 49
+    cut = min(math.floor(len(values) * (1 - confidence) / 2 + 1e-9), (len(values) - 1) // 2)
     return float(values[cut]), float(values[len(values) - 1 - cut])
 
 
