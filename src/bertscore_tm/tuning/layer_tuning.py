@@ -402,6 +402,8 @@ def tuned(
     default: int | None,
     systems: list[dict[str, GroupedCorrelation] | None] | None = None,
     progress: bool = False,
+    *,
+    bootstrap: int,
     **counts: Any,
 ) -> LayerTuning:
     """The result: each score's `figures(column, whether with an interval)` at every layer (an interval for
@@ -412,14 +414,14 @@ def tuned(
     layers = [
         LayerResult(
             layer,
-            {name: figures(scores.of(name)[layer], counts["bootstrap"] > 0 and name == score) for name in SCORES},
+            {name: figures(scores.of(name)[layer], bootstrap > 0 and name == score) for name in SCORES},
             None if systems is None else systems[layer],
         )
         for layer in tqdm(range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not progress)
     ]
     best = best_layer_by(layers, criterion, score)
     column = scores.of(score)
-    paired = None if not counts["bootstrap"] or default is None else test(column[default], column[best])
+    paired = None if not bootstrap or default is None else test(column[default], column[best])
     return LayerTuning(
         model=scores.model,
         hash_code=scores.hash_code,
@@ -434,6 +436,7 @@ def tuned(
         groups=boot.index.sizes,
         left_out=dict(boot.index.left_out),
         skipped=rows.skipped,
+        bootstrap=bootstrap,
         scores=scores,
         **counts,
     )
