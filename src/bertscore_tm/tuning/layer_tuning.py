@@ -243,6 +243,21 @@ def _test_dict(test: PairedTest, best: int, default: int | None) -> dict[str, An
     }
 
 
+@dataclass(frozen=True)
+class Choices:
+    """Every argument of a tuning but the judgements and scores, checked, the numbers as Python numbers."""
+
+    criterion: str
+    score: str
+    bootstrap: int
+    seed: int
+    confidence: float
+    alpha: float
+    default_layer: int | None
+    layer_table: LayerTable
+    progress: bool
+
+
 def check_choices(
     criterion: str,
     score: str,
@@ -254,8 +269,8 @@ def check_choices(
     layer_table: LayerTable = None,
     progress: bool = False,
     criteria: tuple[str, ...] = METHODS,
-) -> tuple[int, int, float, float]:
-    """Every argument but the judgements and scores, checked before any work; the numbers as Python numbers."""
+) -> Choices:
+    """Every argument but the judgements and scores, checked before any work."""
     rules.choice(criteria)("criterion", criterion)
     rules.choice(SCORES)("score", score)
     rules.integer(0, maximum=MAX_RESAMPLES, why=" (0: no intervals and no test)")("bootstrap", bootstrap)
@@ -265,7 +280,8 @@ def check_choices(
     rules.probability("alpha", alpha)
     rules.path(optional=True)("layer_table", layer_table)
     rules.boolean("progress", progress)
-    return int(bootstrap), int(seed), float(confidence), float(alpha)
+    numbers = int(bootstrap), int(seed), float(confidence), float(alpha)
+    return Choices(criterion, score, *numbers, default_layer, layer_table, progress)
 
 
 def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, LayerScores, int]:
@@ -353,9 +369,7 @@ def tune_from_scores(
     progress: bool = False,
 ) -> LayerTuning:
     """`tune_layers` on `scores` from `score_all_layers`, so that scores made once can be analysed several ways."""
-    bootstrap, seed, confidence, alpha = check_choices(
-        criterion, score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress
-    )
+    choices = check_choices(criterion, score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress)
     rules.instance_of(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")
     rules.instance_of(scores, LayerScores, "scores", "score_all_layers")
     rows, scores, dropped = _defined_pairs(rows, scores)
@@ -363,82 +377,69 @@ def tune_from_scores(
     if rows.systems is not None and not _system_level(rows):
         warn_user(f"no group has {MIN_ROWS} systems or more: the system-level correlation is left out")
     # the resamples are drawn once and shared by every layer, score and correlation (and the paired test)
-    boot = GroupedBootstrap(rows.human, rows.groups, max(bootstrap, 1), seed)
+    boot = GroupedBootstrap(rows.human, rows.groups, max(choices.bootstrap, 1), choices.seed)
 
     def figures(column: np.ndarray, ci: bool) -> dict[str, Figures]:
         found = {}
         for method in METHODS:
             estimate = boot.estimate(column, method)
-            interval = boot.interval(column, method, confidence) if ci else None
+            interval = boot.interval(column, method, choices.confidence) if ci else None
             found[method] = Figures(estimate.mean, estimate.groups, interval)
         return found
 
-    return tuned(
-        rows,
-        scores,
-        boot,
-        figures,
-        lambda a, b: boot.paired_test(a, b, criterion, confidence, alpha),
-        criterion,
-        score,
-        layer_to_test(scores.model, default_layer, scores.depth, layer_table),
-        _system_figures(rows, scores),
-        progress,
-        dropped=dropped,
-        bootstrap=bootstrap,
-        seed=seed,
-        confidence=confidence,
-    )
+    def test(a: np.ndarray, b: np.ndarray) -> PairedTest:
+        return boot.paired_test(a, b, criterion, choices.confidence, choices.alpha)
+
+    return tuned(rows, scores, choices, boot, figures, test, dropped, _system_figures(rows, scores))
 
 
 def tuned(
     rows: Judgements | RelativeRankings,
     scores: LayerScores,
+    choices: Choices,
     boot: GroupedBootstrap | DarrBootstrap,
     figures: Callable[[np.ndarray, bool], dict[str, Figures]],
     test: Callable[[np.ndarray, np.ndarray], PairedTest],
-    criterion: str,
-    score: str,
-    default: int | None,
+    dropped: int,
     systems: list[dict[str, GroupedCorrelation] | None] | None = None,
-    progress: bool = False,
-    *,
-    bootstrap: int,
-    **counts: Any,
 ) -> LayerTuning:
-    """The result: each score's `figures(column, whether with an interval)` at every layer (an interval for
-    `score` where `bootstrap` resamples), the best layer by `criterion` on `score`, and `test(default's scores,
-    best's)` of it."""
+    """The result: each score's `figures(column, whether with an interval)` at every layer (an interval for the
+    tuned score where `bootstrap` resamples), the best layer, and `test(default's scores, best's)` of it."""
     from tqdm.auto import tqdm
 
+    default = layer_to_test(scores.model, choices.default_layer, scores.depth, choices.layer_table)
+    score, bootstrap = choices.score, choices.bootstrap
     layers = [
         LayerResult(
             layer,
             {name: figures(scores.of(name)[layer], bootstrap > 0 and name == score) for name in SCORES},
             None if systems is None else systems[layer],
         )
-        for layer in tqdm(range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not progress)
+        for layer in tqdm(
+            range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not choices.progress
+        )
     ]
-    best = best_layer_by(layers, criterion, score)
+    best = best_layer_by(layers, choices.criterion, score)
     column = scores.of(score)
-    paired = None if not bootstrap or default is None else test(column[default], column[best])
     return LayerTuning(
         model=scores.model,
         hash_code=scores.hash_code,
         idf=scores.idf,
-        criterion=criterion,
+        criterion=choices.criterion,
         score=score,
         layers=layers,
         best_layer=best,
         default_layer=default,
-        test=paired,
+        test=None if not bootstrap or default is None else test(column[default], column[best]),
         segments=len(rows),
         groups=boot.index.sizes,
         left_out=dict(boot.index.left_out),
+        dropped=dropped,
         skipped=rows.skipped,
         bootstrap=bootstrap,
+        seed=choices.seed,
+        confidence=choices.confidence,
         scores=scores,
-        **counts,
     )
 
 

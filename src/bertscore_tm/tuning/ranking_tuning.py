@@ -11,7 +11,7 @@ import numpy as np
 from bertscore_tm.errors import ArgumentValueError, warn_user
 from bertscore_tm.models.registry import LayerTable
 from bertscore_tm.settings import rules
-from bertscore_tm.tuning.correlation import DarrBootstrap
+from bertscore_tm.tuning.correlation import DarrBootstrap, PairedTest
 from bertscore_tm.tuning.judgements import MIN_ROWS, RelativeRankings, read_relative_rankings
 from bertscore_tm.tuning.layer_tuning import (
     Figures,
@@ -19,7 +19,6 @@ from bertscore_tm.tuning.layer_tuning import (
     LayerTuning,
     check_choices,
     check_scored,
-    layer_to_test,
     score_all_layers,
     tuned,
 )
@@ -39,35 +38,25 @@ def tune_rankings_from_scores(
     layer_table: LayerTable = None,
 ) -> LayerTuning:
     """`tune_layers_on_rankings` on `scores` of ``rankings.as_pairs()`` from `score_all_layers`."""
-    bootstrap, seed, confidence, alpha = check_choices(
+    choices = check_choices(
         "darr", score, bootstrap, confidence, alpha, seed, default_layer, layer_table, criteria=("darr",)
     )
     rules.instance_of(rankings, RelativeRankings, "rankings", "read_relative_rankings or RelativeRankings.from_columns")
     rules.instance_of(scores, LayerScores, "scores", "score_all_layers")
     rankings, scores, dropped = _defined_rankings(rankings, scores)
     n = len(rankings)
-    boot = DarrBootstrap(n, rankings.groups, max(bootstrap, 1), seed)
+    boot = DarrBootstrap(n, rankings.groups, max(choices.bootstrap, 1), choices.seed)
 
     def figures(column: np.ndarray, ci: bool) -> dict[str, Figures]:
         better, worse = column[:n], column[n:]  # the better candidates first (`as_pairs`)
         estimate = boot.estimate(better, worse)
-        interval = boot.interval(better, worse, confidence) if ci else None
+        interval = boot.interval(better, worse, choices.confidence) if ci else None
         return {"darr": Figures(estimate.mean, estimate.groups, interval)}
 
-    return tuned(
-        rankings,
-        scores,
-        boot,
-        figures,
-        lambda a, b: boot.paired_test((a[:n], a[n:]), (b[:n], b[n:]), confidence, alpha),
-        "darr",
-        score,
-        layer_to_test(scores.model, default_layer, scores.depth, layer_table),
-        dropped=dropped,
-        bootstrap=bootstrap,
-        seed=seed,
-        confidence=confidence,
-    )
+    def test(a: np.ndarray, b: np.ndarray) -> PairedTest:
+        return boot.paired_test((a[:n], a[n:]), (b[:n], b[n:]), choices.confidence, choices.alpha)
+
+    return tuned(rankings, scores, choices, boot, figures, test, dropped)
 
 
 def _defined_rankings(rankings: RelativeRankings, scores: LayerScores) -> tuple[RelativeRankings, LayerScores, int]:
