@@ -17,8 +17,9 @@ from typing import Any, Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, warn_user
+from bertscore_tm.errors import warn_user
 from bertscore_tm.settings import rules
+from bertscore_tm.settings.arguments import MAX_RESAMPLES
 from bertscore_tm.tuning.weighted_correlation import GroupResamples, weighted, weighted_average_ranks
 
 Method = Literal["pearson", "spearman", "kendall"]
@@ -27,6 +28,8 @@ METHODS: tuple[str, ...] = get_args(Method)
 MIN_SEGMENTS = 3
 #: Differences of averaged correlations within this count as no difference in the paired test.
 _TIE = 1e-12
+#: Resamples a bootstrap draws (as `bertscore_tm.comparison.significance.RESAMPLES`, which this folder cannot import).
+_RESAMPLES = rules.integer(1, maximum=MAX_RESAMPLES, why=" (bootstrap resamples: 1000 is usual)")
 Floats = NDArray[np.float64]
 
 
@@ -196,30 +199,6 @@ class PairedTest:
     num_samples: int
 
 
-def _check_bootstrap(num_samples: int, confidence: float) -> None:
-    if isinstance(num_samples, bool) or not isinstance(num_samples, int):
-        raise ArgumentTypeError(
-            f"num_samples must be an integer (bootstrap resamples, e.g. 1000); got {type(num_samples).__name__}",
-            argument="num_samples",
-            expected="int",
-            value=num_samples,
-        )
-    if num_samples < 1:
-        raise ArgumentValueError(
-            f"num_samples must be at least 1 (1000 is usual); got {num_samples}",
-            argument="num_samples",
-            allowed="an integer >= 1",
-            value=num_samples,
-        )
-    if not (isinstance(confidence, (int, float)) and math.isfinite(confidence) and 0 < confidence < 1):
-        raise ArgumentValueError(
-            f"confidence must be between 0 and 1 (exclusive), e.g. 0.95; got {confidence!r}",
-            argument="confidence",
-            allowed="a number in (0, 1)",
-            value=confidence,
-        )
-
-
 def _defined(statistics: Floats, what: str) -> Floats:
     """The finite resample statistics (e.g. all copies of one segment leave a correlation undefined)."""
     finite = statistics[np.isfinite(statistics)]
@@ -234,11 +213,12 @@ def _defined(statistics: Floats, what: str) -> Floats:
 
 def percentile_interval(statistics: ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
     """The percentile bootstrap interval of resample `statistics` (the NaN ones left out, with a warning)."""
-    _check_bootstrap(1, confidence)
+    rules.probability("confidence", confidence)
     values = np.sort(_defined(np.asarray(statistics, dtype=np.float64).ravel(), "the statistic"))
     if not len(values):
         return math.nan, math.nan
-    cut = math.floor(len(values) * (1 - confidence) / 2 + 1e-9)  # 1 - 0.9 is 0.0999...: 50 of 1000, not 49
+    # as `bertscore_tm.comparison.significance`'s (torch) intervals; 1 - 0.9 is 0.0999...: 50 of 1000, not 49
+    cut = min(math.floor(len(values) * (1 - confidence) / 2 + 1e-9), (len(values) - 1) // 2)
     return float(values[cut]), float(values[len(values) - 1 - cut])
 
 
@@ -255,7 +235,20 @@ def _group_counts(index: _Groups, num_samples: int, seed: int | np.random.Genera
     return {name: _resample_counts(rng, len(idx), num_samples) for name, idx in index.members.items()}
 
 
-class GroupedBootstrap:
+class _GroupResampling:
+    """Resamples of the items (segments or judgements) within their groups, drawn once from `seed`."""
+
+    def __init__(
+        self, n: int, groups: Sequence[Any] | None, num_samples: int, seed: int | np.random.Generator, minimum: int
+    ) -> None:
+        _RESAMPLES("num_samples", num_samples)
+        self.index = _Groups(groups, n, minimum)
+        self.num_samples = int(num_samples)
+        #: Per group, [num_samples, group size]: how often each item is drawn in each resample.
+        self.weights = _group_counts(self.index, self.num_samples, seed)
+
+
+class GroupedBootstrap(_GroupResampling):
     """Resamples of the segments within their groups, drawn once from `seed` and shared by every score column,
     so intervals and paired tests of different columns see the same resamples.
 
@@ -275,12 +268,8 @@ class GroupedBootstrap:
         num_samples: int = 1000,
         seed: int | np.random.Generator = 0,
     ) -> None:
-        _check_bootstrap(num_samples, 0.95)
         self.human = finite_scores(human, "human")
-        self.index = _Groups(groups, len(self.human))
-        self.num_samples = num_samples
-        #: Per group, [num_samples, group size]: how often each segment is drawn in each resample.
-        self.weights = _group_counts(self.index, num_samples, seed)
+        super().__init__(len(self.human), groups, num_samples, seed, MIN_SEGMENTS)
         #: Per group, its resamples with what every column correlated on them shares (computed once).
         self.groups = {
             name: GroupResamples(self.weights[name], self.human[idx]) for name, idx in self.index.members.items()
@@ -329,7 +318,7 @@ class GroupedBootstrap:
     ) -> PairedTest:
         """Whether column B correlates better than column A, on the same resamples. Choosing B as the best of
         many columns on these same segments favours it: read a small p-value as "B is not worse"."""
-        _check_bootstrap(self.num_samples, confidence)
+        rules.probability("confidence", confidence)
         a, b = self.estimate(metric_a, method).mean, self.estimate(metric_b, method).mean
         both = self.statistics_of(np.stack([self._metric(metric_a, method), self._metric(metric_b, method)]), method)
         return _paired_test(method, a, b, both[1] - both[0], confidence, alpha)
@@ -392,17 +381,14 @@ def _darr_signs(better: ArrayLike, worse: ArrayLike) -> Floats:
     return np.where(b > w, 1.0, -1.0)
 
 
-class DarrBootstrap:
+class DarrBootstrap(_GroupResampling):
     """`GroupedBootstrap` for `darr_tau`: resamples of the judgements within their groups."""
 
     def __init__(
         self, n: int, groups: Sequence[Any] | None = None, num_samples: int = 1000, seed: int | np.random.Generator = 0
     ) -> None:
-        _check_bootstrap(num_samples, 0.95)
-        self.index = _Groups(groups, n, minimum=1)
-        self.size, self.num_samples = n, num_samples
-        #: Per group, [num_samples, group size]: how often each judgement is drawn in each resample.
-        self.weights = _group_counts(self.index, num_samples, seed)
+        super().__init__(n, groups, num_samples, seed, minimum=1)
+        self.size = n
 
     def _signs(self, better: ArrayLike, worse: ArrayLike) -> Floats:
         signs = _darr_signs(better, worse)
@@ -434,7 +420,7 @@ class DarrBootstrap:
         alpha: float = 0.05,
     ) -> PairedTest:
         """Whether scores B rank the judgements better than scores A (as `GroupedBootstrap.paired_test`)."""
-        _check_bootstrap(self.num_samples, confidence)
+        rules.probability("confidence", confidence)
         a, b = self.estimate(*columns_a).mean, self.estimate(*columns_b).mean
         differences = self.statistics(*columns_b) - self.statistics(*columns_a)
         return _paired_test("darr", a, b, differences, confidence, alpha)

@@ -7,7 +7,7 @@ import contextlib
 import csv
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -161,9 +161,18 @@ def _header_positions(header: list[str], wanted: dict[str, str | None], path: st
     return {role: names.index(column) for role, column in wanted.items() if column}
 
 
-def _parse_row(row: list[str], at: dict[str, int]) -> tuple[str, str, float, str | None, str | None, str | None]:
-    """One data row's fields; a ValueError saying what is wrong with it."""
-    cell = row[at["human"]].strip()
+def _cell(row: list[str], at: dict[str, int], role: str) -> str | float | None:
+    """The row's `role` field (None without such a column): a text as it is, a group or system label not blank,
+    the human score a finite number; a ValueError saying what is wrong with it."""
+    if role not in at:
+        return None
+    if role not in ("group", "system", "human"):
+        return row[at[role]]
+    cell = row[at[role]].strip()
+    if role != "human":
+        if not cell:
+            raise ValueError(f"has an empty {role} label")
+        return cell
     if not cell:
         raise ValueError("has no human score")
     try:
@@ -172,22 +181,7 @@ def _parse_row(row: list[str], at: dict[str, int]) -> tuple[str, str, float, str
         raise ValueError(f"has a human score that is not a number: {cell!r}") from None
     if not math.isfinite(human):
         raise ValueError(f"has a human score that is not finite: {cell!r}")
-    labels = _label(row, at, "group"), _label(row, at, "system")
-    return row[at["candidate"]], row[at["reference"]], human, *labels, _context(row, at)
-
-
-def _label(row: list[str], at: dict[str, int], role: str) -> str | None:
-    """The row's `role` label (None without such a column); a ValueError where it is empty."""
-    if role not in at:
-        return None
-    value = row[at[role]].strip()
-    if not value:
-        raise ValueError(f"has an empty {role} label")
-    return value
-
-
-def _context(row: list[str], at: dict[str, int]) -> str | None:
-    return row[at["context"]] if "context" in at else None
+    return human
 
 
 def read_judgements(
@@ -204,13 +198,13 @@ def read_judgements(
     system and context (quotes literal, blank lines ignored). A bad line is a `JudgementFileError` naming it,
     or with `skip_bad` skipped, counted and warned about."""
     wanted = {"candidate": candidate, "reference": reference, "human": human, "group": group, "system": system}
-    columns, lines, skipped = _read_rows(path, {**wanted, "context": context}, _parse_row, skip_bad)
+    columns, lines, skipped = _read_rows(path, {**wanted, "context": context}, skip_bad)
     cands, refs, scores, groups, systems, contexts = columns
     return Judgements(cands, refs, scores, groups, systems, lines, skipped, _name(path), contexts)
 
 
 def _read_rows(
-    path: str | os.PathLike[str], wanted: dict[str, str | None], parse: Callable[..., Any], skip_bad: bool
+    path: str | os.PathLike[str], wanted: dict[str, str | None], skip_bad: bool
 ) -> tuple[list[Any], list[int], int]:
     """The columns in the order of `wanted` (None where not read), line numbers, and bad lines skipped."""
     rules.file_argument("path", path)
@@ -235,7 +229,7 @@ def _read_rows(
                             f"has {len(row)} tab-separated fields where the header has {len(header)}"
                             + _split_line(wanted.get("context"))
                         )
-                    rows.append(parse(row, at))
+                    rows.append([_cell(row, at, role) for role in wanted])
                     lines.append(reader.line_num)
                 except ValueError as err:
                     if not skip_bad:
@@ -303,13 +297,9 @@ def read_relative_rankings(
     """Read relative rankings (WMT's DARR) as `read_judgements` reads scores: a reference, the better and the
     worse candidate per line, optionally a group and a context column."""
     wanted = {"reference": reference, "better": better, "worse": worse, "group": group, "context": context}
-    columns, lines, skipped = _read_rows(path, wanted, _parse_ranking, skip_bad)
+    columns, lines, skipped = _read_rows(path, wanted, skip_bad)
     refs, betters, worses, groups, contexts = columns
     return RelativeRankings(refs, betters, worses, groups, lines, skipped, _name(path), contexts)
-
-
-def _parse_ranking(row: list[str], at: dict[str, int]) -> tuple[str, str, str, str | None, str | None]:
-    return row[at["reference"]], row[at["better"]], row[at["worse"]], _label(row, at, "group"), _context(row, at)
 
 
 def check_variation(rows: Judgements) -> None:

@@ -17,14 +17,15 @@ from bertscore_tm.errors import ArgumentValueError, JudgementsError, warn_user
 from bertscore_tm.models.registry import LayerTable, add_to_layer_table, default_num_layers, is_known_model
 from bertscore_tm.settings import rules
 from bertscore_tm.settings.arguments import MAX_RESAMPLES
-from bertscore_tm.tuning.correlation import (
-    METHODS,
-    GroupedBootstrap,
-    GroupedCorrelation,
-    PairedTest,
-    percentile_interval,
+from bertscore_tm.tuning.correlation import METHODS, DarrBootstrap, GroupedBootstrap, GroupedCorrelation, PairedTest
+from bertscore_tm.tuning.judgements import (
+    MIN_ROWS,
+    JudgementFileError,
+    Judgements,
+    RelativeRankings,
+    check_variation,
+    read_judgements,
 )
-from bertscore_tm.tuning.judgements import MIN_ROWS, JudgementFileError, Judgements, check_variation, read_judgements
 from bertscore_tm.tuning.system_level import system_correlations
 
 #: The scores correlated, in the order BERTScore returns them.
@@ -242,6 +243,21 @@ def _test_dict(test: PairedTest, best: int, default: int | None) -> dict[str, An
     }
 
 
+@dataclass(frozen=True)
+class Choices:
+    """Every argument of a tuning but the judgements and scores, checked, the numbers as Python numbers."""
+
+    criterion: str
+    score: str
+    bootstrap: int
+    seed: int
+    confidence: float
+    alpha: float
+    default_layer: int | None
+    layer_table: LayerTable
+    progress: bool
+
+
 def check_choices(
     criterion: str,
     score: str,
@@ -253,8 +269,8 @@ def check_choices(
     layer_table: LayerTable = None,
     progress: bool = False,
     criteria: tuple[str, ...] = METHODS,
-) -> tuple[int, int, float, float]:
-    """Every argument but the judgements and scores, checked before any work; the numbers as Python numbers."""
+) -> Choices:
+    """Every argument but the judgements and scores, checked before any work."""
     rules.choice(criteria)("criterion", criterion)
     rules.choice(SCORES)("score", score)
     rules.integer(0, maximum=MAX_RESAMPLES, why=" (0: no intervals and no test)")("bootstrap", bootstrap)
@@ -264,19 +280,13 @@ def check_choices(
     rules.probability("alpha", alpha)
     rules.path(optional=True)("layer_table", layer_table)
     rules.boolean("progress", progress)
-    return int(bootstrap), int(seed), float(confidence), float(alpha)
+    numbers = int(bootstrap), int(seed), float(confidence), float(alpha)
+    return Choices(criterion, score, *numbers, default_layer, layer_table, progress)
 
 
 def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, LayerScores, int]:
     """Only pairs defined at every layer (IDF can give NaN), so every layer is correlated on the same segments."""
-    if scores.f1.shape[1] != len(rows):
-        raise ArgumentValueError(
-            f"the scores hold {scores.f1.shape[1]} pairs for {len(rows)} judgements: score these judgements",
-            argument="scores",
-            allowed=f"{len(rows)} pairs",
-            value=scores.f1.shape[1],
-            others=("rows",),
-        )
+    check_scored(scores, len(rows), f"{len(rows)} judgements: score these judgements", "rows")
     defined = scores.defined()
     if defined.all():
         return rows, scores, 0
@@ -290,23 +300,16 @@ def _defined_pairs(rows: Judgements, scores: LayerScores) -> tuple[Judgements, L
     return rows.select(keep.tolist()), scores.select(keep), int((~defined).sum())
 
 
-def _layer_result(
-    boot: GroupedBootstrap,
-    scores: LayerScores,
-    layer: int,
-    confidence: float,
-    ci_for: str | None,
-    system: dict[str, GroupedCorrelation] | None,
-) -> LayerResult:
-    """Every correlation of every score at one layer, with intervals for the score `ci_for` (None: none)."""
-    figures: dict[str, dict[str, Figures]] = {name: {} for name in SCORES}
-    for name in SCORES:
-        column = scores.of(name)[layer]
-        for method in METHODS:
-            estimate = boot.estimate(column, method)
-            ci = percentile_interval(boot.statistics(column, method), confidence) if name == ci_for else None
-            figures[name][method] = Figures(estimate.mean, estimate.groups, ci)
-    return LayerResult(layer, figures, system)
+def check_scored(scores: LayerScores, pairs: int, judged: str, judgements: str) -> None:
+    """Refuse `scores` of other than the `pairs` the `judgements` argument has (`judged` says which)."""
+    if scores.f1.shape[1] != pairs:
+        raise ArgumentValueError(
+            f"the scores hold {scores.f1.shape[1]} pairs for {judged}",
+            argument="scores",
+            allowed=f"{pairs} pairs",
+            value=scores.f1.shape[1],
+            others=(judgements,),
+        )
 
 
 def _system_figures(rows: Judgements, scores: LayerScores) -> list[dict[str, GroupedCorrelation] | None]:
@@ -366,9 +369,7 @@ def tune_from_scores(
     progress: bool = False,
 ) -> LayerTuning:
     """`tune_layers` on `scores` from `score_all_layers`, so that scores made once can be analysed several ways."""
-    bootstrap, seed, confidence, alpha = check_choices(
-        criterion, score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress
-    )
+    choices = check_choices(criterion, score, bootstrap, confidence, alpha, seed, default_layer, layer_table, progress)
     rules.instance_of(rows, Judgements, "rows", "read_judgements or Judgements.from_columns")
     rules.instance_of(scores, LayerScores, "scores", "score_all_layers")
     rows, scores, dropped = _defined_pairs(rows, scores)
@@ -376,57 +377,69 @@ def tune_from_scores(
     if rows.systems is not None and not _system_level(rows):
         warn_user(f"no group has {MIN_ROWS} systems or more: the system-level correlation is left out")
     # the resamples are drawn once and shared by every layer, score and correlation (and the paired test)
-    boot = GroupedBootstrap(rows.human, rows.groups, max(bootstrap, 1), seed)
+    boot = GroupedBootstrap(rows.human, rows.groups, max(choices.bootstrap, 1), choices.seed)
+
+    def figures(column: np.ndarray, ci: bool) -> dict[str, Figures]:
+        found = {}
+        for method in METHODS:
+            estimate = boot.estimate(column, method)
+            interval = boot.interval(column, method, choices.confidence) if ci else None
+            found[method] = Figures(estimate.mean, estimate.groups, interval)
+        return found
+
+    def test(a: np.ndarray, b: np.ndarray) -> PairedTest:
+        return boot.paired_test(a, b, criterion, choices.confidence, choices.alpha)
+
+    return tuned(rows, scores, choices, boot, figures, test, dropped, _system_figures(rows, scores))
+
+
+def tuned(
+    rows: Judgements | RelativeRankings,
+    scores: LayerScores,
+    choices: Choices,
+    boot: GroupedBootstrap | DarrBootstrap,
+    figures: Callable[[np.ndarray, bool], dict[str, Figures]],
+    test: Callable[[np.ndarray, np.ndarray], PairedTest],
+    dropped: int,
+    systems: list[dict[str, GroupedCorrelation] | None] | None = None,
+) -> LayerTuning:
+    """The result: each score's `figures(column, whether with an interval)` at every layer (an interval for the
+    tuned score where `bootstrap` resamples), the best layer, and `test(default's scores, best's)` of it."""
     from tqdm.auto import tqdm
 
-    systems = _system_figures(rows, scores)
+    default = layer_to_test(scores.model, choices.default_layer, scores.depth, choices.layer_table)
+    score, bootstrap = choices.score, choices.bootstrap
     layers = [
-        _layer_result(boot, scores, layer, confidence, score if bootstrap > 0 else None, systems[layer])
-        for layer in tqdm(range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not progress)
+        LayerResult(
+            layer,
+            {name: figures(scores.of(name)[layer], bootstrap > 0 and name == score) for name in SCORES},
+            None if systems is None else systems[layer],
+        )
+        for layer in tqdm(
+            range(scores.depth + 1), desc="correlating layers", unit="layer", disable=not choices.progress
+        )
     ]
-    return tuned(
-        scores,
-        layers,
-        criterion,
-        score,
-        layer_to_test(scores.model, default_layer, scores.depth, layer_table),
-        (lambda a, b: boot.paired_test(a, b, criterion, confidence, alpha)) if bootstrap else None,
+    best = best_layer_by(layers, choices.criterion, score)
+    column = scores.of(score)
+    return LayerTuning(
+        model=scores.model,
+        hash_code=scores.hash_code,
+        idf=scores.idf,
+        criterion=choices.criterion,
+        score=score,
+        layers=layers,
+        best_layer=best,
+        default_layer=default,
+        test=None if not bootstrap or default is None else test(column[default], column[best]),
         segments=len(rows),
         groups=boot.index.sizes,
         left_out=dict(boot.index.left_out),
         dropped=dropped,
         skipped=rows.skipped,
         bootstrap=bootstrap,
-        seed=seed,
-        confidence=confidence,
-    )
-
-
-def tuned(
-    scores: LayerScores,
-    layers: list[LayerResult],
-    criterion: str,
-    score: str,
-    default: int | None,
-    test: Callable[[np.ndarray, np.ndarray], PairedTest] | None,
-    **counts: Any,
-) -> LayerTuning:
-    """The result: the best layer by `criterion` on `score`, and `test(default's scores, best's)` of it."""
-    best = best_layer_by(layers, criterion, score)
-    column = scores.of(score)
-    paired = None if test is None or default is None else test(column[default], column[best])
-    return LayerTuning(
-        model=scores.model,
-        hash_code=scores.hash_code,
-        idf=scores.idf,
-        criterion=criterion,
-        score=score,
-        layers=layers,
-        best_layer=best,
-        default_layer=default,
-        test=paired,
+        seed=choices.seed,
+        confidence=choices.confidence,
         scores=scores,
-        **counts,
     )
 
 

@@ -11,16 +11,14 @@ import numpy as np
 from bertscore_tm.errors import ArgumentValueError, warn_user
 from bertscore_tm.models.registry import LayerTable
 from bertscore_tm.settings import rules
-from bertscore_tm.tuning.correlation import DarrBootstrap
+from bertscore_tm.tuning.correlation import DarrBootstrap, PairedTest
 from bertscore_tm.tuning.judgements import MIN_ROWS, RelativeRankings, read_relative_rankings
 from bertscore_tm.tuning.layer_tuning import (
-    SCORES,
     Figures,
-    LayerResult,
     LayerScores,
     LayerTuning,
     check_choices,
-    layer_to_test,
+    check_scored,
     score_all_layers,
     tuned,
 )
@@ -40,48 +38,31 @@ def tune_rankings_from_scores(
     layer_table: LayerTable = None,
 ) -> LayerTuning:
     """`tune_layers_on_rankings` on `scores` of ``rankings.as_pairs()`` from `score_all_layers`."""
-    bootstrap, seed, confidence, alpha = check_choices(
+    choices = check_choices(
         "darr", score, bootstrap, confidence, alpha, seed, default_layer, layer_table, criteria=("darr",)
     )
     rules.instance_of(rankings, RelativeRankings, "rankings", "read_relative_rankings or RelativeRankings.from_columns")
     rules.instance_of(scores, LayerScores, "scores", "score_all_layers")
     rankings, scores, dropped = _defined_rankings(rankings, scores)
     n = len(rankings)
-    boot = DarrBootstrap(n, rankings.groups, max(bootstrap, 1), seed)
-    layers = [
-        _ranking_layer(boot, scores, layer, n, score if bootstrap else None, confidence)
-        for layer in range(scores.depth + 1)
-    ]
-    return tuned(
-        scores,
-        layers,
-        "darr",
-        score,
-        layer_to_test(scores.model, default_layer, scores.depth, layer_table),
-        (lambda a, b: boot.paired_test((a[:n], a[n:]), (b[:n], b[n:]), confidence, alpha)) if bootstrap else None,
-        segments=n,
-        groups=boot.index.sizes,
-        left_out={},
-        dropped=dropped,
-        skipped=rankings.skipped,
-        bootstrap=bootstrap,
-        seed=seed,
-        confidence=confidence,
-    )
+    boot = DarrBootstrap(n, rankings.groups, max(choices.bootstrap, 1), choices.seed)
+
+    def figures(column: np.ndarray, ci: bool) -> dict[str, Figures]:
+        better, worse = column[:n], column[n:]  # the better candidates first (`as_pairs`)
+        estimate = boot.estimate(better, worse)
+        interval = boot.interval(better, worse, choices.confidence) if ci else None
+        return {"darr": Figures(estimate.mean, estimate.groups, interval)}
+
+    def test(a: np.ndarray, b: np.ndarray) -> PairedTest:
+        return boot.paired_test((a[:n], a[n:]), (b[:n], b[n:]), choices.confidence, choices.alpha)
+
+    return tuned(rankings, scores, choices, boot, figures, test, dropped)
 
 
 def _defined_rankings(rankings: RelativeRankings, scores: LayerScores) -> tuple[RelativeRankings, LayerScores, int]:
     """The judgements whose two candidates have every score at every layer defined."""
     n = len(rankings)
-    if scores.f1.shape[1] != 2 * n:
-        raise ArgumentValueError(
-            f"the scores hold {scores.f1.shape[1]} pairs for {n} judgements' {2 * n} candidates: score "
-            "rankings.as_pairs()",
-            argument="scores",
-            allowed=f"{2 * n} pairs",
-            value=scores.f1.shape[1],
-            others=("rankings",),
-        )
+    check_scored(scores, 2 * n, f"{n} judgements' {2 * n} candidates: score rankings.as_pairs()", "rankings")
     _check_size(n)
     defined = scores.defined()
     keep = np.flatnonzero(defined[:n] & defined[n:])
@@ -104,19 +85,6 @@ def _check_size(n: int, which: str = "") -> None:
             allowed=f"at least {MIN_ROWS} judgements",
             value=n,
         )
-
-
-def _ranking_layer(
-    boot: DarrBootstrap, scores: LayerScores, layer: int, n: int, ci_for: str | None, confidence: float
-) -> LayerResult:
-    """WMT18's tau of every score at one layer (the better candidates first), with an interval for `ci_for`."""
-    figures: dict[str, dict[str, Figures]] = {}
-    for name in SCORES:
-        better, worse = scores.of(name)[layer, :n], scores.of(name)[layer, n:]
-        estimate = boot.estimate(better, worse)
-        ci = boot.interval(better, worse, confidence) if name == ci_for else None
-        figures[name] = {"darr": Figures(estimate.mean, estimate.groups, ci)}
-    return LayerResult(layer, figures)
 
 
 def tune_layers_on_rankings(

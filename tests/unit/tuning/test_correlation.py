@@ -267,7 +267,7 @@ def test_bad_input_is_refused_clearly():
         grouped_correlation([1, 2, 3], [1, 2, 3], ["a", "a"])
     with pytest.raises(ValueError, match="method must be one of"):
         correlate([1, 2, 3], [1, 2, 3], "cosine")
-    with pytest.raises(ValueError, match="num_samples must be at least 1"):
+    with pytest.raises(ValueError, match="num_samples must be an integer >= 1"):
         GroupedBootstrap([1, 2, 3], num_samples=0)
     with pytest.raises(ValueError, match="confidence must be between 0 and 1"):
         GroupedBootstrap([1, 3, 2]).interval([1, 2, 3], confidence=95)
