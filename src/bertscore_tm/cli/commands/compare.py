@@ -149,22 +149,18 @@ def _rows(names: list[str], scores: dict[str, Any], method: str, settings: Resam
     check_finite(f1, names)
     intervals = bootstrap_interval(f1, settings.confidence, settings.num_samples, settings.seed)
     test = paired_test(f1[0], f1[1:], method, settings.num_samples, settings.seed, settings.confidence)
-    rows = []
-    for i, name in enumerate(names):
-        per_pair = (scores[k][i].double().cpu().tolist() for k in ("precision", "recall", "f1"))
-        means = [math.fsum(x) / len(x) for x in per_pair]  # as score computes them
-        rows.append(
-            {
-                "name": name,
-                "precision": json_number(means[0]),
-                "recall": json_number(means[1]),
-                "f1": json_number(means[2]),
-                "f1_ci": [float(intervals.low[i]), float(intervals.high[i])],
-                "p_value": None if i == 0 else float(test.p_value[i - 1]),
-                "delta_f1": None if i == 0 else float(test.delta[i - 1]),
-            }
-        )
-    return rows
+    per_line = {k: scores[k].double().cpu().tolist() for k in ("precision", "recall", "f1")}  # [system][line]
+    means = {k: [math.fsum(x) / len(x) for x in systems] for k, systems in per_line.items()}  # as score computes them
+    return [
+        {
+            "name": name,
+            **{k: json_number(system_means[i]) for k, system_means in means.items()},
+            "f1_ci": [float(intervals.low[i]), float(intervals.high[i])],
+            "p_value": None if i == 0 else float(test.p_value[i - 1]),
+            "delta_f1": None if i == 0 else float(test.delta[i - 1]),
+        }
+        for i, name in enumerate(names)
+    ]
 
 
 def _how(method: str, settings: Resampling) -> str:

@@ -158,9 +158,7 @@ def _report(
             "hash": code,  # the scores' own: it names a context where the pairs had one
             "pairs": len(per[0]),
             "references_per_candidate": references,
-            "precision": num(means[0]),
-            "recall": num(means[1]),
-            "f1": num(means[2]),
+            **{key: num(mean) for key, mean in zip(("precision", "recall", "f1"), means, strict=False)},
         }
         if args.beta is not None:
             doc.update(beta=args.beta, f_beta=num(means[3]))
