@@ -124,11 +124,6 @@ def _chosen(
     else:
         order = torch.argsort(torch.nan_to_num(f1, nan=-float("inf")), stable=True)[: args.worst].tolist()
     wanted = set(order)
-    found: dict[int, tuple[str, list[str]]] = {}
-    line = 0
-    for cands, targets in pairs.chunks():
-        for cand, target in zip(cands, targets, strict=True):
-            if line in wanted:
-                found[line] = (cand, [target] if isinstance(target, str) else list(target))
-            line += 1
+    every_pair = (pair for cands, targets in pairs.chunks() for pair in zip(cands, targets, strict=True))
+    found = {n: (cand, [t] if isinstance(t, str) else list(t)) for n, (cand, t) in enumerate(every_pair) if n in wanted}
     return [n + 1 for n in order], [found[n][0] for n in order], [found[n][1] for n in order]
