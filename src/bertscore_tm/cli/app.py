@@ -69,12 +69,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bertscore_tm.distributed.launch import reports_errors
 
         if reports_errors():  # under torchrun every process finds the mistake; rank 0 says it once
-            print(errors.error_line(err), file=sys.stderr)
+            print(f"{PROG}: error: {errors.one_line(err)}{errors.hint(err)}", file=sys.stderr)
         return errors.USER_ERROR
     except RuntimeError as err:  # a peer lost under torchrun is not a bug here: one line on each process
         if not errors.lost_process(err):
             raise
-        print(errors.lost_process_line(err), file=sys.stderr)
+        why = errors.one_line(err)
+        print(
+            f"{PROG}: error: another process of this torchrun job stopped or stopped answering ({why}); nothing was "
+            "written. Run the command again; with --checkpoint DIR only the unfinished shards are scored",
+            file=sys.stderr,
+        )
         return errors.LOST_PROCESS
     finally:
         warnings.showwarning = previous

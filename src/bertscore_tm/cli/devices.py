@@ -3,6 +3,7 @@ takes the GPU of its ``LOCAL_RANK``."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Any
 
@@ -51,26 +52,20 @@ def device(name: str | None) -> str:
 def process_device(name: str | None) -> str:
     """`device`; under torchrun a bare ``cuda`` becomes this process's GPU, and a GPU named by index is
     refused, since every process would take that one GPU."""
+    import torch
+
     _, world, local_rank = launched()
     if world <= 1:
         return device(name)
-    if name is not None and _cuda_index(name) is not None:
+    parsed = None
+    with contextlib.suppress(RuntimeError, ValueError):  # a bad name: `device` reports it
+        parsed = None if name is None else torch.device(name)
+    if parsed is not None and parsed.type == "cuda" and parsed.index is not None:
         raise UsageError(
             f"--device {name}: torchrun started {world} processes, and each uses the GPU of its LOCAL_RANK; "
             "pass --device cuda (or choose the GPUs with CUDA_VISIBLE_DEVICES)"
         )
     return device(local_device(device(None) if name is None else name, local_rank))
-
-
-def _cuda_index(name: str) -> int | None:
-    """The index of a CUDA device name; None for anything else (`device` reports a bad name)."""
-    import torch
-
-    try:
-        parsed = torch.device(name)
-    except (RuntimeError, ValueError):
-        return None
-    return parsed.index if parsed.type == "cuda" else None
 
 
 def one_process(command: str) -> None:

@@ -46,17 +46,6 @@ def lost_process(err: BaseException) -> bool:
     )
 
 
-def lost_process_line(err: BaseException) -> str:
-    return (
-        f"{PROG}: error: another process of this torchrun job stopped or stopped answering ({one_line(err)}); "
-        "nothing was written. Run the command again; with --checkpoint DIR only the unfinished shards are scored"
-    )
-
-
-def error_line(err: BaseException) -> str:
-    return f"{PROG}: error: {one_line(err)}{hint(err)}"
-
-
 #: The flags of the Python arguments, not settings, that the library's errors can name (settings have theirs).
 OTHER_FLAGS = {
     "preds": "-c/--cand",

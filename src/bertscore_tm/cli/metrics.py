@@ -37,11 +37,21 @@ def make_metric(**kwargs: Any) -> Any:
 
 
 def rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
-    """The metric of the options every scoring command shares, each checked before the model loads."""
+    """The metric of the options every scoring command shares, each checked before the model loads: a model
+    without a tuned default layer needs -l, and with rescaling the baseline must be there and readable."""
+    from bertscore_tm.models.registry import is_known_model
+    from bertscore_tm.scoring.baselines import find_baseline, read_baseline
+
     options.check_run_options(args)
     name, model_options = checked_model(args)
-    check_layer(args, name)
-    check_baseline(args, name)
+    if args.num_layers is None and not is_known_model(name):
+        raise UsageError(
+            f"no default layer is known for {name}: pass -l N (0 = the embeddings, up to the model's depth), "
+            "or add the model to a layer table, the JSON file BERTSCORE_TM_LAYERS names (bertscore-tm tune-layers "
+            "--add-to-table finds its best layer and writes it there; configs/models.json lists the built-in layers)"
+        )
+    if args.rescale_with_baseline:  # a missing or malformed file is said before the model loads
+        read_baseline(find_baseline(args.lang, name, args.baseline_path))
     device = devices.process_device(args.device)
     return make_metric(
         model_name_or_path=name,
@@ -86,43 +96,20 @@ def scoring_metric(args: argparse.Namespace) -> Any:
 
 
 def checked_model(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
-    """The model's name, and the metric's arguments for where it comes from and for long texts, checked."""
-    long_texts = options.long_texts(args)
-    source = options.model_source(args)
-    return model_name(args, **source), {**source, **long_texts, "prefix_space": not args.no_prefix_space}
-
-
-def model_name(args: argparse.Namespace, **source: Any) -> str:
-    """The model asked for (or the language's default), found, with weights files that are whole."""
+    """The model asked for (or the language's default), found, with weights files that are whole; and the
+    metric's arguments for where it comes from and for long texts, checked."""
     from bertscore_tm.models.registry import default_model
 
+    if args.window_stride is not None and args.long_texts != "window":
+        raise UsageError(f"--window-stride {args.window_stride} needs --long-texts window")
+    source = {"revision": args.revision, "local_files_only": args.offline, "trust_remote_code": args.trust_remote_code}
     name = args.model if args.model is not None else default_model(args.lang)
     model_files.check_weights(model_folder(name, **source))  # ModelNotFoundError first, before any other complaint
-    return str(name)
+    long_texts = {"long_texts": args.long_texts, "window_stride": args.window_stride}
+    return str(name), {**source, **long_texts, "prefix_space": not args.no_prefix_space}
 
 
 def model_folder(name: str, **source: Any) -> Path:
     from bertscore_tm.models.loading import locate_model
 
     return locate_model(name, **source).path
-
-
-def check_baseline(args: argparse.Namespace, model_name: str) -> None:
-    """With rescaling, the baseline must be there and readable before any model loads."""
-    if not args.rescale_with_baseline:
-        return
-    from bertscore_tm.scoring.baselines import find_baseline, read_baseline
-
-    read_baseline(find_baseline(args.lang, model_name, args.baseline_path))  # a malformed file, before the model
-
-
-def check_layer(args: argparse.Namespace, model_name: str) -> None:
-    """A model without a tuned default layer needs -l, said before loading it."""
-    from bertscore_tm.models.registry import is_known_model
-
-    if args.num_layers is None and not is_known_model(model_name):
-        raise UsageError(
-            f"no default layer is known for {model_name}: pass -l N (0 = the embeddings, up to the model's depth), "
-            "or add the model to a layer table, the JSON file BERTSCORE_TM_LAYERS names (bertscore-tm tune-layers "
-            "--add-to-table finds its best layer and writes it there; configs/models.json lists the built-in layers)"
-        )

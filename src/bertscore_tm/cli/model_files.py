@@ -9,12 +9,11 @@ from pathlib import Path
 
 from bertscore_tm.cli.errors import UsageError, one_line
 
-#: What transformers reads from a model folder, in its order of preference: one file, or an index of shards.
-WEIGHTS = (("model.safetensors", "model.safetensors.index.json"), ("pytorch_model.bin", "pytorch_model.bin.index.json"))
-
 
 def weights_files(folder: Path) -> list[Path]:
     """The weights files transformers will read from `folder` (none: transformers says what is missing)."""
+    from bertscore_tm.models.hub import WEIGHTS  # the files it reads, in its order of preference
+
     for single, index in WEIGHTS:
         if (folder / single).is_file():
             return [folder / single]

@@ -71,8 +71,22 @@ def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
     p.add_argument("--no-prefix-space", action="store_true", help=_help("prefix_space"))
 
 
-def model_source(args: argparse.Namespace) -> dict[str, Any]:
-    return {"revision": args.revision, "local_files_only": args.offline, "trust_remote_code": args.trust_remote_code}
+def add_metric_options(p: argparse.ArgumentParser, idf: str, beta: bool = False, context: str | None = None) -> None:
+    """What the metric scores with: the model's options, ``--idf`` (`idf` its help), rescaling, ``--beta`` with
+    `beta`, ``--ignore``, the prompts, and ``--context`` where `context` is given (what it adds to the help)."""
+    add_model_options(p)
+    p.add_argument("--idf", action="store_true", help=idf)
+    add_rescale_options(p)
+    if beta:
+        add_beta_option(p)
+    help = "leave tokens out of the matching and weights (still encoded): 'punctuation' or a regex of a whole piece"
+    p.add_argument("--ignore", metavar="RULE", help=help)
+    for side in ("candidate", "reference"):
+        help = f"a fixed prompt before every {side} (e.g. 'query: '), encoded with it and left out of the matching"
+        p.add_argument(f"--{side}-prompt", metavar="TEXT", help=help)
+    if context is not None:
+        help = "a context per candidate line, encoded with the pair, out of the matching (CodeBERTScore's sources)"
+        p.add_argument("--context", metavar="FILE", help=help + context)
 
 
 def add_rescale_options(p: argparse.ArgumentParser) -> None:
@@ -88,23 +102,6 @@ def add_beta_option(p: argparse.ArgumentParser, what: str | None = None) -> None
     p.add_argument("--beta", type=_number("--beta"), metavar="B", help=help)
 
 
-def add_ignore_option(p: argparse.ArgumentParser) -> None:
-    help = "leave tokens out of the matching and weights (still encoded): 'punctuation' or a regex of a whole piece"
-    p.add_argument("--ignore", metavar="RULE", help=help)
-
-
-def add_prompt_options(p: argparse.ArgumentParser) -> None:
-    for side in ("candidate", "reference"):
-        help = f"a fixed prompt before every {side} (e.g. 'query: '), encoded with it and left out of the matching"
-        p.add_argument(f"--{side}-prompt", metavar="TEXT", help=help)
-
-
-def add_context_option(p: argparse.ArgumentParser, more: str = "") -> None:
-    """``--context FILE``; `more` adds what the command does besides."""
-    help = f"a context per candidate line, encoded with the pair, out of the matching (CodeBERTScore's sources){more}"
-    p.add_argument("--context", metavar="FILE", help=help)
-
-
 def _number(flag: str) -> Callable[[str], float]:
     def parse(value: str) -> float:
         try:
@@ -115,15 +112,13 @@ def _number(flag: str) -> Callable[[str], float]:
     return parse
 
 
-def add_long_text_options(p: argparse.ArgumentParser) -> None:
+def add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
+    """--long-texts, --window-stride and --device; with `batch` (every command but show) also --batch-size,
+    --dtype, --compile and --progress."""
     help = "texts past the model's window: truncate (default, as bert-score), window or sled (docs/long-texts.md)"
     p.add_argument("--long-texts", choices=LONG_TEXTS, default=default("long_texts"), help=help)
     help = "with --long-texts window: tokens between window starts (default: half the window)"
     p.add_argument("--window-stride", type=int, metavar="N", help=help)
-
-
-def add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
-    """--device; with `batch` (every command but show) also --batch-size, --dtype, --compile and --progress."""
     if batch:
         help = "at most N texts per forward pass (default: as many as the token budget allows)"
         p.add_argument("-b", "--batch-size", type=int, metavar="N", help=help)
@@ -196,13 +191,6 @@ def check_run_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
     if getattr(args, "num_layers", None) is not None and args.num_layers < 0:
         raise UsageError(f"-l/--num-layers must be 0 or more (0 = the embeddings), got {args.num_layers}")
-
-
-def long_texts(args: argparse.Namespace) -> dict[str, Any]:
-    """The metric's long-text arguments; a stride without windows is said in the command line's terms."""
-    if args.window_stride is not None and args.long_texts != "window":
-        raise UsageError(f"--window-stride {args.window_stride} needs --long-texts window")
-    return {"long_texts": args.long_texts, "window_stride": args.window_stride}
 
 
 def progress(args: argparse.Namespace) -> bool:

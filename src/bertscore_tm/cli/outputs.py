@@ -1,8 +1,6 @@
-"""Where the commands write: output files and standard output.
-
-Every option naming a file a command reads (`READS`) or writes (`WRITES`) is known here, so that an output that
-is an input, or two outputs on one path, are refused before any command runs. Outputs are checked before any model
-loads and replaced atomically, so a target holds its old content or the whole new one."""
+"""Where the commands write: output files and standard output. Every option naming a file a command reads
+(`READS`) or writes (`WRITES`) is known here, so that an output that is an input, or two outputs on one path, are
+refused before any command runs. Outputs are checked before any model loads and replaced atomically."""
 
 from __future__ import annotations
 
@@ -22,8 +20,8 @@ from bertscore_tm.cli.errors import UsageError, one_line
 from bertscore_tm.cli.inputs import STDIN
 from bertscore_tm.cli.options import checked_name
 
-#: Every option that names a file a command reads, with its flag; one that holds a text instead is named in
-#: the parser's default ``texts`` (a function of `args`).
+#: Every option that names a file a command reads, with its flag (the parser's default ``texts``, a function of
+#: `args`, names those that hold a text instead).
 READS = {
     "cand": "-c",
     "ref": "-r",
@@ -56,7 +54,15 @@ def check_files(args: argparse.Namespace) -> None:
         target = Path(path).expanduser()
         for flag, source in read:
             if target.exists() and _same_file(target, source):
-                raise UsageError(_overwrites(dest, path, f"{source} ({flag})"))
+                if dest in FOLDERS:
+                    raise UsageError(
+                        f"cannot keep a checkpoint in {path}: it is the input file {source} ({flag}), a file, not a "
+                        "folder; give a folder"
+                    )
+                raise UsageError(
+                    f"cannot write {path}: it is the input file {source} ({flag}), which the results would "
+                    "overwrite; give another output file"
+                )
         real = os.path.realpath(target)
         if real in seen:
             what = "path" if FOLDERS & {dest, seen[real]} else "file"
@@ -112,15 +118,6 @@ def _same_file(target: Path, source: str) -> bool:
         return False
 
 
-def _overwrites(dest: str, path: str, source: str) -> str:
-    if dest in FOLDERS:
-        return f"cannot keep a checkpoint in {path}: it is the input file {source}, a file, not a folder; give a folder"
-    return (
-        f"cannot write {path}: it is the input file {source}, which the results would overwrite; give another "
-        "output file"
-    )
-
-
 def check_output(path: str, example: str) -> Path:
     """The file an output option names, checked before any model loads: not a folder, not read-only, in a
     folder that takes new files (probed with a nameless temporary file: true for root and read-only mounts too)."""
@@ -145,17 +142,15 @@ def check_output(path: str, example: str) -> Path:
     return target
 
 
-def need_matplotlib(what: str) -> None:
+def image_target(path: str, what: str) -> tuple[Path, str]:
+    """The file a picture option really writes and its format, checked before any model loads; `what` (the
+    command or option) is said to need matplotlib where it is missing."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         raise UsageError(
             f"{what} needs matplotlib: pip install 'bertscore-tm[plot]' (or pip install matplotlib)"
         ) from None
-
-
-def image_target(path: str) -> tuple[Path, str]:
-    """The file a picture option really writes and its format, checked before any model loads."""
     checked_name(path)
     if Path(path).expanduser().is_dir():
         check_output(path, "similarity.png")  # says it is a folder

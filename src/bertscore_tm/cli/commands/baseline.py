@@ -25,7 +25,6 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--pairs", type=int, default=1000, metavar="N", help=help)
     b.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     b.add_argument("-o", "--output", required=True, metavar="OUT.tsv", help="where to write the baseline")
-    options.add_long_text_options(b)
     options.add_run_options(b)
     b.set_defaults(run=run)
 

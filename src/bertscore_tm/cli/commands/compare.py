@@ -33,19 +33,14 @@ def add_parser(sub: Any) -> None:
     options.add_many(c, "-r", "--ref", metavar="FILE", help=help)
     help = "two or more system files, one candidate per line; the first is the baseline"
     options.add_many(c, "-c", "--cand", metavar="SYS", help=help)
-    options.add_model_options(c)
     help = "weigh tokens by inverse document frequency over the references (counted once for all systems)"
-    c.add_argument("--idf", action="store_true", help=help)
-    options.add_rescale_options(c)
-    options.add_ignore_option(c)
-    options.add_prompt_options(c)
+    options.add_metric_options(c, help)
     options.add_resampling_options(c, "0.95", "each system's F1 mean and each F1 difference", shuffles=True)
     help = "paired bootstrap resampling or approximate randomization (default: bootstrap)"
     c.add_argument("--method", choices=("bootstrap", "randomization"), default="bootstrap", help=help)
     c.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     help = f"also write an HTML page: the table, a plot, the {HTML_SEGMENTS} segments per system differing most"
     c.add_argument("--html", metavar="FILE", help=help)
-    options.add_long_text_options(c)
     options.add_run_options(c)
     options.add_checkpoint_options(c, "lines (per system)")
     c.set_defaults(run=run)
@@ -116,9 +111,8 @@ def _read(names: list[str], refs: list[str]) -> tuple[list[list[str]], list[str]
 def _score(
     metric: Any, systems: list[list[str]], targets: list[str] | list[list[str]], checkpoint: str | None, shard_size: int
 ) -> dict[str, Any] | None:
-    """Every system's per-line scores, None on a torchrun process other than rank 0. In one compute (shared
-    texts embedded once), or with a `checkpoint` each system in its own resumable run kept in
-    `checkpoint`/system<i> (the references embedded again for each; the scores are the same)."""
+    """Every system's per-line scores (None on a torchrun process other than rank 0), in one compute (shared texts
+    embedded once), or with a `checkpoint` in a resumable run per system (references embedded again for each)."""
     import torch
 
     from bertscore_tm.comparison.systems import score_systems
@@ -155,22 +149,18 @@ def _rows(names: list[str], scores: dict[str, Any], method: str, settings: Resam
     check_finite(f1, names)
     intervals = bootstrap_interval(f1, settings.confidence, settings.num_samples, settings.seed)
     test = paired_test(f1[0], f1[1:], method, settings.num_samples, settings.seed, settings.confidence)
-    rows = []
-    for i, name in enumerate(names):
-        per_pair = (scores[k][i].double().cpu().tolist() for k in ("precision", "recall", "f1"))
-        means = [math.fsum(x) / len(x) for x in per_pair]  # as score computes them
-        rows.append(
-            {
-                "name": name,
-                "precision": json_number(means[0]),
-                "recall": json_number(means[1]),
-                "f1": json_number(means[2]),
-                "f1_ci": [float(intervals.low[i]), float(intervals.high[i])],
-                "p_value": None if i == 0 else float(test.p_value[i - 1]),
-                "delta_f1": None if i == 0 else float(test.delta[i - 1]),
-            }
-        )
-    return rows
+    per_line = {k: scores[k].double().cpu().tolist() for k in ("precision", "recall", "f1")}  # [system][line]
+    means = {k: [math.fsum(x) / len(x) for x in systems] for k, systems in per_line.items()}  # as score computes them
+    return [
+        {
+            "name": name,
+            **{k: json_number(system_means[i]) for k, system_means in means.items()},
+            "f1_ci": [float(intervals.low[i]), float(intervals.high[i])],
+            "p_value": None if i == 0 else float(test.p_value[i - 1]),
+            "delta_f1": None if i == 0 else float(test.delta[i - 1]),
+        }
+        for i, name in enumerate(names)
+    ]
 
 
 def _how(method: str, settings: Resampling) -> str:
@@ -211,7 +201,7 @@ def _page(metric: Any, texts: tuple[list[list[str]], Any], f1: Any, rows: list[d
 def _table(code: str, method: str, settings: Resampling, rows: list[dict[str, Any]]) -> str:
     table = [["system", "P", "R", "F1", f"F1 {percent(settings.confidence)} CI", "delta F1", "p-value"]]
     for row in rows:
-        cells = [row["name"]] + [_cell(row[k]) for k in ("precision", "recall", "f1")]
+        cells = [row["name"]] + ["nan" if row[k] is None else f"{row[k]:.6f}" for k in ("precision", "recall", "f1")]
         cells.append(f"[{row['f1_ci'][0]:.6f}, {row['f1_ci'][1]:.6f}]")
         if row["p_value"] is None:
             cells += ["baseline", ""]
@@ -221,7 +211,3 @@ def _table(code: str, method: str, settings: Resampling, rows: list[dict[str, An
     lines = [code, f"{_how(method, settings)}; * p < 0.05 (difference to the baseline, two-sided)"]
     lines += outputs.aligned(table)
     return "\n".join(lines) + "\n"
-
-
-def _cell(x: float | None) -> str:
-    return "nan" if x is None else f"{x:.6f}"

@@ -28,15 +28,10 @@ def add_parser(sub: Any) -> None:
     help = "-c and -r are the texts of one pair themselves, not files (several -r texts: several references)"
     e.add_argument("--text", action="store_true", help=help)
     e.add_argument("--worst", type=int, metavar="K", help="explain the K pairs of lowest F1 only")
-    options.add_model_options(e)
-    e.add_argument("--idf", action="store_true", help="weigh tokens by IDF over the references of all the files")
+    context = "; with --text, the context text itself; its tokens shown as such"
+    options.add_metric_options(e, "weigh tokens by IDF over the references of all the files", True, context)
     help = "with --idf --text: count the IDF over these references (one per line) instead of the pair's own"
     e.add_argument("--idf-references", metavar="FILE", help=help)
-    options.add_rescale_options(e)
-    options.add_beta_option(e)
-    options.add_ignore_option(e)
-    options.add_prompt_options(e)
-    options.add_context_option(e, "; with --text, the context text itself; its tokens shown as such")
     help = "a word is weak when its support is below T (default: the layer's rescale baseline, where known)"
     e.add_argument("--threshold", type=float, metavar="T", help=help)
     e.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
@@ -46,7 +41,6 @@ def add_parser(sub: Any) -> None:
     e.add_argument("--tokens", action=argparse.BooleanOptionalAction, default=True, help=help)
     help = "colour the weak words (default: on a terminal, unless NO_COLOR is set)"
     e.add_argument("--color", action=argparse.BooleanOptionalAction, help=help)
-    options.add_long_text_options(e)
     options.add_run_options(e)
     # with --text, -c, -r and --context hold texts, not file names (`outputs.read_files`)
     e.set_defaults(run=run, texts=lambda args: ("cand", "ref", "context") if args.text else ())
@@ -54,7 +48,17 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     devices.one_process("explain")
-    _check(args)
+    if args.worst is not None and args.worst < 1:
+        raise UsageError(f"--worst must be at least 1 (the number of pairs to explain), got {args.worst}")
+    if args.text and args.worst is not None:
+        raise UsageError("--worst picks among the lines of files: with --text there is one pair")
+    if args.idf_references is not None and not (args.idf and args.text):
+        raise UsageError(
+            "--idf-references needs --idf and --text (with files, --idf counts over all the files' references)"
+        )
+    rules.finite_number(optional=True)("threshold", args.threshold)  # explain()'s rule: finite
+    if not args.text:
+        inputs.check_stdin([args.cand, *args.ref], "-c/-r")
     html = None if args.html is None else outputs.check_output(args.html, "explain.html")
     target = None if args.output is None else outputs.check_output(args.output, "explain.txt")
     idf_references = None if args.idf_references is None else inputs.read_lines(args.idf_references, "IDF reference")
@@ -81,7 +85,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     whys = explain_pairs(
         metric.scorer, cands, groups, weights, device=metric.device, threshold=args.threshold, context=context
     )
-    report = _report(args, whys, lines, target is None and _colour(args), metric.model_commit)
+    if args.format == "json":
+        pairs = [{"line": line, **why.to_json()} for line, why in zip(lines, whys, strict=True)]
+        doc = {"hash": whys[0].hash_code if whys else None, "model_commit": metric.model_commit, "pairs": pairs}
+        report = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    else:
+        from bertscore_tm.reports.explanation_text import render_text
+
+        colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR") if args.color is None else args.color
+        report = render_text(whys, lines, color=target is None and bool(colour), tokens=args.tokens)
     outputs.write_output(target, args.output, [report], out)
     if html is not None:
         from bertscore_tm.reports.explanation_html import render_html
@@ -90,20 +102,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if args.format == "text":
             out.write(f"Saved the explanation page to {html}\n")
     return 0
-
-
-def _check(args: argparse.Namespace) -> None:
-    if args.worst is not None and args.worst < 1:
-        raise UsageError(f"--worst must be at least 1 (the number of pairs to explain), got {args.worst}")
-    if args.text and args.worst is not None:
-        raise UsageError("--worst picks among the lines of files: with --text there is one pair")
-    if args.idf_references is not None and not (args.idf and args.text):
-        raise UsageError(
-            "--idf-references needs --idf and --text (with files, --idf counts over all the files' references)"
-        )
-    rules.finite_number(optional=True)("threshold", args.threshold)  # explain()'s rule: finite
-    if not args.text:
-        inputs.check_stdin([args.cand, *args.ref], "-c/-r")
 
 
 def _chosen(
@@ -126,29 +124,6 @@ def _chosen(
     else:
         order = torch.argsort(torch.nan_to_num(f1, nan=-float("inf")), stable=True)[: args.worst].tolist()
     wanted = set(order)
-    found: dict[int, tuple[str, list[str]]] = {}
-    line = 0
-    for cands, targets in pairs.chunks():
-        for cand, target in zip(cands, targets, strict=True):
-            if line in wanted:
-                found[line] = (cand, [target] if isinstance(target, str) else list(target))
-            line += 1
+    every_pair = (pair for cands, targets in pairs.chunks() for pair in zip(cands, targets, strict=True))
+    found = {n: (cand, [t] if isinstance(t, str) else list(t)) for n, (cand, t) in enumerate(every_pair) if n in wanted}
     return [n + 1 for n in order], [found[n][0] for n in order], [found[n][1] for n in order]
-
-
-def _colour(args: argparse.Namespace) -> bool:
-    if args.color is not None:
-        return bool(args.color)
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-
-
-def _report(
-    args: argparse.Namespace, whys: list[Any], lines: list[int | None], colour: bool, commit: str | None
-) -> str:
-    if args.format == "json":
-        pairs = [{"line": line, **why.to_json()} for line, why in zip(lines, whys, strict=True)]
-        doc = {"hash": whys[0].hash_code if whys else None, "model_commit": commit, "pairs": pairs}
-        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-    from bertscore_tm.reports.explanation_text import render_text
-
-    return render_text(whys, lines, color=colour, tokens=args.tokens)

@@ -23,17 +23,11 @@ def add_parser(sub: Any) -> None:
     grouping.add_argument("--group-size", type=int, metavar="K", help="each group is K consecutive lines")
     help = "one group id per line of HYPS (lines with the same id form a group, in order of first appearance)"
     grouping.add_argument("--groups", metavar="FILE", help=help)
-    options.add_model_options(m)
-    help = "weigh tokens by inverse document frequency over each group's hypotheses"
-    m.add_argument("--idf", action="store_true", help=help)
-    options.add_rescale_options(m)
-    options.add_ignore_option(m)
-    options.add_prompt_options(m)
+    options.add_metric_options(m, "weigh tokens by inverse document frequency over each group's hypotheses")
     help = "the score averaged over the others (default: f1; f_beta needs --beta; the hypothesis is the candidate)"
     m.add_argument("--utility", choices=("f1", "f_beta", "precision", "recall"), default="f1", help=help)
     options.add_beta_option(m, "with --utility f_beta: F-beta's beta, recall weighing B times precision (--beta 3: F3)")
     m.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    options.add_long_text_options(m)
     options.add_run_options(m)
     m.set_defaults(run=run)
 

@@ -14,7 +14,6 @@ from bertscore_tm.cli.errors import UsageError
 from bertscore_tm.cli.intervals import f1_interval, percent
 from bertscore_tm.cli.options import Resampling
 from bertscore_tm.distributed.launch import processes
-from bertscore_tm.errors import BERTScoreError
 
 
 def add_parser(sub: Any) -> None:
@@ -35,18 +34,11 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--context-column", metavar="X", help=help)
     help = "with --data: the references' column (default: reference), a column of lists, or several columns"
     options.add_many(s, "--reference-column", metavar="R", help=help, required=False)
-    options.add_model_options(s)
-    s.add_argument("--idf", action="store_true", help="weigh tokens by inverse document frequency over the references")
-    options.add_rescale_options(s)
-    options.add_beta_option(s)
-    options.add_ignore_option(s)
-    options.add_prompt_options(s)
-    options.add_context_option(s)
+    options.add_metric_options(s, "weigh tokens by inverse document frequency over the references", True, "")
     s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
     help = "output format (default: text); tsv with -s: '# hash' and '# mean' comment lines, then a table"
     s.add_argument("--format", choices=("text", "json", "tsv"), default="text", help=help)
     s.add_argument("-o", "--output", metavar="FILE", help="write the results to FILE (default: standard output)")
-    options.add_long_text_options(s)
     options.add_resampling_options(s, confidence=None)
     options.add_run_options(s)
     options.add_checkpoint_options(s, "pairs")
@@ -80,13 +72,21 @@ def _score(args: argparse.Namespace, metric: Any, pairs: Any, shard_size: int, c
     with processes(str(metric.device)) as job:
         if not job.writes_output:
             metric.verbose = False
-        if args.checkpoint is None:
-            scores = _stream(metric, pairs, job, context)
-        else:  # every process reads all the lines; score_resumable scores this one's part and gathers the rest
+        if args.checkpoint is not None:  # every process reads all the lines: score_resumable splits and gathers
             from bertscore_tm.corpus.resumable import score_resumable
 
-            cands, targets = _all_lines(pairs)
+            chunks = list(pairs.chunks())  # all in memory: a resumable run digests each shard's texts
+            cands = [cand for chunk, _ in chunks for cand in chunk]
+            targets = [target for _, chunk in chunks for target in chunk]
             scores = score_resumable(metric, cands, targets, args.checkpoint, shard_size, context)
+        else:
+            start, stop = job.shard(len(pairs))
+            for cands, targets in pairs.chunks(start, stop):
+                metric.update(cands, targets, context=None if context is None else context[start : start + len(cands)])
+                start += len(cands)
+            with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
+                warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+                scores = metric.compute_scores()
     return scores if job.writes_output else None
 
 
@@ -105,10 +105,7 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
     refs = args.reference_column or ["reference"]
     cand = "candidate" if args.candidate_column is None else args.candidate_column
     data = ColumnFile.open(args.data, cand, refs, args.context_column)
-    try:
-        fmt = file_format(args.output, WRITES, "output")
-    except BERTScoreError as err:
-        raise UsageError(str(err)) from None
+    fmt = file_format(args.output, WRITES, "output")  # an InputFileError: one line, as a UsageError would be
     data.check_writable(fmt)  # a column the output cannot hold: said now, not after the whole corpus is scored
     target = outputs.check_output(args.output, "scores.parquet")
     resampling, shard_size = options.resampling(args), options.shard_size(args)
@@ -130,27 +127,6 @@ def _run_data(args: argparse.Namespace, out: TextIO) -> int:
     counts = {len(group) for group in groups}  # references per candidate: None where rows differ
     out.write(_report(args, metric, scores, resampling, args.data, counts.pop() if len(counts) == 1 else None))
     return 0
-
-
-def _stream(metric: Any, pairs: Any, job: Any, context: list[str] | None = None) -> Any:
-    """This process's share of the lines, scored a chunk at a time; the gathered scores."""
-    start, stop = job.shard(len(pairs))
-    for cands, targets in pairs.chunks(start, stop):
-        metric.update(cands, targets, context=None if context is None else context[start : start + len(cands)])
-        start += len(cands)
-    with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
-        warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
-        return metric.compute_scores()
-
-
-def _all_lines(pairs: Any) -> tuple[list[str], list[Any]]:
-    """Every candidate line and its references, in memory (a resumable run digests each shard's texts)."""
-    cands: list[str] = []
-    targets: list[Any] = []
-    for chunk_cands, chunk_targets in pairs.chunks():
-        cands += chunk_cands
-        targets += chunk_targets
-    return cands, targets
 
 
 def _report(
@@ -182,9 +158,7 @@ def _report(
             "hash": code,  # the scores' own: it names a context where the pairs had one
             "pairs": len(per[0]),
             "references_per_candidate": references,
-            "precision": num(means[0]),
-            "recall": num(means[1]),
-            "f1": num(means[2]),
+            **{key: num(mean) for key, mean in zip(("precision", "recall", "f1"), means, strict=False)},
         }
         if args.beta is not None:
             doc.update(beta=args.beta, f_beta=num(means[3]))

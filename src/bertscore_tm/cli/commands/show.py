@@ -27,13 +27,11 @@ def add_parser(sub: Any) -> None:
     help = "with --idf: count the IDF over these references, one per line (e.g. the corpus's reference file)"
     v.add_argument("--idf-references", metavar="FILE", help=help)
     options.add_rescale_options(v)
-    options.add_long_text_options(v)
     options.add_run_options(v, batch=False)
     v.set_defaults(run=run, texts=lambda args: ("cand", "ref"))  # texts, not files (`outputs.read_files`)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    outputs.need_matplotlib("show")
     if not args.cand.strip() or not args.ref.strip():
         raise UsageError("show needs a non-blank candidate (-c) and reference (-r) text")
     if args.idf_references is not None and not args.idf:
@@ -41,7 +39,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     devices.one_process("show")
     cand = inputs.text_argument(args.cand, "candidate", "-c")
     ref = inputs.text_argument(args.ref, "reference", "-r")
-    target, fmt = outputs.image_target(args.file)
+    target, fmt = outputs.image_target(args.file, "show")
     idf_references = None if args.idf_references is None else inputs.read_lines(args.idf_references, "IDF reference")
     metric = metrics.rescalable_metric(args, idf=args.idf)
     from bertscore_tm.reports.similarity_plot import plot_similarity

@@ -63,7 +63,6 @@ def add_parser(sub: Any) -> None:
     help = "write the best layer into this JSON layer table (made where missing); BERTSCORE_TM_LAYERS reads it"
     t.add_argument("--add-to-table", metavar="FILE", help=help)
     options.add_resampling_options(t, "0.95", "the correlations and of the paired test's difference")
-    options.add_long_text_options(t)
     options.add_run_options(t)
     t.set_defaults(run=run)
 
@@ -77,8 +76,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"--default-layer must be 0 or more (0 = the embeddings), got {args.default_layer}")
     rows = _judgements(args)
     target = None if args.output is None else outputs.check_output(args.output, "tuning.txt")
-    plot = _plot_target(args)
-    table = _table_target(args)
+    plot = None if args.plot is None else outputs.image_target(args.plot, "--plot")
+    table = None if args.add_to_table is None else outputs.check_output(args.add_to_table, "layers.json")
+    if table is not None and table.exists():
+        from bertscore_tm.models.registry import user_layer_table
+
+        user_layer_table(table)  # a LayerTableError (one line) for a file that is no layer table
     metric = _metric(args)
     from bertscore_tm.tuning.layer_tuning import layer_scores, tune_from_scores
 
@@ -101,11 +104,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             plot_layers(result, temp, format=plot[1])
     if table is not None:
         _add_to_table(table, args.add_to_table, result)
-    grouped = args.group_by is not None
-    if args.format == "json":
-        text = _json(result, plot, table, args.context_column)
+    if args.format == "json":  # the figures, with what the command line adds: the table's line, the files written
+        doc = {
+            **result.to_dict(),
+            "context_column": args.context_column,
+            "layer_table_line": result.layer_table_line(),
+            "plot": None if plot is None else str(plot[0]),
+            "layer_table": None if table is None else str(table),
+        }
+        text = json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
     else:
-        text = _text(result, grouped, plot, table)
+        text = _text(result, args.group_by is not None, plot, table)
     outputs.write_output(target, args.output, [text], out)
     return 0
 
@@ -130,25 +139,6 @@ def _judgements(args: argparse.Namespace) -> Any:
         raise UsageError(f"{err.problem}{remedy}") from None
     check_variation(rows)
     return rows
-
-
-def _plot_target(args: argparse.Namespace) -> tuple[Path, str] | None:
-    if args.plot is None:
-        return None
-    outputs.need_matplotlib("--plot")
-    return outputs.image_target(args.plot)
-
-
-def _table_target(args: argparse.Namespace) -> Path | None:
-    """The layer table to add to, checked before any model loads: writable, and a table where it exists."""
-    if args.add_to_table is None:
-        return None
-    target = outputs.check_output(args.add_to_table, "layers.json")
-    if target.exists():
-        from bertscore_tm.models.registry import user_layer_table
-
-        user_layer_table(target)  # a LayerTableError (one line) for a file that is no layer table
-    return target
 
 
 def _metric(args: argparse.Namespace) -> Any:
@@ -178,19 +168,28 @@ def _add_to_table(target: Path, name: str, result: Any) -> None:
         add_to_layer_table(temp, result.model, result.best_layer)
 
 
-def _json(result: Any, plot: tuple[Path, str] | None, table: Path | None, context: str | None) -> str:
-    """The figures as JSON, with what the command line adds: the table's line, the files written, the context column."""
-    doc = result.to_dict()
-    doc["context_column"] = context
-    doc["layer_table_line"] = result.layer_table_line()
-    doc["plot"] = None if plot is None else str(plot[0])
-    doc["layer_table"] = None if table is None else str(table)
-    return json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
-
-
 def _text(result: Any, grouped: bool, plot: tuple[Path, str] | None, table: Path | None) -> str:
-    lines = [result.hash_code, _summary(result, grouped), "", *_table(result, grouped), *_legend(result, grouped)]
-    lines += ["", *_verdict(result)]
+    best = result.figures(result.best_layer)
+    lines = [result.hash_code, _summary(result, grouped), "", *_table(result, grouped), ""]
+    lines.append(
+        f"best layer: {result.best_layer} ({result.criterion} of {_SCORE_NAMES[result.score]} {_number(best.mean)})"
+    )
+    test, default = result.test, result.default_layer
+    if default is None:
+        lines.append(
+            f"no default layer is known for {result.model} (neither the layer table BERTSCORE_TM_LAYERS names nor "
+            "configs/models.json has it): --default-layer K tests the best layer against layer K"
+        )
+    elif result.best_layer == default:
+        lines.append(f"the best layer is the model's default layer {default}")
+    elif test is not None:
+        verdict = "significantly better" if test.significant else "not significantly better"
+        lines.append(
+            f"against the default layer {default}: {test.difference:+.4f} ({percent(result.confidence)} interval "
+            f"[{_numbers(test.interval, '+.4f')}]), p = {p_text(test.p_value)}: {verdict} (one-sided paired "
+            f"bootstrap, alpha {test.alpha:g})"
+        )
+    lines.append(f"layer table line (BERTSCORE_TM_LAYERS): {result.layer_table_line()}")
     if plot is not None:
         lines.append(f"Saved the plot to {plot[0]}")
     if table is not None:
@@ -223,51 +222,22 @@ def _table(result: Any, grouped: bool) -> list[str]:
         cells = [str(layer.layer)]
         for method in METHODS:
             figures = result.figures(layer.layer, method)
-            cells.append(_number(figures.mean) + ("" if figures.ci is None else f" [{_pair(figures.ci)}]"))
+            cells.append(_number(figures.mean) + ("" if figures.ci is None else f" [{_numbers(figures.ci)}]"))
         crit = result.figures(layer.layer)
         cells += [_number(crit.groups[name]) for name in groups]
         cells += [_number(layer.system[result.score].mean)] if with_systems else []
         notes = ["best"] * (layer.layer == result.best_layer) + ["default"] * (layer.layer == result.default_layer)
         rows.append([*cells, " ".join(f"<- {note}" for note in notes)])
-    return outputs.aligned([header, *rows])
+    legend = [f"{', '.join(result.groups)}: {result.criterion} within the group"] if grouped else []
+    if with_systems:
+        averaged = ", averaged over groups" if grouped else ""
+        legend.append(f"system r: Pearson's r of the systems' mean scores{averaged}")
+    return outputs.aligned([header, *rows]) + ([f"({'; '.join(legend)})"] if legend else [])
 
 
-def _legend(result: Any, grouped: bool) -> list[str]:
-    parts = [f"{', '.join(result.groups)}: {result.criterion} within the group"] if grouped else []
-    if result.layers[0].system is not None:
-        parts.append(
-            "system r: Pearson's r of the systems' mean scores" + (", averaged over groups" if grouped else "")
-        )
-    return [f"({'; '.join(parts)})"] if parts else []
+def _number(value: float, spec: str = ".4f") -> str:
+    return "nan" if value != value else format(value, spec)
 
 
-def _verdict(result: Any) -> list[str]:
-    best = result.figures(result.best_layer)
-    lines = [
-        f"best layer: {result.best_layer} ({result.criterion} of {_SCORE_NAMES[result.score]} {_number(best.mean)})"
-    ]
-    test, default = result.test, result.default_layer
-    if default is None:
-        lines.append(
-            f"no default layer is known for {result.model} (neither the layer table BERTSCORE_TM_LAYERS names nor "
-            "configs/models.json has it): --default-layer K tests the best layer against layer K"
-        )
-    elif result.best_layer == default:
-        lines.append(f"the best layer is the model's default layer {default}")
-    elif test is not None:
-        verdict = "significantly better" if test.significant else "not significantly better"
-        lines.append(
-            f"against the default layer {default}: {test.difference:+.4f} ({percent(result.confidence)} interval "
-            f"[{_pair(test.interval, signed=True)}]), p = {p_text(test.p_value)}: {verdict} (one-sided paired "
-            f"bootstrap, alpha {test.alpha:g})"
-        )
-    lines.append(f"layer table line (BERTSCORE_TM_LAYERS): {result.layer_table_line()}")
-    return lines
-
-
-def _number(value: float) -> str:
-    return "nan" if value != value else f"{value:.4f}"
-
-
-def _pair(values: tuple[float, float], signed: bool = False) -> str:
-    return ", ".join("nan" if v != v else (f"{v:+.4f}" if signed else f"{v:.4f}") for v in values)
+def _numbers(values: tuple[float, float], spec: str = ".4f") -> str:
+    return ", ".join(_number(v, spec) for v in values)
