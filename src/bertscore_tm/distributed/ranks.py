@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch import Tensor
 
 from bertscore_tm.errors import SettingsMismatchError
@@ -18,8 +19,8 @@ GatherFn = Callable[..., Sequence[Tensor]]
 
 def job_place() -> tuple[int, int]:
     """(rank, world size) of this process, (0, 1) without a process group."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
     return 0, 1
 
 
@@ -41,8 +42,7 @@ def first_difference(per_rank: list[Mapping[str, object]]) -> tuple[str, list[ob
     >>> first_difference([{"model": "m", "idf": False}, {"model": "m", "idf": True}])
     ('idf', [False, True])
     """
-    names = list(dict.fromkeys(name for settings in per_rank for name in settings))
-    for name in names:
+    for name in dict.fromkeys(name for settings in per_rank for name in settings):
         values = [settings.get(name) for settings in per_rank]
         if any(repr(v) != repr(values[0]) for v in values[1:]):
             return name, values
@@ -54,8 +54,6 @@ def check_same_settings(
 ) -> None:
     """Raise `SettingsMismatchError` on every rank unless all have the same `settings`. Collective: call it on every
     rank before any other exchange; the settings themselves are gathered only where the digests differ."""
-    import torch.distributed as dist
-
     world = dist.get_world_size(group)
     mine = torch.tensor([settings_digest(settings)], dtype=torch.int64, device=device)
     digests = gather(mine, group, gather_fn)
@@ -63,10 +61,7 @@ def check_same_settings(
         return
     per_rank: list[Any] = [None] * world
     dist.all_gather_object(per_rank, dict(settings), group=group)
-    found = first_difference(per_rank)
-    if found is None:
-        found = ("settings", [settings_digest(s) for s in per_rank])
-    name, values = found
+    name, values = first_difference(per_rank) or ("settings", [settings_digest(s) for s in per_rank])
     listed = ", ".join(f"{_short(v)} on rank {rank}" for rank, v in enumerate(values))
     raise SettingsMismatchError(
         f"The {world} processes of this distributed job set up BERTScore differently, so their scores cannot be "

@@ -39,8 +39,7 @@ def compare_page(
         if mine:
             body.append(f"<h2>Where {escape(names[s])} and {escape(names[0])} differ most</h2>")
         for k, seg in enumerate(mine):
-            delta = seg.other.f1 - seg.baseline.f1
-            body.append(f"<h3>Line {seg.line}: F1 {_signed(delta)}</h3>")
+            body.append(f"<h3>Line {seg.line}: F1 {_signed(seg.other.f1 - seg.baseline.f1)}</h3>")
             body.append('<div class="sides">')
             body.append(_side(names[0], pair_section(seg.baseline, seg.line, f"s{s}k{k}a")))
             body.append(_side(names[s], pair_section(seg.other, seg.line, f"s{s}k{k}b")))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
+from itertools import groupby
 
 from bertscore_tm.explanations.types import PairExplanation, TokenExplanation, WordExplanation
 
@@ -157,15 +158,9 @@ def _out_span(role: str, shown: str, why: PairExplanation) -> str:
 
 def _head(tokens: Sequence[TokenExplanation], why: PairExplanation) -> str:
     """The prompt's and the context's tokens, one greyed span per run of one role; empty where none."""
-    runs: list[tuple[str, list[str]]] = []
-    for t in tokens:
-        if t.role not in ("prompt", "context"):
-            continue
-        if runs and runs[-1][0] == t.role:
-            runs[-1][1].append(t.token)
-        else:
-            runs.append((t.role, [t.token]))
-    return "".join(_out_span(role, " ".join(pieces), why) + " " for role, pieces in runs)
+    marked = [t for t in tokens if t.role in ("prompt", "context")]
+    runs = groupby(marked, key=lambda t: str(t.role))
+    return "".join(_out_span(role, " ".join(t.token for t in run), why) + " " for role, run in runs)
 
 
 def _text(
@@ -181,9 +176,9 @@ def _text(
     out, at = [_head(tokens, why)], 0
     for w in words:
         out.append(_gap(text[at : w.start]))
+        at = w.end
         if w.tokens and all(tokens[t].role == "masked" for t in w.tokens):
             out.append(_out_span("masked", w.text, why))
-            at = w.end
             continue
         tip = (
             f"best match: {w.counterpart_text or '-'} · support {w.support:.3f} · weight {w.weight:.3f} · "
@@ -195,7 +190,6 @@ def _text(
             f'<span class="w{weak}" id="{mine}{w.index}"{counterpart} tabindex="0">{escape(w.text)}'
             f'<span class="tip">{escape(tip)}</span></span>'
         )
-        at = w.end
     out.append(_gap(text[at:]))
     return f'<p class="text">{"".join(out)}</p>'
 

@@ -119,7 +119,7 @@ def draw_heatmap(
 
     n_c, n_r = sim.shape
     labelled = max(n_c, n_r) <= LABELLED_CELLS_MAX
-    cell = _cell_inches(max(n_c, n_r), labelled)
+    cell = 0.62 if labelled else min(0.4, (MAX_FIGURE_INCHES - 2.6) / max(n_c, n_r))
     fig = Figure(figsize=(max(6.0, 2.6 + cell * n_r), max(4.5, 2.4 + cell * n_c)), layout="constrained")
     ax = fig.add_subplot()
     low = min(0.0, float(sim.min())) if sim.numel() else 0.0
@@ -129,8 +129,7 @@ def draw_heatmap(
     _tick_labels(ax, cand_labels, ref_labels, cell, labelled)
     ax.set_xlabel("Reference tokens", fontsize=12)
     ax.set_ylabel("Candidate tokens", fontsize=12)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
+    ax.spines[:].set_visible(False)
     if labelled:
         _cell_values(ax, sim, low, cell)
     if best is not None:
@@ -141,8 +140,7 @@ def draw_heatmap(
     if faint is not None:
         _faint_labels(ax, faint[: len(cand_labels)], faint[len(cand_labels) :])
     ax.set_title(title, fontsize=12)
-    colorbar = fig.colorbar(image, ax=ax, fraction=0.035, pad=0.02)
-    colorbar.set_label(value_label)
+    fig.colorbar(image, ax=ax, fraction=0.035, pad=0.02).set_label(value_label)
     return fig
 
 
@@ -154,12 +152,6 @@ def _faint_labels(ax: Axes, cand: Sequence[bool], ref: Sequence[bool]) -> None:
         for tick, label in zip(ticks, labels, strict=True):
             if 0 <= round(tick) < len(flags) and flags[round(tick)]:
                 label.set_color("#9e9e9e")
-
-
-def _cell_inches(longest: int, labelled: bool) -> float:
-    if labelled:
-        return 0.62
-    return min(0.4, (MAX_FIGURE_INCHES - 2.6) / longest)
 
 
 def _tick_labels(ax: Axes, cand_labels: list[str], ref_labels: list[str], cell: float, labelled: bool) -> None:
