@@ -15,16 +15,16 @@ from torch import Tensor
 
 from bertscore_tm.embedding.embedder import own_precision
 from bertscore_tm.embedding.rows import TokenTexts
-from bertscore_tm.engines.pairwise import make_tile, score_tiles, tile_cuts, tile_tokens_for
+from bertscore_tm.engines.pairwise import make_tile, score_tiles, scored_blank, tile_cuts, tile_tokens_for
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.prompts import MarkedIds
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
-from bertscore_tm.scoring.distinct import distinct_texts, token_index
+from bertscore_tm.scoring.distinct import distinct_of, token_index
 from bertscore_tm.scoring.idf import idf_weights
 from bertscore_tm.scoring.matching import KeptAside
 from bertscore_tm.scoring.results import progress_bar
 from bertscore_tm.scoring.scorer import Scorer
-from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
+from bertscore_tm.scoring.token_rules import kept, scored_weights
 from bertscore_tm.settings.config import Config
 from bertscore_tm.settings.rules import boolean
 from bertscore_tm.settings.texts import check_groups
@@ -337,18 +337,14 @@ class _Run:
         self.sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
         self.which = which
         block_tokens = 4 * embedder.max_tokens if block_tokens is None else block_tokens
-        ids, lens, marked = (torch.cat(side) for side in zip(*_encoded(scorer, hyps, refs), strict=True))
-        lens = lens.long()
-        starts = torch.cumsum(lens, 0) - lens
-        zeros = torch.zeros(len(lens), dtype=torch.uint8)
-        self.texts, text_of = distinct_texts((ids,), zeros, starts, lens, (marked,))
+        both = MarkedIds.joined(*_encoded(scorer, hyps, refs))
+        ids, marked = both.ids, both.marked
+        self.texts, text_of = distinct_of(both)
         self.groups = _groups(text_of, hyps, refs)
         flags = scorer.token_flags(marked)  # a mask's, or a prompt's marked tokens: out of the matching
         self.weights = _Weights(scorer, self.texts, marked, self.groups, flags)
         self.live = kept(ids, marked, flags)
-        distinct = token_index(self.texts, torch.arange(len(self.texts)))
-        emptied = left_blank(ids[distinct], marked[distinct], self.texts.length, flags, scorer.encoder.zero_weight_ids)
-        self.blank = scorer.encoder.is_blank(self.texts.length) | emptied
+        self.blank = scored_blank(scorer, self.texts, both, flags)
         baseline = scorer.baseline  # the utility's own column (F-beta's made from P, R, F as the paired scores do)
         if baseline is not None and scorer.beta is not None:
             baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta)), -1)

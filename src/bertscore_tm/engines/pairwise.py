@@ -17,8 +17,9 @@ from bertscore_tm.embedding.batches import length_batches
 from bertscore_tm.embedding.embedder import Embedder, own_precision
 from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
 from bertscore_tm.errors import warn_undefined
+from bertscore_tm.models.prompts import MarkedIds
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
-from bertscore_tm.scoring.distinct import distinct_texts, token_index
+from bertscore_tm.scoring.distinct import distinct_of, token_index
 from bertscore_tm.scoring.kernel import best_similarities, weighted_scores
 from bertscore_tm.scoring.results import format_scores, progress_bar
 from bertscore_tm.scoring.scorer import Scorer
@@ -352,6 +353,14 @@ def _write(out: Tensor, scores: Tensor, cands: _Occurrences, refs: _Occurrences)
 # -- the public entry points ------------------------------------------------------------------------------
 
 
+def scored_blank(scorer: Scorer, texts: TokenTexts, side: MarkedIds, flags: Tensor | None) -> Tensor:
+    """Which of the distinct `texts` (of `side`'s one source) score as blank: a blank text, or one the mask, a
+    prompt or a context left no token but the special ones."""
+    distinct = token_index(texts, torch.arange(len(texts)))
+    emptied = left_blank(side.ids[distinct], side.marked[distinct], texts.length, flags, scorer.encoder.zero_weight_ids)
+    return scorer.encoder.is_blank(texts.length) | emptied
+
+
 def pairwise_scores(
     scorer: Scorer, cands: str | Sequence[str], refs: str | Sequence[str], device: torch.device, verbose: bool = False
 ) -> Tensor:
@@ -368,22 +377,17 @@ def all_pairs(
     scorer: Scorer, cands: list[str], refs: list[str], device: torch.device, verbose: bool = False
 ) -> tuple[Tensor, dict[str, int]]:
     """The stacked scores of `pairwise_scores`, and what the computation held."""
-    encoder = scorer.encoder
     scorer.follow(device)
     cand, ref = scorer.encode_pairs(cands, refs)  # one warning per kind, both sides counted
-    ids, lens, marked = (torch.cat(side) for side in zip(cand, ref, strict=True))
-    lens = lens.long()
-    texts, text_of = distinct_texts(
-        (ids,), torch.zeros(len(lens), dtype=torch.uint8), torch.cumsum(lens, 0) - lens, lens, (marked,)
-    )
+    both = MarkedIds.joined(cand, ref)
+    ids, marked = both.ids, both.marked
+    texts, text_of = distinct_of(both)
     weights = scorer.reference_weights(ref, len(refs))  # IDF over the M references as given
     flags = scorer.token_flags(marked)  # a mask's, or a prompt's marked tokens: out of the matching
     c_lens, r_lens = cand.lens, ref.lens
     del cand, ref
     token_weights = scored_weights(weights, ids, marked, flags)
-    distinct = token_index(texts, torch.arange(len(texts)))
-    emptied = left_blank(ids[distinct], marked[distinct], texts.length, flags, encoder.zero_weight_ids)
-    blank = encoder.is_blank(texts.length) | emptied
+    blank = scored_blank(scorer, texts, both, flags)
     cand_text, ref_text = text_of[: len(cands)], text_of[len(cands) :]
     total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
     with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:

@@ -29,8 +29,8 @@ from bertscore_tm.explanations.types import (
     WordExplanation,
 )
 from bertscore_tm.explanations.weighting import Weighting, weak_threshold, weighting
-from bertscore_tm.models.prompts import check_context, prompted_ids
-from bertscore_tm.scoring.distinct import distinct_texts
+from bertscore_tm.models.prompts import MarkedIds, check_context, prompted_ids
+from bertscore_tm.scoring.distinct import distinct_of
 from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.scoring.matching import best_of_references, ragged_scores
 from bertscore_tm.scoring.scorer import Scorer
@@ -198,8 +198,7 @@ def _vectors(scorer: Scorer, seqs: Sequence[Tensor], marks: Sequence[Tensor], ro
     lens = torch.tensor([len(s) for s in seqs], dtype=torch.long)
     flat = torch.cat(list(seqs)) if seqs else torch.zeros(0, dtype=torch.long)
     marked = torch.cat(list(marks)) if marks else torch.zeros(0, dtype=torch.bool)
-    which = torch.zeros(len(seqs), dtype=torch.uint8)
-    texts, text_of = distinct_texts((flat,), which, torch.cumsum(lens, 0) - lens, lens, (marked,))
+    texts, text_of = distinct_of(MarkedIds(flat, lens, marked))
     index, distinct = text_of.tolist(), [texts[t] for t in range(len(texts))]
     source = scorer.embedding_source()
     table = source.new_table(sum(len(s) for s in distinct))

@@ -27,6 +27,11 @@ class MarkedIds(NamedTuple):
         """Texts of which no token is marked (no prompt, no context)."""
         return cls(ids, lens, torch.zeros(len(ids), dtype=torch.bool))
 
+    @classmethod
+    def joined(cls, *sides: MarkedIds) -> MarkedIds:
+        """The sides' texts one after another."""
+        return cls(*(torch.cat(parts) for parts in zip(*sides, strict=True)))
+
 
 def prompted_ids(
     encoder: Any, texts: Sequence[str], prompt: str | None, contexts: Sequence[str] | None, argument: str

@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
+from bertscore_tm.models.prompts import MarkedIds
 
 
 def distinct_texts(
@@ -33,6 +34,13 @@ def distinct_texts(
     keyed = sources if marked is None else tuple(s.long() * 2 + m for s, m in zip(sources, marked, strict=True))
     text_of, first = first_seen_ids(keyed, which, start, length)
     return TokenTexts(sources, which[first], start[first], length[first].to(torch.int32), marked), text_of
+
+
+def distinct_of(side: MarkedIds) -> tuple[TokenTexts, Tensor]:
+    """`distinct_texts` of one side's texts, end to end in its one source."""
+    lens = side.lens.long()
+    which = torch.zeros(len(lens), dtype=torch.uint8)
+    return distinct_texts((side.ids,), which, torch.cumsum(lens, 0) - lens, lens, (side.marked,))
 
 
 def token_index(texts: TokenTexts, chosen: Tensor) -> Tensor:
