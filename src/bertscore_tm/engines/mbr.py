@@ -392,7 +392,7 @@ def _encoded(scorer: Scorer, hyps: list[list[str]], refs: list[list[str]] | None
     if refs is not None:
         return scorer.encode_pairs(flat, [r for group in refs for r in group])
     if scorer.prompts == (None, None):
-        side = MarkedIds.unmarked(*scorer.encoder.encode(flat))
+        side = MarkedIds.plain(*scorer.encoder.encode(flat))
         return side, side
     return scorer.encode_pairs(flat, flat)
 

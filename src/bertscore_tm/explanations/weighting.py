@@ -51,7 +51,7 @@ def _reference_ids(scorer: Scorer, refs: list[str]) -> MarkedIds:
     """The references' ids as the paired scores count their IDF: with the reference prompt, its tokens marked."""
     prompt = scorer.prompts[1]
     if prompt is None:
-        return MarkedIds.unmarked(*scorer.encoder.encode(refs))
+        return MarkedIds.plain(*scorer.encoder.encode(refs))
     return prompted_ids(scorer.encoder, refs, prompt, None, "reference_prompt")[0]
 
 

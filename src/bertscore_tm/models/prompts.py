@@ -23,7 +23,7 @@ class MarkedIds(NamedTuple):
     marked: Tensor  # bool, one per id
 
     @classmethod
-    def unmarked(cls, ids: Tensor, lens: Tensor) -> MarkedIds:
+    def plain(cls, ids: Tensor, lens: Tensor) -> MarkedIds:
         """Texts of which no token is marked (no prompt, no context)."""
         return cls(ids, lens, torch.zeros(len(ids), dtype=torch.bool))
 
@@ -152,7 +152,7 @@ def encode_prompted_pairs(
     ):
         context = None if contexts is None else contexts[side]
         if prompt is None and context is None:
-            sides.append(MarkedIds.unmarked(*encoder.encode(texts, notes)))
+            sides.append(MarkedIds.plain(*encoder.encode(texts, notes)))
         else:
             prompted, cut = prompted_ids(encoder, texts, prompt, context, name if context is None else "context")
             sides.append(prompted)

@@ -422,7 +422,7 @@ class PairTokenizer:
         """Both sides' ids, prompts and contexts marked; `counts`: references per candidate."""
         if self.prompts == (None, None) and contexts is None:
             c_ids, c_lens, r_ids, r_lens = self.encoder.encode_pairs(cands, refs, notes)
-            return MarkedIds.unmarked(c_ids, c_lens), MarkedIds.unmarked(r_ids, r_lens)
+            return MarkedIds.plain(c_ids, c_lens), MarkedIds.plain(r_ids, r_lens)
         sides = None
         if contexts is not None:
             assert counts is not None

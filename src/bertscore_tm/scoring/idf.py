@@ -20,8 +20,8 @@ def document_frequency(ids: Tensor, lengths: Tensor, vocab_size: int, *, marked:
     doc = torch.repeat_interleave(torch.arange(len(lengths), device=ids.device), lengths.long().to(ids.device))
     ids = ids.long()
     if marked is not None:
-        unmarked = ~marked.to(ids.device)
-        doc, ids = doc[unmarked], ids[unmarked]
+        counted = ~marked.to(ids.device)
+        doc, ids = doc[counted], ids[counted]
     if ids.numel() == 0:
         return torch.zeros(vocab_size, dtype=torch.long, device=ids.device)
     if int(ids.max()) >= vocab_size:
