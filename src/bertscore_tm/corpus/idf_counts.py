@@ -121,7 +121,7 @@ def _count_texts(encoder: TextEncoder, vocab: int, texts: list[str]) -> tuple[np
     with warnings.catch_warnings():  # long or blank references are warned about where they are scored
         warnings.simplefilter("ignore")
         ids, lens = encoder.encode(texts)
-    return document_frequency(ids, lens, vocab).cpu().numpy(), len(texts)
+    return document_frequency(ids, lens, vocab, marked=None).cpu().numpy(), len(texts)
 
 
 def _sum(counts: Iterable[tuple[np.ndarray, int]], vocab: int) -> tuple[np.ndarray, int]:

@@ -516,16 +516,14 @@ def _score_tokens(
     """A shard's P, R, F and best reference from its tokens, its tokenisation's warnings said at its turn."""
     for note in tokens.notes:
         warn_user(note)
-    scorer.check_known_weights(torch.cat([tokens.cand_ids, tokens.ref_ids]))
-    counts = tokens.ref_counts.long()
-    pairs = PairTokens(tokens.cand_ids, tokens.cand_lens.long(), tokens.ref_ids, tokens.ref_lens.long(), counts)
+    scorer.check_known_weights(
+        torch.cat([tokens.cand_ids, tokens.ref_ids]), torch.cat([tokens.cand_marked, tokens.ref_marked])
+    )
+    pairs = PairTokens.of(tokens)
     with own_precision(device):
         scorer.follow(device)
         matches = match_pairs(scorer, pairs, torch.ones(len(pairs), dtype=torch.bool), verbose)
-        on = PairTokens(
-            *(t.to(device) for t in (pairs.cand_ids, pairs.cand_lens, pairs.ref_ids, pairs.ref_lens, counts))
-        )
-        return weigh_pairs(scorer, on, matches, weights)
+        return weigh_pairs(scorer, pairs.to(device), matches, weights)
 
 
 def _stream_items(chunk: list[Any], first: int) -> tuple[list[str], list[list[str]], list[str] | None]:
@@ -577,8 +575,8 @@ def _corpus_weights(
         for lo, hi in shard_ranges(0, len(groups), 4096):
             counts = [len(group) for group in groups[lo:hi]]
             refs = [r for group in groups[lo:hi] for r in group]
-            _, _, ids, lens = scorer.encode_pairs([""] * (hi - lo), refs, _part(contexts, lo, hi), counts)
-            doc_freq += document_frequency(ids, lens, scorer.vocab_size).cpu()
+            _, (ids, lens, marked) = scorer.encode_pairs([""] * (hi - lo), refs, _part(contexts, lo, hi), counts)
+            doc_freq += document_frequency(ids, lens, scorer.vocab_size, marked=marked).cpu()
             num_refs += len(refs)
     digest = hashlib.sha256(doc_freq.numpy().tobytes() + num_refs.to_bytes(8, "little")).hexdigest()
     return scorer.weights(doc_freq.to(device), num_refs, device), digest

@@ -19,7 +19,6 @@ from torch.nn.functional import scaled_dot_product_attention
 from bertscore_tm.embedding.rows import send
 from bertscore_tm.models.compat_transformers import attention_implementation
 from bertscore_tm.models.model_family import packed_positions
-from bertscore_tm.models.prompts import unmarked
 
 #: The name the function is registered under with transformers.
 ATTENTION_NAME = "bertscore_tm"
@@ -145,7 +144,7 @@ def packed_pass(model: Any, ids: Tensor, lengths: Sequence[int], score_budget: i
     """Last hidden states of one packed pass over texts end to end, longest first: positions restart
     per text and the bounds go as transformers' variable-length keywords."""
     device = next(model.parameters()).device
-    host = unmarked(ids.to(torch.long))  # marked ids (prompts, contexts) as the model reads them
+    host = ids.to(torch.long)
     runs: list[tuple[int, int, int]] = []
     first = 0
     for length, run in groupby(lengths):

@@ -1,4 +1,5 @@
-"""Vectors of texts already embedded, kept across compute() and reset(), keyed by token ids. One cache serves
+"""Vectors of texts already embedded, kept across compute() and reset(), keyed by token ids and the head (the
+marked tokens riding in each window, which change the vectors of a text cut into windows). One cache serves
 one embedding setting and empties when it changes; embedding is batch-invariant, so hits score bit for bit as
 fresh passes. Not metric state: never saved, synced or pickled; clones share it."""
 
@@ -19,13 +20,16 @@ from bertscore_tm.embedding.rows import EndToEnd, table_rows
 ENTRY_OVERHEAD = 256
 
 
-def text_key(ids: Tensor) -> bytes:
-    """The cache key of a token-id sequence: its ids as int32 bytes.
+def text_key(ids: Tensor, head: int = 0) -> bytes:
+    """The cache key of a token-id sequence with `head` marked tokens: its ids as int32 bytes, then the head's.
 
     >>> text_key(torch.tensor([101, 7592, 102], dtype=torch.int32)) == text_key(torch.tensor([101, 7592, 102]))
     True
+    >>> text_key(torch.tensor([101, 7592, 102]), head=1) == text_key(torch.tensor([101, 7592, 102]))
+    False
     """
-    return ids.to("cpu", torch.int32).numpy().tobytes()
+    key = ids.to("cpu", torch.int32).numpy().tobytes()
+    return key + head.to_bytes(4, "little") if head else key
 
 
 def embedding_setting(embedder: Embedder, extra: tuple[Any, ...] = ()) -> tuple[Any, ...]:
@@ -134,20 +138,28 @@ class CachingEmbedder:
         seqs: Sequence[Tensor],
         progress: object | None = None,
         lengths: Sequence[int] | None = None,
+        heads: Sequence[int] | None = None,
         **options: Any,
     ) -> list[int]:
         if options:  # more than whole texts asked for (e.g. row ranges): nothing to look up or keep
-            return self._embedder.embed_into(table, seqs, progress=progress, lengths=lengths, **options)
+            return self._embedder.embed_into(table, seqs, progress=progress, lengths=lengths, heads=heads, **options)
         cache = self._cache
         cache.use_with(embedding_setting(self._embedder, self._setting))
         lengths = [len(s) for s in seqs] if lengths is None else list(lengths)
         starts = table_rows(table, lengths)
-        keys = [text_key(s) if n > 0 else b"" for s, n in zip(seqs, lengths, strict=True)]
+        marks = [0] * len(lengths) if heads is None else list(heads)
+        keys = [text_key(s, h) if n > 0 else b"" for s, n, h in zip(seqs, lengths, marks, strict=True)]
         found = [cache.get(k) if n > 0 else None for k, n in zip(keys, lengths, strict=True)]
         missing = [i for i, n in enumerate(lengths) if n > 0 and found[i] is None]
         if missing:
             lacking = seqs.take(missing) if isinstance(seqs, EndToEnd) else [seqs[i] for i in missing]
-            packed = self._embedder.embed_into(table, lacking, progress=progress, lengths=[lengths[i] for i in missing])
+            packed = self._embedder.embed_into(
+                table,
+                lacking,
+                progress=progress,
+                lengths=[lengths[i] for i in missing],
+                heads=None if heads is None else [marks[i] for i in missing],
+            )
             # the missing texts were written end to end; move each to its own rows, the last first (each
             # moves towards the end, so no text still to move is overwritten)
             for j in reversed(range(len(missing))):

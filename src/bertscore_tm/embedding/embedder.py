@@ -27,7 +27,6 @@ from bertscore_tm.embedding.rows import (
 )
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
 from bertscore_tm.models.model_family import can_pack
-from bertscore_tm.models.prompts import unmarked
 from bertscore_tm.models.windows import Piece, WindowRule, head_lengths, piece_ids, plan_pieces
 
 if TYPE_CHECKING:
@@ -198,7 +197,7 @@ class Embedder:
         if copies > 1:
             ids[count:] = ids[:count].repeat(copies - 1, 1)
             mask[count:] = mask[:count].repeat(copies - 1, 1)
-        ids, mask = send(unmarked(ids), device), send(mask, device)  # marked ids as the model reads them
+        ids, mask = send(ids, device), send(mask, device)
         with torch.inference_mode(), self._autocast():
             states = self._forward()(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
             if self.all_layers:
@@ -263,16 +262,18 @@ class Embedder:
         progress: object | None = None,
         ranges: Sequence[tuple[int, int]] | None = None,
         lengths: Sequence[int] | None = None,
+        heads: Sequence[int] | None = None,
     ) -> list[int]:
         """Write the sequences' vectors end to end into `table` and return each first row; `ranges`
-        limits the rows per text. Out of accelerator memory, halve the token budget and retry: a text's vectors do not
-        depend on its batch, so scores do not change."""
+        limits the rows per text; `heads`: each text's marked tokens (a prompt's, a context's: None, none), which
+        ride in each of its windows. Out of accelerator memory, halve the token budget and retry: a text's vectors
+        do not depend on its batch, so scores do not change."""
         warn_emulated_precision(self.model_dtype, self.device)  # said once: bfloat16 a CPU only emulates
         if isinstance(seqs, EndToEnd) and ranges is None and self._packs_whole(seqs):
             return self._embed_packs(table, seqs, progress)
         sizes = [len(s) for s in seqs] if lengths is None else lengths
         starts = table_rows(table, sizes if ranges is None else [hi - lo for lo, hi in ranges])
-        pieces = plan_pieces(sizes, self.windows, ranges, head_lengths(seqs, sizes, self.windows))
+        pieces = plan_pieces(sizes, self.windows, ranges, head_lengths(heads, sizes, self.windows))
         left = [0] * len(seqs)  # pieces still to run per text, for the progress bar (which counts texts)
         for piece in pieces:
             left[piece.text] += 1

@@ -25,12 +25,14 @@ def send(host: Tensor, device: torch.device) -> Tensor:
 @dataclass
 class TokenTexts:
     """Token-id sequences as references into a few flat tensors: text i is
-    ``sources[which[i]][start[i] : start[i] + length[i]]``, with no Python object per text."""
+    ``sources[which[i]][start[i] : start[i] + length[i]]``, with no Python object per text; `marked` holds
+    each source's token marks (a prompt's, a context's), None where no token is marked."""
 
     sources: tuple[Tensor, ...]
     which: Tensor  # uint8
     start: Tensor  # int64
     length: Tensor  # int32
+    marked: tuple[Tensor, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.length)
@@ -38,6 +40,27 @@ class TokenTexts:
     def __getitem__(self, i: int) -> Tensor:
         start = int(self.start[i])
         return self.sources[int(self.which[i])][start : start + int(self.length[i])]
+
+    def marks(self, i: int) -> Tensor | None:
+        """Which tokens of text i are marked; None where no text has a marked token."""
+        if self.marked is None:
+            return None
+        start = int(self.start[i])
+        return self.marked[int(self.which[i])][start : start + int(self.length[i])]
+
+    def heads(self, texts: Sequence[int]) -> list[int] | None:
+        """How many tokens of each of `texts` are marked (its head, which rides in each of its windows); None
+        where no text has a marked token."""
+        if self.marked is None:
+            return None
+        index = torch.as_tensor(texts, dtype=torch.long)
+        which, start, length = self.which[index], self.start[index].long(), self.length[index].long()
+        out = torch.zeros(len(index), dtype=torch.long)
+        for k, flags in enumerate(self.marked):
+            mine = which == k
+            before = torch.nn.functional.pad(flags.long().cumsum(0), (1, 0))  # marks before each token
+            out[mine] = before[start[mine] + length[mine]] - before[start[mine]]
+        return out.tolist()
 
     def many(self, texts: Sequence[int]) -> EndToEnd:
         """These texts' ids end to end, gathered in one indexed copy per source."""

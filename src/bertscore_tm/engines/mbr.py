@@ -15,15 +15,16 @@ from torch import Tensor
 
 from bertscore_tm.embedding.embedder import own_precision
 from bertscore_tm.embedding.rows import TokenTexts
-from bertscore_tm.engines.pairwise import make_tile, score_tiles, tile_cuts, tile_tokens_for
+from bertscore_tm.engines.pairwise import make_tile, score_tiles, scored_blank, tile_cuts, tile_tokens_for
 from bertscore_tm.errors import ArgumentValueError
+from bertscore_tm.models.prompts import MarkedIds
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
-from bertscore_tm.scoring.distinct import distinct_texts, token_index
+from bertscore_tm.scoring.distinct import distinct_of, token_index
 from bertscore_tm.scoring.idf import idf_weights
 from bertscore_tm.scoring.matching import KeptAside
 from bertscore_tm.scoring.results import progress_bar
 from bertscore_tm.scoring.scorer import Scorer
-from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights, unmarked
+from bertscore_tm.scoring.token_rules import kept, scored_weights
 from bertscore_tm.settings.config import Config
 from bertscore_tm.settings.rules import boolean
 from bertscore_tm.settings.texts import check_groups
@@ -127,8 +128,10 @@ def _groups(text_of_input: Tensor, hyps: list[list[str]], refs: list[list[str]] 
 class _Weights:
     """Token weights per group, IDF over each group's references as given; prompt and masked tokens weigh 0."""
 
-    def __init__(self, scorer: Scorer, texts: TokenTexts, groups: list[_Group], flags: Tensor | None) -> None:
-        self.texts, self.ids, self.flags = texts, texts.sources[0], flags
+    def __init__(
+        self, scorer: Scorer, texts: TokenTexts, marked: Tensor, groups: list[_Group], flags: Tensor | None
+    ) -> None:
+        self.texts, self.ids, self.marked, self.flags = texts, texts.sources[0], marked, flags
         self.vocab = scorer.vocab_size
         self.idf = scorer.counts_idf
         if not self.idf:  # fixed IDF (idf_texts, idf_weights) or plain: one table for every group
@@ -139,9 +142,10 @@ class _Weights:
             torch.arange(len(groups)), torch.tensor([len(grp.ref_docs) for grp in groups])
         )
         lengths = texts.length[docs].long()
-        tokens = self.ids[token_index(texts, docs)].long()
+        index = token_index(texts, docs)
+        tokens, counted = self.ids[index].long(), ~marked[index]  # a prompt's (marked) tokens are not counted
         doc = torch.repeat_interleave(torch.arange(len(docs)), lengths)
-        doc, tokens = doc[tokens >= 0], tokens[tokens >= 0]  # a prompt's (marked) tokens are not counted
+        doc, tokens = doc[counted], tokens[counted]
         first = torch.unique(doc * self.vocab + tokens)  # each (document, token) once
         keys = doc_group[first // self.vocab] * self.vocab + first % self.vocab
         self.keys, self.df = torch.unique(keys, return_counts=True)
@@ -149,16 +153,16 @@ class _Weights:
 
     def of(self, group_of_slot: Tensor, slot_texts: Tensor) -> Tensor:
         """Float64 weights of the tokens of `slot_texts`, each in group `group_of_slot`."""
-        marked = self.ids[token_index(self.texts, slot_texts)]
+        index = token_index(self.texts, slot_texts)
+        ids, marked = self.ids[index].long(), self.marked[index]
         if not self.idf:
-            return scored_weights(self.plain, marked, self.flags)
-        ids = unmarked(marked).long()
+            return scored_weights(self.plain, ids, marked, self.flags)
         group = torch.repeat_interleave(group_of_slot, self.texts.length[slot_texts].long())
         keys = group * self.vocab + ids
         at = torch.searchsorted(self.keys, keys).clamp(max=len(self.keys) - 1)
         df = torch.where(self.keys[at] == keys, self.df[at], 0)
         weights = idf_weights(df, self.num_refs[group])
-        keep = kept(marked, self.flags)
+        keep = kept(ids, marked, self.flags)
         return weights if keep is None else weights.masked_fill(~keep, 0.0)
 
 
@@ -333,17 +337,14 @@ class _Run:
         self.sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
         self.which = which
         block_tokens = 4 * embedder.max_tokens if block_tokens is None else block_tokens
-        c_ids, c_lens, r_ids, r_lens = _encoded(scorer, hyps, refs)
-        ids, lens = torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)).long()
-        starts = torch.cumsum(lens, 0) - lens
-        self.texts, text_of = distinct_texts((ids,), torch.zeros(len(lens), dtype=torch.uint8), starts, lens)
+        both = MarkedIds.joined(*_encoded(scorer, hyps, refs))
+        ids, marked = both.ids, both.marked
+        self.texts, text_of = distinct_of(both)
         self.groups = _groups(text_of, hyps, refs)
-        flags = scorer.token_flags(c_ids, r_ids)  # a mask's, or a prompt's marked tokens: out of the matching
-        self.weights = _Weights(scorer, self.texts, self.groups, flags)
-        self.live = kept(ids, flags)
-        distinct_ids = ids[token_index(self.texts, torch.arange(len(self.texts)))]
-        emptied = left_blank(distinct_ids, self.texts.length, flags, scorer.encoder.zero_weight_ids)
-        self.blank = scorer.encoder.is_blank(self.texts.length) | emptied
+        flags = scorer.token_flags(marked)  # a mask's, or a prompt's marked tokens: out of the matching
+        self.weights = _Weights(scorer, self.texts, marked, self.groups, flags)
+        self.live = kept(ids, marked, flags)
+        self.blank = scored_blank(scorer, self.texts, both, flags)
         baseline = scorer.baseline  # the utility's own column (F-beta's made from P, R, F as the paired scores do)
         if baseline is not None and scorer.beta is not None:
             baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta)), -1)
@@ -358,7 +359,7 @@ class _Run:
         self.last_use = torch.tensor(last_use, dtype=torch.long)
 
     def model_ids(self, texts: list[int]) -> list[Tensor]:
-        """The token ids of `texts`, marked as they are held."""
+        """The token ids of `texts`."""
         return [self.texts[t] for t in texts]
 
     def utilities(self, progress: Any) -> list[list[float]]:
@@ -370,7 +371,7 @@ class _Run:
             grps = self.groups
             needed = list(dict.fromkeys(t for batch in block for g in batch for t in (*grps[g].hyps, *grps[g].refs)))
             table = embedder.new_table(sum(self.length[t] for t in needed))
-            row_of, fresh = aside.fill(embedder, table, needed, self.model_ids, b)
+            row_of, fresh = aside.fill(embedder, table, needed, self.model_ids, self.texts.heads, b)
             for batch in block:
                 flags, utility = (self.blank, self.live), (self.which, self.scorer.beta, self.sim_bytes)
                 scores = _group_scores(table, row_of, grps, batch, self.texts, self.weights, flags, utility)
@@ -384,17 +385,15 @@ class _Run:
         return utilities
 
 
-def _encoded(
-    scorer: Scorer, hyps: list[list[str]], refs: list[list[str]] | None
-) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def _encoded(scorer: Scorer, hyps: list[list[str]], refs: list[list[str]] | None) -> tuple[MarkedIds, MarkedIds]:
     """Hypotheses as candidates, then references; without `refs` the hypotheses again, re-encoded only
     where a prompt is set."""
     flat = [h for group in hyps for h in group]
     if refs is not None:
         return scorer.encode_pairs(flat, [r for group in refs for r in group])
     if scorer.prompts == (None, None):
-        ids, lens = scorer.encoder.encode(flat)
-        return ids, lens, ids, lens
+        side = MarkedIds.plain(*scorer.encoder.encode(flat))
+        return side, side
     return scorer.encode_pairs(flat, flat)
 
 

@@ -13,6 +13,7 @@ from torch import Tensor
 from bertscore_tm.embedding.embedder import own_precision
 from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
 from bertscore_tm.errors import warn_undefined, warn_user
+from bertscore_tm.models.tokenizing import TokenizedPairs
 from bertscore_tm.scoring.distinct import distinct_texts
 from bertscore_tm.scoring.idf import without_documents
 from bertscore_tm.scoring.matching import best_of_references, greedy_match, ragged_scores, segment_sum
@@ -28,16 +29,41 @@ BYTES_PER_SCORED_TOKEN = 128
 @dataclass
 class PairTokens:
     """Pairs as ragged token ids: candidate i over ``cand_lens[i]`` tokens, its ``ref_counts[i]`` references
-    one after another in ``ref_ids``."""
+    one after another in ``ref_ids``; ``*_marked`` flag each side's marked tokens (`MarkedIds`; None: none)."""
 
     cand_ids: Tensor
     cand_lens: Tensor
     ref_ids: Tensor
     ref_lens: Tensor
     ref_counts: Tensor
+    cand_marked: Tensor | None = None
+    ref_marked: Tensor | None = None
+
+    @classmethod
+    def of(cls, tokens: TokenizedPairs) -> PairTokens:
+        """The pairs of a tokenised batch (`PairTokenizer`)."""
+        lens = (tokens.cand_lens.long(), tokens.ref_lens.long(), tokens.ref_counts.long())
+        return cls(tokens.cand_ids, lens[0], tokens.ref_ids, *lens[1:], tokens.cand_marked, tokens.ref_marked)
 
     def __len__(self) -> int:
         return len(self.cand_lens)
+
+    def to(self, device: torch.device) -> PairTokens:
+        """These pairs on `device`."""
+        ids = (self.cand_ids, self.cand_lens, self.ref_ids, self.ref_lens, self.ref_counts)
+        marks = (None if m is None else m.to(device) for m in (self.cand_marked, self.ref_marked))
+        return PairTokens(*(x.to(device) for x in ids), *marks)
+
+    @property
+    def marked(self) -> tuple[Tensor, Tensor] | None:
+        """Both sides' token marks, or None where neither side has any."""
+        if self.cand_marked is None and self.ref_marked is None:
+            return None
+        return (_marks(self.cand_marked, self.cand_ids), _marks(self.ref_marked, self.ref_ids))
+
+
+def _marks(marked: Tensor | None, ids: Tensor) -> Tensor:
+    return torch.zeros(len(ids), dtype=torch.bool, device=ids.device) if marked is None else marked
 
 
 @dataclass
@@ -54,7 +80,7 @@ def match_pairs(scorer: Scorer, pairs: PairTokens, is_new: Tensor, verbose: bool
     texts, match_cand, match_ref = matches_of(pairs, is_new)
     with progress_bar(verbose, len(texts), "BERTScore: embedding", "text") as progress:
         source = scorer.embedding_source()
-        flags = scorer.token_flags(pairs.cand_ids, pairs.ref_ids)
+        flags = scorer.token_flags(pairs.cand_marked, pairs.ref_marked)
         cand_best, ref_best = greedy_match(source, texts, match_cand, match_ref, progress=progress, ignored=flags)
     return TokenMatches(cand_best, ref_best)
 
@@ -73,17 +99,14 @@ def score_texts(
     refs = [r for group in groups for r in group]
     with own_precision(device):
         scorer.follow(device)
-        c_ids, c_lens, r_ids, r_lens = scorer.encode_pairs(
-            cands, refs, context, [len(g) for g in groups]
-        )  # one warning per kind
-        scorer.check_known_weights(torch.cat([c_ids, r_ids]))
+        cand, ref = scorer.encode_pairs(cands, refs, context, [len(g) for g in groups])  # one warning per kind
+        scorer.check_known_weights(torch.cat([cand.ids, ref.ids]), torch.cat([cand.marked, ref.marked]))
         counts = torch.tensor([len(g) for g in groups], dtype=torch.long)
-        pairs = PairTokens(c_ids, c_lens.long(), r_ids, r_lens.long(), counts)
+        pairs = PairTokens(cand.ids, cand.lens.long(), ref.ids, ref.lens.long(), counts, cand.marked, ref.marked)
         matches = match_pairs(scorer, pairs, torch.ones(len(cands), dtype=torch.bool), verbose)
         if weights is None:
-            weights = scorer.reference_weights(r_ids, r_lens, len(refs)).to(device)
-        on = PairTokens(*(t.to(device) for t in (c_ids, pairs.cand_lens, r_ids, pairs.ref_lens, counts)))
-        return weigh_pairs(scorer, on, matches, weights)
+            weights = scorer.reference_weights(ref, len(refs)).to(device)
+        return weigh_pairs(scorer, pairs.to(device), matches, weights)
 
 
 def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weights: Tensor) -> Tensor:
@@ -96,7 +119,7 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
         return torch.zeros((0, rows, 4), dtype=torch.float32, device=device)
     best_len = c_lens * ref_counts
     spans = _Spans(c_lens, r_lens, ref_counts)
-    flags = scorer.token_flags(pairs.cand_ids, pairs.ref_ids)
+    flags = scorer.token_flags(pairs.cand_marked, pairs.ref_marked)
     pieces, undefined, left_empty = [], 0, 0
     for lo, hi in pair_chunks(best_len + spans.ref_tokens, scorer.embedder.block_bytes // BYTES_PER_SCORED_TOKEN):
         c_tok, refs, r_tok, best = spans.of(lo, hi)
@@ -105,17 +128,21 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
         lens = c_lens[lo:hi]
         match_c_lens = lens[owner]
         local_start = torch.cumsum(lens, 0) - lens
-        cand_tokens = pairs.cand_ids[c_tok][ragged_arange(local_start[owner], match_c_lens)].long()
+        cand_at = ragged_arange(local_start[owner], match_c_lens)
+        cand_tokens = pairs.cand_ids[c_tok][cand_at].long()
+        cand_marks = None if pairs.cand_marked is None else pairs.cand_marked[c_tok][cand_at]
         ref_tokens = pairs.ref_ids[r_tok].long()
-        emptied = _emptied(scorer, cand_tokens, match_c_lens, flags) | _emptied(scorer, ref_tokens, r_lens[refs], flags)
+        ref_marks = None if pairs.ref_marked is None else pairs.ref_marked[r_tok]
+        emptied = _emptied(scorer, cand_tokens, cand_marks, match_c_lens, flags)
+        emptied |= _emptied(scorer, ref_tokens, ref_marks, r_lens[refs], flags)
         blank = scorer.encoder.is_blank(match_c_lens) | scorer.encoder.is_blank(r_lens[refs]) | emptied
         left_empty += int((emptied & ~blank_texts(scorer, match_c_lens, r_lens[refs])).sum())
         scores = ragged_scores(
             matches.cand_best[best],
-            scored_weights(weights, cand_tokens, flags),
+            scored_weights(weights, cand_tokens, cand_marks, flags),
             match_c_lens,
             matches.ref_best[r_tok],
-            scored_weights(weights, ref_tokens, flags),
+            scored_weights(weights, ref_tokens, ref_marks, flags),
             r_lens[refs],
             blank,
             scorer.beta,
@@ -133,9 +160,9 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
     return torch.cat(pieces)
 
 
-def _emptied(scorer: Scorer, ids: Tensor, lens: Tensor, flags: Tensor | None) -> Tensor:
+def _emptied(scorer: Scorer, ids: Tensor, marked: Tensor | None, lens: Tensor, flags: Tensor | None) -> Tensor:
     """Texts the mask, a prompt or a context left no token but special ones: they score as blank."""
-    return left_blank(ids, lens, flags, scorer.encoder.zero_weight_ids).to(lens.device)
+    return left_blank(ids, marked, lens, flags, scorer.encoder.zero_weight_ids).to(lens.device)
 
 
 def blank_texts(scorer: Scorer, c_lens: Tensor, r_lens: Tensor) -> Tensor:
@@ -185,8 +212,9 @@ def corpus_counts(
     if dropped is not None and bool(dropped.any()):
         ref_dropped = torch.repeat_interleave(dropped.to(doc_freq.device), pairs.ref_counts)
         tok_dropped = torch.repeat_interleave(ref_dropped, pairs.ref_lens)
+        marked = None if pairs.ref_marked is None else pairs.ref_marked[tok_dropped]
         doc_freq, num_refs = without_documents(
-            doc_freq, num_refs, pairs.ref_ids[tok_dropped].long(), pairs.ref_lens[ref_dropped], len(doc_freq)
+            doc_freq, num_refs, pairs.ref_ids[tok_dropped].long(), pairs.ref_lens[ref_dropped], len(doc_freq), marked
         )
     if collective:
         torch.distributed.all_reduce(doc_freq, group=group)
@@ -238,6 +266,7 @@ def matches_of(pairs: PairTokens, is_new: Tensor) -> tuple[TokenTexts, Tensor, T
     length = torch.empty(len(is_cand), dtype=torch.long)
     start[is_cand], length[is_cand] = c_start[new_pairs], c_lens[new_pairs]
     start[~is_cand], length[~is_cand] = r_start[new_refs], r_lens[new_refs]
-    texts, text_of = distinct_texts((pairs.cand_ids, pairs.ref_ids), (~is_cand).to(torch.uint8), start, length)
+    sources = (pairs.cand_ids, pairs.ref_ids)
+    texts, text_of = distinct_texts(sources, (~is_cand).to(torch.uint8), start, length, pairs.marked)
     match_cand = torch.repeat_interleave(text_of[is_cand], counts)
     return texts, match_cand.to(torch.int32), text_of[~is_cand].to(torch.int32)

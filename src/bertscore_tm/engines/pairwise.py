@@ -17,8 +17,9 @@ from bertscore_tm.embedding.batches import length_batches
 from bertscore_tm.embedding.embedder import Embedder, own_precision
 from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
 from bertscore_tm.errors import warn_undefined
+from bertscore_tm.models.prompts import MarkedIds
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
-from bertscore_tm.scoring.distinct import distinct_texts, token_index
+from bertscore_tm.scoring.distinct import distinct_of, token_index
 from bertscore_tm.scoring.kernel import best_similarities, weighted_scores
 from bertscore_tm.scoring.results import format_scores, progress_bar
 from bertscore_tm.scoring.scorer import Scorer
@@ -263,8 +264,11 @@ class _AllPairs:
             yield part, make_tile(self.table, starts[lo:hi], length[part], weights, part, self.blank[part], live=live)
 
     def embedded(self, ids: Tensor) -> Tensor:
-        seqs = [self.texts[t] for t in ids.tolist()]  # marked ids: the embedder reads them as the model does
-        return torch.tensor(self.embedder.embed_into(self.table, seqs), dtype=torch.long)
+        chosen = ids.tolist()
+        seqs = [self.texts[t] for t in chosen]
+        return torch.tensor(
+            self.embedder.embed_into(self.table, seqs, heads=self.texts.heads(chosen)), dtype=torch.long
+        )
 
     def embed_store(self, progress: Any) -> None:
         """Embed the store (and the kept stream) run by run into tiles, and keep them."""
@@ -349,6 +353,14 @@ def _write(out: Tensor, scores: Tensor, cands: _Occurrences, refs: _Occurrences)
 # -- the public entry points ------------------------------------------------------------------------------
 
 
+def scored_blank(scorer: Scorer, texts: TokenTexts, side: MarkedIds, flags: Tensor | None) -> Tensor:
+    """Which of the distinct `texts` (of `side`'s one source) score as blank: a blank text, or one the mask, a
+    prompt or a context left no token but the special ones."""
+    distinct = token_index(texts, torch.arange(len(texts)))
+    emptied = left_blank(side.ids[distinct], side.marked[distinct], texts.length, flags, scorer.encoder.zero_weight_ids)
+    return scorer.encoder.is_blank(texts.length) | emptied
+
+
 def pairwise_scores(
     scorer: Scorer, cands: str | Sequence[str], refs: str | Sequence[str], device: torch.device, verbose: bool = False
 ) -> Tensor:
@@ -365,19 +377,17 @@ def all_pairs(
     scorer: Scorer, cands: list[str], refs: list[str], device: torch.device, verbose: bool = False
 ) -> tuple[Tensor, dict[str, int]]:
     """The stacked scores of `pairwise_scores`, and what the computation held."""
-    encoder = scorer.encoder
     scorer.follow(device)
-    c_ids, c_lens, r_ids, r_lens = scorer.encode_pairs(cands, refs)  # one warning per kind, both sides counted
-    ids, lens = torch.cat((c_ids, r_ids)), torch.cat((c_lens, r_lens)).long()
-    texts, text_of = distinct_texts(
-        (ids,), torch.zeros(len(lens), dtype=torch.uint8), torch.cumsum(lens, 0) - lens, lens
-    )
-    weights = scorer.reference_weights(r_ids, r_lens, len(refs))  # IDF over the M references as given
-    flags = scorer.token_flags(c_ids, r_ids)  # a mask's, or a prompt's marked tokens: out of the matching
-    del c_ids, r_ids
-    token_weights = scored_weights(weights, ids, flags)
-    distinct_ids = ids[token_index(texts, torch.arange(len(texts)))]
-    blank = encoder.is_blank(texts.length) | left_blank(distinct_ids, texts.length, flags, encoder.zero_weight_ids)
+    cand, ref = scorer.encode_pairs(cands, refs)  # one warning per kind, both sides counted
+    both = MarkedIds.joined(cand, ref)
+    ids, marked = both.ids, both.marked
+    texts, text_of = distinct_of(both)
+    weights = scorer.reference_weights(ref, len(refs))  # IDF over the M references as given
+    flags = scorer.token_flags(marked)  # a mask's, or a prompt's marked tokens: out of the matching
+    c_lens, r_lens = cand.lens, ref.lens
+    del cand, ref
+    token_weights = scored_weights(weights, ids, marked, flags)
+    blank = scored_blank(scorer, texts, both, flags)
     cand_text, ref_text = text_of[: len(cands)], text_of[len(cands) :]
     total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
     with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:
@@ -389,10 +399,10 @@ def all_pairs(
             cand_text,
             ref_text,
             progress=progress,
-            live=kept(ids, flags),
+            live=kept(ids, marked, flags),
             beta=scorer.beta,
         )
-    held = (ids, texts.which, texts.start, texts.length, text_of, token_weights, blank, c_lens, r_lens)
+    held = (ids, marked, texts.which, texts.start, texts.length, text_of, token_weights, blank, c_lens, r_lens)
     info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
     warn_undefined(info["undefined"])
     if scorer.baseline is not None:  # in place: the N x M outputs are the largest thing held

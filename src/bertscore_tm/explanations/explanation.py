@@ -29,8 +29,8 @@ from bertscore_tm.explanations.types import (
     WordExplanation,
 )
 from bertscore_tm.explanations.weighting import Weighting, weak_threshold, weighting
-from bertscore_tm.models.prompts import check_context, prompted_ids
-from bertscore_tm.scoring.distinct import distinct_texts
+from bertscore_tm.models.prompts import MarkedIds, check_context, prompted_ids
+from bertscore_tm.scoring.distinct import distinct_of
 from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.scoring.matching import best_of_references, ragged_scores
 from bertscore_tm.scoring.scorer import Scorer
@@ -44,11 +44,12 @@ from bertscore_tm.settings.texts import check_corpus, check_text, check_texts
 
 @dataclass(frozen=True)
 class _Side:
-    """One side of the explained match: its text, ids (a prompt's and a context's marked), bests, matches,
-    weights, blankness and roles."""
+    """One side of the explained match: its text, ids and their marks (a prompt's and a context's), bests,
+    matches, weights, blankness and roles."""
 
     text: str
     ids: Tensor
+    marked: Tensor
     best: Tensor
     match: Tensor
     weights: Tensor
@@ -81,17 +82,18 @@ def explain_pairs(
     owner = torch.repeat_interleave(torch.arange(len(cands)), counts).tolist()
     with own_precision(device):
         scorer.follow(device)
-        c_ids, c_lens, r_ids, r_lens = scorer.encode_pairs(cands, refs, context, counts.tolist())
-        scorer.check_known_weights(torch.cat([c_ids, r_ids]))
-        flags = scorer.token_flags(c_ids, r_ids)
-        c_seqs, r_seqs = torch.split(c_ids, c_lens.tolist()), torch.split(r_ids, r_lens.tolist())
-        vectors = _vectors(scorer, [*c_seqs, *r_seqs], row)
-        live = [kept(s, flags) for s in (*c_seqs, *r_seqs)]
+        cand, ref = scorer.encode_pairs(cands, refs, context, counts.tolist())
+        scorer.check_known_weights(torch.cat([cand.ids, ref.ids]), torch.cat([cand.marked, ref.marked]))
+        flags = scorer.token_flags(cand.marked, ref.marked)
+        c_seqs, c_marks = torch.split(cand.ids, cand.lens.tolist()), torch.split(cand.marked, cand.lens.tolist())
+        r_seqs, r_marks = torch.split(ref.ids, ref.lens.tolist()), torch.split(ref.marked, ref.lens.tolist())
+        vectors = _vectors(scorer, [*c_seqs, *r_seqs], [*c_marks, *r_marks], row)
+        live = [kept(s, m, flags) for s, m in zip((*c_seqs, *r_seqs), (*c_marks, *r_marks), strict=True)]
         found = [
             best_matches(vectors[i], vectors[len(cands) + j], live[i], live[len(cands) + j])
             for j, i in enumerate(owner)
         ]
-    texts = (c_seqs, r_seqs, owner)
+    texts = ((c_seqs, c_marks), (r_seqs, r_marks), owner)
     raw, per_ref, top, best = _scores(scorer, weights.table, texts, found, counts, (row, flags))
     out, first = [], 0
     for i, group in enumerate(groups):
@@ -99,8 +101,8 @@ def explain_pairs(
         c_best, c_match, r_best, r_match = found[k]
         has_context = names_context(None if context is None else [context[i]])
         sides = (
-            _side(scorer, 0, (cands[i], c_seqs[i]), (c_best, c_match), (weights.table, flags), has_context),
-            _side(scorer, 1, (refs[k], r_seqs[k]), (r_best, r_match), (weights.table, flags), has_context),
+            _side(scorer, 0, (cands[i], c_seqs[i], c_marks[i]), (c_best, c_match), (weights.table, flags), has_context),
+            _side(scorer, 1, (refs[k], r_seqs[k], r_marks[k]), (r_best, r_match), (weights.table, flags), has_context),
         )
         scores = PairScores(
             _triple(top[i]),
@@ -122,33 +124,33 @@ def _triple(scores: Tensor) -> ScoreTriple:
 def _side(
     scorer: Scorer,
     which: int,
-    text: tuple[str, Tensor],
+    text: tuple[str, Tensor, Tensor],
     found: tuple[Tensor, Tensor],
     weights: tuple[Tensor, Tensor | None],
     has_context: bool,
 ) -> _Side:
     """One side (`which`: 0 the candidate's, 1 the reference's): its weights as the scores take them, blank where
     the text is, or where the mask or a prompt left it only special tokens."""
-    ids = text[1]
+    _, ids, marked = text
     table, flags = weights
     lens = torch.tensor([len(ids)])
     zero = scorer.encoder.zero_weight_ids
-    blank = bool(scorer.encoder.is_blank(lens)[0]) or bool(left_blank(ids, lens, flags, zero)[0])
+    blank = bool(scorer.encoder.is_blank(lens)[0]) or bool(left_blank(ids, marked, lens, flags, zero)[0])
     roles = _roles(scorer, which, text, has_context)
-    return _Side(text[0], ids, found[0], found[1], scored_weights(table, ids, flags), blank, roles)
+    return _Side(text[0], ids, marked, found[0], found[1], scored_weights(table, ids, marked, flags), blank, roles)
 
 
-def _roles(scorer: Scorer, which: int, text: tuple[str, Tensor], has_context: bool) -> list[str | None]:
+def _roles(scorer: Scorer, which: int, text: tuple[str, Tensor, Tensor], has_context: bool) -> list[str | None]:
     """Each token's role: "masked" where the mask leaves it out, a marked token "prompt" or "context". The
     prompt comes first, so with both, as many marked tokens as the prompt alone marks are the prompt's."""
     prompt, name = scorer.prompts[which], ("candidate_prompt", "reference_prompt")[which]
-    ids = text[1].tolist()
+    ids, marked = text[1].tolist(), text[2].tolist()
     prompt_tokens = 0
     if prompt is not None:
         prompt_tokens = len(ids) if not has_context else _marked_count(scorer, text[0], prompt, name)
     roles: list[str | None] = []
-    for t in ids:
-        if t < 0:
+    for t, is_marked in zip(ids, marked, strict=True):
+        if is_marked:
             roles.append("prompt" if prompt_tokens > 0 else "context")
             prompt_tokens -= 1
         elif scorer.ignored is not None and bool(scorer.ignored[t]):
@@ -160,8 +162,7 @@ def _roles(scorer: Scorer, which: int, text: tuple[str, Tensor], has_context: bo
 
 def _marked_count(scorer: Scorer, text: str, prompt: str, name: str) -> int:
     """How many tokens `prompt` marks before `text`."""
-    ids, _, _ = prompted_ids(scorer.encoder, [text], prompt, None, name)
-    return int((ids < 0).sum())
+    return int(prompted_ids(scorer.encoder, [text], prompt, None, name)[0].marked.sum())
 
 
 def _layer(scorer: Scorer, layer: int | None) -> tuple[int, int]:
@@ -192,16 +193,16 @@ def _layer(scorer: Scorer, layer: int | None) -> tuple[int, int]:
     return layer, layer
 
 
-def _vectors(scorer: Scorer, seqs: Sequence[Tensor], row: int) -> list[Tensor]:
+def _vectors(scorer: Scorer, seqs: Sequence[Tensor], marks: Sequence[Tensor], row: int) -> list[Tensor]:
     """Each sequence's vectors at the explained layer, as the engine makes them (each distinct text once)."""
     lens = torch.tensor([len(s) for s in seqs], dtype=torch.long)
     flat = torch.cat(list(seqs)) if seqs else torch.zeros(0, dtype=torch.long)
-    which = torch.zeros(len(seqs), dtype=torch.uint8)
-    texts, text_of = distinct_texts((flat,), which, torch.cumsum(lens, 0) - lens, lens)
-    index, distinct = text_of.tolist(), [texts[t] for t in range(len(texts))]  # marked: the embedder unmarks them
+    marked = torch.cat(list(marks)) if marks else torch.zeros(0, dtype=torch.bool)
+    texts, text_of = distinct_of(MarkedIds(flat, lens, marked))
+    index, distinct = text_of.tolist(), [texts[t] for t in range(len(texts))]
     source = scorer.embedding_source()
     table = source.new_table(sum(len(s) for s in distinct))
-    starts = source.embed_into(table, distinct)
+    starts = source.embed_into(table, distinct, heads=texts.heads(list(range(len(texts)))))
     if scorer.all_layers:
         table = table[:, row]
     return [table[starts[n] : starts[n] + len(distinct[n])] for n in index]
@@ -210,28 +211,28 @@ def _vectors(scorer: Scorer, seqs: Sequence[Tensor], row: int) -> list[Tensor]:
 def _scores(
     scorer: Scorer,
     table: Tensor,
-    texts: tuple[Sequence[Tensor], Sequence[Tensor], list[int]],
+    texts: tuple[tuple[Sequence[Tensor], Sequence[Tensor]], tuple[Sequence[Tensor], Sequence[Tensor]], list[int]],
     found: list[tuple[Tensor, Tensor, Tensor, Tensor]],
     counts: Tensor,
     where: tuple[int, Tensor | None],
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Per match its raw P, R, F (F-beta fourth) and rescaled ones; per pair the best over its references,
     rescaled, and the best reference's index: the core's rules at the explained layer's `row`."""
-    c_seqs, r_seqs, owner = texts
+    (c_seqs, c_marks), (r_seqs, r_marks), owner = texts
     row, flags = where
-    cand = [c_seqs[i] for i in owner]
-    c_len = torch.tensor([len(s) for s in cand], dtype=torch.long)
+    c_len = torch.tensor([len(c_seqs[i]) for i in owner], dtype=torch.long)
     r_len = torch.tensor([len(s) for s in r_seqs], dtype=torch.long)
-    c_flat, r_flat = torch.cat(cand), torch.cat(list(r_seqs))
+    c_flat, c_marked = torch.cat([c_seqs[i] for i in owner]), torch.cat([c_marks[i] for i in owner])
+    r_flat, r_marked = torch.cat(list(r_seqs)), torch.cat(list(r_marks))
     zero = scorer.encoder.zero_weight_ids
-    emptied = left_blank(c_flat, c_len, flags, zero) | left_blank(r_flat, r_len, flags, zero)
+    emptied = left_blank(c_flat, c_marked, c_len, flags, zero) | left_blank(r_flat, r_marked, r_len, flags, zero)
     blank = scorer.encoder.is_blank(c_len) | scorer.encoder.is_blank(r_len) | emptied
     raw = ragged_scores(
         torch.cat([f[0] for f in found])[:, None],
-        scored_weights(table, c_flat, flags),
+        scored_weights(table, c_flat, c_marked, flags),
         c_len,
         torch.cat([f[2] for f in found])[:, None],
-        scored_weights(table, r_flat, flags),
+        scored_weights(table, r_flat, r_marked, flags),
         r_len,
         blank,
         scorer.beta,
@@ -252,7 +253,7 @@ def _explanation(
     """One pair's explanation from its best match's two sides (`context`: threshold, layer, row, note, hash code)."""
     limit, layer, row, note, code = context
     blank = sides[0].blank or sides[1].blank
-    spans = [token_spans(scorer.encoder, side.text, side.ids.tolist()) for side in sides]
+    spans = [token_spans(scorer.encoder, side.text, side.ids.tolist(), side.marked.tolist()) for side in sides]
     words = [words_of(side.text, s.spans) for side, s in zip(sides, spans, strict=True)]
     c_tokens, r_tokens = (
         _tokens(side, s, word_of, blank) for side, s, (_, word_of) in zip(sides, spans, words, strict=True)

@@ -31,14 +31,14 @@ class TokenSpans:
     special: list[bool]
 
 
-def token_spans(encoder: Any, text: str, ids: Sequence[int]) -> TokenSpans:
-    """Where the tokens `ids` lie in `text`. A prompt's or a context's tokens (negative ids) lie in no
+def token_spans(encoder: Any, text: str, ids: Sequence[int], marked: Sequence[bool]) -> TokenSpans:
+    """Where the tokens `ids` lie in `text`. A prompt's or a context's tokens (`marked`) lie in no
     character of it: their pieces are named, their spans None."""
     ids = [int(i) for i in ids]
-    if any(i < 0 for i in ids):
-        own = [k for k, i in enumerate(ids) if i >= 0]
-        inner = token_spans(encoder, text, [ids[k] for k in own])
-        pieces = [str(p) for p in encoder.tokenizer.convert_ids_to_tokens([i if i >= 0 else -i - 1 for i in ids])]
+    if any(marked):
+        own = [k for k, m in enumerate(marked) if not m]
+        inner = _text_spans(encoder, text, [ids[k] for k in own])
+        pieces = [str(p) for p in encoder.tokenizer.convert_ids_to_tokens(ids)]
         spans: list[tuple[int, int] | None] = [None] * len(ids)
         special = [False] * len(ids)
         for n, k in enumerate(own):

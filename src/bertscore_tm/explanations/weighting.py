@@ -10,7 +10,7 @@ from torch import Tensor
 
 from bertscore_tm.errors import BERTScoreError
 from bertscore_tm.explanations.types import Threshold
-from bertscore_tm.models.prompts import prompted_ids
+from bertscore_tm.models.prompts import MarkedIds, prompted_ids
 from bertscore_tm.scoring.baselines import baseline_rows, find_baseline, read_baseline
 from bertscore_tm.scoring.scorer import Scorer
 
@@ -44,17 +44,15 @@ def weighting(
     else:
         refs = [r for group in groups for r in group]
         note = f"IDF over the pair's own {len(refs)} reference(s) (idf_references= counts over a corpus)"
-    ids, lens = _reference_ids(scorer, refs)
-    return Weighting(scorer.reference_weights(ids, lens, len(refs)).cpu(), note)
+    return Weighting(scorer.reference_weights(_reference_ids(scorer, refs), len(refs)).cpu(), note)
 
 
-def _reference_ids(scorer: Scorer, refs: list[str]) -> tuple[Tensor, Tensor]:
+def _reference_ids(scorer: Scorer, refs: list[str]) -> MarkedIds:
     """The references' ids as the paired scores count their IDF: with the reference prompt, its tokens marked."""
     prompt = scorer.prompts[1]
     if prompt is None:
-        return scorer.encoder.encode(refs)
-    ids, lens, _ = prompted_ids(scorer.encoder, refs, prompt, None, "reference_prompt")
-    return ids, lens
+        return MarkedIds.plain(*scorer.encoder.encode(refs))
+    return prompted_ids(scorer.encoder, refs, prompt, None, "reference_prompt")[0]
 
 
 def weak_threshold(scorer: Scorer, layer: int, threshold: float | None) -> Threshold:

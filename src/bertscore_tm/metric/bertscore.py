@@ -25,9 +25,18 @@ from bertscore_tm.engines.mbr import select
 from bertscore_tm.engines.paired import PairTokens, TokenMatches, corpus_counts, interleave, match_pairs, weigh_pairs
 from bertscore_tm.engines.pairwise import pairwise_scores
 from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, SettingsMismatchError, warn_user
-from bertscore_tm.metric.checkpoint import check_mergeable, loaded_states, setting_digests
+from bertscore_tm.metric.checkpoint import check_mergeable, loaded_states, setting_digests, with_marks
 from bertscore_tm.metric.indexes import PairPlan, checked_indexes
-from bertscore_tm.metric.states import STATES, TOKEN_STATES, HostCopies, as_bits, cat_state, new_entries, similarities
+from bertscore_tm.metric.states import (
+    STATES,
+    TOKEN_STATES,
+    HostCopies,
+    as_bits,
+    cat_state,
+    new_entries,
+    similarities,
+    token_dtype,
+)
 from bertscore_tm.models.tokenizing import PairTokenizer, TokenizedPairs
 from bertscore_tm.models.windows import WindowRule
 from bertscore_tm.scoring.hashcode import HashSignature
@@ -46,8 +55,10 @@ if TYPE_CHECKING:
 #: The key torch gives a module's extra state (`get_extra_state`) in its state_dict, after the module's prefix.
 EXTRA_STATE_KEY = "_extra_state"
 
-#: The format of the extra state; another is refused when loaded.
-STATE_FORMAT = 1
+#: The format of the extra state: 2 holds the marks of a prompt's and a context's tokens beside real ids, 1 (read
+#: too) marked them in the ids (`checkpoint.with_marks`); another is refused when loaded.
+STATE_FORMAT = 2
+READ_FORMATS = (1, 2)
 
 
 class BERTScore(Metric):
@@ -216,10 +227,16 @@ class BERTScore(Metric):
     def _add_pairs(self, batch: TokenizedPairs, index_tensor: Tensor | None) -> None:
         """Add tokenised pairs to the state (ids ``idf_weights`` cannot weigh refused first). The host
         tensors are sent from pinned memory and not waited for, so that an update() never stalls a GPU."""
-        self.scorer.check_known_weights(torch.cat([batch.cand_ids, batch.ref_ids]))
+        self.scorer.check_known_weights(
+            torch.cat([batch.cand_ids, batch.ref_ids]), torch.cat([batch.cand_marked, batch.ref_marked])
+        )
         device, n = self.device, len(batch)
         unscored = torch.zeros(n, dtype=torch.bool)
-        hosts = (batch.cand_ids, batch.cand_lens, batch.ref_ids, batch.ref_lens, batch.ref_counts, unscored)
+        hosts = (
+            *(batch.cand_ids, batch.cand_lens, batch.cand_marked),
+            *(batch.ref_ids, batch.ref_lens, batch.ref_marked),
+            *(batch.ref_counts, unscored),
+        )
         for name, value in zip((*TOKEN_STATES, "scored"), hosts, strict=True):
             getattr(self, name).append(self._host_copies.keep(send(value, device), value))
         flags = batch.has_context
@@ -229,7 +246,7 @@ class BERTScore(Metric):
         if index_tensor is not None:
             self.indexes.append(send(index_tensor.to(torch.long), device))
         if self.scorer.counts_idf:
-            counts = document_frequency(batch.ref_ids, batch.ref_lens, self.scorer.vocab_size)
+            counts = document_frequency(batch.ref_ids, batch.ref_lens, self.scorer.vocab_size, marked=batch.ref_marked)
             self.doc_freq += send(counts, self.doc_freq.device)
         self.num_refs += len(batch.ref_lens)
 
@@ -269,7 +286,7 @@ class BERTScore(Metric):
                 allowed="a BERTScore, or its state_dict() with persistent(True)",
                 value=type(incoming_state).__name__,
             )
-        states = saved["states"]
+        states = with_marks(saved["states"])
         check_mergeable(self.scorer, states, _digests(saved), self.doc_freq.numel())
         here = {name: getattr(self, name) for name in self.metric_state}
         super().merge_state(
@@ -333,9 +350,9 @@ class BERTScore(Metric):
         if state is None:  # saved before the metric had an extra state (`_before_loading`)
             return
         digests = _digests(state)
-        if state.get("format") != STATE_FORMAT:
+        if state.get("format") not in READ_FORMATS:
             raise SettingsMismatchError(
-                f"This BERTScore state is of format {state.get('format')!r}, this version reads {STATE_FORMAT}.",
+                f"This BERTScore state is of format {state.get('format')!r}, this version reads {READ_FORMATS}.",
                 setting="format",
                 values=[state.get("format"), STATE_FORMAT],
             )
@@ -407,10 +424,10 @@ class BERTScore(Metric):
     # -- the pairs not scored yet: embedded on the metric's device, their best similarities kept ---------------
     def _pairs(self, device: torch.device, entries: slice = slice(None)) -> PairTokens:
         """The state's pairs (of list `entries`) as tensors on `device`; on the host, from the host copies."""
-        ids, lens, r_ids, r_lens, counts = (
-            self._host_copies.cat(getattr(self, name)[entries], torch.int32, device) for name in TOKEN_STATES
+        ids, lens, marked, r_ids, r_lens, r_marked, counts = (
+            self._host_copies.cat(getattr(self, name)[entries], token_dtype(name), device) for name in TOKEN_STATES
         )
-        return PairTokens(ids, lens.long(), r_ids, r_lens.long(), counts.long())
+        return PairTokens(ids, lens.long(), r_ids, r_lens.long(), counts.long(), marked, r_marked)
 
     def _score_pending(self) -> None:
         """Embed and match the pairs no earlier compute() scored, and keep their bests. Where the new pairs
@@ -435,7 +452,7 @@ class BERTScore(Metric):
         pairs = self._pairs(torch.device("cpu"), slice(first, None))
         for name in TOKEN_STATES:
             entries = getattr(self, name)
-            setattr(self, name, [*entries[:first], cat_state(entries[first:], torch.int32, home)])
+            setattr(self, name, [*entries[:first], cat_state(entries[first:], token_dtype(name), home)])
         new = match_pairs(self.scorer, pairs, torch.ones(len(pairs.ref_counts), dtype=torch.bool), self.verbose)
         self.cand_best = [*self.cand_best, as_bits(new.cand_best).to(home)]
         self.ref_best = [*self.ref_best, as_bits(new.ref_best).to(home)]
@@ -444,7 +461,7 @@ class BERTScore(Metric):
         """Score the pairs `is_new` marks amid scored ones, interleaving the bests in pair order."""
         pairs = self._pairs(torch.device("cpu"))
         for name in TOKEN_STATES:  # one tensor per state from now on (the chunks freed, not held twice)
-            setattr(self, name, [cat_state(getattr(self, name), torch.int32, home)])
+            setattr(self, name, [cat_state(getattr(self, name), token_dtype(name), home)])
         new = match_pairs(self.scorer, pairs, is_new, verbose=self.verbose)
         old_c, old_r = similarities(self.cand_best, self.device), similarities(self.ref_best, self.device)
         cand = interleave(old_c, new.cand_best, is_new, pairs.cand_lens * pairs.ref_counts)

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from bertscore_tm.distributed.ranks import settings_digest
 from bertscore_tm.errors import SettingsMismatchError
-from bertscore_tm.metric.states import as_bits, cat_state, pair_count
+from bertscore_tm.metric.states import as_bits, cat_state, pair_count, token_dtype
 from bertscore_tm.scoring.idf import document_frequency
 from bertscore_tm.scoring.scorer import Scorer
 
@@ -92,7 +92,7 @@ def loaded_states(
     """The states once `states` are loaded (checked first): similarities another embedding made dropped,
     the rest kept as bits, IDF counts fitted, and each pair's context flag made where the state has none."""
     keeps_similarities = check_loadable(scorer, states, saved)
-    out = dict(states)
+    out = with_marks(states)
     pairs = pair_count(states["scored"])
     if not keeps_similarities:
         out.update(cand_best=[], ref_best=[], scored=[torch.zeros(pairs, dtype=torch.bool)])
@@ -101,16 +101,28 @@ def loaded_states(
     if pair_count(out.get("has_context", [])) != pairs:
         out["has_context"] = [torch.full((pairs,), context, dtype=torch.bool)]
     cpu = torch.device("cpu")
-    refs = (cat_state(states["ref_ids"], torch.int32, cpu), cat_state(states["ref_lens"], torch.int32, cpu))
+    refs = (cat_state(out[name], token_dtype(name), cpu) for name in ("ref_ids", "ref_lens", "ref_marked"))
     out["doc_freq"] = fitted_counts(scorer, torch.as_tensor(states["doc_freq"]), *refs)
     return out
 
 
-def fitted_counts(scorer: Scorer, doc_freq: Tensor, ref_ids: Tensor, ref_lens: Tensor) -> Tensor:
+def with_marks(states: Mapping[str, Any]) -> dict[str, Any]:
+    """`states` with their tokens' marks: a state of format 1, saved before marks were held apart, held a
+    marked token t as the id -(t + 1); its ids are made real and the marks kept beside them."""
+    out = dict(states)
+    for side in ("cand", "ref"):
+        if f"{side}_marked" not in out:
+            ids = [torch.as_tensor(x) for x in out[f"{side}_ids"]]
+            out[f"{side}_marked"] = [x < 0 for x in ids]
+            out[f"{side}_ids"] = [torch.where(x < 0, -x - 1, x) for x in ids]
+    return out
+
+
+def fitted_counts(scorer: Scorer, doc_freq: Tensor, ref_ids: Tensor, ref_lens: Tensor, ref_marked: Tensor) -> Tensor:
     """The IDF counts a loaded state holds here: counted again from its references where it has none,
     none where this setting counts none, else its own."""
     if scorer.counts_idf and doc_freq.numel() == 0:
-        return document_frequency(ref_ids, ref_lens, scorer.vocab_size)
+        return document_frequency(ref_ids, ref_lens, scorer.vocab_size, marked=ref_marked)
     if not scorer.counts_idf and doc_freq.numel():
         return torch.zeros(0, dtype=torch.long, device=doc_freq.device)
     return doc_freq

@@ -11,10 +11,16 @@ import torch
 from torch import Tensor
 from torchmetrics.utilities.data import dim_zero_cat
 
-#: The Metric's list states: each update() appends an entry to the pairs' (`TOKEN_STATES`), `scored`, `has_context`
-#: (and `indexes` with indexes); a compute() appends the new pairs' best similarities.
-TOKEN_STATES = ("cand_ids", "cand_lens", "ref_ids", "ref_lens", "ref_counts")
+#: The Metric's list states: each update() appends an entry to the pairs' (`TOKEN_STATES`: ids, lengths and the
+#: marks of a prompt's or a context's tokens), `scored`, `has_context` (and `indexes` with indexes); a compute()
+#: appends the new pairs' best similarities.
+TOKEN_STATES = ("cand_ids", "cand_lens", "cand_marked", "ref_ids", "ref_lens", "ref_marked", "ref_counts")
 STATES = (*TOKEN_STATES, "scored", "cand_best", "ref_best", "indexes", "has_context")
+
+
+def token_dtype(name: str) -> torch.dtype:
+    """The dtype of a `TOKEN_STATES` state: bool marks, int32 ids and counts."""
+    return torch.bool if name.endswith("_marked") else torch.int32
 
 
 def cat_state(items: list[Tensor] | Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:

@@ -5,7 +5,7 @@ weights and IDF. The prompt always stays whole. Semantics: docs/semantics.md, "P
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -14,16 +14,30 @@ from bertscore_tm.errors import ArgumentValueError, warn_user
 from bertscore_tm.settings.texts import check_contexts
 
 
-def unmarked(ids: Tensor) -> Tensor:
-    """The ids the model reads: a marked token t is held as -(t + 1) so every rule knows it from the ids alone."""
-    return torch.where(ids < 0, -ids - 1, ids)
+class MarkedIds(NamedTuple):
+    """Texts' flat int32 token ids end to end, their lengths, and which tokens are marked (a prompt's or a
+    context's): the model reads every id, and the scoring rules leave the marked tokens out."""
+
+    ids: Tensor
+    lens: Tensor
+    marked: Tensor  # bool, one per id
+
+    @classmethod
+    def plain(cls, ids: Tensor, lens: Tensor) -> MarkedIds:
+        """Texts of which no token is marked (no prompt, no context)."""
+        return cls(ids, lens, torch.zeros(len(ids), dtype=torch.bool))
+
+    @classmethod
+    def joined(cls, *sides: MarkedIds) -> MarkedIds:
+        """The sides' texts one after another."""
+        return cls(*(torch.cat(parts) for parts in zip(*sides, strict=True)))
 
 
 def prompted_ids(
     encoder: Any, texts: Sequence[str], prompt: str | None, contexts: Sequence[str] | None, argument: str
-) -> tuple[Tensor, Tensor, Tensor]:
-    """Flat int32 ids (prompt and context marked), lengths and cut flags of prompt + context + " \n" + text
-    (CodeBERTScore's join). The context is cut first, from its start, so the tokens nearest the text stay."""
+) -> tuple[MarkedIds, Tensor]:
+    """The ids of prompt + context + " \n" + text (CodeBERTScore's join), the prompt's and the context's tokens
+    marked, and cut flags. The context is cut first, from its start, so the tokens nearest the text stay."""
     tokenizer = encoder.tokenizer
     if not encoder.is_fast:
         raise ArgumentValueError(
@@ -43,6 +57,7 @@ def prompted_ids(
         limit = encoder.max_length if encoder.truncate else None
         half = (encoder.max_length - encoder.num_special) // 2 if heads_per_window(encoder) else None
     ids: list[int] = []
+    marked: list[bool] = []
     lens: list[int] = []
     cut: list[bool] = []
     for row, head in zip(zip(enc["input_ids"], enc["offset_mapping"], strict=True), heads, strict=True):
@@ -55,10 +70,16 @@ def prompted_ids(
         kept = _fit(list(zip(row[0], part, strict=True)), limit)
         if half is not None and len(kept) > encoder.max_length:
             kept = _fit_head(kept, half)
-        ids += [t if p == 2 else -t - 1 for t, p in kept]  # the prompt's and the context's marked
+        ids += [t for t, _ in kept]
+        marked += [p < 2 for _, p in kept]  # the prompt's and the context's
         lens.append(len(kept))
         cut.append(len(kept) < len(part))
-    return torch.tensor(ids, dtype=torch.int32), torch.tensor(lens, dtype=torch.int32), torch.tensor(cut)
+    side = MarkedIds(
+        torch.tensor(ids, dtype=torch.int32),
+        torch.tensor(lens, dtype=torch.int32),
+        torch.tensor(marked, dtype=torch.bool),
+    )
+    return side, torch.tensor(cut)
 
 
 def _fit(tokens: list[tuple[int, int]], limit: int | None) -> list[tuple[int, int]]:
@@ -122,7 +143,7 @@ def encode_prompted_pairs(
     prompts: tuple[str | None, str | None],
     contexts: tuple[Sequence[str], Sequence[str]] | None = None,
     notes: list[str] | None = None,
-) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+) -> tuple[MarkedIds, MarkedIds]:
     """`TextEncoder.encode_pairs` with prompts and contexts, one warning for the texts cut on either side."""
     sides = []
     truncated = 0
@@ -131,11 +152,11 @@ def encode_prompted_pairs(
     ):
         context = None if contexts is None else contexts[side]
         if prompt is None and context is None:
-            ids, lens = encoder.encode(texts, notes)
+            sides.append(MarkedIds.plain(*encoder.encode(texts, notes)))
         else:
-            ids, lens, cut = prompted_ids(encoder, texts, prompt, context, name if context is None else "context")
+            prompted, cut = prompted_ids(encoder, texts, prompt, context, name if context is None else "context")
+            sides.append(prompted)
             truncated += int(cut.sum())
-        sides += [ids, lens]
     message = None
     if truncated and encoder.truncate:
         message = (
@@ -153,7 +174,7 @@ def encode_prompted_pairs(
         notes.append(message)
     elif message is not None:
         warn_user(message)
-    return sides[0], sides[1], sides[2], sides[3]
+    return sides[0], sides[1]
 
 
 def check_context(context: object, count: int) -> list[str] | None:

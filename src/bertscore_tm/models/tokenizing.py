@@ -19,7 +19,7 @@ from torch import Tensor
 from bertscore_tm.distributed.ranks import settings_digest
 from bertscore_tm.errors import ArgumentValueError, ModelSetupError, warn_user
 from bertscore_tm.models.model_family import uses_prefix_space
-from bertscore_tm.models.prompts import check_context, encode_prompted_pairs
+from bertscore_tm.models.prompts import MarkedIds, check_context, encode_prompted_pairs
 from bertscore_tm.settings.texts import check_pairs
 
 #: Tokenizers report this (or more) when they know no maximum length.
@@ -359,12 +359,15 @@ def _counted(by_side: Mapping[str, int], kind: str = "") -> str:
 @dataclasses.dataclass(frozen=True)
 class TokenizedPairs:
     """Pairs made by a metric's `tokenize` for its `update()`, small and picklable so a DataLoader's worker can
-    make them; `digest` lets update() refuse another setting's ids, `notes` are warned when update() takes them."""
+    make them; `digest` lets update() refuse another setting's ids, `notes` are warned when update() takes them.
+    ``*_marked`` flag the prompts' and contexts' tokens (`MarkedIds`)."""
 
     cand_ids: Tensor
     cand_lens: Tensor
+    cand_marked: Tensor
     ref_ids: Tensor
     ref_lens: Tensor
+    ref_marked: Tensor
     ref_counts: Tensor
     has_context: Tensor
     digest: int
@@ -397,13 +400,11 @@ class PairTokenizer:
         counts = [len(group) for group in groups]
         notes: list[str] = []
         refs = [r for group in groups for r in group]
-        c_ids, c_lens, r_ids, r_lens = self.encode(cands, refs, contexts, counts, notes)
+        cand, ref = self.encode(cands, refs, contexts, counts, notes)
         flags = [bool(c.strip()) for c in contexts] if contexts is not None else [False] * len(cands)
         return TokenizedPairs(
-            c_ids,
-            c_lens,
-            r_ids,
-            r_lens,
+            *cand,
+            *ref,
             torch.tensor(counts, dtype=torch.int32),
             torch.tensor(flags, dtype=torch.bool),
             self.digest,
@@ -417,10 +418,11 @@ class PairTokenizer:
         contexts: Sequence[str] | None = None,
         counts: Sequence[int] | None = None,
         notes: list[str] | None = None,
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Both sides' ids and lengths, prompts and contexts marked; `counts`: references per candidate."""
+    ) -> tuple[MarkedIds, MarkedIds]:
+        """Both sides' ids, prompts and contexts marked; `counts`: references per candidate."""
         if self.prompts == (None, None) and contexts is None:
-            return self.encoder.encode_pairs(cands, refs, notes)
+            c_ids, c_lens, r_ids, r_lens = self.encoder.encode_pairs(cands, refs, notes)
+            return MarkedIds.plain(c_ids, c_lens), MarkedIds.plain(r_ids, r_lens)
         sides = None
         if contexts is not None:
             assert counts is not None

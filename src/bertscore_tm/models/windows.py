@@ -211,15 +211,13 @@ def plan_pieces(
     return out
 
 
-def head_lengths(seqs: Sequence[Tensor], lengths: Sequence[int], rule: WindowRule | None) -> list[int] | None:
-    """Each text's head (its negative ids), counted only for texts that run in windows; None where none has one."""
-    if rule is None:
+def head_lengths(heads: Sequence[int] | None, lengths: Sequence[int], rule: WindowRule | None) -> list[int] | None:
+    """Each text's head (its marked tokens, `heads`), kept only for texts that run in windows; None where none has
+    one."""
+    if rule is None or heads is None:
         return None
-    heads = [
-        int((seq < 0).sum()) if n - rule.lead - rule.trail > rule.size else 0
-        for seq, n in zip(seqs, lengths, strict=True)
-    ]
-    return heads if any(heads) else None
+    kept = [h if n - rule.lead - rule.trail > rule.size else 0 for h, n in zip(heads, lengths, strict=True)]
+    return kept if any(kept) else None
 
 
 def piece_ids(seq: Tensor, piece: Piece, rule: WindowRule | None) -> Tensor:

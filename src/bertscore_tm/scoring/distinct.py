@@ -8,23 +8,39 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.embedding.rows import TokenTexts, ragged_arange
+from bertscore_tm.models.prompts import MarkedIds
 
 
 def distinct_texts(
-    sources: tuple[Tensor, ...], which: Tensor, start: Tensor, length: Tensor
+    sources: tuple[Tensor, ...], which: Tensor, start: Tensor, length: Tensor, marked: tuple[Tensor, ...] | None
 ) -> tuple[TokenTexts, Tensor]:
     """The distinct sequences among occurrences ``sources[which[i]][start[i] : start[i] + length[i]]``,
-    numbered by first occurrence and held by reference (no id copied), and each occurrence's text.
+    numbered by first occurrence and held by reference (no id copied), and each occurrence's text. Two texts
+    are one only where their tokens' `marked` flags (each source's; None: none marked) are equal too.
 
     >>> ids = torch.tensor([7, 8, 9, 7, 8])
     >>> texts, text_of = distinct_texts((ids,), torch.zeros(3, dtype=torch.uint8), torch.tensor([0, 2, 3]),
-    ...                                 torch.tensor([2, 1, 2]))
+    ...                                 torch.tensor([2, 1, 2]), None)
     >>> text_of.tolist(), [texts[t].tolist() for t in range(len(texts))]
     ([0, 1, 0], [[7, 8], [9]])
+    >>> marked = (torch.tensor([True, False, False, False, False]),)
+    >>> distinct_texts((ids,), torch.zeros(3, dtype=torch.uint8), torch.tensor([0, 2, 3]),
+    ...                torch.tensor([2, 1, 2]), marked)[1].tolist()
+    [0, 1, 2]
     """
     which, start, length = which.to(torch.uint8), start.long(), length.long()
-    text_of, first = first_seen_ids(sources, which, start, length)
-    return TokenTexts(sources, which[first], start[first], length[first].to(torch.int32)), text_of
+    if marked is not None and not any(bool(m.any()) for m in marked):
+        marked = None  # no token marked: the ids alone tell the texts apart
+    keyed = sources if marked is None else tuple(s.long() * 2 + m for s, m in zip(sources, marked, strict=True))
+    text_of, first = first_seen_ids(keyed, which, start, length)
+    return TokenTexts(sources, which[first], start[first], length[first].to(torch.int32), marked), text_of
+
+
+def distinct_of(side: MarkedIds) -> tuple[TokenTexts, Tensor]:
+    """`distinct_texts` of one side's texts, end to end in its one source."""
+    lens = side.lens.long()
+    which = torch.zeros(len(lens), dtype=torch.uint8)
+    return distinct_texts((side.ids,), which, torch.cumsum(lens, 0) - lens, lens, (side.marked,))
 
 
 def token_index(texts: TokenTexts, chosen: Tensor) -> Tensor:

@@ -14,17 +14,16 @@ from torch import Tensor
 from bertscore_tm.errors import ArgumentValueError
 
 
-def document_frequency(ids: Tensor, lengths: Tensor, vocab_size: int) -> Tensor:
-    """How many texts (flat `ids` split by `lengths`) contain each id: int64 [vocab_size]; a prompt's
-    tokens (negative ids) are not counted."""
-    if ids.numel() == 0:
-        return torch.zeros(vocab_size, dtype=torch.long, device=ids.device)
+def document_frequency(ids: Tensor, lengths: Tensor, vocab_size: int, *, marked: Tensor | None) -> Tensor:
+    """How many texts (flat `ids` split by `lengths`) contain each id: int64 [vocab_size]; the `marked` tokens
+    (a prompt's, a context's; None: none) are not counted."""
     doc = torch.repeat_interleave(torch.arange(len(lengths), device=ids.device), lengths.long().to(ids.device))
     ids = ids.long()
-    if int(ids.min()) < 0:  # a prompt's tokens
-        doc, ids = doc[ids >= 0], ids[ids >= 0]
-        if ids.numel() == 0:
-            return torch.zeros(vocab_size, dtype=torch.long, device=ids.device)
+    if marked is not None:
+        counted = ~marked.to(ids.device)
+        doc, ids = doc[counted], ids[counted]
+    if ids.numel() == 0:
+        return torch.zeros(vocab_size, dtype=torch.long, device=ids.device)
     if int(ids.max()) >= vocab_size:
         raise ValueError(f"token id out of the vocabulary of {vocab_size}: the tokenizer and model disagree")
     pairs = torch.unique(doc * vocab_size + ids)
@@ -32,10 +31,10 @@ def document_frequency(ids: Tensor, lengths: Tensor, vocab_size: int) -> Tensor:
 
 
 def without_documents(
-    doc_freq: Tensor, num_docs: Tensor, ids: Tensor, lengths: Tensor, vocab_size: int
+    doc_freq: Tensor, num_docs: Tensor, ids: Tensor, lengths: Tensor, vocab_size: int, marked: Tensor | None
 ) -> tuple[Tensor, Tensor]:
     """The counts with these texts taken out again."""
-    return doc_freq - document_frequency(ids, lengths, vocab_size), num_docs - len(lengths)
+    return doc_freq - document_frequency(ids, lengths, vocab_size, marked=marked), num_docs - len(lengths)
 
 
 def idf_weights(doc_freq: Tensor, num_docs: int | Tensor) -> Tensor:
@@ -64,7 +63,7 @@ def corpus_weights(
     doc_freq = torch.zeros(vocab_size, dtype=torch.long)
     for start in range(0, len(texts), chunk):
         ids, lengths = encode(texts[start : start + chunk])
-        doc_freq += document_frequency(ids, lengths, vocab_size).cpu()
+        doc_freq += document_frequency(ids, lengths, vocab_size, marked=None).cpu()
     return idf_weights(doc_freq, len(texts))
 
 
@@ -91,9 +90,11 @@ def table_digest(table: Tensor) -> str:
     return hashlib.sha1(table.to(torch.float64).cpu().numpy().tobytes()).hexdigest()[:8]
 
 
-def unknown_ids(table: Tensor, ids: Tensor) -> list[int]:
-    """The distinct ids among `ids` whose weight in `table` is unknown (NaN), in increasing order."""
+def unknown_ids(table: Tensor, ids: Tensor, marked: Tensor | None) -> list[int]:
+    """The distinct ids among `ids` whose weight in `table` is unknown (NaN), in increasing order; the `marked`
+    tokens (a prompt's, a context's) weigh 0 whatever the table says."""
     ids = ids.long().cpu()
-    ids = ids[ids >= 0]  # a prompt's tokens (negative) weigh 0 whatever the table says
+    if marked is not None:
+        ids = ids[~marked.cpu()]
     unknown = torch.isnan(table[ids])
     return torch.unique(ids[unknown]).tolist()

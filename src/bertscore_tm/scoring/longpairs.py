@@ -89,23 +89,26 @@ def match_streamed(
     """Bests of a match whose texts do not fit in `table` together, into the views `c_best` and `r_best`,
     in tiles of at most `budget` similarities (`ignored`: the ignored-token table, or None)."""
     seq_c, seq_r = texts[cand], texts[ref]
+    head_c, head_r = texts.heads([cand]), texts.heads([ref])  # the marked tokens riding in each window
     live_c = live_r = None
     if ignored is not None:
-        live_c, live_r = (cast(Tensor, kept(s.long(), ignored)).to(table.device) for s in (seq_c, seq_r))
+        live_c, live_r = (
+            cast(Tensor, kept(texts[t].long(), texts.marks(t), ignored)).to(table.device) for t in (cand, ref)
+        )
     len_c, len_r = len(seq_c), len(seq_r)
     step_c, step_r = chunk_plan(len_c, len_r, table.shape[0])
     c_best.fill_(float("-inf"))
     r_best.fill_(float("-inf"))
     resident = step_r >= len_r  # the reference is embedded once, before the first candidate chunk
     if resident:
-        embedder.embed_into(table[step_c:], [seq_r], ranges=[(0, len_r)])
+        embedder.embed_into(table[step_c:], [seq_r], ranges=[(0, len_r)], heads=head_r)
     for a in range(0, len_c, step_c):
         hi_c = min(a + step_c, len_c)
-        embedder.embed_into(table, [seq_c], ranges=[(a, hi_c)])
+        embedder.embed_into(table, [seq_c], ranges=[(a, hi_c)], heads=head_c)
         for b in range(0, len_r, step_r):
             hi_r = min(b + step_r, len_r)
             if not resident:
-                embedder.embed_into(table[step_c:], [seq_r], ranges=[(b, hi_r)])
+                embedder.embed_into(table[step_c:], [seq_r], ranges=[(b, hi_r)], heads=head_r)
             live = None if live_c is None or live_r is None else (live_c[a:hi_c], live_r[b:hi_r])
             match_in_tiles(
                 table[: hi_c - a], table[step_c : step_c + hi_r - b], c_best[a:hi_c], r_best[b:hi_r], budget, live

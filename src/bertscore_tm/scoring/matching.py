@@ -201,7 +201,7 @@ def run_plan(
         sel = plan.order[lo:hi]
         block_cand, block_ref = mc[sel].tolist(), mr[sel].tolist()
         needed = list(dict.fromkeys(block_cand + block_ref))
-        start_of, fresh = aside.fill(embedder, table, needed, texts.many, b, progress)
+        start_of, fresh = aside.fill(embedder, table, needed, texts.many, texts.heads, b, progress)
         c_rows = torch.tensor([start_of[t] for t in block_cand], dtype=torch.long)
         r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
         lens, outs = (lc[sel], lr[sel]), (out_c[sel], out_r[sel])
@@ -238,7 +238,7 @@ def _live_rows(texts: TokenTexts, start_of: dict[int, int], ignored: Tensor, siz
     flags = ignored.cpu()
     for t, start in start_of.items():
         ids = texts[t].long()
-        live[start : start + len(ids)] = cast(Tensor, kept(ids, flags))
+        live[start : start + len(ids)] = cast(Tensor, kept(ids, texts.marks(t), flags))
     return live.to(device)
 
 
@@ -255,17 +255,18 @@ class KeptAside:
         table: Tensor,
         needed: list[int],
         seqs_of: Callable[[list[int]], Sequence[Tensor]],
+        heads_of: Callable[[list[int]], list[int] | None],
         block: int,
         progress: object | None = None,
     ) -> tuple[dict[int, int], list[int]]:
-        """Put the `needed` texts' vectors into `table` from row 0: the new ones embedded longest first (the
-        embedder's batch order, so each batch is normalised straight into its rows), the kept ones copied in. Returns
-        each text's first row and the texts embedded now."""
+        """Put the `needed` texts' vectors into `table` from row 0: the new ones (their ids `seqs_of`, their heads
+        `heads_of`) embedded longest first (the embedder's batch order, so each batch is normalised straight into
+        its rows), the kept ones copied in. Returns each text's first row and the texts embedded now."""
         new = torch.tensor([t for t in needed if t not in self.kept] if self.kept else needed, dtype=torch.long)
         sizes = self.length[new]
         by_length = torch.argsort(sizes, descending=True, stable=True)
         fresh, lengths = new[by_length].tolist(), sizes[by_length].tolist()
-        starts = embedder.embed_into(table, seqs_of(fresh), progress=progress, lengths=lengths)
+        starts = embedder.embed_into(table, seqs_of(fresh), progress=progress, lengths=lengths, heads=heads_of(fresh))
         start_of = dict(zip(fresh, starts, strict=True))
         row = starts[-1] + lengths[-1] if fresh else 0
         for t in needed:

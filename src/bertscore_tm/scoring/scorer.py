@@ -18,6 +18,7 @@ from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.embedding.handle import ModelHandle
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.encoder import load_model
+from bertscore_tm.models.prompts import MarkedIds
 from bertscore_tm.models.tokenizing import PairTokenizer
 from bertscore_tm.scoring.baselines import baseline_rows, f_beta_baseline, find_baseline, read_baseline, rescale
 from bertscore_tm.scoring.hashcode import HashSignature, names_context
@@ -88,14 +89,14 @@ class Scorer:
 
     def encode_pairs(
         self, cands: Sequence[str], refs: Sequence[str], context: Sequence[str] | None = None, counts: Any = None
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Both sides' ids and lengths, their prompts' and each pair's `context`'s tokens marked."""
+    ) -> tuple[MarkedIds, MarkedIds]:
+        """Both sides' ids, their prompts' and each pair's `context`'s tokens marked."""
         return self.pairs.encode(cands, refs, context, counts)
 
-    def token_flags(self, *ids: Tensor) -> Tensor | None:
+    def token_flags(self, *marked: Tensor | None) -> Tensor | None:
         """The ignored-token table the rules take: the mask's; none flagged where only a prompt or a context
-        marks tokens among `ids`; None where nothing is left out."""
-        if self.ignored is not None or not any(bool((x < 0).any()) for x in ids if x.numel()):
+        marks tokens (`marked`, one flag per token); None where nothing is left out."""
+        if self.ignored is not None or not any(m is not None and bool(m.any()) for m in marked):
             return self.ignored
         return torch.zeros(self.vocab_size, dtype=torch.bool)
 
@@ -185,17 +186,18 @@ class Scorer:
             return idf_weights(doc_freq.to(device), num_refs)
         return plain_weights(self.vocab_size, self.encoder.zero_weight_ids, device)
 
-    def reference_weights(self, ref_ids: Tensor, ref_lens: Tensor, num_refs: int) -> Tensor:
+    def reference_weights(self, refs: MarkedIds, num_refs: int) -> Tensor:
         """The weights for scoring against these references as given (IDF counted over them when it is)."""
         if not self.counts_idf:
             return self.weights()
-        return self.weights(document_frequency(ref_ids, ref_lens, self.vocab_size), num_refs)
+        return self.weights(document_frequency(refs.ids, refs.lens, self.vocab_size, marked=refs.marked), num_refs)
 
-    def check_known_weights(self, ids: Tensor) -> None:
-        """Refuse texts holding a token that ``idf_weights`` gave no weight (before any state changes)."""
+    def check_known_weights(self, ids: Tensor, marked: Tensor | None) -> None:
+        """Refuse texts holding a token, not `marked`, that ``idf_weights`` gave no weight (before any state
+        changes)."""
         if self.fixed_idf is None:
             return
-        unknown = unknown_ids(self.fixed_idf, ids)
+        unknown = unknown_ids(self.fixed_idf, ids, marked)
         if unknown:
             shown = ", ".join(f"{i} {self.encoder.tokenizer.convert_ids_to_tokens(i)!r}" for i in unknown[:5])
             raise ArgumentValueError(

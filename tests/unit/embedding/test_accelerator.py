@@ -242,8 +242,9 @@ def test_update_moves_every_state_tensor_through_the_pinned_send(monkeypatch: py
     monkeypatch.setattr(metric_module, "send", lambda host, device: sent.append(host) or real(host, device))
     metric = BERTScore(MINILM, idf=True)
     metric.update(["a candidate", "another one"], [["a reference", "two"], "three"], indexes=[4, 7])
-    state = {name: getattr(metric, name)[0] for name in ("cand_ids", "cand_lens", "ref_ids", "ref_lens")}
+    sides = ("cand_ids", "cand_lens", "cand_marked", "ref_ids", "ref_lens", "ref_marked")
+    state = {name: getattr(metric, name)[0] for name in sides}
     state |= {"ref_counts": metric.ref_counts[0], "indexes": metric.indexes[0]}
     for name, value in state.items():
         assert any(value is s for s in sent), name  # on the CPU `send` hands the tensor itself back
-    assert len(sent) == 8  # the scored flags (kept on the host too, `HostCopies`) and the IDF counts' increment
+    assert len(sent) == 10  # the scored flags (kept on the host too, `HostCopies`) and the IDF counts' increment

@@ -35,6 +35,8 @@ STATE_DTYPES = {
     "ref_ids": torch.int32,
     "ref_lens": torch.int32,
     "ref_counts": torch.int32,
+    "cand_marked": torch.bool,  # a prompt's and a context's tokens
+    "ref_marked": torch.bool,
     "scored": torch.bool,
     "cand_best": torch.int32,  # float32 similarities kept as their bits: no dtype conversion casts integers
     "ref_best": torch.int32,

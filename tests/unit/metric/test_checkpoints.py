@@ -100,3 +100,27 @@ def test_an_empty_checkpoint_of_another_tokenisation_loads():
     metric.load_state_dict(saved(other))
     metric.update(CANDS, REFS)
     assert_same(metric.compute(), fresh_scores(num_layers=3))
+
+
+def test_a_format_1_checkpoint_of_prompts_and_contexts_scores_as_it_did():
+    """Format 1 held a prompt's or a context's token t as the id -(t + 1), without marks beside the ids: loaded,
+    its ids are made real and its marks kept, so its pairs score as a fresh metric's."""
+    settings = dict(num_layers=3, idf=True, candidate_prompt="query: ")
+    contexts = ["A question.", "", "Some source text."]
+    metric = BERTScore(MINILM, **settings)
+    metric.update(CANDS, REFS, context=contexts)
+    state = saved(metric)
+    extra = state["_extra_state"]
+    states = dict(extra["states"])
+    for side in ("cand", "ref"):
+        marks = states.pop(f"{side}_marked")
+        assert any(bool(m.any()) for m in marks)
+        states[f"{side}_ids"] = [
+            torch.where(m, -ids - 1, ids) for ids, m in zip(states[f"{side}_ids"], marks, strict=True)
+        ]
+    state["_extra_state"] = {**extra, "format": 1, "states": states}
+    loaded = BERTScore(MINILM, **settings)
+    loaded.load_state_dict(state)
+    expected = BERTScore(MINILM, **settings)
+    expected.update(CANDS, REFS, context=contexts)
+    assert_same(loaded.compute(), expected.compute())
