@@ -42,8 +42,10 @@ pytest.importorskip("tensorboard")
 STATES = (
     "cand_ids",
     "cand_lens",
+    "cand_marked",
     "ref_ids",
     "ref_lens",
+    "ref_marked",
     "ref_counts",
     "scored",
     "cand_best",
