@@ -38,29 +38,36 @@ class TokenTexts:
         return len(self.length)
 
     def __getitem__(self, i: int) -> Tensor:
-        start = int(self.start[i])
-        return self.sources[int(self.which[i])][start : start + int(self.length[i])]
+        return self._span(self.sources, i)
 
     def marks(self, i: int) -> Tensor | None:
         """Which tokens of text i are marked; None where no text has a marked token."""
-        if self.marked is None:
-            return None
-        start = int(self.start[i])
-        return self.marked[int(self.which[i])][start : start + int(self.length[i])]
+        return None if self.marked is None else self._span(self.marked, i)
 
     def heads(self, texts: Sequence[int]) -> list[int] | None:
         """How many tokens of each of `texts` are marked (its head, which rides in each of its windows); None
         where no text has a marked token."""
-        if self.marked is None:
+        if self._marks_before is None:
             return None
         index = torch.as_tensor(texts, dtype=torch.long)
         which, start, length = self.which[index], self.start[index].long(), self.length[index].long()
         out = torch.zeros(len(index), dtype=torch.long)
-        for k, flags in enumerate(self.marked):
+        for k, before in enumerate(self._marks_before):
             mine = which == k
-            before = torch.nn.functional.pad(flags.long().cumsum(0), (1, 0))  # marks before each token
             out[mine] = before[start[mine] + length[mine]] - before[start[mine]]
         return out.tolist()
+
+    @cached_property
+    def _marks_before(self) -> tuple[Tensor, ...] | None:
+        """Per source, the marks before each token (one entry more than tokens), counted once: heads() is called
+        per block and per long pair, and a text's head is then two reads."""
+        if self.marked is None:
+            return None
+        return tuple(torch.nn.functional.pad(flags.long().cumsum(0), (1, 0)) for flags in self.marked)
+
+    def _span(self, flat: tuple[Tensor, ...], i: int) -> Tensor:
+        start = int(self.start[i])
+        return flat[int(self.which[i])][start : start + int(self.length[i])]
 
     def many(self, texts: Sequence[int]) -> EndToEnd:
         """These texts' ids end to end, gathered in one indexed copy per source."""
