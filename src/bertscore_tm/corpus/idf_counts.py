@@ -27,10 +27,11 @@ from bertscore_tm.settings.texts import check_stream, check_texts
 CHUNK = 4096
 #: The settings that do not act on the counts, refused rather than ignored (only the model's tokenizer counts):
 #: every scoring and output setting, the runtime's but the CPU threads, and the model's that act on its forward pass.
+_GROUPS = groups()
 NOT_COUNTING = (
-    *groups()["scoring"],
-    *groups()["output"],
-    *(name for name in groups()["runtime"] if name != "num_threads"),
+    *_GROUPS["scoring"],
+    *_GROUPS["output"],
+    *(name for name in _GROUPS["runtime"] if name != "num_threads"),
     "all_layers",
     "model_dtype",
     "compile_model",
