@@ -71,7 +71,7 @@ def add_model_options(p: argparse.ArgumentParser, layers: bool = True) -> None:
     p.add_argument("--no-prefix-space", action="store_true", help=_help("prefix_space"))
 
 
-def add_metric_options(p: argparse.ArgumentParser, idf: str, beta: bool = False, context: str | None = None) -> None:
+def add_metric_options(p: argparse.ArgumentParser, idf: str, *, beta: bool = False, context: str | None = None) -> None:
     """What the metric scores with: the model's options, ``--idf`` (`idf` its help), rescaling, ``--beta`` with
     `beta`, ``--ignore``, the prompts, and ``--context`` where `context` is given (what it adds to the help)."""
     add_model_options(p)

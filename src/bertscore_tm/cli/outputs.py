@@ -142,15 +142,18 @@ def check_output(path: str, example: str) -> Path:
     return target
 
 
-def image_target(path: str, what: str) -> tuple[Path, str]:
-    """The file a picture option really writes and its format, checked before any model loads; `what` (the
-    command or option) is said to need matplotlib where it is missing."""
+def need_matplotlib(what: str) -> None:
+    """Refuse `what` (a command or an option that draws) before anything else where matplotlib is missing."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         raise UsageError(
             f"{what} needs matplotlib: pip install 'bertscore-tm[plot]' (or pip install matplotlib)"
         ) from None
+
+
+def image_target(path: str) -> tuple[Path, str]:
+    """The file a picture option really writes and its format, checked before any model loads."""
     checked_name(path)
     if Path(path).expanduser().is_dir():
         check_output(path, "similarity.png")  # says it is a folder

@@ -29,7 +29,8 @@ def add_parser(sub: Any) -> None:
     e.add_argument("--text", action="store_true", help=help)
     e.add_argument("--worst", type=int, metavar="K", help="explain the K pairs of lowest F1 only")
     context = "; with --text, the context text itself; its tokens shown as such"
-    options.add_metric_options(e, "weigh tokens by IDF over the references of all the files", True, context)
+    idf = "weigh tokens by IDF over the references of all the files"
+    options.add_metric_options(e, idf, beta=True, context=context)
     help = "with --idf --text: count the IDF over these references (one per line) instead of the pair's own"
     e.add_argument("--idf-references", metavar="FILE", help=help)
     help = "a word is weak when its support is below T (default: the layer's rescale baseline, where known)"

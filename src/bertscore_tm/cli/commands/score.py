@@ -34,7 +34,8 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--context-column", metavar="X", help=help)
     help = "with --data: the references' column (default: reference), a column of lists, or several columns"
     options.add_many(s, "--reference-column", metavar="R", help=help, required=False)
-    options.add_metric_options(s, "weigh tokens by inverse document frequency over the references", True, "")
+    idf = "weigh tokens by inverse document frequency over the references"
+    options.add_metric_options(s, idf, beta=True, context="")
     s.add_argument("-s", "--seg-level", action="store_true", help="also print the scores of every pair, in input order")
     help = "output format (default: text); tsv with -s: '# hash' and '# mean' comment lines, then a table"
     s.add_argument("--format", choices=("text", "json", "tsv"), default="text", help=help)
@@ -158,7 +159,7 @@ def _report(
             "hash": code,  # the scores' own: it names a context where the pairs had one
             "pairs": len(per[0]),
             "references_per_candidate": references,
-            **{key: num(mean) for key, mean in zip(("precision", "recall", "f1"), means, strict=False)},
+            **{key: num(mean) for key, mean in zip(("precision", "recall", "f1"), means[:3], strict=True)},
         }
         if args.beta is not None:
             doc.update(beta=args.beta, f_beta=num(means[3]))

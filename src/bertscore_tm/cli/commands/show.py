@@ -32,6 +32,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    outputs.need_matplotlib("show")
     if not args.cand.strip() or not args.ref.strip():
         raise UsageError("show needs a non-blank candidate (-c) and reference (-r) text")
     if args.idf_references is not None and not args.idf:
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     devices.one_process("show")
     cand = inputs.text_argument(args.cand, "candidate", "-c")
     ref = inputs.text_argument(args.ref, "reference", "-r")
-    target, fmt = outputs.image_target(args.file, "show")
+    target, fmt = outputs.image_target(args.file)
     idf_references = None if args.idf_references is None else inputs.read_lines(args.idf_references, "IDF reference")
     metric = metrics.rescalable_metric(args, idf=args.idf)
     from bertscore_tm.reports.similarity_plot import plot_similarity

@@ -76,7 +76,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"--default-layer must be 0 or more (0 = the embeddings), got {args.default_layer}")
     rows = _judgements(args)
     target = None if args.output is None else outputs.check_output(args.output, "tuning.txt")
-    plot = None if args.plot is None else outputs.image_target(args.plot, "--plot")
+    plot = None
+    if args.plot is not None:
+        outputs.need_matplotlib("--plot")
+        plot = outputs.image_target(args.plot)
     table = None if args.add_to_table is None else outputs.check_output(args.add_to_table, "layers.json")
     if table is not None and table.exists():
         from bertscore_tm.models.registry import user_layer_table
