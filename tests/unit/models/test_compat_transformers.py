@@ -11,7 +11,7 @@ from bertscore_tm.models.compat_transformers import attention_implementation
 from tiny_models import tiny_encoder
 
 #: The transformers versions (major.minor) the private reads were checked on.
-CHECKED = ("4.57", "5.24")
+CHECKED = ("4.57", "5.24", "5.25")
 
 
 def test_the_installed_transformers_is_one_checked() -> None:
