@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from bertscore_tm.errors import warn_user
 from bertscore_tm.settings import rules
 from bertscore_tm.settings.arguments import MAX_RESAMPLES
-from bertscore_tm.tuning.weighted_correlation import GroupResamples, weighted, weighted_average_ranks
+from bertscore_tm.tuning.weighted_correlation import GroupResamples, plain_correlation, weighted_average_ranks
 
 Method = Literal["pearson", "spearman", "kendall"]
 METHODS: tuple[str, ...] = get_args(Method)
@@ -67,7 +67,7 @@ def _check_method(method: str) -> None:
 
 def _single(x: ArrayLike, y: ArrayLike, method: str) -> float:
     a, b = _pair(x, y)
-    value = float(weighted(a, b, np.ones((1, len(a))), method)[0])
+    value = plain_correlation(a, b, method)
     for values, name in ((a, "x"), (b, "y")):
         if np.all(values == values[0]):
             warn_user(f"{method}: {name} is constant ({values[0]!r}), so the correlation is NaN", CorrelationWarning)
@@ -149,10 +149,7 @@ def _group_values(
     values = {}
     for name, idx in groups.members.items():
         x, y = metric[idx], human[idx]
-        if plain is None:
-            values[name] = float(weighted(x, y, np.ones((1, len(idx))), method)[0])
-        else:
-            values[name] = plain[name].plain(x, method)
+        values[name] = plain_correlation(x, y, method) if plain is None else plain[name].plain(x, method)
         for array, what in ((x, "metric"), (y, "human")):
             if np.all(array == array[0]):
                 warn_user(

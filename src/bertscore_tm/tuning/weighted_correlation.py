@@ -4,6 +4,7 @@ are exact, so Spearman's and Kendall's figures are the same bits in any order.""
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from typing import Any
 
@@ -42,15 +43,14 @@ def tie_totals(x: Floats, weights: Floats) -> tuple[Floats, Floats, NDArray[np.i
     return below, upto - below, order, group_of
 
 
-def weighted_pearson(x: Floats, y: Floats, weights: Floats) -> Floats:
-    """Pearson's r of each resample, centred on its mean first so that sums of squares do not cancel."""
-    total = weights.sum(axis=1)
-    xc = x - (weights * x).sum(axis=1, keepdims=True) / total[:, None]
-    yc = y - (weights * y).sum(axis=1, keepdims=True) / total[:, None]
-    cov = (weights * xc * yc).sum(axis=1)
-    var_x, var_y = (weights * xc * xc).sum(axis=1), (weights * yc * yc).sum(axis=1)
+def plain_pearson(x: Floats, y: Floats) -> float:
+    """Pearson's r of the segments as they are, centred on the means first so that sums of squares do not
+    cancel; NaN where either is constant."""
+    if np.all(x == x[0]) or np.all(y == y[0]):
+        return math.nan
+    xc, yc = x - x.mean(), y - y.mean()
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(cov / np.sqrt(var_x * var_y), dtype=np.float64)
+        return float((xc * yc).sum() / np.sqrt((xc * xc).sum() * (yc * yc).sum()))
 
 
 def weighted_average_ranks(x: Floats, weights: Floats) -> Floats:
@@ -119,29 +119,6 @@ def _resampled_kendall_numerator(
     return numerator
 
 
-def weighted_kendall(x: Floats, y: Floats, weights: Floats) -> Floats:
-    """Kendall's tau-b of each resample ([B, n] counts), NaN where undefined."""
-    total = weights.sum(axis=1)
-    pairs = total * (total - 1) / 2
-    within_x, within_y = tie_totals(x, weights)[1], tie_totals(y, weights)[1]
-    tied_x, tied_y = ((within * (within - 1) / 2).sum(axis=1) for within in (within_x, within_y))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        denominator = np.sqrt((pairs - tied_x) * (pairs - tied_y))
-        return np.asarray(kendall_numerator(x, y, weights) / denominator, dtype=np.float64)
-
-
-def weighted(x: Floats, y: Floats, weights: Floats, method: str) -> Floats:
-    """The correlation `method` of `x` with human `y` per resample, NaN where either is constant in it."""
-    if method == "pearson":
-        values = weighted_pearson(x, y, weights)
-    elif method == "spearman":
-        values = weighted_pearson(weighted_average_ranks(x, weights), weighted_average_ranks(y, weights), weights)
-    else:
-        values = weighted_kendall(x, y, weights)
-    values[is_constant(x, weights) | is_constant(y, weights)] = np.nan
-    return values
-
-
 class _Ties:
     """A column's sort order and its tie groups: `tied`, members' sorted positions; `firsts`, group starts."""
 
@@ -184,7 +161,6 @@ class GroupResamples:
         self.copy_ties = (weights * (weights - 1) / 2).sum(axis=1)
         self.counts = exact_counts(weights)
         self._human: dict[str, Any] = {}
-        self._once: GroupResamples | None = None  # every segment drawn once (`plain`)
 
     def _constant(self, x: Floats, ties: _Ties) -> NDArray[np.bool_]:
         """The resamples constant in `x`: of one segment, or of segments that all tie."""
@@ -212,8 +188,8 @@ class GroupResamples:
                 self._human[method] = is_constant(y, w)
             elif method == "ties":  # the human tie groups: the draws below each and in each, [B, g]
                 self._human[method] = tie_totals(y, w)
-            elif method == "signs":
-                self._human[method] = human_signs(y)
+            elif method == "signs":  # worth keeping across resamples, not for one row (`plain_correlation`)
+                self._human[method] = human_signs(y) if len(w) > 1 else None
             elif method == "spearman":  # the counts times the centred ranks, their sum with the counts, variance
                 below, within, order, group_of = self._human_side("ties")
                 centred = np.empty_like(w)
@@ -226,13 +202,18 @@ class GroupResamples:
                 self._human[method] = (within * (within - 1) / 2).sum(axis=1)
         return self._human[method]
 
+    @cached_property
+    def _once(self) -> GroupResamples:
+        """The segments as they are (every one drawn once), sharing this group's human signs."""
+        once = GroupResamples(np.ones((1, len(self.human))), self.human)
+        once._human["signs"] = self._human_side("signs")
+        return once
+
     def plain(self, x: Floats, method: str) -> float:
-        """`method` on the segments as they are, by the resamples' kernels so the human side is computed once."""
-        if method == "pearson":  # the two-pass definition (`weighted_pearson`)
-            return float(weighted(x, self.human, np.ones((1, len(x))), method)[0])
-        if self._once is None:
-            self._once = GroupResamples(np.ones((1, len(x))), self.human)
-            self._once._human["signs"] = self._human_side("signs")
+        """`method` on the segments as they are: Pearson's two-pass definition (`plain_pearson`), or the
+        resamples' kernels so that the human side is computed once."""
+        if method == "pearson":
+            return plain_pearson(x, self.human)
         return float(self._once.correlations(x[None, :], method)[0, 0])
 
     def correlations(self, columns: Floats, method: str) -> Floats:
@@ -303,3 +284,10 @@ def _shared_ranks(ties: _Ties, w: Floats, upto: Floats, g: Floats) -> Floats:
     lasts = ties.firsts + ties.sizes - 1
     shared = (upto[:, ties.firsts] - w[:, ties.firsts] + upto[:, lasts]) / 2
     return np.asarray(np.einsum("bi,bi->b", g, shared[:, ties.group_of] - upto + w / 2))
+
+
+def plain_correlation(x: Floats, y: Floats, method: str) -> float:
+    """The correlation `method` of `x` with human `y` as they are (no resampling), NaN where either is constant."""
+    if method == "pearson":
+        return plain_pearson(x, y)
+    return float(GroupResamples(np.ones((1, len(x))), y).correlations(x[None, :], method)[0, 0])
