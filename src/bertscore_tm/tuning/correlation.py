@@ -30,6 +30,7 @@ MIN_SEGMENTS = 3
 _TIE = 1e-12
 #: Resamples a bootstrap draws (as `bertscore_tm.comparison.significance.RESAMPLES`, which this folder cannot import).
 _RESAMPLES = rules.integer(1, maximum=MAX_RESAMPLES, why=" (bootstrap resamples: 1000 is usual)")
+_METHOD = rules.choice(METHODS)
 Floats = NDArray[np.float64]
 
 
@@ -61,10 +62,6 @@ def _pair(x: ArrayLike, y: ArrayLike, names: tuple[str, str] = ("x", "y")) -> tu
     return a, b
 
 
-def _check_method(method: str) -> None:
-    rules.choice(METHODS)("method", method)
-
-
 def _single(x: ArrayLike, y: ArrayLike, method: str) -> float:
     a, b = _pair(x, y)
     value = plain_correlation(a, b, method)
@@ -91,7 +88,7 @@ def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
 
 def correlate(x: ArrayLike, y: ArrayLike, method: str = "pearson") -> float:
     """The correlation named by `method` (``"pearson"``, ``"spearman"`` or ``"kendall"``, tau-b)."""
-    _check_method(method)
+    _METHOD("method", method)
     return _single(x, y, method)
 
 
@@ -174,7 +171,7 @@ def grouped_correlation(
     >>> {name: round(r, 4) for name, r in result.groups.items()}, result.mean
     ({'a': 0.982, 'b': -0.982}, 0.0)
     """
-    _check_method(method)
+    _METHOD("method", method)
     x, y = _pair(metric, human, ("metric", "human"))
     index = _Groups(groups, len(x))
     return _grouped(_group_values(x, y, index, method), index, method)
@@ -226,12 +223,6 @@ def _resample_counts(rng: np.random.Generator, size: int, num_samples: int) -> F
     return np.bincount(draws.ravel(), minlength=num_samples * size).reshape(num_samples, size).astype(np.float64)
 
 
-def _group_counts(index: _Groups, num_samples: int, seed: int | np.random.Generator) -> dict[str, Floats]:
-    """Per group, `_resample_counts` of its members, the groups drawn in order from one generator."""
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    return {name: _resample_counts(rng, len(idx), num_samples) for name, idx in index.members.items()}
-
-
 class _GroupResampling:
     """Resamples of the items (segments or judgements) within their groups, drawn once from `seed`."""
 
@@ -241,8 +232,11 @@ class _GroupResampling:
         _RESAMPLES("num_samples", num_samples)
         self.index = _Groups(groups, n, minimum)
         self.num_samples = int(num_samples)
-        #: Per group, [num_samples, group size]: how often each item is drawn in each resample.
-        self.weights = _group_counts(self.index, self.num_samples, seed)
+        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        #: Per group, [num_samples, group size]: how often each item is drawn in each resample (groups in order).
+        self.weights = {
+            name: _resample_counts(rng, len(idx), self.num_samples) for name, idx in self.index.members.items()
+        }
 
 
 class GroupedBootstrap(_GroupResampling):
@@ -273,7 +267,7 @@ class GroupedBootstrap(_GroupResampling):
         }
 
     def _metric(self, metric: ArrayLike, method: str) -> Floats:
-        _check_method(method)
+        _METHOD("method", method)
         x = finite_scores(metric, "metric")
         if len(x) != len(self.human):
             raise ValueError(f"metric has {len(x)} scores for {len(self.human)} human judgements")
@@ -290,7 +284,7 @@ class GroupedBootstrap(_GroupResampling):
 
     def statistics_of(self, columns: ArrayLike, method: str = "pearson") -> Floats:
         """`statistics` of several score columns at once ([k, segments] -> [k, num_samples])."""
-        _check_method(method)
+        _METHOD("method", method)
         array = np.asarray(columns, dtype=np.float64)
         if array.ndim != 2 or array.shape[1] != len(self.human):
             raise ValueError(f"columns must be [k, {len(self.human)}] (a row of scores per column), got {array.shape}")
@@ -350,7 +344,7 @@ def paired_bootstrap_test(
     alpha: float = 0.05,
 ) -> PairedTest:
     """Paired bootstrap test of `metric_b` against `metric_a` (`GroupedBootstrap.paired_test`)."""
-    _check_method(method)
+    _METHOD("method", method)
     return GroupedBootstrap(human, groups, num_samples, seed).paired_test(metric_a, metric_b, method, confidence, alpha)
 
 
