@@ -9,6 +9,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -381,9 +382,7 @@ def tune_from_scores(
             found[method] = Figures(estimate.mean, estimate.groups, interval)
         return found
 
-    def test(a: np.ndarray, b: np.ndarray) -> PairedTest:
-        return boot.paired_test(a, b, criterion, choices.confidence, choices.alpha)
-
+    test = partial(boot.paired_test, method=criterion, confidence=choices.confidence, alpha=choices.alpha)
     return tuned(rows, scores, choices, boot, figures, test, dropped, _system_figures(rows, scores))
 
 
