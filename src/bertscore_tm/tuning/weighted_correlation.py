@@ -69,22 +69,11 @@ def exact_counts(weights: Floats) -> NDArray[Any]:
     )
 
 
-def human_signs(y: Floats) -> NDArray[np.float32] | None:
-    """``sign(y_i - y_j)`` of every pair (float32), kept for every column; None beyond `CACHED_SIGNS` pairs."""
-    return np.sign(y[:, None] - y[None, :]).astype(np.float32) if len(y) ** 2 <= CACHED_SIGNS else None
-
-
-def _sign_block(x: Floats, y: Floats, start: int, end: int, signs: NDArray[np.float32] | None) -> NDArray[np.float32]:
-    """Rows ``start:end`` and columns ``start:`` of the pair-sign matrix ``sign(dx) sign(dy)`` (float32, exact)."""
-    dy = signs[start:end, start:] if signs is not None else np.sign(y[start:end, None] - y[None, start:])
-    return np.sign(x[start:end, None] - x[None, start:]).astype(np.float32) * dy.astype(np.float32, copy=False)
-
-
 def kendall_numerator(
     x: Floats, y: Floats, weights: Floats, counts: NDArray[Any] | None = None, signs: NDArray[np.float32] | None = None
 ) -> Floats:
     """``C - D`` of each resample, a block of rows of the pair-sign matrix at a time; `counts` (`exact_counts`)
-    and `signs` (`human_signs`) where the caller keeps them."""
+    and the human `signs` (`GroupResamples`') where the caller keeps them."""
     if len(weights) != 1 or not bool(np.all(weights == 1)):  # resamples (one row of ones: a plain count)
         counts = exact_counts(weights) if counts is None else counts
         return _resampled_kendall_numerator(x, y, weights, counts, signs)
@@ -111,7 +100,10 @@ def _resampled_kendall_numerator(
     numerator = np.zeros(len(weights))
     for start in range(0, n, rows):
         end = min(n, start + rows)
-        products = counts[:, start:end] @ _sign_block(x, y, start, end, signs).astype(counts.dtype, copy=False)
+        # rows start:end and columns start: of the pair-sign matrix sign(dx) sign(dy) (float32, exact)
+        dy = signs[start:end, start:] if signs is not None else np.sign(y[start:end, None] - y[None, start:])
+        block = np.sign(x[start:end, None] - x[None, start:]).astype(np.float32) * dy.astype(np.float32, copy=False)
+        products = counts[:, start:end] @ block.astype(counts.dtype, copy=False)
         if not float32:
             products = products.astype(np.float64)  # [B, n - start]
         within = np.einsum("bi,bi->b", products[:, : end - start], right[:, start:end])
@@ -188,8 +180,9 @@ class GroupResamples:
                 self._human[method] = is_constant(y, w)
             elif method == "ties":  # the human tie groups: the draws below each and in each, [B, g]
                 self._human[method] = tie_totals(y, w)
-            elif method == "signs":  # worth keeping across resamples, not for one row (`plain_correlation`)
-                self._human[method] = human_signs(y) if len(w) > 1 else None
+            elif method == "signs":  # sign(y_i - y_j) of every pair, worth keeping across resamples (not for one row)
+                keep = len(w) > 1 and len(y) ** 2 <= CACHED_SIGNS
+                self._human[method] = np.sign(y[:, None] - y[None, :]).astype(np.float32) if keep else None
             elif method == "spearman":  # the counts times the centred ranks, their sum with the counts, variance
                 below, within, order, group_of = self._human_side("ties")
                 centred = np.empty_like(w)
