@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from bertscore_tm.errors import warn_user
 from bertscore_tm.settings import rules
 from bertscore_tm.settings.arguments import MAX_RESAMPLES
-from bertscore_tm.tuning.weighted_correlation import GroupResamples, weighted, weighted_average_ranks
+from bertscore_tm.tuning.weighted_correlation import GroupResamples, plain_correlation, weighted_average_ranks
 
 Method = Literal["pearson", "spearman", "kendall"]
 METHODS: tuple[str, ...] = get_args(Method)
@@ -30,6 +30,7 @@ MIN_SEGMENTS = 3
 _TIE = 1e-12
 #: Resamples a bootstrap draws (as `bertscore_tm.comparison.significance.RESAMPLES`, which this folder cannot import).
 _RESAMPLES = rules.integer(1, maximum=MAX_RESAMPLES, why=" (bootstrap resamples: 1000 is usual)")
+_METHOD = rules.choice(METHODS)
 Floats = NDArray[np.float64]
 
 
@@ -61,13 +62,9 @@ def _pair(x: ArrayLike, y: ArrayLike, names: tuple[str, str] = ("x", "y")) -> tu
     return a, b
 
 
-def _check_method(method: str) -> None:
-    rules.choice(METHODS)("method", method)
-
-
 def _single(x: ArrayLike, y: ArrayLike, method: str) -> float:
     a, b = _pair(x, y)
-    value = float(weighted(a, b, np.ones((1, len(a))), method)[0])
+    value = plain_correlation(a, b, method)
     for values, name in ((a, "x"), (b, "y")):
         if np.all(values == values[0]):
             warn_user(f"{method}: {name} is constant ({values[0]!r}), so the correlation is NaN", CorrelationWarning)
@@ -91,7 +88,7 @@ def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
 
 def correlate(x: ArrayLike, y: ArrayLike, method: str = "pearson") -> float:
     """The correlation named by `method` (``"pearson"``, ``"spearman"`` or ``"kendall"``, tau-b)."""
-    _check_method(method)
+    _METHOD("method", method)
     return _single(x, y, method)
 
 
@@ -149,10 +146,7 @@ def _group_values(
     values = {}
     for name, idx in groups.members.items():
         x, y = metric[idx], human[idx]
-        if plain is None:
-            values[name] = float(weighted(x, y, np.ones((1, len(idx))), method)[0])
-        else:
-            values[name] = plain[name].plain(x, method)
+        values[name] = plain_correlation(x, y, method) if plain is None else plain[name].plain(x, method)
         for array, what in ((x, "metric"), (y, "human")):
             if np.all(array == array[0]):
                 warn_user(
@@ -177,7 +171,7 @@ def grouped_correlation(
     >>> {name: round(r, 4) for name, r in result.groups.items()}, result.mean
     ({'a': 0.982, 'b': -0.982}, 0.0)
     """
-    _check_method(method)
+    _METHOD("method", method)
     x, y = _pair(metric, human, ("metric", "human"))
     index = _Groups(groups, len(x))
     return _grouped(_group_values(x, y, index, method), index, method)
@@ -229,12 +223,6 @@ def _resample_counts(rng: np.random.Generator, size: int, num_samples: int) -> F
     return np.bincount(draws.ravel(), minlength=num_samples * size).reshape(num_samples, size).astype(np.float64)
 
 
-def _group_counts(index: _Groups, num_samples: int, seed: int | np.random.Generator) -> dict[str, Floats]:
-    """Per group, `_resample_counts` of its members, the groups drawn in order from one generator."""
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    return {name: _resample_counts(rng, len(idx), num_samples) for name, idx in index.members.items()}
-
-
 class _GroupResampling:
     """Resamples of the items (segments or judgements) within their groups, drawn once from `seed`."""
 
@@ -244,8 +232,11 @@ class _GroupResampling:
         _RESAMPLES("num_samples", num_samples)
         self.index = _Groups(groups, n, minimum)
         self.num_samples = int(num_samples)
-        #: Per group, [num_samples, group size]: how often each item is drawn in each resample.
-        self.weights = _group_counts(self.index, self.num_samples, seed)
+        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        #: Per group, [num_samples, group size]: how often each item is drawn in each resample (groups in order).
+        self.weights = {
+            name: _resample_counts(rng, len(idx), self.num_samples) for name, idx in self.index.members.items()
+        }
 
 
 class GroupedBootstrap(_GroupResampling):
@@ -276,7 +267,7 @@ class GroupedBootstrap(_GroupResampling):
         }
 
     def _metric(self, metric: ArrayLike, method: str) -> Floats:
-        _check_method(method)
+        _METHOD("method", method)
         x = finite_scores(metric, "metric")
         if len(x) != len(self.human):
             raise ValueError(f"metric has {len(x)} scores for {len(self.human)} human judgements")
@@ -293,7 +284,7 @@ class GroupedBootstrap(_GroupResampling):
 
     def statistics_of(self, columns: ArrayLike, method: str = "pearson") -> Floats:
         """`statistics` of several score columns at once ([k, segments] -> [k, num_samples])."""
-        _check_method(method)
+        _METHOD("method", method)
         array = np.asarray(columns, dtype=np.float64)
         if array.ndim != 2 or array.shape[1] != len(self.human):
             raise ValueError(f"columns must be [k, {len(self.human)}] (a row of scores per column), got {array.shape}")
@@ -353,7 +344,7 @@ def paired_bootstrap_test(
     alpha: float = 0.05,
 ) -> PairedTest:
     """Paired bootstrap test of `metric_b` against `metric_a` (`GroupedBootstrap.paired_test`)."""
-    _check_method(method)
+    _METHOD("method", method)
     return GroupedBootstrap(human, groups, num_samples, seed).paired_test(metric_a, metric_b, method, confidence, alpha)
 
 

@@ -242,7 +242,14 @@ def _read_rows(
                     skipped += 1
     except (OSError, UnicodeDecodeError) as err:
         raise JudgementFileError(f"{where} cannot be read: {err}", path=where) from None
-    _enough(len(rows), skipped, where)
+    if skipped:
+        warn_user(f"{where}: {skipped} bad line(s) left out; {len(rows)} judgements kept")
+    if len(rows) < MIN_ROWS:
+        raise JudgementFileError(
+            f"{where} has {len(rows)} usable judgement(s){f' ({skipped} bad line(s) left out)' if skipped else ''}: "
+            f"a correlation needs at least {MIN_ROWS}",
+            path=where,
+        )
     read = zip(wanted, zip(*rows, strict=True), strict=True)
     columns = [list(column) if wanted[role] else None for role, column in read]
     return columns, lines, skipped
@@ -272,17 +279,6 @@ def _split_line(context: str | None) -> str:
     if context is None:
         return ""
     return f" (a context, column {context!r}, cannot hold a tab or a line break: they split its line)"
-
-
-def _enough(kept: int, skipped: int, where: str) -> None:
-    if skipped:
-        warn_user(f"{where}: {skipped} bad line(s) left out; {kept} judgements kept")
-    if kept < MIN_ROWS:
-        raise JudgementFileError(
-            f"{where} has {kept} usable judgement(s){f' ({skipped} bad line(s) left out)' if skipped else ''}: "
-            f"a correlation needs at least {MIN_ROWS}",
-            path=where,
-        )
 
 
 def read_relative_rankings(

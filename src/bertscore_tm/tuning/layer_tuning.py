@@ -9,6 +9,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -313,24 +314,20 @@ def check_scored(scores: LayerScores, pairs: int, judged: str, judgements: str) 
 
 
 def _system_figures(rows: Judgements, scores: LayerScores) -> list[dict[str, GroupedCorrelation] | None]:
-    """Per layer, the system-level correlation of each score (None where the judgements have too few systems)."""
+    """Per layer, the system-level correlation of each score; None without systems, or where no group names the
+    3 systems a system-level correlation needs (with a warning)."""
     depth = scores.depth + 1
-    if not _system_level(rows):
-        return [None] * depth
-    assert rows.systems is not None
-    columns = np.concatenate([scores.of(name) for name in SCORES])  # [3 (depth), pairs], score after score
-    found = system_correlations(columns, rows.systems, rows.human, rows.groups)
-    return [{name: found[k * depth + layer] for k, name in enumerate(SCORES)} for layer in range(depth)]
-
-
-def _system_level(rows: Judgements) -> bool:
-    """Whether the judgements name at least 3 systems in some group, as a system-level correlation needs."""
     if rows.systems is None:
-        return False
+        return [None] * depth
     systems: dict[str, set[str]] = {}
     for label, system in zip(rows.groups or ["all"] * len(rows), rows.systems, strict=True):
         systems.setdefault(label, set()).add(system)
-    return max(len(names) for names in systems.values()) >= MIN_ROWS
+    if max(len(names) for names in systems.values()) < MIN_ROWS:
+        warn_user(f"no group has {MIN_ROWS} systems or more: the system-level correlation is left out")
+        return [None] * depth
+    columns = np.concatenate([scores.of(name) for name in SCORES])  # [3 (depth), pairs], score after score
+    found = system_correlations(columns, rows.systems, rows.human, rows.groups)
+    return [{name: found[k * depth + layer] for k, name in enumerate(SCORES)} for layer in range(depth)]
 
 
 def layer_to_test(model: str, default_layer: int | None, depth: int, layer_table: LayerTable) -> int | None:
@@ -374,8 +371,6 @@ def tune_from_scores(
     rules.instance_of(scores, LayerScores, "scores", "score_all_layers")
     rows, scores, dropped = _defined_pairs(rows, scores)
     check_variation(rows)
-    if rows.systems is not None and not _system_level(rows):
-        warn_user(f"no group has {MIN_ROWS} systems or more: the system-level correlation is left out")
     # the resamples are drawn once and shared by every layer, score and correlation (and the paired test)
     boot = GroupedBootstrap(rows.human, rows.groups, max(choices.bootstrap, 1), choices.seed)
 
@@ -387,9 +382,7 @@ def tune_from_scores(
             found[method] = Figures(estimate.mean, estimate.groups, interval)
         return found
 
-    def test(a: np.ndarray, b: np.ndarray) -> PairedTest:
-        return boot.paired_test(a, b, criterion, choices.confidence, choices.alpha)
-
+    test = partial(boot.paired_test, method=criterion, confidence=choices.confidence, alpha=choices.alpha)
     return tuned(rows, scores, choices, boot, figures, test, dropped, _system_figures(rows, scores))
 
 

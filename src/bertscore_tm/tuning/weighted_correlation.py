@@ -4,6 +4,7 @@ are exact, so Spearman's and Kendall's figures are the same bits in any order.""
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from typing import Any
 
@@ -42,15 +43,14 @@ def tie_totals(x: Floats, weights: Floats) -> tuple[Floats, Floats, NDArray[np.i
     return below, upto - below, order, group_of
 
 
-def weighted_pearson(x: Floats, y: Floats, weights: Floats) -> Floats:
-    """Pearson's r of each resample, centred on its mean first so that sums of squares do not cancel."""
-    total = weights.sum(axis=1)
-    xc = x - (weights * x).sum(axis=1, keepdims=True) / total[:, None]
-    yc = y - (weights * y).sum(axis=1, keepdims=True) / total[:, None]
-    cov = (weights * xc * yc).sum(axis=1)
-    var_x, var_y = (weights * xc * xc).sum(axis=1), (weights * yc * yc).sum(axis=1)
+def plain_pearson(x: Floats, y: Floats) -> float:
+    """Pearson's r of the segments as they are, centred on the means first so that sums of squares do not
+    cancel; NaN where either is constant."""
+    if np.all(x == x[0]) or np.all(y == y[0]):
+        return math.nan
+    xc, yc = x - x.mean(), y - y.mean()
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(cov / np.sqrt(var_x * var_y), dtype=np.float64)
+        return float((xc * yc).sum() / np.sqrt((xc * xc).sum() * (yc * yc).sum()))
 
 
 def weighted_average_ranks(x: Floats, weights: Floats) -> Floats:
@@ -69,22 +69,11 @@ def exact_counts(weights: Floats) -> NDArray[Any]:
     )
 
 
-def human_signs(y: Floats) -> NDArray[np.float32] | None:
-    """``sign(y_i - y_j)`` of every pair (float32), kept for every column; None beyond `CACHED_SIGNS` pairs."""
-    return np.sign(y[:, None] - y[None, :]).astype(np.float32) if len(y) ** 2 <= CACHED_SIGNS else None
-
-
-def _sign_block(x: Floats, y: Floats, start: int, end: int, signs: NDArray[np.float32] | None) -> NDArray[np.float32]:
-    """Rows ``start:end`` and columns ``start:`` of the pair-sign matrix ``sign(dx) sign(dy)`` (float32, exact)."""
-    dy = signs[start:end, start:] if signs is not None else np.sign(y[start:end, None] - y[None, start:])
-    return np.sign(x[start:end, None] - x[None, start:]).astype(np.float32) * dy.astype(np.float32, copy=False)
-
-
 def kendall_numerator(
     x: Floats, y: Floats, weights: Floats, counts: NDArray[Any] | None = None, signs: NDArray[np.float32] | None = None
 ) -> Floats:
     """``C - D`` of each resample, a block of rows of the pair-sign matrix at a time; `counts` (`exact_counts`)
-    and `signs` (`human_signs`) where the caller keeps them."""
+    and the human `signs` (`GroupResamples`') where the caller keeps them."""
     if len(weights) != 1 or not bool(np.all(weights == 1)):  # resamples (one row of ones: a plain count)
         counts = exact_counts(weights) if counts is None else counts
         return _resampled_kendall_numerator(x, y, weights, counts, signs)
@@ -111,35 +100,15 @@ def _resampled_kendall_numerator(
     numerator = np.zeros(len(weights))
     for start in range(0, n, rows):
         end = min(n, start + rows)
-        products = counts[:, start:end] @ _sign_block(x, y, start, end, signs).astype(counts.dtype, copy=False)
+        # rows start:end and columns start: of the pair-sign matrix sign(dx) sign(dy) (float32, exact)
+        dy = signs[start:end, start:] if signs is not None else np.sign(y[start:end, None] - y[None, start:])
+        block = np.sign(x[start:end, None] - x[None, start:]).astype(np.float32) * dy.astype(np.float32, copy=False)
+        products = counts[:, start:end] @ block.astype(counts.dtype, copy=False)
         if not float32:
             products = products.astype(np.float64)  # [B, n - start]
         within = np.einsum("bi,bi->b", products[:, : end - start], right[:, start:end])
         numerator += within / 2 + np.einsum("bi,bi->b", products[:, end - start :], right[:, end:])
     return numerator
-
-
-def weighted_kendall(x: Floats, y: Floats, weights: Floats) -> Floats:
-    """Kendall's tau-b of each resample ([B, n] counts), NaN where undefined."""
-    total = weights.sum(axis=1)
-    pairs = total * (total - 1) / 2
-    within_x, within_y = tie_totals(x, weights)[1], tie_totals(y, weights)[1]
-    tied_x, tied_y = ((within * (within - 1) / 2).sum(axis=1) for within in (within_x, within_y))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        denominator = np.sqrt((pairs - tied_x) * (pairs - tied_y))
-        return np.asarray(kendall_numerator(x, y, weights) / denominator, dtype=np.float64)
-
-
-def weighted(x: Floats, y: Floats, weights: Floats, method: str) -> Floats:
-    """The correlation `method` of `x` with human `y` per resample, NaN where either is constant in it."""
-    if method == "pearson":
-        values = weighted_pearson(x, y, weights)
-    elif method == "spearman":
-        values = weighted_pearson(weighted_average_ranks(x, weights), weighted_average_ranks(y, weights), weights)
-    else:
-        values = weighted_kendall(x, y, weights)
-    values[is_constant(x, weights) | is_constant(y, weights)] = np.nan
-    return values
 
 
 class _Ties:
@@ -184,7 +153,6 @@ class GroupResamples:
         self.copy_ties = (weights * (weights - 1) / 2).sum(axis=1)
         self.counts = exact_counts(weights)
         self._human: dict[str, Any] = {}
-        self._once: GroupResamples | None = None  # every segment drawn once (`plain`)
 
     def _constant(self, x: Floats, ties: _Ties) -> NDArray[np.bool_]:
         """The resamples constant in `x`: of one segment, or of segments that all tie."""
@@ -212,8 +180,9 @@ class GroupResamples:
                 self._human[method] = is_constant(y, w)
             elif method == "ties":  # the human tie groups: the draws below each and in each, [B, g]
                 self._human[method] = tie_totals(y, w)
-            elif method == "signs":
-                self._human[method] = human_signs(y)
+            elif method == "signs":  # sign(y_i - y_j) of every pair, worth keeping across resamples (not for one row)
+                keep = len(w) > 1 and len(y) ** 2 <= CACHED_SIGNS
+                self._human[method] = np.sign(y[:, None] - y[None, :]).astype(np.float32) if keep else None
             elif method == "spearman":  # the counts times the centred ranks, their sum with the counts, variance
                 below, within, order, group_of = self._human_side("ties")
                 centred = np.empty_like(w)
@@ -226,13 +195,18 @@ class GroupResamples:
                 self._human[method] = (within * (within - 1) / 2).sum(axis=1)
         return self._human[method]
 
+    @cached_property
+    def _once(self) -> GroupResamples:
+        """The segments as they are (every one drawn once), sharing this group's human signs."""
+        once = GroupResamples(np.ones((1, len(self.human))), self.human)
+        once._human["signs"] = self._human_side("signs")
+        return once
+
     def plain(self, x: Floats, method: str) -> float:
-        """`method` on the segments as they are, by the resamples' kernels so the human side is computed once."""
-        if method == "pearson":  # the two-pass definition (`weighted_pearson`)
-            return float(weighted(x, self.human, np.ones((1, len(x))), method)[0])
-        if self._once is None:
-            self._once = GroupResamples(np.ones((1, len(x))), self.human)
-            self._once._human["signs"] = self._human_side("signs")
+        """`method` on the segments as they are: Pearson's two-pass definition (`plain_pearson`), or the
+        resamples' kernels so that the human side is computed once."""
+        if method == "pearson":
+            return plain_pearson(x, self.human)
         return float(self._once.correlations(x[None, :], method)[0, 0])
 
     def correlations(self, columns: Floats, method: str) -> Floats:
@@ -303,3 +277,10 @@ def _shared_ranks(ties: _Ties, w: Floats, upto: Floats, g: Floats) -> Floats:
     lasts = ties.firsts + ties.sizes - 1
     shared = (upto[:, ties.firsts] - w[:, ties.firsts] + upto[:, lasts]) / 2
     return np.asarray(np.einsum("bi,bi->b", g, shared[:, ties.group_of] - upto + w / 2))
+
+
+def plain_correlation(x: Floats, y: Floats, method: str) -> float:
+    """The correlation `method` of `x` with human `y` as they are (no resampling), NaN where either is constant."""
+    if method == "pearson":
+        return plain_pearson(x, y)
+    return float(GroupResamples(np.ones((1, len(x))), y).correlations(x[None, :], method)[0, 0])
