@@ -160,8 +160,8 @@ class SettingsMismatchError(BERTScoreError, RuntimeError):
 class InputFileError(BERTScoreError, ValueError):
     """An input text file that cannot be scored; `what` is its role ("candidate", "reference", "corpus")."""
 
-    def __init__(self, message: str, *, path: str, what: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, path: str, what: str, argument: str | None = None) -> None:
+        super().__init__(message, argument=argument)
         self.path = path
         self.what = what
 
@@ -204,8 +204,8 @@ class JudgementFileError(InputFileError):
 
     def __init__(self, problem: str, *, path: str, line: int | None = None, remedy: str | None = None) -> None:
         hint = f" ({JUDGEMENT_REMEDIES[remedy]})" if remedy else ""
-        super().__init__(problem + hint, path=path, what="judgements")
-        self.argument = "path"  # `read_judgements`' and `read_relative_rankings`' argument
+        # `argument`: the path argument of `read_judgements` and `read_relative_rankings`
+        super().__init__(problem + hint, path=path, what="judgements", argument="path")
         self.problem, self.line, self.remedy = problem, line, remedy
 
 

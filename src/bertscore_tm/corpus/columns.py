@@ -140,14 +140,18 @@ def reference_groups(
     values = cells(batch, kind, column, argument)
     if several is None:
         several = list_typed(batch, kind, column) or any(_is_list(v) for v in values)
-    if not several:
-        return [[_one_reference(v, column, first_row + i)] for i, v in enumerate(values)], False
     groups = []
-    for i, value in enumerate(values):
-        row = first_row + i
+    for row, value in enumerate(values, first_row):
         if not _is_list(value):
             groups.append([text_cell(value, column, row)])
             continue
+        if not several:
+            raise ColumnDataError(
+                f"row {row} of column {column!r} holds a list of references, but the scorer was told "
+                "several_references=False: leave it out (or pass True) for a column of lists",
+                column=column,
+                row=row,
+            )
         items = list(value.tolist() if hasattr(value, "tolist") else value)
         if not items:
             raise ColumnDataError(
@@ -156,7 +160,7 @@ def reference_groups(
                 row=row,
             )
         groups.append([text_cell(v, f"{column}[{j}]", row) for j, v in enumerate(items)])
-    return groups, True
+    return groups, several
 
 
 def list_typed(batch: Any, kind: str, column: str) -> bool:
@@ -169,17 +173,6 @@ def list_typed(batch: Any, kind: str, column: str) -> bool:
             return values.ndim > 1
         kind_type = getattr(getattr(values, "dtype", None), "pyarrow_dtype", None)  # pandas' ArrowDtype
     return str(kind_type).startswith(("list", "large_list", "fixed_size_list"))
-
-
-def _one_reference(value: object, column: str, row: int) -> str:
-    if _is_list(value):
-        raise ColumnDataError(
-            f"row {row} of column {column!r} holds a list of references, but the scorer was told "
-            "several_references=False: leave it out (or pass True) for a column of lists",
-            column=column,
-            row=row,
-        )
-    return text_cell(value, column, row)
 
 
 def _is_list(value: object) -> bool:
@@ -204,12 +197,10 @@ def with_columns(batch: Any, kind: str, new: Mapping[str, np.ndarray], drop: Seq
     if kind == "pandas":
         return (batch.drop(columns=list(drop)) if drop else batch).assign(**new)
     if kind == "arrow":
-        out = batch
-        for name in [*drop, *new]:
-            if name in out.column_names:
-                out = out.drop_columns([name]) if hasattr(out, "drop_columns") else out.drop([name])
         import pyarrow
 
+        gone = [name for name in dict.fromkeys([*drop, *new]) if name in batch.column_names]
+        out = batch.drop_columns(gone) if hasattr(batch, "drop_columns") else batch.drop(gone)
         for name, values in new.items():
             out = out.append_column(name, pyarrow.array(values))
         return out

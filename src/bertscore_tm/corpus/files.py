@@ -24,11 +24,13 @@ def _lines(n: int) -> str:
 
 
 def not_a_file(file: Path) -> str:
-    """Why a path that exists is no input file: a folder, or a pipe or device, whose lines could be read only once.
+    """Why a path is no input file: missing, a folder, or a pipe or device, whose lines could be read only once.
 
     >>> not_a_file(Path("/"))
     'is a folder, not a file'
     """
+    if not file.exists():
+        return "does not exist"
     if file.is_dir():
         return "is a folder, not a file"
     return (
@@ -40,8 +42,6 @@ def not_a_file(file: Path) -> str:
 def count_lines(path: str, what: str, block_bytes: int = BLOCK_BYTES) -> int:
     """The number of lines of a UTF-8 text file, read in blocks; an `InputFileError` where it is missing or empty."""
     file = Path(path).expanduser()
-    if not file.exists():
-        raise InputFileError(f"{what} file {path} does not exist", path=path, what=what)
     if not file.is_file():
         raise InputFileError(f"{what} file {path} {not_a_file(file)}", path=path, what=what)
     decoder = codecs.getincrementaldecoder("utf-8")()

@@ -62,15 +62,20 @@ def corpus_idf(
     arguments = {"model_name_or_path": model_name_or_path, **metric_arguments}
     config = Config.of(arguments, caller="corpus_idf", unused=NOT_COUNTING)
     scorer = Scorer(config.replace(idf=True, device="cpu"))
+    encoder, vocab = scorer.encoder, scorer.vocab_size
+    counts: Iterable[tuple[np.ndarray, int]]
     if module.startswith("ray.data"):
-        doc_freq, num_refs = _ray_counts(references, refs, scorer.encoder, scorer.vocab_size)
+        counts = _ray_counts(references, refs, encoder, vocab)
     elif module.startswith("datasets") and hasattr(references, "iter"):
-        counts = (_count(scorer.encoder, scorer.vocab_size, batch, refs) for batch in references.iter(CHUNK))
-        doc_freq, num_refs = _sum(counts, scorer.vocab_size)
+        counts = (_count(encoder, vocab, batch, refs) for batch in references.iter(CHUNK))
     elif _is_table(references):  # iterated, a table or a dict would give its column names, not its texts
-        doc_freq, num_refs = _sum(_table_counts(references, scorer.encoder, scorer.vocab_size, refs), scorer.vocab_size)
+        counts = _table_counts(references, encoder, vocab, refs)
     else:
-        doc_freq, num_refs = _sum(_iterable_counts(references, scorer.encoder, scorer.vocab_size), scorer.vocab_size)
+        counts = _iterable_counts(references, encoder, vocab)
+    doc_freq, num_refs = np.zeros(vocab, dtype=np.int64), 0
+    for block, n in counts:  # integers: summed exactly in any order
+        doc_freq += block
+        num_refs += n
     if num_refs == 0:
         raise ArgumentValueError(
             "corpus_idf: no reference to count (the corpus is empty)",
@@ -125,29 +130,20 @@ def _count_texts(encoder: TextEncoder, vocab: int, texts: list[str]) -> tuple[np
     return document_frequency(ids, lens, vocab, marked=None).cpu().numpy(), len(texts)
 
 
-def _sum(counts: Iterable[tuple[np.ndarray, int]], vocab: int) -> tuple[np.ndarray, int]:
-    doc_freq, num_refs = np.zeros(vocab, dtype=np.int64), 0
-    for block, n in counts:
-        doc_freq += block
-        num_refs += n
-    return doc_freq, num_refs
-
-
 def _count_block(batch: dict[str, Any], encoder: TextEncoder, vocab: int, refs: list[str]) -> dict[str, np.ndarray]:
     """One Ray block's counts as a one-row batch; the caller sums the rows."""
     doc_freq, n = _count(encoder, vocab, batch, refs)
     return {"doc_freq": doc_freq[None, :], "num_refs": np.array([n], dtype=np.int64)}
 
 
-def _ray_counts(dataset: Any, refs: list[str], encoder: TextEncoder, vocab: int) -> tuple[np.ndarray, int]:
-    """Each block of a Ray Dataset counted where it lies, the counts summed here."""
+def _ray_counts(dataset: Any, refs: list[str], encoder: TextEncoder, vocab: int) -> Iterator[tuple[np.ndarray, int]]:
+    """Each block of a Ray Dataset counted where it lies, for the caller to sum."""
     missing = [c for c in refs if c not in dataset.columns()]
     if missing:
         columns.cells({c: [] for c in dataset.columns()}, "mapping", missing[0], "reference_column")
     count = functools.partial(_count_block, encoder=encoder, vocab=vocab, refs=refs)
     counted = dataset.select_columns(refs).map_batches(count, batch_format="numpy", batch_size=CHUNK)
-    totals = (
+    return (
         (batch["doc_freq"].sum(axis=0), int(batch["num_refs"].sum()))
         for batch in counted.iter_batches(batch_format="numpy", batch_size=None)
     )
-    return _sum(totals, vocab)

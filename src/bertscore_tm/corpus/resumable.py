@@ -17,7 +17,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -63,10 +63,9 @@ def prepared_ahead(
         item: Any = next(queue, _END)
         future: Future[Prepared] | None = None if item is _END else pool.submit(prepare, item)
         while future is not None:
-            result = future.result()
-            following: Any = next(queue, _END)
-            current, item = item, following
-            future = None if following is _END else pool.submit(prepare, following)
+            result, current = future.result(), item
+            item = next(queue, _END)
+            future = None if item is _END else pool.submit(prepare, item)
             yield current, result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -99,12 +98,12 @@ def _writing(what: Path) -> Iterator[None]:
         ) from err
 
 
-def write_atomically(target: Path, write: Callable[[BinaryIO], object]) -> None:
+def write_atomically(target: Path, data: bytes) -> None:
     """Write `target` so that a kill leaves the old file or the new one, never part of one."""
     handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as fh:
-            write(fh)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(temp, target)
@@ -157,12 +156,20 @@ class Checkpoint:
     digests: dict[str, str]
 
     @classmethod
-    def open(cls, folder: str | os.PathLike[str], record: dict[str, Any], rank: int) -> Checkpoint:
-        """This process's checkpoint in `folder` (made if missing), checked against `record`."""
+    def open(
+        cls, folder: str | os.PathLike[str], scorer: Scorer, kind: str, row_shape: list[int], **fields: Any
+    ) -> Checkpoint:
+        """This process's checkpoint in `folder` (made if missing), checked against the record of what every run's
+        scores depend on: the setting, the job, the scores' float32 rows of `row_shape`, and the run's `fields`."""
         path = Path(folder).expanduser()
         with _writing(path):
             path.mkdir(parents=True, exist_ok=True)
-        record = {"format": FORMAT, **record}
+        rank, world = job_place()
+        fixed = scorer.fixed_idf  # fixed IDF weights change the scores, not the hash code: the digest holds them
+        fixed_digest = None if fixed is None else hashlib.sha256(fixed.double().cpu().numpy().tobytes()).hexdigest()
+        setting = str(settings_digest({**scorer.settings_record(), "fixed_idf": fixed_digest}))
+        record = {"format": FORMAT, "kind": kind, "hash_code": scorer.hash_code, "setting": setting}
+        record |= {"rank": rank, "world_size": world, "dtype": "float32", "row_shape": row_shape, **fields}
         this = cls(path, rank, record, {})
         this._check_world_size()
         saved = _read_manifest(this.manifest)
@@ -181,7 +188,7 @@ class Checkpoint:
     def _write_manifest(self) -> None:
         text = json.dumps({**self.record, "digests": self.digests}, indent=1, sort_keys=True).encode("utf-8")
         with _writing(self.manifest):
-            write_atomically(self.manifest, lambda fh: fh.write(text))
+            write_atomically(self.manifest, text)
 
     def _check_world_size(self) -> None:
         world = self.record["world_size"]
@@ -251,15 +258,17 @@ class Checkpoint:
         self.digests[target.name] = hashlib.sha256(data).hexdigest()
         self._write_manifest()
         with _writing(target):
-            write_atomically(target, lambda fh: fh.write(data))
+            write_atomically(target, data)
 
     def run(
         self,
         ranges: list[tuple[int, int]],
+        device: torch.device,
         score: Callable[[int, int, Any], Tensor],
         prepare: Callable[[int, int], Any] | None = None,
     ) -> Tensor:
-        """Every shard's scores in order: the saved read back, the rest scored (`prepare` a shard ahead) and saved."""
+        """Every shard's scores in order: the saved read back, the rest scored (`prepare` a shard ahead) and saved;
+        under torchrun, every process's shards, gathered in rank order."""
         pieces = [self.load(k, hi - lo) for k, (lo, hi) in enumerate(ranges)]
         missing = [k for k, piece in enumerate(pieces) if piece is None]
         if prepare is None:
@@ -272,10 +281,13 @@ class Checkpoint:
                 done = score(lo, hi, prepared).cpu()
                 self.save(k, done)
                 pieces[k] = done
-        if not pieces:
-            shape = (0, *self.record["row_shape"])
-            return torch.zeros(shape, dtype=getattr(torch, self.record["dtype"]))
-        return torch.cat([piece for piece in pieces if piece is not None])
+        if pieces:
+            per = torch.cat([piece for piece in pieces if piece is not None])
+        else:
+            per = torch.zeros((0, *self.record["row_shape"]), dtype=getattr(torch, self.record["dtype"]))
+        if self.record["world_size"] > 1:
+            per = torch.cat([x.cpu() for x in gather(per.to(device), None)])
+        return per
 
 
 def _read_manifest(path: Path) -> dict[str, Any] | None:
@@ -343,14 +355,6 @@ def _shard_difference(old: list[str], new: list[str], given: dict[str, Any], lab
     return what, (old[k] if k < len(old) else None), (new[k] if k < len(new) else None)
 
 
-def _setting_record(scorer: Scorer) -> dict[str, Any]:
-    """The hash code, and a digest of every setting value that changes scores but not the hash code."""
-    record = scorer.settings_record()
-    fixed = scorer.fixed_idf
-    extra = {"fixed_idf": None if fixed is None else hashlib.sha256(fixed.double().cpu().numpy().tobytes()).hexdigest()}
-    return {"hash_code": scorer.hash_code, "setting": str(settings_digest({**record, **extra}))}
-
-
 def _run_of(
     metric_or_scorer: Any, checkpoint_dir: object, shard_size: object
 ) -> tuple[Scorer, torch.device, int, bool]:
@@ -396,20 +400,20 @@ def score_resumable(
     scorer, device, shard_size, verbose = _run_of(metric, checkpoint_dir, shard_size)
     cand_list, groups = check_pairs(cands, refs, ("cands", "refs"), empty=False)
     contexts = check_contexts(context, len(cand_list))
-    rank, world = job_place()
-    start, stop = Processes(rank, world).shard(len(cand_list))
-    ranges = shard_ranges(start, stop, shard_size)
     with own_precision(device):
         scorer.follow(device)
         weights, idf_counts = _corpus_weights(scorer, groups, contexts, device)
-    record = _record(scorer, "pairs", _pair_rows(scorer), rank, world, shard_size) | {
-        "range": [start, stop],
-        "items": len(cand_list),
-        "idf_counts": idf_counts,
-        "context": None if contexts is None else [texts_digest(contexts[lo:hi]) for lo, hi in ranges],
-        "shards": [texts_digest([*cand_list[lo:hi], *groups[lo:hi]]) for lo, hi in ranges],
-    }
-    checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
+    part, ranges = _own_shards(len(cand_list), shard_size)
+    checkpoint = Checkpoint.open(
+        checkpoint_dir,
+        scorer,
+        "pairs",
+        _pair_rows(scorer),
+        **part,
+        idf_counts=idf_counts,
+        context=None if contexts is None else [texts_digest(contexts[lo:hi]) for lo, hi in ranges],
+        shards=[texts_digest([*cand_list[lo:hi], *groups[lo:hi]]) for lo, hi in ranges],
+    )
 
     def tokenise(lo: int, hi: int) -> TokenizedPairs:
         return scorer.pairs.pairs(cand_list[lo:hi], groups[lo:hi], _part(contexts, lo, hi))
@@ -417,9 +421,7 @@ def score_resumable(
     def score(lo: int, hi: int, tokens: TokenizedPairs) -> Tensor:
         return _score_tokens(scorer, tokens, device, verbose, weights)
 
-    per = checkpoint.run(ranges, score, tokenise)
-    if world > 1:
-        per = torch.cat([x.cpu() for x in gather(per.to(device), None)])
+    per = checkpoint.run(ranges, device, score, tokenise)
     return scores_of(per, scorer.all_layers, scorer.code_with(contexts))
 
 
@@ -454,12 +456,10 @@ def score_stream(
             allowed="idf=False, or idf_texts / idf_weights",
             value=True,
         )
-    rank, world = job_place()
     with own_precision(device):
         scorer.follow(device)
         weights = scorer.weights(device=device)
-    record = _record(scorer, "stream", _pair_rows(scorer), rank, world, shard_size)
-    checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
+    checkpoint = Checkpoint.open(checkpoint_dir, scorer, "stream", _pair_rows(scorer), shard_size=shard_size)
 
     def prepare(numbered: tuple[int, list[Any] | Exception]) -> _StreamShard:
         k, chunk = numbered
@@ -527,7 +527,9 @@ def _score_tokens(
 
 
 def _stream_items(chunk: list[Any], first: int) -> tuple[list[str], list[list[str]], list[str] | None]:
-    """A stream's chunk as candidates, reference groups and contexts (None where every item is a pair)."""
+    """A stream's chunk as candidates, reference groups and contexts (None where every item is a pair), each item
+    checked in turn."""
+    cands, groups, contexts = [], [], []
     for i, item in enumerate(chunk, first):
         if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
             raise ArgumentValueError(
@@ -536,20 +538,16 @@ def _stream_items(chunk: list[Any], first: int) -> tuple[list[str], list[list[st
                 allowed="2- or 3-item tuples",
                 value=item,
             )
-    cands = [check_text(item[0], f"pairs[{i}][0]") for i, item in enumerate(chunk, first)]
-    groups = [
-        check_texts(item[1], f"pairs[{i}][1]", what="reference", empty=False) for i, item in enumerate(chunk, first)
-    ]
-    if all(len(item) == 2 for item in chunk):
-        return cands, groups, None
-    contexts = [check_text(item[2], f"pairs[{i}][2]") if len(item) == 3 else "" for i, item in enumerate(chunk, first)]
-    return cands, groups, contexts
+        cands.append(check_text(item[0], f"pairs[{i}][0]"))
+        groups.append(check_texts(item[1], f"pairs[{i}][1]", what="reference", empty=False))
+        contexts.append(check_text(item[2], f"pairs[{i}][2]") if len(item) == 3 else "")
+    return cands, groups, None if all(len(item) == 2 for item in chunk) else contexts
 
 
-def _record(scorer: Scorer, kind: str, row_shape: list[int], rank: int, world: int, shard_size: int) -> dict[str, Any]:
-    """What every run's scores depend on: the setting, the job and the scores' float32 rows of `row_shape`."""
-    job = {"rank": rank, "world_size": world, "shard_size": shard_size}
-    return {"kind": kind, **_setting_record(scorer), **job, "dtype": "float32", "row_shape": row_shape}
+def _own_shards(items: int, shard_size: int) -> tuple[dict[str, Any], list[tuple[int, int]]]:
+    """This process's part of `items` inputs as its manifest records it, and that part's shards."""
+    start, stop = Processes(*job_place()).shard(items)
+    return {"range": [start, stop], "items": items, "shard_size": shard_size}, shard_ranges(start, stop, shard_size)
 
 
 def _pair_rows(scorer: Scorer) -> list[int]:
@@ -595,24 +593,21 @@ def pairwise_resumable(
     scorer, device, shard_size, verbose = _run_of(metric, checkpoint_dir, shard_size)
     cand_list = check_texts(cands, "cands", what="candidate", empty=False)
     ref_list = check_texts(refs, "refs", what="reference", empty=False)
-    rank, world = job_place()
-    start, stop = Processes(rank, world).shard(len(cand_list))
-    ranges = shard_ranges(start, stop, shard_size)
     scores = 3 if scorer.beta is None else 4  # P, R, F (and F-beta)
     rows = [scores, scorer.embedder.num_rows, len(ref_list)] if scorer.all_layers else [scores, len(ref_list)]
-    record = _record(scorer, "pairwise", rows, rank, world, shard_size) | {
-        "range": [start, stop],
-        "items": len(cand_list),
-        "references": texts_digest(ref_list),
-        "shards": [texts_digest(cand_list[lo:hi]) for lo, hi in ranges],
-    }
-    checkpoint = Checkpoint.open(checkpoint_dir, record, rank)
+    part, ranges = _own_shards(len(cand_list), shard_size)
+    checkpoint = Checkpoint.open(
+        checkpoint_dir,
+        scorer,
+        "pairwise",
+        rows,
+        **part,
+        references=texts_digest(ref_list),
+        shards=[texts_digest(cand_list[lo:hi]) for lo, hi in ranges],
+    )
 
     def score(lo: int, hi: int, _: None) -> Tensor:
         block = pairwise_scores(scorer, cand_list[lo:hi], ref_list, device, verbose=verbose)
         return block.float().movedim(-2, 0).contiguous()  # [rows of the shard, 3, (L + 1,) M]
 
-    per = checkpoint.run(ranges, score)
-    if world > 1:
-        per = torch.cat([x.cpu() for x in gather(per.to(device), None)])
-    return per.movedim(0, -2)
+    return checkpoint.run(ranges, device, score).movedim(0, -2)

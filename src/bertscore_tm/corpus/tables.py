@@ -73,8 +73,6 @@ class ColumnFile:
         cls, path: str, candidate_column: str, reference_columns: Sequence[str], context_column: str | None = None
     ) -> ColumnFile:
         file = Path(path).expanduser()
-        if not file.exists():
-            raise InputFileError(f"data file {path} does not exist", path=path, what="data")
         if not file.is_file():
             raise InputFileError(f"data file {path} {not_a_file(file)}", path=path, what="data")
         this = cls(path, file_format(path, READS, "data"), candidate_column, tuple(reference_columns), context_column)

@@ -86,11 +86,6 @@ class Setting:
     convert: Callable[[Any], Any] | None = None
 
 
-def as_texts(value: object) -> list[str] | None:
-    """Texts as a list (one string is one text: `bertscore_tm.settings.texts`)."""
-    return None if value is None else check_texts(value, "idf_texts")
-
-
 #: Every constructor argument of BERTScore, in the signature's order (torchmetrics' own are left to it).
 SETTINGS: dict[str, Setting] = {
     "model_name_or_path": Setting(
@@ -242,7 +237,7 @@ SETTINGS: dict[str, Setting] = {
         "with `idf=True`: count document frequencies in these texts instead of the references (bert-score's "
         "`idf_sents`)",
         see="[Your own model](own-model.md#idf-from-a-corpus-or-from-saved-weights)",
-        convert=as_texts,
+        convert=lambda value: None if value is None else check_texts(value, "idf_texts"),  # one string: one text
     ),
     "idf_weights": Setting(
         weight_mapping,
@@ -424,7 +419,7 @@ def _check_together(arguments: Mapping[str, object]) -> None:
         raise _refused(
             arguments, "baseline_path", "rescale_with_baseline", "None unless rescale_with_baseline=True", message
         )
-    stride, mode = arguments.get("window_stride"), arguments.get("long_texts", "truncate")
+    stride, mode = arguments.get("window_stride"), arguments.get("long_texts", default("long_texts"))
     if stride is not None and mode != "window":
         message = f"window_stride={stride} applies only to long_texts='window' (long_texts is {mode!r})"
         raise _refused(arguments, "window_stride", "long_texts", "None unless long_texts='window'", message)
