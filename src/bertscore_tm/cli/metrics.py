@@ -24,10 +24,8 @@ def make_metric(**kwargs: Any) -> Any:
         raise  # reported with a hint from its fields
     except (ValueError, TypeError, OSError) as err:
         raise UsageError(f"cannot set up {kwargs.get('model_name_or_path')}: {one_line(err)}") from None
-    except Exception as err:
-        if not isinstance(err, model_files.weights_read_errors()):
-            raise
-        source = {k: kwargs[k] for k in ("revision", "local_files_only", "trust_remote_code") if k in kwargs}
+    except model_files.weights_read_errors() as err:
+        source = {k: kwargs[k] for k in ("revision", "local_files_only", "trust_remote_code")}
         folder = model_folder(str(kwargs["model_name_or_path"]), **source)
         files = ", ".join(str(f) for f in model_files.weights_files(folder))
         raise UsageError(
