@@ -70,9 +70,11 @@ def command_metric(args: argparse.Namespace, name: str, model_options: dict[str,
     --progress: every command but show has them)."""
     run: dict[str, Any] = {}
     if hasattr(args, "batch_size"):
+        import torch
+
         run = {
             "batch_size": args.batch_size,
-            "model_dtype": devices.dtype(args.dtype),
+            "model_dtype": getattr(torch, args.dtype),
             "compile_model": args.compile,
             "verbose": options.progress(args),
         }
