@@ -692,7 +692,7 @@ ERRORS = [
         ["header", "LAYER,P,R,F"],
     ),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "9"], ["num_layers", "between 0 and 6"]),
-    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-b", "0"], ["--batch-size", "at least 1", "got 0"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-b", "0"], ["-b/--batch-size", ">= 1", "got 0"]),
     (
         ["show", "-c", "a cat", "-r", "a dog", "-f", "{png}", "-m", "no-such-org/no-such-model", "-l", "3"],
         ["not on this machine"],
@@ -1280,8 +1280,8 @@ def test_a_closed_standard_output_is_one_line(capsys, monkeypatch, small: dict[s
 
 
 SWEEP = [
-    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-b", "-3"], ["--batch-size", "at least 1", "got -3"]),
-    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "-1"], ["-l/--num-layers", "0 or more", "got -1"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-b", "-3"], ["-b/--batch-size", ">= 1", "got -3"]),
+    (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "-1"], ["-l/--num-layers", ">= 0", "got -1"]),
     (["score", "-c", "{cands}", "-r", "{refs}", "-m", MINILM, "-l", "99"], ["between 0 and 6", "got 99"]),
     (["score", "-c", "{latin1}", "-r", "{refs}", "-m", MINILM], ["latin1.txt is not UTF-8 text", "byte 3"]),
     (["score", "-c", "{folder}", "-r", "{refs}", "-m", MINILM], ["candidate file", "is a folder, not a file"]),
@@ -1298,7 +1298,7 @@ SWEEP = [
     (["baseline", "--corpus", "{cands}", "-m", MINILM, "--pairs", "0", "-o", "{out}"], ["--pairs", "at least 1"]),
     (
         ["baseline", "--corpus", "{cands}", "-m", MINILM, "--pairs", "1", "-b", "0", "-o", "{out}"],
-        ["--batch-size", "at least 1"],
+        ["-b/--batch-size", ">= 1"],
     ),
 ]
 

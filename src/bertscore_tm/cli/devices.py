@@ -1,20 +1,13 @@
-"""The device and dtype a command runs with, checked before any model loads; under torchrun each process
+"""The device a command runs on, checked before any model loads; under torchrun each process
 takes the GPU of its ``LOCAL_RANK``."""
 
 from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import Any
 
 from bertscore_tm.cli.errors import UsageError, one_line
 from bertscore_tm.distributed.launch import launched, local_device
-
-
-def dtype(name: str) -> Any:
-    import torch
-
-    return getattr(torch, name)
 
 
 def device(name: str | None) -> str:

@@ -24,10 +24,8 @@ def make_metric(**kwargs: Any) -> Any:
         raise  # reported with a hint from its fields
     except (ValueError, TypeError, OSError) as err:
         raise UsageError(f"cannot set up {kwargs.get('model_name_or_path')}: {one_line(err)}") from None
-    except Exception as err:
-        if not isinstance(err, model_files.weights_read_errors()):
-            raise
-        source = {k: kwargs[k] for k in ("revision", "local_files_only", "trust_remote_code") if k in kwargs}
+    except model_files.weights_read_errors() as err:
+        source = {k: kwargs[k] for k in ("revision", "local_files_only", "trust_remote_code")}
         folder = model_folder(str(kwargs["model_name_or_path"]), **source)
         files = ", ".join(str(f) for f in model_files.weights_files(folder))
         raise UsageError(
@@ -36,13 +34,12 @@ def make_metric(**kwargs: Any) -> Any:
         ) from None
 
 
-def rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
-    """The metric of the options every scoring command shares, each checked before the model loads: a model
-    without a tuned default layer needs -l, and with rescaling the baseline must be there and readable."""
+def scoring_metric(args: argparse.Namespace) -> Any:
+    """The metric of the command's options, each checked before the model loads: a model without a tuned
+    default layer needs -l, and with rescaling the baseline must be there and readable."""
     from bertscore_tm.models.registry import is_known_model
     from bertscore_tm.scoring.baselines import find_baseline, read_baseline
 
-    options.check_run_options(args)
     name, model_options = checked_model(args)
     if args.num_layers is None and not is_known_model(name):
         raise UsageError(
@@ -52,47 +49,36 @@ def rescalable_metric(args: argparse.Namespace, **extra: Any) -> Any:
         )
     if args.rescale_with_baseline:  # a missing or malformed file is said before the model loads
         read_baseline(find_baseline(args.lang, name, args.baseline_path))
-    device = devices.process_device(args.device)
-    return make_metric(
-        model_name_or_path=name,
+    return command_metric(
+        args,
+        name,
+        model_options,
         num_layers=args.num_layers,
-        lang=args.lang,
+        idf=args.idf,
         rescale_with_baseline=args.rescale_with_baseline,
         baseline_path=args.baseline_path,
-        device=device,
-        compile_model=getattr(args, "compile", False),
-        **model_options,
-        **extra,
-    )
-
-
-def all_layers_metric(args: argparse.Namespace, name: str, model_options: dict[str, Any], **extra: Any) -> Any:
-    """A metric scoring every layer (so a model without a tabled default layer is fine), of the run options."""
-    return make_metric(
-        model_name_or_path=name,
-        all_layers=True,
-        lang=args.lang,
-        batch_size=args.batch_size,
-        model_dtype=devices.dtype(args.dtype),
-        compile_model=args.compile,
-        **model_options,
-        **extra,
-    )
-
-
-def scoring_metric(args: argparse.Namespace) -> Any:
-    """`rescalable_metric` with the options of the commands that score many lines."""
-    return rescalable_metric(
-        args,
-        idf=args.idf,
-        batch_size=args.batch_size,
-        model_dtype=devices.dtype(args.dtype),
-        verbose=options.progress(args),
-        beta=getattr(args, "beta", None),
+        device=devices.process_device(args.device),
+        beta=getattr(args, "beta", None),  # show has none of these four
         ignore=getattr(args, "ignore", None),
         candidate_prompt=getattr(args, "candidate_prompt", None),
         reference_prompt=getattr(args, "reference_prompt", None),
     )
+
+
+def command_metric(args: argparse.Namespace, name: str, model_options: dict[str, Any], **settings: Any) -> Any:
+    """A metric of model `name` with these settings and the command's run options (-b, --dtype, --compile,
+    --progress: every command but show has them)."""
+    run: dict[str, Any] = {}
+    if hasattr(args, "batch_size"):
+        import torch
+
+        run = {
+            "batch_size": args.batch_size,
+            "model_dtype": getattr(torch, args.dtype),
+            "compile_model": args.compile,
+            "verbose": options.progress(args),
+        }
+    return make_metric(model_name_or_path=name, lang=args.lang, **model_options, **(run | settings))
 
 
 def checked_model(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:

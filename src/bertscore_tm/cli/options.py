@@ -7,7 +7,6 @@ import argparse
 import math
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -99,17 +98,7 @@ def add_rescale_options(p: argparse.ArgumentParser) -> None:
 def add_beta_option(p: argparse.ArgumentParser, what: str | None = None) -> None:
     """``--beta`` (checked by the library); `what`: the help's own words where a command differs."""
     help = what or "also report F-beta, recall weighing B times precision (3: F3), which then picks the best reference"
-    p.add_argument("--beta", type=_number("--beta"), metavar="B", help=help)
-
-
-def _number(flag: str) -> Callable[[str], float]:
-    def parse(value: str) -> float:
-        try:
-            return float(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} takes a number, got {value!r}") from None
-
-    return parse
+    p.add_argument("--beta", type=float, metavar="B", help=help)
 
 
 def add_run_options(p: argparse.ArgumentParser, batch: bool = True) -> None:
@@ -184,13 +173,6 @@ def checked_name(path: str) -> None:
         rules.path()("the name", path)
     except ArgumentValueError as err:
         raise UsageError(f"cannot write {path!r}: {err}") from None
-
-
-def check_run_options(args: argparse.Namespace) -> None:
-    if getattr(args, "batch_size", None) is not None and args.batch_size < 1:
-        raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
-    if getattr(args, "num_layers", None) is not None and args.num_layers < 0:
-        raise UsageError(f"-l/--num-layers must be 0 or more (0 = the embeddings), got {args.num_layers}")
 
 
 def progress(args: argparse.Namespace) -> bool:

@@ -203,22 +203,22 @@ def replacing(target: Path, name: str) -> Iterator[Path]:
     whatever fails, `target` stays as it was and an OSError is a one-line `UsageError` naming `name`. A target
     that is no regular file (a device, a pipe) is written in place."""
     real = Path(os.path.realpath(target))
-    if real.exists() and not real.is_file():
-        with _reported(name):
+    try:
+        if real.exists() and not real.is_file():
             yield real
-        return
-    with _reported(name):
+            return
         handle, temp_name = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
         os.close(handle)
-    temp = Path(temp_name)
-    try:
-        with _reported(name):
+        temp = Path(temp_name)
+        try:
             yield temp
             _move_onto(temp, real)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise
+    except OSError as err:
+        raise UsageError(f"cannot write {name}: {err.strerror or one_line(err)}") from None
 
 
 def write_text(target: Path, name: str, lines: Iterable[str]) -> None:
@@ -232,14 +232,6 @@ def write_output(target: Path | None, name: str, lines: Iterable[str], out: Text
         out.writelines(lines)
     else:
         write_text(target, name, lines)
-
-
-@contextlib.contextmanager
-def _reported(name: str) -> Iterator[None]:
-    try:
-        yield
-    except OSError as err:
-        raise UsageError(f"cannot write {name}: {err.strerror or one_line(err)}") from None
 
 
 def _move_onto(temp: Path, real: Path) -> None:

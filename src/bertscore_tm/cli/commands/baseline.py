@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import warnings
 from typing import Any, TextIO
 
 from bertscore_tm.cli import devices, inputs, metrics, options, outputs
@@ -33,7 +32,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     lines = inputs.read_lines(args.corpus, "corpus")
     if args.pairs < 1:
         raise UsageError(f"--pairs must be at least 1, got {args.pairs}")
-    options.check_run_options(args)
     from bertscore_tm.tuning.baseline_building import distinct_lines
 
     distinct = len(distinct_lines(lines))
@@ -51,11 +49,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     cands, refs = sample_pairs(lines, args.pairs, args.seed)
     with processes(device) as job:
         verbose = options.progress(args) and job.writes_output
-        metric = metrics.all_layers_metric(args, model_name, model_options, device=job.device, verbose=verbose)
+        metric = metrics.command_metric(
+            args, model_name, model_options, all_layers=True, device=job.device, verbose=verbose
+        )
         start, stop = job.shard(len(cands))
-        with warnings.catch_warnings():  # a process without pairs (fewer pairs than processes) is fine
-            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
-            table = layer_means(metric, cands[start:stop], refs[start:stop])
+        table = layer_means(metric, cands[start:stop], refs[start:stop])
     if not job.writes_output:
         return 0
     with outputs.replacing(target, args.output) as temp:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import warnings
 from typing import Any, TextIO
 
 from bertscore_tm.cli import inputs, metrics, options, outputs
@@ -130,14 +129,9 @@ def _score(
         else:
             start, stop = job.shard(len(targets))
             shards = [Processes(rank, job.world_size).shard(len(targets)) for rank in range(job.world_size)]
-            with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
-                warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
-                scores = score_systems(
-                    metric,
-                    [s[start:stop] for s in systems],
-                    targets[start:stop],
-                    shard_sizes=[b - a for a, b in shards],
-                )
+            scores = score_systems(
+                metric, [s[start:stop] for s in systems], targets[start:stop], shard_sizes=[b - a for a, b in shards]
+            )
     return scores if job.writes_output else None
 
 

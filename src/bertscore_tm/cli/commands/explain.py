@@ -63,21 +63,20 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     html = None if args.html is None else outputs.check_output(args.html, "explain.html")
     target = None if args.output is None else outputs.check_output(args.output, "explain.txt")
     idf_references = None if args.idf_references is None else inputs.read_lines(args.idf_references, "IDF reference")
-    if args.text:
+    if args.text:  # checked before the model loads, as the files are
         pairs, context = None, None if args.context is None else [args.context]
+        cands = [inputs.text_argument(args.cand, "candidate", "-c")]
+        groups = [[inputs.text_argument(r, "reference", "-r") for r in args.ref]]
     else:
-        pairs = inputs.pair_lines(args.cand, args.ref)  # checked before the model loads
+        pairs = inputs.pair_lines(args.cand, args.ref)
         context = inputs.context_lines(args.context, len(pairs))
     metric = metrics.scoring_metric(args)
     from bertscore_tm.explanations.explanation import explain_pairs
     from bertscore_tm.explanations.weighting import weighting
 
     lines: list[int | None]
-    if args.text:
-        cand = inputs.text_argument(args.cand, "candidate", "-c")
-        refs = [inputs.text_argument(r, "reference", "-r") for r in args.ref]
-        lines, cands, groups = [None], [cand], [refs]
-        weights = weighting(metric.scorer, groups, idf_references)
+    if pairs is None:
+        lines, weights = [None], weighting(metric.scorer, groups, idf_references)
     else:
         lines, cands, groups = _chosen(args, metric, pairs, context)
         counts = (metric.doc_freq, metric.num_refs) if metric.scorer.counts_idf else None

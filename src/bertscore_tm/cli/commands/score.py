@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import warnings
 from typing import Any, TextIO
 
 from bertscore_tm.cli import inputs, metrics, options, outputs
@@ -85,9 +84,7 @@ def _score(args: argparse.Namespace, metric: Any, pairs: Any, shard_size: int, c
             for cands, targets in pairs.chunks(start, stop):
                 metric.update(cands, targets, context=None if context is None else context[start : start + len(cands)])
                 start += len(cands)
-            with warnings.catch_warnings():  # a process without lines (fewer lines than processes) is fine
-                warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
-                scores = metric.compute_scores()
+            scores = metric.compute_scores()
     return scores if job.writes_output else None
 
 

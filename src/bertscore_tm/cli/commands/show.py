@@ -42,7 +42,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     ref = inputs.text_argument(args.ref, "reference", "-r")
     target, fmt = outputs.image_target(args.file)
     idf_references = None if args.idf_references is None else inputs.read_lines(args.idf_references, "IDF reference")
-    metric = metrics.rescalable_metric(args, idf=args.idf)
+    metric = metrics.scoring_metric(args)
     from bertscore_tm.reports.similarity_plot import plot_similarity
 
     with outputs.replacing(target, str(target)) as temp:

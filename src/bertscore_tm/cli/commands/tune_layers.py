@@ -69,7 +69,6 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     devices.one_process("tune-layers")
-    options.check_run_options(args)
     resampling = options.resampling(args)
     assert resampling is not None  # --confidence has a default
     if args.default_layer is not None and args.default_layer < 0:
@@ -148,9 +147,7 @@ def _metric(args: argparse.Namespace) -> Any:
     """A metric keeping every layer; --default-layer checked against its depth."""
     name, model_options = metrics.checked_model(args)
     device = devices.process_device(args.device)
-    metric = metrics.all_layers_metric(
-        args, name, model_options, idf=args.idf, device=device, verbose=options.progress(args)
-    )
+    metric = metrics.command_metric(args, name, model_options, all_layers=True, idf=args.idf, device=device)
     if args.default_layer is not None and args.default_layer > metric.model_depth:
         raise UsageError(
             f"--default-layer {args.default_layer} is not a layer of {name}: it has layers 0 (the embeddings) to "
