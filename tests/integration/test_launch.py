@@ -265,3 +265,15 @@ def test_under_torchrun_a_gpu_named_by_index_is_refused_and_none_means_this_proc
             _process_device("cuda")  # mapped to this process's GPU before it is checked
     elif torch.cuda.device_count() >= 2:
         assert _process_device(None) == _process_device("cuda") == "cuda:1"
+
+
+def test_baseline_under_torchrun_refuses_a_gpu_named_by_index_as_score_does(monkeypatch, capsys, tmp_path, wmt):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(wmt["refs"][:8]) + "\n", encoding="utf-8")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    argv = ["--corpus", str(corpus), "-m", MINILM, "--pairs", "2", "-o", str(tmp_path / "b.tsv"), "--device", "cuda:0"]
+    assert main(["baseline", *argv]) == 2
+    assert "--device cuda:0: torchrun started 2 processes, and each uses the GPU" in capsys.readouterr().err
+    assert not (tmp_path / "b.tsv").exists()

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         )
     target = outputs.check_output(args.output, "baseline.tsv")
     model_name, model_options = metrics.checked_model(args)
-    device = devices.device(args.device)
+    device = devices.process_device(args.device)  # under torchrun, this process's own GPU
 
     from bertscore_tm.tuning.baseline_building import layer_means, sample_pairs, write_baseline
 
