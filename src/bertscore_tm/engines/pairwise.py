@@ -63,15 +63,6 @@ class Tile:
     blank: Tensor
     texts: Tensor
 
-    @property
-    def nbytes(self) -> int:
-        """What the tile keeps: float32 vectors, float64 weights and flags."""
-        return self.vectors.numel() * 4 + self.weights.numel() * 9
-
-    def token_vectors(self, slot: int, length: int) -> Tensor:
-        """The [rows, length, D] vectors of the text in `slot` of the first group."""
-        return self.vectors[0, :, slot, :length]
-
 
 def make_tile(
     table: Tensor,
@@ -183,18 +174,19 @@ def score_all_pairs(
     progress: Any = None,
     live: Tensor | None = None,
     beta: float | None = None,
-) -> tuple[Tensor, dict[str, int]]:
-    """P, R, F of every candidate against every reference ([3, rows, N, M]) and memory counts.
-    The stream's vectors are kept where they fit `keep_bytes`, so both sides run in the same fuller forward batches."""
+) -> Tensor:
+    """P, R, F of every candidate against every reference ([3, rows, N, M]), warning of the undefined ones; `live`:
+    the tokens that take part in the matching (None: all). The stream's vectors are kept where they fit
+    `keep_bytes`, so both sides run in the same fuller forward batches."""
     sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
     chunk_tokens = 2 * embedder.max_tokens if chunk_tokens is None else chunk_tokens
     keep_bytes = embedder.block_bytes // 2 if keep_bytes is None else keep_bytes
-    run = _AllPairs(embedder, texts, token_weights, blank, cand_text, ref_text, sim_bytes, beta)
-    run.token_live = live  # tokens that take part in the matching (a mask, a prompt); None: all
+    run = _AllPairs(embedder, texts, (token_weights, live, blank), cand_text, ref_text, sim_bytes, beta)
     run.plan(chunk_tokens, keep_bytes)
     run.embed_store(progress)
     run.stream(progress)
-    return run.out, run.info
+    warn_undefined(run.undefined)
+    return run.out
 
 
 class _AllPairs:
@@ -204,15 +196,14 @@ class _AllPairs:
         self,
         embedder: Embedder,
         texts: TokenTexts,
-        token_weights: Tensor,
-        blank: Tensor,
+        tokens: tuple[Tensor, Tensor | None, Tensor],
         cand_text: Tensor,
         ref_text: Tensor,
         sim_bytes: int,
         beta: float | None = None,
     ) -> None:
-        self.embedder, self.texts, self.token_weights = embedder, texts, token_weights
-        self.token_live: Tensor | None = None
+        self.embedder, self.texts = embedder, texts
+        self.token_weights, self.token_live, self.blank = tokens  # per token, per token (None: all), per text
         rows = embedder.num_rows
         self.tile_tokens = tile_tokens_for(sim_bytes, rows)
         self.beta = beta
@@ -226,10 +217,9 @@ class _AllPairs:
         self.store, stream = (ref_texts, cand_texts) if self.store_is_ref else (cand_texts, ref_texts)
         self.stream_side = self.by_length(stream)
         self.positions = (Positions(cand_text, len(texts)), Positions(ref_text, len(texts)))
-        self.blank = blank
         self.in_store = torch.zeros(len(texts), dtype=torch.bool)
         self.in_store[self.store] = True
-        self.info = {"store_bytes": 0, "kept_bytes": 0, "tiles": 0, "undefined": 0}
+        self.undefined = 0  # pairs whose P or R is NaN
 
     def by_length(self, ids: Tensor) -> Tensor:
         return ids[torch.argsort(self.length[ids], descending=True, stable=True)]
@@ -285,8 +275,6 @@ class _AllPairs:
             self.kept += self.tiles(ids[~mine], starts[~mine])
             if progress is not None:
                 progress.update(len(ids))
-        self.info["store_bytes"] = sum(t.nbytes for t in self.store_tiles)
-        self.info["kept_bytes"] = sum(t.nbytes for _, t in self.kept)
         side = self.positions[1 if self.store_is_ref else 0]
         device = self.embedder.device
         self.store_side = [_Occurrences(side, t.texts[0], device) for t in self.store_tiles]
@@ -297,11 +285,10 @@ class _AllPairs:
         for stored, stored_side in zip(self.store_tiles, self.store_side, strict=True):
             if self.store_is_ref:  # the stream holds the candidates
                 scores = score_tiles(tile, stored, self.beta)[0]
-                self.info["undefined"] += _write(self.out, scores, side, stored_side)
+                self.undefined += _write(self.out, scores, side, stored_side)
             else:
                 scores = score_tiles(stored, tile, self.beta)[0]
-                self.info["undefined"] += _write(self.out, scores, stored_side, side)
-            self.info["tiles"] += 1
+                self.undefined += _write(self.out, scores, stored_side, side)
 
     def stream(self, progress: Any) -> None:
         """The kept stream, then the rest run by run, each tile against the whole store."""
@@ -336,7 +323,7 @@ def _copy_from_store(
     starts = torch.cumsum(lens, 0) - lens
     for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist(), strict=True):
         tile, slot = where[t]
-        rows_of = store_tiles[tile].token_vectors(slot, n)
+        rows_of = store_tiles[tile].vectors[0, :, slot, :n]  # [rows, n, D]
         table[start : start + n] = rows_of.permute(1, 0, 2) if table.dim() == 3 else rows_of[0]
     return starts
 
@@ -355,7 +342,7 @@ def _write(out: Tensor, scores: Tensor, cands: _Occurrences, refs: _Occurrences)
 
 def scored_blank(scorer: Scorer, texts: TokenTexts, side: MarkedIds, flags: Tensor | None) -> Tensor:
     """Which of the distinct `texts` (of `side`'s one source) score as blank: a blank text, or one the mask, a
-    prompt or a context left no token but the special ones."""
+    prompt or a context left no token but the special ones (as `paired.blank_of`)."""
     distinct = token_index(texts, torch.arange(len(texts)))
     emptied = left_blank(side.ids[distinct], side.marked[distinct], texts.length, flags, scorer.encoder.zero_weight_ids)
     return scorer.encoder.is_blank(texts.length) | emptied
@@ -369,48 +356,33 @@ def pairwise_scores(
     cands = check_texts(cands, "cands", what="candidate", empty=False)
     refs = check_texts(refs, "refs", what="reference", empty=False)
     with own_precision(device):  # the setting's precision, whatever autocast the caller runs under
-        out, _ = all_pairs(scorer, cands, refs, device, verbose)
-    return out
-
-
-def all_pairs(
-    scorer: Scorer, cands: list[str], refs: list[str], device: torch.device, verbose: bool = False
-) -> tuple[Tensor, dict[str, int]]:
-    """The stacked scores of `pairwise_scores`, and what the computation held."""
-    scorer.follow(device)
-    cand, ref = scorer.encode_pairs(cands, refs)  # one warning per kind, both sides counted
-    both = MarkedIds.joined(cand, ref)
-    ids, marked = both.ids, both.marked
-    texts, text_of = distinct_of(both)
-    weights = scorer.reference_weights(ref, len(refs))  # IDF over the M references as given
-    flags = scorer.token_flags(marked)  # a mask's, or a prompt's marked tokens: out of the matching
-    c_lens, r_lens = cand.lens, ref.lens
-    del cand, ref
-    token_weights = scored_weights(weights, ids, marked, flags)
-    blank = scored_blank(scorer, texts, both, flags)
-    cand_text, ref_text = text_of[: len(cands)], text_of[len(cands) :]
-    total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
-    with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:
-        out, info = score_all_pairs(
-            scorer.embedder,
-            texts,
-            token_weights,
-            blank,
-            cand_text,
-            ref_text,
-            progress=progress,
-            live=kept(ids, marked, flags),
-            beta=scorer.beta,
-        )
-    held = (ids, marked, texts.which, texts.start, texts.length, text_of, token_weights, blank, c_lens, r_lens)
-    info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
-    warn_undefined(info["undefined"])
-    if scorer.baseline is not None:  # in place: the N x M outputs are the largest thing held
-        baseline = scorer.baseline
-        if scorer.beta is not None:
-            baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta)), -1)
-        rescale(out, baseline.to(out.device).T[:, :, None, None], in_place=True)
-    return (out if scorer.all_layers else out[:, 0]), info
+        scorer.follow(device)
+        cand, ref = scorer.encode_pairs(cands, refs)  # one warning per kind, both sides counted
+        both = MarkedIds.joined(cand, ref)
+        texts, text_of = distinct_of(both)
+        weights = scorer.reference_weights(ref, len(refs))  # IDF over the M references as given
+        del cand, ref
+        flags = scorer.token_flags(both.marked)  # a mask's, or a prompt's marked tokens: out of the matching
+        cand_text, ref_text = text_of[: len(cands)], text_of[len(cands) :]
+        total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
+        with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:
+            out = score_all_pairs(
+                scorer.embedder,
+                texts,
+                scored_weights(weights, both.ids, both.marked, flags),
+                scored_blank(scorer, texts, both, flags),
+                cand_text,
+                ref_text,
+                progress=progress,
+                live=kept(both.ids, both.marked, flags),
+                beta=scorer.beta,
+            )
+        if scorer.baseline is not None:  # in place: the N x M outputs are the largest thing held
+            baseline = scorer.baseline
+            if scorer.beta is not None:
+                baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta)), -1)
+            rescale(out, baseline.to(out.device).T[:, :, None, None], in_place=True)
+    return out if scorer.all_layers else out[:, 0]
 
 
 def pairwise_bert_score(
