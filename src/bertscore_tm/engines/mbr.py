@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -98,12 +99,9 @@ class _Group:
 
 def _distinct(ids: list[int]) -> tuple[list[int], list[int], list[int]]:
     """(distinct values in order, each value's index among them, how often each occurs)."""
-    index: dict[int, int] = {}
-    slot = [index.setdefault(t, len(index)) for t in ids]
-    counts = [0] * len(index)
-    for s in slot:
-        counts[s] += 1
-    return list(index), slot, counts
+    counts = Counter(ids)  # in the order of first occurrence
+    index = {t: n for n, t in enumerate(counts)}
+    return list(counts), [index[t] for t in ids], list(counts.values())
 
 
 def _groups(text_of_input: Tensor, hyps: list[list[str]], refs: list[list[str]] | None) -> list[_Group]:

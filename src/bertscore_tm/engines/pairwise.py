@@ -30,6 +30,9 @@ from bertscore_tm.settings.texts import check_texts
 #: A tile is cut where a text's length falls below this share of the tile's first (longest) text, bounding padding.
 MIN_FILL = 0.75
 
+#: The share of the working budget the stream's vectors may take to be kept, embedded with the store's.
+KEEP_SHARE = 0.5
+
 
 # -- distinct texts and where they occur --------------------------------------------------------------------
 
@@ -161,36 +164,9 @@ def tile_tokens_for(sim_bytes: int, rows: int) -> int:
 # -- the all-pairs computation ------------------------------------------------------------------------------
 
 
-def score_all_pairs(
-    embedder: Embedder,
-    texts: TokenTexts,
-    token_weights: Tensor,
-    blank: Tensor,
-    cand_text: Tensor,
-    ref_text: Tensor,
-    sim_bytes: int | None = None,
-    chunk_tokens: int | None = None,
-    keep_bytes: int | None = None,
-    progress: Any = None,
-    live: Tensor | None = None,
-    beta: float | None = None,
-) -> Tensor:
-    """P, R, F of every candidate against every reference ([3, rows, N, M]), warning of the undefined ones; `live`:
-    the tokens that take part in the matching (None: all). The stream's vectors are kept where they fit
-    `keep_bytes`, so both sides run in the same fuller forward batches."""
-    sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
-    chunk_tokens = 2 * embedder.max_tokens if chunk_tokens is None else chunk_tokens
-    keep_bytes = embedder.block_bytes // 2 if keep_bytes is None else keep_bytes
-    run = _AllPairs(embedder, texts, (token_weights, live, blank), cand_text, ref_text, sim_bytes, beta)
-    run.plan(chunk_tokens, keep_bytes)
-    run.embed_store(progress)
-    run.stream(progress)
-    warn_undefined(run.undefined)
-    return run.out
-
-
 class _AllPairs:
-    """One all-pairs run: the store side kept as tiles, the stream side matched against it tile by tile."""
+    """One all-pairs run: the store side kept as tiles, the stream side matched against it tile by tile. `tokens`:
+    the weights and whether each token takes part in the matching (None: all), and which texts score as blank."""
 
     def __init__(
         self,
@@ -199,13 +175,12 @@ class _AllPairs:
         tokens: tuple[Tensor, Tensor | None, Tensor],
         cand_text: Tensor,
         ref_text: Tensor,
-        sim_bytes: int,
         beta: float | None = None,
     ) -> None:
         self.embedder, self.texts = embedder, texts
-        self.token_weights, self.token_live, self.blank = tokens  # per token, per token (None: all), per text
+        self.token_weights, self.token_live, self.blank = tokens
         rows = embedder.num_rows
-        self.tile_tokens = tile_tokens_for(sim_bytes, rows)
+        self.tile_tokens = tile_tokens_for(embedder.block_bytes // 8, rows)
         self.beta = beta
         scores = 3 if beta is None else 4  # P, R, F (and F-beta)
         self.out = torch.empty(
@@ -220,12 +195,21 @@ class _AllPairs:
         self.in_store = torch.zeros(len(texts), dtype=torch.bool)
         self.in_store[self.store] = True
         self.undefined = 0  # pairs whose P or R is NaN
+        self.plan(2 * embedder.max_tokens, int(embedder.block_bytes * KEEP_SHARE))
+
+    def run(self, progress: Any) -> Tensor:
+        """P, R, F of every candidate against every reference ([3, rows, N, M]), warning of the undefined ones."""
+        self.embed_store(progress)
+        self.stream(progress)
+        warn_undefined(self.undefined)
+        return self.out
 
     def by_length(self, ids: Tensor) -> Tensor:
         return ids[torch.argsort(self.length[ids], descending=True, stable=True)]
 
     def plan(self, chunk_tokens: int, keep_bytes: int) -> None:
-        """The forward-batch runs of both sides, into one table allocated once, so memory does not grow with N."""
+        """The forward-batch runs of both sides, into one table allocated once, so memory does not grow with N;
+        the stream's vectors are kept where they fit `keep_bytes`, so both sides run in the same fuller batches."""
         embedder, length, stream = self.embedder, self.length, self.stream_side
         fresh, reused = stream[~self.in_store[stream]], stream[self.in_store[stream]]
         keep = int(length[fresh].sum()) * (embedder.num_rows * embedder.hidden_size * 4 + 9) <= keep_bytes
@@ -236,10 +220,8 @@ class _AllPairs:
         later = [] if keep else forward_chunks(length[fresh].tolist(), *batching)
         self.stream_chunks = [(fresh[torch.tensor(c, dtype=torch.long)], True) for c in later]
         self.stream_chunks += [(reused[lo:hi], False) for lo, hi in tile_cuts(length[reused].tolist(), chunk_tokens)]
-        sizes = [int(length[c].sum()) for c in self.first_chunks] + [
-            int(length[c].sum()) for c, _ in self.stream_chunks
-        ]
-        capacity = max(sizes, default=0)
+        runs = [*self.first_chunks, *(ids for ids, _ in self.stream_chunks)]
+        capacity = max((int(length[ids].sum()) for ids in runs), default=0)
         if max(int(length[self.store].sum()), int(length[stream].sum())) >= chunk_tokens:
             capacity = max(capacity, chunk_tokens)
         self.table = embedder.new_table(capacity)
@@ -366,17 +348,9 @@ def pairwise_scores(
         cand_text, ref_text = text_of[: len(cands)], text_of[len(cands) :]
         total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
         with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:
-            out = score_all_pairs(
-                scorer.embedder,
-                texts,
-                scored_weights(weights, both.ids, both.marked, flags),
-                scored_blank(scorer, texts, both, flags),
-                cand_text,
-                ref_text,
-                progress=progress,
-                live=kept(both.ids, both.marked, flags),
-                beta=scorer.beta,
-            )
+            token_weights = scored_weights(weights, both.ids, both.marked, flags)
+            tokens = (token_weights, kept(both.ids, both.marked, flags), scored_blank(scorer, texts, both, flags))
+            out = _AllPairs(scorer.embedder, texts, tokens, cand_text, ref_text, scorer.beta).run(progress)
         if scorer.baseline is not None:  # in place: the N x M outputs are the largest thing held
             baseline = scorer.baseline
             if scorer.beta is not None:

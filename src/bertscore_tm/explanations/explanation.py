@@ -73,7 +73,7 @@ def explain_pairs(
     paired scores: their tokens are encoded with the text, shown with their role, and take no part in the matching."""
     layer, row = _layer(scorer, layer)
     limit = weak_threshold(scorer, layer, threshold)
-    context = check_context(context, len(cands))
+    context = check_context(context, len(cands))  # the command line's --text context comes unchecked
     if not cands:
         return []
     device = scorer.embedder.device if device is None else torch.device(device)
@@ -96,13 +96,10 @@ def explain_pairs(
     out, first = [], 0
     for i, group in enumerate(groups):
         k = first + int(best[i])
-        c_best, c_match, r_best, r_match = found[k]
         has_context = names_context(None if context is None else [context[i]])
         sides = (
-            _side(scorer, 0, (cands[i], seqs[i], marks[i]), (c_best, c_match), (weights.table, flags), has_context),
-            _side(
-                scorer, 1, (refs[k], seqs[n + k], marks[n + k]), (r_best, r_match), (weights.table, flags), has_context
-            ),
+            _side(scorer, 0, (cands[i], seqs[i], marks[i]), found[k][:2], (weights.table, flags), has_context),
+            _side(scorer, 1, (refs[k], seqs[n + k], marks[n + k]), found[k][2:], (weights.table, flags), has_context),
         )
         scores = PairScores(
             ScoreTriple(*top[i].tolist()),
@@ -125,26 +122,19 @@ def _side(
     has_context: bool,
 ) -> _Side:
     """One side (`which`: 0 the candidate's, 1 the reference's): its weights as the scores take them, blank where
-    the text is, or where the mask or a prompt left it only special tokens."""
-    _, ids, marked = text
+    the text is, or where the mask or a prompt left it only special tokens; each token's role: "masked" where the
+    mask leaves it out, a marked token "prompt" or "context". The prompt comes first, so with both, as many marked
+    tokens as the prompt alone marks are the prompt's."""
+    original, ids, marked = text
     table, flags = weights
-    blank = bool(blank_of(scorer, ids, marked, torch.tensor([len(ids)]), flags)[0])
-    roles = _roles(scorer, which, text, has_context)
-    return _Side(text[0], ids, marked, found[0], found[1], scored_weights(table, ids, marked, flags), blank, roles)
-
-
-def _roles(scorer: Scorer, which: int, text: tuple[str, Tensor, Tensor], has_context: bool) -> list[str | None]:
-    """Each token's role: "masked" where the mask leaves it out, a marked token "prompt" or "context". The
-    prompt comes first, so with both, as many marked tokens as the prompt alone marks are the prompt's."""
     prompt, name = scorer.prompts[which], ("candidate_prompt", "reference_prompt")[which]
-    ids, marked = text[1].tolist(), text[2].tolist()
     prompt_tokens = 0
     if prompt is not None:
         prompt_tokens = len(ids)  # without a context, every marked token is the prompt's
         if has_context:
-            prompt_tokens = int(prompted_ids(scorer.encoder, [text[0]], prompt, None, name)[0].marked.sum())
+            prompt_tokens = int(prompted_ids(scorer.encoder, [original], prompt, None, name)[0].marked.sum())
     roles: list[str | None] = []
-    for t, is_marked in zip(ids, marked, strict=True):
+    for t, is_marked in zip(ids.tolist(), marked.tolist(), strict=True):
         if is_marked:
             roles.append("prompt" if prompt_tokens > 0 else "context")
             prompt_tokens -= 1
@@ -152,7 +142,8 @@ def _roles(scorer: Scorer, which: int, text: tuple[str, Tensor, Tensor], has_con
             roles.append("masked")
         else:
             roles.append(None)
-    return roles
+    blank = bool(blank_of(scorer, ids, marked, torch.tensor([len(ids)]), flags)[0])
+    return _Side(original, ids, marked, *found, scored_weights(table, ids, marked, flags), blank, roles)
 
 
 def _layer(scorer: Scorer, layer: int | None) -> tuple[int, int]:
@@ -346,7 +337,13 @@ def _notes(
             "pair with a blank side scores P = R = F = 0 by definition (docs/semantics.md); its tokens are shown but "
             "contribute nothing."
         )
-    notes += _left_out(sides)
+    left_out = {"masked": "masked (ignore=)", "prompt": "of the fixed prompt", "context": "of the pair's context"}
+    for role, words in left_out.items():  # a note per kind of token out of the matching, where there are any
+        if count := sum(r == role for side in sides for r in side.roles):
+            notes.append(
+                f"{count} token(s) {words}: encoded with the text, but no match for the other side and weighing 0 "
+                "(shown with their role; they contribute nothing)."
+            )
     for side, name, score in ((sides[0], "candidate", "P"), (sides[1], "reference", "R")):
         if not blank and float(side.weights.double().sum()) == 0:
             notes.append(
@@ -364,20 +361,6 @@ def _notes(
             f"b = {baseline[0]:.6f} (P), {baseline[1]:.6f} (R), {baseline[2]:.6f} (F)."
         )
     return tuple(notes)
-
-
-def _left_out(sides: tuple[_Side, _Side]) -> list[str]:
-    """A note per kind of token out of the matching (a mask's, a prompt's, a context's), where there are any."""
-    what = {"masked": "masked (ignore=)", "prompt": "of the fixed prompt", "context": "of the pair's context"}
-    notes = []
-    for role, words in what.items():
-        count = sum(r == role for side in sides for r in side.roles)
-        if count:
-            notes.append(
-                f"{count} token(s) {words}: encoded with the text, but no match for the other side and weighing 0 "
-                "(shown with their role; they contribute nothing)."
-            )
-    return notes
 
 
 # -- the public function -------------------------------------------------------------------------------------
