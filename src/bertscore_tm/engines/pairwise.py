@@ -45,12 +45,6 @@ class Positions:
         self.counts = torch.bincount(text_of, minlength=num_texts)
         self.offsets = torch.cumsum(self.counts, 0) - self.counts
 
-    def of(self, texts: Tensor) -> tuple[Tensor, Tensor]:
-        """(input positions, index into `texts`) of every occurrence of `texts`."""
-        counts = self.counts[texts]
-        positions = self.order[ragged_arange(self.offsets[texts], counts)]
-        return positions, torch.repeat_interleave(torch.arange(len(texts)), counts)
-
 
 # -- tiles and their matching -------------------------------------------------------------------------------
 
@@ -65,6 +59,11 @@ class Tile:
     weights: Tensor
     blank: Tensor
     texts: Tensor
+
+    @property
+    def nbytes(self) -> int:
+        """What the tile keeps: float32 vectors, float64 weights and flags."""
+        return self.vectors.numel() * 4 + self.weights.numel() * 9
 
 
 def make_tile(
@@ -194,14 +193,14 @@ class _AllPairs:
         self.positions = (Positions(cand_text, len(texts)), Positions(ref_text, len(texts)))
         self.in_store = torch.zeros(len(texts), dtype=torch.bool)
         self.in_store[self.store] = True
-        self.undefined = 0  # pairs whose P or R is NaN
+        self.info = {"store_bytes": 0, "kept_bytes": 0, "tiles": 0, "undefined": 0}  # what it held, for the benchmarks
         self.plan(2 * embedder.max_tokens, int(embedder.block_bytes * KEEP_SHARE))
 
     def run(self, progress: Any) -> Tensor:
         """P, R, F of every candidate against every reference ([3, rows, N, M]), warning of the undefined ones."""
         self.embed_store(progress)
         self.stream(progress)
-        warn_undefined(self.undefined)
+        warn_undefined(self.info["undefined"])
         return self.out
 
     def by_length(self, ids: Tensor) -> Tensor:
@@ -257,6 +256,8 @@ class _AllPairs:
             self.kept += self.tiles(ids[~mine], starts[~mine])
             if progress is not None:
                 progress.update(len(ids))
+        self.info["store_bytes"] = sum(t.nbytes for t in self.store_tiles)
+        self.info["kept_bytes"] = sum(t.nbytes for _, t in self.kept)
         side = self.positions[1 if self.store_is_ref else 0]
         device = self.embedder.device
         self.store_side = [_Occurrences(side, t.texts[0], device) for t in self.store_tiles]
@@ -267,20 +268,28 @@ class _AllPairs:
         for stored, stored_side in zip(self.store_tiles, self.store_side, strict=True):
             if self.store_is_ref:  # the stream holds the candidates
                 scores = score_tiles(tile, stored, self.beta)[0]
-                self.undefined += _write(self.out, scores, side, stored_side)
+                self.info["undefined"] += _write(self.out, scores, side, stored_side)
             else:
                 scores = score_tiles(stored, tile, self.beta)[0]
-                self.undefined += _write(self.out, scores, stored_side, side)
+                self.info["undefined"] += _write(self.out, scores, stored_side, side)
+            self.info["tiles"] += 1
+
+    def copied(self, ids: Tensor) -> Tensor:
+        """Copy store texts' vectors into the table end to end; each one's first row."""
+        lens, table = self.length[ids], self.table
+        starts = torch.cumsum(lens, 0) - lens
+        for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist(), strict=True):
+            tile, slot = self.where[t]
+            rows_of = self.store_tiles[tile].vectors[0, :, slot, :n]  # [rows, n, D]
+            table[start : start + n] = rows_of.permute(1, 0, 2) if table.dim() == 3 else rows_of[0]
+        return starts
 
     def stream(self, progress: Any) -> None:
         """The kept stream, then the rest run by run, each tile against the whole store."""
         while self.kept:
             self.match(*self.kept.pop(0))
         for ids, embed in self.stream_chunks:
-            if embed:
-                starts = self.embedded(ids)
-            else:
-                starts = _copy_from_store(self.table, self.store_tiles, self.where, ids, self.length)
+            starts = self.embedded(ids) if embed else self.copied(ids)
             for part, tile in self.tiles(ids, starts):
                 self.match(part, tile)
                 del tile
@@ -289,25 +298,15 @@ class _AllPairs:
 
 
 class _Occurrences:
-    """For a tile's texts: every input position where they occur, on the output's device."""
+    """For a tile's texts: every input position where they occur and the index into `texts` of the text there, on
+    the output's device."""
 
-    def __init__(self, positions: Positions, texts: Tensor, device: torch.device) -> None:
-        pos, local = positions.of(texts.cpu())
-        self.positions, self.local = pos.to(device), local.to(device)
-        self.all_once = bool(torch.equal(local, torch.arange(len(texts))))
-
-
-def _copy_from_store(
-    table: Tensor, store_tiles: list[Tile], where: dict[int, tuple[int, int]], ids: Tensor, length: Tensor
-) -> Tensor:
-    """Copy store texts' vectors into `table` end to end; each one's first row."""
-    lens = length[ids]
-    starts = torch.cumsum(lens, 0) - lens
-    for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist(), strict=True):
-        tile, slot = where[t]
-        rows_of = store_tiles[tile].vectors[0, :, slot, :n]  # [rows, n, D]
-        table[start : start + n] = rows_of.permute(1, 0, 2) if table.dim() == 3 else rows_of[0]
-    return starts
+    def __init__(self, side: Positions, texts: Tensor, device: torch.device) -> None:
+        texts = texts.cpu()
+        counts = side.counts[texts]
+        local = torch.repeat_interleave(torch.arange(len(texts)), counts)
+        self.positions = side.order[ragged_arange(side.offsets[texts], counts)].to(device)
+        self.local, self.all_once = local.to(device), bool(torch.equal(local, torch.arange(len(texts))))
 
 
 def _write(out: Tensor, scores: Tensor, cands: _Occurrences, refs: _Occurrences) -> int:
@@ -338,25 +337,55 @@ def pairwise_scores(
     cands = check_texts(cands, "cands", what="candidate", empty=False)
     refs = check_texts(refs, "refs", what="reference", empty=False)
     with own_precision(device):  # the setting's precision, whatever autocast the caller runs under
-        scorer.follow(device)
-        cand, ref = scorer.encode_pairs(cands, refs)  # one warning per kind, both sides counted
-        both = MarkedIds.joined(cand, ref)
-        texts, text_of = distinct_of(both)
-        weights = scorer.reference_weights(ref, len(refs))  # IDF over the M references as given
-        del cand, ref
-        flags = scorer.token_flags(both.marked)  # a mask's, or a prompt's marked tokens: out of the matching
-        cand_text, ref_text = text_of[: len(cands)], text_of[len(cands) :]
-        total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
-        with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:
-            token_weights = scored_weights(weights, both.ids, both.marked, flags)
-            tokens = (token_weights, kept(both.ids, both.marked, flags), scored_blank(scorer, texts, both, flags))
-            out = _AllPairs(scorer.embedder, texts, tokens, cand_text, ref_text, scorer.beta).run(progress)
-        if scorer.baseline is not None:  # in place: the N x M outputs are the largest thing held
-            baseline = scorer.baseline
-            if scorer.beta is not None:
-                baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta)), -1)
-            rescale(out, baseline.to(out.device).T[:, :, None, None], in_place=True)
-    return out if scorer.all_layers else out[:, 0]
+        out, _ = all_pairs(scorer, cands, refs, device, verbose)
+    return out
+
+
+def all_pairs(
+    scorer: Scorer, cands: list[str], refs: list[str], device: torch.device, verbose: bool = False
+) -> tuple[Tensor, dict[str, int]]:
+    """The stacked scores of `pairwise_scores`, and what the computation held (the benchmarks' memory counts)."""
+    scorer.follow(device)
+    cand, ref = scorer.encode_pairs(cands, refs)  # one warning per kind, both sides counted
+    both = MarkedIds.joined(cand, ref)
+    texts, text_of = distinct_of(both)
+    weights = scorer.reference_weights(ref, len(refs))  # IDF over the M references as given
+    flags = scorer.token_flags(both.marked)  # a mask's, or a prompt's marked tokens: out of the matching
+    c_lens, r_lens = cand.lens, ref.lens
+    del cand, ref
+    token_weights = scored_weights(weights, both.ids, both.marked, flags)
+    blank = scored_blank(scorer, texts, both, flags)
+    cand_text, ref_text = text_of[: len(cands)], text_of[len(cands) :]
+    total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
+    with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:
+        run = _AllPairs(
+            scorer.embedder,
+            texts,
+            (token_weights, kept(both.ids, both.marked, flags), blank),
+            cand_text,
+            ref_text,
+            scorer.beta,
+        )
+        out = run.run(progress)
+    held = (
+        both.ids,
+        both.marked,
+        texts.which,
+        texts.start,
+        texts.length,
+        text_of,
+        token_weights,
+        blank,
+        c_lens,
+        r_lens,
+    )
+    run.info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
+    if scorer.baseline is not None:  # in place: the N x M outputs are the largest thing held
+        baseline = scorer.baseline
+        if scorer.beta is not None:
+            baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta)), -1)
+        rescale(out, baseline.to(out.device).T[:, :, None, None], in_place=True)
+    return (out if scorer.all_layers else out[:, 0]), run.info
 
 
 def pairwise_bert_score(
