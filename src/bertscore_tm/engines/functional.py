@@ -17,7 +17,6 @@ from bertscore_tm.scoring.scorer import Scorer
 from bertscore_tm.settings.arguments import RULES, ForwardFn, IgnoreRule, LongTexts
 from bertscore_tm.settings.config import Config
 from bertscore_tm.settings.peers import from_torchmetrics
-from bertscore_tm.settings.rules import integer
 from bertscore_tm.settings.texts import check_contexts, check_pairs
 
 
@@ -120,7 +119,6 @@ def score(
                 others=("idf_weights",),
             )
         arguments.update(idf=True, idf_weights=idf)
-    integer(0, optional=True)("nthreads", nthreads)  # under bert-score's name; the setting's is num_threads
     if model_type is None and lang is None and model is None:  # as bert-score: its lang has no default
         message, allowed = "Either lang or model_type must be given", "a model, or lang"
         raise ArgumentValueError(message, argument="model_type", allowed=allowed, value=None, others=("lang",))

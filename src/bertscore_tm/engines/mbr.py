@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,7 @@ from torch import Tensor
 
 from bertscore_tm.embedding.embedder import own_precision
 from bertscore_tm.embedding.rows import TokenTexts
-from bertscore_tm.engines.pairwise import make_tile, score_tiles, scored_blank, tile_cuts, tile_tokens_for
+from bertscore_tm.engines.pairwise import Tile, make_tile, score_tiles, scored_blank, tile_cuts, tile_tokens_for
 from bertscore_tm.errors import ArgumentValueError
 from bertscore_tm.models.prompts import MarkedIds
 from bertscore_tm.scoring.baselines import f_beta_baseline, rescale
@@ -98,12 +99,9 @@ class _Group:
 
 def _distinct(ids: list[int]) -> tuple[list[int], list[int], list[int]]:
     """(distinct values in order, each value's index among them, how often each occurs)."""
-    index: dict[int, int] = {}
-    slot = [index.setdefault(t, len(index)) for t in ids]
-    counts = [0] * len(index)
-    for s in slot:
-        counts[s] += 1
-    return list(index), slot, counts
+    counts = Counter(ids)  # in the order of first occurrence
+    index = {t: n for n, t in enumerate(counts)}
+    return list(counts), [index[t] for t in ids], list(counts.values())
 
 
 def _groups(text_of_input: Tensor, hyps: list[list[str]], refs: list[list[str]] | None) -> list[_Group]:
@@ -169,26 +167,23 @@ class _Weights:
 # -- planning: batches of similar groups, blocks of batches -------------------------------------------------
 
 
-def _plan(groups: list[_Group], length: list[int], sim_bytes: int, block_tokens: int) -> list[list[list[int]]]:
-    """Blocks of batches of similar groups: a batch grows while its padded similarities fit `sim_bytes` (a
-    group too large alone is tiled), a block until its new texts hold `block_tokens`."""
+def _padded(grp: _Group, length: list[int]) -> tuple[int, int, int, int]:
+    """A group's padded similarities: (hypotheses, the longest's tokens, references, the longest's tokens)."""
+    hyps, refs = [length[t] for t in grp.hyps], [length[t] for t in grp.refs]
+    return (len(hyps), max([1, *hyps]), len(refs), max([1, *refs]))
 
-    def longest(ids: list[int]) -> int:
-        return max(1, max(length[t] for t in ids))
 
-    order = sorted(
-        range(len(groups)),
-        key=lambda g: (
-            -len(groups[g].hyps),
-            -len(groups[g].refs),
-            -max(longest(groups[g].hyps), longest(groups[g].refs)),
-        ),
-    )
+def _plan(
+    groups: list[_Group], padded: list[tuple[int, int, int, int]], length: list[int], sim_bytes: int, block_tokens: int
+) -> list[list[list[int]]]:
+    """Blocks of batches of similar groups (`padded`: each one's `_padded`): a batch grows while its padded
+    similarities fit `sim_bytes` (a group too large alone is tiled), a block until its new texts hold
+    `block_tokens`."""
+    order = sorted(range(len(groups)), key=lambda g: (-padded[g][0], -padded[g][2], -max(padded[g][1], padded[g][3])))
     batches: list[list[int]] = []
     dims: tuple[int, ...] = (0, 0, 0, 0)
     for g in order:
-        grp = groups[g]
-        new = (len(grp.hyps), longest(grp.hyps), len(grp.refs), longest(grp.refs))
+        new = padded[g]
         if batches:
             merged = tuple(max(a, b) for a, b in zip(dims, new, strict=True))
             if (len(batches[-1]) + 1) * math.prod(merged) * 4 <= sim_bytes:
@@ -214,61 +209,6 @@ def _plan(groups: list[_Group], length: list[int], sim_bytes: int, block_tokens:
 
 
 # -- scoring ------------------------------------------------------------------------------------------------
-
-
-def _group_scores(
-    table: Tensor,
-    row_of: dict[int, int],
-    groups: list[_Group],
-    batch: list[int],
-    texts: TokenTexts,
-    weights: _Weights,
-    flags: tuple[Tensor, Tensor | None],
-    utility: tuple[int, float | None, int],
-) -> list[Tensor]:
-    """The utility's score of each distinct hypothesis against each distinct reference, per group of
-    `batch`; one large group in tiles of its own."""
-    length = texts.length.long()
-    blank, live = flags
-    which, beta, sim_bytes = utility
-
-    def tile(slots: list[list[int]]) -> Any:
-        k = max(len(s) for s in slots)
-        ids = torch.tensor([s[i] if i < len(s) else -1 for s in slots for i in range(k)], dtype=torch.long)
-        real = ids >= 0
-        group_of = torch.tensor([g for g in batch for _ in range(k)], dtype=torch.long)
-        starts = torch.tensor([row_of.get(t, 0) for t in ids.tolist()], dtype=torch.long)
-        lengths = torch.where(real, length[ids.clamp(min=0)], 0)
-        on = None if live is None else live[token_index(texts, ids[real])]
-        token_weights = weights.of(group_of[real], ids[real])
-        slot_blank = blank[ids.clamp(min=0)]
-        return make_tile(table, starts, lengths, token_weights, ids, slot_blank, groups=len(slots), live=on)
-
-    if len(batch) > 1 or _fits(groups[batch[0]], length, sim_bytes):
-        hyps = tile([groups[g].hyps for g in batch])
-        refs = tile([groups[g].refs for g in batch])
-        f = score_tiles(hyps, refs, beta)[:, 0, :, :, which]  # [G, Kh, Kr]
-        return [f[i, : len(groups[g].hyps), : len(groups[g].refs)] for i, g in enumerate(batch)]
-    # one large group: tiles of its own hypotheses against tiles of its references
-    grp = groups[batch[0]]
-    tile_tokens = tile_tokens_for(sim_bytes, 1)
-    f = torch.empty((len(grp.hyps), len(grp.refs)), dtype=torch.float32, device=table.device)
-    h_order = sorted(range(len(grp.hyps)), key=lambda i: -int(length[grp.hyps[i]]))
-    r_order = sorted(range(len(grp.refs)), key=lambda i: -int(length[grp.refs[i]]))
-    for hl, hh in tile_cuts([int(length[grp.hyps[i]]) for i in h_order], tile_tokens):
-        h_at = h_order[hl:hh]
-        hyps = tile([[grp.hyps[i] for i in h_at]])
-        for rl, rh in tile_cuts([int(length[grp.refs[i]]) for i in r_order], tile_tokens):
-            r_at = r_order[rl:rh]
-            part = score_tiles(hyps, tile([[grp.refs[i] for i in r_at]]), beta)[0, 0, :, :, which]
-            f[torch.tensor(h_at)[:, None], torch.tensor(r_at)[None, :]] = part
-    return [f]
-
-
-def _fits(grp: _Group, length: Tensor, sim_bytes: int) -> bool:
-    lh = max(1, int(length[grp.hyps].max()))
-    lr = max(1, int(length[grp.refs].max()))
-    return len(grp.hyps) * lh * len(grp.refs) * lr * 4 <= sim_bytes
 
 
 def _utilities(grp: _Group, f: list[list[float]]) -> list[float]:
@@ -350,17 +290,14 @@ class _Run:
             baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta)), -1)
         self.u_baseline = None if baseline is None else baseline[0, which].to(embedder.device)
         self.length = self.texts.length.tolist()
-        self.blocks = _plan(self.groups, self.length, self.sim_bytes, block_tokens)
+        self.padded = [_padded(grp, self.length) for grp in self.groups]
+        self.blocks = _plan(self.groups, self.padded, self.length, self.sim_bytes, block_tokens)
         last_use = [-1] * len(self.length)  # the last block needing each text
         for b, block in enumerate(self.blocks):
             for g in (g for batch in block for g in batch):
                 for t in (*self.groups[g].hyps, *self.groups[g].refs):
                     last_use[t] = b
         self.last_use = torch.tensor(last_use, dtype=torch.long)
-
-    def model_ids(self, texts: list[int]) -> list[Tensor]:
-        """The token ids of `texts`."""
-        return [self.texts[t] for t in texts]
 
     def utilities(self, progress: Any) -> list[list[float]]:
         """Each group's utilities, a block at a time; texts a later block needs are kept aside."""
@@ -371,11 +308,11 @@ class _Run:
             grps = self.groups
             needed = list(dict.fromkeys(t for batch in block for g in batch for t in (*grps[g].hyps, *grps[g].refs)))
             table = embedder.new_table(sum(self.length[t] for t in needed))
-            row_of, fresh = aside.fill(embedder, table, needed, self.model_ids, self.texts.heads, b)
+            row_of, fresh = aside.fill(
+                embedder, table, needed, lambda ts: [self.texts[t] for t in ts], self.texts.heads, b
+            )
             for batch in block:
-                flags, utility = (self.blank, self.live), (self.which, self.scorer.beta, self.sim_bytes)
-                scores = _group_scores(table, row_of, grps, batch, self.texts, self.weights, flags, utility)
-                for g, f in zip(batch, scores, strict=True):
+                for g, f in zip(batch, self.group_scores(table, row_of, batch), strict=True):
                     f = f if self.u_baseline is None else rescale(f, self.u_baseline)
                     utilities[g] = _utilities(grps[g], f.tolist())
             aside.keep(table, fresh, row_of, b)
@@ -383,6 +320,43 @@ class _Run:
             if progress is not None:
                 progress.update(sum(len(batch) for batch in block))
         return utilities
+
+    def group_scores(self, table: Tensor, row_of: dict[int, int], batch: list[int]) -> list[Tensor]:
+        """The utility's score of each distinct hypothesis against each distinct reference, per group of
+        `batch`; one large group in tiles of its own."""
+        length, groups, beta = self.texts.length.long(), self.groups, self.scorer.beta
+
+        def tile(slots: list[list[int]]) -> Tile:
+            k = max(len(s) for s in slots)
+            ids = torch.tensor([s[i] if i < len(s) else -1 for s in slots for i in range(k)], dtype=torch.long)
+            real = ids >= 0
+            group_of = torch.tensor([g for g in batch for _ in range(k)], dtype=torch.long)
+            starts = torch.tensor([row_of.get(t, 0) for t in ids.tolist()], dtype=torch.long)
+            lengths = torch.where(real, length[ids.clamp(min=0)], 0)
+            on = None if self.live is None else self.live[token_index(self.texts, ids[real])]
+            token_weights = self.weights.of(group_of[real], ids[real])
+            blank = self.blank[ids.clamp(min=0)]
+            return make_tile(table, starts, lengths, token_weights, ids, blank, groups=len(slots), live=on)
+
+        if len(batch) > 1 or math.prod(self.padded[batch[0]]) * 4 <= self.sim_bytes:
+            hyps = tile([groups[g].hyps for g in batch])
+            refs = tile([groups[g].refs for g in batch])
+            f = score_tiles(hyps, refs, beta)[:, 0, :, :, self.which]  # [G, Kh, Kr]
+            return [f[i, : len(groups[g].hyps), : len(groups[g].refs)] for i, g in enumerate(batch)]
+        # one large group: tiles of its own hypotheses against tiles of its references
+        grp = groups[batch[0]]
+        tile_tokens = tile_tokens_for(self.sim_bytes, 1)
+        f = torch.empty((len(grp.hyps), len(grp.refs)), dtype=torch.float32, device=table.device)
+        h_order = sorted(range(len(grp.hyps)), key=lambda i: -int(length[grp.hyps[i]]))
+        r_order = sorted(range(len(grp.refs)), key=lambda i: -int(length[grp.refs[i]]))
+        for hl, hh in tile_cuts([int(length[grp.hyps[i]]) for i in h_order], tile_tokens):
+            h_at = h_order[hl:hh]
+            hyps = tile([[grp.hyps[i] for i in h_at]])
+            for rl, rh in tile_cuts([int(length[grp.refs[i]]) for i in r_order], tile_tokens):
+                r_at = r_order[rl:rh]
+                part = score_tiles(hyps, tile([[grp.refs[i] for i in r_at]]), beta)[0, 0, :, :, self.which]
+                f[torch.tensor(h_at)[:, None], torch.tensor(r_at)[None, :]] = part
+        return [f]
 
 
 def _encoded(scorer: Scorer, hyps: list[list[str]], refs: list[list[str]] | None) -> tuple[MarkedIds, MarkedIds]:

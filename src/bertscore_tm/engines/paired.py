@@ -54,17 +54,6 @@ class PairTokens:
         marks = (None if m is None else m.to(device) for m in (self.cand_marked, self.ref_marked))
         return PairTokens(*(x.to(device) for x in ids), *marks)
 
-    @property
-    def marked(self) -> tuple[Tensor, Tensor] | None:
-        """Both sides' token marks, or None where neither side has any."""
-        if self.cand_marked is None and self.ref_marked is None:
-            return None
-        return (_marks(self.cand_marked, self.cand_ids), _marks(self.ref_marked, self.ref_ids))
-
-
-def _marks(marked: Tensor | None, ids: Tensor) -> Tensor:
-    return torch.zeros(len(ids), dtype=torch.bool, device=ids.device) if marked is None else marked
-
 
 @dataclass
 class TokenMatches:
@@ -117,11 +106,10 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
     c_lens, r_lens, ref_counts = pairs.cand_lens.long(), pairs.ref_lens.long(), pairs.ref_counts.long()
     if c_lens.numel() == 0:
         return torch.zeros((0, rows, 4), dtype=torch.float32, device=device)
-    best_len = c_lens * ref_counts
     spans = _Spans(c_lens, r_lens, ref_counts)
     flags = scorer.token_flags(pairs.cand_marked, pairs.ref_marked)
     pieces, undefined, left_empty = [], 0, 0
-    for lo, hi in pair_chunks(best_len + spans.ref_tokens, scorer.embedder.block_bytes // BYTES_PER_SCORED_TOKEN):
+    for lo, hi in pair_chunks(spans.best_len + spans.ref_tokens, scorer.embedder.block_bytes // BYTES_PER_SCORED_TOKEN):
         c_tok, refs, r_tok, best = spans.of(lo, hi)
         counts = ref_counts[lo:hi]
         owner = torch.repeat_interleave(torch.arange(hi - lo, device=device), counts)
@@ -133,10 +121,11 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
         cand_marks = None if pairs.cand_marked is None else pairs.cand_marked[c_tok][cand_at]
         ref_tokens = pairs.ref_ids[r_tok].long()
         ref_marks = None if pairs.ref_marked is None else pairs.ref_marked[r_tok]
-        emptied = _emptied(scorer, cand_tokens, cand_marks, match_c_lens, flags)
-        emptied |= _emptied(scorer, ref_tokens, ref_marks, r_lens[refs], flags)
-        blank = scorer.encoder.is_blank(match_c_lens) | scorer.encoder.is_blank(r_lens[refs]) | emptied
-        left_empty += int((emptied & ~blank_texts(scorer, match_c_lens, r_lens[refs])).sum())
+        blank = blank_of(scorer, cand_tokens, cand_marks, match_c_lens, flags)
+        blank |= blank_of(scorer, ref_tokens, ref_marks, r_lens[refs], flags)
+        left_empty += int(
+            (blank & ~scorer.encoder.is_blank(match_c_lens) & ~scorer.encoder.is_blank(r_lens[refs])).sum()
+        )
         scores = ragged_scores(
             matches.cand_best[best],
             scored_weights(weights, cand_tokens, cand_marks, flags),
@@ -160,13 +149,10 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
     return torch.cat(pieces)
 
 
-def _emptied(scorer: Scorer, ids: Tensor, marked: Tensor | None, lens: Tensor, flags: Tensor | None) -> Tensor:
-    """Texts the mask, a prompt or a context left no token but special ones: they score as blank."""
-    return left_blank(ids, marked, lens, flags, scorer.encoder.zero_weight_ids).to(lens.device)
-
-
-def blank_texts(scorer: Scorer, c_lens: Tensor, r_lens: Tensor) -> Tensor:
-    return scorer.encoder.is_blank(c_lens) | scorer.encoder.is_blank(r_lens)
+def blank_of(scorer: Scorer, ids: Tensor, marked: Tensor | None, lens: Tensor, flags: Tensor | None) -> Tensor:
+    """Which texts score as blank: a blank text, or one the mask, a prompt or a context left no token but the
+    special ones."""
+    return scorer.encoder.is_blank(lens) | left_blank(ids, marked, lens, flags, scorer.encoder.zero_weight_ids)
 
 
 def best_reference(f1: Tensor, best_f1: Tensor, ref_counts: Tensor) -> Tensor:
@@ -267,6 +253,10 @@ def matches_of(pairs: PairTokens, is_new: Tensor) -> tuple[TokenTexts, Tensor, T
     start[is_cand], length[is_cand] = c_start[new_pairs], c_lens[new_pairs]
     start[~is_cand], length[~is_cand] = r_start[new_refs], r_lens[new_refs]
     sources = (pairs.cand_ids, pairs.ref_ids)
-    texts, text_of = distinct_texts(sources, (~is_cand).to(torch.uint8), start, length, pairs.marked)
+    marks = None  # both sides' token marks, or None where neither side has any
+    if pairs.cand_marked is not None or pairs.ref_marked is not None:
+        sides = ((pairs.cand_marked, pairs.cand_ids), (pairs.ref_marked, pairs.ref_ids))
+        marks = tuple(torch.zeros(len(ids), dtype=torch.bool) if m is None else m for m, ids in sides)
+    texts, text_of = distinct_texts(sources, (~is_cand).to(torch.uint8), start, length, marks)
     match_cand = torch.repeat_interleave(text_of[is_cand], counts)
     return texts, match_cand.to(torch.int32), text_of[~is_cand].to(torch.int32)

@@ -30,6 +30,9 @@ from bertscore_tm.settings.texts import check_texts
 #: A tile is cut where a text's length falls below this share of the tile's first (longest) text, bounding padding.
 MIN_FILL = 0.75
 
+#: The share of the working budget the stream's vectors may take to be kept, embedded with the store's.
+KEEP_SHARE = 0.5
+
 
 # -- distinct texts and where they occur --------------------------------------------------------------------
 
@@ -41,12 +44,6 @@ class Positions:
         self.order = torch.argsort(text_of, stable=True)
         self.counts = torch.bincount(text_of, minlength=num_texts)
         self.offsets = torch.cumsum(self.counts, 0) - self.counts
-
-    def of(self, texts: Tensor) -> tuple[Tensor, Tensor]:
-        """(input positions, index into `texts`) of every occurrence of `texts`."""
-        counts = self.counts[texts]
-        positions = self.order[ragged_arange(self.offsets[texts], counts)]
-        return positions, torch.repeat_interleave(torch.arange(len(texts)), counts)
 
 
 # -- tiles and their matching -------------------------------------------------------------------------------
@@ -67,10 +64,6 @@ class Tile:
     def nbytes(self) -> int:
         """What the tile keeps: float32 vectors, float64 weights and flags."""
         return self.vectors.numel() * 4 + self.weights.numel() * 9
-
-    def token_vectors(self, slot: int, length: int) -> Tensor:
-        """The [rows, length, D] vectors of the text in `slot` of the first group."""
-        return self.vectors[0, :, slot, :length]
 
 
 def make_tile(
@@ -170,51 +163,23 @@ def tile_tokens_for(sim_bytes: int, rows: int) -> int:
 # -- the all-pairs computation ------------------------------------------------------------------------------
 
 
-def score_all_pairs(
-    embedder: Embedder,
-    texts: TokenTexts,
-    token_weights: Tensor,
-    blank: Tensor,
-    cand_text: Tensor,
-    ref_text: Tensor,
-    sim_bytes: int | None = None,
-    chunk_tokens: int | None = None,
-    keep_bytes: int | None = None,
-    progress: Any = None,
-    live: Tensor | None = None,
-    beta: float | None = None,
-) -> tuple[Tensor, dict[str, int]]:
-    """P, R, F of every candidate against every reference ([3, rows, N, M]) and memory counts.
-    The stream's vectors are kept where they fit `keep_bytes`, so both sides run in the same fuller forward batches."""
-    sim_bytes = embedder.block_bytes // 8 if sim_bytes is None else sim_bytes
-    chunk_tokens = 2 * embedder.max_tokens if chunk_tokens is None else chunk_tokens
-    keep_bytes = embedder.block_bytes // 2 if keep_bytes is None else keep_bytes
-    run = _AllPairs(embedder, texts, token_weights, blank, cand_text, ref_text, sim_bytes, beta)
-    run.token_live = live  # tokens that take part in the matching (a mask, a prompt); None: all
-    run.plan(chunk_tokens, keep_bytes)
-    run.embed_store(progress)
-    run.stream(progress)
-    return run.out, run.info
-
-
 class _AllPairs:
-    """One all-pairs run: the store side kept as tiles, the stream side matched against it tile by tile."""
+    """One all-pairs run: the store side kept as tiles, the stream side matched against it tile by tile. `tokens`:
+    the weights and whether each token takes part in the matching (None: all), and which texts score as blank."""
 
     def __init__(
         self,
         embedder: Embedder,
         texts: TokenTexts,
-        token_weights: Tensor,
-        blank: Tensor,
+        tokens: tuple[Tensor, Tensor | None, Tensor],
         cand_text: Tensor,
         ref_text: Tensor,
-        sim_bytes: int,
         beta: float | None = None,
     ) -> None:
-        self.embedder, self.texts, self.token_weights = embedder, texts, token_weights
-        self.token_live: Tensor | None = None
+        self.embedder, self.texts = embedder, texts
+        self.token_weights, self.token_live, self.blank = tokens
         rows = embedder.num_rows
-        self.tile_tokens = tile_tokens_for(sim_bytes, rows)
+        self.tile_tokens = tile_tokens_for(embedder.block_bytes // 8, rows)
         self.beta = beta
         scores = 3 if beta is None else 4  # P, R, F (and F-beta)
         self.out = torch.empty(
@@ -226,16 +191,24 @@ class _AllPairs:
         self.store, stream = (ref_texts, cand_texts) if self.store_is_ref else (cand_texts, ref_texts)
         self.stream_side = self.by_length(stream)
         self.positions = (Positions(cand_text, len(texts)), Positions(ref_text, len(texts)))
-        self.blank = blank
         self.in_store = torch.zeros(len(texts), dtype=torch.bool)
         self.in_store[self.store] = True
-        self.info = {"store_bytes": 0, "kept_bytes": 0, "tiles": 0, "undefined": 0}
+        self.info = {"store_bytes": 0, "kept_bytes": 0, "tiles": 0, "undefined": 0}  # what it held, for the benchmarks
+        self.plan(2 * embedder.max_tokens, int(embedder.block_bytes * KEEP_SHARE))
+
+    def run(self, progress: Any) -> Tensor:
+        """P, R, F of every candidate against every reference ([3, rows, N, M]), warning of the undefined ones."""
+        self.embed_store(progress)
+        self.stream(progress)
+        warn_undefined(self.info["undefined"])
+        return self.out
 
     def by_length(self, ids: Tensor) -> Tensor:
         return ids[torch.argsort(self.length[ids], descending=True, stable=True)]
 
     def plan(self, chunk_tokens: int, keep_bytes: int) -> None:
-        """The forward-batch runs of both sides, into one table allocated once, so memory does not grow with N."""
+        """The forward-batch runs of both sides, into one table allocated once, so memory does not grow with N;
+        the stream's vectors are kept where they fit `keep_bytes`, so both sides run in the same fuller batches."""
         embedder, length, stream = self.embedder, self.length, self.stream_side
         fresh, reused = stream[~self.in_store[stream]], stream[self.in_store[stream]]
         keep = int(length[fresh].sum()) * (embedder.num_rows * embedder.hidden_size * 4 + 9) <= keep_bytes
@@ -246,10 +219,8 @@ class _AllPairs:
         later = [] if keep else forward_chunks(length[fresh].tolist(), *batching)
         self.stream_chunks = [(fresh[torch.tensor(c, dtype=torch.long)], True) for c in later]
         self.stream_chunks += [(reused[lo:hi], False) for lo, hi in tile_cuts(length[reused].tolist(), chunk_tokens)]
-        sizes = [int(length[c].sum()) for c in self.first_chunks] + [
-            int(length[c].sum()) for c, _ in self.stream_chunks
-        ]
-        capacity = max(sizes, default=0)
+        runs = [*self.first_chunks, *(ids for ids, _ in self.stream_chunks)]
+        capacity = max((int(length[ids].sum()) for ids in runs), default=0)
         if max(int(length[self.store].sum()), int(length[stream].sum())) >= chunk_tokens:
             capacity = max(capacity, chunk_tokens)
         self.table = embedder.new_table(capacity)
@@ -303,15 +274,22 @@ class _AllPairs:
                 self.info["undefined"] += _write(self.out, scores, stored_side, side)
             self.info["tiles"] += 1
 
+    def copied(self, ids: Tensor) -> Tensor:
+        """Copy store texts' vectors into the table end to end; each one's first row."""
+        lens, table = self.length[ids], self.table
+        starts = torch.cumsum(lens, 0) - lens
+        for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist(), strict=True):
+            tile, slot = self.where[t]
+            rows_of = self.store_tiles[tile].vectors[0, :, slot, :n]  # [rows, n, D]
+            table[start : start + n] = rows_of.permute(1, 0, 2) if table.dim() == 3 else rows_of[0]
+        return starts
+
     def stream(self, progress: Any) -> None:
         """The kept stream, then the rest run by run, each tile against the whole store."""
         while self.kept:
             self.match(*self.kept.pop(0))
         for ids, embed in self.stream_chunks:
-            if embed:
-                starts = self.embedded(ids)
-            else:
-                starts = _copy_from_store(self.table, self.store_tiles, self.where, ids, self.length)
+            starts = self.embedded(ids) if embed else self.copied(ids)
             for part, tile in self.tiles(ids, starts):
                 self.match(part, tile)
                 del tile
@@ -320,25 +298,15 @@ class _AllPairs:
 
 
 class _Occurrences:
-    """For a tile's texts: every input position where they occur, on the output's device."""
+    """For a tile's texts: every input position where they occur and the index into `texts` of the text there, on
+    the output's device."""
 
-    def __init__(self, positions: Positions, texts: Tensor, device: torch.device) -> None:
-        pos, local = positions.of(texts.cpu())
-        self.positions, self.local = pos.to(device), local.to(device)
-        self.all_once = bool(torch.equal(local, torch.arange(len(texts))))
-
-
-def _copy_from_store(
-    table: Tensor, store_tiles: list[Tile], where: dict[int, tuple[int, int]], ids: Tensor, length: Tensor
-) -> Tensor:
-    """Copy store texts' vectors into `table` end to end; each one's first row."""
-    lens = length[ids]
-    starts = torch.cumsum(lens, 0) - lens
-    for t, start, n in zip(ids.tolist(), starts.tolist(), lens.tolist(), strict=True):
-        tile, slot = where[t]
-        rows_of = store_tiles[tile].token_vectors(slot, n)
-        table[start : start + n] = rows_of.permute(1, 0, 2) if table.dim() == 3 else rows_of[0]
-    return starts
+    def __init__(self, side: Positions, texts: Tensor, device: torch.device) -> None:
+        texts = texts.cpu()
+        counts = side.counts[texts]
+        local = torch.repeat_interleave(torch.arange(len(texts)), counts)
+        self.positions = side.order[ragged_arange(side.offsets[texts], counts)].to(device)
+        self.local, self.all_once = local.to(device), bool(torch.equal(local, torch.arange(len(texts))))
 
 
 def _write(out: Tensor, scores: Tensor, cands: _Occurrences, refs: _Occurrences) -> int:
@@ -355,7 +323,7 @@ def _write(out: Tensor, scores: Tensor, cands: _Occurrences, refs: _Occurrences)
 
 def scored_blank(scorer: Scorer, texts: TokenTexts, side: MarkedIds, flags: Tensor | None) -> Tensor:
     """Which of the distinct `texts` (of `side`'s one source) score as blank: a blank text, or one the mask, a
-    prompt or a context left no token but the special ones."""
+    prompt or a context left no token but the special ones (as `paired.blank_of`)."""
     distinct = token_index(texts, torch.arange(len(texts)))
     emptied = left_blank(side.ids[distinct], side.marked[distinct], texts.length, flags, scorer.encoder.zero_weight_ids)
     return scorer.encoder.is_blank(texts.length) | emptied
@@ -376,41 +344,48 @@ def pairwise_scores(
 def all_pairs(
     scorer: Scorer, cands: list[str], refs: list[str], device: torch.device, verbose: bool = False
 ) -> tuple[Tensor, dict[str, int]]:
-    """The stacked scores of `pairwise_scores`, and what the computation held."""
+    """The stacked scores of `pairwise_scores`, and what the computation held (the benchmarks' memory counts)."""
     scorer.follow(device)
     cand, ref = scorer.encode_pairs(cands, refs)  # one warning per kind, both sides counted
     both = MarkedIds.joined(cand, ref)
-    ids, marked = both.ids, both.marked
     texts, text_of = distinct_of(both)
     weights = scorer.reference_weights(ref, len(refs))  # IDF over the M references as given
-    flags = scorer.token_flags(marked)  # a mask's, or a prompt's marked tokens: out of the matching
+    flags = scorer.token_flags(both.marked)  # a mask's, or a prompt's marked tokens: out of the matching
     c_lens, r_lens = cand.lens, ref.lens
     del cand, ref
-    token_weights = scored_weights(weights, ids, marked, flags)
+    token_weights = scored_weights(weights, both.ids, both.marked, flags)
     blank = scored_blank(scorer, texts, both, flags)
     cand_text, ref_text = text_of[: len(cands)], text_of[len(cands) :]
     total = len(torch.unique(cand_text)) + len(torch.unique(ref_text))  # each side's distinct texts
     with progress_bar(verbose, total, "BERTScore: all pairs", "text") as progress:
-        out, info = score_all_pairs(
+        run = _AllPairs(
             scorer.embedder,
             texts,
-            token_weights,
-            blank,
+            (token_weights, kept(both.ids, both.marked, flags), blank),
             cand_text,
             ref_text,
-            progress=progress,
-            live=kept(ids, marked, flags),
-            beta=scorer.beta,
+            scorer.beta,
         )
-    held = (ids, marked, texts.which, texts.start, texts.length, text_of, token_weights, blank, c_lens, r_lens)
-    info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
-    warn_undefined(info["undefined"])
+        out = run.run(progress)
+    held = (
+        both.ids,
+        both.marked,
+        texts.which,
+        texts.start,
+        texts.length,
+        text_of,
+        token_weights,
+        blank,
+        c_lens,
+        r_lens,
+    )
+    run.info["text_bytes"] = sum(t.numel() * t.element_size() for t in held)
     if scorer.baseline is not None:  # in place: the N x M outputs are the largest thing held
         baseline = scorer.baseline
         if scorer.beta is not None:
             baseline = torch.cat((baseline, f_beta_baseline(baseline, scorer.beta)), -1)
         rescale(out, baseline.to(out.device).T[:, :, None, None], in_place=True)
-    return (out if scorer.all_layers else out[:, 0]), info
+    return (out if scorer.all_layers else out[:, 0]), run.info
 
 
 def pairwise_bert_score(

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.embedding.embedder import own_precision
-from bertscore_tm.engines.paired import best_reference
+from bertscore_tm.engines.paired import best_reference, blank_of
 from bertscore_tm.errors import ArgumentValueError, warn_undefined
 from bertscore_tm.explanations.tokens import TokenSpans, WordSpan, best_matches, token_spans, words_of
 from bertscore_tm.explanations.types import (
@@ -34,7 +34,7 @@ from bertscore_tm.scoring.distinct import distinct_of
 from bertscore_tm.scoring.hashcode import names_context
 from bertscore_tm.scoring.matching import best_of_references, ragged_scores
 from bertscore_tm.scoring.scorer import Scorer
-from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
+from bertscore_tm.scoring.token_rules import kept, scored_weights
 from bertscore_tm.settings.config import Config
 from bertscore_tm.settings.rules import finite_number, integer
 from bertscore_tm.settings.texts import check_corpus, check_text, check_texts
@@ -73,7 +73,7 @@ def explain_pairs(
     paired scores: their tokens are encoded with the text, shown with their role, and take no part in the matching."""
     layer, row = _layer(scorer, layer)
     limit = weak_threshold(scorer, layer, threshold)
-    context = check_context(context, len(cands))
+    context = check_context(context, len(cands))  # the command line's --text context comes unchecked
     if not cands:
         return []
     device = scorer.embedder.device if device is None else torch.device(device)
@@ -83,42 +83,34 @@ def explain_pairs(
     with own_precision(device):
         scorer.follow(device)
         cand, ref = scorer.encode_pairs(cands, refs, context, counts.tolist())
-        scorer.check_known_weights(torch.cat([cand.ids, ref.ids]), torch.cat([cand.marked, ref.marked]))
+        both = MarkedIds.joined(cand, ref)
+        scorer.check_known_weights(both.ids, both.marked)
         flags = scorer.token_flags(cand.marked, ref.marked)
-        c_seqs, c_marks = torch.split(cand.ids, cand.lens.tolist()), torch.split(cand.marked, cand.lens.tolist())
-        r_seqs, r_marks = torch.split(ref.ids, ref.lens.tolist()), torch.split(ref.marked, ref.lens.tolist())
-        vectors = _vectors(scorer, [*c_seqs, *r_seqs], [*c_marks, *r_marks], row)
-        live = [kept(s, m, flags) for s, m in zip((*c_seqs, *r_seqs), (*c_marks, *r_marks), strict=True)]
-        found = [
-            best_matches(vectors[i], vectors[len(cands) + j], live[i], live[len(cands) + j])
-            for j, i in enumerate(owner)
-        ]
-    texts = ((c_seqs, c_marks), (r_seqs, r_marks), owner)
-    raw, per_ref, top, best = _scores(scorer, weights.table, texts, found, counts, (row, flags))
+        seqs, marks = torch.split(both.ids, both.lens.tolist()), torch.split(both.marked, both.lens.tolist())
+        vectors = _vectors(scorer, both, row)
+        live = [kept(s, m, flags) for s, m in zip(seqs, marks, strict=True)]
+        n = len(cands)  # the references' sequences come after the candidates'
+        found = [best_matches(vectors[i], vectors[n + j], live[i], live[n + j]) for j, i in enumerate(owner)]
+    matched = MarkedIds(torch.cat([seqs[i] for i in owner]), cand.lens[owner], torch.cat([marks[i] for i in owner]))
+    raw, per_ref, top, best = _scores(scorer, weights.table, (matched, ref, flags), found, counts, row)
     out, first = [], 0
     for i, group in enumerate(groups):
         k = first + int(best[i])
-        c_best, c_match, r_best, r_match = found[k]
         has_context = names_context(None if context is None else [context[i]])
         sides = (
-            _side(scorer, 0, (cands[i], c_seqs[i], c_marks[i]), (c_best, c_match), (weights.table, flags), has_context),
-            _side(scorer, 1, (refs[k], r_seqs[k], r_marks[k]), (r_best, r_match), (weights.table, flags), has_context),
+            _side(scorer, 0, (cands[i], seqs[i], marks[i]), found[k][:2], (weights.table, flags), has_context),
+            _side(scorer, 1, (refs[k], seqs[n + k], marks[n + k]), found[k][2:], (weights.table, flags), has_context),
         )
         scores = PairScores(
-            _triple(top[i]),
-            tuple(_triple(s) for s in per_ref[first : first + len(group)]),
-            _triple(raw[k]),
+            ScoreTriple(*top[i].tolist()),
+            tuple(ScoreTriple(*s) for s in per_ref[first : first + len(group)].tolist()),
+            ScoreTriple(*raw[k].tolist()),
             int(best[i]),
         )
         code = scorer.signature_for(has_context).format()  # names the context where the pair had one
         out.append(_explanation(scorer, sides, tuple(group), scores, (limit, layer, row, weights.note, code)))
         first += len(group)
     return out
-
-
-def _triple(scores: Tensor) -> ScoreTriple:
-    """P, R, F (and F-beta, where the setting has a beta)."""
-    return ScoreTriple(*scores.tolist())
 
 
 def _side(
@@ -130,26 +122,19 @@ def _side(
     has_context: bool,
 ) -> _Side:
     """One side (`which`: 0 the candidate's, 1 the reference's): its weights as the scores take them, blank where
-    the text is, or where the mask or a prompt left it only special tokens."""
-    _, ids, marked = text
+    the text is, or where the mask or a prompt left it only special tokens; each token's role: "masked" where the
+    mask leaves it out, a marked token "prompt" or "context". The prompt comes first, so with both, as many marked
+    tokens as the prompt alone marks are the prompt's."""
+    original, ids, marked = text
     table, flags = weights
-    lens = torch.tensor([len(ids)])
-    zero = scorer.encoder.zero_weight_ids
-    blank = bool(scorer.encoder.is_blank(lens)[0]) or bool(left_blank(ids, marked, lens, flags, zero)[0])
-    roles = _roles(scorer, which, text, has_context)
-    return _Side(text[0], ids, marked, found[0], found[1], scored_weights(table, ids, marked, flags), blank, roles)
-
-
-def _roles(scorer: Scorer, which: int, text: tuple[str, Tensor, Tensor], has_context: bool) -> list[str | None]:
-    """Each token's role: "masked" where the mask leaves it out, a marked token "prompt" or "context". The
-    prompt comes first, so with both, as many marked tokens as the prompt alone marks are the prompt's."""
     prompt, name = scorer.prompts[which], ("candidate_prompt", "reference_prompt")[which]
-    ids, marked = text[1].tolist(), text[2].tolist()
     prompt_tokens = 0
     if prompt is not None:
-        prompt_tokens = len(ids) if not has_context else _marked_count(scorer, text[0], prompt, name)
+        prompt_tokens = len(ids)  # without a context, every marked token is the prompt's
+        if has_context:
+            prompt_tokens = int(prompted_ids(scorer.encoder, [original], prompt, None, name)[0].marked.sum())
     roles: list[str | None] = []
-    for t, is_marked in zip(ids, marked, strict=True):
+    for t, is_marked in zip(ids.tolist(), marked.tolist(), strict=True):
         if is_marked:
             roles.append("prompt" if prompt_tokens > 0 else "context")
             prompt_tokens -= 1
@@ -157,12 +142,8 @@ def _roles(scorer: Scorer, which: int, text: tuple[str, Tensor, Tensor], has_con
             roles.append("masked")
         else:
             roles.append(None)
-    return roles
-
-
-def _marked_count(scorer: Scorer, text: str, prompt: str, name: str) -> int:
-    """How many tokens `prompt` marks before `text`."""
-    return int(prompted_ids(scorer.encoder, [text], prompt, None, name)[0].marked.sum())
+    blank = bool(blank_of(scorer, ids, marked, torch.tensor([len(ids)]), flags)[0])
+    return _Side(original, ids, marked, *found, scored_weights(table, ids, marked, flags), blank, roles)
 
 
 def _layer(scorer: Scorer, layer: int | None) -> tuple[int, int]:
@@ -193,12 +174,9 @@ def _layer(scorer: Scorer, layer: int | None) -> tuple[int, int]:
     return layer, layer
 
 
-def _vectors(scorer: Scorer, seqs: Sequence[Tensor], marks: Sequence[Tensor], row: int) -> list[Tensor]:
+def _vectors(scorer: Scorer, seqs: MarkedIds, row: int) -> list[Tensor]:
     """Each sequence's vectors at the explained layer, as the engine makes them (each distinct text once)."""
-    lens = torch.tensor([len(s) for s in seqs], dtype=torch.long)
-    flat = torch.cat(list(seqs)) if seqs else torch.zeros(0, dtype=torch.long)
-    marked = torch.cat(list(marks)) if marks else torch.zeros(0, dtype=torch.bool)
-    texts, text_of = distinct_of(MarkedIds(flat, lens, marked))
+    texts, text_of = distinct_of(seqs)
     index, distinct = text_of.tolist(), [texts[t] for t in range(len(texts))]
     source = scorer.embedding_source()
     table = source.new_table(sum(len(s) for s in distinct))
@@ -211,28 +189,23 @@ def _vectors(scorer: Scorer, seqs: Sequence[Tensor], marks: Sequence[Tensor], ro
 def _scores(
     scorer: Scorer,
     table: Tensor,
-    texts: tuple[tuple[Sequence[Tensor], Sequence[Tensor]], tuple[Sequence[Tensor], Sequence[Tensor]], list[int]],
+    sides: tuple[MarkedIds, MarkedIds, Tensor | None],
     found: list[tuple[Tensor, Tensor, Tensor, Tensor]],
     counts: Tensor,
-    where: tuple[int, Tensor | None],
+    row: int,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Per match its raw P, R, F (F-beta fourth) and rescaled ones; per pair the best over its references,
-    rescaled, and the best reference's index: the core's rules at the explained layer's `row`."""
-    (c_seqs, c_marks), (r_seqs, r_marks), owner = texts
-    row, flags = where
-    c_len = torch.tensor([len(c_seqs[i]) for i in owner], dtype=torch.long)
-    r_len = torch.tensor([len(s) for s in r_seqs], dtype=torch.long)
-    c_flat, c_marked = torch.cat([c_seqs[i] for i in owner]), torch.cat([c_marks[i] for i in owner])
-    r_flat, r_marked = torch.cat(list(r_seqs)), torch.cat(list(r_marks))
-    zero = scorer.encoder.zero_weight_ids
-    emptied = left_blank(c_flat, c_marked, c_len, flags, zero) | left_blank(r_flat, r_marked, r_len, flags, zero)
-    blank = scorer.encoder.is_blank(c_len) | scorer.encoder.is_blank(r_len) | emptied
+    """Per match (`sides`: its candidate, its reference, the flags) its raw P, R, F (F-beta fourth) and rescaled
+    ones; per pair the best over its references, rescaled, and the best reference's index: the core's rules at
+    the explained layer's `row`."""
+    cand, ref, flags = sides
+    c_len, r_len = cand.lens.long(), ref.lens.long()
+    blank = blank_of(scorer, cand.ids, cand.marked, c_len, flags) | blank_of(scorer, ref.ids, ref.marked, r_len, flags)
     raw = ragged_scores(
         torch.cat([f[0] for f in found])[:, None],
-        scored_weights(table, c_flat, c_marked, flags),
+        scored_weights(table, cand.ids, cand.marked, flags),
         c_len,
         torch.cat([f[2] for f in found])[:, None],
-        scored_weights(table, r_flat, r_marked, flags),
+        scored_weights(table, ref.ids, ref.marked, flags),
         r_len,
         blank,
         scorer.beta,
@@ -364,7 +337,13 @@ def _notes(
             "pair with a blank side scores P = R = F = 0 by definition (docs/semantics.md); its tokens are shown but "
             "contribute nothing."
         )
-    notes += _left_out(sides)
+    left_out = {"masked": "masked (ignore=)", "prompt": "of the fixed prompt", "context": "of the pair's context"}
+    for role, words in left_out.items():  # a note per kind of token out of the matching, where there are any
+        if count := sum(r == role for side in sides for r in side.roles):
+            notes.append(
+                f"{count} token(s) {words}: encoded with the text, but no match for the other side and weighing 0 "
+                "(shown with their role; they contribute nothing)."
+            )
     for side, name, score in ((sides[0], "candidate", "P"), (sides[1], "reference", "R")):
         if not blank and float(side.weights.double().sum()) == 0:
             notes.append(
@@ -382,20 +361,6 @@ def _notes(
             f"b = {baseline[0]:.6f} (P), {baseline[1]:.6f} (R), {baseline[2]:.6f} (F)."
         )
     return tuple(notes)
-
-
-def _left_out(sides: tuple[_Side, _Side]) -> list[str]:
-    """A note per kind of token out of the matching (a mask's, a prompt's, a context's), where there are any."""
-    what = {"masked": "masked (ignore=)", "prompt": "of the fixed prompt", "context": "of the pair's context"}
-    notes = []
-    for role, words in what.items():
-        count = sum(r == role for side in sides for r in side.roles)
-        if count:
-            notes.append(
-                f"{count} token(s) {words}: encoded with the text, but no match for the other side and weighing 0 "
-                "(shown with their role; they contribute nothing)."
-            )
-    return notes
 
 
 # -- the public function -------------------------------------------------------------------------------------

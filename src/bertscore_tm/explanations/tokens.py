@@ -58,9 +58,11 @@ def _text_spans(encoder: Any, text: str, ids: list[int]) -> TokenSpans:
     shift = lead - (len(seen) - len(stripped))
     found = _offsets(encoder, seen, ids)
     if found is not None:
-        offsets, special = found
-        spans = [None if s or b == e else (b + shift, e + shift) for (b, e), s in zip(offsets, special, strict=True)]
-        return TokenSpans(pieces, [_inside(x, len(text)) for x in spans], special)
+        offsets, special = found  # shifted back, within the text; None for a special or an empty one
+        spans = [(max(0, b + shift), min(len(text), e + shift)) for b, e in offsets]
+        return TokenSpans(
+            pieces, [None if s or b >= e else (b, e) for (b, e), s in zip(spans, special, strict=True)], special
+        )
     special = _special_mask(tokenizer, ids)
     return TokenSpans(pieces, _aligned_spans(tokenizer, text, pieces, special), special)
 
@@ -114,13 +116,6 @@ def _aligned_spans(tokenizer: Any, text: str, pieces: list[str], special: list[b
         spans.append((at, at + len(shown)))
         cursor = at + len(shown)
     return spans
-
-
-def _inside(span: tuple[int, int] | None, length: int) -> tuple[int, int] | None:
-    if span is None:
-        return None
-    start, end = max(0, span[0]), min(length, span[1])
-    return (start, end) if start < end else None
 
 
 @dataclass(frozen=True)

@@ -137,8 +137,7 @@ class PairExplanation:
     def to_json(self) -> dict[str, Any]:
         """The explanation as JSON (NaN as null)."""
         return {
-            **_json(self, "precision", "recall", "f1"),
-            **({} if self.f_beta is None else {"f_beta": _number(self.f_beta)}),
+            **ScoreTriple(self.precision, self.recall, self.f1, self.f_beta).to_json(),
             **({} if self.ignore is None else {"ignore": self.ignore}),
             "best_reference": self.best_reference,
             "references": [s.to_json() for s in self.reference_scores],

@@ -44,15 +44,12 @@ def weighting(
     else:
         refs = [r for group in groups for r in group]
         note = f"IDF over the pair's own {len(refs)} reference(s) (idf_references= counts over a corpus)"
-    return Weighting(scorer.reference_weights(_reference_ids(scorer, refs), len(refs)).cpu(), note)
-
-
-def _reference_ids(scorer: Scorer, refs: list[str]) -> MarkedIds:
-    """The references' ids as the paired scores count their IDF: with the reference prompt, its tokens marked."""
-    prompt = scorer.prompts[1]
+    prompt = scorer.prompts[1]  # counted as the paired scores count it: with the reference prompt, its tokens marked
     if prompt is None:
-        return MarkedIds.plain(*scorer.encoder.encode(refs))
-    return prompted_ids(scorer.encoder, refs, prompt, None, "reference_prompt")[0]
+        ids = MarkedIds.plain(*scorer.encoder.encode(refs))
+    else:
+        ids = prompted_ids(scorer.encoder, refs, prompt, None, "reference_prompt")[0]
+    return Weighting(scorer.reference_weights(ids, len(refs)).cpu(), note)
 
 
 def weak_threshold(scorer: Scorer, layer: int, threshold: float | None) -> Threshold:

@@ -6,7 +6,6 @@ files, which no other test uses."""
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import subprocess
@@ -188,14 +187,14 @@ def test_the_method_reuses_the_model_and_leaves_the_state_alone(held_out, metric
     assert torch.equal(metric.compute()["f1"], s["f1"].diagonal()[:3])  # one kernel: the paired scores' bits
 
 
-@pytest.mark.parametrize("keep_bytes", [None, 0], ids=["stream kept, embedded with the store", "stream after store"])
-def test_tiles_and_chunks_do_not_change_the_scores(held_out, metric, monkeypatch, keep_bytes) -> None:
+@pytest.mark.parametrize("keep_share", [None, 0.0], ids=["stream kept, embedded with the store", "stream after store"])
+def test_tiles_and_chunks_do_not_change_the_scores(held_out, metric, monkeypatch, keep_share) -> None:
     cands, refs = held_out
     whole = metric.pairwise(cands, refs)
     monkeypatch.setattr(pw, "tile_tokens_for", lambda sim_bytes, rows: 40)  # a text or two per tile
     monkeypatch.setattr(metric.embedder, "_max_tokens", 32)  # streamed 64 tokens at a time
-    if keep_bytes is not None:
-        monkeypatch.setattr(pw, "score_all_pairs", functools.partial(pw.score_all_pairs, keep_bytes=keep_bytes))
+    if keep_share is not None:
+        monkeypatch.setattr(pw, "KEEP_SHARE", keep_share)
     before = metric.embedder.rows_embedded
     tiled = metric.pairwise(cands, refs + cands[:2])  # two candidates also in the store
     assert metric.embedder.rows_embedded - before == len(set(cands) | set(refs))
