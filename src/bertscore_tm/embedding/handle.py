@@ -19,6 +19,12 @@ class ModelHandle:
         # each scorer that asked, and the device it asked for last (a scorer gone leaves the map)
         self._users: weakref.WeakKeyDictionary[Any, torch.device] = weakref.WeakKeyDictionary()
 
+    @classmethod
+    def around(cls, model: Any, *args: Any, **kwargs: Any) -> ModelHandle:
+        """The handle of `model`, its embedder made with `Embedder`'s arguments: the scorer enters embedding/ once
+        (docs/architecture.md, "One way in")."""
+        return cls(Embedder(model, *args, **kwargs))
+
     @property
     def embedders(self) -> list[Embedder]:
         """The model and its copies made so far."""

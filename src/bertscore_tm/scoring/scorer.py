@@ -57,18 +57,16 @@ class Scorer:
         self.vocab_size = loaded.vocab_size
         self.window_label = loaded.window_label
         #: The model and where it runs: every copy of a metric shares it (`ModelHandle`).
-        self.handle = ModelHandle(
-            Embedder(
-                loaded.runner,
-                self.encoder.pad_id,
-                model.all_layers,
-                model.model_dtype,
-                config.runtime.batch_size,
-                hidden_size=loaded.hidden_size,
-                depth=self.model_depth if loaded.user_supplied else None,
-                windows=self.windows,
-                compile_model=model.compile_model,
-            )
+        self.handle = ModelHandle.around(
+            loaded.runner,
+            self.encoder.pad_id,
+            model.all_layers,
+            model.model_dtype,
+            config.runtime.batch_size,
+            hidden_size=loaded.hidden_size,
+            depth=self.model_depth if loaded.user_supplied else None,
+            windows=self.windows,
+            compile_model=model.compile_model,
         )
         cache_mb = config.runtime.embedding_cache_mb
         self.cache = EmbeddingCache(cache_mb << 20) if cache_mb else None
