@@ -127,10 +127,9 @@ def _varlen(query: Tensor) -> Any:
 
 
 def packed_forward(
-    model: Any, seqs: Sequence[Tensor], score_budget: int, lengths: Sequence[int] | None = None
+    model: Any, seqs: Sequence[Tensor], score_budget: int, lengths: Sequence[int]
 ) -> tuple[Tensor, list[int]]:
-    """`packed_pass` of sequences in any order: the stream and each sequence's first row."""
-    lengths = [len(s) for s in seqs] if lengths is None else lengths
+    """`packed_pass` of sequences (of these `lengths`) in any order: the stream and each sequence's first row."""
     order = sorted(range(len(seqs)), key=lambda i: -lengths[i])
     ordered = [lengths[k] for k in order]
     hidden = packed_pass(model, torch.cat([seqs[k] for k in order]), ordered, score_budget)
@@ -192,21 +191,18 @@ def install(model: nn.Module, packing_family: bool) -> bool:
     if attention_implementation(model) != ATTENTION_NAME or not packing_family:
         return False
     try:
-        return _packs_alike(model)
+        vocab = int(getattr(model.config, "vocab_size", 0) or 16)
+        device = next(model.parameters()).device
+        texts = [torch.arange(5, 9) % vocab, torch.arange(9, 12) % vocab]
+        with torch.inference_mode():
+            alone = [
+                model(input_ids=t[None].to(device), attention_mask=torch.ones_like(t)[None].to(device))[0][0]
+                for t in texts
+            ]
+            stream = packed_pass(model, torch.cat(texts), [len(t) for t in texts], 1 << 20)
+        return torch.allclose(stream.float(), torch.cat(alone).float(), atol=1e-4, rtol=0)
     except (TypeError, ValueError, RuntimeError, IndexError):  # a forward that refuses the packing keywords
         return False
-
-
-def _packs_alike(model: nn.Module) -> bool:
-    vocab = int(getattr(model.config, "vocab_size", 0) or 16)
-    device = next(model.parameters()).device
-    texts = [torch.arange(5, 9) % vocab, torch.arange(9, 12) % vocab]
-    with torch.inference_mode():
-        alone = [
-            model(input_ids=t[None].to(device), attention_mask=torch.ones_like(t)[None].to(device))[0][0] for t in texts
-        ]
-        stream = packed_pass(model, torch.cat(texts), [len(t) for t in texts], 1 << 20)
-    return torch.allclose(stream.float(), torch.cat(alone).float(), atol=1e-4, rtol=0)
 
 
 @contextmanager

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
+from itertools import accumulate
 
 #: A forward batch's attention scores hold no more than those of its token budget at this length (so its
 #: memory is bounded however long its texts are); a packed pass's attention pieces keep to the same bound.
@@ -54,21 +55,16 @@ def packs(lengths: Sequence[int], max_tokens: int, batch_size: int | None = None
     ([[2], [0, 1, 3]], [[2], [0, 1], [3]])
     """
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    pack: list[int] = []
-    tokens = 0
-    for i in order:
-        full = batch_size is not None and len(pack) >= batch_size
-        if pack and (full or tokens + lengths[i] > max_tokens):
-            yield pack
-            pack, tokens = [], 0
-        pack.append(i)
-        tokens += lengths[i]
-    if pack:
-        yield pack
+    edges = [0, *accumulate(lengths[i] for i in order)]
+    start = 0
+    while start < len(order):
+        end = pack_end(edges, start, len(order), max_tokens, batch_size)
+        yield order[start:end]
+        start = end
 
 
 def pack_end(edges: Sequence[int], i: int, n: int, max_tokens: int, batch_size: int | None = None) -> int:
-    """Where the pack starting at text `i` ends: the cut `packs` makes, by bisection on token offsets `edges`.
+    """Where the pack starting at text `i` ends, by bisection on token offsets `edges`: as many texts as fit.
 
     >>> edges = [0, 9, 13, 17, 18]  # texts of 9, 4, 4 and 1 tokens; `packs` gives [[0], [1, 2, 3]]
     >>> pack_end(edges, 0, 4, max_tokens=9), pack_end(edges, 1, 4, max_tokens=9), pack_end(edges, 1, 4, 9, 2)

@@ -39,11 +39,11 @@ def embedding_setting(embedder: Embedder, extra: tuple[Any, ...] = ()) -> tuple[
         id(embedder.model),
         str(embedder.device),
         embedder.model_dtype,
-        getattr(embedder, "compile_model", False),  # compiled kernels round differently
+        embedder.compile_model,  # compiled kernels round differently
         embedder.all_layers,
         embedder.num_rows,
         embedder.hidden_size,
-        repr(getattr(embedder, "windows", None)),  # how long texts are cut into windows, where that is set
+        repr(embedder.windows),  # how long texts are cut into windows
     )
 
 

@@ -5,6 +5,7 @@ cached vectors score as fresh ones; accelerators run packed or padded, within 1e
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -23,11 +24,10 @@ from bertscore_tm.embedding.rows import (
     send,
     table_rows,
     table_rows_of,
-    table_span_of,
 )
 from bertscore_tm.errors import DeviceMemoryError, TableMemoryError, warn_user
 from bertscore_tm.models.model_family import can_pack
-from bertscore_tm.models.windows import Piece, WindowRule, head_lengths, piece_ids, plan_pieces
+from bertscore_tm.models.windows import WindowRule, head_lengths, piece_ids, plan_pieces
 
 if TYPE_CHECKING:
     from bertscore_tm.models.user_model import UserModel
@@ -57,25 +57,6 @@ def _normalised(hidden: Tensor, out: Tensor | None = None) -> Tensor:
     return torch.div(hidden, hidden.norm(dim=-1, keepdim=True), out=out)
 
 
-def _written(out: Tensor | None, stream: Tensor, firsts: list[int], sizes: Sequence[int]) -> tuple[Tensor, list[int]]:
-    """A stream of rows as `embed_rows` returns it, copied end to end into `out` where given."""
-    if out is None:
-        return stream, firsts
-    lengths = torch.tensor(sizes, dtype=torch.long)
-    out.copy_(stream.index_select(0, send(ragged_arange(torch.tensor(firsts), lengths), stream.device)))
-    return out, end_to_end(sizes)
-
-
-def _normalised_layers(states: Sequence[Tensor], count: int, out: Tensor | None = None) -> Tensor:
-    """Every layer's normalised vectors of the first `count` rows, into one tensor without stacking."""
-    first = states[0]
-    shape = (count, first.shape[1], len(states), first.shape[-1])
-    hidden = torch.empty(shape, device=first.device) if out is None else out
-    for layer, state in enumerate(states):
-        _normalised(state[:count], out=hidden[:, :, layer])
-    return hidden
-
-
 class Embedder:
     """Holds the frozen encoder (outside any module tree, so never in a state_dict) and embeds."""
 
@@ -92,8 +73,6 @@ class Embedder:
         windows: WindowRule | None = None,
         compile_model: bool = False,
     ) -> None:
-        if model_dtype not in (torch.float32, torch.float16, torch.bfloat16):
-            raise ValueError(f"model_dtype must be torch.float32, torch.float16 or torch.bfloat16, got {model_dtype}")
         #: Whether the model is a model object of the user's (a `UserModel`): never cast, never switched.
         self.user_supplied = not isinstance(model, nn.Module)
         #: Whether the model packs (`attention.install`, once, before any cast); a user's model never packs.
@@ -200,10 +179,14 @@ class Embedder:
         ids, mask = send(ids, device), send(mask, device)
         with torch.inference_mode(), self._autocast():
             states = self._forward()(input_ids=ids, attention_mask=mask, output_hidden_states=self.all_layers)
-            if self.all_layers:
-                hidden = _normalised_layers(states.hidden_states, count, out)
-            else:
+            if not self.all_layers:
                 hidden = _normalised(states[0][:count], out)
+            else:  # every layer's vectors into one tensor, without stacking
+                layers = states.hidden_states
+                shape = (count, layers[0].shape[1], len(layers), layers[0].shape[-1])
+                hidden = torch.empty(shape, device=layers[0].device) if out is None else out
+                for layer, state in enumerate(layers):
+                    _normalised(state[:count], out=hidden[:, :, layer])
         self.rows_embedded += count
         return hidden
 
@@ -242,18 +225,20 @@ class Embedder:
         copies = max(1, -(-MIN_BATCH_TOKENS // sum(sizes)))
         budget = self.max_tokens * SCORES_LENGTH
         with torch.inference_mode(), self._autocast():
-            hidden, starts = self._packed(seqs, sizes, copies, budget)
+            if copies == 1 and isinstance(seqs, EndToEnd) and seqs.longest_first:  # run as the ids lie
+                hidden, starts = packed_pass(self.model, seqs.ids, sizes, budget), seqs.firsts
+            else:
+                hidden, starts = packed_forward(self.model, list(seqs) * copies, budget, sizes * copies)
         self.rows_embedded += len(seqs)
         starts = starts[: len(seqs)]
         if out is not None and starts == end_to_end(sizes):  # the pack's rows are `out`'s rows
             return _normalised(hidden[: len(out)], out), starts
-        return _written(out, _normalised(hidden), starts, sizes)
-
-    def _packed(self, seqs: Sequence[Tensor], sizes: list[int], copies: int, budget: int) -> tuple[Tensor, list[int]]:
-        """`packed_forward` `copies` times; ids already end to end longest first run as they lie."""
-        if copies == 1 and isinstance(seqs, EndToEnd) and seqs.longest_first:
-            return packed_pass(self.model, seqs.ids, sizes, budget), seqs.firsts
-        return packed_forward(self.model, list(seqs) * copies, budget, sizes * copies)
+        stream = _normalised(hidden)
+        if out is None:
+            return stream, starts
+        at = ragged_arange(torch.tensor(starts), torch.tensor(sizes, dtype=torch.long))
+        out.copy_(stream.index_select(0, send(at, stream.device)))
+        return out, end_to_end(sizes)
 
     def embed_into(
         self,
@@ -274,15 +259,14 @@ class Embedder:
         sizes = [len(s) for s in seqs] if lengths is None else lengths
         starts = table_rows(table, sizes if ranges is None else [hi - lo for lo, hi in ranges])
         pieces = plan_pieces(sizes, self.windows, ranges, head_lengths(heads, sizes, self.windows))
-        left = [0] * len(seqs)  # pieces still to run per text, for the progress bar (which counts texts)
-        for piece in pieces:
-            left[piece.text] += 1
+        left = Counter(piece.text for piece in pieces)  # pieces still to run per text, for the progress bar
         todo, first_budget = list(range(len(pieces))), self.max_tokens
         while todo:
             done_now: set[int] = set()
             for batch in self._batches([pieces[i].size for i in todo]):
                 chosen = [pieces[todo[i]] for i in batch]
-                direct = None if ranges is not None else self._rows_of(table, starts, chosen)
+                # whole texts normalised straight into their table rows where they lie so (None: copied in)
+                direct = None if ranges is not None else table_rows_of(table, starts, chosen, self.packing)
                 try:
                     ids = [piece_ids(seqs[p.text], p, self.windows) for p in chosen]
                     rows = self.embed_rows(ids, out=direct, lengths=[p.size for p in chosen])
@@ -342,10 +326,6 @@ class Embedder:
                 f"The accelerator ran out of memory in a forward pass with a budget of {first_budget} padded tokens; "
                 f"it went on with {self.max_tokens}, which worked (kept for later passes; scores are unchanged)."
             )
-
-    def _rows_of(self, table: Tensor, starts: list[int], chosen: list[Piece]) -> Tensor | None:
-        """The table rows a batch of whole texts is normalised straight into, or None."""
-        return (table_span_of if self.packing else table_rows_of)(table, starts, chosen)
 
     def _drop_cached_memory(self) -> None:
         """After CUDA runs out of memory: free the allocator's cache so the retry sees it all."""

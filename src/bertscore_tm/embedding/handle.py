@@ -11,14 +11,6 @@ import torch
 from bertscore_tm.embedding.embedder import Embedder
 
 
-def canonical(device: torch.device | str) -> torch.device:
-    """`device` with its index ("cuda" is the current GPU), as a model's parameters report it."""
-    device = torch.device(device)
-    if device.index is None and device.type not in ("cpu", "meta"):
-        return torch.empty(0, device=device).device
-    return device
-
-
 class ModelHandle:
     """The model where it is and a copy per other device in use; users held weakly."""
 
@@ -29,7 +21,8 @@ class ModelHandle:
 
     @classmethod
     def around(cls, model: Any, *args: Any, **kwargs: Any) -> ModelHandle:
-        """The handle of `model`, its embedder made with `Embedder`'s arguments."""
+        """The handle of `model`, its embedder made with `Embedder`'s arguments: the scorer enters embedding/ once
+        (docs/architecture.md, "One way in")."""
         return cls(Embedder(model, *args, **kwargs))
 
     @property
@@ -48,7 +41,9 @@ class ModelHandle:
         """The embedder for `user` on `device`: moved there if no other live user holds it, else copied."""
         if self._embedders[0].user_supplied:
             return self._embedders[0]
-        wanted = canonical(device)
+        wanted = torch.device(device)
+        if wanted.index is None and wanted.type not in ("cpu", "meta"):  # "cuda": the current GPU, as parameters say
+            wanted = torch.empty(0, device=wanted).device
         embedder = self._on_device(wanted) or self._moved_or_copied(wanted, user)
         self._users[user] = wanted
         return embedder

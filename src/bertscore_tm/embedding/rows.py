@@ -124,26 +124,17 @@ class EndToEnd(Sequence[Tensor]):
         return self.ids[first : first + self.lengths[i]]
 
 
-def table_rows_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece]) -> Tensor | None:
-    """A one-length batch's table rows as a [count, length, ...] view where they lie so; else None."""
-    size = chosen[0].size
-    first = starts[chosen[0].text]
-    for k, piece in enumerate(chosen):
-        whole = piece.src == 0 and piece.dst == 0 and piece.length == piece.size == size
-        if not whole or starts[piece.text] != first + k * size:
-            return None
-    return table[first : first + len(chosen) * size].view(len(chosen), size, *table.shape[1:])
-
-
-def table_span_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece]) -> Tensor | None:
-    """A pack's table rows as one span where its whole texts lie so in pack order; else None."""
+def table_rows_of(table: Tensor, starts: Sequence[int], chosen: Sequence[Piece], packed: bool) -> Tensor | None:
+    """The table rows a batch of whole texts is normalised straight into, where they lie so in batch order: a
+    pack's as one span, a one-length batch's as a [count, length, ...] view; else None."""
     first = row = starts[chosen[0].text]
+    size = chosen[0].size
     for piece in chosen:
-        whole = piece.src == 0 and piece.dst == 0 and piece.length == piece.size
+        whole = piece.src == 0 and piece.dst == 0 and piece.length == piece.size and (packed or piece.size == size)
         if not whole or starts[piece.text] != row:
             return None
         row += piece.size
-    return table[first:row]
+    return table[first:row] if packed else table[first:row].view(len(chosen), size, *table.shape[1:])
 
 
 def ragged_arange(starts: Tensor, lengths: Tensor) -> Tensor:

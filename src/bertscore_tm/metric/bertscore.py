@@ -340,8 +340,11 @@ class BERTScore(Metric):
         """The setting's digests, and the states themselves with `persistent(True)`."""
         tokens, embedding = setting_digests(self.scorer)
         states = None
-        if self.saves_states:
-            states = {name: _detached(getattr(self, name)) for name in self.metric_state}
+        if self.saves_states:  # copies, as torchmetrics copies its own states for state_dict()
+            states = {
+                name: apply_to_collection(getattr(self, name), Tensor, lambda x: x.detach().clone())
+                for name in self.metric_state
+            }
         return {"format": STATE_FORMAT, "tokens": tokens, "embedding": embedding, "states": states}
 
     def set_extra_state(self, state: Any) -> None:
@@ -386,7 +389,10 @@ class BERTScore(Metric):
     def compute_scores(self) -> Scores:
         """The per-pair scores as a typed :class:`Scores`, whatever `reduction` and `output` are; collective
         like compute() under DDP: the ranks check they share the setting, sum the IDF counts and gather the results."""
-        collective, group, gather_fn = self._is_collective(), self.process_group, self.dist_sync_fn
+        # collective where asked for (``sync_on_compute``), in a distributed run, and not forward()'s of its batch
+        available = self.distributed_available_fn
+        collective = self.collective_compute and not self._scoring_batch and callable(available) and bool(available())
+        group, gather_fn = self.process_group, self.dist_sync_fn
         # the setting's precision (whatever autocast the caller runs under) and CPU threads
         with own_precision(self.device), self.scorer.threads():
             if collective:  # the first exchange, of one fixed size whatever the setting: mismatched ranks never hang
@@ -402,12 +408,6 @@ class BERTScore(Metric):
                 self._context_in_job = plan.any_context
             scores = plan.kept(scores)
         return scores_of(scores, self.all_layers, self.scorer.signature_for(plan.any_context).format())
-
-    def _is_collective(self) -> bool:
-        """Whether this compute() runs across processes: asked for (``sync_on_compute``), in a distributed
-        run, and not forward()'s of its batch."""
-        available = self.distributed_available_fn
-        return self.collective_compute and not self._scoring_batch and callable(available) and bool(available())
 
     def _local_scores(self, collective: bool, group: Any, dropped: Tensor | None) -> Tensor:
         """This rank's per-candidate P, R, F and best reference ([pairs, rows, 4]). The IDF counts are summed
@@ -438,36 +438,25 @@ class BERTScore(Metric):
         self.scorer.follow(self.device)
         home = self.cand_ids[0].device  # where the states live
         first = new_entries(self.cand_lens, scored)
-        if first is None:
-            self._score_interleaved(~scored, home)
+        # only the entries from `first` on are read, and become one per state (freed, not held twice)
+        tail = 0 if first is None else first
+        pairs = self._pairs(torch.device("cpu"), slice(tail, None))
+        for name in TOKEN_STATES:
+            entries = getattr(self, name)
+            setattr(self, name, [*entries[:tail], cat_state(entries[tail:], token_dtype(name), home)])
+        is_new = ~scored if first is None else torch.ones(len(pairs.ref_counts), dtype=torch.bool)
+        new = match_pairs(self.scorer, pairs, is_new, self.verbose)
+        if first is None:  # the bests interleaved in pair order
+            old_c, old_r = similarities(self.cand_best, self.device), similarities(self.ref_best, self.device)
+            cand = interleave(old_c, new.cand_best, is_new, pairs.cand_lens * pairs.ref_counts)
+            ref = interleave(old_r, new.ref_best, torch.repeat_interleave(is_new, pairs.ref_counts), pairs.ref_lens)
+            self.cand_best, self.ref_best = [as_bits(cand).to(home)], [as_bits(ref).to(home)]
         else:
-            self._score_new_entries(first, home)
+            self.cand_best = [*self.cand_best, as_bits(new.cand_best).to(home)]
+            self.ref_best = [*self.ref_best, as_bits(new.ref_best).to(home)]
         self._host_copies.clear()  # every pair is scored: no copy is needed again
         done = torch.ones(len(scored), dtype=torch.bool)
         self.scored = [self._host_copies.keep(send(done, home), done)]
-
-    def _score_new_entries(self, first: int, home: torch.device) -> None:
-        """Score the entries from `first` on (all new) and append their bests; the new entries become
-        one per state, so they are freed, not held twice."""
-        pairs = self._pairs(torch.device("cpu"), slice(first, None))
-        for name in TOKEN_STATES:
-            entries = getattr(self, name)
-            setattr(self, name, [*entries[:first], cat_state(entries[first:], token_dtype(name), home)])
-        new = match_pairs(self.scorer, pairs, torch.ones(len(pairs.ref_counts), dtype=torch.bool), self.verbose)
-        self.cand_best = [*self.cand_best, as_bits(new.cand_best).to(home)]
-        self.ref_best = [*self.ref_best, as_bits(new.ref_best).to(home)]
-
-    def _score_interleaved(self, is_new: Tensor, home: torch.device) -> None:
-        """Score the pairs `is_new` marks amid scored ones, interleaving the bests in pair order."""
-        pairs = self._pairs(torch.device("cpu"))
-        for name in TOKEN_STATES:  # one tensor per state from now on (the chunks freed, not held twice)
-            setattr(self, name, [cat_state(getattr(self, name), token_dtype(name), home)])
-        new = match_pairs(self.scorer, pairs, is_new, verbose=self.verbose)
-        old_c, old_r = similarities(self.cand_best, self.device), similarities(self.ref_best, self.device)
-        cand = interleave(old_c, new.cand_best, is_new, pairs.cand_lens * pairs.ref_counts)
-        ref_tokens = torch.repeat_interleave(is_new, pairs.ref_counts)
-        self.cand_best = [as_bits(cand).to(home)]
-        self.ref_best = [as_bits(interleave(old_r, new.ref_best, ref_tokens, pairs.ref_lens)).to(home)]
 
     # -- what the metric tells about its setting, read from its scoring core ------------------------------------
     @property
@@ -602,13 +591,7 @@ def _collective_option(kwargs: dict[str, Any]) -> bool:
     """torchmetrics' options as this metric honours them: ``sync_on_compute`` popped (torchmetrics is
     handed False); ``compute_with_cache`` and ``dist_sync_on_step`` refused where they ask for what it cannot do."""
     collective = kwargs.pop("sync_on_compute", True)
-    if not isinstance(collective, bool):
-        raise ArgumentTypeError(
-            f"sync_on_compute must be True or False, got {collective!r}",
-            argument="sync_on_compute",
-            expected="a bool",
-            value=collective,
-        )
+    boolean("sync_on_compute", collective)
     cache = kwargs.pop("compute_with_cache", False)
     if cache is not False:
         raise ArgumentValueError(
@@ -676,10 +659,3 @@ def _digests(saved: Mapping[str, Any]) -> tuple[int, int]:
             setting="state",
             values=[type(saved).__name__],
         ) from None
-
-
-def _detached(value: Tensor | list[Tensor]) -> Tensor | list[Tensor]:
-    """A copy of a state for state_dict(), as torchmetrics copies its own."""
-    if isinstance(value, Tensor):
-        return value.detach().clone()
-    return [x.detach().clone() for x in value]

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from torch import Tensor
 
 from bertscore_tm.distributed.ranks import settings_digest
 from bertscore_tm.errors import SettingsMismatchError
@@ -100,9 +99,18 @@ def loaded_states(
         out[name] = [x if not x.is_floating_point() else as_bits(x) for x in out[name]]
     if pair_count(out.get("has_context", [])) != pairs:
         out["has_context"] = [torch.full((pairs,), context, dtype=torch.bool)]
-    cpu = torch.device("cpu")
-    refs = (cat_state(out[name], token_dtype(name), cpu) for name in ("ref_ids", "ref_lens", "ref_marked"))
-    out["doc_freq"] = fitted_counts(scorer, torch.as_tensor(states["doc_freq"]), *refs)
+    # the IDF counts: counted again from the references where the state has none, none where this setting
+    # counts none, else its own
+    doc_freq = torch.as_tensor(states["doc_freq"])
+    if scorer.counts_idf and doc_freq.numel() == 0:
+        cpu = torch.device("cpu")
+        ids, lens, marked = (
+            cat_state(out[name], token_dtype(name), cpu) for name in ("ref_ids", "ref_lens", "ref_marked")
+        )
+        doc_freq = document_frequency(ids, lens, scorer.vocab_size, marked=marked)
+    elif not scorer.counts_idf and doc_freq.numel():
+        doc_freq = torch.zeros(0, dtype=torch.long, device=doc_freq.device)
+    out["doc_freq"] = doc_freq
     return out
 
 
@@ -116,13 +124,3 @@ def with_marks(states: Mapping[str, Any]) -> dict[str, Any]:
             out[f"{side}_marked"] = [x < 0 for x in ids]
             out[f"{side}_ids"] = [torch.where(x < 0, -x - 1, x) for x in ids]
     return out
-
-
-def fitted_counts(scorer: Scorer, doc_freq: Tensor, ref_ids: Tensor, ref_lens: Tensor, ref_marked: Tensor) -> Tensor:
-    """The IDF counts a loaded state holds here: counted again from its references where it has none,
-    none where this setting counts none, else its own."""
-    if scorer.counts_idf and doc_freq.numel() == 0:
-        return document_frequency(ref_ids, ref_lens, scorer.vocab_size, marked=ref_marked)
-    if not scorer.counts_idf and doc_freq.numel():
-        return torch.zeros(0, dtype=torch.long, device=doc_freq.device)
-    return doc_freq

@@ -91,20 +91,17 @@ class PairPlan:
         group: Any,
         gather_fn: GatherFn | None = None,
     ) -> None:
-        self.indexes = indexes
-        offset, total = 0, num_local
-        has_indexes = len(indexes) == num_local
-        mixed = len(indexes) > 0 and not has_indexes
-        self.any_context = contexts > 0
+        counts = torch.tensor([[num_local, len(indexes), contexts]], device=indexes.device)  # per rank
+        offset = 0  # where this rank's pairs start among the gathered ones
         if collective:
-            mine = torch.tensor([num_local, len(indexes), contexts], device=indexes.device)
-            counts = torch.stack(gather(mine, group, gather_fn))
-            self.indexes = torch.cat(gather(indexes, group, gather_fn))
+            counts = torch.stack(gather(counts[0], group, gather_fn))
+            indexes = torch.cat(gather(indexes, group, gather_fn))
             offset = int(counts[: torch.distributed.get_rank(group), 0].sum())
-            total = int(counts[:, 0].sum())
-            has_indexes = bool((counts[:, 1] == counts[:, 0]).all())
-            mixed = bool((counts[:, 1] > 0).any()) and not has_indexes
-            self.any_context = bool((counts[:, 2] > 0).any())
+        self.indexes = indexes
+        total = int(counts[:, 0].sum())
+        has_indexes = bool((counts[:, 1] == counts[:, 0]).all())
+        mixed = bool((counts[:, 1] > 0).any()) and not has_indexes
+        self.any_context = bool((counts[:, 2] > 0).any())
         if mixed:
             raise ArgumentValueError(
                 "indexes must be passed to every update() or to none of them",
@@ -120,11 +117,8 @@ class PairPlan:
                 value=0,
             )
         self.dedup = deduplicate(self.indexes, offset, num_local) if has_indexes else None
-
-    @property
-    def dropped(self) -> Tensor | None:
-        """This rank's pairs whose index repeats an earlier pair's (None without indexes)."""
-        return None if self.dedup is None else self.dedup.dropped
+        #: This rank's pairs whose index repeats an earlier pair's (None without indexes).
+        self.dropped = None if self.dedup is None else self.dedup.dropped
 
     def kept(self, scores: Tensor) -> Tensor:
         """The gathered scores of the pairs kept, warning where an index was repeated with another pair."""

@@ -95,9 +95,6 @@ class HostCopies:
     def __getstate__(self) -> dict[str, Any]:
         return {"_held": {}}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self._held = {}
-
 
 def needs_copy(device: torch.device) -> bool:
     """Whether an entry on `device` is worth a host copy: reading it back costs a wait."""

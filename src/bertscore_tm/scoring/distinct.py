@@ -64,7 +64,10 @@ def first_seen_ids(sources: tuple[Tensor, ...], which: Tensor, start: Tensor, le
                 if bool(mine.any()):
                     offsets = start[members[mine]][:, None] + torch.arange(size)
                     rows[mine] = flat[offsets]
-            inverse = _equal_rows(rows)
+            # a group number per row, equal rows sharing one: each row's bytes viewed as one value
+            whole = np.ascontiguousarray(rows.numpy())
+            values = whole.view(np.dtype((np.void, whole.dtype.itemsize * whole.shape[1]))).ravel()
+            inverse = torch.from_numpy(np.unique(values, return_inverse=True)[1].reshape(-1).astype(np.int64))
         group[members] = inverse + groups
         groups += int(inverse.max()) + 1
     first = torch.full((groups,), n, dtype=torch.long)
@@ -73,10 +76,3 @@ def first_seen_ids(sources: tuple[Tensor, ...], which: Tensor, start: Tensor, le
     rank = torch.empty_like(order)
     rank[order] = torch.arange(groups)
     return rank[group], first[order]
-
-
-def _equal_rows(rows: Tensor) -> Tensor:
-    """A group number per row, equal rows sharing one: each row's bytes are viewed as one value."""
-    whole = np.ascontiguousarray(rows.numpy())
-    values = whole.view(np.dtype((np.void, whole.dtype.itemsize * whole.shape[1]))).ravel()
-    return torch.from_numpy(np.unique(values, return_inverse=True)[1].reshape(-1).astype(np.int64))

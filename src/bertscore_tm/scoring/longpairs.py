@@ -5,6 +5,7 @@ not fit in the table together is streamed through it (`match_streamed`), trading
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from typing import cast
 
 import torch
@@ -16,14 +17,26 @@ from bertscore_tm.scoring.kernel import best_similarities, raise_best
 from bertscore_tm.scoring.token_rules import kept
 
 
-def tile_size(rows: int, budget: int) -> int:
-    """Side of a square tile of similarities for `rows` layers within `budget` elements."""
-    return max(1, math.isqrt(max(1, budget // rows)))
+@dataclass(frozen=True)
+class Bests:
+    """Where a matching's bests go: match m's candidate tokens' at rows ``cand_at[m]`` on of `cand`, its
+    reference tokens' at ``ref_at[m]`` on of `ref` ([tokens, layers] float32); `budget`: the similarities (or
+    gathered elements) computed at once."""
 
+    cand: Tensor
+    ref: Tensor
+    cand_at: Tensor
+    ref_at: Tensor
+    budget: int
 
-def _layers_first(vectors: Tensor) -> Tensor:
-    """[tokens, D] or [tokens, layers, D] -> [layers, tokens, D]."""
-    return vectors.unsqueeze(0) if vectors.dim() == 2 else vectors.transpose(0, 1)
+    def of(self, matches: Tensor) -> Bests:
+        """The bundle of these `matches` alone, numbered in their order."""
+        return replace(self, cand_at=self.cand_at[matches], ref_at=self.ref_at[matches])
+
+    def running(self, m: int, len_c: int, len_r: int) -> tuple[Tensor, Tensor]:
+        """Match m's views, set to -inf for a running maximum (`settle` ends it)."""
+        c, r = int(self.cand_at[m]), int(self.ref_at[m])
+        return self.cand[c : c + len_c].fill_(float("-inf")), self.ref[r : r + len_r].fill_(float("-inf"))
 
 
 def match_in_tiles(
@@ -39,12 +52,14 @@ def match_in_tiles(
     likewise, in tiles of at most `budget` similarities; a token nothing live matches stays -inf (`settle`). `live`:
     a flag per vector of each side; `index`: int64 views raised with the bests (the first on a tie)."""
     rows = 1 if c.dim() == 2 else c.shape[1]
-    side = tile_size(rows, budget)
+    side = max(1, math.isqrt(max(1, budget // rows)))  # a square tile of `rows` layers within the budget
     c_at, r_at = (None, None) if index is None else index
+    # [tokens, D] or [tokens, layers, D] as [layers, tokens, D] views
+    c_layers, r_layers = (x.unsqueeze(0) if x.dim() == 2 else x.transpose(0, 1) for x in (c, r))
     for a in range(0, len(c), side):
-        tile_c = _layers_first(c[a : a + side])
+        tile_c = c_layers[:, a : a + side]
         for b in range(0, len(r), side):
-            tile_r = _layers_first(r[b : b + side])
+            tile_r = r_layers[:, b : b + side]
             lc, lr = (None, None) if live is None else (live[0][a : a + side], live[1][b : b + side])
             found = best_similarities(tile_c, tile_r, lc, lr, indices=index is not None, unmatched=float("-inf"))
             own_c = own_r = None
@@ -86,8 +101,8 @@ def match_streamed(
     budget: int,
     ignored: Tensor | None = None,
 ) -> None:
-    """Bests of a match whose texts do not fit in `table` together, into the views `c_best` and `r_best`,
-    in tiles of at most `budget` similarities (`ignored`: the ignored-token table, or None)."""
+    """Bests of a match whose texts do not fit in `table` together, raised in the views `c_best` and `r_best`
+    (-inf, `Bests.running`), in tiles of at most `budget` similarities (`ignored`: the ignored-token table)."""
     seq_c, seq_r = texts[cand], texts[ref]
     head_c, head_r = texts.heads([cand]), texts.heads([ref])  # the marked tokens riding in each window
     live_c = live_r = None
@@ -97,8 +112,6 @@ def match_streamed(
         )
     len_c, len_r = len(seq_c), len(seq_r)
     step_c, step_r = chunk_plan(len_c, len_r, table.shape[0])
-    c_best.fill_(float("-inf"))
-    r_best.fill_(float("-inf"))
     resident = step_r >= len_r  # the reference is embedded once, before the first candidate chunk
     if resident:
         embedder.embed_into(table[step_c:], [seq_r], ranges=[(0, len_r)], heads=head_r)
@@ -124,11 +137,7 @@ def stream_matches(
     matches: Tensor,
     match_cand: Tensor,
     match_ref: Tensor,
-    out_c: Tensor,
-    out_r: Tensor,
-    cand_best: Tensor,
-    ref_best: Tensor,
-    budget: int,
+    bests: Bests,
     counted: Tensor | None = None,
     progress: object | None = None,
     ignored: Tensor | None = None,
@@ -138,10 +147,8 @@ def stream_matches(
     seen = torch.zeros(len(texts), dtype=torch.bool) if counted is None else counted.clone()
     for m in matches.tolist():
         cand, ref = int(match_cand[m]), int(match_ref[m])
-        oc, orr = int(out_c[m]), int(out_r[m])
-        c_best = cand_best[oc : oc + int(texts.length[cand])]
-        r_best = ref_best[orr : orr + int(texts.length[ref])]
-        match_streamed(embedder, texts, table, cand, ref, c_best, r_best, budget, ignored)
+        c_best, r_best = bests.running(m, int(texts.length[cand]), int(texts.length[ref]))
+        match_streamed(embedder, texts, table, cand, ref, c_best, r_best, bests.budget, ignored)
         if progress is not None:
             fresh = {t for t in (cand, ref) if not bool(seen[t])}
             seen[list(fresh)] = True
@@ -149,27 +156,16 @@ def stream_matches(
 
 
 def match_large_in_tiles(
-    table: Tensor,
-    c_rows: Tensor,
-    r_rows: Tensor,
-    lc: Tensor,
-    lr: Tensor,
-    out_c: Tensor,
-    out_r: Tensor,
-    cand_best: Tensor,
-    ref_best: Tensor,
-    rows: int,
-    budget: int,
-    live: Tensor | None = None,
+    table: Tensor, c_rows: Tensor, r_rows: Tensor, lc: Tensor, lr: Tensor, bests: Bests, live: Tensor | None = None
 ) -> Tensor:
-    """Match in tiles the matches whose similarity matrix alone passes `budget`; return which those were."""
-    large = lc.long() * lr.long() * rows > budget
+    """Match in tiles the matches whose similarity matrix alone passes the budget; return which those were."""
+    rows = 1 if table.dim() == 2 else table.shape[1]
+    large = lc.long() * lr.long() * rows > bests.budget
     for i in torch.nonzero(large).flatten().tolist():
-        c0, r0, nc, nr, oc, orr = (int(t[i]) for t in (c_rows, r_rows, lc, lr, out_c, out_r))
-        c_best = cand_best[oc : oc + nc].fill_(float("-inf"))
-        r_best = ref_best[orr : orr + nr].fill_(float("-inf"))
+        c0, r0, nc, nr = (int(t[i]) for t in (c_rows, r_rows, lc, lr))
+        c_best, r_best = bests.running(i, nc, nr)
         pair_live = None if live is None else (live[c0 : c0 + nc], live[r0 : r0 + nr])
-        match_in_tiles(table[c0 : c0 + nc], table[r0 : r0 + nr], c_best, r_best, budget, pair_live)
+        match_in_tiles(table[c0 : c0 + nc], table[r0 : r0 + nr], c_best, r_best, bests.budget, pair_live)
         if live is not None:
             settle(c_best, r_best)
     return large

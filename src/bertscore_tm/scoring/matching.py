@@ -17,7 +17,7 @@ from bertscore_tm.embedding.embedder import Embedder
 from bertscore_tm.embedding.rows import TokenTexts, ragged_arange, send
 from bertscore_tm.errors import DeviceMemoryError, warn_user
 from bertscore_tm.scoring.kernel import best_similarities, f_scores, weighted_mean
-from bertscore_tm.scoring.longpairs import match_large_in_tiles, stream_matches
+from bertscore_tm.scoring.longpairs import Bests, match_large_in_tiles, stream_matches
 from bertscore_tm.scoring.token_rules import kept
 
 
@@ -62,15 +62,6 @@ class MatchPlan:
     ref_rows: Tensor
     #: matches (window mode only) whose texts alone outgrow the table: streamed through it after the blocks
     streamed: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
-
-    @property
-    def cand_tokens(self) -> int:
-        """Rows of the candidate results: one per candidate token per match."""
-        return int(self.cand_lengths.sum())
-
-    @property
-    def ref_tokens(self) -> int:
-        return int(self.ref_lengths.sum())
 
 
 def plan_matches(
@@ -183,20 +174,18 @@ def run_plan(
 ) -> tuple[Tensor, Tensor]:
     """Run a `plan_matches` plan: embed each block's new texts into the one table, match, keep the bests."""
     device = embedder.device
-    gather_budget = gather_elements(device) if gather_budget is None else gather_budget
     rows = embedder.num_rows
-    cand_best = torch.zeros((plan.cand_tokens, rows), dtype=torch.float32, device=device)
-    ref_best = torch.zeros((plan.ref_tokens, rows), dtype=torch.float32, device=device)
+    cand_best = torch.zeros((int(plan.cand_lengths.sum()), rows), dtype=torch.float32, device=device)
+    ref_best = torch.zeros((int(plan.ref_lengths.sum()), rows), dtype=torch.float32, device=device)
     if not plan.blocks and not len(plan.streamed):
         return cand_best, ref_best
+    budget = gather_elements(device) if gather_budget is None else gather_budget
+    bests = Bests(cand_best, ref_best, plan.cand_rows, plan.ref_rows, budget)
     mc, mr = match_cand.int(), match_ref.int()
-    lc, lr, out_c, out_r = plan.cand_lengths, plan.ref_lengths, plan.cand_rows, plan.ref_rows
-    last_use = plan.last_use
-    long_texts = embedder.windows is not None
     # one table for every block, and a zero padding row
     table, pad_row = embedder.new_table(plan.capacity + 1), plan.capacity
     table[pad_row] = 0
-    aside = KeptAside(last_use, texts.length)
+    aside = KeptAside(plan.last_use, texts.length)
     for b, (lo, hi) in enumerate(plan.blocks):
         sel = plan.order[lo:hi]
         block_cand, block_ref = mc[sel].tolist(), mr[sel].tolist()
@@ -204,31 +193,16 @@ def run_plan(
         start_of, fresh = aside.fill(embedder, table, needed, texts.many, texts.heads, b, progress)
         c_rows = torch.tensor([start_of[t] for t in block_cand], dtype=torch.long)
         r_rows = torch.tensor([start_of[t] for t in block_ref], dtype=torch.long)
-        lens, outs = (lc[sel], lr[sel]), (out_c[sel], out_r[sel])
         live = None if ignored is None else _live_rows(texts, start_of, ignored, pad_row + 1, device)
-        _match_block(
-            table, pad_row, c_rows, r_rows, *lens, *outs, cand_best, ref_best, rows, gather_budget, long_texts, live
-        )
+        lengths = (plan.cand_lengths[sel], plan.ref_lengths[sel])
+        _match_block(table, pad_row, c_rows, r_rows, *lengths, bests.of(sel), embedder.windows is not None, live)
         aside.keep(table, fresh, start_of, b)
     if len(plan.streamed):  # long texts (bertscore_tm.scoring.longpairs)
-        stream_matches(
-            embedder,
-            texts,
-            table[: plan.capacity],
-            plan.streamed,
-            mc,
-            mr,
-            out_c,
-            out_r,
-            cand_best,
-            ref_best,
-            gather_budget,
-            counted=last_use >= 0,
-            progress=progress,
-            ignored=ignored,
-        )
+        counted = plan.last_use >= 0
+        stream_matches(embedder, texts, table[:pad_row], plan.streamed, mc, mr, bests, counted, progress, ignored)
     del table, aside
-    release_freed_memory()
+    if _MALLOC_TRIM is not None:  # hand what the blocks freed back to the OS: glibc keeps it, block after block
+        _MALLOC_TRIM(0)
     return cand_best, ref_best
 
 
@@ -292,13 +266,6 @@ except (OSError, AttributeError):  # not glibc: nothing to do
     _MALLOC_TRIM = None
 
 
-def release_freed_memory() -> None:
-    """Hand the memory a block freed back to the OS: glibc keeps it otherwise, and the resident size
-    creeps up block after block."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
-
-
 def _match_block(
     table: Tensor,
     pad_row: int,
@@ -306,31 +273,26 @@ def _match_block(
     r_rows: Tensor,
     lc: Tensor,
     lr: Tensor,
-    out_c: Tensor,
-    out_r: Tensor,
-    cand_best: Tensor,
-    ref_best: Tensor,
-    rows: int,
-    gather_budget: int,
+    bests: Bests,
     tiled: bool = False,
     live: Tensor | None = None,
 ) -> None:
     """Match i: the candidate at table rows ``c_rows[i]`` on (``lc[i]`` of them) against the reference at
-    ``r_rows[i]`` on; the bests go to rows ``out_c[i]`` and ``out_r[i]`` on. With `tiled`, a match whose matrix
-    alone passes the budget is matched in tiles; rows `live` does not flag are no match and keep 0."""
+    ``r_rows[i]`` on, into `bests`' match i. With `tiled` (long texts), a match whose matrix alone passes the
+    budget is matched in tiles; rows `live` does not flag are no match and keep 0."""
     device = table.device
+    rows = 1 if table.dim() == 2 else table.shape[1]
     order = torch.argsort(torch.maximum(lc, lr), descending=True, stable=True)
-    if tiled:  # long texts: a match whose similarity matrix alone passes the budget is matched in tiles
-        done = match_large_in_tiles(
-            table, c_rows, r_rows, lc, lr, out_c, out_r, cand_best, ref_best, rows, gather_budget, live
-        )
+    if tiled:
+        done = match_large_in_tiles(table, c_rows, r_rows, lc, lr, bests, live)
         order = order[~done[order]]
     if not len(order):
         return
     # the matches in that order, cut into batches; their rows made on the host and sent once a side (no device wait)
-    lc, lr, c_rows, r_rows, out_c, out_r = (t[order].cpu() for t in (lc, lr, c_rows, r_rows, out_c, out_r))
+    sorted_rows = (t[order].cpu() for t in (lc, lr, c_rows, r_rows, bests.cand_at, bests.ref_at))
+    lc, lr, c_rows, r_rows, out_c, out_r = sorted_rows
     sizes_c, sizes_r = lc.tolist(), lr.tolist()
-    batches = matching_batches(sizes_c, sizes_r, table.shape[-1] * rows, rows, gather_budget)
+    batches = matching_batches(sizes_c, sizes_r, table.shape[-1] * rows, rows, bests.budget)
     sides = [
         _BatchRows([(lo, hi, batch[side]) for lo, hi, *batch in batches], at, lengths, out, pad_row, device)
         for side, at, lengths, out in ((0, c_rows, lc, out_c), (1, r_rows, lr, out_r))
@@ -345,8 +307,8 @@ def _match_block(
         padded = not (min(sizes_c[lo:hi]) == max(sizes_c[lo:hi]) and min(sizes_r[lo:hi]) == max(sizes_r[lo:hi]))
         live_c, live_r = (cmask, rmask) if live is None else (live[c_at], live[r_at])
         found = best_similarities(c, r, *((live_c, live_r) if padded or live is not None else (None, None)))
-        sides[0].put(b, cand_best, found.cand)  # [rows, B, Lc]
-        sides[1].put(b, ref_best, found.ref)  # [rows, B, Lr]
+        sides[0].put(b, bests.cand, found.cand)  # [rows, B, Lc]
+        sides[1].put(b, bests.ref, found.ref)  # [rows, B, Lr]
 
 
 def matching_batches(

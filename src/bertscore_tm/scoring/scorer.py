@@ -110,8 +110,7 @@ class Scorer:
         return None
 
     def _signature(self, c: Config) -> HashSignature:
-        dtype = c.model.model_dtype
-        prompts = (c.text.candidate_prompt, c.text.reference_prompt)
+        dtype, prompts = c.model.model_dtype, self.prompts
         return HashSignature(
             self.model_name,
             self.num_layers,

@@ -31,9 +31,14 @@ def pairs(wmt) -> tuple[list[str], list]:
 def paths(monkeypatch) -> list[str]:
     """Which path each scoring took: "new" (the new entries alone) or "interleaved"."""
     taken: list[str] = []
-    new, mixed = BERTScore._score_new_entries, BERTScore._score_interleaved
-    monkeypatch.setattr(BERTScore, "_score_new_entries", lambda s, *a: (taken.append("new"), new(s, *a))[1])
-    monkeypatch.setattr(BERTScore, "_score_interleaved", lambda s, *a: (taken.append("mixed"), mixed(s, *a))[1])
+    real = metric_module.new_entries
+
+    def first_new_entry(*args):
+        first = real(*args)
+        taken.append("mixed" if first is None else "new")
+        return first
+
+    monkeypatch.setattr(metric_module, "new_entries", first_new_entry)
     return taken
 
 
