@@ -194,8 +194,13 @@ def encoder_of(model: nn.Module) -> nn.Module:
     return base
 
 
-def _block_list(model: nn.Module) -> tuple[nn.Module, str] | None:
-    """The owner and attribute name of the ModuleList of transformer blocks, for the common layouts."""
+def _depth_holder(model: nn.Module) -> tuple[Any, str]:
+    """Where the encoder keeps its depth, as (owner, attribute name): XLM's layer count, ALBERT's (its blocks are
+    shared), or the ModuleList of its blocks in the common layouts; ValueError where none is found."""
+    if getattr(model, "n_layers", None) is not None:  # XLM loops over self.n_layers
+        return model, "n_layers"
+    if hasattr(getattr(model, "encoder", None), "albert_layer_groups"):
+        return getattr(model, "config", None), "num_hidden_layers"
     for owner_path, attr in (
         ("encoder", "layer"),  # BERT, RoBERTa, ELECTRA, DeBERTa, XLM-R, ...
         ("transformer", "layer"),  # DistilBERT
@@ -205,53 +210,36 @@ def _block_list(model: nn.Module) -> tuple[nn.Module, str] | None:
         ("encoder", "block"),  # T5EncoderModel
     ):
         owner = getattr(model, owner_path, None) if owner_path else model
-        if owner is None or not hasattr(owner, attr):
-            continue
-        blocks = getattr(owner, attr)
-        if isinstance(blocks, nn.ModuleList):
+        if owner is not None and isinstance(getattr(owner, attr, None), nn.ModuleList):
             return owner, attr
-    return None
+    raise ValueError(f"Unsupported model architecture {type(model).__name__}: its blocks could not be found")
 
 
 def model_depth(model: nn.Module) -> int:
     """How many transformer blocks the encoder has."""
-    n_layers = getattr(model, "n_layers", None)
-    if n_layers is not None:  # XLM loops over self.n_layers
-        return int(n_layers)
-    if hasattr(getattr(model, "encoder", None), "albert_layer_groups"):  # ALBERT shares blocks
-        config: Any = getattr(model, "config", None)  # a transformers config: its fields depend on the model type
-        return int(config.num_hidden_layers)
-    found = _block_list(model)
-    if found is None:
-        raise ValueError(f"Unsupported model architecture {type(model).__name__}: its blocks could not be found")
-    owner, attr = found
-    return len(getattr(owner, attr))
+    owner, attr = _depth_holder(model)
+    held = getattr(owner, attr)
+    return len(held) if isinstance(held, nn.ModuleList) else int(held)
 
 
 def cut_to_layers(model: nn.Module, num_layers: int) -> nn.Module:
     """Keep only the first `num_layers` blocks, in place, so later layers are never computed (and no `final_norm`)."""
+    owner, attr = _depth_holder(model)
     norm = final_norm(getattr(model, "config", None))
     if norm is not None and num_layers < model_depth(model) and isinstance(getattr(model, norm, None), nn.Module):
         setattr(model, norm, nn.Identity())
-    if hasattr(model, "n_layers"):
-        # torch's stub of Module.__setattr__ takes only tensors and modules; the module takes any value
-        model.n_layers = num_layers  # type: ignore[assignment]
-    elif hasattr(getattr(model, "encoder", None), "albert_layer_groups"):
-        config: Any = getattr(model, "config", None)
-        config.num_hidden_layers = num_layers
-    else:
-        found = _block_list(model)
-        if found is None:
-            raise ValueError(f"Unsupported model architecture {type(model).__name__}: cannot cut its blocks")
-        owner, attr = found
-        kept = list(getattr(owner, attr))[:num_layers]
-        if not kept and type(owner).__name__ == "DebertaV2Encoder":
-            # DeBERTa-v2/v3's encoder sets its output only inside its block loop, so it fails with no block at
-            # all; and it applies its convolution after the first block only. (torch's stub of
-            # Module.__setattr__ takes only tensors and modules; None unsets a submodule.)
-            kept = [_PassThroughBlock()]
-            owner.conv = None  # type: ignore[assignment]
-        setattr(owner, attr, nn.ModuleList(kept))
+    blocks = getattr(owner, attr)
+    if not isinstance(blocks, nn.ModuleList):  # a count: XLM's, ALBERT's
+        setattr(owner, attr, num_layers)
+        return model
+    kept = list(blocks)[:num_layers]
+    if not kept and type(owner).__name__ == "DebertaV2Encoder":
+        # DeBERTa-v2/v3's encoder sets its output only inside its block loop, so it fails with no block at all;
+        # and it applies its convolution after the first block only. (torch's stub of Module.__setattr__ takes
+        # only tensors and modules; None unsets a submodule.)
+        kept = [_PassThroughBlock()]
+        owner.conv = None
+    setattr(owner, attr, nn.ModuleList(kept))
     return model
 
 
