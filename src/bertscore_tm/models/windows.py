@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise, repeat
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 import torch
 from torch import Tensor
@@ -82,11 +82,22 @@ class WindowRule:
     stride: int
     lead: int
     trail: int
+    #: Whether each window carries the text's head (SLED cuts the head into windows as any other part).
+    carries_head: ClassVar[bool] = True
 
     @property
     def label(self) -> str:
         """How the hash code names the setting."""
         return f"window-w{self.size}-s{self.stride}"
+
+    @property
+    def window(self) -> int:
+        """The tokens of one forward pass, the special tokens included."""
+        return self.size + self.lead + self.trail
+
+    def fits(self, length: int) -> bool:
+        """Whether a sequence of `length` tokens (the special tokens included) runs whole, in one piece."""
+        return length <= self.window
 
     def room(self, head: int) -> tuple[int, int]:
         """Window and stride left to a text's own tokens beside a head, scaled so windows overlap as without one.
@@ -105,21 +116,23 @@ class WindowRule:
         [(0, 0, 4, 0), (1, 3, 1, 4), (2, 3, 1, 5), (3, 3, 3, 6)]
         """
         hi = length if hi is None else hi
-        if length - self.lead - self.trail <= self.size:
+        if self.fits(length):
             return [Piece(text, None, length, lo, hi - lo, lo)] if hi > lo else []
+        out = []
+        for start, first, stop in self.spans(length, head):
+            a, b = max(first, lo), min(stop, hi)
+            if b > a:
+                out.append(Piece(text, start, self.window, a - start, b - a, a, head if self.carries_head else 0))
+        return out
+
+    def spans(self, length: int, head: int) -> list[tuple[int, int, int]]:
+        """Each window's first token and the rows it gives (first, one past the last) of a sequence too long for
+        one: the leading special tokens and the head go with the first window, the trailing ones with the last."""
         size, stride = self.room(head)
         n = length - self.lead - self.trail - head
         starts = window_starts(n, size, stride)
-        ends = _own_ends(n, size, starts)
-        out = []
-        begin = 0  # first row the window owns: the leading specials and the head go with the first window
-        for j, (start, end) in enumerate(zip(starts, ends, strict=True)):
-            stop = length if j == len(starts) - 1 else self.lead + head + end  # the trailing ones with the last
-            a, b = max(begin, lo), min(stop, hi)
-            if b > a:
-                out.append(Piece(text, start, self.size + self.lead + self.trail, a - start, b - a, a, head))
-            begin = stop
-        return out
+        stops = [*(self.lead + head + end for end in _own_ends(n, size, starts)[:-1]), length]
+        return list(zip(starts, [0, *stops[:-1]], stops, strict=True))
 
     def ids(self, seq: Tensor, piece: Piece) -> Tensor:
         """The ids `piece` runs: the head and the window's tokens between the text's special tokens."""
@@ -161,25 +174,14 @@ class SledRule(WindowRule):
     'sled-w8'
     """
 
-    @property
-    def window(self) -> int:
-        return self.size + self.lead + self.trail
+    carries_head: ClassVar[bool] = False
 
     @property
     def label(self) -> str:
         return f"sled-w{self.window}"
 
-    def pieces(self, text: int, length: int, lo: int = 0, hi: int | None = None, head: int = 0) -> list[Piece]:
-        """As `WindowRule.pieces`; a head is a part of the sequence like any other."""
-        hi = length if hi is None else hi
-        if length <= self.window:
-            return [Piece(text, None, length, lo, hi - lo, lo)] if hi > lo else []
-        out = []
-        for start, first, stop in sled_windows(length, self.window):
-            a, b = max(first, lo), min(stop, hi)
-            if b > a:
-                out.append(Piece(text, start, self.window, a - start, b - a, a))
-        return out
+    def spans(self, length: int, head: int) -> list[tuple[int, int, int]]:
+        return sled_windows(length, self.window)
 
     def ids(self, seq: Tensor, piece: Piece) -> Tensor:
         return seq if piece.start is None else seq[piece.start : piece.start + self.window]
@@ -216,7 +218,7 @@ def head_lengths(heads: Sequence[int] | None, lengths: Sequence[int], rule: Wind
     one."""
     if rule is None or heads is None:
         return None
-    kept = [h if n - rule.lead - rule.trail > rule.size else 0 for h, n in zip(heads, lengths, strict=True)]
+    kept = [0 if rule.fits(n) else h for h, n in zip(heads, lengths, strict=True)]
     return kept if any(kept) else None
 
 

@@ -303,11 +303,9 @@ def test_a_revision_is_a_string_for_a_hub_model_only(models):
     assert locate_model(models["v1"]).commit is None
     with pytest.raises(ArgumentValueError, match=r"revision='main' picks a commit .* is a local directory"):
         locate_model(models["v1"], revision="main")
-    with pytest.raises(
-        ArgumentTypeError, match=r"revision must be a branch, a tag or a commit hash \(a string\), got int"
-    ):
+    with pytest.raises(ArgumentTypeError, match=r"revision must be a string or None, got int"):
         locate_model("tiny-org/bert", revision=3)  # type: ignore[arg-type]
-    with pytest.raises(ArgumentValueError, match="got an empty string"):
+    with pytest.raises(ArgumentValueError, match="revision must not be blank"):
         locate_model("tiny-org/bert", revision=" ")
 
 
