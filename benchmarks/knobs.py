@@ -74,7 +74,7 @@ def packed_forward(model: Any, seqs: Sequence[Any], budget: int) -> Any:
     from bertscore_tm.embedding.attention import packed_forward as forward
     from bertscore_tm.embedding.batches import SCORES_LENGTH
 
-    return forward(model, seqs, budget * SCORES_LENGTH)
+    return forward(model, seqs, budget * SCORES_LENGTH, [len(s) for s in seqs])
 
 
 def eager_cpu_tokens() -> int:
@@ -249,14 +249,13 @@ def stand_in_forward(tokens_per_s: float | None = None) -> Iterator[list[float]]
         width = model.config.hidden_size
         return torch.full((n, width), width**-0.5)
 
-    def forward(model: Any, seqs: Any, score_budget: int, fused: bool = False, lengths: Any = None) -> tuple:
-        sizes = [len(s) for s in seqs] if lengths is None else lengths
-        starts = [0, *torch.tensor(sizes).cumsum(0).tolist()]
+    def forward(model: Any, seqs: Any, score_budget: int, lengths: Any) -> tuple:
+        starts = [0, *torch.tensor(lengths).cumsum(0).tolist()]
         return rows(model, starts[-1]), starts[:-1]
 
     real = embedder.packed_forward, embedder.packed_pass
     embedder.packed_forward = forward
-    embedder.packed_pass = lambda model, ids, lengths, score_budget, fused=False: rows(model, len(ids))
+    embedder.packed_pass = lambda model, ids, lengths, score_budget: rows(model, len(ids))
     try:
         yield waits
     finally:
