@@ -45,9 +45,7 @@ def n_lines(n: int) -> str:
 
 def _read_file(path: str, what: str) -> str:
     file = Path(path).expanduser()
-    if not file.exists():
-        raise UsageError(f"{what} file {path} does not exist")
-    if not file.is_file():
+    if not file.is_file():  # missing, a folder, a pipe or a device
         from bertscore_tm.corpus.files import not_a_file
 
         raise UsageError(f"{what} file {path} {not_a_file(file)}")
