@@ -25,9 +25,9 @@ from bertscore_tm.settings.texts import check_stream, check_texts
 
 #: Texts tokenised at a time.
 CHUNK = 4096
+_GROUPS = groups()
 #: The settings that do not act on the counts, refused rather than ignored (only the model's tokenizer counts):
 #: every scoring and output setting, the runtime's but the CPU threads, and the model's that act on its forward pass.
-_GROUPS = groups()
 NOT_COUNTING = (
     *_GROUPS["scoring"],
     *_GROUPS["output"],

@@ -403,11 +403,11 @@ def test_a_full_disk_stops_with_one_error_and_keeps_the_shards_before(
     metric, expected = plain
     real, writes = resumable.write_atomically, []
 
-    def full_disk(target: Path, write: object) -> None:
+    def full_disk(target: Path, data: bytes) -> None:
         writes.append(target)
         if len(writes) > 5:  # the manifest, then two shards, each after its digest in the manifest
             raise OSError(errno.ENOSPC, "No space left on device")
-        real(target, write)  # type: ignore[arg-type]
+        real(target, data)
 
     monkeypatch.setattr(resumable, "write_atomically", full_disk)
     with pytest.raises(resumable.CheckpointWriteError, match=r"No space left on device.*shards written before"):
