@@ -19,7 +19,7 @@ from bertscore_tm.scoring.idf import without_documents
 from bertscore_tm.scoring.matching import best_of_references, greedy_match, ragged_scores, segment_sum
 from bertscore_tm.scoring.results import progress_bar
 from bertscore_tm.scoring.scorer import Scorer
-from bertscore_tm.scoring.token_rules import left_blank, scored_weights
+from bertscore_tm.scoring.token_rules import scored_weights
 
 #: Working bytes per token of the weighing step (weights, float64 products and sums, index arithmetic):
 #: pairs are weighed in chunks of the working budget over this.
@@ -121,8 +121,8 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
         cand_marks = None if pairs.cand_marked is None else pairs.cand_marked[c_tok][cand_at]
         ref_tokens = pairs.ref_ids[r_tok].long()
         ref_marks = None if pairs.ref_marked is None else pairs.ref_marked[r_tok]
-        blank = blank_of(scorer, cand_tokens, cand_marks, match_c_lens, flags)
-        blank |= blank_of(scorer, ref_tokens, ref_marks, r_lens[refs], flags)
+        blank = scorer.blank(cand_tokens, cand_marks, match_c_lens, flags)
+        blank |= scorer.blank(ref_tokens, ref_marks, r_lens[refs], flags)
         left_empty += int(
             (blank & ~scorer.encoder.is_blank(match_c_lens) & ~scorer.encoder.is_blank(r_lens[refs])).sum()
         )
@@ -147,12 +147,6 @@ def weigh_pairs(scorer: Scorer, pairs: PairTokens, matches: TokenMatches, weight
             "prompt is left out: they score P = R = F = 0, as a blank text does."
         )
     return torch.cat(pieces)
-
-
-def blank_of(scorer: Scorer, ids: Tensor, marked: Tensor | None, lens: Tensor, flags: Tensor | None) -> Tensor:
-    """Which texts score as blank: a blank text, or one the mask, a prompt or a context left no token but the
-    special ones."""
-    return scorer.encoder.is_blank(lens) | left_blank(ids, marked, lens, flags, scorer.encoder.zero_weight_ids)
 
 
 def best_reference(f1: Tensor, best_f1: Tensor, ref_counts: Tensor) -> Tensor:

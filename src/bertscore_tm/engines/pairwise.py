@@ -23,7 +23,7 @@ from bertscore_tm.scoring.distinct import distinct_of, token_index
 from bertscore_tm.scoring.kernel import best_similarities, weighted_scores
 from bertscore_tm.scoring.results import format_scores, progress_bar
 from bertscore_tm.scoring.scorer import Scorer
-from bertscore_tm.scoring.token_rules import kept, left_blank, scored_weights
+from bertscore_tm.scoring.token_rules import kept, scored_weights
 from bertscore_tm.settings.config import Config
 from bertscore_tm.settings.texts import check_texts
 
@@ -322,11 +322,9 @@ def _write(out: Tensor, scores: Tensor, cands: _Occurrences, refs: _Occurrences)
 
 
 def scored_blank(scorer: Scorer, texts: TokenTexts, side: MarkedIds, flags: Tensor | None) -> Tensor:
-    """Which of the distinct `texts` (of `side`'s one source) score as blank: a blank text, or one the mask, a
-    prompt or a context left no token but the special ones (as `paired.blank_of`)."""
+    """Which of the distinct `texts` (of `side`'s one source) score as blank (`Scorer.blank`)."""
     distinct = token_index(texts, torch.arange(len(texts)))
-    emptied = left_blank(side.ids[distinct], side.marked[distinct], texts.length, flags, scorer.encoder.zero_weight_ids)
-    return scorer.encoder.is_blank(texts.length) | emptied
+    return scorer.blank(side.ids[distinct], side.marked[distinct], texts.length, flags)
 
 
 def pairwise_scores(

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from bertscore_tm.embedding.embedder import own_precision
-from bertscore_tm.engines.paired import best_reference, blank_of
+from bertscore_tm.engines.paired import best_reference
 from bertscore_tm.errors import ArgumentValueError, warn_undefined
 from bertscore_tm.explanations.tokens import TokenSpans, WordSpan, best_matches, token_spans, words_of
 from bertscore_tm.explanations.types import (
@@ -142,7 +142,7 @@ def _side(
             roles.append("masked")
         else:
             roles.append(None)
-    blank = bool(blank_of(scorer, ids, marked, torch.tensor([len(ids)]), flags)[0])
+    blank = bool(scorer.blank(ids, marked, torch.tensor([len(ids)]), flags)[0])
     return _Side(original, ids, marked, *found, scored_weights(table, ids, marked, flags), blank, roles)
 
 
@@ -199,7 +199,7 @@ def _scores(
     the explained layer's `row`."""
     cand, ref, flags = sides
     c_len, r_len = cand.lens.long(), ref.lens.long()
-    blank = blank_of(scorer, cand.ids, cand.marked, c_len, flags) | blank_of(scorer, ref.ids, ref.marked, r_len, flags)
+    blank = scorer.blank(cand.ids, cand.marked, c_len, flags) | scorer.blank(ref.ids, ref.marked, r_len, flags)
     raw = ragged_scores(
         torch.cat([f[0] for f in found])[:, None],
         scored_weights(table, cand.ids, cand.marked, flags),

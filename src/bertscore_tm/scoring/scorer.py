@@ -31,6 +31,7 @@ from bertscore_tm.scoring.idf import (
     table_digest,
     unknown_ids,
 )
+from bertscore_tm.scoring.token_rules import left_blank
 from bertscore_tm.settings.config import Config, ScoringSettings
 
 
@@ -99,6 +100,11 @@ class Scorer:
         if self.ignored is not None or not any(m is not None and bool(m.any()) for m in marked):
             return self.ignored
         return torch.zeros(self.vocab_size, dtype=torch.bool)
+
+    def blank(self, ids: Tensor, marked: Tensor | None, lens: Tensor, flags: Tensor | None) -> Tensor:
+        """Which texts (ragged `ids` of these `lens`) score as blank: a blank text, or one the mask, a prompt or a
+        context (`flags`, `token_flags`'s table) left no token but the special ones."""
+        return self.encoder.is_blank(lens) | left_blank(ids, marked, lens, flags, self.encoder.zero_weight_ids)
 
     def _fixed_weights(self, s: ScoringSettings) -> Tensor | None:
         if s.idf_texts is not None:
