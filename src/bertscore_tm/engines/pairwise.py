@@ -197,10 +197,9 @@ class _AllPairs:
         self.plan(2 * embedder.max_tokens, int(embedder.block_bytes * KEEP_SHARE))
 
     def run(self, progress: Any) -> Tensor:
-        """P, R, F of every candidate against every reference ([3, rows, N, M]), warning of the undefined ones."""
+        """P, R, F of every candidate against every reference ([3, rows, N, M]); ``info`` counts the undefined."""
         self.embed_store(progress)
         self.stream(progress)
-        warn_undefined(self.info["undefined"])
         return self.out
 
     def by_length(self, ids: Tensor) -> Tensor:
@@ -365,6 +364,7 @@ def all_pairs(
             scorer.beta,
         )
         out = run.run(progress)
+    warn_undefined(run.info["undefined"])  # once the progress bar is closed
     held = (
         both.ids,
         both.marked,

@@ -91,10 +91,10 @@ class PairPlan:
         group: Any,
         gather_fn: GatherFn | None = None,
     ) -> None:
-        counts = torch.tensor([[num_local, len(indexes), contexts]], device=indexes.device)  # per rank
+        counts = torch.tensor([[num_local, len(indexes), contexts]])  # per rank, read on the host
         offset = 0  # where this rank's pairs start among the gathered ones
         if collective:
-            counts = torch.stack(gather(counts[0], group, gather_fn))
+            counts = torch.stack(gather(counts[0].to(indexes.device), group, gather_fn)).cpu()
             indexes = torch.cat(gather(indexes, group, gather_fn))
             offset = int(counts[: torch.distributed.get_rank(group), 0].sum())
         self.indexes = indexes

@@ -225,7 +225,10 @@ def _rolled_back(folder: Path) -> Iterator[None]:
     """On any failure of the block, an interrupt included, take out what it added to the cache `folder` and put
     back the refs it rewrote (a fetch by a branch's name rewrites them)."""
     before = _paths(folder)
-    refs = {path: path.read_bytes() for path in (folder / "refs").rglob("*") if path.is_file()}
+    refs = {}
+    for path in (folder / "refs").rglob("*"):
+        with contextlib.suppress(OSError):  # unreadable, or gone since listed: nothing to put back
+            refs[path] = path.read_bytes()
     try:
         yield
     except BaseException:
